@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+// sniper chat -m MODEL: an interactive conversation rendered through the model's own chat
+// template. Each turn re-renders the whole conversation and evaluates only the tokens past
+// the prefix already in the KV cache.
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include <unistd.h>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "engine/generate.h"
+#include "tokenizer/chat_template.h"
+
+namespace sniper::cli {
+
+namespace {
+
+// Renders a conversation without a template (models that carry none).
+std::string plain_render(const nlohmann::json& messages) {
+  std::string out;
+  for (const auto& m : messages) {
+    const std::string role = m["role"].get<std::string>();
+    out += (role == "user" ? "User: " : role == "system" ? "System: " : "Assistant: ") + m["content"].get<std::string>() + "\n";
+  }
+  return out + "Assistant:";
+}
+
+}  // namespace
+
+int cmd_chat(int argc, char** argv) {
+  const std::vector<FlagSpec> specs = concat(concat(model_flags(), sampling_flags()), {
+      {"--system", nullptr, "TEXT", "system prompt"},
+      {"--n-predict", "-n", "N", "most tokens per reply (default 1024)"},
+      {"--think", nullptr, nullptr, "let thinking models think (sets enable_thinking)"},
+      {"--no-think", nullptr, nullptr, "ask thinking models not to think"},
+      {"--help", "-h", nullptr, "show this help"},
+  });
+  auto args = Args::parse("chat", argc, argv, 2, specs);
+  if (!args.ok()) return fail(args.error());
+  if (args->has("--help")) {
+    print_usage("chat", "-m MODEL [--system TEXT] [sampling flags]", specs);
+    return 0;
+  }
+  auto n_predict = args->get_int("--n-predict", 1024, -1, int64_t{1} << 24);
+  if (!n_predict.ok()) return fail(n_predict.error());
+  auto sampler = sampler_from_args(*args);
+  if (!sampler.ok()) return fail(sampler.error());
+  auto loaded = load_model_and_session(*args);
+  if (!loaded.ok()) return fail(loaded.error());
+  auto tokenizer = loaded->model->tokenizer();
+  if (!tokenizer.ok()) return fail(tokenizer.error());
+  const Tokenizer& tok = **tokenizer;
+  Session& session = *loaded->session;
+
+  std::optional<ChatTemplate> tmpl;
+  if (!loaded->model->chat_template().empty()) {
+    auto t = ChatTemplate::parse(loaded->model->chat_template());
+    if (!t.ok()) return fail(make_error("the model's chat template: %s", t.error().message.c_str()));
+    tmpl.emplace(std::move(t).value());
+  } else {
+    std::fprintf(stderr, "note: the model has no chat template; using a plain 'User:/Assistant:' format\n");
+  }
+  nlohmann::json messages = nlohmann::json::array();
+  if (args->has("--system")) messages.push_back({{"role", "system"}, {"content", args->get_string("--system")}});
+  const bool interactive = isatty(0);
+  std::string line;
+  for (;;) {
+    if (interactive) std::fprintf(stdout, "\n> ");
+    std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (line == "/quit" || line == "/exit") break;
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    std::string prompt;
+    if (tmpl) {
+      nlohmann::json ctx = {{"messages", messages}, {"add_generation_prompt", true},
+                            {"bos_token", tok.token_to_piece(tok.bos_id(), true)},
+                            {"eos_token", tok.token_to_piece(tok.eos_id(), true)}};
+      if (args->has("--think")) ctx["enable_thinking"] = true;
+      if (args->has("--no-think")) ctx["enable_thinking"] = false;
+      auto rendered = tmpl->render(ctx);
+      if (!rendered.ok()) return fail(rendered.error());
+      prompt = *rendered;
+    } else {
+      prompt = plain_render(messages);
+    }
+    std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/!tmpl, /*parse_special=*/true);
+    // Reuse the cached prefix; evaluate only what is new.
+    const auto& hist = session.history();
+    size_t common = 0;
+    while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
+    if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
+    session.truncate(static_cast<int64_t>(common));
+    std::vector<int32_t> fresh(ids.begin() + static_cast<long>(common), ids.end());
+    GenerateOptions go;
+    go.n_predict = *n_predict;
+    go.sampler = *sampler;
+    std::string reply;
+    auto stats = generate(session, tok, fresh, go, [&](std::string_view text) {
+      reply.append(text);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    });
+    std::fputc('\n', stdout);
+    if (!stats.ok()) {
+      fail(stats.error());
+      messages.erase(messages.end() - 1);
+      continue;
+    }
+    std::fprintf(stderr, "[%ld prompt tok at %.1f tok/s, %ld tok at %.1f tok/s]\n", static_cast<long>(stats->n_prompt),
+                 stats->prompt_tok_s(), static_cast<long>(stats->n_gen), stats->gen_tok_s());
+    messages.push_back({{"role", "assistant"}, {"content", reply}});
+  }
+  return 0;
+}
+
+}  // namespace sniper::cli

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// sniper inspect MODEL: architecture, config, tensor shapes and types, a quant histogram and
+// the byte breakdown streaming lives by: always-needed bytes (attention, norms, router,
+// embeddings, output head) vs routed-expert bytes vs dense FFN bytes, per layer and in total.
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "commands.h"
+#include "common.h"
+#include "gguf/reader.h"
+#include "model/config.h"
+
+namespace sniper::cli {
+
+namespace {
+
+enum class ByteClass { kAlways, kExpert, kDenseFfn };
+
+ByteClass classify(const std::string& name) {
+  if (name.find("_exps.") != std::string::npos) return ByteClass::kExpert;
+  if (name.find(".ffn_gate.") != std::string::npos || name.find(".ffn_up.") != std::string::npos ||
+      name.find(".ffn_down.") != std::string::npos) {
+    return ByteClass::kDenseFfn;
+  }
+  return ByteClass::kAlways;
+}
+
+// Layer index of "blk.<n>.*", or -1.
+int layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  return std::atoi(name.c_str() + 4);
+}
+
+std::string human(uint64_t bytes) {
+  char buf[64];
+  if (bytes >= (uint64_t{1} << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  } else if (bytes >= (uint64_t{1} << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", static_cast<double>(bytes) / 1024);
+  }
+  return buf;
+}
+
+}  // namespace
+
+int cmd_inspect(int argc, char** argv) {
+  const std::vector<FlagSpec> specs = {
+      {"--tensors", nullptr, nullptr, "list every tensor"},
+      {"--metadata", nullptr, nullptr, "list every metadata key"},
+      {"--help", "-h", nullptr, "show this help"},
+  };
+  auto args = Args::parse("inspect", argc, argv, 2, specs);
+  if (!args.ok()) return fail(args.error());
+  if (args->has("--help") || args->positionals().size() != 1) {
+    print_usage("inspect", "MODEL [--tensors] [--metadata]", specs);
+    return args->has("--help") ? 0 : 1;
+  }
+  const std::string path = args->positionals()[0];
+  auto file = gguf_open(path);
+  if (!file.ok()) return fail(make_error("%s: %s", path.c_str(), file.error().message.c_str()));
+  std::printf("file: %s (%llu bytes, GGUF v%u, %zu tensors, %zu metadata keys, alignment %llu)\n", path.c_str(),
+              static_cast<unsigned long long>(file->file_size), file->version, file->tensors().size(),
+              file->metadata().size(), static_cast<unsigned long long>(file->alignment));
+  auto config = load_model_config(*file);
+  if (config.ok()) {
+    const ModelConfig& c = *config;
+    std::printf("architecture: %s%s%s\n", c.arch.c_str(), c.name.empty() ? "" : " | name: ", c.name.c_str());
+    std::printf("dim %ld | layers %ld | heads %ld (kv %ld) | head_dim %ld | ffn %ld | vocab %ld | context %ld\n",
+                static_cast<long>(c.dim), static_cast<long>(c.n_layers), static_cast<long>(c.n_heads),
+                static_cast<long>(c.n_kv_heads), static_cast<long>(c.head_dim), static_cast<long>(c.hidden_dim),
+                static_cast<long>(c.vocab_size), static_cast<long>(c.n_ctx_train));
+    std::printf("rope: %s, base %g, dims %ld | rms eps %g%s%s\n", c.rope_style == RopeStyle::kNorm ? "norm" : "neox",
+                static_cast<double>(c.rope_base), static_cast<long>(c.rope_dims), static_cast<double>(c.norm_eps),
+                c.qk_norm ? " | q/k norm" : "", c.qkv_bias ? " | qkv bias" : "");
+    if (c.is_moe()) {
+      std::printf("experts: %ld, %ld active per token, expert ffn %ld\n", static_cast<long>(c.n_experts),
+                  static_cast<long>(c.n_experts_active), static_cast<long>(c.expert_hidden_dim));
+    }
+  } else {
+    std::printf("config: not runnable: %s\n", config.error().message.c_str());
+  }
+  if (args->has("--metadata")) {
+    std::printf("\nmetadata:\n");
+    for (const auto& [key, value] : file->metadata()) {
+      std::printf("  %-44s %s\n", key.c_str(), value.to_display_string().c_str());
+    }
+  }
+  std::map<std::string, std::pair<int, uint64_t>> histogram;
+  std::map<int, std::array<uint64_t, 3>> per_layer;
+  std::array<uint64_t, 3> total{0, 0, 0};
+  if (args->has("--tensors")) std::printf("\ntensors:\n");
+  for (const GgufTensorInfo& t : file->tensors()) {
+    auto& h = histogram[get_type_info(t.type).name];
+    h.first++;
+    h.second += t.nbytes;
+    const int cls = static_cast<int>(classify(t.name));
+    per_layer[layer_of(t.name)][static_cast<size_t>(cls)] += t.nbytes;
+    total[static_cast<size_t>(cls)] += t.nbytes;
+    if (args->has("--tensors")) {
+      std::printf("  %-36s %-7s [%ld, %ld, %ld, %ld] %s\n", t.name.c_str(), get_type_info(t.type).name,
+                  static_cast<long>(t.ne[0]), static_cast<long>(t.ne[1]), static_cast<long>(t.ne[2]),
+                  static_cast<long>(t.ne[3]), human(t.nbytes).c_str());
+    }
+  }
+  std::printf("\ntensor types:\n");
+  for (const auto& [name, h] : histogram) {
+    std::printf("  %-7s %5d tensors  %s\n", name.c_str(), h.first, human(h.second).c_str());
+  }
+  std::printf("\nbytes by role (always = attention, norms, router, embeddings, output head):\n");
+  std::printf("  %-8s %14s %14s %14s\n", "layer", "always", "experts", "dense ffn");
+  for (const auto& [layer, b] : per_layer) {
+    std::printf("  %-8s %14s %14s %14s\n", layer < 0 ? "global" : std::to_string(layer).c_str(), human(b[0]).c_str(),
+                human(b[1]).c_str(), human(b[2]).c_str());
+  }
+  std::printf("  %-8s %14s %14s %14s\n", "total", human(total[0]).c_str(), human(total[1]).c_str(),
+              human(total[2]).c_str());
+  std::printf("  (bytes: always %llu, experts %llu, dense ffn %llu)\n", static_cast<unsigned long long>(total[0]),
+              static_cast<unsigned long long>(total[1]), static_cast<unsigned long long>(total[2]));
+  return 0;
+}
+
+}  // namespace sniper::cli

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// sniper run -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t N]: streams the prompt and the
+// generated text to stdout, then one line of figures to stderr.
+#include <cstdio>
+#include <cstring>
+
+#include "base/process_stats.h"
+#include "commands.h"
+#include "common.h"
+#include "engine/generate.h"
+
+namespace sniper::cli {
+
+int cmd_run(int argc, char** argv) {
+  const std::vector<FlagSpec> specs = concat(concat(model_flags(), sampling_flags()), {
+      {"--prompt", "-p", "TEXT", "prompt text"},
+      {"--file", "-f", "PATH", "read the prompt from a file"},
+      {"--n-predict", "-n", "N", "tokens to generate, -1 = until end of text (default 128)"},
+      {"--no-bos", nullptr, nullptr, "do not add the BOS token"},
+      {"--ignore-eos", nullptr, nullptr, "keep generating after end-of-generation tokens"},
+      {"--no-echo", nullptr, nullptr, "do not print the prompt"},
+      {"--help", "-h", nullptr, "show this help"},
+  });
+  auto args = Args::parse("run", argc, argv, 2, specs);
+  if (!args.ok()) return fail(args.error());
+  if (args->has("--help")) {
+    print_usage("run", "-m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t N]", specs);
+    return 0;
+  }
+  std::string prompt = args->get_string("--prompt");
+  if (args->has("--file")) {
+    auto text = read_file(args->get_string("--file"));
+    if (!text.ok()) return fail(text.error());
+    prompt = *text;
+  }
+  if (!args->has("--prompt") && !args->has("--file")) return fail(make_error("no prompt given: pass -p TEXT or -f PATH"));
+  auto n_predict = args->get_int("--n-predict", 128, -1, int64_t{1} << 24);
+  if (!n_predict.ok()) return fail(n_predict.error());
+  auto sampler = sampler_from_args(*args);
+  if (!sampler.ok()) return fail(sampler.error());
+  auto loaded = load_model_and_session(*args);
+  if (!loaded.ok()) return fail(loaded.error());
+  auto tokenizer = loaded->model->tokenizer();
+  if (!tokenizer.ok()) return fail(tokenizer.error());
+  const Tokenizer& tok = **tokenizer;
+  std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/!args->has("--no-bos"), /*parse_special=*/true);
+  if (ids.empty()) return fail(make_error("the prompt encodes to no tokens"));
+
+  GenerateOptions go;
+  go.n_predict = *n_predict;
+  go.sampler = *sampler;
+  go.stop_at_eog = !args->has("--ignore-eos");
+  if (!args->has("--no-echo")) {
+    std::fputs(prompt.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  auto stats = generate(*loaded->session, tok, ids, go, [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (!stats.ok()) return fail(stats.error());
+  std::fprintf(stderr, "prompt: %ld tok, %.2f tok/s | generation: %ld tok, %.2f tok/s | peak RSS: %.1f MiB\n",
+               static_cast<long>(stats->n_prompt), stats->prompt_tok_s(), static_cast<long>(stats->n_gen),
+               stats->gen_tok_s(), static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
+  return 0;
+}
+
+}  // namespace sniper::cli

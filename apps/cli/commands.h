@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: MIT
+// The sniper CLI's commands. Each returns the process exit code.
+#pragma once
+
+namespace sniper::cli {
+
+int cmd_run(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
+int cmd_logits(int argc, char** argv);
+int cmd_synth(int argc, char** argv);
+
+}  // namespace sniper::cli

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+#include "common.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace sniper::cli {
+
+std::vector<FlagSpec> model_flags() {
+  return {
+      {"--model", "-m", "PATH", "GGUF model file"},
+      {"--threads", "-t", "N", "threads (default: all cores)"},
+      {"--ctx", "-c", "N", "context size in tokens (default: min(model, 4096))"},
+      {"--batch", "-b", "N", "prompt chunk size (default 64)"},
+      {"--kv-type", nullptr, "f16|q8_0", "KV cache type (default f16)"},
+      {"--residency", nullptr, "resident|mmap", "where weights live (default resident)"},
+  };
+}
+
+std::vector<FlagSpec> sampling_flags() {
+  return {
+      {"--temp", nullptr, "T", "temperature; 0 = greedy (default 0.8)"},
+      {"--seed", nullptr, "S", "random seed (default 0)"},
+      {"--top-k", nullptr, "K", "top-k, 0 = off (default 40)"},
+      {"--top-p", nullptr, "P", "top-p (default 0.95)"},
+      {"--min-p", nullptr, "P", "min-p (default 0.05)"},
+      {"--repeat-penalty", nullptr, "X", "repetition penalty, 1 = off (default 1)"},
+      {"--repeat-last-n", nullptr, "N", "tokens the penalties look back over (default 64)"},
+      {"--presence-penalty", nullptr, "X", "presence penalty (default 0)"},
+      {"--frequency-penalty", nullptr, "X", "frequency penalty (default 0)"},
+  };
+}
+
+std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+Result<Loaded> load_model_and_session(const Args& args) {
+  if (!args.has("--model")) return make_error("no model given: pass -m PATH to a GGUF file");
+  ModelLoadOptions lo;
+  auto residency = parse_residency(args.get_string("--residency", "resident"));
+  if (!residency.ok()) return residency.error();
+  lo.residency = *residency;
+  SessionOptions so;
+  SNIPER_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--threads", 0, 0, 1024));
+  so.n_threads = static_cast<int>(threads);
+  SNIPER_ASSIGN_OR_RETURN(so.n_ctx, args.get_int("--ctx", 0, 0, int64_t{1} << 24));
+  SNIPER_ASSIGN_OR_RETURN(so.batch, args.get_int("--batch", 64, 1, 4096));
+  auto kv = parse_kv_type(args.get_string("--kv-type", "f16"));
+  if (!kv.ok()) return kv.error();
+  so.kv_type = *kv;
+  Loaded out;
+  auto model = Model::load(args.get_string("--model"), lo);
+  if (!model.ok()) return model.error();
+  out.model = std::move(model).value();
+  auto session = Session::create(*out.model, so);
+  if (!session.ok()) return session.error();
+  out.session = std::move(session).value();
+  return out;
+}
+
+Result<SamplerConfig> sampler_from_args(const Args& args) {
+  SamplerConfig c;
+  SNIPER_ASSIGN_OR_RETURN(double temp, args.get_float("--temp", c.temperature, 0.0, 100.0));
+  c.temperature = static_cast<float>(temp);
+  SNIPER_ASSIGN_OR_RETURN(int64_t seed, args.get_int("--seed", 0, 0, INT64_MAX));
+  c.seed = static_cast<uint64_t>(seed);
+  SNIPER_ASSIGN_OR_RETURN(int64_t top_k, args.get_int("--top-k", c.top_k, 0, 1 << 24));
+  c.top_k = static_cast<int>(top_k);
+  SNIPER_ASSIGN_OR_RETURN(double top_p, args.get_float("--top-p", c.top_p, 0.0, 1.0));
+  c.top_p = static_cast<float>(top_p);
+  SNIPER_ASSIGN_OR_RETURN(double min_p, args.get_float("--min-p", c.min_p, 0.0, 1.0));
+  c.min_p = static_cast<float>(min_p);
+  SNIPER_ASSIGN_OR_RETURN(double rp, args.get_float("--repeat-penalty", c.repeat_penalty, 0.0, 10.0));
+  c.repeat_penalty = static_cast<float>(rp);
+  SNIPER_ASSIGN_OR_RETURN(int64_t rn, args.get_int("--repeat-last-n", c.repeat_last_n, 0, 1 << 20));
+  c.repeat_last_n = static_cast<int>(rn);
+  SNIPER_ASSIGN_OR_RETURN(double pp, args.get_float("--presence-penalty", c.presence_penalty, -2.0, 2.0));
+  c.presence_penalty = static_cast<float>(pp);
+  SNIPER_ASSIGN_OR_RETURN(double fp, args.get_float("--frequency-penalty", c.frequency_penalty, -2.0, 2.0));
+  c.frequency_penalty = static_cast<float>(fp);
+  SNIPER_TRY(c.validate());
+  return c;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error("cannot open '%s'", path.c_str());
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Result<std::vector<int32_t>> parse_id_list(const std::string& json_text, const std::string& what) {
+  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_array()) return make_error("%s is not a JSON array of token ids", what.c_str());
+  std::vector<int32_t> ids;
+  ids.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_number_integer()) return make_error("%s: item %zu is not an integer", what.c_str(), i);
+    const int64_t v = j[i].get<int64_t>();
+    if (v < 0 || v > INT32_MAX) return make_error("%s: item %zu is %ld, not a valid token id", what.c_str(), i, static_cast<long>(v));
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+int fail(const Error& error) {
+  std::fprintf(stderr, "error: %s\n", error.message.c_str());
+  return 1;
+}
+
+}  // namespace sniper::cli

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// Flags and helpers shared by the CLI commands that load a model.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "sampling/sampler.h"
+
+namespace sniper::cli {
+
+// -m, -t, --ctx, --batch, --kv-type, --residency
+std::vector<FlagSpec> model_flags();
+// --temp, --seed, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty
+std::vector<FlagSpec> sampling_flags();
+std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec>& b);
+
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Session> session;
+};
+
+Result<Loaded> load_model_and_session(const Args& args);
+Result<SamplerConfig> sampler_from_args(const Args& args);
+
+// Reads a whole file; an Error names the path.
+Result<std::string> read_file(const std::string& path);
+// Parses a JSON array of integers (token ids).
+Result<std::vector<int32_t>> parse_id_list(const std::string& json_text, const std::string& what);
+
+// Prints "error: <message>" to stderr and returns exit code 1.
+int fail(const Error& error);
+
+}  // namespace sniper::cli

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// sniper: the command-line front end. `sniper <command> [flags]`.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*fn)(int, char**);
+  const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"run", sniper::cli::cmd_run, "generate text from a prompt"},
+    {"chat", sniper::cli::cmd_chat, "interactive chat using the model's chat template"},
+    {"inspect", sniper::cli::cmd_inspect, "describe a GGUF model: shapes, types, byte breakdown"},
+    {"logits", sniper::cli::cmd_logits, "write the logits of given token ids (for reference checks)"},
+    {"synth", sniper::cli::cmd_synth, "write a random-weight model of a real architecture"},
+};
+
+void print_help() {
+  std::printf("sniper: run large language models from GGUF files on the CPU\n\nusage: sniper <command> [flags]\n\n");
+  for (const Command& c : kCommands) std::printf("  %-9s %s\n", c.name, c.summary);
+  std::printf("\n'sniper <command> --help' lists a command's flags.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    print_help();
+    return argc < 2 ? 1 : 0;
+  }
+  for (const Command& c : kCommands) {
+    if (!std::strcmp(argv[1], c.name)) return c.fn(argc, argv);
+  }
+  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth; see 'sniper --help')\n",
+               argv[1]);
+  return 1;
+}

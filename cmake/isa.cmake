@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: MIT
+# Per-file ISA flags: each ISA's kernels live in their own translation units and only those get
+# the ISA's -m flags. The default build never uses -march=native or a global -mavx2.
+set(SNIPER_AVX2_FLAGS -mavx2 -mfma -mf16c)
+set(SNIPER_AVX512_FLAGS -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16)
+
+# sniper_isa_sources(<avx2|avx512> files...): marks the files as compiled for that ISA.
+function(sniper_isa_sources isa)
+  if(isa STREQUAL "avx2")
+    set(flags ${SNIPER_AVX2_FLAGS})
+  elseif(isa STREQUAL "avx512")
+    set(flags ${SNIPER_AVX512_FLAGS})
+  else()
+    message(FATAL_ERROR "unknown ISA ${isa}")
+  endif()
+  set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS "${flags}")
+endfunction()

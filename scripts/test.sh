@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs dependencies, builds with warnings as errors and runs every test (ctest).
+# Usage: scripts/test.sh [ci|ci-asan|release|dev]   (default: ci, then ci-asan for the
+# sanitizer-only tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+run_preset() {
+  local preset=$1; shift
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  ctest --preset "$preset" -j "$jobs" "$@"
+}
+if [ $# -ge 1 ]; then
+  run_preset "$1"
+  exit 0
+fi
+run_preset ci
+# Untrusted-input parsers again under AddressSanitizer and UBSan.
+run_preset ci-asan -L sanitize

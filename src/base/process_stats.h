@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: MIT
+// Process memory figures from /proc/self/status (Linux). Thread-safe.
+#pragma once
+
+#include <cstdint>
+
+namespace sniper {
+
+// Peak resident set size (VmHWM) in bytes, or 0 if unavailable.
+uint64_t peak_rss_bytes();
+// Current resident set size (VmRSS) in bytes, or 0 if unavailable.
+uint64_t current_rss_bytes();
+
+}  // namespace sniper

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// The generate loop: evaluate a prompt, then sample, stream text and feed tokens back until
+// n_predict tokens, an end-of-generation token, a stop string, or the callback says stop.
+// This is the only place where model, KV cache, tokenizer and sampler meet.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/session.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sniper {
+
+struct GenerateOptions {
+  int64_t n_predict = 128;       // -1: until end of generation or the context is full
+  SamplerConfig sampler;
+  bool stop_at_eog = true;       // stop on the tokenizer's end-of-generation tokens
+  std::vector<std::string> stop; // stop strings (not emitted)
+};
+
+struct GenerateStats {
+  int64_t n_prompt = 0;
+  double prompt_ms = 0;
+  int64_t n_gen = 0;
+  double gen_ms = 0;             // wall time from the first sample to the last
+  int64_t n_decode = 0;          // single-token forward passes run
+  double decode_ms = 0;          // time inside those passes
+  double ttft_ms = 0;            // prompt evaluation to first token text
+  std::string finish_reason;     // "length", "stop", "eog", "context", "cancelled"
+  double prompt_tok_s() const { return prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0; }
+  double gen_tok_s() const { return decode_ms > 0 ? n_decode * 1000.0 / decode_ms : 0; }
+};
+
+// Receives text as it becomes valid UTF-8; return false to stop generating.
+using TextCallback = std::function<bool(std::string_view text)>;
+
+// Evaluates `prompt` (appended to whatever the session already holds) and generates. Returns
+// the stats; on_text sees the generated text only (not the prompt).
+Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                               const GenerateOptions& options, const TextCallback& on_text);
+
+}  // namespace sniper

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+#include "engine/session.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sniper {
+
+Session::Session(const Model& model, const SessionOptions& options)
+    : model_(model), options_(options), pool_(options.n_threads) {}
+
+Result<std::unique_ptr<Session>> Session::create(const Model& model, const SessionOptions& options) {
+  const ModelConfig& c = model.config();
+  SessionOptions o = options;
+  if (o.n_ctx < 0) return make_error("context size is %ld but must be >= 0 (0 = model default)", static_cast<long>(o.n_ctx));
+  if (o.n_ctx == 0) o.n_ctx = std::min<int64_t>(c.n_ctx_train, 4096);
+  if (o.n_ctx > c.n_ctx_train) {
+    return make_error("context size is %ld but the model was trained for at most %ld tokens",
+                      static_cast<long>(o.n_ctx), static_cast<long>(c.n_ctx_train));
+  }
+  if (o.batch < 1 || o.batch > 4096) {
+    return make_error("batch size is %ld but must be in [1, 4096]", static_cast<long>(o.batch));
+  }
+  if (o.n_threads < 0 || o.n_threads > 1024) {
+    return make_error("thread count is %d but must be in [0, 1024] (0 = all cores)", o.n_threads);
+  }
+  std::unique_ptr<Session> s(new Session(model, o));
+  auto kv = KvCache::create(c.n_layers, o.n_ctx, c.n_kv_heads, c.head_dim, o.kv_type);
+  if (!kv.ok()) return kv.error();
+  s->kv_ = std::move(kv).value();
+  s->transformer_ = std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx);
+  s->last_logits_.resize(static_cast<size_t>(c.vocab_size));
+  return s;
+}
+
+Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_logits) {
+  const ModelConfig& c = model_.config();
+  if (tokens.empty()) return make_error("nothing to evaluate: the token list is empty");
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.vocab_size) {
+      return make_error("token %d at index %zu is outside the vocabulary [0, %ld)", tokens[i], i,
+                        static_cast<long>(c.vocab_size));
+    }
+  }
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n_past() + n > n_ctx()) {
+    return make_error("context limit: %ld tokens already in context + %ld new = %ld, but the context holds %ld "
+                      "(raise it with --ctx, up to the model's %ld)",
+                      static_cast<long>(n_past()), static_cast<long>(n), static_cast<long>(n_past() + n),
+                      static_cast<long>(n_ctx()), static_cast<long>(c.n_ctx_train));
+  }
+  const size_t vocab = static_cast<size_t>(c.vocab_size);
+  if (all_logits != nullptr) all_logits->resize(static_cast<size_t>(n) * vocab);
+  const int64_t batch = transformer_->max_batch();
+  for (int64_t start = 0; start < n; start += batch) {
+    const int64_t m = std::min(batch, n - start);
+    float* out;
+    if (all_logits != nullptr) {
+      out = all_logits->data() + static_cast<size_t>(start) * vocab;
+    } else {
+      out = last_logits_.data();
+    }
+    transformer_->forward(tokens.data() + start, m, n_past(), *kv_, all_logits != nullptr, out, pool_);
+    history_.insert(history_.end(), tokens.begin() + start, tokens.begin() + start + m);
+  }
+  if (all_logits != nullptr) {
+    std::memcpy(last_logits_.data(), all_logits->data() + static_cast<size_t>(n - 1) * vocab, vocab * sizeof(float));
+  }
+  return ok_status();
+}
+
+void Session::truncate(int64_t n) {
+  if (n < n_past()) history_.resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+}
+
+}  // namespace sniper

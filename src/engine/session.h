@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// Session: one conversation's state over a shared Model: the KV cache, the forward pass
+// scratch, the thread pool and the tokens evaluated so far. Prompts are evaluated in chunks of
+// `batch` tokens through matrix-matrix kernels; decode is one token per call.
+// Thread-compatible: one call at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "engine/model.h"
+#include "kv/kv_cache.h"
+#include "model/transformer.h"
+
+namespace sniper {
+
+struct SessionOptions {
+  int64_t n_ctx = 0;     // 0: min(context_length of the model, 4096)
+  int64_t batch = 64;    // prefill chunk size
+  KvType kv_type = KvType::kF16;
+  int n_threads = 0;     // 0: all cores
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> create(const Model& model, const SessionOptions& options);
+
+  // Evaluates `tokens` at positions n_past().. and appends them. When all_logits is non-null it
+  // receives [tokens.size(), vocab] logits; last_logits() always holds the last row.
+  // Errors (nothing is evaluated): empty input, a token id outside the vocabulary, or the
+  // context limit, with the numbers.
+  [[nodiscard]] Status eval(std::span<const int32_t> tokens, std::vector<float>* all_logits = nullptr);
+
+  const std::vector<float>& last_logits() const { return last_logits_; }
+  int64_t n_past() const { return static_cast<int64_t>(history_.size()); }
+  int64_t n_ctx() const { return kv_->n_ctx(); }
+  const std::vector<int32_t>& history() const { return history_; }
+  // Forgets tokens from position n on (n <= n_past()); the cache rows are overwritten later.
+  void truncate(int64_t n);
+  const Model& model() const { return model_; }
+  ThreadPool& pool() { return pool_; }
+  const KvCache& kv() const { return *kv_; }
+  size_t memory_bytes() const { return kv_->bytes() + transformer_->scratch_bytes(); }
+
+ private:
+  Session(const Model& model, const SessionOptions& options);
+  const Model& model_;
+  SessionOptions options_;
+  ThreadPool pool_;
+  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<Transformer> transformer_;
+  std::vector<int32_t> history_;
+  std::vector<float> last_logits_;
+  std::vector<float> chunk_logits_;
+};
+
+}  // namespace sniper

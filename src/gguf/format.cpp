@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// The ggml tensor type table and GGUF value type names. The table is the single source of
+// truth for block sizes and bytes per block; numbers, names and sizes are those of ggml.
+// Invariant: every GgmlType enumerator has exactly one row in kTypeTable.
+#include "gguf/format.h"
+
+#include <cstdint>
+#include <iterator>
+
+#include "base/check.h"
+
+namespace sniper {
+
+namespace {
+
+// type_size derivations (bytes per block of block_size elements), as ggml-common.h lays them out:
+//   q4_0  = f16 d + 16 nibble bytes                         = 2 + 16        = 18
+//   q4_1  = f16 d, m + 16 nibble bytes                      = 4 + 16        = 20
+//   q5_0  = f16 d + u32 high bits + 16 nibble bytes         = 2 + 4 + 16    = 22
+//   q5_1  = f16 d, m + u32 high bits + 16 nibble bytes      = 4 + 4 + 16    = 24
+//   q8_0  = f16 d + 32 int8                                 = 2 + 32        = 34
+//   q8_1  = f16 d, s + 32 int8                              = 4 + 32        = 36
+//   q2_K  = 16 scales + 64 quants + f16 d, dmin             = 16 + 64 + 4   = 84
+//   q3_K  = 32 hmask + 64 quants + 12 scales + f16 d        = 32+64+12+2    = 110
+//   q4_K  = f16 d, dmin + 12 scales + 128 quants            = 4 + 12 + 128  = 144
+//   q5_K  = f16 d, dmin + 12 scales + 32 qh + 128 qs        = 4+12+32+128   = 176
+//   q6_K  = 128 ql + 64 qh + 16 scales + f16 d              = 128+64+16+2   = 210
+//   q8_K  = f32 d + 256 int8 + 16 i16 bsums                 = 4 + 256 + 32  = 292
+//   iq4_nl= f16 d + 16 nibble bytes                         = 2 + 16        = 18
+//   iq4_xs= f16 d + u16 scales_h + 4 scales_l + 128 qs      = 2+2+4+128     = 136
+constexpr GgmlTypeInfo kTypeTable[] = {
+    {GgmlType::kF32, "f32", 1, 4},
+    {GgmlType::kF16, "f16", 1, 2},
+    {GgmlType::kQ4_0, "q4_0", 32, 18},
+    {GgmlType::kQ4_1, "q4_1", 32, 20},
+    {GgmlType::kQ5_0, "q5_0", 32, 22},
+    {GgmlType::kQ5_1, "q5_1", 32, 24},
+    {GgmlType::kQ8_0, "q8_0", 32, 34},
+    {GgmlType::kQ8_1, "q8_1", 32, 36},
+    {GgmlType::kQ2_K, "q2_K", 256, 84},
+    {GgmlType::kQ3_K, "q3_K", 256, 110},
+    {GgmlType::kQ4_K, "q4_K", 256, 144},
+    {GgmlType::kQ5_K, "q5_K", 256, 176},
+    {GgmlType::kQ6_K, "q6_K", 256, 210},
+    {GgmlType::kQ8_K, "q8_K", 256, 292},
+    {GgmlType::kIQ4_NL, "iq4_nl", 32, 18},
+    {GgmlType::kIQ4_XS, "iq4_xs", 256, 136},
+    {GgmlType::kI8, "i8", 1, 1},
+    {GgmlType::kI16, "i16", 1, 2},
+    {GgmlType::kI32, "i32", 1, 4},
+    {GgmlType::kI64, "i64", 1, 8},
+    {GgmlType::kF64, "f64", 1, 8},
+    {GgmlType::kBF16, "bf16", 1, 2},
+};
+
+// Indexed by GgufValueType.
+constexpr const char* kValueTypeNames[] = {"u8",  "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                           "bool", "string", "array", "u64", "i64", "f64"};
+
+}  // namespace
+
+const char* gguf_value_type_name(GgufValueType type) {
+  auto idx = static_cast<uint32_t>(type);
+  if (idx >= std::size(kValueTypeNames)) return nullptr;
+  return kValueTypeNames[idx];
+}
+
+const GgmlTypeInfo* find_type_info(uint32_t type) {
+  for (const GgmlTypeInfo& info : kTypeTable) {
+    if (static_cast<uint32_t>(info.type) == type) return &info;
+  }
+  return nullptr;
+}
+
+const GgmlTypeInfo& get_type_info(GgmlType type) {
+  const GgmlTypeInfo* info = find_type_info(static_cast<uint32_t>(type));
+  CHECK(info != nullptr, "unknown GgmlType %u", static_cast<uint32_t>(type));
+  return *info;
+}
+
+size_t row_bytes(GgmlType type, int64_t n) {
+  const GgmlTypeInfo& info = get_type_info(type);
+  CHECK(n >= 0 && n % info.block_size == 0, "row of %lld elements is not a whole number of %s blocks of %lld",
+        static_cast<long long>(n), info.name, static_cast<long long>(info.block_size));
+  uint64_t blocks = static_cast<uint64_t>(n / info.block_size);
+  CHECK(blocks <= SIZE_MAX / info.type_size, "row of %lld %s elements overflows size_t",
+        static_cast<long long>(n), info.name);
+  return static_cast<size_t>(blocks) * info.type_size;
+}
+
+}  // namespace sniper

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+// Element-wise and row operations on f32 activations used by every architecture: RMS norm,
+// rotary embeddings, SiLU-gating, softmax, top-k. Semantics follow the reference engine (ggml):
+// sums that ggml accumulates in double are accumulated in double here too.
+// All functions are pure (no allocation, no global state) and thread-compatible.
+#pragma once
+
+#include <cstdint>
+
+namespace sniper {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]  (w may be null: no scale). out may alias x.
+void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps);
+
+enum class RopeStyle {
+  kNorm,  // rotate adjacent pairs (x[2i], x[2i+1])  -- llama
+  kNeox,  // rotate (x[i], x[i + n_rot/2])           -- qwen2, qwen3
+};
+
+// Precomputed per-position rotation for one head: cos/sin of n_rot/2 angles.
+// theta_i = pos * freq_scale * base^(-2i/n_rot) / freq_factors[i], computed by repeated float
+// multiplication exactly as ggml does (the rounding of theta is part of the reference numerics).
+void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const float* freq_factors,
+                 float* cos_out, float* sin_out);
+
+// Rotates the first n_rot dims of each of n_heads heads (head_dim apart) in place.
+void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style,
+                const float* cos_t, const float* sin_t);
+
+// out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+
+// In-place softmax over n values (max-subtracted, sum in double).
+void softmax(float* x, int64_t n);
+
+// y[i] += a * x[i]
+void axpy(float a, const float* x, float* y, int64_t n);
+
+// y[i] += x[i]
+void add_inplace(float* y, const float* x, int64_t n);
+
+// Writes the indices of the k largest values of x[0, n) to idx (descending by value, lower
+// index first on ties). k <= n. No allocation; O(n*k).
+void top_k(const float* x, int64_t n, int64_t k, int32_t* idx);
+
+// Index of the largest value (lowest index on ties).
+int32_t argmax(const float* x, int64_t n);
+
+}  // namespace sniper

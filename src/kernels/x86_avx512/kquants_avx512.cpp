@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+// AVX-512 tier kernels for the K-quants and IQ4_XS: x86/dot_kquants.h with VNNI.
+#include "kernels/kernel_registry.h"
+#include "kernels/x86/dot_kquants.h"
+#include "kernels/x86/isa_policies.h"
+
+namespace sniper::kernels_internal {
+
+namespace {
+template <class K>
+void set(KernelTable& t) {
+  t.vec_dot = &x86::vec_dot_entry<K>;
+  t.gemm = &x86::gemm_entry<K>;
+}
+using Isa = x86::VnniInt;
+}  // namespace
+
+void patch_kquants_avx512(KernelTable& t) {
+  switch (t.type) {
+    case GgmlType::kQ2_K: set<x86::DotQ2_K<Isa>>(t); break;
+    case GgmlType::kQ3_K: set<x86::DotQ3_K<Isa>>(t); break;
+    case GgmlType::kQ4_K: set<x86::DotQ4_K<Isa>>(t); break;
+    case GgmlType::kQ5_K: set<x86::DotQ5_K<Isa>>(t); break;
+    case GgmlType::kQ6_K: set<x86::DotQ6_K<Isa>>(t); break;
+    case GgmlType::kIQ4_XS: set<x86::DotIQ4_XS<Isa>>(t); break;
+    default: break;
+  }
+}
+
+}  // namespace sniper::kernels_internal

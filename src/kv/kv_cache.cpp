@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+#include "kv/kv_cache.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "base/check.h"
+#include "gguf/format.h"
+#include "kernels/kernels.h"
+
+namespace sniper {
+
+Result<KvType> parse_kv_type(std::string_view text) {
+  if (text == "f16") return KvType::kF16;
+  if (text == "q8_0") return KvType::kQ8_0;
+  return make_error("KV cache type is '%.*s' but must be one of: f16, q8_0", static_cast<int>(text.size()),
+                    text.data());
+}
+
+const char* kv_type_name(KvType type) { return type == KvType::kF16 ? "f16" : "q8_0"; }
+
+namespace {
+GgmlType ggml_type_of(KvType type) { return type == KvType::kF16 ? GgmlType::kF16 : GgmlType::kQ8_0; }
+}  // namespace
+
+size_t KvCache::bytes_for(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim, KvType type) {
+  const size_t head_bytes = row_bytes(ggml_type_of(type), head_dim);
+  return 2 * head_bytes * static_cast<size_t>(n_kv_heads * n_ctx * n_layers);
+}
+
+Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads,
+                                                 int64_t head_dim, KvType type) {
+  if (n_ctx < 1) return make_error("context size is %ld but must be at least 1", static_cast<long>(n_ctx));
+  if (type == KvType::kQ8_0 && head_dim % 32 != 0) {
+    return make_error("KV cache type q8_0 needs head_dim to be a multiple of 32, but head_dim is %ld",
+                      static_cast<long>(head_dim));
+  }
+  std::unique_ptr<KvCache> kv(new KvCache());
+  kv->n_layers_ = n_layers;
+  kv->n_ctx_ = n_ctx;
+  kv->n_kv_heads_ = n_kv_heads;
+  kv->type_ = type;
+  kv->layout_.kv_type = ggml_type_of(type);
+  kv->layout_.head_dim = head_dim;
+  kv->layout_.head_bytes = row_bytes(kv->layout_.kv_type, head_dim);
+  kv->layout_.row_bytes = kv->layout_.head_bytes * static_cast<size_t>(n_kv_heads);
+  kv->layer_bytes_ = kv->layout_.row_bytes * static_cast<size_t>(n_ctx);
+  const size_t total = kv->layer_bytes_ * static_cast<size_t>(n_layers);
+  const size_t alloc = (total + 63) / 64 * 64;
+  kv->k_ = static_cast<uint8_t*>(std::aligned_alloc(64, alloc));
+  kv->v_ = static_cast<uint8_t*>(std::aligned_alloc(64, alloc));
+  if (kv->k_ == nullptr || kv->v_ == nullptr) {
+    return make_error("cannot allocate %zu bytes for the KV cache (n_ctx %ld)", 2 * total, static_cast<long>(n_ctx));
+  }
+  std::memset(kv->k_, 0, alloc);
+  std::memset(kv->v_, 0, alloc);
+  return kv;
+}
+
+KvCache::~KvCache() {
+  std::free(k_);
+  std::free(v_);
+}
+
+void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float* v) {
+  DCHECK(layer_idx >= 0 && layer_idx < n_layers_ && pos >= 0 && pos < n_ctx_);
+  const KernelTable& kt = get_kernels(layout_.kv_type);
+  const size_t off = layer_bytes_ * static_cast<size_t>(layer_idx) + layout_.row_bytes * static_cast<size_t>(pos);
+  const int64_t n = n_kv_heads_ * layout_.head_dim;
+  // from_float of the cache type (f16 or q8_0), block-wise per head.
+  kt.quantize_act(k, k_ + off, n);
+  kt.quantize_act(v, v_ + off, n);
+}
+
+}  // namespace sniper

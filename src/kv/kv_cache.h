@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// KvCache: per-layer K and V rows for positions [0, n_ctx), stored as f16 (default, what the
+// reference engine uses) or q8_0 (half the bytes; head_dim must be a multiple of 32).
+// Layout per layer: [n_ctx][n_kv_heads][head_dim] for K and for V. All memory is allocated in
+// the constructor; nothing allocates per token. Thread-compatible; distinct rows may be
+// written concurrently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "base/result.h"
+#include "kernels/attention.h"
+
+namespace sniper {
+
+enum class KvType { kF16, kQ8_0 };
+
+Result<KvType> parse_kv_type(std::string_view text);
+const char* kv_type_name(KvType type);
+
+class KvCache {
+ public:
+  // Validates the shape (q8_0 needs head_dim % 32 == 0) and allocates.
+  static Result<std::unique_ptr<KvCache>> create(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads,
+                                                 int64_t head_dim, KvType type);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
+  // Bytes the cache needs for this shape, without allocating.
+  static size_t bytes_for(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim, KvType type);
+
+  // Converts and stores k, v ([n_kv_heads * head_dim] f32) at (layer_idx, pos).
+  void store(int64_t layer_idx, int64_t pos, const float* k, const float* v);
+
+  const uint8_t* k_rows(int64_t layer_idx) const { return k_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
+  const uint8_t* v_rows(int64_t layer_idx) const { return v_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
+  uint8_t* k_rows_mut(int64_t layer_idx) { return k_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
+  uint8_t* v_rows_mut(int64_t layer_idx) { return v_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
+  const AttentionLayout& layout() const { return layout_; }
+  int64_t n_ctx() const { return n_ctx_; }
+  int64_t n_layers() const { return n_layers_; }
+  KvType type() const { return type_; }
+  size_t bytes() const { return 2 * layer_bytes_ * static_cast<size_t>(n_layers_); }
+  size_t layer_bytes() const { return layer_bytes_; }
+
+ private:
+  KvCache() = default;
+  int64_t n_layers_ = 0;
+  int64_t n_ctx_ = 0;
+  int64_t n_kv_heads_ = 0;
+  KvType type_ = KvType::kF16;
+  AttentionLayout layout_;
+  size_t layer_bytes_ = 0;
+  uint8_t* k_ = nullptr;
+  uint8_t* v_ = nullptr;
+};
+
+}  // namespace sniper

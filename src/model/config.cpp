@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// GGUF metadata -> ModelConfig. Keys are "<arch>.<name>" as llama.cpp writes them.
+#include "model/config.h"
+
+#include <cmath>
+#include <string>
+
+#include "model/arch/arch.h"
+
+namespace sniper {
+
+namespace {
+
+// Reads an integer key and checks it against [lo, hi].
+Result<int64_t> int_in_range(const GgufFile& file, const std::string& key, int64_t lo, int64_t hi) {
+  auto v = file.get_int(key);
+  if (!v.ok()) return v.error();
+  if (*v < lo || *v > hi) {
+    return make_error("%s is %ld but must be in [%ld, %ld]", key.c_str(), static_cast<long>(*v),
+                      static_cast<long>(lo), static_cast<long>(hi));
+  }
+  return *v;
+}
+
+Result<int64_t> int_in_range_or(const GgufFile& file, const std::string& key, int64_t fallback,
+                                int64_t lo, int64_t hi) {
+  if (!file.has(key)) return fallback;
+  return int_in_range(file, key, lo, hi);
+}
+
+}  // namespace
+
+Result<ModelConfig> load_model_config(const GgufFile& file) {
+  ModelConfig c;
+  auto arch = file.get_string("general.architecture");
+  if (!arch.ok()) return arch.error();
+  c.arch = *arch;
+  const ArchSpec* spec = find_arch(c.arch);
+  if (spec == nullptr) {
+    std::string known;
+    for (const ArchSpec* s : registered_archs()) known += std::string(known.empty() ? "" : ", ") + s->name;
+    return make_error("general.architecture is '%s', which is not supported (supported: %s)",
+                      c.arch.c_str(), known.c_str());
+  }
+  auto name = file.get_string_or("general.name", "");
+  if (!name.ok()) return name.error();
+  c.name = *name;
+  const std::string p = c.arch + ".";
+  constexpr int64_t kMaxDim = int64_t{1} << 20;
+
+  SNIPER_ASSIGN_OR_RETURN(c.dim, int_in_range(file, p + "embedding_length", 1, kMaxDim));
+  SNIPER_ASSIGN_OR_RETURN(c.n_layers, int_in_range(file, p + "block_count", 1, 4096));
+  SNIPER_ASSIGN_OR_RETURN(c.n_heads, int_in_range(file, p + "attention.head_count", 1, 4096));
+  SNIPER_ASSIGN_OR_RETURN(c.n_kv_heads,
+                          int_in_range_or(file, p + "attention.head_count_kv", c.n_heads, 1, c.n_heads));
+  if (c.n_heads % c.n_kv_heads != 0) {
+    return make_error("%sattention.head_count (%ld) must be a multiple of head_count_kv (%ld)", p.c_str(),
+                      static_cast<long>(c.n_heads), static_cast<long>(c.n_kv_heads));
+  }
+  const int64_t default_head_dim = c.dim % c.n_heads == 0 ? c.dim / c.n_heads : 0;
+  SNIPER_ASSIGN_OR_RETURN(c.head_dim,
+                          int_in_range_or(file, p + "attention.key_length", default_head_dim, 1, 4096));
+  if (c.head_dim <= 0) {
+    return make_error("%sattention.key_length is missing and embedding_length %ld is not a multiple of head_count %ld",
+                      p.c_str(), static_cast<long>(c.dim), static_cast<long>(c.n_heads));
+  }
+  SNIPER_ASSIGN_OR_RETURN(int64_t value_length,
+                          int_in_range_or(file, p + "attention.value_length", c.head_dim, 1, 4096));
+  if (value_length != c.head_dim) {
+    return make_error("%sattention.value_length is %ld but only value_length == key_length (%ld) is supported",
+                      p.c_str(), static_cast<long>(value_length), static_cast<long>(c.head_dim));
+  }
+  SNIPER_ASSIGN_OR_RETURN(c.hidden_dim, int_in_range_or(file, p + "feed_forward_length", 0, 0, kMaxDim * 8));
+  SNIPER_ASSIGN_OR_RETURN(c.n_ctx_train, int_in_range_or(file, p + "context_length", 4096, 1, int64_t{1} << 24));
+
+  auto eps = file.get_float(p + "attention.layer_norm_rms_epsilon");
+  if (!eps.ok()) return eps.error();
+  if (!(*eps > 0.0 && *eps < 1.0)) {
+    return make_error("%sattention.layer_norm_rms_epsilon is %g but must be in (0, 1)", p.c_str(), *eps);
+  }
+  c.norm_eps = static_cast<float>(*eps);
+  auto base = file.get_float_or(p + "rope.freq_base", 10000.0);
+  if (!base.ok()) return base.error();
+  if (!(*base > 1.0 && std::isfinite(*base))) {
+    return make_error("%srope.freq_base is %g but must be a finite number > 1", p.c_str(), *base);
+  }
+  c.rope_base = static_cast<float>(*base);
+  SNIPER_ASSIGN_OR_RETURN(c.rope_dims, int_in_range_or(file, p + "rope.dimension_count", c.head_dim, 2, c.head_dim));
+  if (c.rope_dims % 2 != 0) {
+    return make_error("%srope.dimension_count is %ld but must be even", p.c_str(), static_cast<long>(c.rope_dims));
+  }
+  auto scaling = file.get_string_or(p + "rope.scaling.type", "none");
+  if (!scaling.ok()) return scaling.error();
+  if (*scaling == "linear") {
+    auto factor = file.get_float(p + "rope.scaling.factor");
+    if (!factor.ok()) return factor.error();
+    if (!(*factor >= 1.0 && *factor <= 1024.0)) {
+      return make_error("%srope.scaling.factor is %g but must be in [1, 1024]", p.c_str(), *factor);
+    }
+    c.rope_freq_scale = static_cast<float>(1.0 / *factor);
+  } else if (*scaling != "none") {
+    return make_error("%srope.scaling.type is '%s'; supported: none, linear", p.c_str(), scaling->c_str());
+  }
+  c.rope_style = spec->rope_style;
+  c.qkv_bias = spec->qkv_bias;
+  c.qk_norm = spec->qk_norm;
+
+  SNIPER_ASSIGN_OR_RETURN(c.n_experts, int_in_range_or(file, p + "expert_count", 0, 0, 4096));
+  if (c.n_experts > 0) {
+    if (!spec->allow_moe) {
+      return make_error("%sexpert_count is %ld but architecture '%s' has no experts", p.c_str(),
+                        static_cast<long>(c.n_experts), c.arch.c_str());
+    }
+    SNIPER_ASSIGN_OR_RETURN(c.n_experts_active, int_in_range(file, p + "expert_used_count", 1, c.n_experts));
+    c.expert_hidden_dim = c.hidden_dim;
+  } else if (spec->requires_moe) {
+    return make_error("%sexpert_count is missing or 0 but architecture '%s' requires experts", p.c_str(),
+                      c.arch.c_str());
+  }
+  if (spec->finish != nullptr) SNIPER_TRY(spec->finish(file, c));
+  if (c.n_experts > 0 && c.expert_hidden_dim <= 0) {
+    return make_error("%sfeed_forward_length must be > 0 for an MoE model", p.c_str());
+  }
+  if (c.n_experts == 0 && c.hidden_dim <= 0) {
+    return make_error("%sfeed_forward_length is missing or 0", p.c_str());
+  }
+
+  // Vocabulary size comes from the embedding table (validated when weights bind).
+  const GgufTensorInfo* embd = file.find_tensor("token_embd.weight");
+  if (embd == nullptr) return make_error("tensor 'token_embd.weight' is missing");
+  if (embd->ne[0] != c.dim) {
+    return make_error("tensor 'token_embd.weight' has row length %ld but embedding_length is %ld",
+                      static_cast<long>(embd->ne[0]), static_cast<long>(c.dim));
+  }
+  c.vocab_size = embd->ne[1];
+  c.tied_embeddings = file.find_tensor("output.weight") == nullptr;
+  return c;
+}
+
+}  // namespace sniper

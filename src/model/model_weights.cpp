@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// Binding of named tensors to the ModelWeights struct, with shape and type validation.
+#include "model/model_weights.h"
+
+#include <string>
+
+#include "model/tensor_names.h"
+#include "quant/quant.h"
+
+namespace sniper {
+
+namespace {
+
+std::string shape_string(const std::array<int64_t, 4>& ne) {
+  std::string s = "[";
+  int n = 4;
+  while (n > 1 && ne[static_cast<size_t>(n - 1)] == 1) --n;
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[static_cast<size_t>(i)]);
+  return s + "]";
+}
+
+class Binder {
+ public:
+  explicit Binder(const WeightStore& store) : store_(store) {}
+
+  // Binds `name` expecting shape `ne` (trailing 1s omitted). f32_only: the math needs f32.
+  Result<QTensor> get(const std::string& name, std::array<int64_t, 4> ne, bool f32_only) const {
+    const QTensor* t = store_.find_tensor(name);
+    if (t == nullptr) return make_error("tensor '%s' is missing", name.c_str());
+    return check(name, *t, ne, f32_only);
+  }
+
+  Result<QTensor> find(const std::string& name, std::array<int64_t, 4> ne, bool f32_only) const {
+    const QTensor* t = store_.find_tensor(name);
+    if (t == nullptr) return QTensor{};
+    return check(name, *t, ne, f32_only);
+  }
+
+ private:
+  static Result<QTensor> check(const std::string& name, const QTensor& t, std::array<int64_t, 4> ne,
+                               bool f32_only) {
+    if (t.ne != ne) {
+      return make_error("tensor '%s' has shape %s but the model config implies %s", name.c_str(),
+                        shape_string(t.ne).c_str(), shape_string(ne).c_str());
+    }
+    if (f32_only && t.type != GgmlType::kF32) {
+      return make_error("tensor '%s' has type %s but must be f32", name.c_str(), get_type_info(t.type).name);
+    }
+    if (!is_supported_weight_type(t.type)) {
+      return make_error("tensor '%s' has type %s, which this engine cannot multiply", name.c_str(),
+                        get_type_info(t.type).name);
+    }
+    return t;
+  }
+  const WeightStore& store_;
+};
+
+}  // namespace
+
+Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore& store) {
+  Binder b(store);
+  ModelWeights w;
+  SNIPER_ASSIGN_OR_RETURN(w.token_embd, b.get(kTokenEmbdName, {c.dim, c.vocab_size, 1, 1}, false));
+  SNIPER_ASSIGN_OR_RETURN(w.output_norm, b.get(kOutputNormName, {c.dim, 1, 1, 1}, true));
+  if (c.tied_embeddings) {
+    w.output = w.token_embd;
+  } else {
+    SNIPER_ASSIGN_OR_RETURN(w.output, b.get(kOutputName, {c.dim, c.vocab_size, 1, 1}, false));
+  }
+  SNIPER_ASSIGN_OR_RETURN(w.rope_freqs, b.find(kRopeFreqsName, {c.rope_dims / 2, 1, 1, 1}, true));
+  const int64_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    auto name = [l](LayerTensor k) { return layer_tensor_name(l, k); };
+    SNIPER_ASSIGN_OR_RETURN(lw.attn_norm, b.get(name(LayerTensor::kAttnNorm), {c.dim, 1, 1, 1}, true));
+    SNIPER_ASSIGN_OR_RETURN(lw.wq, b.get(name(LayerTensor::kAttnQ), {c.dim, q_dim, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.wk, b.get(name(LayerTensor::kAttnK), {c.dim, kv_dim, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.wv, b.get(name(LayerTensor::kAttnV), {c.dim, kv_dim, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.wo, b.get(name(LayerTensor::kAttnOutput), {q_dim, c.dim, 1, 1}, false));
+    if (c.qkv_bias) {
+      SNIPER_ASSIGN_OR_RETURN(lw.bq, b.get(name(LayerTensor::kAttnQBias), {q_dim, 1, 1, 1}, true));
+      SNIPER_ASSIGN_OR_RETURN(lw.bk, b.get(name(LayerTensor::kAttnKBias), {kv_dim, 1, 1, 1}, true));
+      SNIPER_ASSIGN_OR_RETURN(lw.bv, b.get(name(LayerTensor::kAttnVBias), {kv_dim, 1, 1, 1}, true));
+    }
+    if (c.qk_norm) {
+      SNIPER_ASSIGN_OR_RETURN(lw.q_norm, b.get(name(LayerTensor::kAttnQNorm), {c.head_dim, 1, 1, 1}, true));
+      SNIPER_ASSIGN_OR_RETURN(lw.k_norm, b.get(name(LayerTensor::kAttnKNorm), {c.head_dim, 1, 1, 1}, true));
+    }
+    SNIPER_ASSIGN_OR_RETURN(lw.ffn_norm, b.get(name(LayerTensor::kFfnNorm), {c.dim, 1, 1, 1}, true));
+    if (c.is_moe()) {
+      const int64_t ff = c.expert_hidden_dim, ne = c.n_experts;
+      SNIPER_ASSIGN_OR_RETURN(lw.router, b.get(name(LayerTensor::kFfnGateInp), {c.dim, ne, 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.gate_exps, b.get(name(LayerTensor::kFfnGateExps), {c.dim, ff, ne, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.up_exps, b.get(name(LayerTensor::kFfnUpExps), {c.dim, ff, ne, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.down_exps, b.get(name(LayerTensor::kFfnDownExps), {ff, c.dim, ne, 1}, false));
+    } else {
+      SNIPER_ASSIGN_OR_RETURN(lw.ffn_gate, b.get(name(LayerTensor::kFfnGate), {c.dim, c.hidden_dim, 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.ffn_up, b.get(name(LayerTensor::kFfnUp), {c.dim, c.hidden_dim, 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.ffn_down, b.get(name(LayerTensor::kFfnDown), {c.hidden_dim, c.dim, 1, 1}, false));
+    }
+  }
+  return w;
+}
+
+}  // namespace sniper

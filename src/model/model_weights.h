@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// ModelWeights: the QTensor views a forward pass reads, bound by name from a WeightStore and
+// checked against the ModelConfig (shape, type supported, f32 where the math needs f32).
+// Optional tensors (biases, q/k norms) have data == nullptr when absent.
+#pragma once
+
+#include <vector>
+
+#include "base/result.h"
+#include "kernels/tensor.h"
+#include "model/config.h"
+#include "weights/weight_store.h"
+
+namespace sniper {
+
+struct LayerWeights {
+  QTensor attn_norm;    // [dim] f32
+  QTensor wq;           // [dim -> n_heads*head_dim]
+  QTensor wk;           // [dim -> n_kv_heads*head_dim]
+  QTensor wv;           // [dim -> n_kv_heads*head_dim]
+  QTensor wo;           // [n_heads*head_dim -> dim]
+  QTensor bq, bk, bv;   // [q_dim], [kv_dim], [kv_dim] f32 (qwen2)
+  QTensor q_norm;       // [head_dim] f32 (qwen3)
+  QTensor k_norm;       // [head_dim] f32 (qwen3)
+  QTensor ffn_norm;     // [dim] f32
+  QTensor ffn_gate;     // dense: [dim -> hidden_dim]
+  QTensor ffn_up;       // dense: [dim -> hidden_dim]
+  QTensor ffn_down;     // dense: [hidden_dim -> dim]
+  QTensor router;       // moe: ffn_gate_inp [dim -> n_experts]
+  QTensor gate_exps;    // moe: [dim -> expert_hidden_dim] x n_experts
+  QTensor up_exps;      // moe: [dim -> expert_hidden_dim] x n_experts
+  QTensor down_exps;    // moe: [expert_hidden_dim -> dim] x n_experts
+};
+
+struct ModelWeights {
+  QTensor token_embd;   // [dim] x vocab_size rows
+  QTensor output_norm;  // [dim] f32
+  QTensor output;       // [dim -> vocab_size] (token_embd when tied)
+  QTensor rope_freqs;   // optional [rope_dims/2] f32 frequency factors
+  std::vector<LayerWeights> layers;
+};
+
+// Binds and validates every tensor the config implies. Errors name the tensor, the expected
+// and the actual shape or type.
+Result<ModelWeights> bind_model_weights(const ModelConfig& config, const WeightStore& store);
+
+}  // namespace sniper

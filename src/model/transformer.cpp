@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+// Forward pass. Per layer:
+//   xb = rms_norm(x) * attn_norm; q,k,v = W{q,k,v} xb (+ bias); [qk_norm]; rope(q, k);
+//   cache k,v; att = softmax(q.K / sqrt(head_dim)) V; x += Wo att;
+//   xb = rms_norm(x) * ffn_norm; x += FFN(xb)   (dense SwiGLU, or routed experts)
+// and finally logits = W_out (rms_norm(x) * output_norm).
+#include "model/transformer.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/attention.h"
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+#include "quant/quant.h"
+
+namespace sniper {
+
+namespace {
+
+// Activations quantized once per vec_dot_type and reused by every weight of that type that
+// reads the same input (q/k/v, gate/up). Slots are invalidated by reset().
+class ActCache {
+ public:
+  ActCache(ActBuffer* bufs, int n_bufs) : bufs_(bufs), n_bufs_(n_bufs) {}
+  const QuantizedActs& get(GgmlType weight_type, const float* x, int64_t n, int64_t n_tok, ThreadPool& pool) {
+    const GgmlType t = vec_dot_type(weight_type);
+    for (int i = 0; i < used_; ++i) {
+      if (acts_[i].type == t) return acts_[i];
+    }
+    CHECK(used_ < n_bufs_, "ActCache: more than %d activation types for one input", n_bufs_);
+    acts_[used_] = quantize_acts(t, x, n, n_tok, n, bufs_[used_], pool);
+    return acts_[used_++];
+  }
+  void reset() { used_ = 0; }
+
+ private:
+  ActBuffer* bufs_;
+  int n_bufs_;
+  int used_ = 0;
+  QuantizedActs acts_[3];
+};
+
+void add_bias(float* y, const QTensor& bias, int64_t n_tok, int64_t n) {
+  if (bias.data == nullptr) return;
+  const float* b = reinterpret_cast<const float*>(bias.data);
+  for (int64_t t = 0; t < n_tok; ++t) add_inplace(y + t * n, b, n);
+}
+
+const float* f32_data(const QTensor& t) { return reinterpret_cast<const float*>(t.data); }
+
+}  // namespace
+
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx)
+    : config_(config), weights_(weights), max_batch_(max_batch), n_ctx_(n_ctx) {
+  CHECK(max_batch >= 1);
+  const size_t B = static_cast<size_t>(max_batch);
+  const size_t dim = static_cast<size_t>(config.dim);
+  const int64_t ff = config.is_moe() ? config.expert_hidden_dim : config.hidden_dim;
+  x_.resize(B * dim);
+  xb_.resize(B * dim);
+  q_.resize(B * static_cast<size_t>(config.q_dim()));
+  k_.resize(B * static_cast<size_t>(config.kv_dim()));
+  v_.resize(B * static_cast<size_t>(config.kv_dim()));
+  att_.resize(B * static_cast<size_t>(config.q_dim()));
+  hb_.resize(B * static_cast<size_t>(ff));
+  hb2_.resize(B * static_cast<size_t>(ff));
+  ffn_out_.resize(B * dim);
+  rope_cos_.resize(B * static_cast<size_t>(config.rope_dims / 2));
+  rope_sin_.resize(B * static_cast<size_t>(config.rope_dims / 2));
+  if (config.is_moe()) {
+    const size_t k = static_cast<size_t>(config.n_experts_active);
+    router_.resize(B * static_cast<size_t>(config.n_experts));
+    sel_.resize(B * k);
+    sel_w_.resize(B * k);
+    exp_out_.resize(B * k * dim);
+    rows_.resize(B);
+    slots_.resize(B);
+    gathered_.resize(B * dim);
+    down_.resize(B * dim);
+  }
+}
+
+size_t Transformer::scratch_bytes() const {
+  size_t floats = x_.size() + xb_.size() + q_.size() + k_.size() + v_.size() + att_.size() + hb_.size() +
+                  hb2_.size() + ffn_out_.size() + rope_cos_.size() + rope_sin_.size() + router_.size() +
+                  sel_w_.size() + exp_out_.size() + gathered_.size() + down_.size();
+  return floats * sizeof(float) + (sel_.size() + rows_.size() + slots_.size()) * sizeof(int32_t) +
+         att_scratch_.size() + act_.capacity();
+}
+
+void Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, KvCache& kv, bool all_logits,
+                          float* logits, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  CHECK(n_tok >= 1 && n_tok <= max_batch_, "n_tok %ld, max_batch %ld", static_cast<long>(n_tok),
+        static_cast<long>(max_batch_));
+  CHECK(pos0 >= 0 && pos0 + n_tok <= kv.n_ctx(), "positions [%ld, %ld) exceed the context %ld",
+        static_cast<long>(pos0), static_cast<long>(pos0 + n_tok), static_cast<long>(kv.n_ctx()));
+  const int64_t dim = c.dim;
+
+  // Embedding rows.
+  const KernelTable& embd_kt = get_kernels(weights_.token_embd.type);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token %d out of range", tokens[t]);
+    embd_kt.dequant_row(weights_.token_embd.row(tokens[t]), x_.data() + t * dim, dim);
+  }
+  // Rotation angles for each position of the chunk (shared by all layers).
+  const int64_t half = c.rope_dims / 2;
+  const float* freq_factors = weights_.rope_freqs.data ? f32_data(weights_.rope_freqs) : nullptr;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    rope_angles(pos0 + t, c.rope_dims, c.rope_base, c.rope_freq_scale, freq_factors, rope_cos_.data() + t * half,
+                rope_sin_.data() + t * half);
+  }
+
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
+    }
+    attention_block(l, n_tok, pos0, kv, pool);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
+    }
+    if (c.is_moe()) {
+      moe_ffn(lw, n_tok, pool);
+    } else {
+      dense_ffn(lw, n_tok, pool);
+    }
+    for (int64_t t = 0; t < n_tok; ++t) add_inplace(x_.data() + t * dim, ffn_out_.data() + t * dim, dim);
+  }
+
+  const int64_t first = all_logits ? 0 : n_tok - 1;
+  const int64_t n_out = n_tok - first;
+  for (int64_t t = first; t < n_tok; ++t) {
+    rms_norm(x_.data() + t * dim, f32_data(weights_.output_norm), xb_.data() + (t - first) * dim, dim, c.norm_eps);
+  }
+  matmul(weights_.output, xb_.data(), logits, n_out, act_, pool);
+}
+
+void Transformer::attention_block(int64_t layer_idx, int64_t n_tok, int64_t pos0, KvCache& kv, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& lw = weights_.layers[static_cast<size_t>(layer_idx)];
+  const int64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim;
+  ActCache acts(act_bufs_, 3);
+  const QuantizedActs& aq = acts.get(lw.wq.type, xb_.data(), dim, n_tok, pool);
+  matmul_q(lw.wq, aq, q_.data(), q_dim, pool);
+  const QuantizedActs& ak = acts.get(lw.wk.type, xb_.data(), dim, n_tok, pool);
+  matmul_q(lw.wk, ak, k_.data(), kv_dim, pool);
+  const QuantizedActs& av = acts.get(lw.wv.type, xb_.data(), dim, n_tok, pool);
+  matmul_q(lw.wv, av, v_.data(), kv_dim, pool);
+  add_bias(q_.data(), lw.bq, n_tok, q_dim);
+  add_bias(k_.data(), lw.bk, n_tok, kv_dim);
+  add_bias(v_.data(), lw.bv, n_tok, kv_dim);
+
+  const int64_t half = c.rope_dims / 2;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* qt = q_.data() + t * q_dim;
+    float* kt = k_.data() + t * kv_dim;
+    if (c.qk_norm) {
+      for (int64_t h = 0; h < c.n_heads; ++h) rms_norm(qt + h * hd, f32_data(lw.q_norm), qt + h * hd, hd, c.norm_eps);
+      for (int64_t h = 0; h < c.n_kv_heads; ++h) rms_norm(kt + h * hd, f32_data(lw.k_norm), kt + h * hd, hd, c.norm_eps);
+    }
+    rope_apply(qt, c.n_heads, hd, c.rope_dims, c.rope_style, rope_cos_.data() + t * half, rope_sin_.data() + t * half);
+    rope_apply(kt, c.n_kv_heads, hd, c.rope_dims, c.rope_style, rope_cos_.data() + t * half, rope_sin_.data() + t * half);
+    kv.store(layer_idx, pos0 + t, kt, v_.data() + t * kv_dim);
+  }
+
+  // Attention: one work item per (token, head), spread over the pool.
+  const AttentionLayout& layout = kv.layout();
+  const size_t need = attention_scratch_bytes(layout, pos0 + n_tok);
+  const size_t stride = (need + 63) / 64 * 64;
+  const size_t n_threads = static_cast<size_t>(pool.n_threads());
+  if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
+  uint8_t* scratch_base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(att_scratch_.data()) + 63) & ~uintptr_t{63});
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const uint8_t* k_rows = kv.k_rows(layer_idx);
+  const uint8_t* v_rows = kv.v_rows(layer_idx);
+  const int64_t n_items = n_tok * c.n_heads;
+  std::atomic<int64_t> next{0};
+  pool.run([&](int thread_idx, int) {
+    uint8_t* scratch = scratch_base + stride * static_cast<size_t>(thread_idx);
+    for (;;) {
+      const int64_t item = next.fetch_add(1, std::memory_order_relaxed);
+      if (item >= n_items) break;
+      const int64_t t = item / c.n_heads, h = item % c.n_heads;
+      attend_head(layout, q_.data() + t * q_dim + h * hd, k_rows, v_rows, h / group, pos0 + t + 1, scale,
+                  att_.data() + t * q_dim + h * hd, scratch);
+    }
+  });
+
+  matmul(lw.wo, att_.data(), ffn_out_.data(), n_tok, act_, pool);
+  for (int64_t t = 0; t < n_tok; ++t) add_inplace(x_.data() + t * dim, ffn_out_.data() + t * dim, dim);
+}
+
+void Transformer::dense_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
+  const int64_t dim = config_.dim, ff = config_.hidden_dim;
+  ActCache acts(act_bufs_, 3);
+  matmul_q(lw.ffn_gate, acts.get(lw.ffn_gate.type, xb_.data(), dim, n_tok, pool), hb_.data(), ff, pool);
+  matmul_q(lw.ffn_up, acts.get(lw.ffn_up.type, xb_.data(), dim, n_tok, pool), hb2_.data(), ff, pool);
+  silu_mul(hb_.data(), hb2_.data(), hb_.data(), n_tok * ff);
+  matmul(lw.ffn_down, hb_.data(), ffn_out_.data(), n_tok, act_, pool);
+}
+
+void Transformer::moe_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int64_t dim = c.dim, ff = c.expert_hidden_dim, n_exp = c.n_experts, k = c.n_experts_active;
+  // Routing: softmax over all experts, top-k, renormalise the selected weights.
+  matmul(lw.router, xb_.data(), router_.data(), n_tok, act_, pool);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* probs = router_.data() + t * n_exp;
+    softmax(probs, n_exp);
+    int32_t* sel = sel_.data() + t * k;
+    float* w = sel_w_.data() + t * k;
+    top_k(probs, n_exp, k, sel);
+    double sum = 0.0;
+    for (int64_t i = 0; i < k; ++i) {
+      w[i] = probs[sel[i]];
+      sum += static_cast<double>(w[i]);
+    }
+    if (c.moe_norm_topk) {
+      const float s = static_cast<float>(sum);
+      for (int64_t i = 0; i < k; ++i) w[i] /= s;
+    }
+  }
+  // Each expert runs once over the tokens routed to it; outputs land in their (token, slot).
+  for (int64_t e = 0; e < n_exp; ++e) {
+    int64_t n_rows = 0;
+    for (int64_t t = 0; t < n_tok; ++t) {
+      for (int64_t i = 0; i < k; ++i) {
+        if (sel_[static_cast<size_t>(t * k + i)] == e) {
+          rows_[static_cast<size_t>(n_rows)] = static_cast<int32_t>(t);
+          slots_[static_cast<size_t>(n_rows)] = static_cast<int32_t>(i);
+          ++n_rows;
+        }
+      }
+    }
+    if (n_rows == 0) continue;
+    for (int64_t r = 0; r < n_rows; ++r) {
+      std::memcpy(gathered_.data() + r * dim, xb_.data() + rows_[static_cast<size_t>(r)] * dim, sizeof(float) * dim);
+    }
+    const QTensor gate = lw.gate_exps.matrix(e), up = lw.up_exps.matrix(e), down = lw.down_exps.matrix(e);
+    ActCache acts(act_bufs_, 3);
+    matmul_q(gate, acts.get(gate.type, gathered_.data(), dim, n_rows, pool), hb_.data(), ff, pool);
+    matmul_q(up, acts.get(up.type, gathered_.data(), dim, n_rows, pool), hb2_.data(), ff, pool);
+    silu_mul(hb_.data(), hb2_.data(), hb_.data(), n_rows * ff);
+    matmul(down, hb_.data(), down_.data(), n_rows, act_, pool);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const int64_t t = rows_[static_cast<size_t>(r)], slot = slots_[static_cast<size_t>(r)];
+      const float w = sel_w_[static_cast<size_t>(t * k + slot)];
+      float* dst = exp_out_.data() + (t * k + slot) * dim;
+      const float* src = down_.data() + r * dim;
+      for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+    }
+  }
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* out = ffn_out_.data() + t * dim;
+    std::memcpy(out, exp_out_.data() + t * k * dim, sizeof(float) * dim);
+    for (int64_t i = 1; i < k; ++i) add_inplace(out, exp_out_.data() + (t * k + i) * dim, dim);
+  }
+}
+
+}  // namespace sniper

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// The shared decoder-only transformer forward pass used by every registered architecture
+// (llama, qwen2, qwen3, qwen3moe; Mixtral is llama with experts). Architecture differences are
+// switches in ModelConfig (rope style, q/k norm, qkv bias, MoE). A forward call processes a
+// chunk of tokens at consecutive positions through matrix-matrix kernels, writes their K/V to
+// the cache and returns logits for the last token or for every token.
+// Thread-compatible: one forward at a time per Transformer; it uses the ThreadPool inside.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kv/kv_cache.h"
+#include "model/config.h"
+#include "model/model_weights.h"
+
+namespace sniper {
+
+class Transformer {
+ public:
+  // max_batch: the most tokens one forward() call takes (prefill chunk size).
+  Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx);
+
+  // Runs tokens[0, n_tok) at positions pos0.. through the model. Requires 1 <= n_tok <= max_batch,
+  // pos0 + n_tok <= kv.n_ctx() and every token < vocab_size (CHECKed: callers validate input).
+  // logits: [n_tok, vocab] when all_logits, else [1, vocab] for the last token.
+  void forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, KvCache& kv, bool all_logits, float* logits,
+               ThreadPool& pool);
+
+  const ModelConfig& config() const { return config_; }
+  int64_t max_batch() const { return max_batch_; }
+  // Bytes of activation scratch this instance holds.
+  size_t scratch_bytes() const;
+
+ private:
+  void attention_block(int64_t layer_idx, int64_t n_tok, int64_t pos0, KvCache& kv, ThreadPool& pool);
+  void dense_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+  void moe_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  int64_t max_batch_;
+  int64_t n_ctx_;
+  ActBuffer act_;               // single-use activations (matmul())
+  ActBuffer act_bufs_[3];       // activations reused across weights (ActCache)
+  std::vector<float> x_;        // [B, dim] residual stream
+  std::vector<float> xb_;       // [B, dim] normed input of a block
+  std::vector<float> q_;        // [B, q_dim]
+  std::vector<float> k_;        // [B, kv_dim]
+  std::vector<float> v_;        // [B, kv_dim]
+  std::vector<float> att_;      // [B, q_dim] attention output
+  std::vector<float> hb_;       // [B, ff] gate / activation
+  std::vector<float> hb2_;      // [B, ff] up
+  std::vector<float> ffn_out_;  // [B, dim]
+  std::vector<float> rope_cos_; // [B, rope_dims/2]
+  std::vector<float> rope_sin_; // [B, rope_dims/2]
+  std::vector<float> router_;   // [B, n_experts]
+  std::vector<int32_t> sel_;    // [B, k] selected experts
+  std::vector<float> sel_w_;    // [B, k] their weights
+  std::vector<float> exp_out_;  // [B, k, dim] per-slot expert outputs, summed in slot order
+  std::vector<int32_t> rows_;   // [B] token indices routed to one expert
+  std::vector<int32_t> slots_;  // [B] the slot each of those tokens uses
+  std::vector<float> gathered_; // [B, dim]
+  std::vector<float> down_;     // [B, dim]
+  std::vector<uint8_t> att_scratch_;  // per thread attention scratch
+  size_t att_scratch_stride_ = 0;
+};
+
+}  // namespace sniper

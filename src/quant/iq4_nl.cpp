@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// IQ4_NL codec (see iq4_nl.h): x = d * kIq4nlValues[q], q a 4-bit index (low nibble of qs[j] =
+// element j, high nibble = element j + 16). The quantizer is ggml's quantize_row_iq4_nl_ref:
+// the non-linear search of scale_search.h with weights x^2 and ntry = -1 (no scale sweep).
+#include "quant/iq4_nl.h"
+
+#include "quant/block_count.h"
+#include "quant/scale_search.h"
+
+namespace sniper {
+
+void quantize_row_iq4_nl_ref(const float* x, BlockIQ4_NL* y, int64_t n) {
+  const int64_t nb = block_count(n, kIQ4_NLBlockSize, "quantize_row_iq4_nl_ref");
+  uint8_t L[kIQ4_NLBlockSize];
+  float weight[kIQ4_NLBlockSize];
+  float scale;
+  uint16_t unused_h;
+  uint8_t unused_l[4];
+  for (int64_t i = 0; i < nb; ++i) {
+    make_iq4_quants(kIQ4_NLBlockSize, x + i * kIQ4_NLBlockSize, &y[i].d, y[i].qs, &unused_h,
+                    unused_l, &scale, weight, L, -1);
+  }
+}
+
+void dequantize_row_iq4_nl_ref(const BlockIQ4_NL* x, float* y, int64_t n) {
+  const int64_t nb = block_count(n, kIQ4_NLBlockSize, "dequantize_row_iq4_nl_ref");
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    float* yb = y + i * kIQ4_NLBlockSize;
+    for (int j = 0; j < kIQ4_NLBlockSize / 2; ++j) {
+      yb[j] = d * static_cast<float>(kIq4nlValues[x[i].qs[j] & 0xf]);
+      yb[j + kIQ4_NLBlockSize / 2] = d * static_cast<float>(kIq4nlValues[x[i].qs[j] >> 4]);
+    }
+  }
+}
+
+float vec_dot_iq4_nl_q8_0_ref(int64_t n, const BlockIQ4_NL* w, const BlockQ8_0* a) {
+  const int64_t nb = block_count(n, kIQ4_NLBlockSize, "vec_dot_iq4_nl_q8_0_ref");
+  constexpr int kHalf = kIQ4_NLBlockSize / 2;
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(a[i].d) * fp16_to_fp32(w[i].d);
+    int sumi1 = 0;
+    int sumi2 = 0;
+    for (int j = 0; j < kHalf; ++j) {
+      sumi1 += a[i].qs[j] * kIq4nlValues[w[i].qs[j] & 0xf];
+      sumi2 += a[i].qs[j + kHalf] * kIq4nlValues[w[i].qs[j] >> 4];
+    }
+    sumf += d * static_cast<float>(sumi1 + sumi2);
+  }
+  return sumf;
+}
+
+}  // namespace sniper

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+// Q5_K codec (see q5_k.h). As Q4_K with q in [0, 31]: the low 4 bits use Q4_K's qs layout and
+// the 5th bit of element 64c + l (resp. 64c + 32 + l) is bit 2c (resp. 2c + 1) of qh[l].
+// The quantizer is ggml's quantize_row_q5_K_ref (make_qkx2_quants per group of 32).
+#include "quant/q5_k.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/block_count.h"
+#include "quant/k_scales.h"
+#include "quant/rounding.h"
+#include "quant/scale_search.h"
+
+namespace sniper {
+
+void quantize_row_q5_K_ref(const float* x, BlockQ5_K* y, int64_t n) {
+  const int64_t nb = block_count(n, kQ5_KBlockSize, "quantize_row_q5_K_ref");
+  constexpr int kGroups = kQ5_KBlockSize / 32;
+  uint8_t L[kQ5_KBlockSize];
+  uint8_t Laux[32];
+  float weights[32];
+  float mins[kGroups];
+  float scales[kGroups];
+
+  for (int64_t i = 0; i < nb; ++i, x += kQ5_KBlockSize) {
+    float max_scale = 0.0f;
+    float max_min = 0.0f;
+    for (int j = 0; j < kGroups; ++j) {
+      float sum_x2 = 0.0f;
+      for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+      const float av_x = std::sqrt(sum_x2 / 32);
+      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+      scales[j] = make_qkx2_quants(32, 31, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.5f,
+                                   0.1f, 15, false);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+
+    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    std::memset(y[i].scales, 0, sizeof(y[i].scales));
+    for (int j = 0; j < kGroups; ++j) {
+      const uint8_t ls = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[j])));
+      const uint8_t lm = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_min * mins[j])));
+      set_scale_min_k4(j, ls, lm, y[i].scales);
+    }
+    y[i].d = fp32_to_fp16(max_scale / 63.0f);
+    y[i].dmin = fp32_to_fp16(max_min / 63.0f);
+
+    for (int j = 0; j < kGroups; ++j) {
+      uint8_t sc;
+      uint8_t m;
+      get_scale_min_k4(j, y[i].scales, &sc, &m);
+      const float d = fp16_to_fp32(y[i].d) * static_cast<float>(sc);
+      if (d == 0.0f) continue;
+      const float dm = fp16_to_fp32(y[i].dmin) * static_cast<float>(m);
+      for (int ii = 0; ii < 32; ++ii) {
+        const int l = nearest_int((x[32 * j + ii] + dm) / d);
+        L[32 * j + ii] = static_cast<uint8_t>(std::max(0, std::min(31, l)));
+      }
+    }
+
+    uint8_t* qh = y[i].qh;
+    uint8_t* ql = y[i].qs;
+    std::memset(qh, 0, sizeof(y[i].qh));
+    uint8_t m1 = 1;
+    uint8_t m2 = 2;
+    for (int c = 0; c < kQ5_KBlockSize; c += 64) {
+      for (int j = 0; j < 32; ++j) {
+        int l1 = L[c + j];
+        if (l1 > 15) {
+          l1 -= 16;
+          qh[j] = static_cast<uint8_t>(qh[j] | m1);
+        }
+        int l2 = L[c + j + 32];
+        if (l2 > 15) {
+          l2 -= 16;
+          qh[j] = static_cast<uint8_t>(qh[j] | m2);
+        }
+        ql[j] = static_cast<uint8_t>(l1 | (l2 << 4));
+      }
+      m1 = static_cast<uint8_t>(m1 << 2);
+      m2 = static_cast<uint8_t>(m2 << 2);
+      ql += 32;
+    }
+  }
+}
+
+void dequantize_row_q5_K_ref(const BlockQ5_K* x, float* y, int64_t n) {
+  const int64_t nb = block_count(n, kQ5_KBlockSize, "dequantize_row_q5_K_ref");
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* ql = x[i].qs;
+    const uint8_t* qh = x[i].qh;
+    const float d = fp16_to_fp32(x[i].d);
+    const float min = fp16_to_fp32(x[i].dmin);
+    int is = 0;
+    uint8_t u1 = 1;
+    uint8_t u2 = 2;
+    for (int j = 0; j < kQ5_KBlockSize; j += 64) {
+      uint8_t sc;
+      uint8_t m;
+      get_scale_min_k4(is + 0, x[i].scales, &sc, &m);
+      const float d1 = d * static_cast<float>(sc);
+      const float m1 = min * static_cast<float>(m);
+      get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
+      const float d2 = d * static_cast<float>(sc);
+      const float m2 = min * static_cast<float>(m);
+      for (int l = 0; l < 32; ++l) {
+        *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
+      }
+      for (int l = 0; l < 32; ++l) {
+        *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+      }
+      ql += 32;
+      is += 2;
+      u1 = static_cast<uint8_t>(u1 << 2);
+      u2 = static_cast<uint8_t>(u2 << 2);
+    }
+  }
+}
+
+float vec_dot_q5_K_q8_K_ref(int64_t n, const BlockQ5_K* w, const BlockQ8_K* a) {
+  const int64_t nb = block_count(n, kQ5_KBlockSize, "vec_dot_q5_K_q8_K_ref");
+  // Same structure as vec_dot_q4_K_q8_K_ref (ggml's generic kernel), with the 5th bit added.
+  int8_t aux8[kQ5_KBlockSize];
+  float sums[8] = {};
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* q4 = w[i].qs;
+    const uint8_t* hm = w[i].qh;
+    const int8_t* q8 = a[i].qs;
+    int32_t aux32[8] = {};
+    int8_t* p = aux8;
+    uint8_t m = 1;
+    for (int j = 0; j < kQ5_KBlockSize / 64; ++j) {
+      for (int l = 0; l < 32; ++l) p[l] = static_cast<int8_t>((q4[l] & 0xF) + ((hm[l] & m) ? 16 : 0));
+      p += 32;
+      m = static_cast<uint8_t>(m << 1);
+      for (int l = 0; l < 32; ++l) p[l] = static_cast<int8_t>((q4[l] >> 4) + ((hm[l] & m) ? 16 : 0));
+      p += 32;
+      m = static_cast<uint8_t>(m << 1);
+      q4 += 32;
+    }
+    uint8_t scales[8];
+    uint8_t mins[8];
+    for (int j = 0; j < 8; ++j) get_scale_min_k4(j, w[i].scales, &scales[j], &mins[j]);
+
+    int sumi = 0;
+    for (int j = 0; j < kQ5_KBlockSize / 16; ++j) sumi += a[i].bsums[j] * mins[j / 2];
+    p = aux8;
+    for (int j = 0; j < kQ5_KBlockSize / 32; ++j) {
+      const int32_t scale = scales[j];
+      for (int k = 0; k < 4; ++k) {
+        for (int l = 0; l < 8; ++l) {
+          const int16_t prod = static_cast<int16_t>(q8[l] * p[l]);
+          aux32[l] += scale * prod;
+        }
+        q8 += 8;
+        p += 8;
+      }
+    }
+    const float d = fp16_to_fp32(w[i].d) * a[i].d;
+    for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(aux32[l]);
+    const float dmin = fp16_to_fp32(w[i].dmin) * a[i].d;
+    sumf -= dmin * static_cast<float>(sumi);
+  }
+  for (int l = 0; l < 8; ++l) sumf += sums[l];
+  return sumf;
+}
+
+}  // namespace sniper

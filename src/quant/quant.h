@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// Type-generic entry points to the scalar reference codecs in this folder (one header per
+// format: q4_0.h, q4_k.h, ...). These `_ref` functions define the correct result; every SIMD
+// kernel in kernels/ is tested against them.
+//
+// Pairing of weight type and activation ("vec_dot") type, as the reference engine does it:
+//   F32->F32, F16->F16, BF16->BF16, Q4_0/Q5_0/Q8_0/IQ4_NL->Q8_0, Q4_1/Q5_1->Q8_1,
+//   Q2_K..Q6_K/IQ4_XS->Q8_K.
+#pragma once
+
+#include <cstdint>
+
+#include "gguf/format.h"
+
+namespace sniper {
+
+// True if we can decode and multiply with weights of this type.
+bool is_supported_weight_type(GgmlType type);
+
+// The activation type a weight type's dot product consumes. CHECKs that `type` is supported.
+GgmlType vec_dot_type(GgmlType type);
+
+// Quantizes n floats (n a multiple of the block size) into `type` blocks. Defined for every
+// supported weight type and every activation type (Q8_0, Q8_1, Q8_K, F16, BF16, F32).
+// For activation types the result matches ggml's quantize_row_*_ref bit for bit.
+void quantize_row_ref(GgmlType type, const float* src, void* dst, int64_t n);
+
+// Decodes n elements of `type` into floats.
+void dequantize_row_ref(GgmlType type, const void* src, float* dst, int64_t n);
+
+// Returns dot(w, a) over n elements, w of weight type `type`, a already quantized to
+// vec_dot_type(type).
+float vec_dot_ref(GgmlType type, int64_t n, const void* w, const void* a);
+
+}  // namespace sniper

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+// Byte-level BPE merge loop (see bpe.h). Per word: symbols are byte ranges of the mapped word
+// linked into a list; bigrams wait in a min-heap by (rank, left index); a popped bigram is applied
+// only if both symbols are unchanged, which their lengths prove.
+#include "tokenizer/bpe.h"
+
+#include <queue>
+
+#include "gguf/reader.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/unicode.h"
+
+namespace sniper {
+
+namespace {
+
+constexpr const char* kKeyMerges = "tokenizer.ggml.merges";
+
+struct Symbol {
+  int prev;
+  int next;
+  size_t start;
+  size_t n;
+};
+
+struct Bigram {
+  int left;
+  int right;
+  int32_t rank;
+  size_t size;
+};
+
+// Lowest rank first; on ties the leftmost pair.
+struct BigramGreater {
+  bool operator()(const Bigram& l, const Bigram& r) const {
+    return l.rank > r.rank || (l.rank == r.rank && l.left > r.left);
+  }
+};
+
+uint64_t pair_key(int32_t left, int32_t right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
+
+}  // namespace
+
+Result<BpeModel> BpeModel::from_gguf(const GgufFile& file, const Vocab& vocab) {
+  if (!file.has(kKeyMerges)) return make_error("%s is missing; a 'gpt2' tokenizer needs BPE merges", kKeyMerges);
+  SNIPER_ASSIGN_OR_RETURN(const std::vector<std::string>* merges, file.get_string_array(kKeyMerges));
+  return from_merges(*merges, vocab);
+}
+
+BpeModel BpeModel::from_merges(const std::vector<std::string>& merges, const Vocab& vocab) {
+  BpeModel model;
+  model.n_merges_ = merges.size();
+  model.pair_rank_.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const std::string_view merge = merges[i];
+    const size_t space = merge.find(' ', 1);  // as llama.cpp: a leading space belongs to the left side
+    if (space == std::string_view::npos) continue;
+    const std::string_view left = merge.substr(0, space);
+    const std::string_view right = merge.substr(space + 1);
+    const auto left_id = vocab.find(left);
+    const auto right_id = vocab.find(right);
+    if (left_id && right_id) {
+      model.pair_rank_.emplace(pair_key(*left_id, *right_id), int32_t(i));
+    } else {
+      model.text_rank_.emplace(std::string(merge), int32_t(i));
+    }
+  }
+  return model;
+}
+
+int32_t BpeModel::rank(const Vocab& vocab, std::string_view left, std::string_view right) const {
+  const auto left_id = vocab.find(left);
+  const auto right_id = vocab.find(right);
+  if (left_id && right_id) {
+    const auto it = pair_rank_.find(pair_key(*left_id, *right_id));
+    return it == pair_rank_.end() ? -1 : it->second;
+  }
+  if (text_rank_.empty()) return -1;
+  std::string key;
+  key.reserve(left.size() + 1 + right.size());
+  key.append(left).append(1, ' ').append(right);
+  const auto it = text_rank_.find(key);
+  return it == text_rank_.end() ? -1 : it->second;
+}
+
+void BpeModel::encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) const {
+  std::string mapped;
+  for (const std::string& word : pre_tokenize(vocab.pre.kind, text)) {
+    mapped.clear();
+    for (const char c : word) mapped += gpt2_byte_to_utf8(uint8_t(c));
+    encode_word(vocab, mapped, out);
+  }
+}
+
+void BpeModel::encode_word(const Vocab& vocab, std::string_view word, std::vector<int32_t>& out) const {
+  if (vocab.pre.ignore_merges) {
+    if (const auto id = vocab.find(word)) {
+      out.push_back(*id);
+      return;
+    }
+  }
+  std::vector<Symbol> symbols;
+  symbols.reserve(word.size());
+  for (size_t offset = 0; offset < word.size();) {
+    const size_t len = std::min(utf8_sequence_length(uint8_t(word[offset])), word.size() - offset);
+    const int index = int(symbols.size());
+    symbols.push_back(Symbol{index - 1, offset + len == word.size() ? -1 : index + 1, offset, len});
+    offset += len;
+  }
+
+  std::priority_queue<Bigram, std::vector<Bigram>, BigramGreater> queue;
+  auto add_bigram = [&](int left, int right) {
+    if (left == -1 || right == -1) return;
+    const Symbol& l = symbols[size_t(left)];
+    const Symbol& r = symbols[size_t(right)];
+    const int32_t merge_rank = rank(vocab, word.substr(l.start, l.n), word.substr(r.start, r.n));
+    if (merge_rank < 0) return;
+    queue.push(Bigram{left, right, merge_rank, l.n + r.n});
+  };
+  for (int i = 1; i < int(symbols.size()); ++i) add_bigram(i - 1, i);
+
+  while (!queue.empty()) {
+    const Bigram bigram = queue.top();
+    queue.pop();
+    Symbol& l = symbols[size_t(bigram.left)];
+    Symbol& r = symbols[size_t(bigram.right)];
+    if (l.n == 0 || r.n == 0 || l.n + r.n != bigram.size) continue;  // stale
+    l.n += r.n;
+    r.n = 0;
+    l.next = r.next;
+    if (r.next >= 0) symbols[size_t(r.next)].prev = bigram.left;
+    add_bigram(l.prev, bigram.left);
+    add_bigram(bigram.left, l.next);
+  }
+
+  for (int i = symbols.empty() ? -1 : 0; i != -1; i = symbols[size_t(i)].next) {
+    const Symbol& s = symbols[size_t(i)];
+    const std::string_view piece = word.substr(s.start, s.n);
+    if (const auto id = vocab.find(piece)) {
+      out.push_back(*id);
+      continue;
+    }
+    // As llama.cpp: fall back to single-byte tokens of the mapped text, dropping bytes without one.
+    for (const char c : piece) {
+      if (const auto id = vocab.find(std::string_view(&c, 1))) out.push_back(*id);
+    }
+  }
+}
+
+}  // namespace sniper

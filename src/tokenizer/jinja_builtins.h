@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// Built-ins of the Jinja subset: filters and tests (jinja_filters.cpp), methods of str/dict/list
+// values and global functions (jinja_methods.cpp), plus keyword/positional argument binding.
+// Invariants: every built-in reports bad arguments as an Error naming the built-in, the
+// argument and the offending value; none of them throws. Errors carry no line number: the
+// interpreter prefixes the line of the call site.
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "tokenizer/jinja_value.h"
+
+namespace sniper::jinja {
+
+// True if `name` is a filter (or test) this interpreter implements.
+[[nodiscard]] bool is_known_filter(std::string_view name);
+[[nodiscard]] bool is_known_test(std::string_view name);
+
+// Applies filter `name` to `subject` with the call's extra arguments.
+[[nodiscard]] Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& subject,
+                                         const CallArgs& args);
+
+// Evaluates test `name` (`subject is name(args)`).
+[[nodiscard]] Result<bool> apply_test(Interpreter& in, std::string_view name, const Value& subject,
+                                      const CallArgs& args);
+
+// The bound method `obj.name` for str, dict and list values, or nullopt when there is none.
+// Methods that would mutate (list.append, dict.update, ...) yield an Undefined whose use reports
+// that the access is unsafe, as Jinja2's ImmutableSandboxedEnvironment does.
+[[nodiscard]] std::optional<Value> find_method(const Value& obj, const std::string& name);
+
+// The global function `name` (range, namespace, dict, raise_exception, strftime_now, joiner,
+// cycler), or nullptr.
+[[nodiscard]] const Value* find_global(std::string_view name);
+
+// One formal parameter: a name, and a default unless required.
+struct Param {
+  std::string_view name;
+  Value def;
+  bool required = false;
+};
+[[nodiscard]] inline Param required(std::string_view name) { return Param{name, Value(), true}; }
+[[nodiscard]] inline Param optional(std::string_view name, Value def) { return Param{name, std::move(def), false}; }
+
+// Binds positional and keyword arguments to `params` (Python rules). Errors name `fn` and the
+// argument: too many positionals, unknown or duplicated keywords, missing required ones.
+[[nodiscard]] Result<std::vector<Value>> bind_args(std::string_view fn, const CallArgs& call,
+                                                   std::initializer_list<Param> params);
+
+// Python int() of a value for an argument that must be an integer (bool and int accepted).
+[[nodiscard]] Result<int64_t> int_arg(std::string_view fn, std::string_view param, const Value& v);
+
+// An argument that must be a str.
+[[nodiscard]] Result<std::string> string_arg(std::string_view fn, std::string_view param, const Value& v);
+
+}  // namespace sniper::jinja

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: MIT
+// Python-compatible string helpers (see jinja_string.h).
+#include "tokenizer/jinja_string.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace sniper::jinja {
+
+uint32_t utf8_decode(std::string_view s, size_t pos, size_t* n_bytes) {
+  const auto b0 = static_cast<unsigned char>(s[pos]);
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (b0 < 0x80) {
+    *n_bytes = 1;
+    return b0;
+  } else if ((b0 & 0xE0) == 0xC0) {
+    n = 2;
+    cp = b0 & 0x1F;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    n = 3;
+    cp = b0 & 0x0F;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    n = 4;
+    cp = b0 & 0x07;
+  } else {
+    *n_bytes = 1;
+    return b0;
+  }
+  if (pos + n > s.size()) {
+    *n_bytes = 1;
+    return b0;
+  }
+  for (size_t i = 1; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(s[pos + i]);
+    if ((b & 0xC0) != 0x80) {
+      *n_bytes = 1;
+      return b0;
+    }
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  *n_bytes = n;
+  return cp;
+}
+
+std::vector<size_t> utf8_offsets(std::string_view s) {
+  std::vector<size_t> offsets;
+  offsets.reserve(s.size() + 1);
+  size_t pos = 0;
+  while (pos < s.size()) {
+    offsets.push_back(pos);
+    size_t n = 1;
+    (void)utf8_decode(s, pos, &n);
+    pos += n;
+  }
+  offsets.push_back(s.size());
+  return offsets;
+}
+
+size_t utf8_length(std::string_view s) {
+  size_t count = 0;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t n = 1;
+    (void)utf8_decode(s, pos, &n);
+    pos += n;
+    ++count;
+  }
+  return count;
+}
+
+void utf8_append(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+bool is_py_space(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
+         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+namespace {
+
+// Whether code point `cp` is stripped: whitespace, or a member of `chars`.
+bool strip_member(uint32_t cp, const std::string* chars) {
+  if (chars == nullptr) return is_py_space(cp);
+  size_t pos = 0;
+  while (pos < chars->size()) {
+    size_t n = 1;
+    if (utf8_decode(*chars, pos, &n) == cp) return true;
+    pos += n;
+  }
+  return false;
+}
+
+bool is_line_break(uint32_t cp) {
+  return cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D || cp == 0x1E ||
+         cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+}
+
+}  // namespace
+
+std::string py_strip(std::string_view s, const std::string* chars, bool left, bool right) {
+  const std::vector<size_t> off = utf8_offsets(s);
+  size_t begin = 0;
+  size_t end = off.size() - 1;  // code point indices [begin, end)
+  size_t n = 1;
+  if (left) {
+    while (begin < end && strip_member(utf8_decode(s, off[begin], &n), chars)) ++begin;
+  }
+  if (right) {
+    while (end > begin && strip_member(utf8_decode(s, off[end - 1], &n), chars)) --end;
+  }
+  return std::string(s.substr(off[begin], off[end] - off[begin]));
+}
+
+std::vector<std::string> py_split(std::string_view s, const std::string* sep, int64_t maxsplit) {
+  std::vector<std::string> parts;
+  if (sep != nullptr) {
+    size_t start = 0;
+    while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
+      const size_t hit = s.find(*sep, start);
+      if (hit == std::string_view::npos) break;
+      parts.emplace_back(s.substr(start, hit - start));
+      start = hit + sep->size();
+    }
+    parts.emplace_back(s.substr(start));
+    return parts;
+  }
+  size_t pos = 0;
+  size_t n = 1;
+  while (true) {
+    while (pos < s.size() && is_py_space(utf8_decode(s, pos, &n))) pos += n;
+    if (pos >= s.size()) break;
+    if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) >= maxsplit) {
+      // Python keeps the remainder with its trailing whitespace stripped.
+      parts.push_back(py_strip(s.substr(pos), nullptr, false, true));
+      break;
+    }
+    const size_t start = pos;
+    while (pos < s.size() && !is_py_space(utf8_decode(s, pos, &n))) pos += n;
+    parts.emplace_back(s.substr(start, pos - start));
+  }
+  return parts;
+}
+
+std::vector<std::string> py_rsplit(std::string_view s, const std::string* sep, int64_t maxsplit) {
+  if (maxsplit < 0) return py_split(s, sep, maxsplit);
+  std::vector<std::string> parts;
+  if (sep != nullptr) {
+    size_t end = s.size();
+    while (static_cast<int64_t>(parts.size()) < maxsplit) {
+      if (end < sep->size()) break;
+      const size_t hit = s.rfind(*sep, end - sep->size());
+      if (hit == std::string_view::npos) break;
+      parts.emplace_back(s.substr(hit + sep->size(), end - hit - sep->size()));
+      end = hit;
+    }
+    parts.emplace_back(s.substr(0, end));
+  } else {
+    const std::vector<size_t> off = utf8_offsets(s);
+    size_t end = off.size() - 1;  // code point index
+    size_t n = 1;
+    while (true) {
+      while (end > 0 && is_py_space(utf8_decode(s, off[end - 1], &n))) --end;
+      if (end == 0) break;
+      if (static_cast<int64_t>(parts.size()) >= maxsplit) {
+        parts.push_back(py_strip(s.substr(0, off[end]), nullptr, true, false));
+        break;
+      }
+      size_t begin = end;
+      while (begin > 0 && !is_py_space(utf8_decode(s, off[begin - 1], &n))) --begin;
+      parts.emplace_back(s.substr(off[begin], off[end] - off[begin]));
+      end = begin;
+    }
+  }
+  return std::vector<std::string>(parts.rbegin(), parts.rend());
+}
+
+std::vector<std::string> py_splitlines(std::string_view s) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t n = 1;
+    const uint32_t cp = utf8_decode(s, pos, &n);
+    if (is_line_break(cp)) {
+      lines.emplace_back(s.substr(start, pos - start));
+      if (cp == '\r' && pos + 1 < s.size() && s[pos + 1] == '\n') ++n;
+      start = pos + n;
+    }
+    pos += n;
+  }
+  if (start < s.size()) lines.emplace_back(s.substr(start));
+  return lines;
+}
+
+std::string py_replace(std::string_view s, std::string_view old, std::string_view repl, int64_t count) {
+  std::string out;
+  if (old.empty()) {
+    // Python inserts `repl` before every code point and at the end.
+    const std::vector<size_t> off = utf8_offsets(s);
+    int64_t done = 0;
+    for (size_t i = 0; i + 1 < off.size(); ++i) {
+      if (count < 0 || done < count) {
+        out += repl;
+        ++done;
+      }
+      out += s.substr(off[i], off[i + 1] - off[i]);
+    }
+    if (count < 0 || done < count) out += repl;
+    return out;
+  }
+  size_t start = 0;
+  int64_t done = 0;
+  while (count < 0 || done < count) {
+    const size_t hit = s.find(old, start);
+    if (hit == std::string_view::npos) break;
+    out += s.substr(start, hit - start);
+    out += repl;
+    start = hit + old.size();
+    ++done;
+  }
+  out += s.substr(start);
+  return out;
+}
+
+int64_t py_count(std::string_view s, std::string_view sub) {
+  if (sub.empty()) return static_cast<int64_t>(utf8_length(s)) + 1;
+  int64_t count = 0;
+  size_t start = 0;
+  while (true) {
+    const size_t hit = s.find(sub, start);
+    if (hit == std::string_view::npos) return count;
+    ++count;
+    start = hit + sub.size();
+  }
+}
+
+int64_t py_find(std::string_view s, std::string_view sub, bool reverse) {
+  const size_t hit = reverse ? s.rfind(sub) : s.find(sub);
+  if (hit == std::string_view::npos) return -1;
+  return static_cast<int64_t>(utf8_length(s.substr(0, hit)));
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string ascii_upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
+std::string py_capitalize(std::string_view s) {
+  std::string out = ascii_lower(s);
+  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 'a' + 'A');
+  return out;
+}
+
+std::string py_title(std::string_view s) {
+  // str.title(): a cased character that follows an uncased one is upper-cased, others lowered.
+  std::string out(s);
+  bool prev_cased = false;
+  for (char& c : out) {
+    const bool lower = c >= 'a' && c <= 'z';
+    const bool upper = c >= 'A' && c <= 'Z';
+    if (lower && !prev_cased) c = static_cast<char>(c - 'a' + 'A');
+    if (upper && prev_cased) c = static_cast<char>(c - 'A' + 'a');
+    prev_cased = lower || upper;
+  }
+  return out;
+}
+
+std::string py_repr_string(std::string_view s) {
+  const bool has_single = s.find('\'') != std::string_view::npos;
+  const bool has_double = s.find('"') != std::string_view::npos;
+  const char quote = (has_single && !has_double) ? '"' : '\'';
+  std::string out(1, quote);
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t n = 1;
+    const uint32_t cp = utf8_decode(s, pos, &n);
+    char buf[16];
+    if (cp == '\\') {
+      out += "\\\\";
+    } else if (cp == static_cast<uint32_t>(quote)) {
+      out += '\\';
+      out += quote;
+    } else if (cp == '\n') {
+      out += "\\n";
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else if (cp == '\t') {
+      out += "\\t";
+    } else if (cp < 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD) {
+      std::snprintf(buf, sizeof(buf), "\\x%02x", cp);
+      out += buf;
+    } else if (cp == 0x2028 || cp == 0x2029) {
+      std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
+      out += buf;
+    } else {
+      out += s.substr(pos, n);
+    }
+    pos += n;
+  }
+  out += quote;
+  return out;
+}
+
+void json_escape_string(std::string& out, std::string_view s, bool ensure_ascii) {
+  out += '"';
+  size_t pos = 0;
+  char buf[16];
+  while (pos < s.size()) {
+    size_t n = 1;
+    const uint32_t cp = utf8_decode(s, pos, &n);
+    switch (cp) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (cp < 0x20) {
+          std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
+          out += buf;
+        } else if (ensure_ascii && cp >= 0x80) {
+          if (cp >= 0x10000) {
+            const uint32_t v = cp - 0x10000;
+            std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+          } else {
+            std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
+          }
+          out += buf;
+        } else {
+          out += s.substr(pos, n);
+        }
+    }
+    pos += n;
+  }
+  out += '"';
+}
+
+std::string py_float_repr(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+  if (x == 0) return std::signbit(x) ? "-0.0" : "0.0";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof(buf), x, std::chars_format::scientific);
+  const std::string sci(buf, res.ptr);
+  // sci looks like "-1.2345e+02": split into sign, digits and exponent.
+  const size_t e_pos = sci.find('e');
+  std::string mantissa = sci.substr(0, e_pos);
+  const int exp10 = std::atoi(sci.c_str() + e_pos + 1);
+  std::string sign;
+  if (mantissa[0] == '-') {
+    sign = "-";
+    mantissa.erase(0, 1);
+  }
+  std::string digits;
+  for (char c : mantissa) {
+    if (c != '.') digits += c;
+  }
+  const int decpt = exp10 + 1;  // value = 0.<digits> * 10^decpt
+  std::string out = sign;
+  if (decpt <= -4 || decpt > 16) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) {
+      out += '.';
+      out += digits.substr(1);
+    }
+    std::snprintf(buf, sizeof(buf), "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    out += buf;
+  } else if (decpt <= 0) {
+    out += "0.";
+    out.append(static_cast<size_t>(-decpt), '0');
+    out += digits;
+  } else if (static_cast<size_t>(decpt) >= digits.size()) {
+    out += digits;
+    out.append(static_cast<size_t>(decpt) - digits.size(), '0');
+    out += ".0";
+  } else {
+    out += digits.substr(0, static_cast<size_t>(decpt));
+    out += '.';
+    out += digits.substr(static_cast<size_t>(decpt));
+  }
+  return out;
+}
+
+}  // namespace sniper::jinja

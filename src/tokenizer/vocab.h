@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// Vocab: the token table of a GGUF model (tokenizer.ggml.* metadata) with the per-token
+// attributes, special token ids and flags llama.cpp derives from it (llama_vocab::impl::load).
+// Invariants: texts, scores and attrs all have n_vocab() entries; token texts are unique and
+// non-empty; every special id is -1 (absent) or in [0, n_vocab). Immutable after loading, so
+// const access is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+#include "tokenizer/pre_tokenizer.h"
+
+namespace sniper {
+
+class GgufFile;
+
+enum class TokenizerKind {
+  kSpm,  // tokenizer.ggml.model "llama": SentencePiece BPE over scores, byte fallback
+  kBpe,  // tokenizer.ggml.model "gpt2": byte-level BPE over merges
+};
+
+// Token attribute bits (llama.cpp's llama_token_attr).
+enum TokenAttr : uint32_t {
+  kTokenAttrUndefined = 0,
+  kTokenAttrUnknown = 1u << 0,
+  kTokenAttrUnused = 1u << 1,
+  kTokenAttrNormal = 1u << 2,
+  kTokenAttrControl = 1u << 3,
+  kTokenAttrUserDefined = 1u << 4,
+  kTokenAttrByte = 1u << 5,
+  kTokenAttrLstrip = 1u << 7,
+  kTokenAttrRstrip = 1u << 8,
+};
+
+// Hash/equality that let the token map be searched with a string_view without a copy.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+struct Vocab {
+  TokenizerKind kind = TokenizerKind::kSpm;
+  std::string model;     // tokenizer.ggml.model
+  std::string pre_name;  // tokenizer.ggml.pre ("" when absent)
+  PreTokenizerConfig pre;
+
+  std::vector<std::string> texts;  // [n_vocab] token text as stored (SPM: '▁' for spaces; BPE: GPT-2 byte map)
+  std::vector<float> scores;       // [n_vocab] SPM merge priority (higher merges first)
+  std::vector<uint32_t> attrs;     // [n_vocab] TokenAttr bits
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> token_to_id;
+
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t eot_id = -1;
+  int32_t eom_id = -1;
+  int32_t unk_id = -1;
+  int32_t pad_id = -1;
+
+  bool add_bos = false;
+  bool add_eos = false;
+  bool add_space_prefix = false;  // SPM: prepend ' ' to text that starts the input or follows a special token
+  bool clean_spaces = false;      // detokenize: llama.cpp's clean_up_tokenization_spaces passes
+
+  // Control, user-defined and unknown tokens, longest text first (ties by id): the order in which
+  // encode() carves them out of the input.
+  std::vector<int32_t> special_tokens;
+  // End-of-generation ids, ascending.
+  std::vector<int32_t> eog_ids;
+
+  int32_t n_vocab() const { return int32_t(texts.size()); }
+  std::optional<int32_t> find(std::string_view text) const {
+    const auto it = token_to_id.find(text);
+    if (it == token_to_id.end()) return std::nullopt;
+    return it->second;
+  }
+  bool has_attr(int32_t id, uint32_t attr) const { return (attrs[size_t(id)] & attr) != 0; }
+};
+
+// Reads the tokenizer.ggml.* keys of `file`. Errors name the key and the offending value:
+// missing or mistyped arrays, array lengths below the token count, duplicate tokens, an unknown
+// tokenizer.ggml.model or tokenizer.ggml.pre, add_bos/add_eos without the matching id.
+// Out-of-range special ids are ignored with a warning, as llama.cpp does. Thread-safe.
+[[nodiscard]] Result<Vocab> load_vocab(const GgufFile& file);
+
+}  // namespace sniper

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// Resident and mmap weight stores. The reader has already validated that every tensor's byte
+// range lies inside the file, so views computed from offsets are in bounds.
+#include "weights/weight_store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace sniper {
+
+namespace {
+
+constexpr size_t kReadChunkBytes = size_t{64} << 20;
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { if (fd_ >= 0) close(fd_); }
+  int get() const { return fd_; }
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Result<Residency> parse_residency(std::string_view text) {
+  if (text == "resident") return Residency::kResident;
+  if (text == "mmap") return Residency::kMmap;
+  return make_error("--residency is '%.*s' but must be one of: resident, mmap", static_cast<int>(text.size()),
+                    text.data());
+}
+
+const char* residency_name(Residency residency) {
+  switch (residency) {
+    case Residency::kResident: return "resident";
+    case Residency::kMmap: return "mmap";
+  }
+  return "?";
+}
+
+Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Residency residency) {
+  std::unique_ptr<WeightStore> store(new WeightStore());
+  store->gguf_ = &gguf;
+  store->residency_ = residency;
+  Fd fd(::open(gguf.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return make_error("cannot open '%s': %s", gguf.path.c_str(), std::strerror(errno));
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return make_error("cannot stat '%s': %s", gguf.path.c_str(), std::strerror(errno));
+  if (static_cast<uint64_t>(st.st_size) != gguf.file_size) {
+    return make_error("'%s' changed size since it was parsed (%llu -> %llu bytes)", gguf.path.c_str(),
+                      static_cast<unsigned long long>(gguf.file_size), static_cast<unsigned long long>(st.st_size));
+  }
+  const uint64_t data_bytes = gguf.file_size - gguf.data_offset;
+  if (residency == Residency::kMmap) {
+    void* p = mmap(nullptr, gguf.file_size, PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (p == MAP_FAILED) return make_error("cannot mmap '%s': %s", gguf.path.c_str(), std::strerror(errno));
+    store->mapping_ = p;
+    store->mapping_bytes_ = gguf.file_size;
+    store->base_ = static_cast<uint8_t*>(p) + gguf.data_offset;
+  } else {
+    const size_t alloc = (data_bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, alloc == 0 ? 64 : alloc);
+    if (p == nullptr) {
+      return make_error("cannot allocate %llu bytes for the weights of '%s'",
+                        static_cast<unsigned long long>(data_bytes), gguf.path.c_str());
+    }
+    store->base_ = static_cast<uint8_t*>(p);
+    store->resident_bytes_ = data_bytes;
+    uint64_t done = 0;
+    while (done < data_bytes) {
+      const size_t want = data_bytes - done < kReadChunkBytes ? data_bytes - done : kReadChunkBytes;
+      const ssize_t got = pread(fd.get(), store->base_ + done, want, static_cast<off_t>(gguf.data_offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        return make_error("reading '%s' at offset %llu failed: %s", gguf.path.c_str(),
+                          static_cast<unsigned long long>(gguf.data_offset + done),
+                          got == 0 ? "unexpected end of file" : std::strerror(errno));
+      }
+      done += static_cast<uint64_t>(got);
+    }
+  }
+  const auto& infos = gguf.tensors();
+  store->tensors_ = std::make_unique<QTensor[]>(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    QTensor& t = store->tensors_[i];
+    t.type = infos[i].type;
+    t.ne = infos[i].ne;
+    t.row_bytes = infos[i].row_bytes();
+    t.data = store->base_ + infos[i].offset;
+  }
+  return store;
+}
+
+WeightStore::~WeightStore() {
+  if (mapping_ != nullptr) {
+    munmap(mapping_, mapping_bytes_);
+  } else {
+    std::free(base_);
+  }
+}
+
+const QTensor* WeightStore::find_tensor(std::string_view name) const {
+  const GgufTensorInfo* info = gguf_->find_tensor(name);
+  if (info == nullptr) return nullptr;
+  return &tensors_[static_cast<size_t>(info - gguf_->tensors().data())];
+}
+
+}  // namespace sniper

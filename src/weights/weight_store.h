@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// WeightStore: where tensor bytes live. `resident` reads the file's data section into one
+// 64-byte-aligned allocation; `mmap` maps the file read-only and lets the kernel page it in
+// (the usual approach, kept as a baseline). Model code sees only QTensor views; it never opens
+// files. The store outlives every QTensor it hands out. Thread-safe after open().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "gguf/reader.h"
+#include "kernels/tensor.h"
+
+namespace sniper {
+
+enum class Residency { kResident, kMmap };
+
+// Parses "resident" | "mmap".
+Result<Residency> parse_residency(std::string_view text);
+const char* residency_name(Residency residency);
+
+class WeightStore {
+ public:
+  // Opens the file `gguf.path` and makes every tensor's bytes addressable. Errors name the file
+  // and the failing system call. Thread-compatible.
+  static Result<std::unique_ptr<WeightStore>> open(const GgufFile& gguf, Residency residency);
+  ~WeightStore();
+  WeightStore(const WeightStore&) = delete;
+  WeightStore& operator=(const WeightStore&) = delete;
+
+  // Returns the tensor's view, or nullptr if the file has no such tensor.
+  const QTensor* find_tensor(std::string_view name) const;
+  Residency residency() const { return residency_; }
+  // Bytes this store holds in anonymous memory (0 for mmap).
+  uint64_t resident_bytes() const { return resident_bytes_; }
+  const GgufFile& gguf() const { return *gguf_; }
+
+ private:
+  WeightStore() = default;
+
+  const GgufFile* gguf_ = nullptr;
+  Residency residency_ = Residency::kResident;
+  uint8_t* base_ = nullptr;  // start of the data section in memory
+  void* mapping_ = nullptr;
+  size_t mapping_bytes_ = 0;
+  uint64_t resident_bytes_ = 0;
+  std::unique_ptr<QTensor[]> tensors_;
+};
+
+}  // namespace sniper
