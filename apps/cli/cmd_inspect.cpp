@@ -60,7 +60,7 @@ int cmd_inspect(int argc, char** argv) {
   }
   const std::string path = args->positionals()[0];
   auto file = gguf_open(path);
-  if (!file.ok()) return fail(make_error("%s: %s", path.c_str(), file.error().message.c_str()));
+  if (!file.ok()) return fail(file.error());
   std::printf("file: %s (%llu bytes, GGUF v%u, %zu tensors, %zu metadata keys, alignment %llu)\n", path.c_str(),
               static_cast<unsigned long long>(file->file_size), file->version, file->tensors().size(),
               file->metadata().size(), static_cast<unsigned long long>(file->alignment));

@@ -6,7 +6,7 @@ namespace sniper {
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelLoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
   auto gguf = gguf_open(path);
-  if (!gguf.ok()) return make_error("%s: %s", path.c_str(), gguf.error().message.c_str());
+  if (!gguf.ok()) return gguf.error();  // already names the path
   m->gguf_ = std::move(gguf).value();
   auto config = load_model_config(m->gguf_);
   if (!config.ok()) return make_error("%s: %s", path.c_str(), config.error().message.c_str());

@@ -14,11 +14,11 @@
 
 namespace sniper {
 
-Status ByteSource::read(void* dst, size_t n, const char* what) {
+Status ByteSource::read(void* dst, size_t n) {
   if (n > remaining()) {
-    return make_error("unexpected end of file reading %s: %zu bytes needed at offset %llu but the file "
-                      "(%llu bytes) has only %llu left",
-                      what, n, static_cast<unsigned long long>(pos_), static_cast<unsigned long long>(size_),
+    return make_error("unexpected end of file: %zu bytes needed at offset %llu but the file (%llu bytes) has only "
+                      "%llu left",
+                      n, static_cast<unsigned long long>(pos_), static_cast<unsigned long long>(size_),
                       static_cast<unsigned long long>(remaining()));
   }
   if (n == 0) return ok_status();

@@ -25,8 +25,8 @@ class ByteSource {
   uint64_t remaining() const { return size_ - pos_; }
 
   // Copies exactly n bytes at position() into dst and advances. An Error if fewer than n bytes
-  // remain or the underlying read fails; `what` names the field for the message.
-  [[nodiscard]] Status read(void* dst, size_t n, const char* what);
+  // remain or the underlying read fails.
+  [[nodiscard]] Status read(void* dst, size_t n);
 
  protected:
   explicit ByteSource(uint64_t size) : size_(size) {}

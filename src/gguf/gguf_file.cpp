@@ -199,9 +199,15 @@ std::string GgufValue::to_display_string(size_t max_items) const {
   if (type != GgufValueType::kArray) return "<unknown>";
   size_t n = array_size();
   if (n > max_items) {
-    if (elem_type == GgufValueType::kString) return "[" + std::to_string(n) + " strings]";
-    if (elem_type == GgufValueType::kArray) return "[" + std::to_string(n) + " arrays]";
-    return "[" + std::to_string(n) + " " + type_name_or_unknown(elem_type) + " values]";
+    char buf[64];
+    if (elem_type == GgufValueType::kString) {
+      std::snprintf(buf, sizeof(buf), "[%zu strings]", n);
+    } else if (elem_type == GgufValueType::kArray) {
+      std::snprintf(buf, sizeof(buf), "[%zu arrays]", n);
+    } else {
+      std::snprintf(buf, sizeof(buf), "[%zu %s values]", n, type_name_or_unknown(elem_type));
+    }
+    return buf;
   }
   std::string out = "[";
   for (size_t i = 0; i < n; ++i) {

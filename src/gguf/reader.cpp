@@ -66,60 +66,83 @@ class Parser {
   Result<GgufFile> parse();
 
  private:
+  enum class Section { kHeader, kMetadata, kTensors };
+
+  // Prefixes an error with where the parser is ("metadata key 'k'", "tensor 3", ...). The
+  // context is only formatted when an error happens.
+  Error fail(const Error& e) const;
+  Status read_bytes(void* dst, size_t n, const char* field);
   template <typename T>
-  Status read_le(T* out, const char* what);
-  Result<uint32_t> read_u32(const char* what);
-  Result<uint64_t> read_u64(const char* what);
-  // A length-prefixed string; `what` (and `item`, an array index, when >= 0) names it for messages.
-  Result<std::string> read_string(const std::string& what, int64_t item = -1);
-  Status read_scalar(GgufValueType type, GgufValue* out, const std::string& ctx);
-  Status read_array_body(GgufValue* out, int depth, const std::string& ctx);
+  Status read_le(T* out, const char* field);
+  // A length-prefixed string; `item` (an array index, when >= 0) is named in messages.
+  Result<std::string> read_string(const char* field, int64_t item = -1);
+  Status read_scalar(GgufValueType type, GgufValue* out);
+  Status read_array_body(GgufValue* out, int depth);
   Status read_header(GgufFile* file, uint64_t* n_tensors, uint64_t* n_kv);
   Status read_metadata(GgufFile* file, uint64_t n_kv);
   Status apply_alignment(GgufFile* file);
-  Status read_tensor_info(const GgufFile& file, uint64_t index, GgufTensorInfo* info);
+  Status read_tensor_info(const GgufFile& file, GgufTensorInfo* info);
   Status check_tensor_data(GgufFile* file, std::vector<GgufTensorInfo>* infos);
 
   ByteSource& src_;
+  Section section_ = Section::kHeader;
+  uint64_t index_ = 0;                  // entry index within the section
+  const std::string* name_ = nullptr;   // key or tensor name once read
 };
 
+Error Parser::fail(const Error& e) const {
+  std::string where;
+  switch (section_) {
+    case Section::kHeader: return e;
+    case Section::kMetadata:
+      where = name_ != nullptr ? "metadata key '" + *name_ + "'" : "metadata entry " + std::to_string(index_);
+      break;
+    case Section::kTensors:
+      where = name_ != nullptr ? "tensor '" + *name_ + "'" : "tensor " + std::to_string(index_);
+      break;
+  }
+  return Error{where + ": " + e.message};
+}
+
+Status Parser::read_bytes(void* dst, size_t n, const char* field) {
+  if (n > src_.remaining()) {
+    return fail(make_error("unexpected end of file reading %s: %zu bytes needed at offset %llu but the file "
+                           "(%llu bytes) has only %llu left",
+                           field, n, static_cast<ull>(src_.position()), static_cast<ull>(src_.size()),
+                           static_cast<ull>(src_.remaining())));
+  }
+  Status s = src_.read(dst, n);
+  if (!s.ok()) return fail(s.error());
+  return ok_status();
+}
+
 template <typename T>
-Status Parser::read_le(T* out, const char* what) {
+Status Parser::read_le(T* out, const char* field) {
   uint8_t bytes[sizeof(T)];
-  SNIPER_TRY(src_.read(bytes, sizeof(T), what));
+  SNIPER_TRY(read_bytes(bytes, sizeof(T), field));
   T v = 0;
   for (size_t i = 0; i < sizeof(T); ++i) v = static_cast<T>(v | static_cast<T>(T{bytes[i]} << (8 * i)));
   *out = v;
   return ok_status();
 }
 
-Result<uint32_t> Parser::read_u32(const char* what) {
-  uint32_t v = 0;
-  SNIPER_TRY(read_le(&v, what));
-  return v;
-}
-
-Result<uint64_t> Parser::read_u64(const char* what) {
-  uint64_t v = 0;
-  SNIPER_TRY(read_le(&v, what));
-  return v;
-}
-
-Result<std::string> Parser::read_string(const std::string& what, int64_t item) {
-  SNIPER_ASSIGN_OR_RETURN(uint64_t len, read_u64(what.c_str()));
+Result<std::string> Parser::read_string(const char* field, int64_t item) {
+  uint64_t len = 0;
+  SNIPER_TRY(read_le(&len, field));
   if (len > src_.remaining()) {
-    std::string field = item < 0 ? what : what + " item " + std::to_string(item);
-    return make_error("%s: string length is %llu but only %llu bytes of the file (%llu bytes) remain at offset %llu",
-                      field.c_str(), static_cast<ull>(len), static_cast<ull>(src_.remaining()),
-                      static_cast<ull>(src_.size()), static_cast<ull>(src_.position()));
+    std::string what = field;
+    if (item >= 0) what += " of item " + std::to_string(item);
+    return fail(make_error("%s is %llu but only %llu bytes of the file (%llu bytes) remain at offset %llu",
+                           what.c_str(), static_cast<ull>(len), static_cast<ull>(src_.remaining()),
+                           static_cast<ull>(src_.size()), static_cast<ull>(src_.position())));
   }
   std::string s(static_cast<size_t>(len), '\0');
-  SNIPER_TRY(src_.read(s.data(), s.size(), what.c_str()));
+  SNIPER_TRY(read_bytes(s.data(), s.size(), field));
   return s;
 }
 
-Status Parser::read_scalar(GgufValueType type, GgufValue* out, const std::string& ctx) {
-  const char* what = ctx.c_str();
+Status Parser::read_scalar(GgufValueType type, GgufValue* out) {
+  const char* what = "value";
   switch (type) {
     case GgufValueType::kUint8: {
       uint8_t v = 0;
@@ -189,57 +212,58 @@ Status Parser::read_scalar(GgufValueType type, GgufValue* out, const std::string
     case GgufValueType::kBool: {
       uint8_t v = 0;
       SNIPER_TRY(read_le(&v, what));
-      if (v > 1) return make_error("%s: bool value is %u but must be 0 or 1", what, v);
+      if (v > 1) return fail(make_error("bool value is %u but must be 0 or 1", v));
       *out = GgufValue::make_bool(v != 0);
       return ok_status();
     }
     case GgufValueType::kString: {
-      SNIPER_ASSIGN_OR_RETURN(std::string s, read_string(ctx));
+      SNIPER_ASSIGN_OR_RETURN(std::string s, read_string("string length"));
       *out = GgufValue::make_string(std::move(s));
       return ok_status();
     }
-    case GgufValueType::kArray: return read_array_body(out, 1, ctx);
+    case GgufValueType::kArray: return read_array_body(out, 1);
   }
-  return make_error("%s: value type %u is not a GGUF value type (0..%u)", what, static_cast<uint32_t>(type),
-                    kNumValueTypes - 1);
+  return fail(make_error("value type %u is not a GGUF value type (0..%u)", static_cast<uint32_t>(type),
+                         kNumValueTypes - 1));
 }
 
 // Reads { u32 elem_type; u64 count; items } into *out. `depth` is this array's nesting level (1
 // for a top-level array).
-Status Parser::read_array_body(GgufValue* out, int depth, const std::string& ctx) {
-  SNIPER_ASSIGN_OR_RETURN(uint32_t elem_raw, read_u32((ctx + " array element type").c_str()));
+Status Parser::read_array_body(GgufValue* out, int depth) {
+  uint32_t elem_raw = 0;
+  SNIPER_TRY(read_le(&elem_raw, "array element type"));
   if (elem_raw >= kNumValueTypes) {
-    return make_error("%s: array element type %u is not a GGUF value type (0..%u)", ctx.c_str(), elem_raw,
-                      kNumValueTypes - 1);
+    return fail(make_error("array element type %u is not a GGUF value type (0..%u)", elem_raw, kNumValueTypes - 1));
   }
   auto elem = static_cast<GgufValueType>(elem_raw);
   if (elem == GgufValueType::kArray && depth >= kMaxArrayDepth) {
-    return make_error("%s: arrays nest deeper than the maximum of %d levels", ctx.c_str(), kMaxArrayDepth);
+    return fail(make_error("arrays nest deeper than the maximum of %d levels", kMaxArrayDepth));
   }
-  SNIPER_ASSIGN_OR_RETURN(uint64_t count, read_u64((ctx + " array count").c_str()));
+  uint64_t count = 0;
+  SNIPER_TRY(read_le(&count, "array count"));
   uint64_t max_count = src_.remaining() / min_value_bytes(elem);
   if (count > max_count) {
-    return make_error("%s: array count is %llu but the remaining %llu bytes of the file can hold at most %llu %s items",
-                      ctx.c_str(), static_cast<ull>(count), static_cast<ull>(src_.remaining()),
-                      static_cast<ull>(max_count), gguf_value_type_name(elem));
+    return fail(make_error("array count is %llu but the remaining %llu bytes of the file can hold at most %llu %s items",
+                           static_cast<ull>(count), static_cast<ull>(src_.remaining()), static_cast<ull>(max_count),
+                           gguf_value_type_name(elem)));
   }
   GgufValue arr;
   arr.type = GgufValueType::kArray;
   arr.elem_type = elem;
   size_t reserve = static_cast<size_t>(std::min<uint64_t>(count, kMaxReserve));
+  GgufValue item;
   switch (elem) {
     case GgufValueType::kString:
       arr.arr_str.reserve(reserve);
       for (uint64_t i = 0; i < count; ++i) {
-        SNIPER_ASSIGN_OR_RETURN(std::string s, read_string(ctx, static_cast<int64_t>(i)));
+        SNIPER_ASSIGN_OR_RETURN(std::string s, read_string("string length", static_cast<int64_t>(i)));
         arr.arr_str.push_back(std::move(s));
       }
       break;
     case GgufValueType::kArray:
       arr.arr_nested.reserve(std::min<size_t>(reserve, 1024));
       for (uint64_t i = 0; i < count; ++i) {
-        GgufValue item;
-        SNIPER_TRY(read_array_body(&item, depth + 1, ctx + " item " + std::to_string(i)));
+        SNIPER_TRY(read_array_body(&item, depth + 1));
         arr.arr_nested.push_back(std::move(item));
       }
       break;
@@ -247,19 +271,17 @@ Status Parser::read_array_body(GgufValue* out, int depth, const std::string& ctx
     case GgufValueType::kFloat64:
       arr.arr_float.reserve(reserve);
       for (uint64_t i = 0; i < count; ++i) {
-        GgufValue item;
-        SNIPER_TRY(read_scalar(elem, &item, ctx));
+        SNIPER_TRY(read_scalar(elem, &item));
         arr.arr_float.push_back(item.f64);
       }
       break;
     default:  // integers and bool
       arr.arr_int.reserve(reserve);
       for (uint64_t i = 0; i < count; ++i) {
-        GgufValue item;
-        SNIPER_TRY(read_scalar(elem, &item, ctx));
+        SNIPER_TRY(read_scalar(elem, &item));
         if (elem == GgufValueType::kUint64 && item.u64 > static_cast<uint64_t>(INT64_MAX)) {
-          return make_error("%s: item %llu is %llu, above the int64 maximum allowed in integer arrays", ctx.c_str(),
-                            static_cast<ull>(i), static_cast<ull>(item.u64));
+          return fail(make_error("item %llu is %llu, above the int64 maximum allowed in integer arrays",
+                                 static_cast<ull>(i), static_cast<ull>(item.u64)));
         }
         arr.arr_int.push_back(item.i64);
       }
@@ -275,19 +297,21 @@ Status Parser::read_header(GgufFile* file, uint64_t* n_tensors, uint64_t* n_kv) 
     return make_error("the file is %llu bytes but a GGUF header needs %llu", static_cast<ull>(src_.size()),
                       static_cast<ull>(kHeaderBytes));
   }
-  SNIPER_ASSIGN_OR_RETURN(uint32_t magic, read_u32("magic"));
+  uint32_t magic = 0;
+  SNIPER_TRY(read_le(&magic, "magic"));
   if (magic != kGgufMagic) {
     return make_error("bad magic 0x%08x, expected 0x%08x (\"GGUF\"): not a GGUF file", magic, kGgufMagic);
   }
-  SNIPER_ASSIGN_OR_RETURN(uint32_t version, read_u32("version"));
+  uint32_t version = 0;
+  SNIPER_TRY(read_le(&version, "version"));
   if (version != 2 && version != 3) {
     uint32_t swapped = __builtin_bswap32(version);
     return make_error("GGUF version %u is not supported (supported: 2, 3)%s", version,
                       swapped == 2 || swapped == 3 ? "; the file looks big-endian" : "");
   }
   file->version = version;
-  SNIPER_ASSIGN_OR_RETURN(*n_tensors, read_u64("n_tensors"));
-  SNIPER_ASSIGN_OR_RETURN(*n_kv, read_u64("n_kv"));
+  SNIPER_TRY(read_le(n_tensors, "n_tensors"));
+  SNIPER_TRY(read_le(n_kv, "n_kv"));
   uint64_t max_tensors = src_.remaining() / kMinTensorInfoBytes;
   if (*n_tensors > max_tensors) {
     return make_error("n_tensors is %llu but the file (%llu bytes) can hold at most %llu", static_cast<ull>(*n_tensors),
@@ -302,21 +326,25 @@ Status Parser::read_header(GgufFile* file, uint64_t* n_tensors, uint64_t* n_kv) 
 }
 
 Status Parser::read_metadata(GgufFile* file, uint64_t n_kv) {
+  section_ = Section::kMetadata;
   for (uint64_t i = 0; i < n_kv; ++i) {
-    std::string entry = "metadata entry " + std::to_string(i);
-    SNIPER_ASSIGN_OR_RETURN(std::string key, read_string(entry + " key"));
-    if (key.empty()) return make_error("%s: the key is empty", entry.c_str());
-    std::string ctx = "metadata key '" + key + "'";
-    if (file->has(key)) return make_error("%s: duplicate key (metadata entry %llu)", ctx.c_str(), static_cast<ull>(i));
-    SNIPER_ASSIGN_OR_RETURN(uint32_t type_raw, read_u32((ctx + " value type").c_str()));
+    index_ = i;
+    name_ = nullptr;
+    SNIPER_ASSIGN_OR_RETURN(std::string key, read_string("key length"));
+    if (key.empty()) return fail(make_error("the key is empty"));
+    name_ = &key;
+    if (file->has(key)) return fail(make_error("duplicate key (metadata entry %llu)", static_cast<ull>(i)));
+    uint32_t type_raw = 0;
+    SNIPER_TRY(read_le(&type_raw, "value type"));
     if (type_raw >= kNumValueTypes) {
-      return make_error("%s: value type %u is not a GGUF value type (0..%u)", ctx.c_str(), type_raw,
-                        kNumValueTypes - 1);
+      return fail(make_error("value type %u is not a GGUF value type (0..%u)", type_raw, kNumValueTypes - 1));
     }
     GgufValue value;
-    SNIPER_TRY(read_scalar(static_cast<GgufValueType>(type_raw), &value, ctx));
+    SNIPER_TRY(read_scalar(static_cast<GgufValueType>(type_raw), &value));
+    name_ = nullptr;
     file->add_kv(std::move(key), std::move(value));
   }
+  section_ = Section::kHeader;
   return ok_status();
 }
 
@@ -336,37 +364,39 @@ Status Parser::apply_alignment(GgufFile* file) {
   return ok_status();
 }
 
-Status Parser::read_tensor_info(const GgufFile& file, uint64_t index, GgufTensorInfo* info) {
-  std::string entry = "tensor " + std::to_string(index);
-  SNIPER_ASSIGN_OR_RETURN(info->name, read_string(entry + " name"));
-  if (info->name.empty()) return make_error("%s: the name is empty", entry.c_str());
-  std::string ctx = "tensor '" + info->name + "'";
-  const char* c = ctx.c_str();
-  SNIPER_ASSIGN_OR_RETURN(uint32_t n_dims, read_u32((ctx + " n_dims").c_str()));
+Status Parser::read_tensor_info(const GgufFile& file, GgufTensorInfo* info) {
+  name_ = nullptr;
+  SNIPER_ASSIGN_OR_RETURN(info->name, read_string("name length"));
+  if (info->name.empty()) return fail(make_error("the name is empty"));
+  name_ = &info->name;
+  uint32_t n_dims = 0;
+  SNIPER_TRY(read_le(&n_dims, "n_dims"));
   if (n_dims < 1 || n_dims > static_cast<uint32_t>(kGgufMaxDims)) {
-    return make_error("%s: n_dims is %u but must be in [1, %d]", c, n_dims, kGgufMaxDims);
+    return fail(make_error("n_dims is %u but must be in [1, %d]", n_dims, kGgufMaxDims));
   }
   info->n_dims = static_cast<int>(n_dims);
   info->ne = {1, 1, 1, 1};
   int64_t n_elements = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
-    SNIPER_ASSIGN_OR_RETURN(uint64_t ne, read_u64((ctx + " ne").c_str()));
+    uint64_t ne = 0;
+    SNIPER_TRY(read_le(&ne, "ne"));
     if (ne < 1 || ne > static_cast<uint64_t>(INT64_MAX)) {
-      return make_error("%s: ne[%u] is %llu but must be in [1, %lld]", c, d, static_cast<ull>(ne),
-                        static_cast<long long>(INT64_MAX));
+      return fail(make_error("ne[%u] is %llu but must be in [1, %lld]", d, static_cast<ull>(ne),
+                             static_cast<long long>(INT64_MAX)));
     }
     info->ne[d] = static_cast<int64_t>(ne);
     if (__builtin_mul_overflow(n_elements, info->ne[d], &n_elements)) {
-      return make_error("%s: the element count of its shape overflows int64", c);
+      return fail(make_error("the element count of its shape overflows int64"));
     }
   }
-  SNIPER_ASSIGN_OR_RETURN(uint32_t type_raw, read_u32((ctx + " type").c_str()));
+  uint32_t type_raw = 0;
+  SNIPER_TRY(read_le(&type_raw, "type"));
   const GgmlTypeInfo* type = find_type_info(type_raw);
-  if (type == nullptr) return make_error("%s: type %u is not a known ggml type", c, type_raw);
+  if (type == nullptr) return fail(make_error("type %u is not a known ggml type", type_raw));
   info->type = type->type;
   if (info->ne[0] % type->block_size != 0) {
-    return make_error("%s: ne[0] is %lld but type %s needs a multiple of its block size %lld", c,
-                      static_cast<long long>(info->ne[0]), type->name, static_cast<long long>(type->block_size));
+    return fail(make_error("ne[0] is %lld but type %s needs a multiple of its block size %lld",
+                           static_cast<long long>(info->ne[0]), type->name, static_cast<long long>(type->block_size)));
   }
   // nbytes = (ne[0] / block_size) * type_size * ne[1] * ne[2] * ne[3], each step checked.
   uint64_t nbytes = static_cast<uint64_t>(info->ne[0] / type->block_size);
@@ -374,12 +404,12 @@ Status Parser::read_tensor_info(const GgufFile& file, uint64_t index, GgufTensor
   for (int d = 1; d < kGgufMaxDims; ++d) {
     overflow = overflow || __builtin_mul_overflow(nbytes, static_cast<uint64_t>(info->ne[d]), &nbytes);
   }
-  if (overflow) return make_error("%s: its byte size overflows 64 bits", c);
+  if (overflow) return fail(make_error("its byte size overflows 64 bits"));
   info->nbytes = nbytes;
-  SNIPER_ASSIGN_OR_RETURN(info->offset, read_u64((ctx + " offset").c_str()));
+  SNIPER_TRY(read_le(&info->offset, "offset"));
   if (info->offset % file.alignment != 0) {
-    return make_error("%s: offset %llu is not a multiple of the alignment %llu", c, static_cast<ull>(info->offset),
-                      static_cast<ull>(file.alignment));
+    return fail(make_error("offset %llu is not a multiple of the alignment %llu", static_cast<ull>(info->offset),
+                           static_cast<ull>(file.alignment)));
   }
   return ok_status();
 }
@@ -396,9 +426,9 @@ Status Parser::check_tensor_data(GgufFile* file, std::vector<GgufTensorInfo>* in
     }
     t.file_offset = file->data_offset + t.offset;
     if (t.nbytes > size - t.file_offset) {
-      return make_error("tensor '%s': data [%llu, %llu + %llu) extends past the end of the file (%llu bytes)", c,
-                        static_cast<ull>(t.file_offset), static_cast<ull>(t.file_offset), static_cast<ull>(t.nbytes),
-                        static_cast<ull>(size));
+      return make_error("tensor '%s': its %llu bytes of data at file offset %llu extend past the end of the file "
+                        "(%llu bytes)",
+                        c, static_cast<ull>(t.nbytes), static_cast<ull>(t.file_offset), static_cast<ull>(size));
     }
   }
   std::vector<size_t> order(infos->size());
@@ -431,15 +461,19 @@ Result<GgufFile> Parser::parse() {
   std::vector<GgufTensorInfo> infos;
   infos.reserve(static_cast<size_t>(std::min<uint64_t>(n_tensors, kMaxReserve)));
   std::set<std::string, std::less<>> names;
+  section_ = Section::kTensors;
   for (uint64_t i = 0; i < n_tensors; ++i) {
+    index_ = i;
     GgufTensorInfo info;
-    SNIPER_TRY(read_tensor_info(file, i, &info));
+    SNIPER_TRY(read_tensor_info(file, &info));
+    name_ = nullptr;
     if (!names.insert(info.name).second) {
       return make_error("tensor '%s': duplicate name (tensor %llu repeats an earlier one)", info.name.c_str(),
                         static_cast<ull>(i));
     }
     infos.push_back(std::move(info));
   }
+  section_ = Section::kHeader;
   // The data section starts at the next multiple of the alignment. A file without tensors may
   // end before that point (vocab-only files do).
   uint64_t pos = src_.position();

@@ -37,8 +37,6 @@ struct BigramGreater {
   }
 };
 
-uint64_t pair_key(int32_t left, int32_t right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
-
 }  // namespace
 
 Result<BpeModel> BpeModel::from_gguf(const GgufFile& file, const Vocab& vocab) {
@@ -60,7 +58,7 @@ BpeModel BpeModel::from_merges(const std::vector<std::string>& merges, const Voc
     const auto left_id = vocab.find(left);
     const auto right_id = vocab.find(right);
     if (left_id && right_id) {
-      model.pair_rank_.emplace(pair_key(*left_id, *right_id), int32_t(i));
+      model.pair_rank_.insert_if_absent(*left_id, *right_id, int32_t(i));
     } else {
       model.text_rank_.emplace(std::string(merge), int32_t(i));
     }
@@ -72,8 +70,7 @@ int32_t BpeModel::rank(const Vocab& vocab, std::string_view left, std::string_vi
   const auto left_id = vocab.find(left);
   const auto right_id = vocab.find(right);
   if (left_id && right_id) {
-    const auto it = pair_rank_.find(pair_key(*left_id, *right_id));
-    return it == pair_rank_.end() ? -1 : it->second;
+    return pair_rank_.find(*left_id, *right_id);
   }
   if (text_rank_.empty()) return -1;
   std::string key;

@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
+#include "tokenizer/flat_hash.h"
 #include "tokenizer/vocab.h"
 
 namespace sniper {
@@ -41,7 +43,12 @@ class BpeModel {
  private:
   void encode_word(const Vocab& vocab, std::string_view word, std::vector<int32_t>& out) const;
 
-  std::unordered_map<uint64_t, int32_t> pair_rank_;  // (left_id << 32 | right_id) -> rank
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  PairRankMap pair_rank_;  // (left id, right id) -> rank
   // Merges whose sides are not both tokens, keyed "left right" (rare; kept for exactness).
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> text_rank_;
   size_t n_merges_ = 0;

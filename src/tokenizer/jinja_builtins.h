@@ -52,6 +52,9 @@ struct Param {
 [[nodiscard]] Result<std::vector<Value>> bind_args(std::string_view fn, const CallArgs& call,
                                                    std::initializer_list<Param> params);
 
+// Python `fmt % args` string formatting for %s %r %d %i %f %% (args: a tuple or one value).
+[[nodiscard]] Result<Value> percent_format(const std::string& fmt, const Value& args);
+
 // Python int() of a value for an argument that must be an integer (bool and int accepted).
 [[nodiscard]] Result<int64_t> int_arg(std::string_view fn, std::string_view param, const Value& v);
 

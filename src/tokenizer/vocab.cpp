@@ -23,8 +23,14 @@ constexpr const char* kKeyTokens = "tokenizer.ggml.tokens";
 constexpr const char* kKeyScores = "tokenizer.ggml.scores";
 constexpr const char* kKeyTokenType = "tokenizer.ggml.token_type";
 
-bool text_in(std::string_view text, std::initializer_list<std::string_view> list) {
-  return std::find(list.begin(), list.end(), text) != list.end();
+// Ids of the tokens whose text is in `list`, ascending.
+std::vector<int32_t> ids_with_text(const Vocab& v, std::initializer_list<std::string_view> list) {
+  std::vector<int32_t> ids;
+  for (std::string_view text : list) {
+    if (const auto id = v.find(text)) ids.push_back(*id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 // Reads an optional special token id. Absent keys keep `id`; ids outside [0, n_vocab) are ignored
@@ -49,15 +55,14 @@ Status read_tokens(const GgufFile& file, Vocab& v) {
   v.texts.resize(n);
   v.scores.assign(n, 0.0f);
   v.attrs.assign(n, kTokenAttrNormal);
-  v.token_to_id.reserve(n);
+  v.index.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    std::string text = (*tokens)[i];
-    if (text.empty()) text = "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp
-    const auto [it, inserted] = v.token_to_id.emplace(text, int32_t(i));
-    if (!inserted) {
-      return make_error("%s has a duplicate token '%s' at ids %d and %zu", kKeyTokens, text.c_str(), it->second, i);
+    v.texts[i] = (*tokens)[i];
+    if (v.texts[i].empty()) v.texts[i] = "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp
+    const int32_t previous = v.index.insert(int32_t(i), v.texts);
+    if (previous >= 0) {
+      return make_error("%s has a duplicate token '%s' at ids %d and %zu", kKeyTokens, v.texts[i].c_str(), previous, i);
     }
-    v.texts[i] = std::move(text);
   }
 
   if (const GgufValue* scores = file.find(kKeyScores)) {
@@ -103,13 +108,10 @@ Status read_tokens(const GgufFile& file, Vocab& v) {
 // the first token (by id) whose text is listed becomes the id, and is promoted to control.
 void detect_by_text(Vocab& v, int32_t& id, std::initializer_list<std::string_view> texts) {
   if (id != -1) return;
-  for (int32_t i = 0; i < v.n_vocab(); ++i) {
-    if (text_in(v.texts[size_t(i)], texts)) {
-      id = i;
-      v.attrs[size_t(i)] |= kTokenAttrControl;
-      return;
-    }
-  }
+  const std::vector<int32_t> ids = ids_with_text(v, texts);
+  if (ids.empty()) return;
+  id = ids.front();
+  v.attrs[size_t(id)] |= kTokenAttrControl;
 }
 
 void build_eog_set(Vocab& v, int32_t fim_pad, int32_t fim_rep, int32_t fim_sep) {
@@ -117,21 +119,17 @@ void build_eog_set(Vocab& v, int32_t fim_pad, int32_t fim_rep, int32_t fim_sep) 
   for (int32_t id : {fim_pad, fim_rep, fim_sep}) {
     if (id != -1) eog.push_back(id);
   }
-  for (int32_t i = 0; i < v.n_vocab(); ++i) {
-    if (text_in(v.texts[size_t(i)],
-                {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-                 "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-                 "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-                 "<｜end▁of▁sentence｜>", "[e~["})) {
-      eog.push_back(i);
-      v.attrs[size_t(i)] |= kTokenAttrControl;
-    }
+  for (const int32_t id :
+       ids_with_text(v, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+                         "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+                         "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+                         "<｜end▁of▁sentence｜>", "[e~["})) {
+    eog.push_back(id);
+    v.attrs[size_t(id)] |= kTokenAttrControl;
   }
   // gpt-oss: these always render.
-  for (int32_t i = 0; i < v.n_vocab(); ++i) {
-    if (text_in(v.texts[size_t(i)], {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})) {
-      v.attrs[size_t(i)] = kTokenAttrUserDefined;
-    }
+  for (const int32_t id : ids_with_text(v, {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})) {
+    v.attrs[size_t(id)] = kTokenAttrUserDefined;
   }
   for (int32_t id : {v.eos_id, v.eot_id, v.eom_id}) {
     if (id != -1) eog.push_back(id);

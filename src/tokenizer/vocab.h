@@ -7,14 +7,13 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
+#include "tokenizer/flat_hash.h"
 #include "tokenizer/pre_tokenizer.h"
 
 namespace sniper {
@@ -39,12 +38,6 @@ enum TokenAttr : uint32_t {
   kTokenAttrRstrip = 1u << 8,
 };
 
-// Hash/equality that let the token map be searched with a string_view without a copy.
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
 struct Vocab {
   TokenizerKind kind = TokenizerKind::kSpm;
   std::string model;     // tokenizer.ggml.model
@@ -54,7 +47,7 @@ struct Vocab {
   std::vector<std::string> texts;  // [n_vocab] token text as stored (SPM: '▁' for spaces; BPE: GPT-2 byte map)
   std::vector<float> scores;       // [n_vocab] SPM merge priority (higher merges first)
   std::vector<uint32_t> attrs;     // [n_vocab] TokenAttr bits
-  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> token_to_id;
+  TokenIndex index;                // text -> id over `texts`
 
   int32_t bos_id = -1;
   int32_t eos_id = -1;
@@ -76,9 +69,9 @@ struct Vocab {
 
   int32_t n_vocab() const { return int32_t(texts.size()); }
   std::optional<int32_t> find(std::string_view text) const {
-    const auto it = token_to_id.find(text);
-    if (it == token_to_id.end()) return std::nullopt;
-    return it->second;
+    const int32_t id = index.find(text, texts);
+    if (id < 0) return std::nullopt;
+    return id;
   }
   bool has_attr(int32_t id, uint32_t attr) const { return (attrs[size_t(id)] & attr) != 0; }
 };

@@ -106,7 +106,7 @@ TEST_F(GgufMalformed, EveryTruncationIsAnError) {
 
 TEST_F(GgufMalformed, TruncationMessagesNameTheField) {
   const Field& off = fields_.find(FieldKind::kTensorOffset, "blk.0.ffn.weight");
-  expect_error(parse_prefix(img_, off.offset + 3), "unexpected end of file reading tensor 'blk.0.ffn.weight' offset");
+  expect_error(parse_prefix(img_, off.offset + 3), "tensor 'blk.0.ffn.weight': unexpected end of file reading offset");
   GgufWriter w;
   w.set_string("long", std::string(1000, 'x'));
   std::vector<uint8_t> img = w.to_bytes();
@@ -218,7 +218,7 @@ TEST_F(GgufMalformed, BadOffsets) {
   expect_error(parse(img), "past the end of the file");
   img = img_;
   poke(img, off, past - 32);  // starts inside the file, ends past it
-  expect_error(parse(img), "extends past the end of the file");
+  expect_error(parse(img), "extend past the end of the file");
   img = img_;
   poke(img, off, 0);  // same place as blk.0.a
   expect_error(parse(img), "overlaps tensor 'blk.0.a'");

@@ -200,7 +200,9 @@ TEST(GgufRoundTrip, FillCalledOncePerTensorInOrder) {
   GgufWriter w;
   std::vector<int> calls;
   for (int i = 0; i < 3; ++i) {
-    w.add_tensor("t" + std::to_string(i), GgmlType::kF32, {static_cast<int64_t>(4 + i)}, [&calls, i](uint8_t* dst, size_t n) {
+    std::string name = "t";
+    name += std::to_string(i);
+    w.add_tensor(name, GgmlType::kF32, {static_cast<int64_t>(4 + i)}, [&calls, i](uint8_t* dst, size_t n) {
       calls.push_back(i);
       EXPECT_EQ(n, static_cast<size_t>(4 * (4 + i)));
       for (size_t b = 0; b < n; ++b) dst[b] = static_cast<uint8_t>(i);

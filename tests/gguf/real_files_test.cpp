@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -79,8 +78,11 @@ std::vector<std::string> all_gguf_files() {
 }
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::vector<uint8_t> bytes(fs::file_size(path));
   std::ifstream f(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  EXPECT_TRUE(f.good()) << path;
+  return bytes;
 }
 
 TEST(GgufRealFiles, EveryFileParsesWithKnownCounts) {
@@ -116,9 +118,13 @@ TEST(GgufRealFiles, EveryFileParsesWithKnownCounts) {
   EXPECT_EQ(n_known, known_files().size()) << "some known files are missing from " << shared_dir();
 }
 
+// The file reader (chunked pread) and the memory parser must agree. Models plus one vocab file
+// whose metadata spans several read chunks (the other vocab files only add run time).
 TEST(GgufRealFiles, OpenAndParseAgree) {
   if (shared_dir().empty()) GTEST_SKIP() << "SNIPER_SHARED_DIR is not set";
   for (const std::string& path : all_gguf_files()) {
+    bool vocab = path.find("/tokenizer/") != std::string::npos;
+    if (vocab && path.find("ggml-vocab-gpt-2.gguf") == std::string::npos) continue;
     SCOPED_TRACE(path);
     std::vector<uint8_t> bytes = read_file_bytes(path);
     auto parsed = gguf_parse(bytes.data(), bytes.size());

@@ -23,24 +23,21 @@ struct TypeBounds {
   double max_dot_err;   // |vec_dot - exact dot| / (||x|| * ||y||)
 };
 
-// Bounds set from measurement (worst case over the seeds and lengths below, rounded up by
-// roughly 15%); the comments give the measured worst values.
+// Bounds set from measurement (worst case over the seeds and lengths below, plus ~15%).
+// Measured worst rel_rmse / dot_err: f16 2.3e-4/8.8e-5, bf16 2.2e-3/5.1e-4, q4_0 .097/.028,
+// q4_1 .089/.015, q5_0 .048/.012, q5_1 .038/.006, q8_0 .0055/.0013, q2_K .31/.027,
+// q3_K .16/.022, q4_K .079/.0047, q5_K .038/.0028, q6_K .021/.0012, iq4_nl .085/.021,
+// iq4_xs .079/.0099. (For N(0,1) data the optimal 2/3/4-bit scalar quantizers have rel RMSE
+// .34/.19/.097, so these are the expected sizes.)
 constexpr TypeBounds kBounds[] = {
-    {GgmlType::kF32, 0.0, 1e-6},
-    {GgmlType::kF16, 3.0e-4, 1e-3},
-    {GgmlType::kBF16, 2.4e-3, 1e-3},
-    {GgmlType::kQ4_0, 1.0, 1.0},
-    {GgmlType::kQ4_1, 1.0, 1.0},
-    {GgmlType::kQ5_0, 1.0, 1.0},
-    {GgmlType::kQ5_1, 1.0, 1.0},
-    {GgmlType::kQ8_0, 1.0, 1.0},
-    {GgmlType::kQ2_K, 1.0, 1.0},
-    {GgmlType::kQ3_K, 1.0, 1.0},
-    {GgmlType::kQ4_K, 1.0, 1.0},
-    {GgmlType::kQ5_K, 1.0, 1.0},
-    {GgmlType::kQ6_K, 1.0, 1.0},
-    {GgmlType::kIQ4_NL, 1.0, 1.0},
-    {GgmlType::kIQ4_XS, 1.0, 1.0},
+    {GgmlType::kF32, 0.0, 1e-6},        {GgmlType::kF16, 2.7e-4, 1.1e-4},
+    {GgmlType::kBF16, 2.6e-3, 6.0e-4},  {GgmlType::kQ4_0, 0.11, 0.033},
+    {GgmlType::kQ4_1, 0.10, 0.018},     {GgmlType::kQ5_0, 0.055, 0.014},
+    {GgmlType::kQ5_1, 0.044, 0.007},    {GgmlType::kQ8_0, 0.0064, 0.0015},
+    {GgmlType::kQ2_K, 0.36, 0.031},     {GgmlType::kQ3_K, 0.185, 0.025},
+    {GgmlType::kQ4_K, 0.091, 0.0055},   {GgmlType::kQ5_K, 0.043, 0.0033},
+    {GgmlType::kQ6_K, 0.024, 0.0015},   {GgmlType::kIQ4_NL, 0.098, 0.025},
+    {GgmlType::kIQ4_XS, 0.091, 0.0115},
 };
 
 std::vector<uint8_t> quantize(GgmlType type, const std::vector<float>& x) {
@@ -112,16 +109,31 @@ TEST(QuantRoundTrip, RelativeRmseAndDotErrorWithinBounds) {
         EXPECT_LE(dot_err, tb.max_dot_err) << name << " seed " << seed << " n " << n;
 
         // vec_dot must equal the dot of the decoded operands up to float accumulation error:
-        // this pins the kernel's block layout to the decoder's.
+        // this pins the kernel's block layout to the decoder's. With Q8_1 activations the min
+        // term uses the cached s = f16(d * sum q) instead of sum(f16(d) * q): two f16
+        // roundings, so allow 2^-10 * |m| * |sum of the block's activations| per block
+        // (|m| <= the block's largest decoded magnitude).
         double abs_sum = 0;
         for (size_t i = 0; i < un; ++i) abs_sum += std::fabs(static_cast<double>(dx[i]) * dy[i]);
+        double s_slack = 0;
+        if (act == GgmlType::kQ8_1) {
+          for (size_t b = 0; b < un; b += 32) {
+            double max_w = 0;
+            double sum_a = 0;
+            for (size_t j = b; j < b + 32; ++j) {
+              max_w = std::max(max_w, std::fabs(static_cast<double>(dx[j])));
+              sum_a += dy[j];
+            }
+            s_slack += max_w * std::fabs(sum_a) * 0x1p-10;
+          }
+        }
         const double decoded = testing::dot_f64(dx.data(), dy.data(), un);
-        const double consistency = std::fabs(dot - decoded) / (abs_sum + 1e-30);
+        const double consistency = std::fabs(dot - decoded) / (5e-7 * abs_sum + s_slack + 1e-30);
         worst_consistency = std::max(worst_consistency, consistency);
-        EXPECT_LE(consistency, 2e-6) << name << " seed " << seed << " n " << n;
+        EXPECT_LE(consistency, 1.0) << name << " seed " << seed << " n " << n;
       }
     }
-    std::printf("%-7s worst rel_rmse %.4g  dot_err %.4g  vec_dot vs decoded %.3g\n", name,
+    std::printf("%-7s worst rel_rmse %.4g  dot_err %.4g  vec_dot vs decoded %.3g of bound\n", name,
                 worst_rmse, worst_dot, worst_consistency);
   }
 }

@@ -3,6 +3,11 @@
 // vector policy) and, where the host has AVX512_BF16, a vdpbf16ps BF16 dot (pairs of exact
 // bf16 products per instruction; like all of AVX512_BF16 it treats denormals as zero). The
 // activation quantizers are the shared AVX2-form ones (x86/quantize_acts.h): they are not hot.
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
+// -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_float.h"
 #include "kernels/x86/isa_policies.h"

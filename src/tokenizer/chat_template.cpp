@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// ChatTemplate: parse once into a syntax tree, render each context with a fresh interpreter.
+#include "tokenizer/chat_template.h"
+
+#include <utility>
+
+#include "tokenizer/jinja_eval.h"
+#include "tokenizer/jinja_parser.h"
+
+namespace sniper {
+
+struct ChatTemplate::Program {
+  jinja::Body body;
+};
+
+ChatTemplate::ChatTemplate(std::string source, std::shared_ptr<const Program> program)
+    : source_(std::move(source)), program_(std::move(program)) {}
+
+Result<ChatTemplate> ChatTemplate::parse(std::string source) {
+  auto body = jinja::parse_template(source);
+  if (!body.ok()) return make_error("chat template: %s", body.error().message.c_str());
+  auto program = std::make_shared<Program>();
+  program->body = std::move(body).value();
+  return ChatTemplate(std::move(source), std::move(program));
+}
+
+namespace {
+
+template <typename Json>
+Result<std::string> render_json(const jinja::Body& body, const Json& context) {
+  if (!context.is_object()) {
+    return make_error("chat template: the render context must be a JSON object, got %s", context.type_name());
+  }
+  SNIPER_ASSIGN_OR_RETURN(jinja::Value ctx, jinja::from_json(context));
+  jinja::Interpreter interpreter{jinja::Limits{}};
+  auto out = interpreter.render(body, ctx.as_dict());
+  if (!out.ok()) return out.error();
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> ChatTemplate::render(const nlohmann::json& context) const {
+  return render_json(program_->body, context);
+}
+
+Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& context) const {
+  return render_json(program_->body, context);
+}
+
+}  // namespace sniper

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+#include "base/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace sniper {
+namespace {
+
+TEST(ThreadPool, RunCallsEveryThreadOnce) {
+  for (int n : {1, 2, 3}) {
+    ThreadPool pool(n);
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    for (int rep = 0; rep < 200; ++rep) {
+      pool.run([&](int idx, int total) {
+        EXPECT_EQ(total, n);
+        hits[static_cast<size_t>(idx)].fetch_add(1);
+      });
+    }
+    for (auto& h : hits) EXPECT_EQ(h.load(), 200);
+  }
+}
+
+TEST(ThreadPool, ParallelForCoversRangeExactlyOnce) {
+  ThreadPool pool(2);
+  for (int64_t n : {0, 1, 7, 64, 1000, 4097}) {
+    for (int64_t grain : {1, 3, 64}) {
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+      pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+        EXPECT_LE(b, e);
+        for (int64_t i = b; i < e; ++i) seen[static_cast<size_t>(i)].fetch_add(1);
+      });
+      for (auto& s : seen) EXPECT_EQ(s.load(), 1);
+    }
+  }
+}
+
+TEST(ThreadPool, SurvivesIdleSleepAndWake) {
+  ThreadPool pool(2);
+  std::atomic<int> count{0};
+  for (int rep = 0; rep < 5; ++rep) {
+    pool.run([&](int, int) { count.fetch_add(1); });
+    // Long enough for workers to pass the spin phase and sleep.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(count.load(), 10);
+}
+
+}  // namespace
+}  // namespace sniper

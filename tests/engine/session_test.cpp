@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+// Session behaviour: chunked prefill equals one-token-at-a-time decode; thread counts and
+// chunk sizes do not change logits; the context limit and bad token ids are clear errors;
+// q8_0 KV cache stays close to f16.
+#include "engine/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/model.h"
+#include "golden/shared_dir.h"
+
+namespace sniper {
+namespace {
+
+std::unique_ptr<Model> load(const std::string& name) {
+  auto m = Model::load(shared_dir() + "/models/" + name, {});
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+std::vector<float> run(const Model& model, const std::vector<int32_t>& ids, int64_t batch, int threads,
+                       KvType kv = KvType::kF16, bool token_by_token = false) {
+  SessionOptions so;
+  so.n_ctx = 256;
+  so.batch = batch;
+  so.n_threads = threads;
+  so.kv_type = kv;
+  auto s = Session::create(model, so);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  std::vector<float> all;
+  if (token_by_token) {
+    for (int32_t id : ids) {
+      const int32_t one[1] = {id};
+      EXPECT_TRUE((*s)->eval(one).ok());
+      all.insert(all.end(), (*s)->last_logits().begin(), (*s)->last_logits().end());
+    }
+  } else {
+    EXPECT_TRUE((*s)->eval(ids, &all).ok());
+  }
+  return all;
+}
+
+const std::vector<int32_t> kIds = {1, 501, 500, 505, 196, 90, 472, 56, 136, 73, 165, 275, 63, 408, 126, 403, 165};
+
+TEST(Session, BatchingAndThreadsGiveIdenticalLogits) {
+  for (const char* name : {"syn-qwen3moe-Q4_K_M.gguf", "syn-llama-Q4_0.gguf", "stories260K.gguf"}) {
+    SCOPED_TRACE(name);
+    auto model = load(name);
+    ASSERT_NE(model, nullptr);
+    const std::vector<float> base = run(*model, kIds, 64, 1);
+    EXPECT_EQ(run(*model, kIds, 64, 2), base);
+    EXPECT_EQ(run(*model, kIds, 5, 2), base);
+    // One token at a time goes through vec_dot instead of the gemm tiles: the summation order
+    // may differ, so compare closely rather than bitwise.
+    const std::vector<float> single = run(*model, kIds, 1, 2, KvType::kF16, true);
+    ASSERT_EQ(single.size(), base.size());
+    double num = 0, den = 0;
+    for (size_t i = 0; i < base.size(); ++i) {
+      num += (single[i] - base[i]) * (single[i] - base[i]);
+      den += base[i] * base[i];
+    }
+    EXPECT_LT(num / den, 1e-10);
+  }
+}
+
+TEST(Session, Q8KvCacheIsClose) {
+  auto model = load("syn-qwen3moe-Q8_0.gguf");
+  ASSERT_NE(model, nullptr);
+  const std::vector<float> f16 = run(*model, kIds, 64, 2);
+  const std::vector<float> q8 = run(*model, kIds, 64, 2, KvType::kQ8_0);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < f16.size(); ++i) {
+    num += (q8[i] - f16[i]) * (q8[i] - f16[i]);
+    den += f16[i] * f16[i];
+  }
+  EXPECT_LT(num / den, 1e-3);
+  EXPECT_GT(num, 0.0);  // the option really changes the cache type
+}
+
+TEST(Session, ContextLimitAndBadTokensAreErrors) {
+  auto model = load("stories260K.gguf");
+  ASSERT_NE(model, nullptr);
+  SessionOptions so;
+  so.n_ctx = 8;
+  auto s = Session::create(*model, so);
+  ASSERT_TRUE(s.ok());
+  std::vector<int32_t> ids(9, 5);
+  Status st = (*s)->eval(ids);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("context"), std::string::npos) << st.error().message;
+  EXPECT_EQ((*s)->n_past(), 0);
+  const int32_t bad[2] = {5, 512};
+  st = (*s)->eval(bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("512"), std::string::npos) << st.error().message;
+  EXPECT_FALSE((*s)->eval(std::span<const int32_t>()).ok());
+  so.n_ctx = 1 << 20;
+  EXPECT_FALSE(Session::create(*model, so).ok());
+  so.n_ctx = 64;
+  so.kv_type = KvType::kQ8_0;  // stories260K has head_dim 8
+  auto q8 = Session::create(*model, so);
+  ASSERT_FALSE(q8.ok());
+  EXPECT_NE(q8.error().message.find("head_dim"), std::string::npos);
+}
+
+TEST(Session, MmapResidencyMatchesResident) {
+  auto resident = load("syn-mixtral-Q4_K_M.gguf");
+  ModelLoadOptions lo;
+  lo.residency = Residency::kMmap;
+  auto mm = Model::load(shared_dir() + "/models/syn-mixtral-Q4_K_M.gguf", lo);
+  ASSERT_TRUE(mm.ok());
+  EXPECT_EQ(run(*resident, kIds, 64, 2), run(**mm, kIds, 64, 2));
+}
+
+}  // namespace
+}  // namespace sniper

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+// Property tests for every kernel table entry at every tier the host supports, against the
+// scalar `_ref` twins: vec_dot (random shapes incl. odd block counts, several seeds, well- and
+// ill-conditioned data; tolerance scaled by sqrt(n) * sum|w||a|), gemm (bitwise equal to
+// vec_dot at the same tier, NaN-prefilled outputs, row counts off the tile, 1..9 tokens),
+// quantize_act (byte-identical to the reference quantizer, including exact rounding ties) and
+// dequant_row (bitwise). Also checks the dispatch rules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <tuple>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/kernel_test_util.h"
+
+namespace sniper::test {
+namespace {
+
+using Param = std::tuple<GgmlType, IsaTier>;
+
+class KernelTest : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    type_ = std::get<0>(GetParam());
+    tier_ = std::get<1>(GetParam());
+    if (!host_has(tier_)) GTEST_SKIP() << "host lacks tier " << isa_tier_name(tier_);
+    if (!is_supported_weight_type(type_)) GTEST_SKIP() << "no reference codec yet for " << type_name(type_);
+    table_ = find_kernels(type_, tier_);
+    ASSERT_NE(table_, nullptr);
+    ref_ = find_kernels(type_, IsaTier::kRef);
+    ASSERT_NE(ref_, nullptr);
+    block_ = get_type_info(type_).block_size;
+    // Weight rows are at least 32 elements even for the float types (block size 1).
+    unit_ = block_ < 32 ? 32 : block_;
+  }
+
+  GgmlType type_{};
+  IsaTier tier_{};
+  const KernelTable* table_ = nullptr;
+  const KernelTable* ref_ = nullptr;
+  int64_t block_ = 0;
+  int64_t unit_ = 0;
+};
+
+TEST_P(KernelTest, TableDescribesType) {
+  EXPECT_EQ(table_->type, type_);
+  EXPECT_EQ(table_->vec_dot_type, vec_dot_type(type_));
+  EXPECT_EQ(table_->tier, tier_);
+}
+
+TEST_P(KernelTest, VecDotMatchesRef) {
+  std::vector<int64_t> sizes;
+  for (int64_t m : {1, 2, 3, 7, 13}) sizes.push_back(unit_ * m);
+  for (int64_t n : {2048, 5632}) {
+    if (n % unit_ == 0) sizes.push_back(n);
+  }
+  if (block_ == 1) sizes.push_back(37);  // float types: a scalar tail
+  for (int64_t n : sizes) {
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      for (Cond cond : {Cond::kWell, Cond::kIll}) {
+        const auto wf = random_floats(n, seed * 7919 + 1, cond, block_);
+        const auto af = random_floats(n, seed * 104729 + 2, cond, block_);
+        const auto wq = quantize_rows(type_, wf, n, 1);
+        const auto aq = quantize_rows(table_->vec_dot_type, af, n, 1);
+        const auto wd = dequantize_rows(type_, wq.data(), n, 1);
+        const auto ad = dequantize_rows(table_->vec_dot_type, aq.data(), n, 1);
+        float want = nan_f(), got = nan_f();
+        ref_->vec_dot(n, &want, wq.data(), aq.data());
+        table_->vec_dot(n, &got, wq.data(), aq.data());
+        const double tol = 2e-6 * std::sqrt(static_cast<double>(n)) * abs_dot(wd.data(), ad.data(), n) + 1e-30;
+        ASSERT_TRUE(std::isfinite(got)) << "n=" << n << " seed=" << seed;
+        ASSERT_NEAR(got, want, tol) << type_name(type_) << " n=" << n << " seed=" << seed
+                                    << " ill=" << (cond == Cond::kIll);
+      }
+    }
+  }
+}
+
+TEST_P(KernelTest, GemmEqualsVecDotBitwise) {
+  const GgmlType at = table_->vec_dot_type;
+  for (int64_t m : {1, 3}) {
+    const int64_t n = unit_ * m;
+    for (int64_t n_rows : {1, 5, 13}) {
+      for (int64_t n_tok = 1; n_tok <= 9; ++n_tok) {
+        const uint32_t seed = static_cast<uint32_t>(n * 31 + n_rows * 7 + n_tok);
+        const auto wq = quantize_rows(type_, random_floats(n * n_rows, seed, Cond::kWell, block_), n, n_rows);
+        const auto aq = quantize_rows(at, random_floats(n * n_tok, seed + 99, Cond::kIll, block_), n, n_tok);
+        const size_t wrb = row_bytes(type_, n), arb = row_bytes(at, n);
+        const int64_t stride = n_rows + 3;  // padding must stay untouched
+        std::vector<float> out(static_cast<size_t>(stride * n_tok), nan_f());
+        table_->gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, out.data(), stride);
+        for (int64_t t = 0; t < n_tok; ++t) {
+          for (int64_t r = 0; r < stride; ++r) {
+            const float got = out[static_cast<size_t>(t * stride + r)];
+            if (r >= n_rows) {
+              ASSERT_TRUE(std::isnan(got)) << "gemm wrote padding at t=" << t << " r=" << r;
+              continue;
+            }
+            float want = nan_f();
+            table_->vec_dot(n, &want, wq.data() + wrb * r, aq.data() + arb * t);
+            ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
+                << type_name(type_) << " n=" << n << " rows=" << n_rows << " tok=" << n_tok << " r=" << r
+                << " t=" << t << " got=" << got << " want=" << want;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(KernelTest, GemmMatchesRefGemm) {
+  const GgmlType at = table_->vec_dot_type;
+  const int64_t n = unit_ * 7, n_rows = 6, n_tok = 5;
+  const auto wf = random_floats(n * n_rows, 11, Cond::kIll, block_);
+  const auto af = random_floats(n * n_tok, 12, Cond::kWell, block_);
+  const auto wq = quantize_rows(type_, wf, n, n_rows);
+  const auto aq = quantize_rows(at, af, n, n_tok);
+  const auto wd = dequantize_rows(type_, wq.data(), n, n_rows);
+  const auto ad = dequantize_rows(at, aq.data(), n, n_tok);
+  std::vector<float> got(static_cast<size_t>(n_rows * n_tok), nan_f()), want(got);
+  table_->gemm(n, n_rows, n_tok, wq.data(), row_bytes(type_, n), aq.data(), row_bytes(at, n), got.data(), n_rows);
+  ref_->gemm(n, n_rows, n_tok, wq.data(), row_bytes(type_, n), aq.data(), row_bytes(at, n), want.data(), n_rows);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const double tol = 2e-6 * std::sqrt(static_cast<double>(n)) * abs_dot(&wd[r * n], &ad[t * n], n) + 1e-30;
+      const size_t i = static_cast<size_t>(t * n_rows + r);
+      ASSERT_NEAR(got[i], want[i], tol) << "r=" << r << " t=" << t;
+    }
+  }
+}
+
+TEST_P(KernelTest, DequantRowMatchesRefBitwise) {
+  const int64_t n = unit_ * 3;
+  const auto wq = quantize_rows(type_, random_floats(n, 5, Cond::kIll, block_), n, 1);
+  std::vector<float> got(static_cast<size_t>(n), nan_f()), want(got);
+  table_->dequant_row(wq.data(), got.data(), n);
+  ref_->dequant_row(wq.data(), want.data(), n);
+  ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * static_cast<size_t>(n)), 0);
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  return type_name(std::get<0>(info.param)) + "_" + isa_tier_name(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, KernelTest,
+                         ::testing::Combine(::testing::ValuesIn(kWeightTypes), ::testing::ValuesIn(kAllTiers)),
+                         param_name);
+
+// ---- activation quantizers ----
+
+using ActParam = std::tuple<GgmlType, IsaTier>;
+class ActQuantTest : public ::testing::TestWithParam<ActParam> {};
+
+// Rows whose scaled values hit exact .5 ties: with amax = 127 the q8_0/q8_1 scale is 1 and
+// x*id = x; with the extreme at -127 the q8_K iscale is 1 as well.
+std::vector<float> tie_row(int64_t n) {
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float k = static_cast<float>((i * 37) % 250) - 125.0f;  // -125..124
+    x[static_cast<size_t>(i)] = (i % 32 == 0) ? -127.0f : k + (i % 2 ? 0.5f : -0.5f);
+  }
+  return x;
+}
+
+TEST_P(ActQuantTest, ByteIdenticalToRef) {
+  const GgmlType at = std::get<0>(GetParam());
+  const IsaTier tier = std::get<1>(GetParam());
+  if (!host_has(tier)) GTEST_SKIP() << "host lacks tier " << isa_tier_name(tier);
+  const QuantizeActFn q = find_act_quantizer(at, tier);
+  if (q == nullptr) GTEST_SKIP() << "no weight type consuming " << type_name(at) << " is supported yet";
+  const int64_t block = get_type_info(at).block_size;
+  const int64_t unit = block < 256 ? 256 : block;
+  std::vector<std::vector<float>> rows;
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    rows.push_back(random_floats(unit * 3, seed, Cond::kWell, block));
+    rows.push_back(random_floats(unit * 3, seed + 10, Cond::kIll, block));
+  }
+  rows.push_back(tie_row(unit * 2));
+  rows.push_back(std::vector<float>(static_cast<size_t>(unit), 0.0f));
+  std::vector<float> tiny(static_cast<size_t>(unit), 1e-42f);  // denormal scale: 1/d overflows
+  tiny[3] = -2e-42f;
+  rows.push_back(tiny);
+  std::vector<float> odd = random_floats(unit + (block == 1 ? 13 : 0), 77, Cond::kWell, block);
+  rows.push_back(odd);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const int64_t n = static_cast<int64_t>(rows[k].size());
+    const size_t rb = row_bytes(at, n);
+    std::vector<uint8_t> got(rb, 0xAB), want(rb, 0xCD);
+    q(rows[k].data(), got.data(), n);
+    quantize_row_ref(at, rows[k].data(), want.data(), n);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), rb), 0) << type_name(at) << " row " << k;
+  }
+}
+
+std::string act_param_name(const ::testing::TestParamInfo<ActParam>& info) {
+  return type_name(std::get<0>(info.param)) + "_" + isa_tier_name(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllActTypes, ActQuantTest,
+                         ::testing::Combine(::testing::ValuesIn(kActTypes), ::testing::ValuesIn(kAllTiers)),
+                         act_param_name);
+
+// ---- dispatch ----
+
+TEST(DispatchTest, UnsupportedTypesAndTiersGiveNull) {
+  EXPECT_EQ(find_kernels(GgmlType::kI32, IsaTier::kRef), nullptr);
+  EXPECT_EQ(find_kernels(GgmlType::kQ8_K, IsaTier::kRef), nullptr);  // activation-only type
+  EXPECT_EQ(find_kernels(static_cast<GgmlType>(4), IsaTier::kRef), nullptr);
+  EXPECT_EQ(find_kernels(static_cast<GgmlType>(1000), IsaTier::kRef), nullptr);
+  if (host_best_tier() < IsaTier::kAvx512) {
+    EXPECT_EQ(find_kernels(GgmlType::kF32, IsaTier::kAvx512), nullptr);
+  }
+  EXPECT_EQ(find_act_quantizer(GgmlType::kQ4_0, IsaTier::kRef), nullptr);  // not an activation type
+}
+
+TEST(DispatchTest, GetKernelsUsesSelectedTier) {
+  const KernelTable& t = get_kernels(GgmlType::kF32);
+  EXPECT_EQ(t.tier, selected_tier());
+  EXPECT_EQ(&t, find_kernels(GgmlType::kF32, selected_tier()));
+}
+
+TEST(DispatchTest, HigherTiersReplaceHotEntries) {
+  if (!host_has(IsaTier::kAvx2)) GTEST_SKIP() << "no AVX2";
+  for (GgmlType type : kWeightTypes) {
+    if (!is_supported_weight_type(type)) continue;
+    const KernelTable* ref = find_kernels(type, IsaTier::kRef);
+    const KernelTable* avx2 = find_kernels(type, IsaTier::kAvx2);
+    ASSERT_NE(avx2, nullptr);
+    EXPECT_NE(ref->vec_dot, avx2->vec_dot) << type_name(type);
+    EXPECT_NE(ref->gemm, avx2->gemm) << type_name(type);
+    EXPECT_NE(ref->quantize_act, avx2->quantize_act) << type_name(type);
+  }
+}
+
+}  // namespace
+}  // namespace sniper::test

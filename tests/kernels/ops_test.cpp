@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+// Row ops against straightforward double-precision formulas.
+#include "kernels/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace sniper {
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(Ops, RmsNorm) {
+  for (size_t n : {1u, 7u, 64u, 4096u}) {
+    auto x = random_vec(n, 1), w = random_vec(n, 2);
+    std::vector<float> out(n);
+    rms_norm(x.data(), w.data(), out.data(), static_cast<int64_t>(n), 1e-5f);
+    double ss = 0;
+    for (float v : x) ss += static_cast<double>(v) * v;
+    const double scale = 1.0 / std::sqrt(ss / static_cast<double>(n) + 1e-5);
+    for (size_t i = 0; i < n; ++i) EXPECT_NEAR(out[i], x[i] * scale * w[i], 1e-5 * (1 + std::fabs(out[i])));
+    rms_norm(x.data(), nullptr, x.data(), static_cast<int64_t>(n), 1e-5f);  // in place, no weight
+    for (size_t i = 0; i < n; ++i) EXPECT_NEAR(x[i] * w[i], out[i], 1e-5 * (1 + std::fabs(out[i])));
+  }
+}
+
+TEST(Ops, RopeMatchesDefinitionAndPreservesNorm) {
+  const int64_t head_dim = 64, n_heads = 3, pos = 37;
+  for (RopeStyle style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
+    auto x = random_vec(static_cast<size_t>(head_dim * n_heads), 3);
+    std::vector<float> y = x, c(head_dim / 2), s(head_dim / 2);
+    rope_angles(pos, head_dim, 10000.0f, 1.0f, nullptr, c.data(), s.data());
+    rope_apply(y.data(), n_heads, head_dim, head_dim, style, c.data(), s.data());
+    for (int64_t h = 0; h < n_heads; ++h) {
+      for (int64_t i = 0; i < head_dim / 2; ++i) {
+        const double theta = pos * std::pow(10000.0, -2.0 * static_cast<double>(i) / head_dim);
+        const int64_t a = style == RopeStyle::kNorm ? 2 * i : i;
+        const int64_t b = style == RopeStyle::kNorm ? 2 * i + 1 : i + head_dim / 2;
+        const double x0 = x[static_cast<size_t>(h * head_dim + a)], x1 = x[static_cast<size_t>(h * head_dim + b)];
+        EXPECT_NEAR(y[static_cast<size_t>(h * head_dim + a)], x0 * std::cos(theta) - x1 * std::sin(theta), 2e-4);
+        EXPECT_NEAR(y[static_cast<size_t>(h * head_dim + b)], x0 * std::sin(theta) + x1 * std::cos(theta), 2e-4);
+      }
+    }
+  }
+  // Position 0 is the identity.
+  std::vector<float> c(8), s(8);
+  rope_angles(0, 16, 1e6f, 1.0f, nullptr, c.data(), s.data());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(c[static_cast<size_t>(i)], 1.0f);
+    EXPECT_EQ(s[static_cast<size_t>(i)], 0.0f);
+  }
+}
+
+TEST(Ops, RopeFreqFactorsAndScale) {
+  std::vector<float> c1(4), s1(4), c2(4), s2(4);
+  const float ff[4] = {1.0f, 2.0f, 4.0f, 8.0f};
+  rope_angles(10, 8, 10000.0f, 0.5f, ff, c1.data(), s1.data());
+  for (int i = 0; i < 4; ++i) {
+    const double theta = 0.5 * 10 * std::pow(10000.0, -2.0 * i / 8) / ff[i];
+    EXPECT_NEAR(c1[static_cast<size_t>(i)], std::cos(theta), 1e-5);
+    EXPECT_NEAR(s1[static_cast<size_t>(i)], std::sin(theta), 1e-5);
+  }
+}
+
+TEST(Ops, SoftmaxSumsToOneAndHandlesMask) {
+  auto x = random_vec(100, 4, 10.0f);
+  x[3] = -INFINITY;
+  softmax(x.data(), 100);
+  double sum = 0;
+  for (float v : x) {
+    EXPECT_GE(v, 0.0f);
+    sum += v;
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-5);
+  EXPECT_EQ(x[3], 0.0f);
+}
+
+TEST(Ops, TopKDescendingLowestIndexOnTies) {
+  const float x[8] = {0.1f, 0.5f, 0.5f, -1.0f, 0.9f, 0.5f, 0.0f, 0.9f};
+  int32_t idx[4];
+  top_k(x, 8, 4, idx);
+  EXPECT_EQ(idx[0], 4);
+  EXPECT_EQ(idx[1], 7);
+  EXPECT_EQ(idx[2], 1);
+  EXPECT_EQ(idx[3], 2);
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    auto v = random_vec(128, seed);
+    std::vector<int32_t> got(8);
+    top_k(v.data(), 128, 8, got.data());
+    std::vector<int32_t> order(128);
+    for (int i = 0; i < 128; ++i) order[static_cast<size_t>(i)] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)]; });
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(got[static_cast<size_t>(i)], order[static_cast<size_t>(i)]);
+  }
+  EXPECT_EQ(argmax(x, 8), 4);
+}
+
+TEST(Ops, SiluMul) {
+  auto g = random_vec(33, 5, 3.0f), u = random_vec(33, 6);
+  std::vector<float> out(33);
+  silu_mul(g.data(), u.data(), out.data(), 33);
+  for (size_t i = 0; i < 33; ++i) {
+    const double s = g[i] / (1.0 + std::exp(-static_cast<double>(g[i])));
+    EXPECT_NEAR(out[i], s * u[i], 1e-5 * (1 + std::fabs(out[i])));
+  }
+}
+
+}  // namespace
+}  // namespace sniper

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+// ModelConfig from GGUF metadata: valid files load, and every missing or out-of-range key
+// is an Error that names it.
+#include "model/config.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+
+namespace sniper {
+namespace {
+
+// A minimal metadata set for `arch`, with an f32 token_embd [dim=64, vocab=32].
+GgufWriter base_writer(const std::string& arch) {
+  GgufWriter w;
+  w.set_string("general.architecture", arch);
+  w.set_u32(arch + ".embedding_length", 64);
+  w.set_u32(arch + ".block_count", 2);
+  w.set_u32(arch + ".feed_forward_length", 128);
+  w.set_u32(arch + ".attention.head_count", 4);
+  w.set_u32(arch + ".attention.head_count_kv", 2);
+  w.set_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_u32(arch + ".context_length", 256);
+  w.add_tensor_bytes("token_embd.weight", GgmlType::kF32, {64, 32}, std::vector<uint8_t>(64 * 32 * 4, 0));
+  return w;
+}
+
+Result<ModelConfig> config_of(const GgufWriter& w) {
+  const std::vector<uint8_t> bytes = w.to_bytes();
+  auto file = gguf_parse(bytes.data(), bytes.size());
+  if (!file.ok()) return file.error();
+  return load_model_config(*file);
+}
+
+TEST(ModelConfig, LlamaDefaults) {
+  auto c = config_of(base_writer("llama"));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->dim, 64);
+  EXPECT_EQ(c->head_dim, 16);
+  EXPECT_EQ(c->rope_dims, 16);
+  EXPECT_EQ(c->vocab_size, 32);
+  EXPECT_EQ(c->rope_style, RopeStyle::kNorm);
+  EXPECT_TRUE(c->tied_embeddings);
+  EXPECT_FALSE(c->is_moe());
+}
+
+TEST(ModelConfig, ArchSwitches) {
+  auto q2 = config_of(base_writer("qwen2"));
+  ASSERT_TRUE(q2.ok()) << q2.error().message;
+  EXPECT_TRUE(q2->qkv_bias);
+  EXPECT_EQ(q2->rope_style, RopeStyle::kNeox);
+  auto q3 = config_of(base_writer("qwen3"));
+  ASSERT_TRUE(q3.ok());
+  EXPECT_TRUE(q3->qk_norm);
+  GgufWriter moe = base_writer("qwen3moe");
+  moe.set_u32("qwen3moe.expert_count", 8);
+  moe.set_u32("qwen3moe.expert_used_count", 2);
+  moe.set_u32("qwen3moe.expert_feed_forward_length", 32);
+  auto m = config_of(moe);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->n_experts, 8);
+  EXPECT_EQ(m->expert_hidden_dim, 32);
+}
+
+struct BadCase {
+  const char* what;
+  std::function<void(GgufWriter&)> mutate;
+  const char* expect_in_message;
+};
+
+TEST(ModelConfig, BadMetadataNamesTheKey) {
+  const std::vector<BadCase> cases = {
+      {"unknown arch", [](GgufWriter& w) { w.set_string("general.architecture", "gpt-j"); }, "gpt-j"},
+      {"missing dim", [](GgufWriter& w) { w.set_u32("llama.embedding_length", 0); }, "llama.embedding_length"},
+      {"kv heads", [](GgufWriter& w) { w.set_u32("llama.attention.head_count_kv", 3); }, "head_count_kv"},
+      {"eps", [](GgufWriter& w) { w.set_f32("llama.attention.layer_norm_rms_epsilon", -1.0f); }, "layer_norm_rms_epsilon"},
+      {"eps type", [](GgufWriter& w) { w.set_string("llama.attention.layer_norm_rms_epsilon", "x"); }, "layer_norm_rms_epsilon"},
+      {"rope base", [](GgufWriter& w) { w.set_f32("llama.rope.freq_base", 0.5f); }, "rope.freq_base"},
+      {"rope scaling", [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "yarn"); }, "rope.scaling.type"},
+      {"odd rope dims", [](GgufWriter& w) { w.set_u32("llama.rope.dimension_count", 7); }, "rope.dimension_count"},
+      {"too many used experts", [](GgufWriter& w) {
+         w.set_u32("llama.expert_count", 4);
+         w.set_u32("llama.expert_used_count", 5);
+       }, "expert_used_count"},
+  };
+  for (const BadCase& bc : cases) {
+    GgufWriter w = base_writer("llama");
+    bc.mutate(w);
+    auto c = config_of(w);
+    ASSERT_FALSE(c.ok()) << bc.what;
+    EXPECT_NE(c.error().message.find(bc.expect_in_message), std::string::npos)
+        << bc.what << ": " << c.error().message;
+  }
+  GgufWriter dense_moe = base_writer("qwen3moe");
+  auto c = config_of(dense_moe);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("expert_count"), std::string::npos) << c.error().message;
+  GgufWriter qwen2_moe = base_writer("qwen2");
+  qwen2_moe.set_u32("qwen2.expert_count", 4);
+  EXPECT_FALSE(config_of(qwen2_moe).ok());
+}
+
+}  // namespace
+}  // namespace sniper
