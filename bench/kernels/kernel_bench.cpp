@@ -93,7 +93,25 @@ int run(int argc, char** argv) {
         std::memcpy(dst.data() + chunk * ti, src.data() + chunk * ti, chunk);
       });
     });
-    std::printf("threads=%d memcpy roofline %.1f GB/s (read+write)\n", n_threads, 2.0 * copy_bytes / tc / 1e9);
+    // Read-only roofline (what a matvec needs): each thread sums its share as 64-bit words.
+    std::vector<uint64_t> sums(static_cast<size_t>(n_threads));
+    const double tr = best_time(3, [&] {
+      pool.run([&](int ti, int nt) {
+        const size_t words = copy_bytes / 8 / static_cast<size_t>(nt);
+        const uint64_t* p = reinterpret_cast<const uint64_t*>(src.data()) + words * ti;
+        uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (size_t i = 0; i + 4 <= words; i += 4) {
+          a0 += p[i];
+          a1 += p[i + 1];
+          a2 += p[i + 2];
+          a3 += p[i + 3];
+        }
+        sums[static_cast<size_t>(ti)] = a0 + a1 + a2 + a3;
+      });
+    });
+    std::printf("threads=%d roofline: memcpy %.1f GB/s (read+write), read-only %.1f GB/s (checksum %llu)\n",
+                n_threads, 2.0 * copy_bytes / tc / 1e9, copy_bytes / tr / 1e9,
+                static_cast<unsigned long long>(sums[0]));
     for (const std::string& type_name : split(types_arg)) {
       const GgmlTypeInfo* info = type_by_name(type_name);
       if (info == nullptr || !is_supported_weight_type(info->type)) {

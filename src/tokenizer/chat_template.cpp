@@ -27,12 +27,16 @@ Result<ChatTemplate> ChatTemplate::parse(std::string source) {
 namespace {
 
 template <typename Json>
-Result<std::string> render_json(const jinja::Body& body, const Json& context) {
+Result<std::string> render_json(const jinja::Body& body, const Json& context, const ChatTemplateLimits& limits) {
   if (!context.is_object()) {
     return make_error("chat template: the render context must be a JSON object, got %s", context.type_name());
   }
   SNIPER_ASSIGN_OR_RETURN(jinja::Value ctx, jinja::from_json(context));
-  jinja::Interpreter interpreter{jinja::Limits{}};
+  jinja::Limits jl;
+  jl.max_iterations = limits.max_work;
+  jl.max_call_depth = limits.max_call_depth;
+  jl.max_string_bytes = limits.max_string_bytes;
+  jinja::Interpreter interpreter{jl};
   auto out = interpreter.render(body, ctx.as_dict());
   if (!out.ok()) return out.error();
   return out;
@@ -40,12 +44,13 @@ Result<std::string> render_json(const jinja::Body& body, const Json& context) {
 
 }  // namespace
 
-Result<std::string> ChatTemplate::render(const nlohmann::json& context) const {
-  return render_json(program_->body, context);
+Result<std::string> ChatTemplate::render(const nlohmann::json& context, const ChatTemplateLimits& limits) const {
+  return render_json(program_->body, context, limits);
 }
 
-Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& context) const {
-  return render_json(program_->body, context);
+Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& context,
+                                         const ChatTemplateLimits& limits) const {
+  return render_json(program_->body, context, limits);
 }
 
 }  // namespace sniper

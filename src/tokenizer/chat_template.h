@@ -9,6 +9,8 @@
 // A parsed ChatTemplate is immutable; render() is const and safe to call from several threads.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,10 +20,12 @@
 
 namespace sniper {
 
-namespace jinja {
-struct Stmt;
-struct Limits;
-}  // namespace jinja
+// Bounds on the work of one render (hostile templates end with an Error, not a hang).
+struct ChatTemplateLimits {
+  int64_t max_work = 1'000'000;         // loop items + 10 per call, summed over the render
+  int max_call_depth = 64;              // nested macro/function calls
+  size_t max_string_bytes = 64u << 20;  // the output and any string built on the way
+};
 
 class ChatTemplate {
  public:
@@ -33,9 +37,13 @@ class ChatTemplate {
   // bos_token, eos_token, tools, enable_thinking...; a key that is absent is undefined in the
   // template). `context` must be a JSON object. Errors: render-time failures with their line,
   // or exactly the template's message when it calls raise_exception(message).
-  [[nodiscard]] Result<std::string> render(const nlohmann::json& context) const;
-  // Same, keeping the key order of JSON objects (visible through tojson and dict iteration).
-  [[nodiscard]] Result<std::string> render(const nlohmann::ordered_json& context) const;
+  // Thread-safe (const).
+  [[nodiscard]] Result<std::string> render(const nlohmann::json& context,
+                                           const ChatTemplateLimits& limits = {}) const;
+  // Same, keeping the key order of JSON objects (visible through tojson and dict iteration);
+  // nlohmann::json sorts keys, so prefer this overload when the order must match Python's.
+  [[nodiscard]] Result<std::string> render(const nlohmann::ordered_json& context,
+                                           const ChatTemplateLimits& limits = {}) const;
 
   const std::string& source() const { return source_; }
 

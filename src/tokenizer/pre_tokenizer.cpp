@@ -443,7 +443,7 @@ std::vector<std::string> pre_tokenize(PreTokenizerKind kind, std::string_view te
       segs = split_llama3(cpts, segs, 3, CaseMode::kUnicodeLower);
       break;
     case PreTokenizerKind::kQwen2:
-      segs = split_llama3(cpts, segs, 3, CaseMode::kAsciiEither);
+      segs = split_llama3(cpts, segs, 1, CaseMode::kAsciiEither);
       break;
     case PreTokenizerKind::kDeepseekLlm:
       segs = split_deepseek_llm(cpts, std::move(segs));
