@@ -1,15 +1,34 @@
 // SPDX-License-Identifier: MIT
-// sniper synth --arch A [shape flags] --type T [--seed S] -o OUT.gguf
+// sniper synth (--preset NAME | --arch A [shape flags]) [--type T] [--seed S] [--fast|--exact] -o OUT.gguf
+// Flags given with a preset override its fields (e.g. --layers 4 for a shortened copy).
+// Files over 100 MB get a progress line on stderr, updated in place.
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <string>
+#include <system_error>
 
 #include "commands.h"
 #include "common.h"
 #include "synth/synth_model.h"
+#include "synth/synth_presets.h"
 
 namespace sniper::cli {
 
+namespace {
+
+constexpr uint64_t kProgressMinBytes = 100'000'000;  // smaller files write without a progress line
+constexpr double kProgressIntervalS = 0.2;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
 int cmd_synth(int argc, char** argv) {
   const std::vector<FlagSpec> specs = {
+      {"--preset", nullptr, "NAME", "a named shape (see below); other flags override its fields"},
       {"--arch", nullptr, "A", "llama | qwen2 | qwen3 | qwen3moe (llama + --experts = Mixtral-style)"},
       {"--dim", nullptr, "N", "embedding width (default 256)"},
       {"--layers", nullptr, "N", "layers (default 2)"},
@@ -25,26 +44,41 @@ int cmd_synth(int argc, char** argv) {
       {"--ctx", nullptr, "N", "context length (default 2048)"},
       {"--rope-base", nullptr, "X", "rope frequency base (default 10000)"},
       {"--eps", nullptr, "X", "RMS norm epsilon (default 1e-5)"},
-      {"--type", nullptr, "T", "weight type or mix: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k "
-                               "iq4_nl iq4_xs q3_k_m q4_k_m q5_k_m (default q4_k_m)"},
+      {"--type", nullptr, "T", "weight type or llama.cpp mix: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k "
+                               "q5_k q6_k iq4_nl iq4_xs q3_k_m q4_k_m q5_k_m (default q4_k_m)"},
       {"--seed", nullptr, "S", "random seed (default 1)"},
+      {"--fast", nullptr, nullptr, "write random quantized blocks directly (GB/s; default above 256 MiB)"},
+      {"--exact", nullptr, nullptr, "quantize normal(0, 0.02) floats with the reference quantizers (slow)"},
+      {"--threads", "-t", "N", "generator threads (default: all cores; the file does not depend on it)"},
       {"--output", "-o", "OUT.gguf", "output file"},
       {"--help", "-h", nullptr, "show this help"},
   };
   auto args = Args::parse("synth", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
-    print_usage("synth", "--arch A [shape flags] --type T [--seed S] -o OUT.gguf", specs);
+    print_usage("synth", "(--preset NAME | --arch A [shape flags]) [--type T] [--seed S] -o OUT.gguf", specs);
+    std::printf("\npresets:\n");
+    for (const SynthPreset& p : synth_presets()) std::printf("  %-16s %s\n", p.name.c_str(), p.description.c_str());
     return 0;
   }
-  if (!args->has("--arch")) return fail(make_error("--arch is required (llama, qwen2, qwen3, qwen3moe)"));
   if (!args->has("--output")) return fail(make_error("--output (-o) OUT.gguf is required"));
   SynthSpec s;
-  s.arch = args->get_string("--arch");
-  if (s.arch == "qwen3moe") {
-    s.n_experts = 16;
-    s.n_experts_active = 4;
-    s.expert_hidden_dim = 256;
+  if (args->has("--preset")) {
+    const std::string name = args->get_string("--preset");
+    const SynthPreset* p = find_synth_preset(name);
+    if (p == nullptr) {
+      return fail(make_error("--preset is '%s' but must be one of: %s", name.c_str(), synth_preset_names().c_str()));
+    }
+    s = p->spec;
+    s.arch = args->get_string("--arch", s.arch);
+  } else {
+    if (!args->has("--arch")) return fail(make_error("--arch (llama, qwen2, qwen3, qwen3moe) or --preset is required"));
+    s.arch = args->get_string("--arch");
+    if (s.arch == "qwen3moe") {
+      s.n_experts = 16;
+      s.n_experts_active = 4;
+      s.expert_hidden_dim = 256;
+    }
   }
   const int64_t kMax = int64_t{1} << 24;
   struct IntFlag {
@@ -68,15 +102,44 @@ int cmd_synth(int argc, char** argv) {
   auto eps = args->get_float("--eps", s.norm_eps, 1e-12, 0.5);
   if (!eps.ok()) return fail(eps.error());
   s.norm_eps = static_cast<float>(*eps);
-  auto seed = args->get_int("--seed", 1, 0, INT64_MAX);
+  auto seed = args->get_int("--seed", static_cast<int64_t>(s.seed), 0, INT64_MAX);
   if (!seed.ok()) return fail(seed.error());
   s.seed = static_cast<uint64_t>(*seed);
+  auto threads = args->get_int("--threads", 0, 0, 4096);
+  if (!threads.ok()) return fail(threads.error());
+  s.n_threads = static_cast<int>(*threads);
+  if (args->has("--fast") && args->has("--exact")) return fail(make_error("--fast and --exact exclude each other"));
+  if (args->has("--fast")) s.fill = SynthFill::kFast;
+  if (args->has("--exact")) s.fill = SynthFill::kExact;
   s.type = args->get_string("--type", s.type);
-  s.vocab_from = args->get_string("--vocab-from");
+  s.vocab_from = args->get_string("--vocab-from", s.vocab_from);
   const std::string out = args->get_string("--output");
-  Status st = write_synth_model(s, out, nullptr);
+
+  auto fast = synth_uses_fast_fill(s);
+  if (!fast.ok()) return fail(fast.error());
+  const auto t0 = std::chrono::steady_clock::now();
+  double last_print_s = -1.0;
+  bool printed = false;
+  auto progress = [&](uint64_t done, uint64_t total) {
+    if (total < kProgressMinBytes) return;
+    const double t = seconds_since(t0);
+    if (done != total && t - last_print_s < kProgressIntervalS) return;
+    last_print_s = t;
+    printed = true;
+    std::fprintf(stderr, "\rwriting %s: %6.2f / %.2f GB (%3d%%) %5.2f GB/s", out.c_str(), done / 1e9, total / 1e9,
+                 static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)),
+                 t > 0 ? done / 1e9 / t : 0.0);
+    std::fflush(stderr);
+  };
+  Status st = write_synth_model(s, out, progress);
+  if (printed) std::fprintf(stderr, "\n");
   if (!st.ok()) return fail(st.error());
-  std::printf("wrote %s (%s, %s)\n", out.c_str(), s.arch.c_str(), s.type.c_str());
+  const double elapsed_s = seconds_since(t0);
+  std::error_code ec;
+  const uint64_t file_bytes = std::filesystem::file_size(out, ec);
+  std::printf("wrote %s (%s, %s, %s fill): %llu bytes (%.2f GB, %.2f GiB) in %.1f s, %.2f GB/s\n", out.c_str(),
+              s.arch.c_str(), s.type.c_str(), *fast ? "fast" : "exact", static_cast<unsigned long long>(file_bytes),
+              file_bytes / 1e9, file_bytes / 1073741824.0, elapsed_s, elapsed_s > 0 ? file_bytes / 1e9 / elapsed_s : 0.0);
   return 0;
 }
 

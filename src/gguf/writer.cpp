@@ -306,6 +306,14 @@ Status GgufWriter::write(const std::string& path) const {
   return ok_status();
 }
 
+uint64_t GgufWriter::file_bytes() const {
+  std::vector<uint64_t> offsets;
+  uint64_t end = header_bytes(&offsets).size();
+  const uint64_t data_offset = end;
+  for (size_t i = 0; i < tensors_.size(); ++i) end = data_offset + align_up(offsets[i] + tensors_[i].nbytes, alignment_);
+  return end;
+}
+
 std::vector<uint8_t> GgufWriter::to_bytes() const {
   std::vector<uint64_t> offsets;
   std::vector<uint8_t> out = header_bytes(&offsets);

@@ -43,6 +43,8 @@ class GgufWriter {
   [[nodiscard]] Status write(const std::string& path) const;
   // Serialises the whole file to memory (tests, fuzz seeds).
   std::vector<uint8_t> to_bytes() const;
+  // The size in bytes of the file write() produces (no fill callback is called).
+  uint64_t file_bytes() const;
 
  private:
   struct PendingTensor {

@@ -1,18 +1,38 @@
 // SPDX-License-Identifier: MIT
 // Synthetic models: random-weight GGUF files with the exact tensor names, shapes and metadata
 // of a real architecture, valid quantized blocks and a working tokenizer, deterministic for a
-// seed. Weights are zero-mean normal(0, 0.02) (so MoE routing varies from token to token as in
-// real models); norm weights are 1 + 0.1 * normal. Used by `sniper synth`, the README's demo
-// and tests.
+// seed (the same bytes whatever the thread count). Matrix weights are zero-mean with std 0.02
+// (so MoE routing varies from token to token as in real models); norm weights are
+// 1 + 0.1 * normal, the MoE router normal(0, 0.02) in f32. Used by `sniper synth`, the README's
+// demo, benchmarks and tests.
+//
+// Two ways to fill a quantized matrix:
+//  - exact: normal(0, 0.02) floats through the `_ref` quantizer (a real quantization of a
+//    normal matrix; slow, tens of MB/s per thread for k-quants);
+//  - fast: random quants and scales written straight into the blocks (synth_blocks.h), at
+//    GB/s, for Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K (other types still go the exact way).
+// SynthFill::kAuto uses fast when the tensor data exceeds kSynthAutoFastBytes. Both are
+// multi-threaded over fixed row chunks, each with its own random stream.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
+#include "gguf/format.h"
 
 namespace sniper {
+
+enum class SynthFill {
+  kAuto,   // fast above kSynthAutoFastBytes of tensor data, else exact
+  kFast,   // direct random blocks wherever the type allows
+  kExact,  // quantize normal floats with the _ref quantizers
+};
+
+// SynthFill::kAuto switches to direct blocks above this much tensor data (256 MiB).
+constexpr uint64_t kSynthAutoFastBytes = uint64_t{256} << 20;
 
 struct SynthSpec {
   std::string arch = "llama";  // llama | qwen2 | qwen3 | qwen3moe (llama + experts = Mixtral-style)
@@ -32,14 +52,35 @@ struct SynthSpec {
   std::string type = "q4_k_m";    // f32 f16 bf16 q8_0 q4_0 ... q6_k iq4_nl iq4_xs, or mixes q4_k_m q5_k_m q3_k_m
   uint64_t seed = 1;
   std::string vocab_from;         // copy tokenizer.* metadata from this GGUF (real tokenizer + template)
+  SynthFill fill = SynthFill::kAuto;
+  int n_threads = 0;              // worker threads counting the caller; 0 = all cores (output does not depend on it)
+};
+
+// One tensor of a synthetic model, in file order.
+struct SynthTensor {
+  std::string name;
+  GgmlType type;
+  std::vector<int64_t> ne;  // ggml order
+  uint64_t nbytes;
 };
 
 // Checks the spec (positive dims, divisibility, known arch and type); the Error names the field.
 [[nodiscard]] Status validate_synth_spec(const SynthSpec& spec);
 
+// The tensor table write_synth_model writes for `spec` (names, llama.cpp mix types, shapes).
+[[nodiscard]] Result<std::vector<SynthTensor>> plan_synth_model(const SynthSpec& spec);
+
+// The exact size in bytes of the file write_synth_model writes for `spec` (header, metadata,
+// padding and tensor data), without generating any weights.
+[[nodiscard]] Result<uint64_t> synth_model_bytes(const SynthSpec& spec);
+
+// Whether write_synth_model fills quantized matrices with direct random blocks for `spec`.
+[[nodiscard]] Result<bool> synth_uses_fast_fill(const SynthSpec& spec);
+
 // Writes the model to `path` (atomically: a temp file renamed at the end). progress(done, total)
-// is called with bytes written so far (may be null).
+// is called from the calling thread with tensor bytes handed to the file so far, before each
+// tensor and once more with done == total when the file is complete (may be null).
 [[nodiscard]] Status write_synth_model(const SynthSpec& spec, const std::string& path,
-                                       const std::function<void(uint64_t, uint64_t)>& progress);
+                                       const std::function<void(uint64_t done, uint64_t total)>& progress);
 
 }  // namespace sniper

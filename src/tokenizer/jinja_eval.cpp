@@ -349,7 +349,13 @@ Result<Value> Interpreter::get_attr(const Value& obj, const std::string& name) {
   if (obj.has_dict()) {
     if (const Value* v = obj.as_dict().find(name)) return *v;
   }
-  return Value::undefined("'" + object_type_repr(obj) + "' has no attribute '" + name + "'");
+  // Built by appending: GCC 12 -O3 reports a false -Wrestrict for "lit" + std::string.
+  std::string hint = "'";
+  hint += object_type_repr(obj);
+  hint += "' has no attribute '";
+  hint += name;
+  hint += "'";
+  return Value::undefined(std::move(hint));
 }
 
 Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// llama.cpp's quantization-mix rules for the tensors synthetic models contain.
+#include "synth/synth_mix.h"
+
+namespace sniper {
+
+namespace {
+
+struct TypeName {
+  const char* name;
+  GgmlType type;
+  int file_type;  // llama.cpp's LLAMA_FTYPE_* whose name is this type, or -1
+};
+constexpr TypeName kPlainTypes[] = {
+    {"f32", GgmlType::kF32, 0},        {"f16", GgmlType::kF16, 1},       {"bf16", GgmlType::kBF16, 32},
+    {"q8_0", GgmlType::kQ8_0, 7},      {"q4_0", GgmlType::kQ4_0, 2},     {"q4_1", GgmlType::kQ4_1, 3},
+    {"q5_0", GgmlType::kQ5_0, 8},      {"q5_1", GgmlType::kQ5_1, 9},     {"q2_k", GgmlType::kQ2_K, 10},
+    {"q3_k", GgmlType::kQ3_K, -1},     {"q4_k", GgmlType::kQ4_K, -1},    {"q5_k", GgmlType::kQ5_K, -1},
+    {"q6_k", GgmlType::kQ6_K, 18},     {"iq4_nl", GgmlType::kIQ4_NL, 25}, {"iq4_xs", GgmlType::kIQ4_XS, 30},
+};
+
+constexpr int kFtypeQ3_K_M = 12;
+constexpr int kFtypeQ4_K_M = 15;
+constexpr int kFtypeQ5_K_M = 17;
+
+struct MixName {
+  const char* name;
+  GgmlType base;
+  int ftype;
+};
+constexpr MixName kMixes[] = {
+    {"q3_k_m", GgmlType::kQ3_K, kFtypeQ3_K_M},
+    {"q4_k_m", GgmlType::kQ4_K, kFtypeQ4_K_M},
+    {"q5_k_m", GgmlType::kQ5_K, kFtypeQ5_K_M},
+};
+
+// The mix rule alone (no row-length fallback).
+GgmlType mix_rule(const SynthTypePlan& plan, SynthMatrix matrix, int64_t i, int64_t n, int64_t n_experts,
+                  int64_t row_len) {
+  const GgmlType base = plan.base;
+  const bool eight_experts = n_experts == 8;
+  switch (matrix) {
+    case SynthMatrix::kTokenEmbd:
+      return base;
+    case SynthMatrix::kOutput:
+      // Output head: Q6_K unless the row is not whole base blocks (then Q8_0).
+      return row_len % get_type_info(base).block_size != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
+    case SynthMatrix::kAttnV: {
+      GgmlType t = base;
+      if (plan.mix == kFtypeQ3_K_M) t = i < 2 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
+      if ((plan.mix == kFtypeQ4_K_M || plan.mix == kFtypeQ5_K_M) && synth_use_more_bits(i, n)) t = GgmlType::kQ6_K;
+      // "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
+      if (eight_experts) t = GgmlType::kQ8_0;
+      return t;
+    }
+    case SynthMatrix::kAttnK:
+      return eight_experts ? GgmlType::kQ8_0 : base;
+    case SynthMatrix::kAttnOutput:
+      if (eight_experts) return plan.mix == kFtypeQ5_K_M ? base : GgmlType::kQ5_K;
+      return plan.mix == kFtypeQ3_K_M ? GgmlType::kQ4_K : base;
+    case SynthMatrix::kFfnDown:
+      if (plan.mix == kFtypeQ3_K_M) return i < n / 16 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
+      return synth_use_more_bits(i, n) ? GgmlType::kQ6_K : base;
+    case SynthMatrix::kAttnQ:
+    case SynthMatrix::kFfnGate:
+    case SynthMatrix::kFfnUp:
+      return base;
+  }
+  return base;
+}
+
+// llama.cpp's convert_incompatible_tensor fallback.
+GgmlType fit_row(GgmlType t, int64_t row_len) {
+  if (row_len % get_type_info(t).block_size == 0) return t;
+  switch (t) {
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
+    case GgmlType::kIQ4_XS: t = GgmlType::kIQ4_NL; break;
+    case GgmlType::kQ4_K: t = GgmlType::kQ5_0; break;
+    case GgmlType::kQ5_K: t = GgmlType::kQ5_1; break;
+    case GgmlType::kQ6_K: t = GgmlType::kQ8_0; break;
+    default: break;
+  }
+  return row_len % get_type_info(t).block_size == 0 ? t : GgmlType::kF16;
+}
+
+}  // namespace
+
+bool synth_use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+Result<SynthTypePlan> resolve_synth_type(const std::string& name) {
+  for (const TypeName& t : kPlainTypes) {
+    if (name == t.name) return SynthTypePlan{name, t.type, 0, t.file_type};
+  }
+  for (const MixName& m : kMixes) {
+    if (name == m.name) return SynthTypePlan{name, m.base, m.ftype, m.ftype};
+  }
+  std::string known;
+  for (const TypeName& t : kPlainTypes) known += std::string(known.empty() ? "" : ", ") + t.name;
+  for (const MixName& m : kMixes) known += std::string(", ") + m.name;
+  return make_error("--type is '%s' but must be one of: %s", name.c_str(), known.c_str());
+}
+
+GgmlType synth_matrix_type(const SynthTypePlan& plan, SynthMatrix matrix, int64_t layer_idx, int64_t n_layers,
+                           int64_t n_experts, int64_t row_len) {
+  const GgmlType t = plan.mix == 0 ? plan.base : mix_rule(plan, matrix, layer_idx, n_layers, n_experts, row_len);
+  return fit_row(t, row_len);
+}
+
+}  // namespace sniper

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// Weight types of synthetic models: a plain type (every matrix in that type) or one of
+// llama.cpp's *_K_M mixes, with llama.cpp's per-tensor rules (llama_tensor_get_type in
+// src/llama-quant.cpp) for the tensors our architectures have, and its fallback for rows that
+// are not a whole number of blocks. The rules decide the file size of a preset, so they follow
+// llama.cpp exactly for q3_k_m, q4_k_m and q5_k_m (without imatrix; the 70B-only attn_v rule
+// is not applied).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+#include "gguf/format.h"
+
+namespace sniper {
+
+// A resolved --type value.
+struct SynthTypePlan {
+  std::string name;    // as given: "q4_k_m", "q8_0", ...
+  GgmlType base;       // the type of every matrix a rule does not change
+  int mix = 0;         // 0 plain; else the llama.cpp ftype of the mix (12 Q3_K_M, 15 Q4_K_M, 17 Q5_K_M)
+  int file_type = -1;  // general.file_type to write (-1: none names this plain type exactly)
+};
+
+// The matrices a mix rule can tell apart (ffn_* covers the dense and the merged-expert form).
+enum class SynthMatrix { kTokenEmbd, kOutput, kAttnQ, kAttnK, kAttnV, kAttnOutput, kFfnGate, kFfnUp, kFfnDown };
+
+// Resolves a --type name; the Error lists the allowed names.
+[[nodiscard]] Result<SynthTypePlan> resolve_synth_type(const std::string& name);
+
+// The type llama.cpp's quantizer gives this matrix: the mix rule for (layer_idx of n_layers,
+// n_experts), then the fallback when row_len is not a multiple of the type's block size
+// (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS -> IQ4_NL, then F16; the output
+// head goes to Q8_0). layer_idx is ignored for token_embd/output.
+GgmlType synth_matrix_type(const SynthTypePlan& plan, SynthMatrix matrix, int64_t layer_idx, int64_t n_layers,
+                           int64_t n_experts, int64_t row_len);
+
+// llama.cpp's use_more_bits(i, n): the first and last eighth of the layers and every third
+// layer between them.
+bool synth_use_more_bits(int64_t layer_idx, int64_t n_layers);
+
+}  // namespace sniper

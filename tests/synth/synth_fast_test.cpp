@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+// Fast synthetic models without the engine: direct random blocks dequantize to mean 0 / std
+// 0.02; files are identical for any thread count; a fast-filled MoE routes tokens to many
+// experts (and a biased one would not); presets have the real models' tensor types and file
+// sizes; llama.cpp's mix and fallback rules.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "gguf/reader.h"
+#include "quant/quant.h"
+#include "synth/synth_blocks.h"
+#include "synth/synth_mix.h"
+#include "synth/synth_model.h"
+#include "synth/synth_presets.h"
+
+namespace sniper {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("sniper_synth_fast_test_" + name)).string();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+SynthSpec preset(const std::string& name) {
+  const SynthPreset* p = find_synth_preset(name);
+  EXPECT_NE(p, nullptr) << name;
+  return p == nullptr ? SynthSpec{} : p->spec;
+}
+
+struct Moments {
+  double mean = 0, std = 0;
+  bool finite = true;
+};
+
+Moments moments(const std::vector<float>& v) {
+  Moments m;
+  double s = 0, s2 = 0;
+  for (float x : v) {
+    m.finite = m.finite && std::isfinite(x);
+    s += x;
+    s2 += static_cast<double>(x) * x;
+  }
+  m.mean = s / static_cast<double>(v.size());
+  m.std = std::sqrt(s2 / static_cast<double>(v.size()) - m.mean * m.mean);
+  return m;
+}
+
+TEST(SynthBlocks, EveryDirectTypeIsZeroMeanWithTargetStd) {
+  const GgmlType types[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                            GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+  for (GgmlType type : types) {
+    SCOPED_TRACE(get_type_info(type).name);
+    ASSERT_TRUE(has_direct_blocks(type));
+    const GgmlTypeInfo& info = get_type_info(type);
+    const int64_t n = int64_t{1} << 20;  // 1M values: the mean's standard error is std / 1024
+    std::vector<uint8_t> blocks(row_bytes(type, n));
+    SynthRng rng{42};
+    fill_random_blocks(type, rng, kSynthWeightStd, blocks.data(), n / info.block_size);
+    std::vector<float> x(static_cast<size_t>(n));
+    dequantize_row_ref(type, blocks.data(), x.data(), n);
+    const Moments m = moments(x);
+    EXPECT_TRUE(m.finite);
+    EXPECT_LT(std::fabs(m.mean), 0.01 * m.std) << "mean " << m.mean;
+    EXPECT_NEAR(m.std, kSynthWeightStd, 0.03 * kSynthWeightStd);
+    // Blocks differ from each other (the stream advances).
+    EXPECT_NE(0, std::memcmp(blocks.data(), blocks.data() + info.type_size, info.type_size));
+  }
+  EXPECT_FALSE(has_direct_blocks(GgmlType::kQ3_K));
+  EXPECT_FALSE(has_direct_blocks(GgmlType::kF16));
+}
+
+TEST(SynthBlocks, PerBlockMeansCancel) {
+  // Zero mean must hold inside blocks too, not only on average (a per-block offset would act
+  // as a bias on every dot product with that block's inputs).
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    SCOPED_TRACE(get_type_info(type).name);
+    const int64_t n_blocks = 4096;
+    std::vector<uint8_t> blocks(row_bytes(type, 256 * n_blocks));
+    SynthRng rng{7};
+    fill_random_blocks(type, rng, kSynthWeightStd, blocks.data(), n_blocks);
+    std::vector<float> x(256 * n_blocks);
+    dequantize_row_ref(type, blocks.data(), x.data(), 256 * n_blocks);
+    // Mean of each block's mean: a block's mean has standard error std/16; their average over
+    // 4096 blocks has std/1024; a systematic per-block offset would show in the RMS.
+    double rms_block_mean = 0;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const double mean = std::accumulate(x.begin() + 256 * b, x.begin() + 256 * (b + 1), 0.0) / 256.0;
+      rms_block_mean += mean * mean;
+    }
+    rms_block_mean = std::sqrt(rms_block_mean / n_blocks);
+    EXPECT_LT(rms_block_mean, 1.3 * kSynthWeightStd / 16.0);
+  }
+}
+
+SynthSpec tiny_fast(int n_threads) {
+  SynthSpec s = preset("qwen3moe-tiny");
+  s.fill = SynthFill::kFast;
+  s.n_threads = n_threads;
+  return s;
+}
+
+TEST(SynthModelFast, BytesDoNotDependOnThreadCount) {
+  for (SynthFill fill : {SynthFill::kFast, SynthFill::kExact}) {
+    SynthSpec s = tiny_fast(1);
+    s.fill = fill;
+    s.n_layers = 2;
+    if (fill == SynthFill::kExact) {  // the _ref k-quant quantizers are slow under sanitizers
+      s.n_layers = 1;
+      s.n_experts = 8;
+      s.n_experts_active = 2;
+    }
+    const std::string a = temp_path("t1.gguf"), b = temp_path("t3.gguf"), c = temp_path("seed2.gguf");
+    ASSERT_TRUE(write_synth_model(s, a, nullptr).ok());
+    s.n_threads = 3;
+    ASSERT_TRUE(write_synth_model(s, b, nullptr).ok());
+    s.seed = 2;
+    ASSERT_TRUE(write_synth_model(s, c, nullptr).ok());
+    const std::string bytes_a = slurp(a);
+    EXPECT_EQ(bytes_a, slurp(b));
+    EXPECT_NE(bytes_a, slurp(c));
+    auto size = synth_model_bytes(s);
+    ASSERT_TRUE(size.ok());
+    EXPECT_EQ(*size, bytes_a.size());
+    for (const auto& p : {a, b, c}) std::filesystem::remove(p);
+  }
+}
+
+TEST(SynthModelFast, ProgressReachesTotal) {
+  SynthSpec s = tiny_fast(2);
+  const std::string path = temp_path("progress.gguf");
+  uint64_t last = 0, total_seen = 0;
+  int calls = 0;
+  bool monotonic = true;
+  ASSERT_TRUE(write_synth_model(s, path, [&](uint64_t done, uint64_t total) {
+                monotonic = monotonic && done >= last && done <= total;
+                last = done;
+                total_seen = total;
+                ++calls;
+              }).ok());
+  EXPECT_TRUE(monotonic);
+  EXPECT_EQ(last, total_seen);
+  EXPECT_GT(calls, 10);
+  std::filesystem::remove(path);
+}
+
+// Reads tensor `name` of a parsed in-memory file as floats (rows of ne[0]).
+std::vector<float> dequant_tensor(const GgufFile& f, const std::string& bytes, const std::string& name) {
+  const GgufTensorInfo* t = f.find_tensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (t == nullptr) return {};
+  std::vector<float> out(static_cast<size_t>(t->n_elements()));
+  dequantize_row_ref(t->type, bytes.data() + t->file_offset, out.data(), t->n_elements());
+  return out;
+}
+
+struct Routing {
+  int n_used = 0;     // experts chosen by at least one token
+  int max_count = 0;  // tokens choosing the most popular expert
+};
+
+// Routing proxy for layer `layer`: router logits on rms_norm(embedding) * attn_norm for
+// n_tokens spread over the vocabulary, top-k per token. `bias` is added to every embedding
+// value (a control: biased weights must collapse the routing).
+Routing route(const GgufFile& f, const std::string& bytes, int layer, int n_tokens, int k, float bias) {
+  const std::vector<float> embd = dequant_tensor(f, bytes, "token_embd.weight");
+  const std::vector<float> norm = dequant_tensor(f, bytes, "blk." + std::to_string(layer) + ".attn_norm.weight");
+  const std::vector<float> router = dequant_tensor(f, bytes, "blk." + std::to_string(layer) + ".ffn_gate_inp.weight");
+  const GgufTensorInfo* rt = f.find_tensor("blk." + std::to_string(layer) + ".ffn_gate_inp.weight");
+  const int64_t dim = rt->ne[0], n_experts = rt->ne[1];
+  const int64_t vocab = static_cast<int64_t>(embd.size()) / dim;
+  std::vector<int> count(static_cast<size_t>(n_experts), 0);
+  for (int i = 0; i < n_tokens; ++i) {
+    const int64_t token = 3 + (static_cast<int64_t>(i) * 7919) % (vocab - 3);
+    std::vector<double> x(static_cast<size_t>(dim));
+    double ss = 0;
+    for (int64_t j = 0; j < dim; ++j) {
+      x[j] = embd[static_cast<size_t>(token * dim + j)] + bias;
+      ss += x[j] * x[j];
+    }
+    const double scale = 1.0 / std::sqrt(ss / static_cast<double>(dim) + 1e-6);
+    for (int64_t j = 0; j < dim; ++j) x[j] *= scale * norm[static_cast<size_t>(j)];
+    std::vector<std::pair<double, int>> logits;
+    for (int64_t e = 0; e < n_experts; ++e) {
+      double dot = 0;
+      for (int64_t j = 0; j < dim; ++j) dot += router[static_cast<size_t>(e * dim + j)] * x[j];
+      logits.emplace_back(dot, static_cast<int>(e));
+    }
+    std::partial_sort(logits.begin(), logits.begin() + k, logits.end(), std::greater<>());
+    for (int j = 0; j < k; ++j) ++count[static_cast<size_t>(logits[j].second)];
+  }
+  Routing r;
+  for (int c : count) {
+    r.n_used += c > 0;
+    r.max_count = std::max(r.max_count, c);
+  }
+  return r;
+}
+
+TEST(SynthModelFast, MoeRoutingVariesAcrossTokens) {
+  SynthSpec s = tiny_fast(2);  // 4 layers, dim 256, 32 experts, 4 active
+  ASSERT_EQ(s.n_experts, 32);
+  ASSERT_EQ(s.n_experts_active, 4);
+  auto fast = synth_uses_fast_fill(s);
+  ASSERT_TRUE(fast.ok());
+  ASSERT_TRUE(*fast);
+  const std::string path = temp_path("routing.gguf");
+  ASSERT_TRUE(write_synth_model(s, path, nullptr).ok());
+  const std::string bytes = slurp(path);
+  auto f = gguf_parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  const int kTokens = 64;
+  for (int layer = 0; layer < s.n_layers; ++layer) {
+    SCOPED_TRACE(layer);
+    const Routing r = route(*f, bytes, layer, kTokens, 4, 0.0f);
+    EXPECT_GE(r.n_used, 24) << "experts used " << r.n_used;  // >= 75% of 32
+    EXPECT_LE(r.max_count, kTokens / 2) << "most popular expert chosen by " << r.max_count;
+    // Control: the same weights with every embedding value shifted by 2 std (what Q4_K blocks
+    // without the compensating minimum would give: mean 7.5 d sc vs std 4.6 d sc) route
+    // most tokens to the same experts, so the check above can fail.
+    const Routing biased = route(*f, bytes, layer, kTokens, 4, 2.0f * kSynthWeightStd);
+    EXPECT_TRUE(biased.n_used < 24 || biased.max_count > kTokens / 2)
+        << "biased: used " << biased.n_used << " max " << biased.max_count;
+  }
+  std::filesystem::remove(path);
+}
+
+std::map<std::string, int> type_histogram(const std::vector<SynthTensor>& plan, const std::string& suffix) {
+  std::map<std::string, int> h;
+  for (const SynthTensor& t : plan) {
+    if (t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      ++h[get_type_info(t.type).name];
+    }
+  }
+  return h;
+}
+
+TEST(SynthPresets, RealModelSizesWithinOnePercent) {
+  for (const char* name : {"qwen3-30b-a3b", "mixtral-8x7b", "qwen3-8b"}) {
+    SCOPED_TRACE(name);
+    const SynthPreset* p = find_synth_preset(name);
+    ASSERT_NE(p, nullptr);
+    ASSERT_GT(p->real_file_bytes, 0u);
+    auto bytes = synth_model_bytes(p->spec);
+    ASSERT_TRUE(bytes.ok()) << bytes.error().message;
+    const double ratio = static_cast<double>(*bytes) / static_cast<double>(p->real_file_bytes);
+    EXPECT_NEAR(ratio, 1.0, 0.01) << *bytes << " bytes";
+    auto fast = synth_uses_fast_fill(p->spec);
+    ASSERT_TRUE(fast.ok());
+    EXPECT_TRUE(*fast);
+  }
+}
+
+TEST(SynthPresets, Qwen3MoeUsesLlamaCppQ4KMRules) {
+  auto plan = plan_synth_model(preset("qwen3-30b-a3b"));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->size(), 3u + 48u * 12u);
+  // use_more_bits(i, 48): i < 6, i >= 42, and i = 8, 11, ..., 41: 24 layers.
+  EXPECT_EQ(type_histogram(*plan, "ffn_down_exps.weight"), (std::map<std::string, int>{{"q4_K", 24}, {"q6_K", 24}}));
+  EXPECT_EQ(type_histogram(*plan, "attn_v.weight"), (std::map<std::string, int>{{"q4_K", 24}, {"q6_K", 24}}));
+  EXPECT_EQ(type_histogram(*plan, "ffn_gate_exps.weight"), (std::map<std::string, int>{{"q4_K", 48}}));
+  EXPECT_EQ(type_histogram(*plan, "attn_k.weight"), (std::map<std::string, int>{{"q4_K", 48}}));
+  EXPECT_EQ(type_histogram(*plan, "ffn_gate_inp.weight"), (std::map<std::string, int>{{"f32", 48}}));
+  EXPECT_EQ(type_histogram(*plan, "token_embd.weight"), (std::map<std::string, int>{{"q4_K", 1}}));
+  EXPECT_EQ(type_histogram(*plan, "output.weight"), (std::map<std::string, int>{{"q6_K", 1}}));
+  for (const SynthTensor& t : *plan) {
+    if (t.name == "blk.0.ffn_down_exps.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{768, 2048, 128}));
+      EXPECT_EQ(t.nbytes, 262144u * 3u * 210u);
+    }
+  }
+}
+
+TEST(SynthPresets, MixtralUsesEightExpertRules) {
+  auto plan = plan_synth_model(preset("mixtral-8x7b"));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(type_histogram(*plan, "attn_k.weight"), (std::map<std::string, int>{{"q8_0", 32}}));
+  EXPECT_EQ(type_histogram(*plan, "attn_v.weight"), (std::map<std::string, int>{{"q8_0", 32}}));
+  EXPECT_EQ(type_histogram(*plan, "attn_output.weight"), (std::map<std::string, int>{{"q5_K", 32}}));
+  EXPECT_EQ(type_histogram(*plan, "ffn_down_exps.weight"), (std::map<std::string, int>{{"q4_K", 16}, {"q6_K", 16}}));
+}
+
+TEST(SynthPresets, FlagsOverridePresetFieldsAndEveryPresetIsValid) {
+  for (const SynthPreset& p : synth_presets()) {
+    SCOPED_TRACE(p.name);
+    EXPECT_TRUE(validate_synth_spec(p.spec).ok());
+    EXPECT_FALSE(p.description.empty());
+  }
+  EXPECT_EQ(find_synth_preset("qwen3-31b"), nullptr);
+  EXPECT_NE(synth_preset_names().find("qwen3moe-demo"), std::string::npos);
+  // A shortened copy: 4 of 48 layers keeps the per-layer tensors of the full model.
+  SynthSpec s = preset("qwen3-30b-a3b");
+  s.n_layers = 4;
+  auto plan = plan_synth_model(s);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->size(), 3u + 4u * 12u);
+}
+
+TEST(SynthMix, LlamaCppRulesAndFallbacks) {
+  auto q4km = resolve_synth_type("q4_k_m");
+  auto q3km = resolve_synth_type("q3_k_m");
+  auto q4k = resolve_synth_type("q4_k");
+  ASSERT_TRUE(q4km.ok() && q3km.ok() && q4k.ok());
+  EXPECT_EQ(q4km->file_type, 15);
+  EXPECT_EQ(q4k->file_type, -1);
+  // Q3_K_M: ffn_down Q5_K in the first n/16 layers, Q4_K after; attn_v Q5_K in layers 0-1.
+  EXPECT_EQ(synth_matrix_type(*q3km, SynthMatrix::kFfnDown, 1, 32, 0, 4096), GgmlType::kQ5_K);
+  EXPECT_EQ(synth_matrix_type(*q3km, SynthMatrix::kFfnDown, 2, 32, 0, 4096), GgmlType::kQ4_K);
+  EXPECT_EQ(synth_matrix_type(*q3km, SynthMatrix::kAttnV, 1, 32, 0, 4096), GgmlType::kQ5_K);
+  EXPECT_EQ(synth_matrix_type(*q3km, SynthMatrix::kAttnV, 2, 32, 0, 4096), GgmlType::kQ4_K);
+  EXPECT_EQ(synth_matrix_type(*q3km, SynthMatrix::kAttnQ, 2, 32, 0, 4096), GgmlType::kQ3_K);
+  // Rows that are not whole super-blocks: Q4_K -> Q5_0; Q6_K -> Q8_0; not whole 32-blocks -> F16.
+  EXPECT_EQ(synth_matrix_type(*q4km, SynthMatrix::kAttnQ, 0, 8, 0, 96), GgmlType::kQ5_0);
+  EXPECT_EQ(synth_matrix_type(*q4km, SynthMatrix::kFfnDown, 0, 8, 0, 96), GgmlType::kQ8_0);
+  EXPECT_EQ(synth_matrix_type(*q4km, SynthMatrix::kOutput, 0, 8, 0, 96), GgmlType::kQ8_0);
+  EXPECT_EQ(synth_matrix_type(*q4km, SynthMatrix::kAttnQ, 0, 8, 0, 48), GgmlType::kF16);
+  // Plain types: every matrix in that type.
+  EXPECT_EQ(synth_matrix_type(*q4k, SynthMatrix::kOutput, 0, 8, 0, 256), GgmlType::kQ4_K);
+  EXPECT_TRUE(synth_use_more_bits(0, 48) && synth_use_more_bits(8, 48) && synth_use_more_bits(47, 48));
+  EXPECT_FALSE(synth_use_more_bits(6, 48) || synth_use_more_bits(7, 48) || synth_use_more_bits(41 - 1, 48));
+}
+
+}  // namespace
+}  // namespace sniper
