@@ -3,7 +3,6 @@
 #include "base/memory_limit.h"
 
 #include <cctype>
-#include <cinttypes>
 #include <cstdio>
 #include <fstream>
 #include <sstream>

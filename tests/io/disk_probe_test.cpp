@@ -113,8 +113,8 @@ TEST(DiskProbe, DISABLED_ThroughputTable) {
   ASSERT_TRUE(write_bench_file(path, kFileBytes)) << "cannot write " << path;
   std::printf("1 MiB random reads over a 2 GiB file (%s), 3 s or 3 GiB per cell\n", path.c_str());
   std::printf("%-9s %5s %9s %12s %8s %6s\n", "backend", "depth", "GB/s", "latency_us", "reads", "direct");
-  for (IoBackend backend : {IoBackend::kUring, IoBackend::kPread}) {
-    for (int depth : {1, 8, 32}) {
+  for (int depth : {1, 8, 32}) {  // backends interleaved: the shared disk's speed drifts
+    for (IoBackend backend : {IoBackend::kUring, IoBackend::kPread}) {
       auto r = probe_read_throughput(path, kMiB, depth, 3.0, uint64_t{3} << 30, backend);
       ASSERT_TRUE(r.ok()) << r.error().message;
       std::printf("%-9s %5d %9.3f %12.1f %8llu %6s\n", io_backend_name(r->backend), depth, r->gb_per_s,

@@ -123,7 +123,7 @@ TEST_P(IoEngineTest, RandomReadsMatchThePattern) {
 
   std::mt19937_64 rng(GetParam().backend == IoBackend::kUring ? 1 : 2);
   uint64_t bytes_requested = 0;
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < 30; ++round) {
     const size_t n = 1 + rng() % 12;
     std::vector<PendingRead> reads;
     for (size_t i = 0; i < n; ++i) {
