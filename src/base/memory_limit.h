@@ -23,7 +23,9 @@ inline constexpr uint64_t kNoMemoryLimit = UINT64_MAX;
 
 struct MemoryLimit {
   uint64_t limit_bytes = kNoMemoryLimit;  // kNoMemoryLimit when no source reported a limit
-  std::string source;                     // which file gave the minimum, e.g. "cgroup v2 memory.max (/sys/fs/cgroup/a/memory.max)"
+  // Which file gave the minimum, e.g. "cgroup v2 memory.max (/sys/fs/cgroup/a/memory.max)";
+  // "none" when no source reported a limit.
+  std::string source;
 };
 
 // Reads a whole small file; std::nullopt when it does not exist or cannot be read.

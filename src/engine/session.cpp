@@ -60,7 +60,8 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     } else {
       out = last_logits_.data();
     }
-    transformer_->forward(tokens.data() + start, m, n_past(), *kv_, all_logits != nullptr, out, pool_);
+    Status st = transformer_->forward(tokens.data() + start, m, n_past(), *kv_, all_logits != nullptr, out, pool_);
+    if (!st.ok()) return st;
     history_.insert(history_.end(), tokens.begin() + start, tokens.begin() + start + m);
   }
   if (all_logits != nullptr) {

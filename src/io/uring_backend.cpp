@@ -78,7 +78,8 @@ class UringBackend final : public Backend {
                         buffers.size(), format_bytes(total).c_str(), std::strerror(-rc));
     }
     for (size_t i = 0; i < buffers.size(); ++i) {
-      registered_.push_back({reinterpret_cast<uintptr_t>(buffers[i].iov_base), buffers[i].iov_len, static_cast<int>(i)});
+      const uintptr_t base = reinterpret_cast<uintptr_t>(buffers[i].iov_base);
+      registered_.push_back({base, buffers[i].iov_len, static_cast<int>(i)});
     }
     std::sort(registered_.begin(), registered_.end(),
               [](const Registered& a, const Registered& b) { return a.base < b.base; });
@@ -181,6 +182,9 @@ class UringBackend final : public Backend {
     if (step == Step::kRetry && !draining_) return true;
     std::optional<Error> err;
     if (step == Step::kFailed) err = std::move(error);
+    if (step == Step::kRetry) {
+      err = make_error("read of '%s' abandoned: the engine was destroyed", ctx_.file->path().c_str());
+    }
     ready_.push_back(make_result(c, std::move(err)));
     free_slots_.push_back(slot);
     return false;

@@ -6,6 +6,7 @@
 // and finally logits = W_out (rms_norm(x) * output_norm).
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -53,8 +54,9 @@ const float* f32_data(const QTensor& t) { return reinterpret_cast<const float*>(
 
 }  // namespace
 
-Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx)
-    : config_(config), weights_(weights), max_batch_(max_batch), n_ctx_(n_ctx) {
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx,
+                         ExpertSource* experts)
+    : config_(config), weights_(weights), max_batch_(max_batch), n_ctx_(n_ctx), experts_(experts) {
   CHECK(max_batch >= 1);
   const size_t B = static_cast<size_t>(max_batch);
   const size_t dim = static_cast<size_t>(config.dim);
@@ -80,6 +82,15 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     slots_.resize(B);
     gathered_.resize(B * dim);
     down_.resize(B * dim);
+    union_.reserve(static_cast<size_t>(config.n_experts));
+    used_.resize(static_cast<size_t>(config.n_experts));
+    if (experts_ == nullptr) {
+      for (const LayerWeights& lw : weights.layers) {
+        resident_expert_layers_.push_back({lw.gate_exps, lw.up_exps, lw.down_exps});
+      }
+      resident_experts_ = std::make_unique<ResidentExperts>(resident_expert_layers_);
+      experts_ = resident_experts_.get();
+    }
   }
 }
 
@@ -91,8 +102,8 @@ size_t Transformer::scratch_bytes() const {
          att_scratch_.size() + act_.capacity();
 }
 
-void Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, KvCache& kv, bool all_logits,
-                          float* logits, ThreadPool& pool) {
+Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, KvCache& kv, bool all_logits,
+                            float* logits, ThreadPool& pool) {
   const ModelConfig& c = config_;
   CHECK(n_tok >= 1 && n_tok <= max_batch_, "n_tok %ld, max_batch %ld", static_cast<long>(n_tok),
         static_cast<long>(max_batch_));
@@ -124,11 +135,12 @@ void Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, Kv
       rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
     }
     if (c.is_moe()) {
-      moe_ffn(lw, n_tok, pool);
+      SNIPER_TRY(moe_ffn(l, lw, n_tok, pool));
     } else {
       dense_ffn(lw, n_tok, pool);
     }
     for (int64_t t = 0; t < n_tok; ++t) add_inplace(x_.data() + t * dim, ffn_out_.data() + t * dim, dim);
+    if (c.is_moe() && l + 1 < c.n_layers && experts_->wants_prefetch()) predict_next_experts(l, n_tok, pool);
   }
 
   const int64_t first = all_logits ? 0 : n_tok - 1;
@@ -137,6 +149,7 @@ void Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, Kv
     rms_norm(x_.data() + t * dim, f32_data(weights_.output_norm), xb_.data() + (t - first) * dim, dim, c.norm_eps);
   }
   matmul(weights_.output, xb_.data(), logits, n_out, act_, pool);
+  return ok_status();
 }
 
 void Transformer::attention_block(int64_t layer_idx, int64_t n_tok, int64_t pos0, KvCache& kv, ThreadPool& pool) {
@@ -204,11 +217,12 @@ void Transformer::dense_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& p
   matmul(lw.ffn_down, hb_.data(), ffn_out_.data(), n_tok, act_, pool);
 }
 
-void Transformer::moe_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
+Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
   const ModelConfig& c = config_;
-  const int64_t dim = c.dim, ff = c.expert_hidden_dim, n_exp = c.n_experts, k = c.n_experts_active;
+  const int64_t dim = c.dim, n_exp = c.n_experts, k = c.n_experts_active;
   // Routing: softmax over all experts, top-k, renormalise the selected weights.
   matmul(lw.router, xb_.data(), router_.data(), n_tok, act_, pool);
+  std::fill(used_.begin(), used_.end(), 0);
   for (int64_t t = 0; t < n_tok; ++t) {
     float* probs = router_.data() + t * n_exp;
     softmax(probs, n_exp);
@@ -219,47 +233,92 @@ void Transformer::moe_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& poo
     for (int64_t i = 0; i < k; ++i) {
       w[i] = probs[sel[i]];
       sum += static_cast<double>(w[i]);
+      used_[static_cast<size_t>(sel[i])] = 1;
     }
     if (c.moe_norm_topk) {
       const float s = static_cast<float>(sum);
       for (int64_t i = 0; i < k; ++i) w[i] /= s;
     }
   }
-  // Each expert runs once over the tokens routed to it; outputs land in their (token, slot).
+  union_.clear();
   for (int64_t e = 0; e < n_exp; ++e) {
-    int64_t n_rows = 0;
-    for (int64_t t = 0; t < n_tok; ++t) {
-      for (int64_t i = 0; i < k; ++i) {
-        if (sel_[static_cast<size_t>(t * k + i)] == e) {
-          rows_[static_cast<size_t>(n_rows)] = static_cast<int32_t>(t);
-          slots_[static_cast<size_t>(n_rows)] = static_cast<int32_t>(i);
-          ++n_rows;
-        }
-      }
-    }
-    if (n_rows == 0) continue;
-    for (int64_t r = 0; r < n_rows; ++r) {
-      std::memcpy(gathered_.data() + r * dim, xb_.data() + rows_[static_cast<size_t>(r)] * dim, sizeof(float) * dim);
-    }
-    const QTensor gate = lw.gate_exps.matrix(e), up = lw.up_exps.matrix(e), down = lw.down_exps.matrix(e);
-    ActCache acts(act_bufs_, 3);
-    matmul_q(gate, acts.get(gate.type, gathered_.data(), dim, n_rows, pool), hb_.data(), ff, pool);
-    matmul_q(up, acts.get(up.type, gathered_.data(), dim, n_rows, pool), hb2_.data(), ff, pool);
-    silu_mul(hb_.data(), hb2_.data(), hb_.data(), n_rows * ff);
-    matmul(down, hb_.data(), down_.data(), n_rows, act_, pool);
-    for (int64_t r = 0; r < n_rows; ++r) {
-      const int64_t t = rows_[static_cast<size_t>(r)], slot = slots_[static_cast<size_t>(r)];
-      const float w = sel_w_[static_cast<size_t>(t * k + slot)];
-      float* dst = exp_out_.data() + (t * k + slot) * dim;
-      const float* src = down_.data() + r * dim;
-      for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
-    }
+    if (used_[static_cast<size_t>(e)]) union_.push_back(static_cast<int32_t>(e));
   }
+  // Each expert runs once over the tokens routed to it, in whatever order the source delivers
+  // them; outputs land in their (token, slot) and are summed in slot order below, so the result
+  // does not depend on the delivery order.
+  SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
+  for (;;) {
+    auto ready = experts_->next_ready();
+    if (!ready.ok()) {
+      experts_->end_layer();
+      return ready.error();
+    }
+    if (ready->expert < 0) break;
+    run_expert(ready->view, ready->expert, n_tok, pool);
+  }
+  experts_->end_layer();
   for (int64_t t = 0; t < n_tok; ++t) {
     float* out = ffn_out_.data() + t * dim;
-    std::memcpy(out, exp_out_.data() + t * k * dim, sizeof(float) * dim);
+    std::memcpy(out, exp_out_.data() + t * k * dim, sizeof(float) * static_cast<size_t>(dim));
     for (int64_t i = 1; i < k; ++i) add_inplace(out, exp_out_.data() + (t * k + i) * dim, dim);
   }
+  return ok_status();
+}
+
+void Transformer::run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok, ThreadPool& pool) {
+  const int64_t dim = config_.dim, ff = config_.expert_hidden_dim, k = config_.n_experts_active;
+  int64_t n_rows = 0;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t i = 0; i < k; ++i) {
+      if (sel_[static_cast<size_t>(t * k + i)] == expert) {
+        rows_[static_cast<size_t>(n_rows)] = static_cast<int32_t>(t);
+        slots_[static_cast<size_t>(n_rows)] = static_cast<int32_t>(i);
+        ++n_rows;
+      }
+    }
+  }
+  if (n_rows == 0) return;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    std::memcpy(gathered_.data() + r * dim, xb_.data() + rows_[static_cast<size_t>(r)] * dim,
+                sizeof(float) * static_cast<size_t>(dim));
+  }
+  ActCache acts(act_bufs_, 3);
+  matmul_q(ex.gate, acts.get(ex.gate.type, gathered_.data(), dim, n_rows, pool), hb_.data(), ff, pool);
+  matmul_q(ex.up, acts.get(ex.up.type, gathered_.data(), dim, n_rows, pool), hb2_.data(), ff, pool);
+  silu_mul(hb_.data(), hb2_.data(), hb_.data(), n_rows * ff);
+  matmul(ex.down, hb_.data(), down_.data(), n_rows, act_, pool);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const int64_t t = rows_[static_cast<size_t>(r)], slot = slots_[static_cast<size_t>(r)];
+    const float w = sel_w_[static_cast<size_t>(t * k + slot)];
+    float* dst = exp_out_.data() + (t * k + slot) * dim;
+    const float* src = down_.data() + r * dim;
+    for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+  }
+}
+
+void Transformer::predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool) {
+  // Layer L+1's router applied to the hidden state leaving layer L (before L+1's attention):
+  // a cheap guess at L+1's routing. Wrong guesses cost bandwidth, never correctness.
+  const ModelConfig& c = config_;
+  const LayerWeights& next = weights_.layers[static_cast<size_t>(layer_idx + 1)];
+  const int64_t dim = c.dim, n_exp = c.n_experts, k = c.n_experts_active;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    rms_norm(x_.data() + t * dim, f32_data(next.ffn_norm), gathered_.data() + t * dim, dim, c.norm_eps);
+  }
+  matmul(next.router, gathered_.data(), router_.data(), n_tok, act_, pool);
+  std::fill(used_.begin(), used_.end(), 0);
+  int32_t top[64];
+  const int64_t kk = std::min<int64_t>(k, 64);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    top_k(router_.data() + t * n_exp, n_exp, kk, top);
+    for (int64_t i = 0; i < kk; ++i) used_[static_cast<size_t>(top[i])] = 1;
+  }
+  union_.clear();
+  for (int64_t e = 0; e < n_exp; ++e) {
+    if (used_[static_cast<size_t>(e)]) union_.push_back(static_cast<int32_t>(e));
+  }
+  experts_->prefetch(layer_idx + 1, union_);
 }
 
 }  // namespace sniper

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/result.h"
@@ -16,18 +17,23 @@
 #include "kv/kv_cache.h"
 #include "model/config.h"
 #include "model/model_weights.h"
+#include "weights/expert_source.h"
 
 namespace sniper {
 
 class Transformer {
  public:
-  // max_batch: the most tokens one forward() call takes (prefill chunk size).
-  Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx);
+  // max_batch: the most tokens one forward() call takes (prefill chunk size). `experts` supplies
+  // the routed experts of an MoE model (null: slices of the resident tensors in `weights`).
+  Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx,
+              ExpertSource* experts = nullptr);
 
   // Runs tokens[0, n_tok) at positions pos0.. through the model. Requires 1 <= n_tok <= max_batch,
   // pos0 + n_tok <= kv.n_ctx() and every token < vocab_size (CHECKed: callers validate input).
   // logits: [n_tok, vocab] when all_logits, else [1, vocab] for the last token.
-  void forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, KvCache& kv, bool all_logits, float* logits,
+  // Errors come only from weight sources (a failed or short read); the KV rows of this chunk are
+  // then unusable and the caller must not count the chunk as evaluated.
+  [[nodiscard]] Status forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, KvCache& kv, bool all_logits, float* logits,
                ThreadPool& pool);
 
   const ModelConfig& config() const { return config_; }
@@ -38,10 +44,17 @@ class Transformer {
  private:
   void attention_block(int64_t layer_idx, int64_t n_tok, int64_t pos0, KvCache& kv, ThreadPool& pool);
   void dense_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
-  void moe_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+  [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+  void run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok, ThreadPool& pool);
+  void predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool);
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
+  std::vector<ResidentExperts::Layer> resident_expert_layers_;
+  std::unique_ptr<ResidentExperts> resident_experts_;
+  ExpertSource* experts_ = nullptr;
+  std::vector<int32_t> union_;  // experts the chunk routes to, ascending
+  std::vector<uint8_t> used_;   // [n_experts] membership scratch
   int64_t max_batch_;
   int64_t n_ctx_;
   ActBuffer act_;               // single-use activations (matmul())

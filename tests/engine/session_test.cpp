@@ -44,24 +44,27 @@ std::vector<float> run(const Model& model, const std::vector<int32_t>& ids, int6
 
 const std::vector<int32_t> kIds = {1, 501, 500, 505, 196, 90, 472, 56, 136, 73, 165, 275, 63, 408, 126, 403, 165};
 
-TEST(Session, BatchingAndThreadsGiveIdenticalLogits) {
+double nse(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return num / den;
+}
+
+TEST(Session, ThreadsGiveIdenticalAndChunkingCloseLogits) {
   for (const char* name : {"syn-qwen3moe-Q4_K_M.gguf", "syn-llama-Q4_0.gguf", "stories260K.gguf"}) {
     SCOPED_TRACE(name);
     auto model = load(name);
     ASSERT_NE(model, nullptr);
     const std::vector<float> base = run(*model, kIds, 64, 1);
-    EXPECT_EQ(run(*model, kIds, 64, 2), base);
-    EXPECT_EQ(run(*model, kIds, 5, 2), base);
-    // One token at a time goes through vec_dot instead of the gemm tiles: the summation order
-    // may differ, so compare closely rather than bitwise.
-    const std::vector<float> single = run(*model, kIds, 1, 2, KvType::kF16, true);
-    ASSERT_EQ(single.size(), base.size());
-    double num = 0, den = 0;
-    for (size_t i = 0; i < base.size(); ++i) {
-      num += (single[i] - base[i]) * (single[i] - base[i]);
-      den += base[i] * base[i];
-    }
-    EXPECT_LT(num / den, 1e-10);
+    EXPECT_EQ(run(*model, kIds, 64, 2), base);  // thread count never changes a result
+    // Chunk sizes and one-token decode may take other kernels (as in the reference engine, whose
+    // batched and single-token matmuls also differ in summation order): close, not bitwise.
+    EXPECT_LT(nse(run(*model, kIds, 5, 2), base), 1e-10);
+    EXPECT_LT(nse(run(*model, kIds, 1, 2, KvType::kF16, true), base), 1e-10);
   }
 }
 

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+// ExpertSource: how the forward pass gets the routed experts of a layer without knowing where
+// their bytes live (resident tensors, or an SSD-backed expert cache).
+//
+// Protocol per MoE layer, called by one thread:
+//   begin_layer(layer_idx, experts)   the union of experts the current chunk routes to; a
+//                                     streaming source starts every missing read at once
+//   next_ready() ...                  hands the announced experts out one at a time: those
+//                                     already in memory first, then each as its read lands;
+//                                     expert == -1 when all have been handed out
+//   end_layer()                       done with the layer
+// The view returned by next_ready() stays valid until the next next_ready() or end_layer().
+// prefetch() is a hint about a future layer; it never changes results.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "base/result.h"
+#include "kernels/tensor.h"
+
+namespace sniper {
+
+struct ExpertView {
+  QTensor gate;  // [dim -> expert_ff]
+  QTensor up;    // [dim -> expert_ff]
+  QTensor down;  // [expert_ff -> dim]
+};
+
+struct ReadyExpert {
+  int32_t expert = -1;  // -1: the layer's experts have all been handed out
+  ExpertView view;
+};
+
+class ExpertSource {
+ public:
+  virtual ~ExpertSource() = default;
+  [[nodiscard]] virtual Status begin_layer(int64_t layer_idx, std::span<const int32_t> experts) = 0;
+  [[nodiscard]] virtual Result<ReadyExpert> next_ready() = 0;
+  virtual void end_layer() = 0;
+  virtual void prefetch(int64_t layer_idx, std::span<const int32_t> experts) {
+    (void)layer_idx;
+    (void)experts;
+  }
+  // True if the caller should compute prefetch predictions (costs one router matmul per layer).
+  virtual bool wants_prefetch() const { return false; }
+};
+
+// Experts held in memory as slices of the 3-D ffn_{gate,up,down}_exps tensors.
+class ResidentExperts final : public ExpertSource {
+ public:
+  struct Layer {
+    QTensor gate_exps, up_exps, down_exps;  // [.., .., n_experts]
+  };
+  explicit ResidentExperts(std::span<const Layer> layers) : layers_(layers) {}
+
+  Status begin_layer(int64_t layer_idx, std::span<const int32_t> experts) override {
+    layer_ = layer_idx;
+    pending_ = experts;
+    next_ = 0;
+    return ok_status();
+  }
+  Result<ReadyExpert> next_ready() override {
+    ReadyExpert r;
+    if (next_ >= pending_.size()) return r;
+    const Layer& l = layers_[static_cast<size_t>(layer_)];
+    r.expert = pending_[next_++];
+    r.view = {l.gate_exps.matrix(r.expert), l.up_exps.matrix(r.expert), l.down_exps.matrix(r.expert)};
+    return r;
+  }
+  void end_layer() override { pending_ = {}; }
+
+ private:
+  std::span<const Layer> layers_;
+  int64_t layer_ = 0;
+  std::span<const int32_t> pending_;
+  size_t next_ = 0;
+};
+
+}  // namespace sniper
