@@ -9,5 +9,6 @@ int cmd_chat(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 
 }  // namespace sniper::cli

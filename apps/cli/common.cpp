@@ -16,7 +16,13 @@ std::vector<FlagSpec> model_flags() {
       {"--ctx", "-c", "N", "context size in tokens (default: min(model, 4096))"},
       {"--batch", "-b", "N", "prompt chunk size (default 64)"},
       {"--kv-type", nullptr, "f16|q8_0", "KV cache type (default f16)"},
-      {"--residency", nullptr, "resident|mmap", "where weights live (default resident)"},
+      {"--residency", nullptr, "auto|resident|mmap|stream", "where weights live (default auto: resident if they fit --mem)"},
+      {"--mem", nullptr, "SIZE|auto", "memory budget, e.g. 8G, 512M, auto = cgroup limit or MemAvailable (default auto)"},
+      {"--cache-policy", nullptr, "lru|lfru", "expert cache eviction (default lfru)"},
+      {"--no-prefetch", nullptr, nullptr, "do not prefetch the next layer's predicted experts"},
+      {"--io", nullptr, "auto|uring|pread", "I/O backend for streaming (default auto)"},
+      {"--io-depth", nullptr, "N", "reads in flight (default 32)"},
+      {"--buffered-io", nullptr, nullptr, "read with the page cache (posix_fadvise DONTNEED) instead of O_DIRECT"},
   };
 }
 
@@ -41,18 +47,13 @@ std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec
 
 Result<Loaded> load_model_and_session(const Args& args) {
   if (!args.has("--model")) return make_error("no model given: pass -m PATH to a GGUF file");
-  ModelLoadOptions lo;
-  auto residency = parse_residency(args.get_string("--residency", "resident"));
-  if (!residency.ok()) return residency.error();
-  lo.residency = *residency;
+  SNIPER_ASSIGN_OR_RETURN(ModelLoadOptions lo, load_options_from_args(args));
   SessionOptions so;
   SNIPER_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--threads", 0, 0, 1024));
   so.n_threads = static_cast<int>(threads);
-  SNIPER_ASSIGN_OR_RETURN(so.n_ctx, args.get_int("--ctx", 0, 0, int64_t{1} << 24));
-  SNIPER_ASSIGN_OR_RETURN(so.batch, args.get_int("--batch", 64, 1, 4096));
-  auto kv = parse_kv_type(args.get_string("--kv-type", "f16"));
-  if (!kv.ok()) return kv.error();
-  so.kv_type = *kv;
+  so.n_ctx = lo.n_ctx;
+  so.batch = lo.batch;
+  so.kv_type = lo.kv_type;
   Loaded out;
   auto model = Model::load(args.get_string("--model"), lo);
   if (!model.ok()) return model.error();
@@ -61,6 +62,31 @@ Result<Loaded> load_model_and_session(const Args& args) {
   if (!session.ok()) return session.error();
   out.session = std::move(session).value();
   return out;
+}
+
+Result<ModelLoadOptions> load_options_from_args(const Args& args) {
+  ModelLoadOptions lo;
+  SNIPER_ASSIGN_OR_RETURN(lo.residency, parse_residency_mode(args.get_string("--residency", "auto")));
+  SNIPER_ASSIGN_OR_RETURN(lo.mem_bytes, resolve_memory_budget(args.get_string("--mem", "auto")));
+  SNIPER_ASSIGN_OR_RETURN(lo.n_ctx, args.get_int("--ctx", 0, 0, int64_t{1} << 24));
+  SNIPER_ASSIGN_OR_RETURN(lo.batch, args.get_int("--batch", 64, 1, 4096));
+  SNIPER_ASSIGN_OR_RETURN(lo.kv_type, parse_kv_type(args.get_string("--kv-type", "f16")));
+  SNIPER_ASSIGN_OR_RETURN(lo.cache_policy, parse_cache_policy(args.get_string("--cache-policy", "lfru")));
+  lo.prefetch = !args.has("--no-prefetch");
+  const std::string io = args.get_string("--io", "auto");
+  if (io == "auto") {
+    lo.io_backend = IoBackend::kAuto;
+  } else if (io == "uring") {
+    lo.io_backend = IoBackend::kUring;
+  } else if (io == "pread") {
+    lo.io_backend = IoBackend::kPread;
+  } else {
+    return make_error("--io is '%s' but must be one of: auto, uring, pread", io.c_str());
+  }
+  SNIPER_ASSIGN_OR_RETURN(int64_t depth, args.get_int("--io-depth", 32, 1, 4096));
+  lo.queue_depth = static_cast<uint32_t>(depth);
+  lo.direct = args.has("--buffered-io") ? DirectMode::kForceBuffered : DirectMode::kAuto;
+  return lo;
 }
 
 Result<SamplerConfig> sampler_from_args(const Args& args) {

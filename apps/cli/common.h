@@ -25,6 +25,8 @@ struct Loaded {
 };
 
 Result<Loaded> load_model_and_session(const Args& args);
+// The model_flags() as ModelLoadOptions (budget resolved, enums parsed).
+Result<ModelLoadOptions> load_options_from_args(const Args& args);
 Result<SamplerConfig> sampler_from_args(const Args& args);
 
 // Reads a whole file; an Error names the path.

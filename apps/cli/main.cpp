@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"inspect", sniper::cli::cmd_inspect, "describe a GGUF model: shapes, types, byte breakdown"},
     {"logits", sniper::cli::cmd_logits, "write the logits of given token ids (for reference checks)"},
     {"synth", sniper::cli::cmd_synth, "write a random-weight model of a real architecture"},
+    {"bench", sniper::cli::cmd_bench, "measure prefill/decode speed, memory and SSD traffic against physical limits"},
 };
 
 void print_help() {
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (!std::strcmp(argv[1], c.name)) return c.fn(argc, argv);
   }
-  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth; see 'sniper --help')\n",
+  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth, bench; see 'sniper --help')\n",
                argv[1]);
   return 1;
 }

@@ -1,29 +1,88 @@
 // SPDX-License-Identifier: MIT
 #include "engine/model.h"
 
+#include <algorithm>
+
+#include "base/log.h"
+#include "model/tensor_names.h"
+
 namespace sniper {
+
+Result<ResidencyMode> parse_residency_mode(std::string_view text) {
+  if (text == "auto") return ResidencyMode::kAuto;
+  if (text == "resident") return ResidencyMode::kResident;
+  if (text == "mmap") return ResidencyMode::kMmap;
+  if (text == "stream") return ResidencyMode::kStream;
+  return make_error("--residency is '%.*s' but must be one of: auto, resident, mmap, stream",
+                    static_cast<int>(text.size()), text.data());
+}
+
+const char* residency_mode_name(ResidencyMode mode) {
+  switch (mode) {
+    case ResidencyMode::kAuto: return "auto";
+    case ResidencyMode::kResident: return "resident";
+    case ResidencyMode::kMmap: return "mmap";
+    case ResidencyMode::kStream: return "stream";
+  }
+  return "?";
+}
+
+Model::~Model() {
+  // Streaming sources drain their reads before the I/O engine and the file go away.
+  embedding_rows_.reset();
+  layer_streamer_.reset();
+  expert_cache_.reset();
+  io_.reset();
+  file_.reset();
+}
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelLoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
+  m->options_ = options;
   auto gguf = gguf_open(path);
   if (!gguf.ok()) return gguf.error();  // already names the path
   m->gguf_ = std::move(gguf).value();
   auto config = load_model_config(m->gguf_);
   if (!config.ok()) return make_error("%s: %s", path.c_str(), config.error().message.c_str());
   m->config_ = std::move(config).value();
-  auto store = WeightStore::open(m->gguf_, options.residency);
+  const ModelConfig& c = m->config_;
+  m->n_ctx_ = options.n_ctx > 0 ? options.n_ctx : std::min<int64_t>(c.n_ctx_train, 4096);
+
+  PlanRequest req;
+  req.budget_bytes = options.mem_bytes > 0 ? options.mem_bytes : UINT64_MAX / 4;
+  req.n_ctx = m->n_ctx_;
+  req.kv_type = options.kv_type;
+  req.batch = options.batch;
+  req.force_stream = options.residency == ResidencyMode::kStream;
+  if (options.residency == ResidencyMode::kMmap) {
+    m->plan_.all_resident = true;  // nothing streams through our engine; the kernel pages
+    m->plan_.budget_bytes = req.budget_bytes;
+  } else {
+    auto plan = make_plan(m->gguf_, c, req);
+    if (!plan.ok()) return make_error("%s: %s", path.c_str(), plan.error().message.c_str());
+    m->plan_ = std::move(plan).value();
+    if (options.residency == ResidencyMode::kResident && !m->plan_.all_resident) {
+      return make_error("%s: --residency resident needs %llu bytes but the budget is %llu (use auto or stream)",
+                        path.c_str(), static_cast<unsigned long long>(m->plan_.min_budget_bytes),
+                        static_cast<unsigned long long>(req.budget_bytes));
+    }
+  }
+  auto store = WeightStore::open(m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,
+                                 m->plan_.all_resident ? nullptr : &m->plan_.streamed_tensors);
   if (!store.ok()) return store.error();
   m->store_ = std::move(store).value();
-  auto weights = bind_model_weights(m->config_, *m->store_);
+  auto weights = bind_model_weights(c, *m->store_);
   if (!weights.ok()) return make_error("%s: %s", path.c_str(), weights.error().message.c_str());
   m->weights_ = std::move(weights).value();
+  if (!m->plan_.all_resident) SNIPER_TRY(m->setup_streaming());
+
   if (m->gguf_.has("tokenizer.ggml.model")) {
     auto tok = Tokenizer::from_gguf(m->gguf_);
     if (tok.ok()) {
       m->tokenizer_.emplace(std::move(tok).value());
-      if (m->tokenizer_->n_vocab() != m->config_.vocab_size) {
+      if (m->tokenizer_->n_vocab() != c.vocab_size) {
         return make_error("%s: the vocabulary has %d tokens but token_embd.weight has %ld rows", path.c_str(),
-                          m->tokenizer_->n_vocab(), static_cast<long>(m->config_.vocab_size));
+                          m->tokenizer_->n_vocab(), static_cast<long>(c.vocab_size));
       }
     } else {
       m->tokenizer_error_ = tok.error().message;
@@ -35,6 +94,63 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   if (!tmpl.ok()) return make_error("%s: %s", path.c_str(), tmpl.error().message.c_str());
   m->chat_template_ = *tmpl;
   return m;
+}
+
+Status Model::setup_streaming() {
+  auto file = DirectFile::open(gguf_.path, {options_.direct});
+  if (!file.ok()) return file.error();
+  file_ = std::make_unique<DirectFile>(std::move(file).value());
+  IoOptions io_options;
+  io_options.backend = options_.io_backend;
+  io_options.queue_depth = options_.queue_depth;
+  io_options.fault_injector = options_.io_fault_injector;
+  auto io = IoEngine::create(*file_, io_options);
+  if (!io.ok()) return io.error();
+  io_ = std::make_unique<IoEngine>(std::move(io).value());
+  const ModelConfig& c = config_;
+  if (plan_.stream_embeddings) {
+    embedding_rows_ = std::make_unique<StreamedRows>(gguf_.find_tensor(kTokenEmbdName), io_.get());
+  }
+  if (plan_.stream_experts) {
+    std::vector<ExpertTensors> layers(static_cast<size_t>(c.n_layers));
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      layers[static_cast<size_t>(l)] = {gguf_.find_tensor(layer_tensor_name(l, LayerTensor::kFfnGateExps)),
+                                        gguf_.find_tensor(layer_tensor_name(l, LayerTensor::kFfnUpExps)),
+                                        gguf_.find_tensor(layer_tensor_name(l, LayerTensor::kFfnDownExps))};
+    }
+    ExpertCacheOptions eo;
+    eo.n_slots = plan_.n_expert_slots;
+    eo.gate_region_bytes = plan_.slot.gate_bytes;
+    eo.up_region_bytes = plan_.slot.up_bytes;
+    eo.down_region_bytes = plan_.slot.down_bytes;
+    eo.policy = options_.cache_policy;
+    eo.prefetch = options_.prefetch;
+    auto cache = ExpertCache::create(std::move(layers), c.n_experts, io_.get(), eo);
+    if (!cache.ok()) return cache.error();
+    expert_cache_ = std::move(cache).value();
+  }
+  if (plan_.stream_dense_ffn) {
+    std::vector<std::vector<const GgufTensorInfo*>> groups(static_cast<size_t>(c.n_layers));
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      for (LayerTensor k : {LayerTensor::kAttnQ, LayerTensor::kAttnK, LayerTensor::kAttnV, LayerTensor::kAttnOutput,
+                            LayerTensor::kFfnGate, LayerTensor::kFfnUp, LayerTensor::kFfnDown}) {
+        const std::string name = layer_tensor_name(l, k);
+        if (plan_.streamed_tensors.count(name)) groups[static_cast<size_t>(l)].push_back(gguf_.find_tensor(name));
+      }
+    }
+    auto streamer = LayerStreamer::create(std::move(groups), io_.get(), plan_.layer_buffer_bytes);
+    if (!streamer.ok()) return streamer.error();
+    layer_streamer_ = std::move(streamer).value();
+  }
+  return ok_status();
+}
+
+WeightSources Model::sources() {
+  WeightSources s;
+  s.experts = expert_cache_.get();
+  s.layers = layer_streamer_.get();
+  s.embeddings = embedding_rows_.get();
+  return s;
 }
 
 Result<const Tokenizer*> Model::tokenizer() const {

@@ -1,35 +1,75 @@
 // SPDX-License-Identifier: MIT
-// Model: everything loaded once per GGUF file and shared read-only by sessions: the parsed
-// file, the weight store, the config, the bound weights and the tokenizer.
-// Thread-safe to share after load().
+// Model: everything loaded once per GGUF file: the parsed file, the memory plan, the weight
+// store, the config, the bound weights, the tokenizer, and — when the plan streams — the I/O
+// engine with the expert cache, the dense layer streamer or the embedding row reader.
+// The read-only parts are thread-safe to share; the streaming sources are stateful, so one
+// forward pass at a time may use a Model (sessions serialize on it).
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
+#include "engine/plan.h"
 #include "gguf/reader.h"
+#include "io/direct_file.h"
+#include "io/io_engine.h"
 #include "model/config.h"
 #include "model/model_weights.h"
+#include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
+#include "weights/expert_cache.h"
+#include "weights/layer_streamer.h"
+#include "weights/streamed_rows.h"
 #include "weights/weight_store.h"
 
 namespace sniper {
 
+enum class ResidencyMode {
+  kAuto,      // resident if the model fits the budget, else stream
+  kResident,  // everything in RAM (an Error if it does not fit the budget)
+  kMmap,      // map the file and let the kernel page (the usual approach; a baseline)
+  kStream,    // stream experts / dense FFN even if everything would fit
+};
+Result<ResidencyMode> parse_residency_mode(std::string_view text);
+const char* residency_mode_name(ResidencyMode mode);
+
 struct ModelLoadOptions {
-  Residency residency = Residency::kResident;
+  ResidencyMode residency = ResidencyMode::kAuto;
+  uint64_t mem_bytes = 0;         // memory budget; 0 = unlimited (everything resident)
+  int64_t n_ctx = 0;              // context to plan for; 0 = min(model, 4096)
+  int64_t batch = 64;             // prefill chunk to plan scratch for
+  KvType kv_type = KvType::kF16;
+  CachePolicy cache_policy = CachePolicy::kLfru;
+  bool prefetch = true;
+  IoBackend io_backend = IoBackend::kAuto;
+  DirectMode direct = DirectMode::kAuto;
+  uint32_t queue_depth = 32;
+  FaultInjector io_fault_injector;  // tests: make streamed reads fail or come back short
 };
 
 class Model {
  public:
-  // Parses, validates and binds the model at `path`. Errors name the file and the problem.
+  // Parses, validates, plans and binds the model at `path`. Errors name the file and the problem.
   static Result<std::unique_ptr<Model>> load(const std::string& path, const ModelLoadOptions& options);
+  ~Model();
 
   const GgufFile& gguf() const { return gguf_; }
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const WeightStore& store() const { return *store_; }
+  const MemoryPlan& plan() const { return plan_; }
+  const ModelLoadOptions& options() const { return options_; }
+  int64_t planned_n_ctx() const { return n_ctx_; }
+  bool streams() const { return !plan_.all_resident; }
+  // The sources a Transformer needs for tensors that are not resident.
+  WeightSources sources();
+  ExpertCache* expert_cache() { return expert_cache_.get(); }
+  LayerStreamer* layer_streamer() { return layer_streamer_.get(); }
+  StreamedRows* embedding_rows() { return embedding_rows_.get(); }
+  IoEngine* io() { return io_.get(); }
   // The model's tokenizer; an Error if the file carries no vocabulary.
   Result<const Tokenizer*> tokenizer() const;
   // The tokenizer.chat_template string, empty if absent.
@@ -37,13 +77,23 @@ class Model {
 
  private:
   Model() = default;
+  Status setup_streaming();
+
   GgufFile gguf_;
+  ModelLoadOptions options_;
+  int64_t n_ctx_ = 0;
+  MemoryPlan plan_;
   std::unique_ptr<WeightStore> store_;
   ModelConfig config_;
   ModelWeights weights_;
   std::optional<Tokenizer> tokenizer_;
   std::string tokenizer_error_;
   std::string chat_template_;
+  std::unique_ptr<DirectFile> file_;
+  std::unique_ptr<IoEngine> io_;
+  std::unique_ptr<ExpertCache> expert_cache_;
+  std::unique_ptr<LayerStreamer> layer_streamer_;
+  std::unique_ptr<StreamedRows> embedding_rows_;
 };
 
 }  // namespace sniper

@@ -6,14 +6,18 @@
 
 namespace sniper {
 
-Session::Session(const Model& model, const SessionOptions& options)
+Session::Session(Model& model, const SessionOptions& options)
     : model_(model), options_(options), pool_(options.n_threads) {}
 
-Result<std::unique_ptr<Session>> Session::create(const Model& model, const SessionOptions& options) {
+Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOptions& options) {
   const ModelConfig& c = model.config();
   SessionOptions o = options;
   if (o.n_ctx < 0) return make_error("context size is %ld but must be >= 0 (0 = model default)", static_cast<long>(o.n_ctx));
-  if (o.n_ctx == 0) o.n_ctx = std::min<int64_t>(c.n_ctx_train, 4096);
+  if (o.n_ctx == 0) o.n_ctx = model.planned_n_ctx();
+  if (model.streams() && o.n_ctx > model.planned_n_ctx()) {
+    return make_error("context size %ld exceeds the %ld tokens the memory plan was made for (load the model with a "
+                      "larger context)", static_cast<long>(o.n_ctx), static_cast<long>(model.planned_n_ctx()));
+  }
   if (o.n_ctx > c.n_ctx_train) {
     return make_error("context size is %ld but the model was trained for at most %ld tokens",
                       static_cast<long>(o.n_ctx), static_cast<long>(c.n_ctx_train));
@@ -28,7 +32,8 @@ Result<std::unique_ptr<Session>> Session::create(const Model& model, const Sessi
   auto kv = KvCache::create(c.n_layers, o.n_ctx, c.n_kv_heads, c.head_dim, o.kv_type);
   if (!kv.ok()) return kv.error();
   s->kv_ = std::move(kv).value();
-  s->transformer_ = std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx);
+  s->transformer_ = std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx,
+                                                  model.sources());
   s->last_logits_.resize(static_cast<size_t>(c.vocab_size));
   return s;
 }
@@ -62,6 +67,7 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     }
     Status st = transformer_->forward(tokens.data() + start, m, n_past(), *kv_, all_logits != nullptr, out, pool_);
     if (!st.ok()) return st;
+    if (ExpertCache* cache = model_.expert_cache()) cache->end_token();
     history_.insert(history_.end(), tokens.begin() + start, tokens.begin() + start + m);
   }
   if (all_logits != nullptr) {

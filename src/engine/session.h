@@ -19,7 +19,7 @@
 namespace sniper {
 
 struct SessionOptions {
-  int64_t n_ctx = 0;     // 0: min(context_length of the model, 4096)
+  int64_t n_ctx = 0;     // 0: the context the model's memory plan was made for
   int64_t batch = 64;    // prefill chunk size
   KvType kv_type = KvType::kF16;
   int n_threads = 0;     // 0: all cores
@@ -27,7 +27,9 @@ struct SessionOptions {
 
 class Session {
  public:
-  static Result<std::unique_ptr<Session>> create(const Model& model, const SessionOptions& options);
+  // The model must outlive the session; one session at a time may run a forward pass on a
+  // streaming model (its expert cache and I/O engine are shared and stateful).
+  static Result<std::unique_ptr<Session>> create(Model& model, const SessionOptions& options);
 
   // Evaluates `tokens` at positions n_past().. and appends them. When all_logits is non-null it
   // receives [tokens.size(), vocab] logits; last_logits() always holds the last row.
@@ -47,8 +49,8 @@ class Session {
   size_t memory_bytes() const { return kv_->bytes() + transformer_->scratch_bytes(); }
 
  private:
-  Session(const Model& model, const SessionOptions& options);
-  const Model& model_;
+  Session(Model& model, const SessionOptions& options);
+  Model& model_;
   SessionOptions options_;
   ThreadPool pool_;
   std::unique_ptr<KvCache> kv_;

@@ -25,8 +25,16 @@ struct KernelTable {
   void (*vec_dot)(int64_t n, float* out, const void* w, const void* a);
   // For r < n_rows, t < n_tok: out[t * out_stride + r] = dot(w row r, a row t).
   // w rows are w_row_bytes apart, a rows a_row_bytes apart (already in vec_dot_type).
+  // Every output of gemm is computed exactly as vec_dot computes it.
   void (*gemm)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
                const void* a, size_t a_row_bytes, float* out, int64_t out_stride);
+  // Same contract as gemm, but each output in the order of ggml's llamafile tinyBLAS gemm,
+  // which the reference engine uses for batches of >= 2 tokens when n % batched_k_multiple == 0
+  // and the whole weight has a multiple of 4 rows (kernels/matmul.cpp decides). nullptr for
+  // types whose batched order equals vec_dot's (the quantized types).
+  void (*gemm_batched)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
+                       const void* a, size_t a_row_bytes, float* out, int64_t out_stride);
+  int64_t batched_k_multiple;  // meaningful when gemm_batched != nullptr
 };
 
 // Returns the table for `type` at `tier` (lower-tier entries fill gaps), or nullptr when the

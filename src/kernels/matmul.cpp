@@ -49,7 +49,7 @@ QuantizedActs quantize_acts(GgmlType type, const float* x, int64_t n, int64_t n_
 }
 
 void matmul_q(const QTensor& w, const QuantizedActs& act, float* y, int64_t y_stride, ThreadPool& pool,
-              IsaTier tier) {
+              IsaTier tier, MatmulOrder order) {
   const KernelTable* k = find_kernels(w.type, tier);
   CHECK(k != nullptr, "no kernels for weight type %u at tier %s", static_cast<unsigned>(w.type), isa_tier_name(tier));
   CHECK(act.type == k->vec_dot_type, "activation type %u but weight type %u needs %u",
@@ -60,21 +60,26 @@ void matmul_q(const QTensor& w, const QuantizedActs& act, float* y, int64_t y_st
   CHECK(y_stride >= n_rows, "y_stride %lld < n_rows %lld", static_cast<long long>(y_stride),
         static_cast<long long>(n_rows));
   if (n_rows == 0 || act.n_tok == 0) return;
+  // ggml's mul_mat hands batches (n_tok >= 2) to llamafile_sgemm, whose float kernels accept
+  // only k % KN == 0 and m % 4 == 0 (m: rows of the whole weight); otherwise vec_dot runs.
+  const bool batched = order == MatmulOrder::kAuto && act.n_tok >= 2 && k->gemm_batched != nullptr &&
+                       act.n % k->batched_k_multiple == 0 && n_rows % 4 == 0;
+  const auto gemm = batched ? k->gemm_batched : k->gemm;
   // Chunks of up to 32 rows (a few hundred KB of weights at most, so they stay in L2 across
   // token tiles), but at least ~4 chunks per thread so dynamic hand-out balances.
   const int64_t per_thread = n_rows / (4 * static_cast<int64_t>(pool.n_threads()));
   const int64_t grain = std::clamp<int64_t>(per_thread, 4, 32);
   pool.parallel_for(n_rows, grain, [&](int64_t begin, int64_t end) {
-    k->gemm(act.n, end - begin, act.n_tok, w.row(begin), w.row_bytes, act.data, act.row_bytes, y + begin, y_stride);
+    gemm(act.n, end - begin, act.n_tok, w.row(begin), w.row_bytes, act.data, act.row_bytes, y + begin, y_stride);
   });
 }
 
 void matmul(const QTensor& w, const float* x, float* y, int64_t n_tok, ActBuffer& buf, ThreadPool& pool,
-            IsaTier tier) {
+            IsaTier tier, MatmulOrder order) {
   const KernelTable* k = find_kernels(w.type, tier);
   CHECK(k != nullptr, "no kernels for weight type %u at tier %s", static_cast<unsigned>(w.type), isa_tier_name(tier));
   const QuantizedActs act = quantize_acts(k->vec_dot_type, x, w.ne[0], n_tok, w.ne[0], buf, pool, tier);
-  matmul_q(w, act, y, w.n_rows(), pool, tier);
+  matmul_q(w, act, y, w.n_rows(), pool, tier, order);
 }
 
 }  // namespace sniper

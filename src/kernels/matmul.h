@@ -49,16 +49,22 @@ class ActBuffer {
 QuantizedActs quantize_acts(GgmlType type, const float* x, int64_t n, int64_t n_tok, int64_t x_stride,
                             ActBuffer& buf, ThreadPool& pool, IsaTier tier = selected_tier());
 
+// Which per-output float order matmul_q reproduces (see KernelTable::gemm_batched).
+enum class MatmulOrder {
+  kAuto,    // the reference engine's mul_mat: tinyBLAS order for batches when its shape rules allow
+  kVecDot,  // always vec_dot order (the reference engine's mul_mat_id, i.e. MoE experts)
+};
+
 // y[t * y_stride + r] = dot(w row r, act row t) for r < w.n_rows(), t < act.n_tok.
 // CHECKs act.type == vec_dot_type(w.type) and act.n == w.ne[0]. Parallel over chunks of rows;
 // tokens are tiled inside each chunk. Each output element is computed by the same instruction
 // sequence whatever the thread count or chunking, so results are bitwise reproducible across
 // thread counts.
 void matmul_q(const QTensor& w, const QuantizedActs& act, float* y, int64_t y_stride, ThreadPool& pool,
-              IsaTier tier = selected_tier());
+              IsaTier tier = selected_tier(), MatmulOrder order = MatmulOrder::kAuto);
 
 // Convenience: quantize x [n_tok, w.ne[0]] then matmul_q into y [n_tok, w.n_rows()] (dense strides).
 void matmul(const QTensor& w, const float* x, float* y, int64_t n_tok, ActBuffer& buf, ThreadPool& pool,
-            IsaTier tier = selected_tier());
+            IsaTier tier = selected_tier(), MatmulOrder order = MatmulOrder::kAuto);
 
 }  // namespace sniper

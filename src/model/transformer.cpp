@@ -15,6 +15,7 @@
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
+#include "model/tensor_names.h"
 #include "quant/quant.h"
 
 namespace sniper {
@@ -55,8 +56,9 @@ const float* f32_data(const QTensor& t) { return reinterpret_cast<const float*>(
 }  // namespace
 
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx,
-                         ExpertSource* experts)
-    : config_(config), weights_(weights), max_batch_(max_batch), n_ctx_(n_ctx), experts_(experts) {
+                         const WeightSources& sources)
+    : config_(config), weights_(weights), max_batch_(max_batch), n_ctx_(n_ctx), experts_(sources.experts),
+      sources_(sources) {
   CHECK(max_batch >= 1);
   const size_t B = static_cast<size_t>(max_batch);
   const size_t dim = static_cast<size_t>(config.dim);
@@ -102,6 +104,20 @@ size_t Transformer::scratch_bytes() const {
          att_scratch_.size() + act_.capacity();
 }
 
+size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads) {
+  const size_t B = static_cast<size_t>(max_batch);
+  const size_t ff = static_cast<size_t>(c.is_moe() ? c.expert_hidden_dim : c.hidden_dim);
+  const size_t dim = static_cast<size_t>(c.dim), k = static_cast<size_t>(c.n_experts_active);
+  size_t floats = B * (6 * dim + 2 * static_cast<size_t>(c.q_dim()) + 2 * static_cast<size_t>(c.kv_dim()) + 2 * ff +
+                       static_cast<size_t>(c.rope_dims) + static_cast<size_t>(c.n_experts) + 2 * k + k * dim);
+  floats += B * static_cast<size_t>(c.vocab_size);  // logits of a full batch
+  // Quantized activation buffers (at most ~1.2 bytes per float for any type, four buffers) and
+  // attention scratch per thread (scores over the context plus a row).
+  const size_t acts = 4 * B * std::max(dim, ff) * 2;
+  const size_t attention = static_cast<size_t>(n_threads) * (static_cast<size_t>(n_ctx) * 4 + 4 * static_cast<size_t>(c.head_dim) + 256);
+  return floats * sizeof(float) + acts + attention;
+}
+
 Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, KvCache& kv, bool all_logits,
                             float* logits, ThreadPool& pool) {
   const ModelConfig& c = config_;
@@ -112,10 +128,13 @@ Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, 
   const int64_t dim = c.dim;
 
   // Embedding rows.
-  const KernelTable& embd_kt = get_kernels(weights_.token_embd.type);
-  for (int64_t t = 0; t < n_tok; ++t) {
-    CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token %d out of range", tokens[t]);
-    embd_kt.dequant_row(weights_.token_embd.row(tokens[t]), x_.data() + t * dim, dim);
+  for (int64_t t = 0; t < n_tok; ++t) CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token %d out of range", tokens[t]);
+  if (weights_.token_embd.data != nullptr) {
+    const KernelTable& embd_kt = get_kernels(weights_.token_embd.type);
+    for (int64_t t = 0; t < n_tok; ++t) embd_kt.dequant_row(weights_.token_embd.row(tokens[t]), x_.data() + t * dim, dim);
+  } else {
+    CHECK(sources_.embeddings != nullptr, "token_embd is not resident and no row source was given");
+    SNIPER_TRY(sources_.embeddings->read(tokens, n_tok, x_.data()));
   }
   // Rotation angles for each position of the chunk (shared by all layers).
   const int64_t half = c.rope_dims / 2;
@@ -126,11 +145,12 @@ Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, 
   }
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
+    SNIPER_ASSIGN_OR_RETURN(const LayerWeights* lwp, layer_weights(l));
+    const LayerWeights& lw = *lwp;
     for (int64_t t = 0; t < n_tok; ++t) {
       rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
     }
-    attention_block(l, n_tok, pos0, kv, pool);
+    attention_block(l, lw, n_tok, pos0, kv, pool);
     for (int64_t t = 0; t < n_tok; ++t) {
       rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
     }
@@ -152,9 +172,35 @@ Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, 
   return ok_status();
 }
 
-void Transformer::attention_block(int64_t layer_idx, int64_t n_tok, int64_t pos0, KvCache& kv, ThreadPool& pool) {
+Result<const LayerWeights*> Transformer::layer_weights(int64_t layer_idx) {
+  const LayerWeights& resident = weights_.layers[static_cast<size_t>(layer_idx)];
+  if (sources_.layers == nullptr) return &resident;
+  SNIPER_TRY(sources_.layers->acquire(layer_idx));
+  streamed_layer_ = resident;
+  struct Field {
+    QTensor LayerWeights::*member;
+    LayerTensor kind;
+  };
+  static constexpr Field kFields[] = {
+      {&LayerWeights::wq, LayerTensor::kAttnQ},         {&LayerWeights::wk, LayerTensor::kAttnK},
+      {&LayerWeights::wv, LayerTensor::kAttnV},         {&LayerWeights::wo, LayerTensor::kAttnOutput},
+      {&LayerWeights::ffn_gate, LayerTensor::kFfnGate}, {&LayerWeights::ffn_up, LayerTensor::kFfnUp},
+      {&LayerWeights::ffn_down, LayerTensor::kFfnDown},
+  };
+  for (const Field& f : kFields) {
+    QTensor& t = streamed_layer_.*f.member;
+    if (t.data != nullptr) continue;
+    const QTensor* v = sources_.layers->find(layer_tensor_name(layer_idx, f.kind));
+    CHECK(v != nullptr, "layer %ld: tensor %s is neither resident nor streamed", static_cast<long>(layer_idx),
+          layer_tensor_name(layer_idx, f.kind).c_str());
+    t = *v;
+  }
+  return &streamed_layer_;
+}
+
+void Transformer::attention_block(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, int64_t pos0, KvCache& kv,
+                                  ThreadPool& pool) {
   const ModelConfig& c = config_;
-  const LayerWeights& lw = weights_.layers[static_cast<size_t>(layer_idx)];
   const int64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim;
   ActCache acts(act_bufs_, 3);
   const QuantizedActs& aq = acts.get(lw.wq.type, xb_.data(), dim, n_tok, pool);

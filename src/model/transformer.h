@@ -18,15 +18,24 @@
 #include "model/config.h"
 #include "model/model_weights.h"
 #include "weights/expert_source.h"
+#include "weights/layer_streamer.h"
+#include "weights/streamed_rows.h"
 
 namespace sniper {
 
+// Where tensors that are not resident come from (all optional; null = resident in ModelWeights).
+struct WeightSources {
+  ExpertSource* experts = nullptr;       // routed experts (null: slices of the resident tensors)
+  LayerStreamer* layers = nullptr;       // per-layer tensors whose data is null in ModelWeights
+  StreamedRows* embeddings = nullptr;    // token_embd rows when token_embd is not resident
+};
+
 class Transformer {
  public:
-  // max_batch: the most tokens one forward() call takes (prefill chunk size). `experts` supplies
-  // the routed experts of an MoE model (null: slices of the resident tensors in `weights`).
+  // max_batch: the most tokens one forward() call takes (prefill chunk size). `sources` supply
+  // the tensors ModelWeights holds no bytes for.
   Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx,
-              ExpertSource* experts = nullptr);
+              const WeightSources& sources = {});
 
   // Runs tokens[0, n_tok) at positions pos0.. through the model. Requires 1 <= n_tok <= max_batch,
   // pos0 + n_tok <= kv.n_ctx() and every token < vocab_size (CHECKed: callers validate input).
@@ -40,9 +49,15 @@ class Transformer {
   int64_t max_batch() const { return max_batch_; }
   // Bytes of activation scratch this instance holds.
   size_t scratch_bytes() const;
+  // Upper bound of scratch_bytes() for a shape, before construction (memory planning), with
+  // logits for every token of a full batch.
+  static size_t estimate_scratch_bytes(const ModelConfig& config, int64_t max_batch, int64_t n_ctx, int n_threads);
 
  private:
-  void attention_block(int64_t layer_idx, int64_t n_tok, int64_t pos0, KvCache& kv, ThreadPool& pool);
+  void attention_block(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, int64_t pos0, KvCache& kv,
+                       ThreadPool& pool);
+  // Layer l's weights with streamed tensors filled in from the LayerStreamer.
+  Result<const LayerWeights*> layer_weights(int64_t layer_idx);
   void dense_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
   [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
   void run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok, ThreadPool& pool);
@@ -53,6 +68,8 @@ class Transformer {
   std::vector<ResidentExperts::Layer> resident_expert_layers_;
   std::unique_ptr<ResidentExperts> resident_experts_;
   ExpertSource* experts_ = nullptr;
+  WeightSources sources_;
+  LayerWeights streamed_layer_;  // layer_weights() result when tensors stream
   std::vector<int32_t> union_;  // experts the chunk routes to, ascending
   std::vector<uint8_t> used_;   // [n_experts] membership scratch
   int64_t max_batch_;

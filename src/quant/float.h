@@ -24,11 +24,29 @@ void quantize_row_bf16_ref(const float* x, bf16_t* y, int64_t n);
 // Widens n bfloat16 values to float (exact). Thread-safe.
 void dequantize_row_bf16_ref(const bf16_t* x, float* y, int64_t n);
 
-// Returns sum_i w[i] * a[i], each product and the running sum in float, in index order.
+// Single-row dot products in the order of ggml's x86 AVX-512 vec_dot kernels (what llama.cpp
+// runs for one token, and for batches whose shape tinyBLAS rejects):
+//   f32:  4 accumulators of 16 lanes over steps of 64 (FMA), combined (0+2),(1+3), then summed,
+//         reduced with _mm512_reduce_add_ps's tree; the n % 64 tail is FMA'd into that float.
+//   f16:  the same lane structure; the reduced sum and the tail products accumulate in double.
+//   bf16: AVX512_BF16 vdpbf16ps: two 16-lane accumulators over 64-element steps (lane i of a
+//         32-element group takes the product of elements 2i+1 then 2i, each a fused add); both
+//         reduced sums and the tail products accumulate in double.
+// Products of widened halves / bfloat16 are exact in float. Denormal flushing that vdpbf16ps
+// applies is not modelled (activations and weights are far from the denormal range).
 float vec_dot_f32_ref(int64_t n, const float* w, const float* a);
-// As vec_dot_f32_ref with both operands widened from half (products are exact in float).
 float vec_dot_f16_ref(int64_t n, const fp16_t* w, const fp16_t* a);
-// As vec_dot_f32_ref with both operands widened from bfloat16 (products are exact in float).
 float vec_dot_bf16_ref(int64_t n, const bf16_t* w, const bf16_t* a);
+
+// One output of ggml's llamafile tinyBLAS gemm (llama.cpp's path for batches of >= 2 tokens
+// when k % kTinyBlasK* == 0 and the weight row count is a multiple of 4): a single 16-lane
+// accumulator over steps of 16 (f32/f16, FMA) or 32 (bf16, vdpbf16ps pairs), then the
+// _mm512_reduce_add_ps tree. n must be a multiple of the step.
+constexpr int64_t kTinyBlasKF32 = 16;
+constexpr int64_t kTinyBlasKF16 = 16;
+constexpr int64_t kTinyBlasKBF16 = 32;
+float tinyblas_dot_f32_ref(int64_t n, const float* w, const float* a);
+float tinyblas_dot_f16_ref(int64_t n, const fp16_t* w, const fp16_t* a);
+float tinyblas_dot_bf16_ref(int64_t n, const bf16_t* w, const bf16_t* a);
 
 }  // namespace sniper

@@ -5,6 +5,7 @@
 #include "quant/iq4_nl.h"
 
 #include "quant/block_count.h"
+#include "quant/lane_order.h"
 #include "quant/scale_search.h"
 
 namespace sniper {
@@ -37,18 +38,17 @@ void dequantize_row_iq4_nl_ref(const BlockIQ4_NL* x, float* y, int64_t n) {
 float vec_dot_iq4_nl_q8_0_ref(int64_t n, const BlockIQ4_NL* w, const BlockQ8_0* a) {
   const int64_t nb = block_count(n, kIQ4_NLBlockSize, "vec_dot_iq4_nl_q8_0_ref");
   constexpr int kHalf = kIQ4_NLBlockSize / 2;
-  float sumf = 0.0f;
+  // tinyBLAS order (ggml's batched path); its single-token AVX2 kernel pairs two accumulators.
+  float acc[8] = {};
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = fp16_to_fp32(a[i].d) * fp16_to_fp32(w[i].d);
-    int sumi1 = 0;
-    int sumi2 = 0;
+    int v[kIQ4_NLBlockSize];
     for (int j = 0; j < kHalf; ++j) {
-      sumi1 += a[i].qs[j] * kIq4nlValues[w[i].qs[j] & 0xf];
-      sumi2 += a[i].qs[j + kHalf] * kIq4nlValues[w[i].qs[j] >> 4];
+      v[j] = kIq4nlValues[w[i].qs[j] & 0xf];
+      v[kHalf + j] = kIq4nlValues[w[i].qs[j] >> 4];
     }
-    sumf += d * static_cast<float>(sumi1 + sumi2);
+    fma_block32_ordered(acc, fp16_to_fp32(w[i].d) * fp16_to_fp32(a[i].d), v, a[i].qs);
   }
-  return sumf;
+  return hsum8_ordered(acc);
 }
 
 }  // namespace sniper

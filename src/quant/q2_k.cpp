@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "quant/block_count.h"
+#include "quant/lane_order.h"
 #include "quant/rounding.h"
 #include "quant/scale_search.h"
 
@@ -99,38 +100,30 @@ void dequantize_row_q2_K_ref(const BlockQ2_K* x, float* y, int64_t n) {
 
 float vec_dot_q2_K_q8_K_ref(int64_t n, const BlockQ2_K* w, const BlockQ8_K* a) {
   const int64_t nb = block_count(n, kQ2_KBlockSize, "vec_dot_q2_K_q8_K_ref");
-  float sumf = 0.0f;
+  // ggml's AVX2 kernel: per super-block the min term (8 lanes of two 16-group products) is
+  // FMA'd into the same 8 float lanes first, then the scaled sums.
+  int8_t q[kQ2_KBlockSize];
+  float acc[8] = {};
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* q2 = w[i].qs;
-    const int8_t* q8 = a[i].qs;
     const uint8_t* sc = w[i].scales;
-
-    // Min term from the activation group sums: sum_g bsums[g] * m_g.
-    int summs = 0;
-    for (int j = 0; j < 16; ++j) summs += a[i].bsums[j] * (sc[j] >> 4);
-
-    const float dall = a[i].d * fp16_to_fp32(w[i].d);
-    const float dmin = a[i].d * fp16_to_fp32(w[i].dmin);
-
-    int isum = 0;
-    int is = 0;
     for (int k = 0; k < kQ2_KBlockSize / 128; ++k) {
-      for (int shift = 0; shift < 8; shift += 2) {
-        int d = sc[is++] & 0xF;
-        int isuml = 0;
-        for (int l = 0; l < 16; ++l) isuml += q8[l] * ((q2[l] >> shift) & 3);
-        isum += d * isuml;
-        d = sc[is++] & 0xF;
-        isuml = 0;
-        for (int l = 16; l < 32; ++l) isuml += q8[l] * ((q2[l] >> shift) & 3);
-        isum += d * isuml;
-        q8 += 32;
+      for (int s = 0; s < 4; ++s) {
+        for (int l = 0; l < 32; ++l) q[128 * k + 32 * s + l] = static_cast<int8_t>((q2[32 * k + l] >> (2 * s)) & 3);
       }
-      q2 += 32;
     }
-    sumf += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+    int scale16[16];
+    for (int g = 0; g < 16; ++g) scale16[g] = sc[g] & 0xF;
+    const float d = a[i].d * fp16_to_fp32(w[i].d);
+    const float dmin = -a[i].d * fp16_to_fp32(w[i].dmin);
+    const int16_t* bs = a[i].bsums;
+    for (int m = 0; m < 8; ++m) {
+      const int prod = (sc[2 * m] >> 4) * bs[2 * m] + (sc[2 * m + 1] >> 4) * bs[2 * m + 1];
+      acc[m] = fma_ordered(dmin, static_cast<float>(prod), acc[m]);
+    }
+    fma_superblock_ordered(acc, d, q, scale16, a[i].qs);
   }
-  return sumf;
+  return hsum8_ordered(acc);
 }
 
 }  // namespace sniper

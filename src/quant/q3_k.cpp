@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "quant/block_count.h"
+#include "quant/lane_order.h"
 #include "quant/rounding.h"
 #include "quant/scale_search.h"
 
@@ -136,17 +137,14 @@ void dequantize_row_q3_K_ref(const BlockQ3_K* x, float* y, int64_t n) {
 
 float vec_dot_q3_K_q8_K_ref(int64_t n, const BlockQ3_K* w, const BlockQ8_K* a) {
   const int64_t nb = block_count(n, kQ3_KBlockSize, "vec_dot_q3_K_q8_K_ref");
-  // Mirrors ggml's generic kernel: integer sums in 8 lanes per super-block, then 8 float lane
-  // accumulators summed at the end.
-  int8_t aux8[kQ3_KBlockSize];
+  // ggml's AVX2 kernel: the -4 offset (clear high bit) is applied per product.
+  int8_t q[kQ3_KBlockSize];
   int8_t scales[16];
-  float sums[8] = {};
+  float acc[8] = {};
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* q3 = w[i].qs;
     const uint8_t* hm = w[i].hmask;
-    const int8_t* q8 = a[i].qs;
-    int32_t aux32[8] = {};
-    int8_t* p = aux8;
+    int8_t* p = q;
     uint8_t m = 1;
     for (int j = 0; j < kQ3_KBlockSize; j += 128) {
       for (int shift = 0; shift < 8; shift += 2) {
@@ -159,23 +157,11 @@ float vec_dot_q3_K_q8_K_ref(int64_t n, const BlockQ3_K* w, const BlockQ8_K* a) {
       q3 += 32;
     }
     unpack_q3_K_scales(w[i].scales, scales);
-    p = aux8;
-    for (int j = 0; j < kQ3_KBlockSize / 16; ++j) {
-      for (int half = 0; half < 2; ++half) {
-        for (int l = 0; l < 8; ++l) {
-          const int16_t prod = static_cast<int16_t>(q8[l] * p[l]);
-          aux32[l] += (scales[j] - 32) * prod;
-        }
-        q8 += 8;
-        p += 8;
-      }
-    }
-    const float d = fp16_to_fp32(w[i].d) * a[i].d;
-    for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(aux32[l]);
+    int scale16[16];
+    for (int g = 0; g < 16; ++g) scale16[g] = scales[g] - 32;
+    fma_superblock_ordered(acc, a[i].d * fp16_to_fp32(w[i].d), q, scale16, a[i].qs);
   }
-  float sumf = 0.0f;
-  for (int l = 0; l < 8; ++l) sumf += sums[l];
-  return sumf;
+  return hsum8_ordered(acc);
 }
 
 }  // namespace sniper

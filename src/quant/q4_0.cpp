@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "quant/block_count.h"
+#include "quant/lane_order.h"
 #include "quant/rounding.h"
 
 namespace sniper {
@@ -53,17 +54,16 @@ void dequantize_row_q4_0_ref(const BlockQ4_0* x, float* y, int64_t n) {
 float vec_dot_q4_0_q8_0_ref(int64_t n, const BlockQ4_0* w, const BlockQ8_0* a) {
   const int64_t nb = block_count(n, kQ4_0BlockSize, "vec_dot_q4_0_q8_0_ref");
   constexpr int kHalf = kQ4_0BlockSize / 2;
-  float sumf = 0.0f;
+  float acc[8] = {};
   for (int64_t i = 0; i < nb; ++i) {
-    int sumi0 = 0;
-    int sumi1 = 0;
+    int v[kQ4_0BlockSize];
     for (int j = 0; j < kHalf; ++j) {
-      sumi0 += ((w[i].qs[j] & 0x0F) - 8) * a[i].qs[j];
-      sumi1 += ((w[i].qs[j] >> 4) - 8) * a[i].qs[kHalf + j];
+      v[j] = (w[i].qs[j] & 0x0F) - 8;
+      v[kHalf + j] = (w[i].qs[j] >> 4) - 8;
     }
-    sumf += static_cast<float>(sumi0 + sumi1) * fp16_to_fp32(w[i].d) * fp16_to_fp32(a[i].d);
+    fma_block32_ordered(acc, fp16_to_fp32(w[i].d) * fp16_to_fp32(a[i].d), v, a[i].qs);
   }
-  return sumf;
+  return hsum8_ordered(acc);
 }
 
 }  // namespace sniper

@@ -7,6 +7,7 @@
 #include <cfloat>
 
 #include "quant/block_count.h"
+#include "quant/lane_order.h"
 #include "quant/rounding.h"
 
 namespace sniper {
@@ -52,19 +53,18 @@ void dequantize_row_q4_1_ref(const BlockQ4_1* x, float* y, int64_t n) {
 float vec_dot_q4_1_q8_1_ref(int64_t n, const BlockQ4_1* w, const BlockQ8_1* a) {
   const int64_t nb = block_count(n, kQ4_1BlockSize, "vec_dot_q4_1_q8_1_ref");
   constexpr int kHalf = kQ4_1BlockSize / 2;
-  float sumf = 0.0f;
+  float acc[8] = {};
+  float summs = 0.0f;  // the min term, from the activation's cached s = d_a * sum(q_a)
   for (int64_t i = 0; i < nb; ++i) {
-    int sumi0 = 0;
-    int sumi1 = 0;
+    int v[kQ4_1BlockSize];
     for (int j = 0; j < kHalf; ++j) {
-      sumi0 += (w[i].qs[j] & 0x0F) * a[i].qs[j];
-      sumi1 += (w[i].qs[j] >> 4) * a[i].qs[kHalf + j];
+      v[j] = w[i].qs[j] & 0x0F;
+      v[kHalf + j] = w[i].qs[j] >> 4;
     }
-    // The min term uses the activation's cached s = d_a * sum(q_a).
-    sumf += (fp16_to_fp32(w[i].d) * fp16_to_fp32(a[i].d)) * static_cast<float>(sumi0 + sumi1) +
-            fp16_to_fp32(w[i].m) * fp16_to_fp32(a[i].s);
+    summs = fma_ordered(fp16_to_fp32(w[i].m), fp16_to_fp32(a[i].s), summs);
+    fma_block32_ordered(acc, fp16_to_fp32(w[i].d) * fp16_to_fp32(a[i].d), v, a[i].qs);
   }
-  return sumf;
+  return hsum8_ordered(acc) + summs;
 }
 
 }  // namespace sniper

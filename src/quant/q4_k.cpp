@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "quant/block_count.h"
+#include "quant/lane_order.h"
 #include "quant/k_scales.h"
 #include "quant/rounding.h"
 #include "quant/scale_search.h"
@@ -99,48 +100,34 @@ void dequantize_row_q4_K_ref(const BlockQ4_K* x, float* y, int64_t n) {
 
 float vec_dot_q4_K_q8_K_ref(int64_t n, const BlockQ4_K* w, const BlockQ8_K* a) {
   const int64_t nb = block_count(n, kQ4_KBlockSize, "vec_dot_q4_K_q8_K_ref");
-  // Mirrors ggml's generic kernel: 8 integer lanes per super-block, 8 float lane accumulators,
-  // and the min term from the activation's 16-element group sums (bsums).
-  int8_t aux8[kQ4_KBlockSize];
-  float sums[8] = {};
-  float sumf = 0.0f;
+  // ggml's AVX2 kernel: 8 float lanes for the scaled sums and 4 float lanes for the mins (each
+  // lane: two 32-element sub-blocks' min times their q8 sums), added at the end.
+  int8_t q[kQ4_KBlockSize];
+  float acc[8] = {};
+  float acc_m[4] = {};
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* q4 = w[i].qs;
-    const int8_t* q8 = a[i].qs;
-    int32_t aux32[8] = {};
-    int8_t* p = aux8;
     for (int j = 0; j < kQ4_KBlockSize / 64; ++j) {
-      for (int l = 0; l < 32; ++l) p[l] = static_cast<int8_t>(q4[l] & 0xF);
-      p += 32;
-      for (int l = 0; l < 32; ++l) p[l] = static_cast<int8_t>(q4[l] >> 4);
-      p += 32;
-      q4 += 32;
+      for (int l = 0; l < 32; ++l) {
+        q[64 * j + l] = static_cast<int8_t>(q4[32 * j + l] & 0xF);
+        q[64 * j + 32 + l] = static_cast<int8_t>(q4[32 * j + l] >> 4);
+      }
     }
     uint8_t scales[8];
     uint8_t mins[8];
     for (int j = 0; j < 8; ++j) get_scale_min_k4(j, w[i].scales, &scales[j], &mins[j]);
-
-    int sumi = 0;
-    for (int j = 0; j < kQ4_KBlockSize / 16; ++j) sumi += a[i].bsums[j] * mins[j / 2];
-    p = aux8;
-    for (int j = 0; j < kQ4_KBlockSize / 32; ++j) {
-      const int32_t scale = scales[j];
-      for (int k = 0; k < 4; ++k) {
-        for (int l = 0; l < 8; ++l) {
-          const int16_t prod = static_cast<int16_t>(q8[l] * p[l]);
-          aux32[l] += scale * prod;
-        }
-        q8 += 8;
-        p += 8;
-      }
+    int scale16[16];
+    for (int g = 0; g < 16; ++g) scale16[g] = scales[g / 2];
+    const float d = a[i].d * fp16_to_fp32(w[i].d);
+    const float dmin = -a[i].d * fp16_to_fp32(w[i].dmin);
+    const int16_t* bs = a[i].bsums;
+    for (int m = 0; m < 4; ++m) {
+      const int prod = mins[2 * m] * (bs[4 * m] + bs[4 * m + 1]) + mins[2 * m + 1] * (bs[4 * m + 2] + bs[4 * m + 3]);
+      acc_m[m] = fma_ordered(dmin, static_cast<float>(prod), acc_m[m]);
     }
-    const float d = fp16_to_fp32(w[i].d) * a[i].d;
-    for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(aux32[l]);
-    const float dmin = fp16_to_fp32(w[i].dmin) * a[i].d;
-    sumf -= dmin * static_cast<float>(sumi);
+    fma_superblock_ordered(acc, d, q, scale16, a[i].qs);
   }
-  for (int l = 0; l < 8; ++l) sumf += sums[l];
-  return sumf;
+  return hsum8_ordered(acc) + hsum4_ordered(acc_m);
 }
 
 }  // namespace sniper

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "quant/block_count.h"
+#include "quant/lane_order.h"
 #include "quant/rounding.h"
 
 namespace sniper {
@@ -63,21 +64,20 @@ void dequantize_row_q5_0_ref(const BlockQ5_0* x, float* y, int64_t n) {
 float vec_dot_q5_0_q8_0_ref(int64_t n, const BlockQ5_0* w, const BlockQ8_0* a) {
   const int64_t nb = block_count(n, kQ5_0BlockSize, "vec_dot_q5_0_q8_0_ref");
   constexpr int kHalf = kQ5_0BlockSize / 2;
-  float sumf = 0.0f;
+  float acc[8] = {};
   for (int64_t i = 0; i < nb; ++i) {
     uint32_t qh;
     std::memcpy(&qh, w[i].qh, sizeof(qh));
-    int sumi0 = 0;
-    int sumi1 = 0;
+    int v[kQ5_0BlockSize];
     for (int j = 0; j < kHalf; ++j) {
       const int xh0 = static_cast<int>(((qh >> (j + 0)) << 4) & 0x10);
       const int xh1 = static_cast<int>((qh >> (j + 12)) & 0x10);
-      sumi0 += (((w[i].qs[j] & 0x0F) | xh0) - 16) * a[i].qs[j];
-      sumi1 += (((w[i].qs[j] >> 4) | xh1) - 16) * a[i].qs[kHalf + j];
+      v[j] = ((w[i].qs[j] & 0x0F) | xh0) - 16;
+      v[kHalf + j] = ((w[i].qs[j] >> 4) | xh1) - 16;
     }
-    sumf += (fp16_to_fp32(w[i].d) * fp16_to_fp32(a[i].d)) * static_cast<float>(sumi0 + sumi1);
+    fma_block32_ordered(acc, fp16_to_fp32(w[i].d) * fp16_to_fp32(a[i].d), v, a[i].qs);
   }
-  return sumf;
+  return hsum8_ordered(acc);
 }
 
 }  // namespace sniper

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "quant/block_count.h"
+#include "quant/lane_order.h"
 #include "quant/rounding.h"
 #include "quant/scale_search.h"
 
@@ -103,15 +104,13 @@ void dequantize_row_q6_K_ref(const BlockQ6_K* x, float* y, int64_t n) {
 
 float vec_dot_q6_K_q8_K_ref(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a) {
   const int64_t nb = block_count(n, kQ6_KBlockSize, "vec_dot_q6_K_q8_K_ref");
-  // Mirrors ggml's generic kernel: 8 integer lanes per super-block, 8 float lane accumulators.
-  int8_t aux8[kQ6_KBlockSize];
-  float sums[8] = {};
+  // ggml's AVX2 kernel: the -32 offset is applied per product (inside the integer lanes).
+  int8_t q[kQ6_KBlockSize];
+  float acc[8] = {};
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* q4 = w[i].ql;
     const uint8_t* qh = w[i].qh;
-    const int8_t* q8 = a[i].qs;
-    int32_t aux32[8] = {};
-    int8_t* p = aux8;
+    int8_t* p = q;
     for (int j = 0; j < kQ6_KBlockSize; j += 128) {
       for (int l = 0; l < 32; ++l) {
         p[l + 0] = static_cast<int8_t>(((q4[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
@@ -123,24 +122,11 @@ float vec_dot_q6_K_q8_K_ref(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a) {
       q4 += 64;
       qh += 32;
     }
-    p = aux8;
-    for (int j = 0; j < kQ6_KBlockSize / 16; ++j) {
-      const int scale = w[i].scales[j];
-      for (int half = 0; half < 2; ++half) {
-        for (int l = 0; l < 8; ++l) {
-          const int16_t prod = static_cast<int16_t>(q8[l] * p[l]);
-          aux32[l] += scale * prod;
-        }
-        q8 += 8;
-        p += 8;
-      }
-    }
-    const float d = fp16_to_fp32(w[i].d) * a[i].d;
-    for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(aux32[l]);
+    int scale16[16];
+    for (int g = 0; g < 16; ++g) scale16[g] = w[i].scales[g];
+    fma_superblock_ordered(acc, a[i].d * fp16_to_fp32(w[i].d), q, scale16, a[i].qs);
   }
-  float sumf = 0.0f;
-  for (int l = 0; l < 8; ++l) sumf += sums[l];
-  return sumf;
+  return hsum8_ordered(acc);
 }
 
 }  // namespace sniper

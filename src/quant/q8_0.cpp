@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "quant/block_count.h"
+#include "quant/lane_order.h"
 #include "quant/rounding.h"
 
 namespace sniper {
@@ -28,6 +29,18 @@ void quantize_row_q8_0_ref(const float* x, BlockQ8_0* y, int64_t n) {
   }
 }
 
+void quantize_act_q8_0_ref(const float* x, BlockQ8_0* y, int64_t n) {
+  const int64_t nb = block_count(n, kQ8_0BlockSize, "quantize_act_q8_0_ref");
+  for (int64_t i = 0; i < nb; ++i) {
+    const float* xb = x + i * kQ8_0BlockSize;
+    float amax = 0.0f;
+    for (int j = 0; j < kQ8_0BlockSize; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    y[i].d = fp32_to_fp16(amax / 127.0f);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < kQ8_0BlockSize; ++j) y[i].qs[j] = round_even_sat_i8(xb[j] * id);
+  }
+}
+
 void dequantize_row_q8_0_ref(const BlockQ8_0* x, float* y, int64_t n) {
   const int64_t nb = block_count(n, kQ8_0BlockSize, "dequantize_row_q8_0_ref");
   for (int64_t i = 0; i < nb; ++i) {
@@ -38,13 +51,16 @@ void dequantize_row_q8_0_ref(const BlockQ8_0* x, float* y, int64_t n) {
 
 float vec_dot_q8_0_q8_0_ref(int64_t n, const BlockQ8_0* w, const BlockQ8_0* a) {
   const int64_t nb = block_count(n, kQ8_0BlockSize, "vec_dot_q8_0_q8_0_ref");
-  float sumf = 0.0f;
+  float acc[8] = {};
   for (int64_t i = 0; i < nb; ++i) {
-    int sumi = 0;
-    for (int j = 0; j < kQ8_0BlockSize; ++j) sumi += w[i].qs[j] * a[i].qs[j];
-    sumf += static_cast<float>(sumi) * (fp16_to_fp32(w[i].d) * fp16_to_fp32(a[i].d));
+    const float d = fp16_to_fp32(w[i].d) * fp16_to_fp32(a[i].d);
+    for (int k = 0; k < 8; ++k) {
+      int32_t lane = 0;
+      for (int j = 4 * k; j < 4 * k + 4; ++j) lane += w[i].qs[j] * a[i].qs[j];
+      acc[k] = fma_ordered(d, static_cast<float>(lane), acc[k]);
+    }
   }
-  return sumf;
+  return hsum8_ordered(acc);
 }
 
 }  // namespace sniper

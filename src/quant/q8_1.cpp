@@ -33,6 +33,27 @@ void quantize_row_q8_1_ref(const float* x, BlockQ8_1* y, int64_t n) {
   }
 }
 
+void quantize_act_q8_1_ref(const float* x, BlockQ8_1* y, int64_t n) {
+  const int64_t nb = block_count(n, kQ8_1BlockSize, "quantize_act_q8_1_ref");
+  for (int64_t i = 0; i < nb; ++i) {
+    const float* xb = x + i * kQ8_1BlockSize;
+    float amax = 0.0f;
+    for (int j = 0; j < kQ8_1BlockSize; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const float d = amax / 127.0f;
+    y[i].d = fp32_to_fp16(d);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    uint32_t sum = 0;  // int32 lanes add with wrap-around
+    for (int j = 0; j < kQ8_1BlockSize; ++j) {
+      // The sum uses the int32 conversions before the int8 saturation (as ggml's AVX2 code).
+      const float r = std::nearbyint(xb[j] * id);
+      const bool in_range = r >= -2147483648.0f && r < 2147483648.0f;
+      sum += in_range ? static_cast<uint32_t>(static_cast<int32_t>(r)) : 0x80000000u;
+      y[i].qs[j] = round_even_sat_i8(xb[j] * id);
+    }
+    y[i].s = fp32_to_fp16(static_cast<float>(static_cast<int32_t>(sum)) * d);
+  }
+}
+
 void dequantize_row_q8_1_ref(const BlockQ8_1* x, float* y, int64_t n) {
   const int64_t nb = block_count(n, kQ8_1BlockSize, "dequantize_row_q8_1_ref");
   for (int64_t i = 0; i < nb; ++i) {

@@ -22,6 +22,10 @@ static_assert(sizeof(BlockQ8_1) == 36, "q8_1 block must be 36 bytes");
 void quantize_row_q8_1_ref(const float* x, BlockQ8_1* y, int64_t n);
 
 // Decodes n elements (n % 32 == 0).
+// The activation quantizer ggml's x86 CPU backend runs (AVX2 branch of quantize_row_q8_1):
+// as quantize_act_q8_0_ref, plus s = f16(d * sum(q)) with the f32 d. n % 32 == 0.
+void quantize_act_q8_1_ref(const float* x, BlockQ8_1* y, int64_t n);
+
 void dequantize_row_q8_1_ref(const BlockQ8_1* x, float* y, int64_t n);
 
 }  // namespace sniper

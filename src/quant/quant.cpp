@@ -133,6 +133,15 @@ void quantize_row_ref(GgmlType type, const float* src, void* dst, int64_t n) {
   get_codec(type).quantize(src, dst, n);
 }
 
+void quantize_act_row_ref(GgmlType act_type, const float* src, void* dst, int64_t n) {
+  block_count(n, get_type_info(act_type).block_size, "quantize_act_row_ref");
+  switch (act_type) {
+    case GgmlType::kQ8_0: quantize_act_q8_0_ref(src, static_cast<BlockQ8_0*>(dst), n); return;
+    case GgmlType::kQ8_1: quantize_act_q8_1_ref(src, static_cast<BlockQ8_1*>(dst), n); return;
+    default: get_codec(act_type).quantize(src, dst, n); return;
+  }
+}
+
 void dequantize_row_ref(GgmlType type, const void* src, float* dst, int64_t n) {
   block_count(n, get_type_info(type).block_size, "dequantize_row_ref");
   get_codec(type).dequantize(src, dst, n);

@@ -25,6 +25,12 @@ GgmlType vec_dot_type(GgmlType type);
 // For activation types the result matches ggml's quantize_row_*_ref bit for bit.
 void quantize_row_ref(GgmlType type, const float* src, void* dst, int64_t n);
 
+// The activation quantizer the reference engine's x86 CPU backend runs for activation type
+// `act_type` (Q8_0, Q8_1, Q8_K, F16, BF16, F32): for Q8_0/Q8_1 the AVX2 form (ties to even,
+// quantize_act_q8_0_ref / quantize_act_q8_1_ref), otherwise quantize_row_ref. Every SIMD
+// activation quantizer in kernels/ matches this byte for byte.
+void quantize_act_row_ref(GgmlType act_type, const float* src, void* dst, int64_t n);
+
 // Decodes n elements of `type` into floats.
 void dequantize_row_ref(GgmlType type, const void* src, float* dst, int64_t n);
 

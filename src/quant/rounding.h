@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace sniper {
@@ -27,6 +28,17 @@ inline float safe_inverse(float d) {
   if (d == 0.0f) return 0.0f;
   const float id = 1.0f / d;
   return std::isfinite(id) ? id : 0.0f;
+}
+
+// What x86 computes for _mm256_round_ps(v, _MM_ROUND_NEAREST) -> _mm256_cvtps_epi32 ->
+// _mm256_packs_epi32 -> _mm256_packs_epi16: round half to even; NaN or a value outside the int32
+// range becomes INT32_MIN (the "integer indefinite"), then both packs saturate to [-128, 127].
+inline int8_t round_even_sat_i8(float v) {
+  const float r = std::nearbyint(v);  // default rounding mode: ties to even
+  if (!(r >= -2147483648.0f && r < 2147483648.0f)) return -128;
+  if (r > 127.0f) return 127;
+  if (r < -128.0f) return -128;
+  return static_cast<int8_t>(r);
 }
 
 }  // namespace sniper

@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <vector>
 
 #include "base/check.h"
 
@@ -46,7 +48,8 @@ const char* residency_name(Residency residency) {
   return "?";
 }
 
-Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Residency residency) {
+Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Residency residency,
+                                                       const std::unordered_set<std::string>* streamed) {
   std::unique_ptr<WeightStore> store(new WeightStore());
   store->gguf_ = &gguf;
   store->residency_ = residency;
@@ -58,43 +61,57 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
     return make_error("'%s' changed size since it was parsed (%llu -> %llu bytes)", gguf.path.c_str(),
                       static_cast<unsigned long long>(gguf.file_size), static_cast<unsigned long long>(st.st_size));
   }
-  const uint64_t data_bytes = gguf.file_size - gguf.data_offset;
+  const auto& infos = gguf.tensors();
+  store->tensors_ = std::make_unique<QTensor[]>(infos.size());
+  std::vector<uint64_t> local(infos.size(), UINT64_MAX);  // offset of each loaded tensor in memory
   if (residency == Residency::kMmap) {
     void* p = mmap(nullptr, gguf.file_size, PROT_READ, MAP_SHARED, fd.get(), 0);
     if (p == MAP_FAILED) return make_error("cannot mmap '%s': %s", gguf.path.c_str(), std::strerror(errno));
     store->mapping_ = p;
     store->mapping_bytes_ = gguf.file_size;
     store->base_ = static_cast<uint8_t*>(p) + gguf.data_offset;
+    for (size_t i = 0; i < infos.size(); ++i) local[i] = infos[i].offset;
   } else {
-    const size_t alloc = (data_bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, alloc == 0 ? 64 : alloc);
+    // Loaded tensors are packed in file order, each 64-byte aligned.
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      if (streamed != nullptr && streamed->count(infos[i].name)) continue;
+      local[i] = bytes;
+      bytes += (infos[i].nbytes + 63) / 64 * 64;
+    }
+    void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
     if (p == nullptr) {
-      return make_error("cannot allocate %llu bytes for the weights of '%s'",
-                        static_cast<unsigned long long>(data_bytes), gguf.path.c_str());
+      return make_error("cannot allocate %llu bytes for the weights of '%s'", static_cast<unsigned long long>(bytes),
+                        gguf.path.c_str());
     }
     store->base_ = static_cast<uint8_t*>(p);
-    store->resident_bytes_ = data_bytes;
-    uint64_t done = 0;
-    while (done < data_bytes) {
-      const size_t want = data_bytes - done < kReadChunkBytes ? data_bytes - done : kReadChunkBytes;
-      const ssize_t got = pread(fd.get(), store->base_ + done, want, static_cast<off_t>(gguf.data_offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        return make_error("reading '%s' at offset %llu failed: %s", gguf.path.c_str(),
-                          static_cast<unsigned long long>(gguf.data_offset + done),
-                          got == 0 ? "unexpected end of file" : std::strerror(errno));
+    store->resident_bytes_ = bytes;
+    // Read runs of consecutive loaded tensors with as few large reads as possible.
+    for (size_t i = 0; i < infos.size(); ++i) {
+      if (local[i] == UINT64_MAX) continue;
+      uint64_t done = 0;
+      while (done < infos[i].nbytes) {
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(infos[i].nbytes - done, kReadChunkBytes));
+        const ssize_t got = pread(fd.get(), store->base_ + local[i] + done, want,
+                                  static_cast<off_t>(infos[i].file_offset + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          return make_error("reading tensor '%s' of '%s' at offset %llu failed: %s", infos[i].name.c_str(),
+                            gguf.path.c_str(), static_cast<unsigned long long>(infos[i].file_offset + done),
+                            got == 0 ? "unexpected end of file (truncated?)" : std::strerror(errno));
+        }
+        done += static_cast<uint64_t>(got);
       }
-      done += static_cast<uint64_t>(got);
     }
+    // The page cache of what we just read is not ours to keep under a memory budget.
+    posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
   }
-  const auto& infos = gguf.tensors();
-  store->tensors_ = std::make_unique<QTensor[]>(infos.size());
   for (size_t i = 0; i < infos.size(); ++i) {
     QTensor& t = store->tensors_[i];
     t.type = infos[i].type;
     t.ne = infos[i].ne;
     t.row_bytes = infos[i].row_bytes();
-    t.data = store->base_ + infos[i].offset;
+    t.data = local[i] == UINT64_MAX ? nullptr : store->base_ + local[i];
   }
   return store;
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 
 #include "base/result.h"
 #include "gguf/reader.h"
@@ -24,9 +25,12 @@ const char* residency_name(Residency residency);
 
 class WeightStore {
  public:
-  // Opens the file `gguf.path` and makes every tensor's bytes addressable. Errors name the file
-  // and the failing system call. Thread-compatible.
-  static Result<std::unique_ptr<WeightStore>> open(const GgufFile& gguf, Residency residency);
+  // Opens the file `gguf.path` and makes every tensor's bytes addressable, except the tensors
+  // named in `streamed` (resident residency only): those keep their shape and type but have
+  // data == nullptr, and their bytes come from a streaming source instead. Errors name the
+  // file and the failing system call. Thread-compatible.
+  static Result<std::unique_ptr<WeightStore>> open(const GgufFile& gguf, Residency residency,
+                                                   const std::unordered_set<std::string>* streamed = nullptr);
   ~WeightStore();
   WeightStore(const WeightStore&) = delete;
   WeightStore& operator=(const WeightStore&) = delete;

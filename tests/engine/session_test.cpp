@@ -20,7 +20,7 @@ std::unique_ptr<Model> load(const std::string& name) {
   return m.ok() ? std::move(m).value() : nullptr;
 }
 
-std::vector<float> run(const Model& model, const std::vector<int32_t>& ids, int64_t batch, int threads,
+std::vector<float> run(Model& model, const std::vector<int32_t>& ids, int64_t batch, int threads,
                        KvType kv = KvType::kF16, bool token_by_token = false) {
   SessionOptions so;
   so.n_ctx = 256;
@@ -111,7 +111,7 @@ TEST(Session, ContextLimitAndBadTokensAreErrors) {
 TEST(Session, MmapResidencyMatchesResident) {
   auto resident = load("syn-mixtral-Q4_K_M.gguf");
   ModelLoadOptions lo;
-  lo.residency = Residency::kMmap;
+  lo.residency = ResidencyMode::kMmap;
   auto mm = Model::load(shared_dir() + "/models/syn-mixtral-Q4_K_M.gguf", lo);
   ASSERT_TRUE(mm.ok());
   EXPECT_EQ(run(*resident, kIds, 64, 2), run(**mm, kIds, 64, 2));

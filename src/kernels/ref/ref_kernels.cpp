@@ -4,6 +4,7 @@
 // correct results every ISA tier is tested against.
 #include "base/check.h"
 #include "kernels/kernel_registry.h"
+#include "quant/float.h"
 #include "quant/quant.h"
 
 namespace sniper::kernels_internal {
@@ -17,7 +18,7 @@ void dequant_row_ref(const void* src, float* dst, int64_t n) {
 
 template <GgmlType kActType>
 void quantize_act_ref(const float* src, void* dst, int64_t n) {
-  quantize_row_ref(kActType, src, dst, n);
+  quantize_act_row_ref(kActType, src, dst, n);
 }
 
 template <GgmlType kType>
@@ -38,11 +39,44 @@ void gemm_ref(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_
   }
 }
 
+// One output of the tinyBLAS order for a float weight type.
+template <GgmlType kType>
+float tinyblas_dot(int64_t n, const uint8_t* w, const uint8_t* a) {
+  if constexpr (kType == GgmlType::kF32) {
+    return tinyblas_dot_f32_ref(n, reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(a));
+  } else if constexpr (kType == GgmlType::kF16) {
+    return tinyblas_dot_f16_ref(n, reinterpret_cast<const fp16_t*>(w), reinterpret_cast<const fp16_t*>(a));
+  } else {
+    return tinyblas_dot_bf16_ref(n, reinterpret_cast<const bf16_t*>(w), reinterpret_cast<const bf16_t*>(a));
+  }
+}
+
+template <GgmlType kType>
+void gemm_batched_ref(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
+                      const void* a, size_t a_row_bytes, float* out, int64_t out_stride) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      out[t * out_stride + r] = tinyblas_dot<kType>(n, wb + static_cast<size_t>(r) * w_row_bytes,
+                                                    ab + static_cast<size_t>(t) * a_row_bytes);
+    }
+  }
+}
+
 template <GgmlType kType>
 void fill(KernelTable& t) {
   t.dequant_row = &dequant_row_ref<kType>;
   t.vec_dot = &vec_dot_entry_ref<kType>;
   t.gemm = &gemm_ref<kType>;
+  t.gemm_batched = nullptr;
+  t.batched_k_multiple = 0;
+  if constexpr (kType == GgmlType::kF32 || kType == GgmlType::kF16 || kType == GgmlType::kBF16) {
+    t.gemm_batched = &gemm_batched_ref<kType>;
+    t.batched_k_multiple = kType == GgmlType::kF32   ? kTinyBlasKF32
+                           : kType == GgmlType::kF16 ? kTinyBlasKF16
+                                                     : kTinyBlasKBF16;
+  }
   switch (t.vec_dot_type) {
     case GgmlType::kF32: t.quantize_act = &quantize_act_ref<GgmlType::kF32>; break;
     case GgmlType::kF16: t.quantize_act = &quantize_act_ref<GgmlType::kF16>; break;

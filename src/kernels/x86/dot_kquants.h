@@ -53,6 +53,26 @@ inline __m256i bsum_dot(const int16_t* bsums, __m256i scale16) {
   return _mm256_madd_epi16(load256(bsums), scale16);
 }
 
+// ggml's q4_K/q5_K min term: 4 i32 lanes, lane m = mins[2m] * (bsums[4m] + bsums[4m+1]) +
+// mins[2m+1] * (bsums[4m+2] + bsums[4m+3]) (hadd of the 16 group sums, then madd).
+inline __m128i min_dot4(const int16_t* bsums, __m128i mins8) {
+  const __m128i q8s = _mm_hadd_epi16(load128(bsums), load128(bsums + 8));
+  return _mm_madd_epi16(mins8, q8s);
+}
+
+inline int hsum_epi32_128(__m128i x) {
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(1, 0, 3, 2)));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(x);
+}
+
+// The 4-lane tail of hsum_float_8: (x0 + x2) + (x1 + x3).
+inline float hsum4_ps(__m128 x) {
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
+
 template <class Isa>
 struct DotQ4_K {
   template <int NT>
@@ -61,15 +81,16 @@ struct DotQ4_K {
     const BlockQ8_K* a[NT];
     for (int t = 0; t < NT; ++t) a[t] = static_cast<const BlockQ8_K*>(av[t]);
     __m256 acc[NT];
-    __m256 accm[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
+    __m128 accm[NT];
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm256_setzero_ps();
+      accm[t] = _mm_setzero_ps();
+    }
     const __m256i low_mask = _mm256_set1_epi8(0x0F);
     for (int64_t i = 0; i < n / 256; ++i) {
       alignas(16) uint8_t sc[16];
       unpack_scales_k4(w[i].scales, sc);
-      // mins, each repeated for its two 16-element bsum groups
-      const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8));
-      const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+      const __m128i mins8 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)));
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
       for (int j = 0; j < 4; ++j) {
@@ -86,12 +107,11 @@ struct DotQ4_K {
       }
       const float d = h2f(w[i].d), dmin = h2f(w[i].dmin);
       for (int t = 0; t < NT; ++t) {
-        const __m256i ms = bsum_dot(a[t][i].bsums, mins16);
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][i].d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-        accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * a[t][i].d), _mm256_cvtepi32_ps(ms), accm[t]);
+        accm[t] = _mm_fmadd_ps(_mm_set1_ps(-a[t][i].d * dmin), _mm_cvtepi32_ps(min_dot4(a[t][i].bsums, mins8)), accm[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t][i].d * d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
       }
     }
-    for (int t = 0; t < NT; ++t) out[t] = hsum_ps(acc[t]) - hsum_ps(accm[t]);
+    for (int t = 0; t < NT; ++t) out[t] = hsum_ps(acc[t]) + hsum4_ps(accm[t]);
   }
 };
 
@@ -103,15 +123,17 @@ struct DotQ5_K {
     const BlockQ8_K* a[NT];
     for (int t = 0; t < NT; ++t) a[t] = static_cast<const BlockQ8_K*>(av[t]);
     __m256 acc[NT];
-    __m256 accm[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
+    float summs[NT];
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm256_setzero_ps();
+      summs[t] = 0.0f;
+    }
     const __m256i low_mask = _mm256_set1_epi8(0x0F);
     const __m256i one = _mm256_set1_epi8(1);
     for (int64_t i = 0; i < n / 256; ++i) {
       alignas(16) uint8_t sc[16];
       unpack_scales_k4(w[i].scales, sc);
-      const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8));
-      const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+      const __m128i mins8 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)));
       const __m256i qh = load256(w[i].qh);
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
@@ -132,16 +154,17 @@ struct DotQ5_K {
       }
       const float d = h2f(w[i].d), dmin = h2f(w[i].dmin);
       for (int t = 0; t < NT; ++t) {
-        const __m256i ms = bsum_dot(a[t][i].bsums, mins16);
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][i].d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-        accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * a[t][i].d), _mm256_cvtepi32_ps(ms), accm[t]);
+        const int sumi = hsum_epi32_128(min_dot4(a[t][i].bsums, mins8));
+        summs[t] = __builtin_fmaf(-a[t][i].d * dmin, static_cast<float>(sumi), summs[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t][i].d * d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
       }
     }
-    for (int t = 0; t < NT; ++t) out[t] = hsum_ps(acc[t]) - hsum_ps(accm[t]);
+    for (int t = 0; t < NT; ++t) out[t] = hsum_ps(acc[t]) + summs[t];
   }
 };
 
-// Q6_K: q = (ql nibble | 2 qh bits << 4) in 0..63, value q - 32; the -32 goes through bsums.
+// Q6_K: q = (ql nibble | 2 qh bits << 4) in 0..63, value q - 32; the -32 is applied inside
+// each integer lane (maddubs(32, a)), as ggml's AVX2 kernel does.
 template <class Isa>
 struct DotQ6_K {
   template <int NT>
@@ -155,12 +178,9 @@ struct DotQ6_K {
     const __m256i two_bits = _mm256_set1_epi8(0x03);
     for (int64_t i = 0; i < n / 256; ++i) {
       const int8_t* sc = w[i].scales;
-      const __m256i sc16 = _mm256_cvtepi8_epi16(load128(sc));
+      const __m256i off = _mm256_set1_epi8(32);
       __m256i isum[NT];
-      for (int t = 0; t < NT; ++t) {
-        // 32 * sum_g sc[g] * bsums[g], subtracted up front.
-        isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bsum_dot(a[t][i].bsums, sc16), 5));
-      }
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
       for (int half = 0; half < 2; ++half) {
         const __m256i qa = load256(w[i].ql + 64 * half);
         const __m256i qb = load256(w[i].ql + 64 * half + 32);
@@ -176,8 +196,9 @@ struct DotQ6_K {
         for (int k = 0; k < 4; ++k) {
           const __m256i s16 = scale_pair16(sc[8 * half + 2 * k], sc[8 * half + 2 * k + 1]);
           for (int t = 0; t < NT; ++t) {
-            const __m256i p = dot_u8s8_scaled(q[k], load256(a[t][i].qs + 128 * half + 32 * k), s16);
-            isum[t] = _mm256_add_epi32(isum[t], p);
+            const __m256i y = load256(a[t][i].qs + 128 * half + 32 * k);
+            const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], y), _mm256_maddubs_epi16(off, y));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, s16));
           }
         }
       }
@@ -190,7 +211,8 @@ struct DotQ6_K {
   }
 };
 
-// Q3_K: q = (2 low bits | hmask bit << 2) in 0..7, value q - 4; the -4 goes through bsums.
+// Q3_K: q = (2 low bits | hmask bit << 2) in 0..7, value q - 4; the -4 is applied inside each
+// integer lane, as ggml's AVX2 kernel does.
 template <class Isa>
 struct DotQ3_K {
   template <int NT>
@@ -205,11 +227,9 @@ struct DotQ3_K {
     for (int64_t i = 0; i < n / 256; ++i) {
       alignas(16) int8_t sc[16];
       unpack_scales_k3(w[i].scales, sc);
-      const __m256i sc16 = _mm256_cvtepi8_epi16(load128(sc));
+      const __m256i off = _mm256_set1_epi8(4);
       __m256i isum[NT];
-      for (int t = 0; t < NT; ++t) {
-        isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bsum_dot(a[t][i].bsums, sc16), 2));
-      }
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
       const __m256i hm = load256(w[i].hmask);
       for (int half = 0; half < 2; ++half) {
         const __m256i q2 = load256(w[i].qs + 32 * half);
@@ -219,8 +239,9 @@ struct DotQ3_K {
           const __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
           const __m256i s16 = scale_pair16(sc[8 * half + 2 * k], sc[8 * half + 2 * k + 1]);
           for (int t = 0; t < NT; ++t) {
-            const __m256i p = dot_u8s8_scaled(q, load256(a[t][i].qs + 128 * half + 32 * k), s16);
-            isum[t] = _mm256_add_epi32(isum[t], p);
+            const __m256i y = load256(a[t][i].qs + 128 * half + 32 * k);
+            const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(off, y));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, s16));
           }
         }
       }
@@ -242,8 +263,7 @@ struct DotQ2_K {
     const BlockQ8_K* a[NT];
     for (int t = 0; t < NT; ++t) a[t] = static_cast<const BlockQ8_K*>(av[t]);
     __m256 acc[NT];
-    __m256 accm[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i two_bits = _mm256_set1_epi8(0x03);
     for (int64_t i = 0; i < n / 256; ++i) {
       const __m128i sm = load128(w[i].scales);
@@ -265,12 +285,13 @@ struct DotQ2_K {
       }
       const float d = h2f(w[i].d), dmin = h2f(w[i].dmin);
       for (int t = 0; t < NT; ++t) {
+        // ggml: the min term first, into the same 8 lanes.
         const __m256i ms = bsum_dot(a[t][i].bsums, mins16);
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][i].d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-        accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * a[t][i].d), _mm256_cvtepi32_ps(ms), accm[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-a[t][i].d * dmin), _mm256_cvtepi32_ps(ms), acc[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t][i].d * d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
       }
     }
-    for (int t = 0; t < NT; ++t) out[t] = hsum_ps(acc[t]) - hsum_ps(accm[t]);
+    for (int t = 0; t < NT; ++t) out[t] = hsum_ps(acc[t]);
   }
 };
 

@@ -2,8 +2,9 @@
 // Dot-product kernels for the 32-element block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL)
 // as templates over an ISA policy `Isa` that provides
 //   static __m256i dot_u8s8(__m256i acc, __m256i u8, __m256i s8);  // acc += 4-way u8*s8 sums
-// (maddubs+madd on AVX2, vpdpbusd on AVX-512 VNNI). Integer parts are exact; only the float
-// summation order differs from the `_ref` twins. Include only from ISA translation units.
+// (maddubs+madd on AVX2, vpdpbusd on AVX-512 VNNI). Integer parts are exact and the float
+// operations match the `_ref` twins (quant/lane_order.h) one for one. Include only from ISA
+// translation units.
 #pragma once
 
 #include "kernels/x86/x86_util.h"
@@ -79,8 +80,8 @@ struct FmtQ5_1 {
   }
 };
 
-// out[t] = sum over blocks of d_w * d_a[t] * isum (+ m_w * s_a[t] for the min formats).
-// Two accumulator sets (even/odd blocks) hide FMA latency in the single-token case.
+// out[t] = hsum8 over blocks of fma(d_w * d_a[t], isum lanes) (+ the min term for Q4_1/Q5_1,
+// FMA'd into a scalar): ggml's AVX2 kernel and tinyBLAS_Q0_AVX order, one 8-lane accumulator.
 template <class Isa, class F>
 struct DotQ32 {
   template <int NT>
@@ -91,14 +92,13 @@ struct DotQ32 {
     const A* a[NT];
     for (int t = 0; t < NT; ++t) a[t] = static_cast<const A*>(av[t]);
     const int64_t nb = n / 32;
-    __m256 acc0[NT], acc1[NT];
+    __m256 acc[NT];
     float summ[NT];
     for (int t = 0; t < NT; ++t) {
-      acc0[t] = _mm256_setzero_ps();
-      acc1[t] = _mm256_setzero_ps();
+      acc[t] = _mm256_setzero_ps();
       summ[t] = 0.0f;
     }
-    auto block = [&](int64_t ib, __m256* acc) {
+    for (int64_t ib = 0; ib < nb; ++ib) {
       const __m256i q = F::decode(w[ib]);
       const float dw = h2f(w[ib].d);
       for (int t = 0; t < NT; ++t) {
@@ -108,18 +108,12 @@ struct DotQ32 {
           s = dot_s8s8<Isa>(_mm256_setzero_si256(), q, y);
         } else {
           s = Isa::dot_u8s8(_mm256_setzero_si256(), q, y);
-          summ[t] += h2f(w[ib].m) * h2f(a[t][ib].s);
+          summ[t] = __builtin_fmaf(h2f(w[ib].m), h2f(a[t][ib].s), summ[t]);
         }
         acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(a[t][ib].d)), _mm256_cvtepi32_ps(s), acc[t]);
       }
-    };
-    int64_t ib = 0;
-    for (; ib + 1 < nb; ib += 2) {
-      block(ib, acc0);
-      block(ib + 1, acc1);
     }
-    if (ib < nb) block(ib, acc0);
-    for (int t = 0; t < NT; ++t) out[t] = hsum_ps(_mm256_add_ps(acc0[t], acc1[t])) + summ[t];
+    for (int t = 0; t < NT; ++t) out[t] = hsum_ps(acc[t]) + summ[t];
   }
 };
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// AVX2 activation quantizers (q8_0, q8_1, q8_K, f16, bf16), bit-identical to the `_ref`
-// quantizers in quant/: same float operations in the same order per element, roundf (ties away
-// from zero) for q8_0/q8_1, ggml's nearest_int (ties to even, magic-number trick) and modular
-// int8 conversion for q8_K, 1/d computed with the same zero/overflow guard (safe_inverse).
+// AVX2 activation quantizers (q8_0, q8_1, q8_K, f16, bf16), bit-identical to quant.h's
+// quantize_act_row_ref: ggml's AVX2 q8_0/q8_1 (id = 127/max, round half to even, cvtps/packs
+// saturation), ggml's nearest_int (ties to even, magic-number trick) and modular int8
+// conversion for q8_K.
 // Include only from ISA translation units (needs AVX2 + F16C).
 #pragma once
 
@@ -54,16 +54,7 @@ inline float amax_ps(const float* x, int k) {
   return _mm_cvtss_f32(h);
 }
 
-// roundf: trunc, then step away from zero when the (exact) remainder is >= 0.5.
-inline __m256i roundf_epi32(__m256 v) {
-  const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 frac = abs_ps(_mm256_sub_ps(v, t));
-  const __m256 step = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
-  const __m256 up = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step);
-  return _mm256_cvttps_epi32(_mm256_add_ps(t, up));
-}
-
-// 4 x 8 int32 (each in [-128, 127] or already reduced) -> 32 int8 in order.
+// 4 x 8 int32 -> 32 int8 in order, with packs' saturation.
 inline __m256i pack_epi32_to_epi8(__m256i a, __m256i b, __m256i c, __m256i d) {
   const __m256i ab = _mm256_packs_epi32(a, b);
   const __m256i cd = _mm256_packs_epi32(c, d);
@@ -72,10 +63,14 @@ inline __m256i pack_epi32_to_epi8(__m256i a, __m256i b, __m256i c, __m256i d) {
   return _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-inline void quantize_q32_block(const float* x, float id, int8_t* qs) {
+// ggml's AVX2 q8_0/q8_1 block: q = cvtps_epi32(round_nearest_even(x * id)). Returns the int32
+// conversions (before saturation) in q[4] and stores the saturated bytes.
+inline void quantize_q32_block(const float* x, float id, int8_t* qs, __m256i* q) {
   const __m256 vid = _mm256_set1_ps(id);
-  __m256i q[4];
-  for (int j = 0; j < 4; ++j) q[j] = roundf_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), vid));
+  for (int j = 0; j < 4; ++j) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), vid);
+    q[j] = _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), pack_epi32_to_epi8(q[0], q[1], q[2], q[3]));
 }
 
@@ -83,9 +78,10 @@ inline void quantize_q8_0(const float* x, void* dst, int64_t n) {
   auto* y = static_cast<BlockQ8_0*>(dst);
   for (int64_t i = 0; i < n / 32; ++i) {
     const float* xb = x + 32 * i;
-    const float d = amax_ps(xb, 4) / 127.0f;
-    y[i].d = f2h(d);
-    quantize_q32_block(xb, inverse_or_zero(d), y[i].qs);
+    const float amax = amax_ps(xb, 4);
+    y[i].d = f2h(amax / 127.0f);
+    __m256i q[4];
+    quantize_q32_block(xb, amax != 0.0f ? 127.0f / amax : 0.0f, y[i].qs, q);
   }
 }
 
@@ -93,12 +89,12 @@ inline void quantize_q8_1(const float* x, void* dst, int64_t n) {
   auto* y = static_cast<BlockQ8_1*>(dst);
   for (int64_t i = 0; i < n / 32; ++i) {
     const float* xb = x + 32 * i;
-    const float d = amax_ps(xb, 4) / 127.0f;
+    const float amax = amax_ps(xb, 4);
+    const float d = amax / 127.0f;
     y[i].d = f2h(d);
-    quantize_q32_block(xb, inverse_or_zero(d), y[i].qs);
-    const __m256i q = load256(y[i].qs);
-    const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
-    const int sum = hsum_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+    __m256i q[4];
+    quantize_q32_block(xb, amax != 0.0f ? 127.0f / amax : 0.0f, y[i].qs, q);
+    const int sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
     y[i].s = f2h(static_cast<float>(sum) * d);
   }
 }

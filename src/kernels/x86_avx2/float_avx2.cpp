@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// AVX2 kernels for float weights (F32, F16 via F16C, BF16) and the activation quantizers of
+// AVX2 kernels for float weights (F32, F16 via F16C, BF16; 16-lane orders as two __m256) and the activation quantizers of
 // every vec_dot_type (bit-identical to the `_ref` quantizers).
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_float.h"
@@ -9,19 +9,20 @@
 namespace sniper::kernels_internal {
 
 namespace {
-template <class L>
+template <class KVec, class KTiny>
 void set(KernelTable& t) {
-  using K = x86::DotFloat<x86::Vec256, L>;
-  t.vec_dot = &x86::vec_dot_entry<K>;
-  t.gemm = &x86::gemm_entry<K>;
+  t.vec_dot = &x86::vec_dot_entry<KVec>;
+  t.gemm = &x86::gemm_entry<KVec>;
+  t.gemm_batched = &x86::gemm_entry<KTiny>;
 }
+using V = x86::Vec16x2;
 }  // namespace
 
 void patch_float_avx2(KernelTable& t) {
   switch (t.type) {
-    case GgmlType::kF32: set<x86::LoadF32>(t); break;
-    case GgmlType::kF16: set<x86::LoadF16>(t); break;
-    case GgmlType::kBF16: set<x86::LoadBF16>(t); break;
+    case GgmlType::kF32: set<x86::DotFloatVec<V, x86::LoadF32>, x86::DotFloatTiny<V, x86::LoadF32>>(t); break;
+    case GgmlType::kF16: set<x86::DotFloatVec<V, x86::LoadF16>, x86::DotFloatTiny<V, x86::LoadF16>>(t); break;
+    case GgmlType::kBF16: set<x86::DotBF16Vec<V>, x86::DotBF16Tiny<V>>(t); break;
     default: break;
   }
   switch (t.vec_dot_type) {

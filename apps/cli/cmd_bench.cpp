@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+// sniper bench -m MODEL [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-t THREADS] [--mem SIZE|auto]
+//              [--residency auto|stream|mmap|resident] [--json]
+// Prefill and decode speed, time to first token, memory, SSD traffic and cache behaviour, set
+// against the physical limits measured on this machine: the SSD's O_DIRECT throughput at the
+// read size and depth the engine uses, and the RAM read bandwidth (roofline).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "base/memory_limit.h"
+#include "base/process_stats.h"
+#include "commands.h"
+#include "common.h"
+#include "engine/bandwidth_probe.h"
+#include "io/disk_probe.h"
+#include "kernels/ops.h"
+
+namespace sniper::cli {
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Deterministic pseudo-random prompt ids in [3, vocab).
+std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab) {
+  std::vector<int32_t> ids;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int64_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    ids.push_back(static_cast<int32_t>(3 + x % static_cast<uint64_t>(vocab - 3)));
+  }
+  return ids;
+}
+
+// Bytes of weights one decode token multiplies with (embedding row excluded).
+uint64_t active_weight_bytes(const Model& m) {
+  const ModelConfig& c = m.config();
+  uint64_t bytes = 0;
+  for (const GgufTensorInfo& t : m.gguf().tensors()) {
+    if (t.name == "token_embd.weight") continue;
+    if (t.name.find("_exps.") != std::string::npos) {
+      bytes += t.nbytes / static_cast<uint64_t>(c.n_experts) * static_cast<uint64_t>(c.n_experts_active);
+    } else {
+      bytes += t.nbytes;
+    }
+  }
+  if (c.tied_embeddings) bytes += m.gguf().find_tensor("token_embd.weight")->nbytes;
+  return bytes;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  const std::vector<FlagSpec> specs = concat(model_flags(), {
+      {"--prompt-tokens", "-p", "N", "prompt length (default 64)"},
+      {"--gen-tokens", "-n", "N", "tokens to generate (default 64)"},
+      {"--max-seconds", nullptr, "S", "stop decoding after S seconds (default: no limit)"},
+      {"--scaling", nullptr, nullptr, "also decode with 1 thread and report the 1 -> N thread scaling"},
+      {"--no-probe", nullptr, nullptr, "skip the SSD and RAM bandwidth probes"},
+      {"--json", nullptr, nullptr, "end with one line of JSON"},
+      {"--help", "-h", nullptr, "show this help"},
+  });
+  auto args = Args::parse("bench", argc, argv, 2, specs);
+  if (!args.ok()) return fail(args.error());
+  if (args->has("--help")) {
+    print_usage("bench", "-m MODEL [-p N] [-n N] [-t N] [--mem SIZE|auto] [--residency stream|mmap|resident] [--json]",
+                specs);
+    return 0;
+  }
+  if (!args->has("--model")) return fail(make_error("no model given: pass -m PATH to a GGUF file"));
+  auto n_prompt = args->get_int("--prompt-tokens", 64, 1, 1 << 20);
+  auto n_gen = args->get_int("--gen-tokens", 64, 1, 1 << 20);
+  auto max_seconds = args->get_float("--max-seconds", 0, 0, 1e9);
+  if (!n_prompt.ok()) return fail(n_prompt.error());
+  if (!n_gen.ok()) return fail(n_gen.error());
+  if (!max_seconds.ok()) return fail(max_seconds.error());
+  auto lo = load_options_from_args(*args);
+  if (!lo.ok()) return fail(lo.error());
+  if (lo->n_ctx == 0) lo->n_ctx = *n_prompt + *n_gen + 8;
+  auto threads = args->get_int("--threads", 0, 0, 1024);
+  if (!threads.ok()) return fail(threads.error());
+  const std::string path = args->get_string("--model");
+  const bool probe = !args->has("--no-probe");
+
+  // Probes first, while nothing else is running and before the model takes the memory.
+  BandwidthProbe ram;
+  if (probe) {
+    std::fprintf(stderr, "probing RAM read bandwidth...\n");
+    ThreadPool pool(static_cast<int>(*threads));
+    ram = probe_memory_read_bandwidth(pool);
+  }
+
+  const double t_load0 = now_s();
+  auto model = Model::load(path, *lo);
+  if (!model.ok()) return fail(model.error());
+  const double load_s = now_s() - t_load0;
+  Model& m = **model;
+  const ModelConfig& c = m.config();
+
+  DiskProbeResult ssd;
+  const bool disk_bound = m.streams() || lo->residency == ResidencyMode::kMmap;
+  if (probe && disk_bound) {
+    // The engine's typical read: one expert slice (or a dense layer's tensors), deep queue.
+    uint64_t read_bytes = 1 << 20;
+    if (m.plan().stream_experts) read_bytes = std::max<uint64_t>(m.plan().slot.gate_bytes - 8192, 4096) / 4096 * 4096;
+    std::fprintf(stderr, "probing SSD: %llu KiB O_DIRECT reads at depth %u...\n",
+                 static_cast<unsigned long long>(read_bytes / 1024), lo->queue_depth);
+    auto r = probe_read_throughput(path, read_bytes, static_cast<int>(lo->queue_depth), 4.0, uint64_t{4} << 30);
+    if (r.ok()) ssd = *r;
+    else std::fprintf(stderr, "SSD probe failed: %s\n", r.error().message.c_str());
+  }
+
+  SessionOptions so;
+  so.n_threads = static_cast<int>(*threads);
+  so.n_ctx = lo->n_ctx;
+  so.batch = lo->batch;
+  so.kv_type = lo->kv_type;
+  auto session = Session::create(m, so);
+  if (!session.ok()) return fail(session.error());
+  Session& s = **session;
+  const std::vector<int32_t> prompt = bench_prompt(*n_prompt, c.vocab_size);
+
+  std::fprintf(stderr, "prefill %ld tokens...\n", static_cast<long>(*n_prompt));
+  const uint64_t read0 = storage_read_bytes();
+  const double t_pre0 = now_s();
+  Status st = s.eval(prompt);
+  if (!st.ok()) return fail(st.error());
+  int32_t next = argmax(s.last_logits().data(), c.vocab_size);
+  const double prefill_s = now_s() - t_pre0;
+  const uint64_t prefill_read = storage_read_bytes() - read0;
+
+  ExpertCache* cache = m.expert_cache();
+  if (cache != nullptr) cache->reset_stats();
+  const IoStats io0 = m.io() != nullptr ? m.io()->stats() : IoStats{};
+  const uint64_t faults0 = major_page_faults();
+  const uint64_t dec_read0 = storage_read_bytes();
+  const double t_dec0 = now_s();
+  int64_t done = 0;
+  for (; done < *n_gen; ++done) {
+    const int32_t one[1] = {next};
+    st = s.eval(one);
+    if (!st.ok()) return fail(st.error());
+    next = argmax(s.last_logits().data(), c.vocab_size);
+    const double el = now_s() - t_dec0;
+    std::fprintf(stderr, "\rdecode %ld/%ld  %.2f tok/s   ", static_cast<long>(done + 1), static_cast<long>(*n_gen),
+                 static_cast<double>(done + 1) / el);
+    if (*max_seconds > 0 && el > *max_seconds) {
+      ++done;
+      break;
+    }
+  }
+  std::fprintf(stderr, "\n");
+  const double decode_s = now_s() - t_dec0;
+  const uint64_t dec_read = storage_read_bytes() - dec_read0;
+  const double decode_tok_s = static_cast<double>(done) / decode_s;
+  const double bytes_per_token = static_cast<double>(dec_read) / static_cast<double>(done);
+  const double ssd_gbps = static_cast<double>(dec_read) / decode_s / 1e9;
+  double stall_s = 0;
+  if (m.io() != nullptr) stall_s = m.io()->stats().stall_seconds - io0.stall_seconds;
+  const double stall_share = decode_s > 0 ? stall_s / decode_s : 0;
+
+  // Cache figures and the physical limit.
+  double hit_rate = -1, oracle_hit = -1, precision = -1, recall = -1, limit_tok_s = -1;
+  std::vector<int64_t> distinct;
+  const double compute_s_per_token = (decode_s - stall_s) / static_cast<double>(done);
+  const double weight_bytes = static_cast<double>(active_weight_bytes(m));
+  if (cache != nullptr) {
+    const LayerCacheStats t = cache->stats().total();
+    hit_rate = t.requests ? static_cast<double>(t.hits) / static_cast<double>(t.requests) : 0;
+    if (t.predicted) precision = static_cast<double>(t.predicted_correct) / static_cast<double>(t.predicted);
+    if (t.actual_in_prediction_base) recall = static_cast<double>(t.predicted_correct) / static_cast<double>(t.actual_in_prediction_base);
+    // An oracle static cache of the same size holding the most requested experts of this run.
+    std::vector<uint32_t> counts = cache->request_counts();
+    std::sort(counts.begin(), counts.end(), std::greater<>());
+    const uint64_t total = std::accumulate(counts.begin(), counts.end(), uint64_t{0});
+    const size_t keep = std::min<size_t>(counts.size(), static_cast<size_t>(cache->n_slots()));
+    const uint64_t kept = std::accumulate(counts.begin(), counts.begin() + static_cast<long>(keep), uint64_t{0});
+    oracle_hit = total ? static_cast<double>(kept) / static_cast<double>(total) : 0;
+    distinct = cache->distinct_per_layer();
+    double expert_bytes_per_token = 0;
+    for (int64_t l = 0; l < c.n_layers; ++l) expert_bytes_per_token += static_cast<double>(cache->expert_bytes(l)) * c.n_experts_active;
+    const double need = (1.0 - oracle_hit) * expert_bytes_per_token;
+    if (ssd.gb_per_s > 0) limit_tok_s = 1.0 / std::max(need / (ssd.gb_per_s * 1e9), compute_s_per_token);
+  } else if (m.layer_streamer() != nullptr) {
+    const double need = static_cast<double>(m.plan().layer_buffer_bytes) * static_cast<double>(c.n_layers);
+    if (ssd.gb_per_s > 0) limit_tok_s = 1.0 / std::max(need / (ssd.gb_per_s * 1e9), compute_s_per_token);
+  } else if (ram.gb_per_s > 0 && lo->residency != ResidencyMode::kMmap) {
+    limit_tok_s = ram.gb_per_s * 1e9 / weight_bytes;
+  }
+  const double weight_gbps = weight_bytes * decode_tok_s / 1e9;
+  const uint64_t peak = peak_rss_bytes();
+  const uint64_t cg_peak = cgroup_memory_peak_bytes();
+
+  std::printf("model            %s (%s, %ld layers%s)\n", path.c_str(), c.arch.c_str(), static_cast<long>(c.n_layers),
+              c.is_moe() ? (", " + std::to_string(c.n_experts) + " experts, " + std::to_string(c.n_experts_active) + " active").c_str() : "");
+  std::printf("residency        %s%s | budget %s | load %.1f s\n", residency_mode_name(lo->residency),
+              m.streams() ? " (streaming)" : "", format_bytes(m.plan().budget_bytes).c_str(), load_s);
+  std::printf("prefill          %ld tok in %.2f s = %.2f tok/s (read %.2f GB)\n", static_cast<long>(*n_prompt), prefill_s,
+              static_cast<double>(*n_prompt) / prefill_s, static_cast<double>(prefill_read) / 1e9);
+  std::printf("time to first    %.2f s\n", prefill_s);
+  std::printf("decode           %ld tok in %.2f s = %.3f tok/s\n", static_cast<long>(done), decode_s, decode_tok_s);
+  std::printf("peak RSS         %s%s%s\n", format_bytes(peak).c_str(), cg_peak ? " | cgroup peak " : "",
+              cg_peak ? format_bytes(cg_peak).c_str() : "");
+  std::printf("SSD              %.1f MB/token read, %.2f GB/s achieved%s | stalled on I/O %.0f%% of decode\n",
+              bytes_per_token / 1e6, ssd_gbps,
+              ssd.gb_per_s > 0 ? (" (probe " + std::to_string(ssd.gb_per_s).substr(0, 4) + " GB/s)").c_str() : "",
+              100 * stall_share);
+  if (lo->residency == ResidencyMode::kMmap) {
+    std::printf("page faults      %llu major during decode\n", static_cast<unsigned long long>(major_page_faults() - faults0));
+  }
+  if (cache != nullptr) {
+    std::printf("expert cache     %ld slots (%s), hit rate %.1f%% (oracle static cache %.1f%%), prefetch precision %.0f%% recall %.0f%%\n",
+                static_cast<long>(cache->n_slots()), format_bytes(cache->arena_bytes()).c_str(), 100 * hit_rate,
+                100 * oracle_hit, 100 * precision, 100 * recall);
+    std::printf("distinct experts per layer:");
+    for (int64_t d : distinct) std::printf(" %ld", static_cast<long>(d));
+    std::printf("\n");
+  }
+  std::printf("weights          %.2f GB/token active, %.1f GB/s streamed from RAM (roofline %.1f GB/s)\n",
+              weight_bytes / 1e9, weight_gbps, ram.gb_per_s);
+  if (limit_tok_s > 0) {
+    std::printf("physical limit   %.3f tok/s -> decode at %.0f%% of it\n", limit_tok_s, 100 * decode_tok_s / limit_tok_s);
+  }
+
+  double scaling_1t = -1;
+  if (args->has("--scaling")) {
+    SessionOptions so1 = so;
+    so1.n_threads = 1;
+    auto s1 = Session::create(m, so1);
+    if (!s1.ok()) return fail(s1.error());
+    (void)(*s1)->eval(std::vector<int32_t>(prompt.begin(), prompt.begin() + std::min<int64_t>(8, *n_prompt)));
+    const int64_t n1 = std::min<int64_t>(*n_gen, 16);
+    const double t0 = now_s();
+    for (int64_t i = 0; i < n1; ++i) {
+      const int32_t one[1] = {argmax((*s1)->last_logits().data(), c.vocab_size)};
+      if (!(*s1)->eval(one).ok()) break;
+    }
+    scaling_1t = static_cast<double>(n1) / (now_s() - t0);
+    std::printf("thread scaling   1 thread %.2f tok/s -> %d threads %.2f tok/s (x%.2f)\n", scaling_1t,
+                s.pool().n_threads(), decode_tok_s, decode_tok_s / scaling_1t);
+  }
+
+  if (args->has("--json")) {
+    std::printf("{\"model\":\"%s\",\"residency\":\"%s\",\"streaming\":%s,\"budget_bytes\":%llu,\"prompt_tokens\":%ld,"
+                "\"gen_tokens\":%ld,\"threads\":%d,\"prefill_tok_s\":%.4f,\"decode_tok_s\":%.4f,\"ttft_s\":%.4f,"
+                "\"peak_rss_bytes\":%llu,\"cgroup_peak_bytes\":%llu,\"bytes_read_per_token\":%.0f,\"ssd_gbps\":%.4f,"
+                "\"ssd_probe_gbps\":%.4f,\"hit_rate\":%.4f,\"oracle_hit_rate\":%.4f,\"io_stall_share\":%.4f,"
+                "\"limit_decode_tok_s\":%.4f,\"roofline_gbps\":%.3f,\"weight_gbps\":%.3f,"
+                "\"prefetch_precision\":%.4f,\"prefetch_recall\":%.4f,\"decode_tok_s_1thread\":%.4f}\n",
+                path.c_str(), residency_mode_name(lo->residency), m.streams() ? "true" : "false",
+                static_cast<unsigned long long>(m.plan().budget_bytes), static_cast<long>(*n_prompt), static_cast<long>(done),
+                s.pool().n_threads(), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
+                static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
+                ssd.gb_per_s, hit_rate, oracle_hit, stall_share, limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
+                scaling_1t);
+  }
+  return 0;
+}
+
+}  // namespace sniper::cli

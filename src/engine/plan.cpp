@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+#include "engine/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/memory_limit.h"
+#include "model/tensor_names.h"
+#include "model/transformer.h"
+
+namespace sniper {
+
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kPage = 4096;
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+enum class Role { kAlways, kEmbedding, kExpert, kDenseFfn, kAttention };
+
+Role role_of(const std::string& name) {
+  if (name == kTokenEmbdName) return Role::kEmbedding;
+  if (name.find("_exps.") != std::string::npos) return Role::kExpert;
+  if (name.find(".ffn_gate.") != std::string::npos || name.find(".ffn_up.") != std::string::npos ||
+      name.find(".ffn_down.") != std::string::npos) {
+    return Role::kDenseFfn;
+  }
+  if (name.find(".attn_q.") != std::string::npos || name.find(".attn_k.") != std::string::npos ||
+      name.find(".attn_v.") != std::string::npos || name.find(".attn_output.") != std::string::npos) {
+    return Role::kAttention;
+  }
+  return Role::kAlways;
+}
+
+int64_t layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  return std::atoll(name.c_str() + 4);
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%10.1f MiB", static_cast<double>(bytes) / kMiB);
+  return buf;
+}
+
+}  // namespace
+
+std::string MemoryPlan::describe() const {
+  std::string s;
+  auto line = [&](const char* what, uint64_t bytes, const std::string& note = "") {
+    s += std::string("  ") + what + std::string(30 - std::min<size_t>(30, std::string(what).size()), ' ') +
+         mib(bytes) + (note.empty() ? "" : "  " + note) + "\n";
+  };
+  s += "memory plan for a budget of " + mib(budget_bytes) + "\n";
+  line("KV cache", kv_bytes);
+  line("activation scratch", scratch_bytes);
+  line("runtime overhead", overhead_bytes);
+  line("resident weights", resident_weight_bytes,
+       all_resident ? "(the whole model)" : stream_attention ? "(norms, router, output head)"
+                                                             : "(attention, norms, routers, output head)");
+  if (stream_embeddings) line("token embeddings", 0, "(streamed: one row per token)");
+  if (stream_experts) {
+    line("expert cache", expert_cache_bytes(),
+         "(" + std::to_string(n_expert_slots) + " slots of " + std::to_string(slot.slot_bytes / 1024) +
+             " KiB; all experts: " + std::to_string(total_expert_bytes / kMiB) + " MiB)");
+  }
+  if (stream_dense_ffn) {
+    line("layer stream buffers", 2 * layer_buffer_bytes,
+         stream_attention ? "(attention + FFN, double-buffered)" : "(FFN, double-buffered)");
+  }
+  line("total planned", planned_bytes());
+  line("minimum budget", min_budget_bytes);
+  return s;
+}
+
+Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const PlanRequest& req) {
+  MemoryPlan p;
+  p.budget_bytes = req.budget_bytes;
+  p.kv_bytes = KvCache::bytes_for(c.n_layers, req.n_ctx, c.n_kv_heads, c.head_dim, req.kv_type);
+  p.scratch_bytes = Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
+  // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
+  p.overhead_bytes = 96 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;
+  const uint64_t fixed = p.kv_bytes + p.scratch_bytes + p.overhead_bytes;
+
+  uint64_t total = 0, always = 0, embd = 0, attention = 0;
+  std::vector<uint64_t> ffn_layer(static_cast<size_t>(c.n_layers), 0), attn_layer(static_cast<size_t>(c.n_layers), 0);
+  uint64_t max_gate = 0, max_up = 0, max_down = 0;
+  const uint64_t n_exp = static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1));
+  for (const GgufTensorInfo& t : file.tensors()) {
+    total += t.nbytes;
+    const int64_t l = layer_of(t.name);
+    switch (role_of(t.name)) {
+      case Role::kAlways: always += t.nbytes; break;
+      case Role::kEmbedding: embd += t.nbytes; break;
+      case Role::kExpert:
+        p.total_expert_bytes += t.nbytes;
+        if (t.name.find("ffn_gate_exps") != std::string::npos) max_gate = std::max(max_gate, t.nbytes / n_exp);
+        if (t.name.find("ffn_up_exps") != std::string::npos) max_up = std::max(max_up, t.nbytes / n_exp);
+        if (t.name.find("ffn_down_exps") != std::string::npos) max_down = std::max(max_down, t.nbytes / n_exp);
+        break;
+      case Role::kDenseFfn:
+        if (l >= 0 && l < c.n_layers) ffn_layer[static_cast<size_t>(l)] += t.nbytes + 2 * kPage;
+        break;
+      case Role::kAttention:
+        attention += t.nbytes;
+        if (l >= 0 && l < c.n_layers) attn_layer[static_cast<size_t>(l)] += t.nbytes + 2 * kPage;
+        break;
+    }
+  }
+  const uint64_t dense_ffn_total = total - always - embd - attention - p.total_expert_bytes;
+
+  if (!req.force_stream && fixed + total <= req.budget_bytes) {
+    p.all_resident = true;
+    p.resident_weight_bytes = total;
+    p.min_budget_bytes = fixed + total;
+    return p;
+  }
+
+  // Something streams. The output head is needed in full every token: when the embeddings are
+  // tied to it they stay resident, otherwise they are read one row per token.
+  p.stream_embeddings = !c.tied_embeddings;
+  const uint64_t always_bytes = always + attention + (p.stream_embeddings ? 0 : embd);
+  if (p.stream_embeddings) p.streamed_tensors.insert(kTokenEmbdName);
+
+  if (c.is_moe()) {
+    p.stream_experts = true;
+    // Slot regions: the largest slice of each kind plus the widening of its O_DIRECT read.
+    p.slot.gate_bytes = round_up(max_gate, kPage) + 2 * kPage;
+    p.slot.up_bytes = round_up(max_up, kPage) + 2 * kPage;
+    p.slot.down_bytes = round_up(max_down, kPage) + 2 * kPage;
+    p.slot.slot_bytes = p.slot.gate_bytes + p.slot.up_bytes + p.slot.down_bytes;
+    p.resident_weight_bytes = always_bytes + dense_ffn_total;  // dense layers of an MoE model stay resident
+    const int64_t min_slots = c.n_experts_active + 2;
+    p.min_budget_bytes = fixed + p.resident_weight_bytes + p.slot.slot_bytes * static_cast<uint64_t>(min_slots);
+    if (req.budget_bytes < p.min_budget_bytes) {
+      return make_error("the memory budget %s is below the minimum %s for this model (KV %s, scratch %s, resident "
+                        "weights %s, %ld expert slots of %s)",
+                        format_bytes(req.budget_bytes).c_str(), format_bytes(p.min_budget_bytes).c_str(),
+                        format_bytes(p.kv_bytes).c_str(), format_bytes(p.scratch_bytes).c_str(),
+                        format_bytes(p.resident_weight_bytes).c_str(), static_cast<long>(min_slots),
+                        format_bytes(p.slot.slot_bytes).c_str());
+    }
+    const uint64_t room = req.budget_bytes - fixed - p.resident_weight_bytes;
+    const int64_t all_slots = c.n_layers * c.n_experts;
+    p.n_expert_slots = std::min<int64_t>(static_cast<int64_t>(room / p.slot.slot_bytes), all_slots);
+    for (const GgufTensorInfo& t : file.tensors()) {
+      if (role_of(t.name) == Role::kExpert) p.streamed_tensors.insert(t.name);
+    }
+    return p;
+  }
+
+  // Dense: stream the FFN weights layer by layer; if that is still too much, attention too.
+  p.stream_dense_ffn = true;
+  const uint64_t max_ffn = *std::max_element(ffn_layer.begin(), ffn_layer.end());
+  uint64_t max_both = 0;
+  for (size_t l = 0; l < ffn_layer.size(); ++l) max_both = std::max(max_both, ffn_layer[l] + attn_layer[l]);
+  const uint64_t need_ffn = fixed + always_bytes + 2 * max_ffn;
+  const uint64_t need_both = fixed + always_bytes - attention + 2 * max_both;
+  p.min_budget_bytes = std::min(need_ffn, need_both);
+  if (need_ffn <= req.budget_bytes) {
+    p.resident_weight_bytes = always_bytes;
+    p.layer_buffer_bytes = max_ffn;
+  } else if (need_both <= req.budget_bytes) {
+    p.stream_attention = true;
+    p.resident_weight_bytes = always_bytes - attention;
+    p.layer_buffer_bytes = max_both;
+  } else {
+    return make_error("the memory budget %s is below the minimum %s for this model (KV %s, scratch %s, "
+                      "norms and output head %s, two layer buffers of %s)",
+                      format_bytes(req.budget_bytes).c_str(), format_bytes(p.min_budget_bytes).c_str(),
+                      format_bytes(p.kv_bytes).c_str(), format_bytes(p.scratch_bytes).c_str(),
+                      format_bytes(always_bytes - attention).c_str(), format_bytes(max_both).c_str());
+  }
+  for (const GgufTensorInfo& t : file.tensors()) {
+    const Role r = role_of(t.name);
+    if (r == Role::kDenseFfn || (p.stream_attention && r == Role::kAttention)) p.streamed_tensors.insert(t.name);
+  }
+  return p;
+}
+
+Result<uint64_t> resolve_memory_budget(const std::string& text) {
+  if (text == "auto") {
+    const MemoryLimit limit = detect_memory_limit();
+    if (limit.limit_bytes == kNoMemoryLimit) return make_error("--mem auto: no memory limit or MemAvailable found");
+    // Headroom for what we do not plan: other processes' pages, allocator slack.
+    const uint64_t headroom = std::clamp<uint64_t>(limit.limit_bytes / 16, 128 * kMiB, 1024 * kMiB);
+    if (limit.limit_bytes <= headroom) return make_error("--mem auto: only %s available", format_bytes(limit.limit_bytes).c_str());
+    return limit.limit_bytes - headroom;
+  }
+  auto v = parse_size(text);
+  if (!v.ok()) return make_error("--mem: %s", v.error().message.c_str());
+  if (*v < 16 * kMiB) return make_error("--mem is %s but must be at least 16 MiB", text.c_str());
+  return *v;
+}
+
+}  // namespace sniper

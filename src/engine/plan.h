@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// MemoryPlan: what stays in RAM and what streams from the SSD, decided once from the file's
+// tensor table and a memory budget (DESIGN.md "The Plan").
+//
+//   fixed      = KV cache + activation scratch + runtime overhead      (always in RAM)
+//   resident   = attention, norms, routers, output head, shared experts (always in RAM)
+//   embeddings = token_embd: resident if it fits, else read one row per token
+//   experts    = routed experts: an expert cache of whole-expert slots gets what remains
+//   dense FFN  = resident if the whole model fits, else streamed layer by layer through a
+//                double buffer (and attention weights too when even that does not fit)
+// If the model fits entirely, everything is resident and nothing streams.
+// Invariant: planned_bytes() <= budget_bytes for every plan make_plan() returns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+
+#include "base/result.h"
+#include "gguf/reader.h"
+#include "kv/kv_cache.h"
+#include "model/config.h"
+
+namespace sniper {
+
+struct PlanRequest {
+  uint64_t budget_bytes = 0;  // what the process may use, page cache of our reads included
+  int64_t n_ctx = 4096;
+  KvType kv_type = KvType::kF16;
+  int64_t batch = 64;
+  bool force_stream = false;  // stream experts / FFN even when everything would fit (tests, benchmarks)
+};
+
+// Whole-expert slot layout in the cache: gate, up and down slices back to back, each region
+// sized for the largest slice of that kind in any layer plus alignment slack.
+struct ExpertSlotLayout {
+  uint64_t gate_bytes = 0;   // region sizes inside a slot
+  uint64_t up_bytes = 0;
+  uint64_t down_bytes = 0;
+  uint64_t slot_bytes = 0;   // total, a multiple of 4096
+};
+
+struct MemoryPlan {
+  uint64_t budget_bytes = 0;
+  uint64_t kv_bytes = 0;
+  uint64_t scratch_bytes = 0;
+  uint64_t overhead_bytes = 0;       // runtime, tokenizer, metadata, I/O bookkeeping
+  uint64_t resident_weight_bytes = 0;
+  bool all_resident = false;         // nothing streams
+  bool stream_embeddings = false;    // token_embd read one row per token
+  bool stream_experts = false;
+  ExpertSlotLayout slot;
+  int64_t n_expert_slots = 0;
+  uint64_t total_expert_bytes = 0;   // all routed experts in the file
+  bool stream_dense_ffn = false;
+  bool stream_attention = false;     // dense models under very small budgets
+  uint64_t layer_buffer_bytes = 0;   // one of the two dense stream buffers
+  uint64_t min_budget_bytes = 0;     // the smallest budget any plan works with
+  std::unordered_set<std::string> streamed_tensors;  // names of tensors not loaded into RAM
+
+  uint64_t expert_cache_bytes() const { return slot.slot_bytes * static_cast<uint64_t>(n_expert_slots); }
+  uint64_t planned_bytes() const {
+    return kv_bytes + scratch_bytes + overhead_bytes + resident_weight_bytes + expert_cache_bytes() +
+           2 * layer_buffer_bytes;
+  }
+  // A multi-line table of the plan with byte counts (for `sniper inspect --plan`).
+  std::string describe() const;
+};
+
+// Computes the plan. An Error when even the always-needed part does not fit, naming the
+// minimum budget.
+Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& config, const PlanRequest& request);
+
+// Resolves a --mem value: "auto" = the cgroup limit or MemAvailable minus headroom; otherwise a
+// size such as 4G, 512M, 1.5GiB. Errors name the value.
+Result<uint64_t> resolve_memory_budget(const std::string& text);
+
+}  // namespace sniper

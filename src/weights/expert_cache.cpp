@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: MIT
+#include "weights/expert_cache.h"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/check.h"
+#include "base/log.h"
+
+namespace sniper {
+
+namespace {
+
+constexpr uint64_t kMaxRegisteredBuffer = uint64_t{1} << 30;  // io_uring's per-buffer limit
+constexpr float kFrequencyDecay = 0.95f;                        // per token, LFRU
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Result<CachePolicy> parse_cache_policy(std::string_view text) {
+  if (text == "lru") return CachePolicy::kLru;
+  if (text == "lfru") return CachePolicy::kLfru;
+  return make_error("--cache-policy is '%.*s' but must be one of: lru, lfru", static_cast<int>(text.size()),
+                    text.data());
+}
+
+const char* cache_policy_name(CachePolicy policy) { return policy == CachePolicy::kLru ? "lru" : "lfru"; }
+
+LayerCacheStats ExpertCacheStats::total() const {
+  LayerCacheStats t;
+  for (const LayerCacheStats& l : layers) {
+    t.requests += l.requests;
+    t.hits += l.hits;
+    t.bytes_read += l.bytes_read;
+    t.stall_seconds += l.stall_seconds;
+    t.prefetch_issued += l.prefetch_issued;
+    t.prefetch_useful += l.prefetch_useful;
+    t.predicted += l.predicted;
+    t.predicted_correct += l.predicted_correct;
+    t.actual_in_prediction_base += l.actual_in_prediction_base;
+  }
+  return t;
+}
+
+Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<ExpertTensors> layers, int64_t n_experts,
+                                                         IoEngine* io, const ExpertCacheOptions& options) {
+  if (options.n_slots < 1) return make_error("expert cache needs at least 1 slot, got %ld", static_cast<long>(options.n_slots));
+  std::unique_ptr<ExpertCache> c(new ExpertCache());
+  c->layers_ = std::move(layers);
+  c->n_experts_ = n_experts;
+  c->io_ = io;
+  c->options_ = options;
+  c->slot_bytes_ = options.gate_region_bytes + options.up_region_bytes + options.down_region_bytes;
+  CHECK(c->slot_bytes_ % 4096 == 0, "slot size %llu is not page aligned", static_cast<unsigned long long>(c->slot_bytes_));
+  for (const ExpertTensors& l : c->layers_) {
+    const struct {
+      const GgufTensorInfo* t;
+      uint64_t region;
+    } parts[3] = {{l.gate, options.gate_region_bytes}, {l.up, options.up_region_bytes}, {l.down, options.down_region_bytes}};
+    for (const auto& p : parts) {
+      if (p.t == nullptr) continue;
+      const uint64_t slice = p.t->nbytes / static_cast<uint64_t>(n_experts);
+      if (io->span_for(p.t->file_offset, slice).aligned_length > p.region) {
+        return make_error("tensor '%s': an expert slice of %llu bytes does not fit the %llu-byte slot region",
+                          p.t->name.c_str(), static_cast<unsigned long long>(slice),
+                          static_cast<unsigned long long>(p.region));
+      }
+    }
+  }
+  c->arena_bytes_ = c->slot_bytes_ * static_cast<uint64_t>(options.n_slots);
+  c->arena_ = static_cast<uint8_t*>(std::aligned_alloc(4096, c->arena_bytes_));
+  if (c->arena_ == nullptr) {
+    return make_error("cannot allocate %llu bytes for %ld expert slots", static_cast<unsigned long long>(c->arena_bytes_),
+                      static_cast<long>(options.n_slots));
+  }
+  // Register the arena in pieces of whole slots, each under io_uring's 1 GiB buffer limit.
+  std::vector<iovec> iov;
+  const uint64_t slots_per_buffer = std::max<uint64_t>(1, kMaxRegisteredBuffer / c->slot_bytes_);
+  for (uint64_t s = 0; s < static_cast<uint64_t>(options.n_slots); s += slots_per_buffer) {
+    const uint64_t n = std::min<uint64_t>(slots_per_buffer, static_cast<uint64_t>(options.n_slots) - s);
+    iov.push_back({c->arena_ + s * c->slot_bytes_, static_cast<size_t>(n * c->slot_bytes_)});
+  }
+  Status reg = io->register_buffers(iov);
+  if (!reg.ok()) LOG_INFO("expert cache: buffers not registered (%s); using plain reads", reg.error().message.c_str());
+  c->slots_.resize(static_cast<size_t>(options.n_slots));
+  const size_t n_keys = c->layers_.size() * static_cast<size_t>(n_experts);
+  c->slot_index_.assign(n_keys, -1);
+  c->freq_.assign(n_keys, 0.0f);
+  c->touched_.assign(n_keys, 0);
+  c->request_counts_.assign(n_keys, 0);
+  c->predicted_.assign(n_keys, 0);
+  c->has_prediction_.assign(c->layers_.size(), 0);
+  c->stats_.layers.resize(c->layers_.size());
+  return c;
+}
+
+ExpertCache::~ExpertCache() {
+  // Reads may still be landing in the arena: drain them before freeing it.
+  if (io_ != nullptr && io_->n_outstanding() > 0) (void)io_->wait_all();
+  std::free(arena_);
+}
+
+float ExpertCache::score(const Slot& s) const {
+  if (options_.policy == CachePolicy::kLru) return static_cast<float>(s.last_use);
+  return freq_[static_cast<size_t>(s.layer * n_experts_ + s.expert)];
+}
+
+int32_t ExpertCache::find_victim() {
+  int32_t best = -1;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (s.state == SlotState::kEmpty) return static_cast<int32_t>(i);
+    if (s.pinned) continue;
+    if (s.state == SlotState::kLoading) {
+      // A prefetch nobody asked for yet: usable once its read has landed.
+      bool done = true;
+      for (ReadTicket t : s.tickets) done = done && (t == 0 || io_->is_done(t));
+      if (!done) continue;
+      if (!finish_read(static_cast<int32_t>(i)).ok()) return static_cast<int32_t>(i);  // slot is empty now
+    }
+    if (best < 0) {
+      best = static_cast<int32_t>(i);
+      continue;
+    }
+    const Slot& b = slots_[static_cast<size_t>(best)];
+    const float sa = score(s), sb = score(b);
+    if (sa < sb || (sa == sb && s.last_use < b.last_use)) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+Status ExpertCache::start_read(int32_t slot_idx, int64_t layer, int64_t expert) {
+  Slot& s = slots_[static_cast<size_t>(slot_idx)];
+  if (s.layer >= 0) {
+    slot_of(s.layer, s.expert) = -1;
+    ++stats_.evictions;
+  }
+  s.layer = static_cast<int32_t>(layer);
+  s.expert = static_cast<int32_t>(expert);
+  s.state = SlotState::kLoading;
+  slot_of(layer, expert) = slot_idx;
+  const ExpertTensors& l = layers_[static_cast<size_t>(layer)];
+  const GgufTensorInfo* parts[3] = {l.gate, l.up, l.down};
+  uint8_t* base = arena_ + slot_bytes_ * static_cast<uint64_t>(slot_idx);
+  uint8_t* dst[3] = {base, base + options_.gate_region_bytes, base + options_.gate_region_bytes + options_.up_region_bytes};
+  ReadRequest reqs[3];
+  for (int p = 0; p < 3; ++p) {
+    const uint64_t slice = parts[p]->nbytes / static_cast<uint64_t>(n_experts_);
+    reqs[p] = {parts[p]->file_offset + slice * static_cast<uint64_t>(expert), slice, dst[p]};
+    stats_.layers[static_cast<size_t>(layer)].bytes_read += io_->span_for(reqs[p].offset, slice).aligned_length;
+  }
+  Status st = io_->submit_batch(reqs, s.tickets);
+  if (!st.ok()) {
+    slot_of(layer, expert) = -1;
+    s = Slot{};
+    return make_error("expert %ld of layer %ld: %s", static_cast<long>(expert), static_cast<long>(layer),
+                      st.error().message.c_str());
+  }
+  return ok_status();
+}
+
+Status ExpertCache::finish_read(int32_t slot_idx) {
+  Slot& s = slots_[static_cast<size_t>(slot_idx)];
+  Status first;
+  for (ReadTicket& t : s.tickets) {
+    if (t == 0) continue;
+    Status st = io_->wait(t);
+    t = 0;
+    if (!st.ok() && first.ok()) first = st;
+  }
+  if (!first.ok()) {
+    const int32_t layer = s.layer, expert = s.expert;
+    slot_of(layer, expert) = -1;
+    s = Slot{};
+    Status changed = io_->file().check_unchanged();
+    return make_error("reading expert %d of layer %d failed: %s%s%s", expert, layer, first.error().message.c_str(),
+                      changed.ok() ? "" : "; ", changed.ok() ? "" : changed.error().message.c_str());
+  }
+  s.state = SlotState::kReady;
+  return ok_status();
+}
+
+ExpertView ExpertCache::view_of(int32_t slot_idx) const {
+  const Slot& s = slots_[static_cast<size_t>(slot_idx)];
+  const ExpertTensors& l = layers_[static_cast<size_t>(s.layer)];
+  const uint8_t* base = arena_ + slot_bytes_ * static_cast<uint64_t>(slot_idx);
+  const uint8_t* region[3] = {base, base + options_.gate_region_bytes,
+                              base + options_.gate_region_bytes + options_.up_region_bytes};
+  const GgufTensorInfo* parts[3] = {l.gate, l.up, l.down};
+  QTensor out[3];
+  for (int p = 0; p < 3; ++p) {
+    const GgufTensorInfo& t = *parts[p];
+    const uint64_t slice = t.nbytes / static_cast<uint64_t>(n_experts_);
+    const uint64_t offset = t.file_offset + slice * static_cast<uint64_t>(s.expert);
+    out[p].type = t.type;
+    out[p].ne = {t.ne[0], t.ne[1], 1, 1};
+    out[p].row_bytes = t.row_bytes();
+    out[p].data = region[p] + io_->span_for(offset, slice).lead;
+  }
+  return {out[0], out[1], out[2]};
+}
+
+Status ExpertCache::begin_layer(int64_t layer_idx, std::span<const int32_t> experts) {
+  CHECK(layer_ < 0, "begin_layer(%ld) while layer %ld is open", static_cast<long>(layer_idx), static_cast<long>(layer_));
+  CHECK(layer_idx >= 0 && layer_idx < static_cast<int64_t>(layers_.size()));
+  layer_ = layer_idx;
+  ready_.clear();
+  loading_.clear();
+  deferred_.clear();
+  pinned_.clear();
+  LayerCacheStats& ls = stats_.layers[static_cast<size_t>(layer_idx)];
+  const bool had_prediction = has_prediction_[static_cast<size_t>(layer_idx)] != 0;
+  const uint64_t now = ++clock_;
+  std::vector<int32_t> misses;
+  for (int32_t e : experts) {
+    const size_t key = static_cast<size_t>(layer_idx * n_experts_ + e);
+    ++ls.requests;
+    if (!touched_[key]) {
+      touched_[key] = 1;
+      ++stats_.distinct_experts_touched;
+    }
+    freq_[key] += 1.0f;
+    ++request_counts_[key];
+    if (had_prediction) {
+      ++ls.actual_in_prediction_base;
+      if (predicted_[key]) ++ls.predicted_correct;
+    }
+    const int32_t s = slot_of(layer_idx, e);
+    if (s < 0) {
+      misses.push_back(e);
+      continue;
+    }
+    ++ls.hits;
+    Slot& slot = slots_[static_cast<size_t>(s)];
+    if (slot.from_prefetch) {
+      ++ls.prefetch_useful;
+      slot.from_prefetch = false;
+    }
+    slot.pinned = true;
+    slot.last_use = now;
+    pinned_.push_back(s);
+    (slot.state == SlotState::kReady ? ready_ : loading_).push_back(s);
+  }
+  if (had_prediction) {
+    for (int64_t e = 0; e < n_experts_; ++e) predicted_[static_cast<size_t>(layer_idx * n_experts_ + e)] = 0;
+    has_prediction_[static_cast<size_t>(layer_idx)] = 0;
+  }
+  for (int32_t e : misses) {
+    const int32_t v = find_victim();
+    if (v < 0) {
+      deferred_.push_back(e);
+      continue;
+    }
+    SNIPER_TRY(start_read(v, layer_idx, e));
+    Slot& slot = slots_[static_cast<size_t>(v)];
+    slot.pinned = true;
+    slot.last_use = now;
+    pinned_.push_back(v);
+    loading_.push_back(v);
+  }
+  return ok_status();
+}
+
+Result<ReadyExpert> ExpertCache::next_ready() {
+  CHECK(layer_ >= 0, "next_ready() outside begin_layer/end_layer");
+  if (handed_out_ >= 0) {
+    slots_[static_cast<size_t>(handed_out_)].pinned = false;  // computed: evictable by deferred experts
+    handed_out_ = -1;
+  }
+  ReadyExpert r;
+  int32_t slot = -1;
+  if (!ready_.empty()) {
+    slot = ready_.back();
+    ready_.pop_back();
+  } else if (!loading_.empty()) {
+    size_t pick = 0;  // the first whose read has landed, else the oldest
+    for (size_t i = 0; i < loading_.size(); ++i) {
+      bool done = true;
+      for (ReadTicket t : slots_[static_cast<size_t>(loading_[i])].tickets) done = done && (t == 0 || io_->is_done(t));
+      if (done) {
+        pick = i;
+        break;
+      }
+    }
+    slot = loading_[pick];
+    loading_.erase(loading_.begin() + static_cast<long>(pick));
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = finish_read(slot);
+    stats_.layers[static_cast<size_t>(layer_)].stall_seconds += seconds_since(t0);
+    if (!st.ok()) return st.error();
+  } else if (!deferred_.empty()) {
+    const int32_t e = deferred_.back();
+    deferred_.pop_back();
+    slot = find_victim();
+    CHECK(slot >= 0, "expert cache: no slot free for a deferred expert (%ld slots)", static_cast<long>(options_.n_slots));
+    SNIPER_TRY(start_read(slot, layer_, e));
+    slots_[static_cast<size_t>(slot)].last_use = clock_;
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = finish_read(slot);
+    stats_.layers[static_cast<size_t>(layer_)].stall_seconds += seconds_since(t0);
+    if (!st.ok()) return st.error();
+  } else {
+    return r;
+  }
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  s.pinned = true;
+  handed_out_ = slot;
+  r.expert = s.expert;
+  r.view = view_of(slot);
+  return r;
+}
+
+void ExpertCache::end_layer() {
+  for (int32_t s : pinned_) slots_[static_cast<size_t>(s)].pinned = false;
+  if (handed_out_ >= 0) slots_[static_cast<size_t>(handed_out_)].pinned = false;
+  handed_out_ = -1;
+  // Reads of experts that were announced but not consumed (an error cut the layer short) stay
+  // in flight and complete later; their slots are simply unpinned.
+  pinned_.clear();
+  ready_.clear();
+  loading_.clear();
+  deferred_.clear();
+  layer_ = -1;
+}
+
+void ExpertCache::prefetch(int64_t layer_idx, std::span<const int32_t> experts) {
+  if (!options_.prefetch || layer_idx < 0 || layer_idx >= static_cast<int64_t>(layers_.size())) return;
+  LayerCacheStats& ls = stats_.layers[static_cast<size_t>(layer_idx)];
+  has_prediction_[static_cast<size_t>(layer_idx)] = 1;
+  for (int32_t e : experts) {
+    predicted_[static_cast<size_t>(layer_idx * n_experts_ + e)] = 1;
+    ++ls.predicted;
+    if (slot_of(layer_idx, e) >= 0) continue;
+    const int32_t v = find_victim();
+    if (v < 0) break;
+    if (!start_read(v, layer_idx, e).ok()) break;  // the real request will report the error
+    Slot& s = slots_[static_cast<size_t>(v)];
+    s.from_prefetch = true;
+    s.last_use = clock_;
+    ++ls.prefetch_issued;
+  }
+}
+
+void ExpertCache::end_token() {
+  if (options_.policy == CachePolicy::kLfru) {
+    for (float& f : freq_) f *= kFrequencyDecay;
+  }
+}
+
+void ExpertCache::reset_stats() {
+  const size_t n = stats_.layers.size();
+  stats_ = ExpertCacheStats{};
+  stats_.layers.resize(n);
+  std::fill(request_counts_.begin(), request_counts_.end(), 0);
+}
+
+uint64_t ExpertCache::expert_bytes(int64_t layer_idx) const {
+  const ExpertTensors& l = layers_[static_cast<size_t>(layer_idx)];
+  return (l.gate->nbytes + l.up->nbytes + l.down->nbytes) / static_cast<uint64_t>(n_experts_);
+}
+
+std::vector<int64_t> ExpertCache::distinct_per_layer() const {
+  std::vector<int64_t> out(layers_.size(), 0);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    for (int64_t e = 0; e < n_experts_; ++e) out[l] += touched_[l * static_cast<size_t>(n_experts_) + static_cast<size_t>(e)];
+  }
+  return out;
+}
+
+}  // namespace sniper
