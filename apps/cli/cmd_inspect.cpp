@@ -10,6 +10,8 @@
 #include "common.h"
 #include "gguf/reader.h"
 #include "model/config.h"
+#include "engine/plan.h"
+#include <algorithm>
 
 namespace sniper::cli {
 
@@ -50,12 +52,17 @@ int cmd_inspect(int argc, char** argv) {
   const std::vector<FlagSpec> specs = {
       {"--tensors", nullptr, nullptr, "list every tensor"},
       {"--metadata", nullptr, nullptr, "list every metadata key"},
+      {"--plan", nullptr, nullptr, "print the memory plan: what stays in RAM, what streams"},
+      {"--mem", nullptr, "SIZE|auto", "memory budget for --plan (default auto)"},
+      {"--ctx", nullptr, "N", "context size for --plan (default min(model, 4096))"},
+      {"--batch", nullptr, "N", "prefill chunk for --plan (default 64)"},
+      {"--kv-type", nullptr, "f16|q8_0", "KV cache type for --plan (default f16)"},
       {"--help", "-h", nullptr, "show this help"},
   };
   auto args = Args::parse("inspect", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help") || args->positionals().size() != 1) {
-    print_usage("inspect", "MODEL [--tensors] [--metadata]", specs);
+    print_usage("inspect", "MODEL [--tensors] [--metadata] [--plan --mem SIZE]", specs);
     return args->has("--help") ? 0 : 1;
   }
   const std::string path = args->positionals()[0];
@@ -119,6 +126,25 @@ int cmd_inspect(int argc, char** argv) {
               human(total[2]).c_str());
   std::printf("  (bytes: always %llu, experts %llu, dense ffn %llu)\n", static_cast<unsigned long long>(total[0]),
               static_cast<unsigned long long>(total[1]), static_cast<unsigned long long>(total[2]));
+  if (args->has("--plan")) {
+    if (!config.ok()) return fail(config.error());
+    auto budget = resolve_memory_budget(args->get_string("--mem", "auto"));
+    if (!budget.ok()) return fail(budget.error());
+    PlanRequest req;
+    req.budget_bytes = *budget;
+    auto ctx = args->get_int("--ctx", std::min<int64_t>(config->n_ctx_train, 4096), 1, int64_t{1} << 24);
+    if (!ctx.ok()) return fail(ctx.error());
+    req.n_ctx = *ctx;
+    auto batch = args->get_int("--batch", 64, 1, 4096);
+    if (!batch.ok()) return fail(batch.error());
+    req.batch = *batch;
+    auto kv = parse_kv_type(args->get_string("--kv-type", "f16"));
+    if (!kv.ok()) return fail(kv.error());
+    req.kv_type = *kv;
+    auto plan = make_plan(*file, *config, req);
+    if (!plan.ok()) return fail(plan.error());
+    std::printf("\n%s", plan->describe().c_str());
+  }
   return 0;
 }
 

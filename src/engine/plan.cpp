@@ -82,7 +82,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   p.kv_bytes = KvCache::bytes_for(c.n_layers, req.n_ctx, c.n_kv_heads, c.head_dim, req.kv_type);
   p.scratch_bytes = Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
-  p.overhead_bytes = 96 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;
+  p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;
   const uint64_t fixed = p.kv_bytes + p.scratch_bytes + p.overhead_bytes;
 
   uint64_t total = 0, always = 0, embd = 0, attention = 0;
@@ -186,7 +186,7 @@ Result<uint64_t> resolve_memory_budget(const std::string& text) {
     const MemoryLimit limit = detect_memory_limit();
     if (limit.limit_bytes == kNoMemoryLimit) return make_error("--mem auto: no memory limit or MemAvailable found");
     // Headroom for what we do not plan: other processes' pages, allocator slack.
-    const uint64_t headroom = std::clamp<uint64_t>(limit.limit_bytes / 16, 128 * kMiB, 1024 * kMiB);
+    const uint64_t headroom = std::clamp<uint64_t>(limit.limit_bytes / 16, 32 * kMiB, 1024 * kMiB);
     if (limit.limit_bytes <= headroom) return make_error("--mem auto: only %s available", format_bytes(limit.limit_bytes).c_str());
     return limit.limit_bytes - headroom;
   }

@@ -1,7 +1,18 @@
 // SPDX-License-Identifier: MIT
-// Causal attention of one query head over a KV cache, with the reference engine's rounding:
-// K and V are stored as f16 (or q8_0), Q is rounded to the K type for Q.K, and the softmax
-// output is rounded to f16 before it weights V. Thread-compatible (scratch is per call).
+// Causal attention of one query head over a KV cache, computed the way the reference engine
+// (llama.cpp, no flash attention, f16 cache) computes it, bit for bit:
+//   * n_kv is padded: the reference attends over n_kv_padded = min(n_ctx, max(256,
+//     pad256(pos0 + n_tok))) cells with a -inf mask beyond each token's position, which fixes
+//     the block structure of its softmax and of its V product (masked cells contribute exact
+//     zeros; we skip whole zero blocks, never blocks that decide the order);
+//   * Q is rounded to f16; KQ uses ggml's f16 dot in tinyBLAS order for batches of >= 2 tokens
+//     when head_dim % 16 == 0 (vec_dot order otherwise); scores are scaled, softmaxed with
+//     ggml's vectorised expf (kernels/ops.h softmax), rounded to f16;
+//   * KQV is a dot over the cached V transposed ([head_dim][n_ctx] per kv head, as llama.cpp
+//     stores V without flash attention), in tinyBLAS order for batches (n_kv_padded % 16 == 0,
+//     head_dim % 4 == 0), vec_dot order otherwise.
+// For a q8_0 cache (not a reference configuration) K is q8_0 and V is stored in rows.
+// Thread-compatible (scratch is per call).
 #pragma once
 
 #include <cstddef>
@@ -14,17 +25,28 @@ namespace sniper {
 struct AttentionLayout {
   GgmlType kv_type = GgmlType::kF16;  // kF16 or kQ8_0
   int64_t head_dim = 0;
-  size_t row_bytes = 0;  // bytes per cached position (all kv heads)
-  size_t head_bytes = 0; // bytes per kv head within a row
+  int64_t n_ctx = 0;      // cache cells per layer
+  size_t row_bytes = 0;   // K (and row-layout V) bytes per cached position (all kv heads)
+  size_t head_bytes = 0;  // bytes per kv head within a K row
+  bool v_transposed = false;  // f16 caches: V is [n_kv_heads][head_dim][n_ctx] per layer
 };
 
-// Bytes of scratch attend_head needs for n_kv positions.
-size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv);
+// What one forward call of n_tok tokens starting at pos0 shares across its (token, head) items.
+struct AttentionBatch {
+  int64_t n_kv_padded = 0;  // the reference engine's n_kv for this call
+  bool batched = false;     // n_tok >= 2: tinyBLAS order where the reference's shape rules allow
+};
+
+// Returns the batch parameters for n_tok tokens at positions [pos0, pos0 + n_tok).
+AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok);
+
+// Bytes of scratch attend_head needs for a batch with this n_kv_padded.
+size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded);
 
 // out[head_dim] = softmax(scale * q.K[0..n_kv)) . V[0..n_kv) for one query head whose kv head
-// starts `kv_head * head_bytes` into each cached row. q is f32 [head_dim]. scratch must hold
-// attention_scratch_bytes(layout, n_kv) bytes, 64-byte aligned.
-void attend_head(const AttentionLayout& layout, const float* q, const uint8_t* k_rows, const uint8_t* v_rows,
-                 int64_t kv_head, int64_t n_kv, float scale, float* out, uint8_t* scratch);
+// is kv_head; n_kv (the query's position + 1) <= batch.n_kv_padded. q is f32 [head_dim].
+// scratch must hold attention_scratch_bytes(layout, batch.n_kv_padded) bytes, 64-byte aligned.
+void attend_head(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,
+                 const uint8_t* v_rows, int64_t kv_head, int64_t n_kv, float scale, float* out, uint8_t* scratch);
 
 }  // namespace sniper

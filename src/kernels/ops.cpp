@@ -64,21 +64,23 @@ void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const
 
 void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style,
                 const float* cos_t, const float* sin_t) {
+  // ggml's rotate_pairs computes x0*cos - x1*sin and x0*sin + x1*cos; the reference build
+  // (native -march, the compiler's default FP contraction) fuses the first product of each.
   DCHECK(n_rot <= head_dim && n_rot % 2 == 0);
   for (int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
     if (style == RopeStyle::kNorm) {
       for (int64_t i = 0; i < n_rot / 2; ++i) {
         const float x0 = v[2 * i], x1 = v[2 * i + 1];
-        v[2 * i] = x0 * cos_t[i] - x1 * sin_t[i];
-        v[2 * i + 1] = x0 * sin_t[i] + x1 * cos_t[i];
+        v[2 * i] = std::fma(x0, cos_t[i], -(x1 * sin_t[i]));
+        v[2 * i + 1] = std::fma(x0, sin_t[i], x1 * cos_t[i]);
       }
     } else {
       const int64_t half = n_rot / 2;
       for (int64_t i = 0; i < half; ++i) {
         const float x0 = v[i], x1 = v[i + half];
-        v[i] = x0 * cos_t[i] - x1 * sin_t[i];
-        v[i + half] = x0 * sin_t[i] + x1 * cos_t[i];
+        v[i] = std::fma(x0, cos_t[i], -(x1 * sin_t[i]));
+        v[i + half] = std::fma(x0, sin_t[i], x1 * cos_t[i]);
       }
     }
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/fp16.h"
 #include "gguf/format.h"
 #include "kernels/kernels.h"
 
@@ -44,6 +45,8 @@ Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx
   kv->layout_.head_dim = head_dim;
   kv->layout_.head_bytes = row_bytes(kv->layout_.kv_type, head_dim);
   kv->layout_.row_bytes = kv->layout_.head_bytes * static_cast<size_t>(n_kv_heads);
+  kv->layout_.n_ctx = n_ctx;
+  kv->layout_.v_transposed = type == KvType::kF16;
   kv->layer_bytes_ = kv->layout_.row_bytes * static_cast<size_t>(n_ctx);
   const size_t total = kv->layer_bytes_ * static_cast<size_t>(n_layers);
   const size_t alloc = (total + 63) / 64 * 64;
@@ -69,7 +72,14 @@ void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float*
   const int64_t n = n_kv_heads_ * layout_.head_dim;
   // from_float of the cache type (f16 or q8_0), block-wise per head.
   kt.quantize_act(k, k_ + off, n);
-  kt.quantize_act(v, v_ + off, n);
+  if (!layout_.v_transposed) {
+    kt.quantize_act(v, v_ + off, n);
+    return;
+  }
+  // f16 V is stored transposed, [n_kv_heads * head_dim][n_ctx] per layer (llama.cpp's layout
+  // without flash attention): element (pos, i) lives at row i, column pos.
+  auto* vt = reinterpret_cast<fp16_t*>(v_ + layer_bytes_ * static_cast<size_t>(layer_idx));
+  for (int64_t i = 0; i < n; ++i) vt[i * n_ctx_ + pos] = fp32_to_fp16(v[i]);
 }
 
 }  // namespace sniper

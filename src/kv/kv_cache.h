@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // KvCache: per-layer K and V rows for positions [0, n_ctx), stored as f16 (default, what the
 // reference engine uses) or q8_0 (half the bytes; head_dim must be a multiple of 32).
-// Layout per layer: [n_ctx][n_kv_heads][head_dim] for K and for V. All memory is allocated in
+// Layout per layer: K is [n_ctx][n_kv_heads][head_dim]; V is the same for q8_0 and transposed,
+// [n_kv_heads][head_dim][n_ctx], for f16 (llama.cpp's non-flash-attention layout, which
+// kernels/attention.h reads; see AttentionLayout::v_transposed). All memory is allocated in
 // the constructor; nothing allocates per token. Thread-compatible; distinct rows may be
 // written concurrently.
 #pragma once

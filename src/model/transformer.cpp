@@ -228,7 +228,8 @@ void Transformer::attention_block(int64_t layer_idx, const LayerWeights& lw, int
 
   // Attention: one work item per (token, head), spread over the pool.
   const AttentionLayout& layout = kv.layout();
-  const size_t need = attention_scratch_bytes(layout, pos0 + n_tok);
+  const AttentionBatch batch = attention_batch(layout, pos0, n_tok);
+  const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded);
   const size_t stride = (need + 63) / 64 * 64;
   const size_t n_threads = static_cast<size_t>(pool.n_threads());
   if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
@@ -245,7 +246,7 @@ void Transformer::attention_block(int64_t layer_idx, const LayerWeights& lw, int
       const int64_t item = next.fetch_add(1, std::memory_order_relaxed);
       if (item >= n_items) break;
       const int64_t t = item / c.n_heads, h = item % c.n_heads;
-      attend_head(layout, q_.data() + t * q_dim + h * hd, k_rows, v_rows, h / group, pos0 + t + 1, scale,
+      attend_head(layout, batch, q_.data() + t * q_dim + h * hd, k_rows, v_rows, h / group, pos0 + t + 1, scale,
                   att_.data() + t * q_dim + h * hd, scratch);
     }
   });
@@ -330,10 +331,12 @@ void Transformer::run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok
                 sizeof(float) * static_cast<size_t>(dim));
   }
   ActCache acts(act_bufs_, 3);
-  matmul_q(ex.gate, acts.get(ex.gate.type, gathered_.data(), dim, n_rows, pool), hb_.data(), ff, pool);
-  matmul_q(ex.up, acts.get(ex.up.type, gathered_.data(), dim, n_rows, pool), hb2_.data(), ff, pool);
+  matmul_q(ex.gate, acts.get(ex.gate.type, gathered_.data(), dim, n_rows, pool), hb_.data(), ff, pool,
+           selected_tier(), MatmulOrder::kVecDot);
+  matmul_q(ex.up, acts.get(ex.up.type, gathered_.data(), dim, n_rows, pool), hb2_.data(), ff, pool,
+           selected_tier(), MatmulOrder::kVecDot);
   silu_mul(hb_.data(), hb2_.data(), hb_.data(), n_rows * ff);
-  matmul(ex.down, hb_.data(), down_.data(), n_rows, act_, pool);
+  matmul(ex.down, hb_.data(), down_.data(), n_rows, act_, pool, selected_tier(), MatmulOrder::kVecDot);
   for (int64_t r = 0; r < n_rows; ++r) {
     const int64_t t = rows_[static_cast<size_t>(r)], slot = slots_[static_cast<size_t>(r)];
     const float w = sel_w_[static_cast<size_t>(t * k + slot)];

@@ -56,11 +56,29 @@ void store(const Block& blk, uint8_t* dst, int64_t i) {
   std::memcpy(dst + static_cast<size_t>(i) * sizeof(Block), &blk, sizeof(Block));
 }
 
+// Branch-free byte-parallel (SWAR) helpers over 8 bytes at a time.
+constexpr uint64_t kBytes01 = 0x0101010101010101ull;
+
+uint64_t load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+void store64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
+
+// x holds bytes in [0, 15]: bit 0 of each byte is set where the byte is 0 (x + 15 carries into
+// bit 4 exactly when x >= 1; no carry crosses a byte).
+uint64_t zero_nibbles(uint64_t x) { return ~((x + 0x0F * kBytes01) >> 4) & kBytes01; }
+// f holds bytes in [0, 3]: bit 0 of each byte is set where the byte is 0.
+uint64_t zero_pairs(uint64_t f) { return ~((f + 0x03 * kBytes01) >> 2) & kBytes01; }
+
 // Remaps nibble code 0 to 8 in both nibbles of each byte (Q4_0's unpaired -8 -> 0).
 void remap_q4_zero(uint8_t* qs, int n) {
-  for (int i = 0; i < n; ++i) {
-    if ((qs[i] & 0x0F) == 0) qs[i] |= 0x08;
-    if ((qs[i] & 0xF0) == 0) qs[i] |= 0x80;
+  for (int i = 0; i < n; i += 8) {
+    const uint64_t q = load64(qs + i);
+    const uint64_t lo_zero = zero_nibbles(q & (0x0F * kBytes01));
+    const uint64_t hi_zero = zero_nibbles((q >> 4) & (0x0F * kBytes01));
+    store64(qs + i, q | (lo_zero << 3) | (hi_zero << 7));
   }
 }
 
@@ -102,10 +120,11 @@ void fill_q5_0(SynthRng& rng, float target, uint8_t* dst, int64_t n_blocks) {
     rng.fill_bytes(blk.qs, sizeof(blk.qs));
     uint32_t qh = static_cast<uint32_t>(rng.next());
     // Element j (< 16) is the low nibble of qs[j], element j + 16 the high one; bit j of qh is
-    // element j's fifth bit. Code 0 (value -16) becomes 16 (value 0).
+    // element j's fifth bit. Code 0 (value -16) becomes 16 (value 0): setting the fifth bit of
+    // every element whose low nibble is 0 does exactly that (it is a no-op where already set).
     for (int j = 0; j < 16; ++j) {
-      if ((blk.qs[j] & 0x0F) == 0 && !((qh >> j) & 1)) qh |= 1u << j;
-      if ((blk.qs[j] & 0xF0) == 0 && !((qh >> (j + 16)) & 1)) qh |= 1u << (j + 16);
+      qh |= static_cast<uint32_t>((blk.qs[j] & 0x0F) == 0) << j;
+      qh |= static_cast<uint32_t>((blk.qs[j] & 0xF0) == 0) << (j + 16);
     }
     std::memcpy(blk.qh, &qh, sizeof(qh));
     store(blk, dst, i);
@@ -127,9 +146,15 @@ void fill_q8_0(SynthRng& rng, float target, uint8_t* dst, int64_t n_blocks) {
   BlockQ8_0 blk;
   blk.d = scale_for(target, kVarS8, 1, 1);
   for (int64_t i = 0; i < n_blocks; ++i) {
-    rng.fill_bytes(reinterpret_cast<uint8_t*>(blk.qs), sizeof(blk.qs));
-    for (int8_t& q : blk.qs) {
-      if (q == -128) q = 0;
+    uint8_t* qs = reinterpret_cast<uint8_t*>(blk.qs);
+    rng.fill_bytes(qs, sizeof(blk.qs));
+    // Bytes equal to 0x80 (-128) become 0: x = q ^ 0x80 is 0 exactly there; the classic
+    // zero-byte test sets the top bit of those bytes only.
+    for (int i = 0; i < 32; i += 8) {
+      const uint64_t q = load64(qs + i);
+      const uint64_t x = q ^ (0x80 * kBytes01);
+      const uint64_t zero = ~(((x & (0x7F * kBytes01)) + 0x7F * kBytes01) | x | (0x7F * kBytes01));
+      store64(qs + i, q & ~((zero >> 7) * 0xFF));
     }
     store(blk, dst, i);
   }
@@ -180,14 +205,17 @@ void fill_q6_k(SynthRng& rng, float target, uint8_t* dst, int64_t n_blocks) {
     // Each half of the block holds 128 quants: for l < 32, the low nibbles of ql[l] and
     // ql[l + 32] and their high nibbles, with 2-bit high parts in qh[l] at shifts 0, 2, 4, 6.
     // Code 0 (value -32) becomes 32 (value 0): set the high part to 0b10.
+    constexpr uint64_t kNib = 0x0F * kBytes01, kPair = 0x03 * kBytes01;
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = blk.ql + 64 * half;
       uint8_t* qh = blk.qh + 32 * half;
-      for (int l = 0; l < 32; ++l) {
-        if ((ql[l] & 0x0F) == 0 && (qh[l] & 0x03) == 0) qh[l] |= 0x02;
-        if ((ql[l + 32] & 0x0F) == 0 && (qh[l] & 0x0C) == 0) qh[l] |= 0x08;
-        if ((ql[l] & 0xF0) == 0 && (qh[l] & 0x30) == 0) qh[l] |= 0x20;
-        if ((ql[l + 32] & 0xF0) == 0 && (qh[l] & 0xC0) == 0) qh[l] |= 0x80;
+      for (int l = 0; l < 32; l += 8) {
+        const uint64_t a = load64(ql + l), b = load64(ql + l + 32), h = load64(qh + l);
+        const uint64_t z0 = zero_nibbles(a & kNib) & zero_pairs(h & kPair);
+        const uint64_t z1 = zero_nibbles(b & kNib) & zero_pairs((h >> 2) & kPair);
+        const uint64_t z2 = zero_nibbles((a >> 4) & kNib) & zero_pairs((h >> 4) & kPair);
+        const uint64_t z3 = zero_nibbles((b >> 4) & kNib) & zero_pairs((h >> 6) & kPair);
+        store64(qh + l, h | (z0 << 1) | (z1 << 3) | (z2 << 5) | (z3 << 7));
       }
     }
     store(blk, dst, i);
