@@ -10,5 +10,6 @@ int cmd_inspect(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_pack(int argc, char** argv);
 
 }  // namespace sniper::cli

@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"inspect", sniper::cli::cmd_inspect, "describe a GGUF model: shapes, types, byte breakdown"},
     {"logits", sniper::cli::cmd_logits, "write the logits of given token ids (for reference checks)"},
     {"synth", sniper::cli::cmd_synth, "write a random-weight model of a real architecture"},
+    {"pack", sniper::cli::cmd_pack, "rewrite a MoE GGUF so each expert is one aligned read"},
     {"bench", sniper::cli::cmd_bench, "measure prefill/decode speed, memory and SSD traffic against physical limits"},
 };
 
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (!std::strcmp(argv[1], c.name)) return c.fn(argc, argv);
   }
-  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth, bench; see 'sniper --help')\n",
+  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth, pack, bench; see 'sniper --help')\n",
                argv[1]);
   return 1;
 }

@@ -75,6 +75,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   if (!weights.ok()) return make_error("%s: %s", path.c_str(), weights.error().message.c_str());
   m->weights_ = std::move(weights).value();
   if (!m->plan_.all_resident) SNIPER_TRY(m->setup_streaming());
+  if (c.is_moe() && m->expert_cache_ == nullptr) {
+    auto views = bind_expert_views(c, *m->store_);
+    if (!views.ok()) return make_error("%s: %s", path.c_str(), views.error().message.c_str());
+    m->resident_experts_ = std::make_unique<ResidentExperts>(std::move(views).value());
+  }
 
   if (m->gguf_.has("tokenizer.ggml.model")) {
     auto tok = Tokenizer::from_gguf(m->gguf_);
@@ -112,12 +117,8 @@ Status Model::setup_streaming() {
     embedding_rows_ = std::make_unique<StreamedRows>(gguf_.find_tensor(kTokenEmbdName), io_.get());
   }
   if (plan_.stream_experts) {
-    std::vector<ExpertTensors> layers(static_cast<size_t>(c.n_layers));
-    for (int64_t l = 0; l < c.n_layers; ++l) {
-      layers[static_cast<size_t>(l)] = {gguf_.find_tensor(layer_tensor_name(l, LayerTensor::kFfnGateExps)),
-                                        gguf_.find_tensor(layer_tensor_name(l, LayerTensor::kFfnUpExps)),
-                                        gguf_.find_tensor(layer_tensor_name(l, LayerTensor::kFfnDownExps))};
-    }
+    auto located = locate_experts(gguf_, c.n_layers, c.n_experts);
+    if (!located.ok()) return make_error("%s: %s", gguf_.path.c_str(), located.error().message.c_str());
     ExpertCacheOptions eo;
     eo.n_slots = plan_.n_expert_slots;
     eo.gate_region_bytes = plan_.slot.gate_bytes;
@@ -125,7 +126,7 @@ Status Model::setup_streaming() {
     eo.down_region_bytes = plan_.slot.down_bytes;
     eo.policy = options_.cache_policy;
     eo.prefetch = options_.prefetch;
-    auto cache = ExpertCache::create(std::move(layers), c.n_experts, io_.get(), eo);
+    auto cache = ExpertCache::create(std::move(located).value(), io_.get(), eo);
     if (!cache.ok()) return cache.error();
     expert_cache_ = std::move(cache).value();
   }
@@ -147,7 +148,7 @@ Status Model::setup_streaming() {
 
 WeightSources Model::sources() {
   WeightSources s;
-  s.experts = expert_cache_.get();
+  s.experts = expert_cache_ ? static_cast<ExpertSource*>(expert_cache_.get()) : resident_experts_.get();
   s.layers = layer_streamer_.get();
   s.embeddings = embedding_rows_.get();
   return s;

@@ -94,6 +94,7 @@ class Model {
   std::unique_ptr<ExpertCache> expert_cache_;
   std::unique_ptr<LayerStreamer> layer_streamer_;
   std::unique_ptr<StreamedRows> embedding_rows_;
+  std::unique_ptr<ResidentExperts> resident_experts_;
 };
 
 }  // namespace sniper

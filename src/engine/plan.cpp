@@ -2,6 +2,7 @@
 #include "engine/plan.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -21,9 +22,20 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 enum class Role { kAlways, kEmbedding, kExpert, kDenseFfn, kAttention };
 
+// "blk.L.ffn_gate.E.weight": one expert's matrix in a packed file.
+bool is_packed_expert(const std::string& name) {
+  for (const char* kind : {".ffn_gate.", ".ffn_up.", ".ffn_down."}) {
+    const size_t at = name.find(kind);
+    if (at == std::string::npos) continue;
+    const size_t digits = at + std::string(kind).size();
+    return digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits]));
+  }
+  return false;
+}
+
 Role role_of(const std::string& name) {
   if (name == kTokenEmbdName) return Role::kEmbedding;
-  if (name.find("_exps.") != std::string::npos) return Role::kExpert;
+  if (name.find("_exps.") != std::string::npos || is_packed_expert(name)) return Role::kExpert;
   if (name.find(".ffn_gate.") != std::string::npos || name.find(".ffn_up.") != std::string::npos ||
       name.find(".ffn_down.") != std::string::npos) {
     return Role::kDenseFfn;
@@ -97,9 +109,12 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
       case Role::kEmbedding: embd += t.nbytes; break;
       case Role::kExpert:
         p.total_expert_bytes += t.nbytes;
-        if (t.name.find("ffn_gate_exps") != std::string::npos) max_gate = std::max(max_gate, t.nbytes / n_exp);
-        if (t.name.find("ffn_up_exps") != std::string::npos) max_up = std::max(max_up, t.nbytes / n_exp);
-        if (t.name.find("ffn_down_exps") != std::string::npos) max_down = std::max(max_down, t.nbytes / n_exp);
+        {
+          const uint64_t slice = is_packed_expert(t.name) ? t.nbytes : t.nbytes / n_exp;
+          if (t.name.find("ffn_gate") != std::string::npos) max_gate = std::max(max_gate, slice);
+          if (t.name.find("ffn_up") != std::string::npos) max_up = std::max(max_up, slice);
+          if (t.name.find("ffn_down") != std::string::npos) max_down = std::max(max_down, slice);
+        }
         break;
       case Role::kDenseFfn:
         if (l >= 0 && l < c.n_layers) ffn_layer[static_cast<size_t>(l)] += t.nbytes + 2 * kPage;

@@ -91,6 +91,11 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
     if (c.is_moe()) {
       const int64_t ff = c.expert_hidden_dim, ne = c.n_experts;
       SNIPER_ASSIGN_OR_RETURN(lw.router, b.get(name(LayerTensor::kFfnGateInp), {c.dim, ne, 1, 1}, false));
+      if (store.find_tensor(name(LayerTensor::kFfnGateExps)) == nullptr &&
+          store.find_tensor("blk." + std::to_string(l) + ".ffn_gate.0.weight") != nullptr) {
+        // A packed file: one tensor per expert matrix, bound by bind_packed_experts().
+        continue;
+      }
       SNIPER_ASSIGN_OR_RETURN(lw.gate_exps, b.get(name(LayerTensor::kFfnGateExps), {c.dim, ff, ne, 1}, false));
       SNIPER_ASSIGN_OR_RETURN(lw.up_exps, b.get(name(LayerTensor::kFfnUpExps), {c.dim, ff, ne, 1}, false));
       SNIPER_ASSIGN_OR_RETURN(lw.down_exps, b.get(name(LayerTensor::kFfnDownExps), {ff, c.dim, ne, 1}, false));
@@ -101,6 +106,34 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
     }
   }
   return w;
+}
+
+Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig& c, const WeightStore& store) {
+  Binder b(store);
+  std::vector<std::vector<ExpertView>> views(static_cast<size_t>(c.n_layers));
+  const int64_t ff = c.expert_hidden_dim;
+  static const char* kSplit[3] = {"ffn_gate", "ffn_up", "ffn_down"};
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string merged = layer_tensor_name(l, LayerTensor::kFfnGateExps);
+    if (const QTensor* g = store.find_tensor(merged); g != nullptr) {
+      const QTensor* u = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnUpExps));
+      const QTensor* d = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnDownExps));
+      if (u == nullptr || d == nullptr) return make_error("layer %ld: ffn_up_exps or ffn_down_exps is missing", static_cast<long>(l));
+      for (int64_t e = 0; e < c.n_experts; ++e) views[static_cast<size_t>(l)].push_back({g->matrix(e), u->matrix(e), d->matrix(e)});
+      continue;
+    }
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      ExpertView v;
+      QTensor* parts[3] = {&v.gate, &v.up, &v.down};
+      for (int p = 0; p < 3; ++p) {
+        const std::string n = "blk." + std::to_string(l) + "." + kSplit[p] + "." + std::to_string(e) + ".weight";
+        const std::array<int64_t, 4> shape = p < 2 ? std::array<int64_t, 4>{c.dim, ff, 1, 1} : std::array<int64_t, 4>{ff, c.dim, 1, 1};
+        SNIPER_ASSIGN_OR_RETURN(*parts[p], b.get(n, shape, false));
+      }
+      views[static_cast<size_t>(l)].push_back(v);
+    }
+  }
+  return views;
 }
 
 }  // namespace sniper

@@ -9,6 +9,7 @@
 #include "base/result.h"
 #include "kernels/tensor.h"
 #include "model/config.h"
+#include "weights/expert_source.h"
 #include "weights/weight_store.h"
 
 namespace sniper {
@@ -43,5 +44,9 @@ struct ModelWeights {
 // Binds and validates every tensor the config implies. Errors name the tensor, the expected
 // and the actual shape or type.
 Result<ModelWeights> bind_model_weights(const ModelConfig& config, const WeightStore& store);
+
+// The resident experts as views[layer][expert]: slices of the 3-D ffn_*_exps tensors or the
+// per-expert tensors of a packed file (blk.L.ffn_{gate,up,down}.E.weight), shape-checked.
+Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig& config, const WeightStore& store);
 
 }  // namespace sniper

@@ -87,10 +87,15 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     union_.reserve(static_cast<size_t>(config.n_experts));
     used_.resize(static_cast<size_t>(config.n_experts));
     if (experts_ == nullptr) {
-      for (const LayerWeights& lw : weights.layers) {
-        resident_expert_layers_.push_back({lw.gate_exps, lw.up_exps, lw.down_exps});
+      std::vector<std::vector<ExpertView>> views(weights.layers.size());
+      for (size_t l = 0; l < weights.layers.size(); ++l) {
+        const LayerWeights& lw = weights.layers[l];
+        CHECK(lw.gate_exps.data != nullptr, "layer %zu: experts are not resident and no expert source was given", l);
+        for (int64_t e = 0; e < config.n_experts; ++e) {
+          views[l].push_back({lw.gate_exps.matrix(e), lw.up_exps.matrix(e), lw.down_exps.matrix(e)});
+        }
       }
-      resident_experts_ = std::make_unique<ResidentExperts>(resident_expert_layers_);
+      resident_experts_ = std::make_unique<ResidentExperts>(std::move(views));
       experts_ = resident_experts_.get();
     }
   }

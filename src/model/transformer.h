@@ -65,8 +65,7 @@ class Transformer {
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
-  std::vector<ResidentExperts::Layer> resident_expert_layers_;
-  std::unique_ptr<ResidentExperts> resident_experts_;
+  std::unique_ptr<ResidentExperts> resident_experts_;  // when no source was given
   ExpertSource* experts_ = nullptr;
   WeightSources sources_;
   LayerWeights streamed_layer_;  // layer_weights() result when tensors stream

@@ -49,28 +49,71 @@ LayerCacheStats ExpertCacheStats::total() const {
   return t;
 }
 
-Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<ExpertTensors> layers, int64_t n_experts,
+bool ExpertLocation::contiguous() const {
+  for (int p = 1; p < 3; ++p) {
+    const uint64_t prev_end = part[p - 1].file_offset + part[p - 1].nbytes;
+    if (part[p].file_offset < prev_end || part[p].file_offset - prev_end >= 4096) return false;
+  }
+  return true;
+}
+
+Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& file, int64_t n_layers,
+                                                               int64_t n_experts) {
+  std::vector<std::vector<ExpertLocation>> out(static_cast<size_t>(n_layers),
+                                               std::vector<ExpertLocation>(static_cast<size_t>(n_experts)));
+  static const char* kMerged[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+  static const char* kSplit[3] = {"ffn_gate", "ffn_up", "ffn_down"};
+  for (int64_t l = 0; l < n_layers; ++l) {
+    for (int p = 0; p < 3; ++p) {
+      const std::string merged = "blk." + std::to_string(l) + "." + kMerged[p] + ".weight";
+      if (const GgufTensorInfo* t = file.find_tensor(merged)) {
+        if (t->ne[2] != n_experts) {
+          return make_error("tensor '%s' holds %ld experts but the model has %ld", merged.c_str(),
+                            static_cast<long>(t->ne[2]), static_cast<long>(n_experts));
+        }
+        const uint64_t slice = t->nbytes / static_cast<uint64_t>(n_experts);
+        for (int64_t e = 0; e < n_experts; ++e) {
+          out[static_cast<size_t>(l)][static_cast<size_t>(e)].part[p] = {t->file_offset + slice * static_cast<uint64_t>(e),
+                                                                        slice, t->type, t->ne[0], t->ne[1]};
+        }
+        continue;
+      }
+      for (int64_t e = 0; e < n_experts; ++e) {
+        const std::string name = "blk." + std::to_string(l) + "." + kSplit[p] + "." + std::to_string(e) + ".weight";
+        const GgufTensorInfo* t = file.find_tensor(name);
+        if (t == nullptr) return make_error("neither '%s' nor '%s' is in the file", merged.c_str(), name.c_str());
+        out[static_cast<size_t>(l)][static_cast<size_t>(e)].part[p] = {t->file_offset, t->nbytes, t->type, t->ne[0], t->ne[1]};
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<std::vector<ExpertLocation>> experts,
                                                          IoEngine* io, const ExpertCacheOptions& options) {
   if (options.n_slots < 1) return make_error("expert cache needs at least 1 slot, got %ld", static_cast<long>(options.n_slots));
+  if (experts.empty() || experts[0].empty()) return make_error("expert cache: the model has no experts");
   std::unique_ptr<ExpertCache> c(new ExpertCache());
-  c->layers_ = std::move(layers);
-  c->n_experts_ = n_experts;
+  c->experts_ = std::move(experts);
+  c->n_experts_ = static_cast<int64_t>(c->experts_[0].size());
   c->io_ = io;
   c->options_ = options;
   c->slot_bytes_ = options.gate_region_bytes + options.up_region_bytes + options.down_region_bytes;
   CHECK(c->slot_bytes_ % 4096 == 0, "slot size %llu is not page aligned", static_cast<unsigned long long>(c->slot_bytes_));
-  for (const ExpertTensors& l : c->layers_) {
-    const struct {
-      const GgufTensorInfo* t;
-      uint64_t region;
-    } parts[3] = {{l.gate, options.gate_region_bytes}, {l.up, options.up_region_bytes}, {l.down, options.down_region_bytes}};
-    for (const auto& p : parts) {
-      if (p.t == nullptr) continue;
-      const uint64_t slice = p.t->nbytes / static_cast<uint64_t>(n_experts);
-      if (io->span_for(p.t->file_offset, slice).aligned_length > p.region) {
-        return make_error("tensor '%s': an expert slice of %llu bytes does not fit the %llu-byte slot region",
-                          p.t->name.c_str(), static_cast<unsigned long long>(slice),
-                          static_cast<unsigned long long>(p.region));
+  const uint64_t regions[3] = {options.gate_region_bytes, options.up_region_bytes, options.down_region_bytes};
+  for (size_t l = 0; l < c->experts_.size(); ++l) {
+    for (const ExpertLocation& x : c->experts_[l]) {
+      if (x.contiguous()) {
+        const uint64_t span = io->span_for(x.part[0].file_offset, x.part[2].file_offset + x.part[2].nbytes - x.part[0].file_offset).aligned_length;
+        if (span > c->slot_bytes_) return make_error("layer %zu: a packed expert of %llu bytes does not fit a %llu-byte slot", l,
+                                                     static_cast<unsigned long long>(span), static_cast<unsigned long long>(c->slot_bytes_));
+        continue;
+      }
+      for (int p = 0; p < 3; ++p) {
+        if (io->span_for(x.part[p].file_offset, x.part[p].nbytes).aligned_length > regions[p]) {
+          return make_error("layer %zu: an expert slice of %llu bytes does not fit the %llu-byte slot region", l,
+                            static_cast<unsigned long long>(x.part[p].nbytes), static_cast<unsigned long long>(regions[p]));
+        }
       }
     }
   }
@@ -90,14 +133,14 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<ExpertTenso
   Status reg = io->register_buffers(iov);
   if (!reg.ok()) LOG_INFO("expert cache: buffers not registered (%s); using plain reads", reg.error().message.c_str());
   c->slots_.resize(static_cast<size_t>(options.n_slots));
-  const size_t n_keys = c->layers_.size() * static_cast<size_t>(n_experts);
+  const size_t n_keys = c->experts_.size() * static_cast<size_t>(c->n_experts_);
   c->slot_index_.assign(n_keys, -1);
   c->freq_.assign(n_keys, 0.0f);
   c->touched_.assign(n_keys, 0);
   c->request_counts_.assign(n_keys, 0);
   c->predicted_.assign(n_keys, 0);
-  c->has_prediction_.assign(c->layers_.size(), 0);
-  c->stats_.layers.resize(c->layers_.size());
+  c->has_prediction_.assign(c->experts_.size(), 0);
+  c->stats_.layers.resize(c->experts_.size());
   return c;
 }
 
@@ -146,17 +189,22 @@ Status ExpertCache::start_read(int32_t slot_idx, int64_t layer, int64_t expert) 
   s.expert = static_cast<int32_t>(expert);
   s.state = SlotState::kLoading;
   slot_of(layer, expert) = slot_idx;
-  const ExpertTensors& l = layers_[static_cast<size_t>(layer)];
-  const GgufTensorInfo* parts[3] = {l.gate, l.up, l.down};
+  const ExpertLocation& x = experts_[static_cast<size_t>(layer)][static_cast<size_t>(expert)];
   uint8_t* base = arena_ + slot_bytes_ * static_cast<uint64_t>(slot_idx);
-  uint8_t* dst[3] = {base, base + options_.gate_region_bytes, base + options_.gate_region_bytes + options_.up_region_bytes};
   ReadRequest reqs[3];
-  for (int p = 0; p < 3; ++p) {
-    const uint64_t slice = parts[p]->nbytes / static_cast<uint64_t>(n_experts_);
-    reqs[p] = {parts[p]->file_offset + slice * static_cast<uint64_t>(expert), slice, dst[p]};
-    stats_.layers[static_cast<size_t>(layer)].bytes_read += io_->span_for(reqs[p].offset, slice).aligned_length;
+  size_t n_reqs = 0;
+  if (x.contiguous()) {
+    const uint64_t len = x.part[2].file_offset + x.part[2].nbytes - x.part[0].file_offset;
+    reqs[n_reqs++] = {x.part[0].file_offset, len, base};
+  } else {
+    uint8_t* dst[3] = {base, base + options_.gate_region_bytes, base + options_.gate_region_bytes + options_.up_region_bytes};
+    for (int p = 0; p < 3; ++p) reqs[n_reqs++] = {x.part[p].file_offset, x.part[p].nbytes, dst[p]};
   }
-  Status st = io_->submit_batch(reqs, s.tickets);
+  for (size_t i = 0; i < n_reqs; ++i) {
+    stats_.layers[static_cast<size_t>(layer)].bytes_read += io_->span_for(reqs[i].offset, reqs[i].length).aligned_length;
+  }
+  for (ReadTicket& t : s.tickets) t = 0;
+  Status st = io_->submit_batch(std::span<const ReadRequest>(reqs, n_reqs), std::span<ReadTicket>(s.tickets, n_reqs));
   if (!st.ok()) {
     slot_of(layer, expert) = -1;
     s = Slot{};
@@ -189,27 +237,27 @@ Status ExpertCache::finish_read(int32_t slot_idx) {
 
 ExpertView ExpertCache::view_of(int32_t slot_idx) const {
   const Slot& s = slots_[static_cast<size_t>(slot_idx)];
-  const ExpertTensors& l = layers_[static_cast<size_t>(s.layer)];
+  const ExpertLocation& x = experts_[static_cast<size_t>(s.layer)][static_cast<size_t>(s.expert)];
   const uint8_t* base = arena_ + slot_bytes_ * static_cast<uint64_t>(slot_idx);
-  const uint8_t* region[3] = {base, base + options_.gate_region_bytes,
-                              base + options_.gate_region_bytes + options_.up_region_bytes};
-  const GgufTensorInfo* parts[3] = {l.gate, l.up, l.down};
   QTensor out[3];
+  const bool merged = x.contiguous();
+  const uint64_t merged_lead =
+      merged ? io_->span_for(x.part[0].file_offset, x.part[2].file_offset + x.part[2].nbytes - x.part[0].file_offset).lead : 0;
+  const uint64_t region_off[3] = {0, options_.gate_region_bytes, options_.gate_region_bytes + options_.up_region_bytes};
   for (int p = 0; p < 3; ++p) {
-    const GgufTensorInfo& t = *parts[p];
-    const uint64_t slice = t.nbytes / static_cast<uint64_t>(n_experts_);
-    const uint64_t offset = t.file_offset + slice * static_cast<uint64_t>(s.expert);
-    out[p].type = t.type;
-    out[p].ne = {t.ne[0], t.ne[1], 1, 1};
-    out[p].row_bytes = t.row_bytes();
-    out[p].data = region[p] + io_->span_for(offset, slice).lead;
+    const ExpertSlice& sl = x.part[p];
+    out[p].type = sl.type;
+    out[p].ne = {sl.ne0, sl.ne1, 1, 1};
+    out[p].row_bytes = row_bytes(sl.type, sl.ne0);
+    out[p].data = merged ? base + merged_lead + (sl.file_offset - x.part[0].file_offset)
+                         : base + region_off[p] + io_->span_for(sl.file_offset, sl.nbytes).lead;
   }
   return {out[0], out[1], out[2]};
 }
 
 Status ExpertCache::begin_layer(int64_t layer_idx, std::span<const int32_t> experts) {
   CHECK(layer_ < 0, "begin_layer(%ld) while layer %ld is open", static_cast<long>(layer_idx), static_cast<long>(layer_));
-  CHECK(layer_idx >= 0 && layer_idx < static_cast<int64_t>(layers_.size()));
+  CHECK(layer_idx >= 0 && layer_idx < static_cast<int64_t>(experts_.size()));
   layer_ = layer_idx;
   ready_.clear();
   loading_.clear();
@@ -331,7 +379,7 @@ void ExpertCache::end_layer() {
 }
 
 void ExpertCache::prefetch(int64_t layer_idx, std::span<const int32_t> experts) {
-  if (!options_.prefetch || layer_idx < 0 || layer_idx >= static_cast<int64_t>(layers_.size())) return;
+  if (!options_.prefetch || layer_idx < 0 || layer_idx >= static_cast<int64_t>(experts_.size())) return;
   LayerCacheStats& ls = stats_.layers[static_cast<size_t>(layer_idx)];
   has_prediction_[static_cast<size_t>(layer_idx)] = 1;
   for (int32_t e : experts) {
@@ -362,13 +410,12 @@ void ExpertCache::reset_stats() {
 }
 
 uint64_t ExpertCache::expert_bytes(int64_t layer_idx) const {
-  const ExpertTensors& l = layers_[static_cast<size_t>(layer_idx)];
-  return (l.gate->nbytes + l.up->nbytes + l.down->nbytes) / static_cast<uint64_t>(n_experts_);
+  return experts_[static_cast<size_t>(layer_idx)][0].bytes();
 }
 
 std::vector<int64_t> ExpertCache::distinct_per_layer() const {
-  std::vector<int64_t> out(layers_.size(), 0);
-  for (size_t l = 0; l < layers_.size(); ++l) {
+  std::vector<int64_t> out(experts_.size(), 0);
+  for (size_t l = 0; l < experts_.size(); ++l) {
     for (int64_t e = 0; e < n_experts_; ++e) out[l] += touched_[l * static_cast<size_t>(n_experts_) + static_cast<size_t>(e)];
   }
   return out;

@@ -30,12 +30,28 @@ enum class CachePolicy { kLru, kLfru };
 Result<CachePolicy> parse_cache_policy(std::string_view text);
 const char* cache_policy_name(CachePolicy policy);
 
-// Where one layer's experts are in the file.
-struct ExpertTensors {
-  const GgufTensorInfo* gate = nullptr;  // [dim, ff, n_experts]
-  const GgufTensorInfo* up = nullptr;
-  const GgufTensorInfo* down = nullptr;  // [ff, dim, n_experts]
+// Where one matrix of one expert is in the file.
+struct ExpertSlice {
+  uint64_t file_offset = 0;
+  uint64_t nbytes = 0;
+  GgmlType type = GgmlType::kF32;
+  int64_t ne0 = 0;  // row length
+  int64_t ne1 = 0;  // rows
 };
+
+// One expert: gate, up, down. When the three slices follow each other with less than a page
+// between them (a `sniper pack`ed file), the cache fetches them with a single read.
+struct ExpertLocation {
+  ExpertSlice part[3];
+  bool contiguous() const;
+  uint64_t bytes() const { return part[0].nbytes + part[1].nbytes + part[2].nbytes; }
+};
+
+// Locates every expert of every layer: slices of the 3-D ffn_{gate,up,down}_exps tensors, or the
+// per-expert tensors blk.L.ffn_{gate,up,down}.E.weight that `sniper pack` writes. Errors name a
+// missing tensor.
+Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& file, int64_t n_layers,
+                                                               int64_t n_experts);
 
 struct ExpertCacheOptions {
   int64_t n_slots = 0;
@@ -67,9 +83,9 @@ struct ExpertCacheStats {
 
 class ExpertCache final : public ExpertSource {
  public:
-  // `layers[l]` locates layer l's expert tensors; `io` reads the model file (both outlive the
+  // `experts[l][e]` locates expert e of layer l; `io` reads the model file (and outlives the
   // cache). Allocates the slot arena and registers it with the IoEngine.
-  static Result<std::unique_ptr<ExpertCache>> create(std::vector<ExpertTensors> layers, int64_t n_experts,
+  static Result<std::unique_ptr<ExpertCache>> create(std::vector<std::vector<ExpertLocation>> experts,
                                                      IoEngine* io, const ExpertCacheOptions& options);
   ~ExpertCache() override;
 
@@ -114,7 +130,7 @@ class ExpertCache final : public ExpertSource {
   ExpertView view_of(int32_t slot) const;
   float score(const Slot& s) const;
 
-  std::vector<ExpertTensors> layers_;
+  std::vector<std::vector<ExpertLocation>> experts_;
   int64_t n_experts_ = 0;
   IoEngine* io_ = nullptr;
   ExpertCacheOptions options_;

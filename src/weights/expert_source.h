@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "base/result.h"
 #include "kernels/tensor.h"
@@ -46,13 +47,11 @@ class ExpertSource {
   virtual bool wants_prefetch() const { return false; }
 };
 
-// Experts held in memory as slices of the 3-D ffn_{gate,up,down}_exps tensors.
+// Experts held in memory: views[layer][expert] (slices of the 3-D ffn_*_exps tensors, or the
+// per-expert tensors of a packed file).
 class ResidentExperts final : public ExpertSource {
  public:
-  struct Layer {
-    QTensor gate_exps, up_exps, down_exps;  // [.., .., n_experts]
-  };
-  explicit ResidentExperts(std::span<const Layer> layers) : layers_(layers) {}
+  explicit ResidentExperts(std::vector<std::vector<ExpertView>> views) : views_(std::move(views)) {}
 
   Status begin_layer(int64_t layer_idx, std::span<const int32_t> experts) override {
     layer_ = layer_idx;
@@ -63,15 +62,14 @@ class ResidentExperts final : public ExpertSource {
   Result<ReadyExpert> next_ready() override {
     ReadyExpert r;
     if (next_ >= pending_.size()) return r;
-    const Layer& l = layers_[static_cast<size_t>(layer_)];
     r.expert = pending_[next_++];
-    r.view = {l.gate_exps.matrix(r.expert), l.up_exps.matrix(r.expert), l.down_exps.matrix(r.expert)};
+    r.view = views_[static_cast<size_t>(layer_)][static_cast<size_t>(r.expert)];
     return r;
   }
   void end_layer() override { pending_ = {}; }
 
  private:
-  std::span<const Layer> layers_;
+  std::vector<std::vector<ExpertView>> views_;
   int64_t layer_ = 0;
   std::span<const int32_t> pending_;
   size_t next_ = 0;

@@ -15,6 +15,7 @@
 #include "engine/plan.h"
 #include "engine/session.h"
 #include "golden/shared_dir.h"
+#include "weights/pack_experts.h"
 
 namespace sniper {
 namespace {
@@ -190,6 +191,39 @@ TEST(Streaming, ReadErrorsAreErrorsNotWrongOutput) {
       // Short reads before end of file are retried, so the result is still right.
       ASSERT_TRUE(st.ok()) << st.error().message;
     }
+  }
+}
+
+TEST(Streaming, PackedFileGivesTheSameLogitsWithOneReadPerExpert) {
+  for (const char* name : {"syn-qwen3moe-Q4_K_M", "syn-mixtral-Q4_K_M"}) {
+    SCOPED_TRACE(name);
+    const std::string path = model_path(name);
+    const std::string packed = (std::filesystem::temp_directory_path() / (std::string("sniper_packed_") + name + ".gguf")).string();
+    Status st = pack_experts(path, packed, nullptr);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    ModelLoadOptions resident;
+    resident.batch = 8;
+    auto base = run(path, resident);
+    ASSERT_TRUE(base.ok());
+    auto packed_resident = run(packed, resident);
+    ASSERT_TRUE(packed_resident.ok()) << packed_resident.error().message;
+    EXPECT_TRUE(*packed_resident == *base);
+    const ModelLoadOptions lo = streamed(min_stream_budget(packed, 8));
+    auto packed_streamed = run(packed, lo);
+    ASSERT_TRUE(packed_streamed.ok()) << packed_streamed.error().message;
+    EXPECT_TRUE(*packed_streamed == *base);
+    // One read per expert: reads issued = expert misses (+ embedding rows), not three per miss.
+    auto model = Model::load(packed, lo);
+    ASSERT_TRUE(model.ok());
+    SessionOptions so;
+    so.batch = 8;
+    auto session = Session::create(**model, so);
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->eval(kIds).ok());
+    const LayerCacheStats t = (*model)->expert_cache()->stats().total();
+    const uint64_t misses = t.requests - t.hits + t.prefetch_issued;
+    EXPECT_LE((*model)->io()->stats().n_requests, misses + kIds.size());
+    std::filesystem::remove(packed);
   }
 }
 
