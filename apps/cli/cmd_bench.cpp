@@ -125,6 +125,11 @@ int cmd_bench(int argc, char** argv) {
   so.n_ctx = lo->n_ctx;
   so.batch = lo->batch;
   so.kv_type = lo->kv_type;
+  if (args->has("--routing-bias")) {
+    auto bias = parse_routing_bias(args->get_string("--routing-bias"), c);
+    if (!bias.ok()) return fail(bias.error());
+    so.routing_bias = *bias;
+  }
   auto session = Session::create(m, so);
   if (!session.ok()) return fail(session.error());
   Session& s = **session;
@@ -225,6 +230,12 @@ int cmd_bench(int argc, char** argv) {
     std::printf("distinct experts per layer:");
     for (int64_t d : distinct) std::printf(" %ld", static_cast<long>(d));
     std::printf("\n");
+  }
+  if (so.routing_bias.keep > 0) {
+    const RoutingStats& rs = s.routing_stats();
+    std::printf("routing bias     keep %ld, window %ld: %.1f%% of expert choices changed\n", static_cast<long>(so.routing_bias.keep),
+                static_cast<long>(so.routing_bias.window),
+                rs.selections ? 100.0 * static_cast<double>(rs.changed) / static_cast<double>(rs.selections) : 0.0);
   }
   std::printf("weights          %.2f GB/token active, %.1f GB/s streamed from RAM (roofline %.1f GB/s)\n",
               weight_bytes / 1e9, weight_gbps, ram.gb_per_s);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "common.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,7 @@ std::vector<FlagSpec> model_flags() {
       {"--io", nullptr, "auto|uring|pread", "I/O backend for streaming (default auto)"},
       {"--io-depth", nullptr, "N", "reads in flight (default 32)"},
       {"--buffered-io", nullptr, nullptr, "read with the page cache (posix_fadvise DONTNEED) instead of O_DIRECT"},
+      {"--routing-bias", nullptr, "KEEP:WINDOW|auto", "opt-in cache-aware routing (changes outputs): keep the true top-KEEP experts, fill the rest from cached ones in the top-WINDOW"},
   };
 }
 
@@ -58,6 +60,9 @@ Result<Loaded> load_model_and_session(const Args& args) {
   auto model = Model::load(args.get_string("--model"), lo);
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();
+  if (args.has("--routing-bias")) {
+    SNIPER_ASSIGN_OR_RETURN(so.routing_bias, parse_routing_bias(args.get_string("--routing-bias"), out.model->config()));
+  }
   auto session = Session::create(*out.model, so);
   if (!session.ok()) return session.error();
   out.session = std::move(session).value();
@@ -87,6 +92,23 @@ Result<ModelLoadOptions> load_options_from_args(const Args& args) {
   lo.queue_depth = static_cast<uint32_t>(depth);
   lo.direct = args.has("--buffered-io") ? DirectMode::kForceBuffered : DirectMode::kAuto;
   return lo;
+}
+
+Result<RoutingBias> parse_routing_bias(const std::string& text, const ModelConfig& c) {
+  RoutingBias b;
+  if (text == "auto") {
+    b.keep = std::max<int64_t>(1, c.n_experts_active / 2);
+    b.window = std::min<int64_t>(c.n_experts, 2 * c.n_experts_active);
+    return b;
+  }
+  long keep = 0, window = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%ld:%ld%c", &keep, &window, &tail) != 2) {
+    return make_error("--routing-bias is '%s' but must be KEEP:WINDOW (e.g. 4:16) or auto", text.c_str());
+  }
+  b.keep = keep;
+  b.window = window;
+  return b;
 }
 
 Result<SamplerConfig> sampler_from_args(const Args& args) {

@@ -28,6 +28,8 @@ Result<Loaded> load_model_and_session(const Args& args);
 // The model_flags() as ModelLoadOptions (budget resolved, enums parsed).
 Result<ModelLoadOptions> load_options_from_args(const Args& args);
 Result<SamplerConfig> sampler_from_args(const Args& args);
+// "KEEP:WINDOW" or "auto" (keep half the active experts, window twice as many).
+Result<RoutingBias> parse_routing_bias(const std::string& text, const ModelConfig& config);
 
 // Reads a whole file; an Error names the path.
 Result<std::string> read_file(const std::string& path);

@@ -28,12 +28,22 @@ Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOpti
   if (o.n_threads < 0 || o.n_threads > 1024) {
     return make_error("thread count is %d but must be in [0, 1024] (0 = all cores)", o.n_threads);
   }
+  if (o.routing_bias.keep != 0) {
+    const RoutingBias& b = o.routing_bias;
+    if (!c.is_moe()) return make_error("routing bias needs a mixture-of-experts model");
+    if (c.n_experts_active > 64) return make_error("routing bias supports at most 64 active experts, the model uses %ld", static_cast<long>(c.n_experts_active));
+    if (b.keep < 1 || b.keep > c.n_experts_active || b.window < c.n_experts_active || b.window > c.n_experts) {
+      return make_error("routing bias %ld:%ld must satisfy 1 <= keep <= %ld <= window <= %ld", static_cast<long>(b.keep),
+                        static_cast<long>(b.window), static_cast<long>(c.n_experts_active), static_cast<long>(c.n_experts));
+    }
+  }
   std::unique_ptr<Session> s(new Session(model, o));
   auto kv = KvCache::create(c.n_layers, o.n_ctx, c.n_kv_heads, c.head_dim, o.kv_type);
   if (!kv.ok()) return kv.error();
   s->kv_ = std::move(kv).value();
   s->transformer_ = std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx,
                                                   model.sources());
+  s->transformer_->set_routing_bias(o.routing_bias);
   s->last_logits_.resize(static_cast<size_t>(c.vocab_size));
   return s;
 }

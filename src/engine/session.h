@@ -23,6 +23,7 @@ struct SessionOptions {
   int64_t batch = 64;    // prefill chunk size
   KvType kv_type = KvType::kF16;
   int n_threads = 0;     // 0: all cores
+  RoutingBias routing_bias;  // opt-in cache-aware routing (changes outputs); keep 0 = off
 };
 
 class Session {
@@ -46,6 +47,7 @@ class Session {
   const Model& model() const { return model_; }
   ThreadPool& pool() { return pool_; }
   const KvCache& kv() const { return *kv_; }
+  const RoutingStats& routing_stats() const { return transformer_->routing_stats(); }
   size_t memory_bytes() const { return kv_->bytes() + transformer_->scratch_bytes(); }
 
  private:

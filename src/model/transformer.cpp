@@ -281,6 +281,7 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
     int32_t* sel = sel_.data() + t * k;
     float* w = sel_w_.data() + t * k;
     top_k(probs, n_exp, k, sel);
+    if (routing_bias_.keep > 0) bias_routing(layer_idx, probs, sel);
     double sum = 0.0;
     for (int64_t i = 0; i < k; ++i) {
       w[i] = probs[sel[i]];
@@ -316,6 +317,28 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
     for (int64_t i = 1; i < k; ++i) add_inplace(out, exp_out_.data() + (t * k + i) * dim, dim);
   }
   return ok_status();
+}
+
+void Transformer::bias_routing(int64_t layer_idx, const float* probs, int32_t* sel) {
+  const int64_t k = config_.n_experts_active, keep = routing_bias_.keep, window = routing_bias_.window;
+  window_.resize(static_cast<size_t>(window));
+  top_k(probs, config_.n_experts, window, window_.data());
+  int32_t chosen[64];
+  int64_t n = 0;
+  auto taken = [&](int32_t e) { return std::find(chosen, chosen + n, e) != chosen + n; };
+  for (int64_t i = 0; i < keep; ++i) chosen[n++] = sel[i];
+  for (int64_t i = keep; i < window && n < k; ++i) {
+    const int32_t e = window_[static_cast<size_t>(i)];
+    if (!taken(e) && experts_->is_cached(layer_idx, e)) chosen[n++] = e;
+  }
+  for (int64_t i = keep; i < k && n < k; ++i) {
+    if (!taken(sel[i])) chosen[n++] = sel[i];
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    routing_stats_.selections++;
+    if (std::find(sel, sel + k, chosen[i]) == sel + k) routing_stats_.changed++;
+  }
+  std::copy(chosen, chosen + k, sel);
 }
 
 void Transformer::run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok, ThreadPool& pool) {

@@ -23,6 +23,19 @@
 
 namespace sniper {
 
+// Cache-aware routing (opt-in; changes outputs): each token keeps its true top-`keep` experts
+// and fills the remaining slots with experts already in memory from its top-`window`, falling
+// back to the true ranking where none is cached. keep == 0 disables it.
+struct RoutingBias {
+  int64_t keep = 0;
+  int64_t window = 0;
+};
+
+struct RoutingStats {
+  uint64_t selections = 0;  // (token, slot) choices made
+  uint64_t changed = 0;     // of those, experts that differ from the true top-k
+};
+
 // Where tensors that are not resident come from (all optional; null = resident in ModelWeights).
 struct WeightSources {
   ExpertSource* experts = nullptr;       // routed experts (null: slices of the resident tensors)
@@ -46,6 +59,9 @@ class Transformer {
                ThreadPool& pool);
 
   const ModelConfig& config() const { return config_; }
+  // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
+  void set_routing_bias(const RoutingBias& bias) { routing_bias_ = bias; }
+  const RoutingStats& routing_stats() const { return routing_stats_; }
   int64_t max_batch() const { return max_batch_; }
   // Bytes of activation scratch this instance holds.
   size_t scratch_bytes() const;
@@ -62,12 +78,17 @@ class Transformer {
   [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
   void run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok, ThreadPool& pool);
   void predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool);
+  // Replaces sel[0, k) (the true top-k of probs) with the cache-aware choice.
+  void bias_routing(int64_t layer_idx, const float* probs, int32_t* sel);
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
   std::unique_ptr<ResidentExperts> resident_experts_;  // when no source was given
   ExpertSource* experts_ = nullptr;
   WeightSources sources_;
+  RoutingBias routing_bias_;
+  RoutingStats routing_stats_;
+  std::vector<int32_t> window_;  // [window] candidates for cache-aware routing
   LayerWeights streamed_layer_;  // layer_weights() result when tensors stream
   std::vector<int32_t> union_;  // experts the chunk routes to, ascending
   std::vector<uint8_t> used_;   // [n_experts] membership scratch

@@ -70,7 +70,7 @@ inline void dpbf16(float* acc, const bf16_t* w, const bf16_t* a, int64_t e0) {
 float vec_dot_f32_ref(int64_t n, const float* w, const float* a) {
   int64_t i = 0;
   float sum = vec_dot_4x16(n, w, a, [](float x) { return x; }, &i);
-  for (; i < n; ++i) sum = fma_ordered(w[i], a[i], sum);
+  for (; i < n; ++i) sum += w[i] * a[i];
   return sum;
 }
 

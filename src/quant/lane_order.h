@@ -42,11 +42,10 @@ inline void fma_block32_ordered(float* acc, float d, const int* w, const int8_t*
   }
 }
 
-// ggml's AVX2 K-quant super-block step (256 elements): 8 int32 lanes, lane k holding the
+// ggml's AVX2 K-quant super-block lanes (256 elements): 8 int32 lanes, lane k holding the
 // products of elements 4k..4k+3 of every 32-element chunk times that element's 16-group scale
-// (the lane layout of maddubs + madd); each lane converted to float and FMA'd with d.
-// q: the 256 decoded weight values (offsets already applied), scale16: 16 group scales.
-inline void fma_superblock_ordered(float* acc, float d, const int8_t* q, const int* scale16, const int8_t* a) {
+// (the lane layout of maddubs + madd). q: the 256 decoded weight values, scale16: 16 scales.
+inline void superblock_lanes(int* lanes, const int8_t* q, const int* scale16, const int8_t* a) {
   for (int k = 0; k < 8; ++k) {
     int lane = 0;
     for (int c = 0; c < 8; ++c) {
@@ -55,8 +54,20 @@ inline void fma_superblock_ordered(float* acc, float d, const int8_t* q, const i
         lane += scale16[e / 16] * (q[e] * a[e]);
       }
     }
-    acc[k] = fma_ordered(d, static_cast<float>(lane), acc[k]);
+    lanes[k] = lane;
   }
+}
+
+// acc[k] = fma(d, float(lanes[k]), acc[k]) for the 8 lanes.
+inline void fma_lanes8(float* acc, float d, const int* lanes) {
+  for (int k = 0; k < 8; ++k) acc[k] = fma_ordered(d, static_cast<float>(lanes[k]), acc[k]);
+}
+
+// superblock_lanes followed by fma_lanes8.
+inline void fma_superblock_ordered(float* acc, float d, const int8_t* q, const int* scale16, const int8_t* a) {
+  int lanes[8];
+  superblock_lanes(lanes, q, scale16, a);
+  fma_lanes8(acc, d, lanes);
 }
 
 }  // namespace sniper

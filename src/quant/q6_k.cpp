@@ -104,7 +104,10 @@ void dequantize_row_q6_K_ref(const BlockQ6_K* x, float* y, int64_t n) {
 
 float vec_dot_q6_K_q8_K_ref(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a) {
   const int64_t nb = block_count(n, kQ6_KBlockSize, "vec_dot_q6_K_q8_K_ref");
-  // ggml's AVX2 kernel: the -32 offset is applied per product (inside the integer lanes).
+  // The reference build's kernel: unsigned 6-bit values in the AVX2 lane layout, and the -32
+  // offset through the activation group sums, lane k losing 32 * (sc[2k] * bsums[2k] +
+  // sc[2k+1] * bsums[2k+1]) (verified against the reference logits: the per-product offset of
+  // the older AVX2 code gives different bits).
   int8_t q[kQ6_KBlockSize];
   float acc[8] = {};
   for (int64_t i = 0; i < nb; ++i) {
@@ -113,10 +116,10 @@ float vec_dot_q6_K_q8_K_ref(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a) {
     int8_t* p = q;
     for (int j = 0; j < kQ6_KBlockSize; j += 128) {
       for (int l = 0; l < 32; ++l) {
-        p[l + 0] = static_cast<int8_t>(((q4[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
-        p[l + 32] = static_cast<int8_t>(((q4[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
-        p[l + 64] = static_cast<int8_t>(((q4[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
-        p[l + 96] = static_cast<int8_t>(((q4[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+        p[l + 0] = static_cast<int8_t>(((q4[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)));
+        p[l + 32] = static_cast<int8_t>(((q4[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)));
+        p[l + 64] = static_cast<int8_t>(((q4[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)));
+        p[l + 96] = static_cast<int8_t>(((q4[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)));
       }
       p += 128;
       q4 += 64;
@@ -124,7 +127,12 @@ float vec_dot_q6_K_q8_K_ref(int64_t n, const BlockQ6_K* w, const BlockQ8_K* a) {
     }
     int scale16[16];
     for (int g = 0; g < 16; ++g) scale16[g] = w[i].scales[g];
-    fma_superblock_ordered(acc, a[i].d * fp16_to_fp32(w[i].d), q, scale16, a[i].qs);
+    int lanes[8];
+    superblock_lanes(lanes, q, scale16, a[i].qs);
+    for (int k = 0; k < 8; ++k) {
+      lanes[k] -= 32 * (scale16[2 * k] * a[i].bsums[2 * k] + scale16[2 * k + 1] * a[i].bsums[2 * k + 1]);
+    }
+    fma_lanes8(acc, a[i].d * fp16_to_fp32(w[i].d), lanes);
   }
   return hsum8_ordered(acc);
 }

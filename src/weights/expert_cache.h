@@ -94,6 +94,10 @@ class ExpertCache final : public ExpertSource {
   void end_layer() override;
   void prefetch(int64_t layer_idx, std::span<const int32_t> experts) override;
   bool wants_prefetch() const override { return options_.prefetch; }
+  bool is_cached(int64_t layer_idx, int32_t expert) const override {
+    const int32_t s = slot_index_[static_cast<size_t>(layer_idx * n_experts_ + expert)];
+    return s >= 0 && slots_[static_cast<size_t>(s)].state == SlotState::kReady;
+  }
 
   // Marks the end of a token (ages LFRU frequencies).
   void end_token();

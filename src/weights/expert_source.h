@@ -45,6 +45,12 @@ class ExpertSource {
   }
   // True if the caller should compute prefetch predictions (costs one router matmul per layer).
   virtual bool wants_prefetch() const { return false; }
+  // True if the expert's weights are in memory now (cache-aware routing asks; resident: always).
+  virtual bool is_cached(int64_t layer_idx, int32_t expert) const {
+    (void)layer_idx;
+    (void)expert;
+    return true;
+  }
 };
 
 // Experts held in memory: views[layer][expert] (slices of the 3-D ffn_*_exps tensors, or the

@@ -122,6 +122,7 @@ TEST(SynthModelFast, BytesDoNotDependOnThreadCount) {
       s.n_layers = 1;
       s.n_experts = 8;
       s.n_experts_active = 2;
+      s.type = "q8_0";
     }
     const std::string a = temp_path("t1.gguf"), b = temp_path("t3.gguf"), c = temp_path("seed2.gguf");
     ASSERT_TRUE(write_synth_model(s, a, nullptr).ok());
@@ -238,12 +239,12 @@ TEST(SynthModelFast, MoeRoutingVariesAcrossTokens) {
   std::filesystem::remove(path);
 }
 
+// Types of the per-layer tensors "blk.<i>.<suffix>", or of the one tensor named `suffix`.
 std::map<std::string, int> type_histogram(const std::vector<SynthTensor>& plan, const std::string& suffix) {
   std::map<std::string, int> h;
   for (const SynthTensor& t : plan) {
-    if (t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      ++h[get_type_info(t.type).name];
-    }
+    const bool layer_match = t.name.rfind("blk.", 0) == 0 && t.name.substr(t.name.find('.', 4) + 1) == suffix;
+    if (layer_match || t.name == suffix) ++h[get_type_info(t.type).name];
   }
   return h;
 }

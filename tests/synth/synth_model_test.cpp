@@ -15,6 +15,7 @@
 #include "engine/model.h"
 #include "engine/session.h"
 #include "kernels/ops.h"
+#include "synth/synth_presets.h"
 
 namespace sniper {
 namespace {
@@ -88,6 +89,33 @@ TEST(SynthModel, MixtralStyleLlamaWithExperts) {
   ASSERT_TRUE(write_synth_model(s, path, nullptr).ok());
   expect_runs(path);
   std::filesystem::remove(path);
+}
+
+TEST(SynthModel, FastFilledPresetsLoadAndRun) {
+  // Direct random blocks (Q4_K, Q6_K) through the engine: the tiny MoE preset, and a dense
+  // Qwen3 and a Mixtral-style llama shortened from the full-scale presets' shapes.
+  for (const char* name : {"qwen3moe-tiny", "qwen3-8b", "mixtral-8x7b"}) {
+    SCOPED_TRACE(name);
+    const SynthPreset* p = find_synth_preset(name);
+    ASSERT_NE(p, nullptr);
+    SynthSpec s = p->spec;
+    s.fill = SynthFill::kFast;
+    if (s.dim > 256) {  // keep the real tensor table, but small
+      s.n_layers = 2;
+      s.dim = 256;
+      s.n_heads = 4;
+      s.n_kv_heads = 2;
+      s.head_dim = 64;
+      s.hidden_dim = 512;
+      s.vocab_size = 512;
+      s.n_ctx = 256;
+    }
+    const std::string path = temp_path(std::string(name) + "_fast.gguf");
+    Status st = write_synth_model(s, path, nullptr);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    expect_runs(path);
+    std::filesystem::remove(path);
+  }
 }
 
 TEST(SynthModel, DeterministicForASeed) {

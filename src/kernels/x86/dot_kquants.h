@@ -163,8 +163,8 @@ struct DotQ5_K {
   }
 };
 
-// Q6_K: q = (ql nibble | 2 qh bits << 4) in 0..63, value q - 32; the -32 is applied inside
-// each integer lane (maddubs(32, a)), as ggml's AVX2 kernel does.
+// Q6_K: q = (ql nibble | 2 qh bits << 4) in 0..63, value q - 32; the -32 goes through the
+// activation group sums (8 lanes of two groups each), as in the reference build.
 template <class Isa>
 struct DotQ6_K {
   template <int NT>
@@ -178,9 +178,12 @@ struct DotQ6_K {
     const __m256i two_bits = _mm256_set1_epi8(0x03);
     for (int64_t i = 0; i < n / 256; ++i) {
       const int8_t* sc = w[i].scales;
-      const __m256i off = _mm256_set1_epi8(32);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(load128(sc));
       __m256i isum[NT];
-      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+      for (int t = 0; t < NT; ++t) {
+        // 32 * (sc[2k] * bsums[2k] + sc[2k+1] * bsums[2k+1]) per lane, subtracted up front.
+        isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bsum_dot(a[t][i].bsums, sc16), 5));
+      }
       for (int half = 0; half < 2; ++half) {
         const __m256i qa = load256(w[i].ql + 64 * half);
         const __m256i qb = load256(w[i].ql + 64 * half + 32);
@@ -196,9 +199,8 @@ struct DotQ6_K {
         for (int k = 0; k < 4; ++k) {
           const __m256i s16 = scale_pair16(sc[8 * half + 2 * k], sc[8 * half + 2 * k + 1]);
           for (int t = 0; t < NT; ++t) {
-            const __m256i y = load256(a[t][i].qs + 128 * half + 32 * k);
-            const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], y), _mm256_maddubs_epi16(off, y));
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, s16));
+            const __m256i p = dot_u8s8_scaled(q[k], load256(a[t][i].qs + 128 * half + 32 * k), s16);
+            isum[t] = _mm256_add_epi32(isum[t], p);
           }
         }
       }
