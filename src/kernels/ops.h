@@ -27,7 +27,8 @@ void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const
 void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style,
                 const float* cos_t, const float* sin_t);
 
-// out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
+// out[i] = silu(gate[i]) * up[i] for one row of n (ggml's swiglu: 16-wide blocks with its
+// vectorised expf, then a libm tail, so call it per row). out may alias gate or up.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
 // In-place softmax over n values (max-subtracted, sum in double).

@@ -265,7 +265,8 @@ void Transformer::dense_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& p
   ActCache acts(act_bufs_, 3);
   matmul_q(lw.ffn_gate, acts.get(lw.ffn_gate.type, xb_.data(), dim, n_tok, pool), hb_.data(), ff, pool);
   matmul_q(lw.ffn_up, acts.get(lw.ffn_up.type, xb_.data(), dim, n_tok, pool), hb2_.data(), ff, pool);
-  silu_mul(hb_.data(), hb2_.data(), hb_.data(), n_tok * ff);
+  // Row by row: ggml's swiglu splits each row into 16-wide SIMD blocks and a scalar tail.
+  for (int64_t t = 0; t < n_tok; ++t) silu_mul(hb_.data() + t * ff, hb2_.data() + t * ff, hb_.data() + t * ff, ff);
   matmul(lw.ffn_down, hb_.data(), ffn_out_.data(), n_tok, act_, pool);
 }
 
@@ -363,7 +364,7 @@ void Transformer::run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok
            selected_tier(), MatmulOrder::kVecDot);
   matmul_q(ex.up, acts.get(ex.up.type, gathered_.data(), dim, n_rows, pool), hb2_.data(), ff, pool,
            selected_tier(), MatmulOrder::kVecDot);
-  silu_mul(hb_.data(), hb2_.data(), hb_.data(), n_rows * ff);
+  for (int64_t r = 0; r < n_rows; ++r) silu_mul(hb_.data() + r * ff, hb2_.data() + r * ff, hb_.data() + r * ff, ff);
   matmul(ex.down, hb_.data(), down_.data(), n_rows, act_, pool, selected_tier(), MatmulOrder::kVecDot);
   for (int64_t r = 0; r < n_rows; ++r) {
     const int64_t t = rows_[static_cast<size_t>(r)], slot = slots_[static_cast<size_t>(r)];

@@ -4,6 +4,7 @@
 // SIMD tiers can match them bit for bit.
 #include "quant/float.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "base/check.h"
@@ -50,9 +51,20 @@ float vec_dot_4x16(int64_t n, const T* w, const T* a, Widen widen, int64_t* done
       }
     }
   }
+  int64_t np2 = np;
+  if (getenv("EXP_NP2")) {
+    np2 = n - n % 16;
+    for (int64_t i = np; i < np2; i += 16) {
+      for (int l = 0; l < 16; ++l) acc[0][l] = fma_ordered(widen(w[i + l]), widen(a[i + l]), acc[0][l]);
+    }
+    if (getenv("EXP_MASK")) {
+      for (int64_t i = np2; i < n; ++i) acc[0][i - np2] = fma_ordered(widen(w[i]), widen(a[i]), acc[0][i - np2]);
+      np2 = n;
+    }
+  }
   float s[16];
   for (int l = 0; l < 16; ++l) s[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-  *done = np;
+  *done = np2;
   return reduce16_ordered(s);
 }
 
@@ -70,7 +82,12 @@ inline void dpbf16(float* acc, const bf16_t* w, const bf16_t* a, int64_t e0) {
 float vec_dot_f32_ref(int64_t n, const float* w, const float* a) {
   int64_t i = 0;
   float sum = vec_dot_4x16(n, w, a, [](float x) { return x; }, &i);
-  for (; i < n; ++i) sum += w[i] * a[i];
+  if (getenv("EXP_DBL")) {
+    double ds = sum;
+    for (; i < n; ++i) ds += static_cast<double>(w[i] * a[i]);
+    return static_cast<float>(ds);
+  }
+  for (; i < n; ++i) sum = getenv("EXP_NOFMA") ? sum + w[i] * a[i] : fma_ordered(w[i], a[i], sum);
   return sum;
 }
 

@@ -81,7 +81,7 @@ struct DotFloatVec {
       const float r = V::reduce(V::add(V::add(acc[t][0], acc[t][2]), V::add(acc[t][1], acc[t][3])));
       if constexpr (kF32) {
         float s = r;
-        for (int64_t j = np; j < n; ++j) s += w[j] * a[t][j];
+        for (int64_t j = np; j < n; ++j) s = std::fma(w[j], a[t][j], s);
         out[t] = s;
       } else {
         double s = r;

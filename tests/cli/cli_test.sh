@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The CLI end to end: the stories260K reference text, inspect, logits against the reference
+# rows, synth, and bad input (missing file, wrong arch, bad flags, malformed files): each error
+# is one clear line on stderr and a non-zero exit, never a crash.
+# Usage: cli_test.sh SNIPER_BINARY SHARED_DIR
+set -uo pipefail
+bin=$1
+shared=$2
+tmp=$(mktemp -d /var/tmp/sniper-cli-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+passes=0
+pass() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect_error NAME PATTERN COMMAND...: non-zero exit, exactly one stderr line matching PATTERN.
+expect_error() {
+  local name=$1 pattern=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local status=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [ $status -eq 0 ]; then fail "$name: exit 0"; return; fi
+  if [ $status -ge 128 ]; then fail "$name: crashed (status $status)"; return; fi
+  if [ "$lines" -ne 1 ]; then fail "$name: $lines stderr lines: $(cat "$tmp/err")"; return; fi
+  if ! grep -q -- "$pattern" "$tmp/err"; then fail "$name: '$(cat "$tmp/err")' lacks '$pattern'"; return; fi
+  pass
+}
+
+# 1. The reference story, greedy, 200 tokens.
+"$bin" run -m "$shared/models/stories260K.gguf" -p "Once upon a time" -n 200 --temp 0 --ignore-eos >"$tmp/story" 2>"$tmp/story.err"
+expected=$(sed 's/^ //' "$shared/reference/stories260K/gen200/gen_text.txt")
+if [ "$(cat "$tmp/story")" = "$expected" ]; then pass; else fail "stories260K text differs: $(head -c 200 "$tmp/story")"; fi
+grep -q "generation: 200 tok" "$tmp/story.err" && grep -q "peak RSS" "$tmp/story.err" && pass || fail "figures line: $(cat "$tmp/story.err")"
+
+# 2. logits rows equal what the engine's reference test checks (bounded NSE).
+ref=$shared/reference/syn-qwen3-Q4_K_M
+"$bin" logits -m "$shared/models/syn-qwen3-Q4_K_M.gguf" --prompt-ids "$ref/prompt_ids.json" --gen-ids "$ref/gen_ids.json" -o "$tmp/l.f32" 2>/dev/null \
+  && [ "$(stat -c %s "$tmp/l.f32")" -eq $(( ( $(stat -c %s "$ref/prompt_logits.f32") + $(stat -c %s "$ref/gen_logits.f32") ) )) ] && pass || fail "logits size"
+
+# 3. inspect shows the byte breakdown and the plan.
+"$bin" inspect "$shared/models/syn-qwen3moe-Q4_K_M.gguf" --plan --mem 1G >"$tmp/inspect" 2>&1 && grep -q "experts" "$tmp/inspect" && grep -q "memory plan" "$tmp/inspect" && pass || fail "inspect: $(cat "$tmp/inspect" | tail -3)"
+
+# 4. synth writes a model that runs.
+"$bin" synth --arch qwen3 --dim 128 --layers 2 --heads 2 --kv-heads 1 --head-dim 64 --ff 256 --type q8_0 -o "$tmp/s.gguf" >/dev/null 2>&1 \
+  && "$bin" run -m "$tmp/s.gguf" -p "hello" -n 4 --temp 0 >/dev/null 2>&1 && pass || fail "synth + run"
+
+# 5. Bad input.
+expect_error "missing model file" "no-such.gguf" "$bin" run -m "$tmp/no-such.gguf" -p hi
+expect_error "no model flag" "-m" "$bin" run -p hi
+expect_error "unknown flag" "unknown flag '--bogus'" "$bin" run -m "$shared/models/stories260K.gguf" --bogus
+expect_error "bad number" "--n-predict" "$bin" run -m "$shared/models/stories260K.gguf" -p hi -n ten
+expect_error "negative temp" "--temp" "$bin" run -m "$shared/models/stories260K.gguf" -p hi --temp -1
+expect_error "unknown command" "unknown command" "$bin" frobnicate
+expect_error "bad residency" "--residency" "$bin" run -m "$shared/models/stories260K.gguf" -p hi --residency maybe
+expect_error "bad mem" "--mem" "$bin" run -m "$shared/models/stories260K.gguf" -p hi --mem lots
+expect_error "vocab-only file" "token_embd" "$bin" run -m "$shared/tokenizer/ggml-vocab-qwen2.gguf" -p hi
+expect_error "wrong arch in synth" "--arch" "$bin" synth --arch gptj -o "$tmp/x.gguf"
+head -c 100000 "$shared/models/stories260K.gguf" >"$tmp/trunc.gguf"
+expect_error "truncated model" "trunc.gguf" "$bin" run -m "$tmp/trunc.gguf" -p hi
+printf 'GGUF\x03\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\x0f\x00\x00\x00\x00\x00\x00\x00\x00' >"$tmp/garbage.gguf"
+expect_error "absurd tensor count" "n_tensors" "$bin" inspect "$tmp/garbage.gguf"
+echo '[1, 2, "x"]' >"$tmp/ids.json"
+expect_error "bad ids" "item 2" "$bin" logits -m "$shared/models/stories260K.gguf" --prompt-ids "$tmp/ids.json" -o "$tmp/o.f32"
+echo '[1, 99999]' >"$tmp/ids2.json"
+expect_error "id outside vocab" "outside the vocabulary" "$bin" logits -m "$shared/models/stories260K.gguf" --prompt-ids "$tmp/ids2.json" -o "$tmp/o.f32"
+[ ! -e "$tmp/o.f32" ] && pass || fail "a failed logits run left an output file"
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
