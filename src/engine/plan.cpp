@@ -63,10 +63,13 @@ std::string mib(uint64_t bytes) {
 std::string MemoryPlan::describe() const {
   std::string s;
   auto line = [&](const char* what, uint64_t bytes, const std::string& note = "") {
-    s += std::string("  ") + what + std::string(30 - std::min<size_t>(30, std::string(what).size()), ' ') +
-         mib(bytes) + (note.empty() ? "" : "  " + note) + "\n";
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), "  %-30s%s  %s\n", what, mib(bytes).c_str(), note.c_str());
+    s.append(buf);
   };
-  s += "memory plan for a budget of " + mib(budget_bytes) + "\n";
+  s.append("memory plan for a budget of ");
+  s.append(mib(budget_bytes));
+  s.append("\n");
   line("KV cache", kv_bytes);
   line("activation scratch", scratch_bytes);
   line("runtime overhead", overhead_bytes);
@@ -75,9 +78,11 @@ std::string MemoryPlan::describe() const {
                                                              : "(attention, norms, routers, output head)");
   if (stream_embeddings) line("token embeddings", 0, "(streamed: one row per token)");
   if (stream_experts) {
-    line("expert cache", expert_cache_bytes(),
-         "(" + std::to_string(n_expert_slots) + " slots of " + std::to_string(slot.slot_bytes / 1024) +
-             " KiB; all experts: " + std::to_string(total_expert_bytes / kMiB) + " MiB)");
+    char note[128];
+    std::snprintf(note, sizeof(note), "(%ld slots of %llu KiB; all experts: %llu MiB)", static_cast<long>(n_expert_slots),
+                  static_cast<unsigned long long>(slot.slot_bytes / 1024),
+                  static_cast<unsigned long long>(total_expert_bytes / kMiB));
+    line("expert cache", expert_cache_bytes(), note);
   }
   if (stream_dense_ffn) {
     line("layer stream buffers", 2 * layer_buffer_bytes,

@@ -83,6 +83,8 @@ class Transformer {
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
+  int64_t max_batch_;
+  int64_t n_ctx_;
   std::unique_ptr<ResidentExperts> resident_experts_;  // when no source was given
   ExpertSource* experts_ = nullptr;
   WeightSources sources_;
@@ -92,8 +94,6 @@ class Transformer {
   LayerWeights streamed_layer_;  // layer_weights() result when tensors stream
   std::vector<int32_t> union_;  // experts the chunk routes to, ascending
   std::vector<uint8_t> used_;   // [n_experts] membership scratch
-  int64_t max_batch_;
-  int64_t n_ctx_;
   ActBuffer act_;               // single-use activations (matmul())
   ActBuffer act_bufs_[3];       // activations reused across weights (ActCache)
   std::vector<float> x_;        // [B, dim] residual stream

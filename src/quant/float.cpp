@@ -4,7 +4,6 @@
 // SIMD tiers can match them bit for bit.
 #include "quant/float.h"
 
-#include <cstdlib>
 #include <cstring>
 
 #include "base/check.h"
@@ -39,8 +38,10 @@ namespace {
 
 // ggml_vec_dot_f32 / _f16 main loop: 4 x 16 lanes over steps of 64, then (0+2),(1+3), sum,
 // reduce. Returns the reduced float; *done is the number of elements consumed.
+// tail16: also fold whole 16-element groups of the n % 64 tail into accumulator 0 before the
+// reduction (what the reference build's f32 kernel does; its f16 kernel does not).
 template <class T, class Widen>
-float vec_dot_4x16(int64_t n, const T* w, const T* a, Widen widen, int64_t* done) {
+float vec_dot_4x16(int64_t n, const T* w, const T* a, Widen widen, bool tail16, int64_t* done) {
   float acc[4][16] = {};
   const int64_t np = n - n % 64;
   for (int64_t i = 0; i < np; i += 64) {
@@ -52,14 +53,10 @@ float vec_dot_4x16(int64_t n, const T* w, const T* a, Widen widen, int64_t* done
     }
   }
   int64_t np2 = np;
-  if (getenv("EXP_NP2")) {
+  if (tail16) {
     np2 = n - n % 16;
     for (int64_t i = np; i < np2; i += 16) {
       for (int l = 0; l < 16; ++l) acc[0][l] = fma_ordered(widen(w[i + l]), widen(a[i + l]), acc[0][l]);
-    }
-    if (getenv("EXP_MASK")) {
-      for (int64_t i = np2; i < n; ++i) acc[0][i - np2] = fma_ordered(widen(w[i]), widen(a[i]), acc[0][i - np2]);
-      np2 = n;
     }
   }
   float s[16];
@@ -81,19 +78,14 @@ inline void dpbf16(float* acc, const bf16_t* w, const bf16_t* a, int64_t e0) {
 
 float vec_dot_f32_ref(int64_t n, const float* w, const float* a) {
   int64_t i = 0;
-  float sum = vec_dot_4x16(n, w, a, [](float x) { return x; }, &i);
-  if (getenv("EXP_DBL")) {
-    double ds = sum;
-    for (; i < n; ++i) ds += static_cast<double>(w[i] * a[i]);
-    return static_cast<float>(ds);
-  }
-  for (; i < n; ++i) sum = getenv("EXP_NOFMA") ? sum + w[i] * a[i] : fma_ordered(w[i], a[i], sum);
+  float sum = vec_dot_4x16(n, w, a, [](float x) { return x; }, true, &i);
+  for (; i < n; ++i) sum = fma_ordered(w[i], a[i], sum);  // contracted by the reference build
   return sum;
 }
 
 float vec_dot_f16_ref(int64_t n, const fp16_t* w, const fp16_t* a) {
   int64_t i = 0;
-  double sum = vec_dot_4x16(n, w, a, [](fp16_t x) { return fp16_to_fp32(x); }, &i);
+  double sum = vec_dot_4x16(n, w, a, [](fp16_t x) { return fp16_to_fp32(x); }, false, &i);
   for (; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(w[i]) * fp16_to_fp32(a[i]));
   return static_cast<float>(sum);
 }

@@ -26,8 +26,11 @@ void dequantize_row_bf16_ref(const bf16_t* x, float* y, int64_t n);
 
 // Single-row dot products in the order of ggml's x86 AVX-512 vec_dot kernels (what llama.cpp
 // runs for one token, and for batches whose shape tinyBLAS rejects):
-//   f32:  4 accumulators of 16 lanes over steps of 64 (FMA), combined (0+2),(1+3), then summed,
-//         reduced with _mm512_reduce_add_ps's tree; the n % 64 tail is FMA'd into that float.
+//   f32:  4 accumulators of 16 lanes over steps of 64 (FMA), then whole 16-element groups of
+//         the tail FMA'd into accumulator 0, combined (0+2),(1+3), summed, reduced with
+//         _mm512_reduce_add_ps's tree; the last n % 16 products are FMA'd into that float.
+//         (Inferred from the reference logits of stories260K, the one model with k % 64 != 0;
+//         it leaves ~4e-10 NSE there, so the f32 tail order is not fully pinned down.)
 //   f16:  the same lane structure; the reduced sum and the tail products accumulate in double.
 //   bf16: AVX512_BF16 vdpbf16ps: two 16-lane accumulators over 64-element steps (lane i of a
 //         32-element group takes the product of elements 2i+1 then 2i, each a fused add); both

@@ -266,7 +266,9 @@ TEST(Streaming, RoutingBiasIsOptInAndMeasured) {
     }
     std::printf("[routing-bias] %-22s %.1f%% of expert choices changed, logits NSE vs exact routing %.3e\n", name,
                 100.0 * static_cast<double>(on_stats.changed) / static_cast<double>(on_stats.selections), num / den);
-    if (on_stats.changed > 0) EXPECT_GT(num, 0.0);
+    if (on_stats.changed > 0) {
+      EXPECT_GT(num, 0.0);
+    }
     EXPECT_FALSE(Session::create(**model, SessionOptions{.routing_bias = {k + 1, k}}).ok());  // keep > k
   }
 }

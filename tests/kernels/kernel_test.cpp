@@ -20,6 +20,12 @@ namespace {
 
 using Param = std::tuple<GgmlType, IsaTier>;
 
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
 class KernelTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
@@ -131,6 +137,42 @@ TEST_P(KernelTest, GemmMatchesRefGemm) {
   }
 }
 
+// Every tier performs the reference engine's float operations in its order (quant/lane_order.h),
+// so vec_dot, gemm and gemm_batched equal the ref tier bit for bit. IQ4_XS keeps its own order.
+TEST_P(KernelTest, DotsEqualRefTierBitwise) {
+  if (type_ == GgmlType::kIQ4_XS) GTEST_SKIP() << "IQ4_XS is not in the reference engine's order";
+  const GgmlType at = table_->vec_dot_type;
+  EXPECT_EQ(table_->gemm_batched == nullptr, ref_->gemm_batched == nullptr);
+  EXPECT_EQ(table_->batched_k_multiple, ref_->batched_k_multiple);
+  std::vector<int64_t> sizes = {unit_, unit_ * 3, unit_ * 8};
+  if (block_ == 1) {
+    for (int64_t n : {37, 96, 172, 200}) sizes.push_back(n);  // tails of 64 and 16
+  }
+  const int64_t n_rows = 5, n_tok = 6;
+  for (int64_t n : sizes) {
+    for (uint32_t seed : {1u, 2u}) {
+      const auto wq = quantize_rows(type_, random_floats(n * n_rows, seed * 31 + 5, Cond::kWell, block_), n, n_rows);
+      const auto aq = quantize_rows(at, random_floats(n * n_tok, seed * 37 + 6, Cond::kWell, block_), n, n_tok);
+      const size_t wrb = row_bytes(type_, n), arb = row_bytes(at, n);
+      float got = nan_f(), want = nan_f();
+      table_->vec_dot(n, &got, wq.data(), aq.data());
+      ref_->vec_dot(n, &want, wq.data(), aq.data());
+      ASSERT_EQ(bits(got), bits(want)) << type_name(type_) << " vec_dot n=" << n;
+      std::vector<float> g(static_cast<size_t>(n_rows * n_tok), nan_f()), w(g);
+      table_->gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, g.data(), n_rows);
+      ref_->gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, w.data(), n_rows);
+      for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(bits(g[i]), bits(w[i])) << "gemm n=" << n << " i=" << i;
+      if (table_->gemm_batched != nullptr && n % table_->batched_k_multiple == 0) {
+        table_->gemm_batched(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, g.data(), n_rows);
+        ref_->gemm_batched(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, w.data(), n_rows);
+        for (size_t i = 0; i < g.size(); ++i) {
+          ASSERT_EQ(bits(g[i]), bits(w[i])) << "gemm_batched n=" << n << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(KernelTest, DequantRowMatchesRefBitwise) {
   const int64_t n = unit_ * 3;
   const auto wq = quantize_rows(type_, random_floats(n, 5, Cond::kIll, block_), n, 1);
@@ -189,7 +231,7 @@ TEST_P(ActQuantTest, ByteIdenticalToRef) {
     const size_t rb = row_bytes(at, n);
     std::vector<uint8_t> got(rb, 0xAB), want(rb, 0xCD);
     q(rows[k].data(), got.data(), n);
-    quantize_row_ref(at, rows[k].data(), want.data(), n);
+    quantize_act_row_ref(at, rows[k].data(), want.data(), n);
     ASSERT_EQ(std::memcmp(got.data(), want.data(), rb), 0) << type_name(at) << " row " << k;
   }
 }

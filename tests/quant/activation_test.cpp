@@ -65,6 +65,34 @@ TEST(Q8_0, ZeroBlock) {
   }
 }
 
+TEST(Q8_0Act, RoundsHalfToEvenWithScale127OverMax) {
+  // amax = 127 -> id = 127/127 = 1, so q = x rounded half to even (the weight quantizer's roundf
+  // would send 2.5 to 3 and -0.5 to -1).
+  float x[32] = {127.0f, 2.5f, -2.5f, 3.5f, -0.5f, 0.5f, 1.5f, -1.5f};
+  BlockQ8_0 b;
+  quantize_act_q8_0_ref(x, &b, 32);
+  const int8_t want[8] = {127, 2, -2, 4, 0, 0, 2, -2};
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(b.qs[j], want[j]) << j;
+  EXPECT_EQ(b.d, fp32_to_fp16(1.0f));
+  BlockQ8_1 c;
+  quantize_act_q8_1_ref(x, &c, 32);
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(c.qs[j], want[j]) << j;
+  EXPECT_EQ(c.s, fp32_to_fp16(127.0f + 2 - 2 + 4 + 0 + 0 + 2 - 2));
+}
+
+TEST(Q8_0Act, OverflowingScaleSaturatesLikeX86) {
+  // max|x| denormal: 127/max overflows to inf, x * inf converts to INT32_MIN, packs saturate.
+  float x[32] = {};
+  x[0] = 2e-42f;
+  x[1] = -1e-42f;
+  BlockQ8_0 b;
+  quantize_act_q8_0_ref(x, &b, 32);
+  EXPECT_EQ(b.qs[0], -128);
+  EXPECT_EQ(b.qs[1], -128);
+  EXPECT_EQ(b.qs[2], -128);  // 0 * inf is NaN, which also converts to INT32_MIN
+  EXPECT_EQ(b.d, 0);          // d = max / 127 underflows in f16
+}
+
 TEST(Q8_1, HandComputedBlockIncludingSum) {
   float x[32] = {127.0f, 2.5f, -2.5f, 3.5f, 0.49f, -0.5f, 1.5f};
   x[16] = -50.0f;

@@ -55,7 +55,8 @@ struct LoadF16 {
 
 inline float bf16_value(uint16_t h) { return bf2f(h); }
 
-// ggml_vec_dot_f32 / ggml_vec_dot_f16 (AVX-512): 4 x 16 lanes over steps of 64.
+// ggml_vec_dot_f32 / ggml_vec_dot_f16 (AVX-512): 4 x 16 lanes over steps of 64 (f32 also
+// folds whole 16-groups of the tail into lane set 0; see quant/float.h).
 template <class V, class L>
 struct DotFloatVec {
   static constexpr bool kF32 = sizeof(typename L::E) == 4;
@@ -77,11 +78,19 @@ struct DotFloatVec {
         for (int t = 0; t < NT; ++t) acc[t][j] = V::fmadd(wj, L::template load<V>(a[t] + i + 16 * j), acc[t][j]);
       }
     }
+    int64_t np2 = np;
+    if constexpr (kF32) {  // whole 16-element groups of the tail go to accumulator 0
+      np2 = n - n % 16;
+      for (int64_t i = np; i < np2; i += 16) {
+        const T wi = L::template load<V>(w + i);
+        for (int t = 0; t < NT; ++t) acc[t][0] = V::fmadd(wi, L::template load<V>(a[t] + i), acc[t][0]);
+      }
+    }
     for (int t = 0; t < NT; ++t) {
       const float r = V::reduce(V::add(V::add(acc[t][0], acc[t][2]), V::add(acc[t][1], acc[t][3])));
       if constexpr (kF32) {
         float s = r;
-        for (int64_t j = np; j < n; ++j) s = std::fma(w[j], a[t][j], s);
+        for (int64_t j = np2; j < n; ++j) s = std::fma(w[j], a[t][j], s);
         out[t] = s;
       } else {
         double s = r;
