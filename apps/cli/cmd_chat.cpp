@@ -78,9 +78,9 @@ int cmd_chat(int argc, char** argv) {
     messages.push_back({{"role", "user"}, {"content", line}});
     std::string prompt;
     if (tmpl) {
+      auto piece = [&tok](int32_t id) { return id >= 0 ? tok.token_to_piece(id, true) : std::string(); };
       nlohmann::json ctx = {{"messages", messages}, {"add_generation_prompt", true},
-                            {"bos_token", tok.token_to_piece(tok.bos_id(), true)},
-                            {"eos_token", tok.token_to_piece(tok.eos_id(), true)}};
+                            {"bos_token", piece(tok.bos_id())}, {"eos_token", piece(tok.eos_id())}};
       if (args->has("--think")) ctx["enable_thinking"] = true;
       if (args->has("--no-think")) ctx["enable_thinking"] = false;
       auto rendered = tmpl->render(ctx);

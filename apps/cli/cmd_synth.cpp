@@ -41,6 +41,7 @@ int cmd_synth(int argc, char** argv) {
       {"--expert-ff", nullptr, "N", "qwen3moe expert FFN width"},
       {"--vocab", nullptr, "N", "synthetic vocabulary size (default 512)"},
       {"--vocab-from", nullptr, "GGUF", "copy the tokenizer (and chat template) of another GGUF"},
+      {"--chat-template", nullptr, "FILE", "tokenizer_config.json (template, bos/eos) or a Jinja file, with --vocab-from"},
       {"--ctx", nullptr, "N", "context length (default 2048)"},
       {"--rope-base", nullptr, "X", "rope frequency base (default 10000)"},
       {"--eps", nullptr, "X", "RMS norm epsilon (default 1e-5)"},
@@ -113,6 +114,10 @@ int cmd_synth(int argc, char** argv) {
   if (args->has("--exact")) s.fill = SynthFill::kExact;
   s.type = args->get_string("--type", s.type);
   s.vocab_from = args->get_string("--vocab-from", s.vocab_from);
+  s.chat_template_from = args->get_string("--chat-template", "");
+  if (!s.chat_template_from.empty() && s.vocab_from.empty()) {
+    return fail(make_error("--chat-template needs --vocab-from (a real tokenizer for the template's special tokens)"));
+  }
   const std::string out = args->get_string("--output");
 
   auto fast = synth_uses_fast_fill(s);

@@ -8,10 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/check.h"
 #include "base/thread_pool.h"
@@ -26,6 +30,51 @@
 #include "synth/synth_vocab.h"
 
 namespace sniper {
+
+namespace {
+
+std::string read_text_file(const std::string& path, bool* ok) {
+  std::ifstream f(path, std::ios::binary);
+  *ok = static_cast<bool>(f);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A special token named in tokenizer_config.json: a string or {"content": "..."}.
+std::string token_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  return "";
+}
+
+// Sets tokenizer.chat_template (and the bos/eos ids the config names) from a
+// tokenizer_config.json, or the template alone from a raw Jinja file.
+Status apply_chat_template(const std::string& path, const std::vector<std::string>& tokens, GgufWriter& w) {
+  bool ok = false;
+  const std::string text = read_text_file(path, &ok);
+  if (!ok) return make_error("--chat-template: cannot read '%s'", path.c_str());
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    w.set_string("tokenizer.chat_template", text);  // a raw template
+    return ok_status();
+  }
+  if (!j.contains("chat_template") || !j["chat_template"].is_string()) {
+    return make_error("--chat-template: '%s' has no string field chat_template", path.c_str());
+  }
+  w.set_string("tokenizer.chat_template", j["chat_template"].get<std::string>());
+  for (const char* field : {"bos_token", "eos_token"}) {
+    if (!j.contains(field)) continue;
+    const std::string name = token_text(j[field]);
+    if (name.empty()) continue;
+    const auto it = std::find(tokens.begin(), tokens.end(), name);
+    if (it == tokens.end()) return make_error("--chat-template: %s '%s' is not in the vocabulary", field, name.c_str());
+    w.set_u32(std::string("tokenizer.ggml.") + field + "_id", static_cast<uint32_t>(it - tokens.begin()));
+  }
+  return ok_status();
+}
+
+}  // namespace
 
 namespace {
 
@@ -74,6 +123,7 @@ Result<int64_t> add_metadata(const SynthSpec& s, const SynthTypePlan& tp, GgufWr
     for (const auto& [key, value] : src->metadata()) {
       if (key.rfind("tokenizer.", 0) == 0) w.set_value(key, value);
     }
+    if (!s.chat_template_from.empty()) SNIPER_TRY(apply_chat_template(s.chat_template_from, **tokens, w));
     return static_cast<int64_t>((*tokens)->size());
   }
   const SynthVocab v = make_synth_vocab(s.vocab_size);

@@ -52,6 +52,7 @@ struct SynthSpec {
   std::string type = "q4_k_m";    // f32 f16 bf16 q8_0 q4_0 ... q6_k iq4_nl iq4_xs, or mixes q4_k_m q5_k_m q3_k_m
   uint64_t seed = 1;
   std::string vocab_from;         // copy tokenizer.* metadata from this GGUF (real tokenizer + template)
+  std::string chat_template_from; // tokenizer_config.json (chat_template, bos/eos tokens) or a raw Jinja file
   SynthFill fill = SynthFill::kAuto;
   int n_threads = 0;              // worker threads counting the caller; 0 = all cores (output does not depend on it)
 };

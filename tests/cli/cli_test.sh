@@ -46,7 +46,18 @@ ref=$shared/reference/syn-qwen3-Q4_K_M
 "$bin" synth --arch qwen3 --dim 128 --layers 2 --heads 2 --kv-heads 1 --head-dim 64 --ff 256 --type q8_0 -o "$tmp/s.gguf" >/dev/null 2>&1 \
   && "$bin" run -m "$tmp/s.gguf" -p "hello" -n 4 --temp 0 >/dev/null 2>&1 && pass || fail "synth + run"
 
-# 5. Bad input.
+# 5. chat: a synthetic Qwen3 model with the real Qwen3 tokenizer and chat template; two turns.
+"$bin" synth --arch qwen3 --dim 128 --layers 2 --heads 2 --kv-heads 1 --head-dim 64 --ff 256 --type q8_0 \
+  --vocab-from "$shared/tokenizer/ggml-vocab-qwen2.gguf" --chat-template "$shared/tokenizer/qwen3/tokenizer_config.json" \
+  -o "$tmp/chat.gguf" >/dev/null 2>&1 || fail "synth with a real tokenizer and template"
+printf 'Hello there\nWhat is 2+2?\n' | "$bin" chat -m "$tmp/chat.gguf" -n 8 --temp 0 --no-think >"$tmp/chat.out" 2>"$tmp/chat.err"
+if [ $? -eq 0 ] && [ "$(grep -c 'prompt tok' "$tmp/chat.err")" -eq 2 ]; then pass; else fail "chat: $(cat "$tmp/chat.err")"; fi
+# The second turn reuses the cached prefix: it evaluates fewer tokens than the whole conversation.
+second=$(sed -n '2s/^\[\([0-9]*\) prompt tok.*/\1/p' "$tmp/chat.err")
+first=$(sed -n '1s/^\[\([0-9]*\) prompt tok.*/\1/p' "$tmp/chat.err")
+if [ -n "$second" ] && [ "$second" -lt $((first + 30)) ]; then pass; else fail "chat prefix reuse: first $first, second $second"; fi
+
+# 6. Bad input.
 expect_error "missing model file" "no-such.gguf" "$bin" run -m "$tmp/no-such.gguf" -p hi
 expect_error "no model flag" "-m" "$bin" run -p hi
 expect_error "unknown flag" "unknown flag '--bogus'" "$bin" run -m "$shared/models/stories260K.gguf" --bogus
