@@ -66,6 +66,9 @@ int cmd_bench(int argc, char** argv) {
       {"--gen-tokens", "-n", "N", "tokens to generate (default 64)"},
       {"--max-seconds", nullptr, "S", "stop decoding after S seconds (default: no limit)"},
       {"--scaling", nullptr, nullptr, "also decode with 1 thread and report the 1 -> N thread scaling"},
+      {"--greedy", nullptr, nullptr, "feed back the argmax token while decoding (default: a fixed pseudo-random token "
+                                     "stream, so a random-weight model cannot collapse into repeating one token and make "
+                                     "every cache look perfect)"},
       {"--no-probe", nullptr, nullptr, "skip the SSD and RAM bandwidth probes"},
       {"--json", nullptr, nullptr, "end with one line of JSON"},
       {"--help", "-h", nullptr, "show this help"},
@@ -144,6 +147,9 @@ int cmd_bench(int argc, char** argv) {
   const double prefill_s = now_s() - t_pre0;
   const uint64_t prefill_read = storage_read_bytes() - read0;
 
+  // Decode inputs: pseudo-random ids (distinct from the prompt's) unless --greedy.
+  const std::vector<int32_t> stream = bench_prompt(*n_prompt + *n_gen, c.vocab_size);
+  const bool greedy = args->has("--greedy");
   ExpertCache* cache = m.expert_cache();
   if (cache != nullptr) cache->reset_stats();
   const IoStats io0 = m.io() != nullptr ? m.io()->stats() : IoStats{};
@@ -155,7 +161,7 @@ int cmd_bench(int argc, char** argv) {
     const int32_t one[1] = {next};
     st = s.eval(one);
     if (!st.ok()) return fail(st.error());
-    next = argmax(s.last_logits().data(), c.vocab_size);
+    next = greedy ? argmax(s.last_logits().data(), c.vocab_size) : stream[static_cast<size_t>(*n_prompt + done)];
     const double el = now_s() - t_dec0;
     std::fprintf(stderr, "\rdecode %ld/%ld  %.2f tok/s   ", static_cast<long>(done + 1), static_cast<long>(*n_gen),
                  static_cast<double>(done + 1) / el);
