@@ -83,14 +83,31 @@ namespace {
 constexpr size_t kChunkBytes = size_t{1} << 20;
 
 enum class Init {
-  kWeight,  // normal(0, 0.02), or direct blocks with std 0.02
+  kWeight,  // normal(0, std), or direct blocks with that std
   kNorm,    // 1 + 0.1 * normal
 };
 
 struct PlannedTensor {
   SynthTensor t;
   Init init;
+  float std = kSynthWeightStd;
 };
+
+constexpr float kSynthEmbeddingStd = 1.0f;
+
+// Matrices that write into the residual stream (attention output, FFN down) get std
+// 0.02 / sqrt(2 * n_layers), GPT-2's initialisation. With plain 0.02 every layer adds a large
+// component that is nearly the same for all tokens (random attention averages V), deep hidden
+// states converge, and an MoE routes every token to the same few experts — a cache would look
+// perfect. Scaled, hidden states stay token-specific and routing varies as in trained models.
+float weight_std(SynthMatrix kind, int64_t n_layers) {
+  // Token embeddings of unit scale keep the residual stream token-specific through deep stacks.
+  if (kind == SynthMatrix::kTokenEmbd) return kSynthEmbeddingStd;
+  if (kind == SynthMatrix::kAttnOutput || kind == SynthMatrix::kFfnDown) {
+    return kSynthWeightStd / std::sqrt(2.0f * static_cast<float>(n_layers));
+  }
+  return kSynthWeightStd;
+}
 
 // Writes the metadata (architecture keys and tokenizer) and returns the vocabulary size.
 Result<int64_t> add_metadata(const SynthSpec& s, const SynthTypePlan& tp, GgufWriter& w) {
@@ -154,6 +171,7 @@ std::vector<PlannedTensor> make_plan(const SynthSpec& s, const SynthTypePlan& tp
   auto matrix = [&](const std::string& name, SynthMatrix kind, int64_t layer_idx, std::vector<int64_t> ne) {
     const GgmlType type = synth_matrix_type(tp, kind, layer_idx, s.n_layers, s.n_experts, ne[0]);
     add(name, type, std::move(ne), Init::kWeight);
+    plan.back().std = weight_std(kind, s.n_layers);
   };
   auto norm = [&](const std::string& name, int64_t n) { add(name, GgmlType::kF32, {n}, Init::kNorm); };
   auto f32 = [&](const std::string& name, std::vector<int64_t> ne) { add(name, GgmlType::kF32, std::move(ne), Init::kWeight); };
@@ -225,7 +243,7 @@ void fill_chunk(const PlannedTensor& p, bool fast, SynthRng& rng, uint8_t* out, 
   const int64_t row = t.ne[0];
   const size_t rb = row_bytes(t.type, row);
   if (fast && p.init == Init::kWeight && has_direct_blocks(t.type)) {
-    fill_random_blocks(t.type, rng, kSynthWeightStd, out, n_rows * (row / get_type_info(t.type).block_size));
+    fill_random_blocks(t.type, rng, p.std, out, n_rows * (row / get_type_info(t.type).block_size));
     return;
   }
   buf.resize(static_cast<size_t>(row + 1));
@@ -233,7 +251,7 @@ void fill_chunk(const PlannedTensor& p, bool fast, SynthRng& rng, uint8_t* out, 
     for (int64_t i = 0; i < row; i += 2) rng.normal_pair(&buf[static_cast<size_t>(i)], &buf[static_cast<size_t>(i + 1)]);
     for (int64_t i = 0; i < row; ++i) {
       float& x = buf[static_cast<size_t>(i)];
-      x = p.init == Init::kNorm ? 1.0f + 0.1f * x : kSynthWeightStd * x;
+      x = p.init == Init::kNorm ? 1.0f + 0.1f * x : p.std * x;
     }
     quantize_row_ref(t.type, buf.data(), out + rb * static_cast<size_t>(r), row);
   }
