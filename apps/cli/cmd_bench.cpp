@@ -205,7 +205,13 @@ int cmd_bench(int argc, char** argv) {
     const double need = (1.0 - oracle_hit) * expert_bytes_per_token;
     if (ssd.gb_per_s > 0) limit_tok_s = 1.0 / std::max(need / (ssd.gb_per_s * 1e9), compute_s_per_token);
   } else if (m.layer_streamer() != nullptr) {
-    const double need = static_cast<double>(m.plan().layer_buffer_bytes) * static_cast<double>(c.n_layers);
+    // Every streamed tensor crosses the SSD once per token.
+    double need = 0;
+    for (const std::string& name : m.plan().streamed_tensors) {
+      if (const GgufTensorInfo* t = m.gguf().find_tensor(name); t != nullptr && name != "token_embd.weight") {
+        need += static_cast<double>(t->nbytes);
+      }
+    }
     if (ssd.gb_per_s > 0) limit_tok_s = 1.0 / std::max(need / (ssd.gb_per_s * 1e9), compute_s_per_token);
   } else if (ram.gb_per_s > 0 && lo->residency != ResidencyMode::kMmap) {
     limit_tok_s = ram.gb_per_s * 1e9 / weight_bytes;

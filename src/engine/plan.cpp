@@ -206,7 +206,7 @@ Result<uint64_t> resolve_memory_budget(const std::string& text) {
     const MemoryLimit limit = detect_memory_limit();
     if (limit.limit_bytes == kNoMemoryLimit) return make_error("--mem auto: no memory limit or MemAvailable found");
     // Headroom for what we do not plan: other processes' pages, allocator slack.
-    const uint64_t headroom = std::clamp<uint64_t>(limit.limit_bytes / 16, 32 * kMiB, 1024 * kMiB);
+    const uint64_t headroom = std::clamp<uint64_t>(limit.limit_bytes / 32, 64 * kMiB, 1024 * kMiB);
     if (limit.limit_bytes <= headroom) return make_error("--mem auto: only %s available", format_bytes(limit.limit_bytes).c_str());
     return limit.limit_bytes - headroom;
   }
