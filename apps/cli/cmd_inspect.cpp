@@ -10,6 +10,7 @@
 #include "common.h"
 #include "gguf/reader.h"
 #include "model/config.h"
+#include "weights/tensor_roles.h"
 #include "engine/plan.h"
 #include <algorithm>
 
@@ -17,21 +18,13 @@ namespace sniper::cli {
 
 namespace {
 
-enum class ByteClass { kAlways, kExpert, kDenseFfn };
-
-ByteClass classify(const std::string& name) {
-  if (name.find("_exps.") != std::string::npos) return ByteClass::kExpert;
-  if (name.find(".ffn_gate.") != std::string::npos || name.find(".ffn_up.") != std::string::npos ||
-      name.find(".ffn_down.") != std::string::npos) {
-    return ByteClass::kDenseFfn;
+// Columns of the byte table: always-needed (attention counts here), experts, dense FFN.
+int byte_column(const std::string& name) {
+  switch (tensor_role(name)) {
+    case TensorRole::kExpert: return 1;
+    case TensorRole::kDenseFfn: return 2;
+    default: return 0;
   }
-  return ByteClass::kAlways;
-}
-
-// Layer index of "blk.<n>.*", or -1.
-int layer_of(const std::string& name) {
-  if (name.rfind("blk.", 0) != 0) return -1;
-  return std::atoi(name.c_str() + 4);
 }
 
 std::string human(uint64_t bytes) {
@@ -103,8 +96,8 @@ int cmd_inspect(int argc, char** argv) {
     auto& h = histogram[get_type_info(t.type).name];
     h.first++;
     h.second += t.nbytes;
-    const int cls = static_cast<int>(classify(t.name));
-    per_layer[layer_of(t.name)][static_cast<size_t>(cls)] += t.nbytes;
+    const int cls = byte_column(t.name);
+    per_layer[static_cast<int>(tensor_layer(t.name))][static_cast<size_t>(cls)] += t.nbytes;
     total[static_cast<size_t>(cls)] += t.nbytes;
     if (args->has("--tensors")) {
       std::printf("  %-36s %-7s [%ld, %ld, %ld, %ld] %s\n", t.name.c_str(), get_type_info(t.type).name,

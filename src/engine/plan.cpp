@@ -2,7 +2,6 @@
 #include "engine/plan.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -10,6 +9,7 @@
 #include "base/memory_limit.h"
 #include "model/tensor_names.h"
 #include "model/transformer.h"
+#include "weights/tensor_roles.h"
 
 namespace sniper {
 
@@ -19,38 +19,6 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kPage = 4096;
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-enum class Role { kAlways, kEmbedding, kExpert, kDenseFfn, kAttention };
-
-// "blk.L.ffn_gate.E.weight": one expert's matrix in a packed file.
-bool is_packed_expert(const std::string& name) {
-  for (const char* kind : {".ffn_gate.", ".ffn_up.", ".ffn_down."}) {
-    const size_t at = name.find(kind);
-    if (at == std::string::npos) continue;
-    const size_t digits = at + std::string(kind).size();
-    return digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits]));
-  }
-  return false;
-}
-
-Role role_of(const std::string& name) {
-  if (name == kTokenEmbdName) return Role::kEmbedding;
-  if (name.find("_exps.") != std::string::npos || is_packed_expert(name)) return Role::kExpert;
-  if (name.find(".ffn_gate.") != std::string::npos || name.find(".ffn_up.") != std::string::npos ||
-      name.find(".ffn_down.") != std::string::npos) {
-    return Role::kDenseFfn;
-  }
-  if (name.find(".attn_q.") != std::string::npos || name.find(".attn_k.") != std::string::npos ||
-      name.find(".attn_v.") != std::string::npos || name.find(".attn_output.") != std::string::npos) {
-    return Role::kAttention;
-  }
-  return Role::kAlways;
-}
-
-int64_t layer_of(const std::string& name) {
-  if (name.rfind("blk.", 0) != 0) return -1;
-  return std::atoll(name.c_str() + 4);
-}
 
 std::string mib(uint64_t bytes) {
   char buf[48];
@@ -108,23 +76,23 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   const uint64_t n_exp = static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1));
   for (const GgufTensorInfo& t : file.tensors()) {
     total += t.nbytes;
-    const int64_t l = layer_of(t.name);
-    switch (role_of(t.name)) {
-      case Role::kAlways: always += t.nbytes; break;
-      case Role::kEmbedding: embd += t.nbytes; break;
-      case Role::kExpert:
+    const int64_t l = tensor_layer(t.name);
+    switch (tensor_role(t.name)) {
+      case TensorRole::kAlways: always += t.nbytes; break;
+      case TensorRole::kEmbedding: embd += t.nbytes; break;
+      case TensorRole::kExpert:
         p.total_expert_bytes += t.nbytes;
         {
-          const uint64_t slice = is_packed_expert(t.name) ? t.nbytes : t.nbytes / n_exp;
+          const uint64_t slice = is_packed_expert_name(t.name) ? t.nbytes : t.nbytes / n_exp;
           if (t.name.find("ffn_gate") != std::string::npos) max_gate = std::max(max_gate, slice);
           if (t.name.find("ffn_up") != std::string::npos) max_up = std::max(max_up, slice);
           if (t.name.find("ffn_down") != std::string::npos) max_down = std::max(max_down, slice);
         }
         break;
-      case Role::kDenseFfn:
+      case TensorRole::kDenseFfn:
         if (l >= 0 && l < c.n_layers) ffn_layer[static_cast<size_t>(l)] += t.nbytes + 2 * kPage;
         break;
-      case Role::kAttention:
+      case TensorRole::kAttention:
         attention += t.nbytes;
         if (l >= 0 && l < c.n_layers) attn_layer[static_cast<size_t>(l)] += t.nbytes + 2 * kPage;
         break;
@@ -167,7 +135,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     const int64_t all_slots = c.n_layers * c.n_experts;
     p.n_expert_slots = std::min<int64_t>(static_cast<int64_t>(room / p.slot.slot_bytes), all_slots);
     for (const GgufTensorInfo& t : file.tensors()) {
-      if (role_of(t.name) == Role::kExpert) p.streamed_tensors.insert(t.name);
+      if (tensor_role(t.name) == TensorRole::kExpert) p.streamed_tensors.insert(t.name);
     }
     return p;
   }
@@ -195,8 +163,8 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
                       format_bytes(always_bytes - attention).c_str(), format_bytes(max_both).c_str());
   }
   for (const GgufTensorInfo& t : file.tensors()) {
-    const Role r = role_of(t.name);
-    if (r == Role::kDenseFfn || (p.stream_attention && r == Role::kAttention)) p.streamed_tensors.insert(t.name);
+    const TensorRole r = tensor_role(t.name);
+    if (r == TensorRole::kDenseFfn || (p.stream_attention && r == TensorRole::kAttention)) p.streamed_tensors.insert(t.name);
   }
   return p;
 }

@@ -11,22 +11,11 @@
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 #include "weights/expert_cache.h"
+#include "weights/tensor_roles.h"
 
 namespace sniper {
 
 namespace {
-
-bool is_expert_tensor(const std::string& name) {
-  if (name.find("_exps.") != std::string::npos) return true;
-  for (const char* kind : {".ffn_gate.", ".ffn_up.", ".ffn_down."}) {
-    const size_t at = name.find(kind);
-    if (at != std::string::npos) {
-      const size_t d = at + std::strlen(kind);
-      return d < name.size() && name[d] >= '0' && name[d] <= '9';
-    }
-  }
-  return false;
-}
 
 struct SharedState {
   int fd = -1;
@@ -81,7 +70,7 @@ Status pack_experts(const std::string& in_path, const std::string& out_path,
   w.set_alignment(4096);
   w.set_bool("sniper.packed_experts", true);
   for (const GgufTensorInfo& t : f.tensors()) {
-    if (is_expert_tensor(t.name)) continue;
+    if (tensor_role(t.name) == TensorRole::kExpert) continue;
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
     const uint64_t off = t.file_offset;
     w.add_tensor(t.name, t.type, ne, [copy_range, off](uint8_t* dst, size_t n) { copy_range(off, dst, n); });
