@@ -22,6 +22,8 @@ namespace sniper {
 
 // Standard deviation of synthetic matrix weights (the usual normal(0, 0.02) init).
 constexpr float kSynthWeightStd = 0.02f;
+// Token embeddings are unit scale (see weight_std in synth_model.cpp).
+constexpr float kSynthEmbeddingStd = 1.0f;
 
 // True if fill_random_blocks can generate `type` directly: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K
 // Q6_K. Other types need the exact path (normal floats through the `_ref` quantizer).

@@ -93,8 +93,6 @@ struct PlannedTensor {
   float std = kSynthWeightStd;
 };
 
-constexpr float kSynthEmbeddingStd = 1.0f;
-
 // Matrices that write into the residual stream (attention output, FFN down) get std
 // 0.02 / sqrt(2 * n_layers), GPT-2's initialisation. With plain 0.02 every layer adds a large
 // component that is nearly the same for all tokens (random attention averages V), deep hidden

@@ -232,7 +232,7 @@ TEST(SynthModelFast, MoeRoutingVariesAcrossTokens) {
     // Control: the same weights with every embedding value shifted by 2 std (what Q4_K blocks
     // without the compensating minimum would give: mean 7.5 d sc vs std 4.6 d sc) route
     // most tokens to the same experts, so the check above can fail.
-    const Routing biased = route(*f, bytes, layer, kTokens, 4, 2.0f * kSynthWeightStd);
+    const Routing biased = route(*f, bytes, layer, kTokens, 4, 2.0f * kSynthEmbeddingStd);
     EXPECT_TRUE(biased.n_used < 24 || biased.max_count > kTokens / 2)
         << "biased: used " << biased.n_used << " max " << biased.max_count;
   }

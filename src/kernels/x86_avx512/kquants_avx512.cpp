@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: MIT
-// AVX-512 tier kernels for the K-quants and IQ4_XS: x86/dot_kquants.h with VNNI.
+// AVX-512 tier kernels for the K-quants and IQ4_XS: x86/dot_kquants.h with VNNI, and the
+// 512-bit Q4_K / Q6_K kernels of x86/dot_kquants512.h.
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
+// -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_kquants.h"
+#include "kernels/x86/dot_kquants512.h"
 #include "kernels/x86/isa_policies.h"
 
 namespace sniper::kernels_internal {
@@ -12,6 +18,11 @@ void set(KernelTable& t) {
   t.vec_dot = &x86::vec_dot_entry<K>;
   t.gemm = &x86::gemm_entry<K>;
 }
+template <class K>
+void set_prefetching(KernelTable& t) {
+  t.vec_dot = &x86::vec_dot_entry<K>;
+  t.gemm = &x86::gemm_entry_prefetch<K>;
+}
 using Isa = x86::VnniInt;
 }  // namespace
 
@@ -19,9 +30,9 @@ void patch_kquants_avx512(KernelTable& t) {
   switch (t.type) {
     case GgmlType::kQ2_K: set<x86::DotQ2_K<Isa>>(t); break;
     case GgmlType::kQ3_K: set<x86::DotQ3_K<Isa>>(t); break;
-    case GgmlType::kQ4_K: set<x86::DotQ4_K<Isa>>(t); break;
+    case GgmlType::kQ4_K: set_prefetching<x86::DotQ4_K512>(t); break;
     case GgmlType::kQ5_K: set<x86::DotQ5_K<Isa>>(t); break;
-    case GgmlType::kQ6_K: set<x86::DotQ6_K<Isa>>(t); break;
+    case GgmlType::kQ6_K: set_prefetching<x86::DotQ6_K512>(t); break;
     case GgmlType::kIQ4_XS: set<x86::DotIQ4_XS<Isa>>(t); break;
     default: break;
   }
