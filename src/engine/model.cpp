@@ -126,6 +126,7 @@ Status Model::setup_streaming() {
     eo.down_region_bytes = plan_.slot.down_bytes;
     eo.policy = options_.cache_policy;
     eo.prefetch = options_.prefetch;
+    eo.prefetch_depth = options_.prefetch_depth;
     auto cache = ExpertCache::create(std::move(located).value(), io_.get(), eo);
     if (!cache.ok()) return cache.error();
     expert_cache_ = std::move(cache).value();

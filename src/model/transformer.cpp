@@ -376,10 +376,16 @@ void Transformer::run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok
 }
 
 void Transformer::predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool) {
-  // Layer L+1's router applied to the hidden state leaving layer L (before L+1's attention):
-  // a cheap guess at L+1's routing. Wrong guesses cost bandwidth, never correctness.
+  // Layer L+d's router applied to the hidden state leaving layer L: a cheap guess at the routing
+  // of the next prefetch_depth() layers, nearest first, so the SSD always has work queued.
+  // Wrong guesses cost bandwidth, never correctness.
+  const int64_t depth = std::max<int64_t>(1, experts_->prefetch_depth());
+  for (int64_t d = 1; d <= depth && layer_idx + d < config_.n_layers; ++d) predict_layer_experts(layer_idx + d, n_tok, pool);
+}
+
+void Transformer::predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPool& pool) {
   const ModelConfig& c = config_;
-  const LayerWeights& next = weights_.layers[static_cast<size_t>(layer_idx + 1)];
+  const LayerWeights& next = weights_.layers[static_cast<size_t>(target_layer)];
   const int64_t dim = c.dim, n_exp = c.n_experts, k = c.n_experts_active;
   for (int64_t t = 0; t < n_tok; ++t) {
     rms_norm(x_.data() + t * dim, f32_data(next.ffn_norm), gathered_.data() + t * dim, dim, c.norm_eps);
@@ -396,7 +402,7 @@ void Transformer::predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadP
   for (int64_t e = 0; e < n_exp; ++e) {
     if (used_[static_cast<size_t>(e)]) union_.push_back(static_cast<int32_t>(e));
   }
-  experts_->prefetch(layer_idx + 1, union_);
+  experts_->prefetch(target_layer, union_);
 }
 
 }  // namespace sniper

@@ -78,6 +78,7 @@ class Transformer {
   [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
   void run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok, ThreadPool& pool);
   void predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool);
+  void predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPool& pool);
   // Replaces sel[0, k) (the true top-k of probs) with the cache-aware choice.
   void bias_routing(int64_t layer_idx, const float* probs, int32_t* sel);
 

@@ -60,6 +60,7 @@ struct ExpertCacheOptions {
   uint64_t down_region_bytes = 0;
   CachePolicy policy = CachePolicy::kLfru;
   bool prefetch = true;
+  int prefetch_depth = 2;  // layers ahead
 };
 
 struct LayerCacheStats {
@@ -94,6 +95,7 @@ class ExpertCache final : public ExpertSource {
   void end_layer() override;
   void prefetch(int64_t layer_idx, std::span<const int32_t> experts) override;
   bool wants_prefetch() const override { return options_.prefetch; }
+  int prefetch_depth() const override { return options_.prefetch_depth; }
   bool is_cached(int64_t layer_idx, int32_t expert) const override {
     const int32_t s = slot_index_[static_cast<size_t>(layer_idx * n_experts_ + expert)];
     return s >= 0 && slots_[static_cast<size_t>(s)].state == SlotState::kReady;

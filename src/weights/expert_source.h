@@ -45,6 +45,8 @@ class ExpertSource {
   }
   // True if the caller should compute prefetch predictions (costs one router matmul per layer).
   virtual bool wants_prefetch() const { return false; }
+  // How many layers ahead predictions are wanted (1 = the next layer only).
+  virtual int prefetch_depth() const { return 1; }
   // True if the expert's weights are in memory now (cache-aware routing asks; resident: always).
   virtual bool is_cached(int64_t layer_idx, int32_t expert) const {
     (void)layer_idx;
