@@ -188,6 +188,7 @@ Status ExpertCache::start_read(int32_t slot_idx, int64_t layer, int64_t expert) 
   s.layer = static_cast<int32_t>(layer);
   s.expert = static_cast<int32_t>(expert);
   s.state = SlotState::kLoading;
+  s.from_prefetch = false;
   slot_of(layer, expert) = slot_idx;
   const ExpertLocation& x = experts_[static_cast<size_t>(layer)][static_cast<size_t>(expert)];
   uint8_t* base = arena_ + slot_bytes_ * static_cast<uint64_t>(slot_idx);
@@ -347,7 +348,16 @@ Result<ReadyExpert> ExpertCache::next_ready() {
     const int32_t e = deferred_.back();
     deferred_.pop_back();
     slot = find_victim();
-    CHECK(slot >= 0, "expert cache: no slot free for a deferred expert (%ld slots)", static_cast<long>(options_.n_slots));
+    if (slot < 0) {
+      // Every unpinned slot is still receiving a prefetch: wait for one and take it over.
+      for (size_t i = 0; i < slots_.size() && slot < 0; ++i) {
+        if (!slots_[i].pinned && slots_[i].state == SlotState::kLoading) {
+          (void)finish_read(static_cast<int32_t>(i));  // a failed prefetch just frees the slot
+          slot = static_cast<int32_t>(i);
+        }
+      }
+    }
+    CHECK(slot >= 0, "expert cache: every one of the %ld slots is pinned", static_cast<long>(options_.n_slots));
     SNIPER_TRY(start_read(slot, layer_, e));
     slots_[static_cast<size_t>(slot)].last_use = clock_;
     const auto t0 = std::chrono::steady_clock::now();
