@@ -44,10 +44,10 @@ struct ModelLoadOptions {
   KvType kv_type = KvType::kF16;
   CachePolicy cache_policy = CachePolicy::kLfru;
   bool prefetch = true;
-  int prefetch_depth = 2;         // layers ahead the expert prefetcher predicts
+  int prefetch_depth = 1;         // layers ahead the expert prefetcher predicts
   IoBackend io_backend = IoBackend::kAuto;
   DirectMode direct = DirectMode::kAuto;
-  uint32_t queue_depth = 64;
+  uint32_t queue_depth = 32;
   FaultInjector io_fault_injector;  // tests: make streamed reads fail or come back short
 };
 

@@ -60,7 +60,7 @@ struct ExpertCacheOptions {
   uint64_t down_region_bytes = 0;
   CachePolicy policy = CachePolicy::kLfru;
   bool prefetch = true;
-  int prefetch_depth = 2;  // layers ahead
+  int prefetch_depth = 1;  // layers ahead
 };
 
 struct LayerCacheStats {

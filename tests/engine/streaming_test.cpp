@@ -83,11 +83,13 @@ TEST_P(StreamingTest, StreamedEqualsResidentBitForBit) {
     CachePolicy policy;
     bool prefetch;
     uint64_t extra;
+    int prefetch_depth = 1;
   };
   const Variant variants[] = {
       {"uring direct lfru prefetch, minimum budget", IoBackend::kAuto, DirectMode::kAuto, CachePolicy::kLfru, true, 0},
       {"pread buffered lru", IoBackend::kPread, DirectMode::kForceBuffered, CachePolicy::kLru, false, 0},
       {"uring direct lru, roomier budget", IoBackend::kAuto, DirectMode::kAuto, CachePolicy::kLru, true, 2 << 20},
+      {"prefetch two layers ahead, minimum budget", IoBackend::kAuto, DirectMode::kAuto, CachePolicy::kLfru, true, 0, 2},
   };
   for (const Variant& v : variants) {
     SCOPED_TRACE(v.what);
@@ -96,6 +98,7 @@ TEST_P(StreamingTest, StreamedEqualsResidentBitForBit) {
     lo.direct = v.direct;
     lo.cache_policy = v.policy;
     lo.prefetch = v.prefetch;
+    lo.prefetch_depth = v.prefetch_depth;
     auto model = Model::load(path, lo);
     ASSERT_TRUE(model.ok()) << model.error().message;
     ASSERT_TRUE((*model)->streams());
