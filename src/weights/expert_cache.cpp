@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/huge_pages.h"
 #include "base/log.h"
 
 namespace sniper {
@@ -118,7 +119,7 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<std::vector
     }
   }
   c->arena_bytes_ = c->slot_bytes_ * static_cast<uint64_t>(options.n_slots);
-  c->arena_ = static_cast<uint8_t*>(std::aligned_alloc(4096, c->arena_bytes_));
+  c->arena_ = map_pages(c->arena_bytes_);
   if (c->arena_ == nullptr) {
     return make_error("cannot allocate %llu bytes for %ld expert slots", static_cast<unsigned long long>(c->arena_bytes_),
                       static_cast<long>(options.n_slots));
@@ -147,7 +148,7 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<std::vector
 ExpertCache::~ExpertCache() {
   // Reads may still be landing in the arena: drain them before freeing it.
   if (io_ != nullptr && io_->n_outstanding() > 0) (void)io_->wait_all();
-  std::free(arena_);
+  unmap_pages(arena_, arena_bytes_);
 }
 
 float ExpertCache::score(const Slot& s) const {

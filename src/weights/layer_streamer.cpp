@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/check.h"
+#include "base/huge_pages.h"
 
 namespace sniper {
 
@@ -23,7 +24,7 @@ Result<std::unique_ptr<LayerStreamer>> LayerStreamer::create(std::vector<std::ve
     }
   }
   for (Buffer& b : s->buf_) {
-    b.data = static_cast<uint8_t*>(std::aligned_alloc(4096, s->buffer_bytes_ == 0 ? 4096 : s->buffer_bytes_));
+    b.data = map_pages(s->buffer_bytes_ == 0 ? 4096 : s->buffer_bytes_);
     if (b.data == nullptr) return make_error("cannot allocate a %llu-byte layer buffer", static_cast<unsigned long long>(s->buffer_bytes_));
   }
   return s;
@@ -31,7 +32,7 @@ Result<std::unique_ptr<LayerStreamer>> LayerStreamer::create(std::vector<std::ve
 
 LayerStreamer::~LayerStreamer() {
   if (io_ != nullptr && io_->n_outstanding() > 0) (void)io_->wait_all();
-  for (Buffer& b : buf_) std::free(b.data);
+  for (Buffer& b : buf_) unmap_pages(b.data, buffer_bytes_ == 0 ? 4096 : buffer_bytes_);
 }
 
 Status LayerStreamer::start(Buffer& b, int64_t layer_idx) {

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/huge_pages.h"
+
 #include "base/check.h"
 
 namespace sniper {
@@ -79,12 +81,12 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
       local[i] = bytes;
       bytes += (infos[i].nbytes + 63) / 64 * 64;
     }
-    void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+    uint8_t* p = map_pages(bytes == 0 ? 64 : bytes);
     if (p == nullptr) {
       return make_error("cannot allocate %llu bytes for the weights of '%s'", static_cast<unsigned long long>(bytes),
                         gguf.path.c_str());
     }
-    store->base_ = static_cast<uint8_t*>(p);
+    store->base_ = p;
     store->resident_bytes_ = bytes;
     // Read runs of consecutive loaded tensors with as few large reads as possible.
     for (size_t i = 0; i < infos.size(); ++i) {
@@ -120,7 +122,7 @@ WeightStore::~WeightStore() {
   if (mapping_ != nullptr) {
     munmap(mapping_, mapping_bytes_);
   } else {
-    std::free(base_);
+    unmap_pages(base_, resident_bytes_ == 0 ? 64 : resident_bytes_);
   }
 }
 
