@@ -74,6 +74,50 @@ void matmul_q(const QTensor& w, const QuantizedActs& act, float* y, int64_t y_st
   });
 }
 
+void matmul_q_multi(std::span<const MatmulJob> jobs, ThreadPool& pool, IsaTier tier, MatmulOrder order) {
+  // Per job: its kernel, its chunk grain and the index of its first chunk in the shared range.
+  using GemmFn = decltype(KernelTable::gemm);
+  struct Plan {
+    GemmFn gemm;
+    int64_t grain;
+    int64_t first_chunk;
+  };
+  constexpr size_t kMaxJobs = 64;
+  CHECK(jobs.size() <= kMaxJobs, "matmul_q_multi: %zu jobs, at most %zu", jobs.size(), kMaxJobs);
+  Plan plans[kMaxJobs];
+  int64_t n_chunks = 0;
+  int64_t total_rows = 0;
+  for (const MatmulJob& j : jobs) total_rows += j.w->n_rows();
+  // About 8 chunks per thread over all jobs, each 4..32 rows (see matmul_q).
+  const int64_t grain = std::clamp<int64_t>(total_rows / (8 * static_cast<int64_t>(pool.n_threads())), 4, 32);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const MatmulJob& j = jobs[i];
+    const KernelTable* k = find_kernels(j.w->type, tier);
+    CHECK(k != nullptr, "no kernels for weight type %u at tier %s", static_cast<unsigned>(j.w->type), isa_tier_name(tier));
+    CHECK(j.act.type == k->vec_dot_type && j.act.n == j.w->ne[0] && j.y_stride >= j.w->n_rows(),
+          "matmul_q_multi job %zu: activation type %u / length %lld / stride %lld do not fit weight type %u [%lld x %lld]",
+          i, static_cast<unsigned>(j.act.type), static_cast<long long>(j.act.n), static_cast<long long>(j.y_stride),
+          static_cast<unsigned>(j.w->type), static_cast<long long>(j.w->ne[0]), static_cast<long long>(j.w->n_rows()));
+    const bool batched = order == MatmulOrder::kAuto && j.act.n_tok >= 2 && k->gemm_batched != nullptr &&
+                         j.act.n % k->batched_k_multiple == 0 && j.w->n_rows() % 4 == 0;
+    plans[i] = {batched ? k->gemm_batched : k->gemm, grain, n_chunks};
+    if (j.act.n_tok > 0) n_chunks += (j.w->n_rows() + grain - 1) / grain;
+  }
+  if (n_chunks == 0) return;
+  pool.parallel_for(n_chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      size_t i = 0;
+      while (i + 1 < jobs.size() && plans[i + 1].first_chunk <= c) ++i;
+      const MatmulJob& j = jobs[i];
+      const Plan& p = plans[i];
+      const int64_t r0 = (c - p.first_chunk) * p.grain;
+      const int64_t r1 = std::min(r0 + p.grain, j.w->n_rows());
+      p.gemm(j.act.n, r1 - r0, j.act.n_tok, j.w->row(r0), j.w->row_bytes, j.act.data, j.act.row_bytes, j.y + r0,
+             j.y_stride);
+    }
+  });
+}
+
 void matmul(const QTensor& w, const float* x, float* y, int64_t n_tok, ActBuffer& buf, ThreadPool& pool,
             IsaTier tier, MatmulOrder order) {
   const KernelTable* k = find_kernels(w.type, tier);

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/cpu_features.h"
@@ -62,6 +63,21 @@ enum class MatmulOrder {
 // thread counts.
 void matmul_q(const QTensor& w, const QuantizedActs& act, float* y, int64_t y_stride, ThreadPool& pool,
               IsaTier tier = selected_tier(), MatmulOrder order = MatmulOrder::kAuto);
+
+// One product of a matmul_q_multi call: y[t * y_stride + r] = dot(w row r, act row t).
+struct MatmulJob {
+  const QTensor* w = nullptr;
+  QuantizedActs act;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+
+// Runs several independent products in ONE parallel pass: the row chunks of every job are
+// handed out together, so small matrices (the k experts of a decode step) keep every thread
+// busy with a single synchronisation instead of one per product. Each job must satisfy
+// matmul_q's preconditions (CHECKed); each output is bitwise what matmul_q(..., order) gives.
+void matmul_q_multi(std::span<const MatmulJob> jobs, ThreadPool& pool, IsaTier tier = selected_tier(),
+                    MatmulOrder order = MatmulOrder::kAuto);
 
 // Convenience: quantize x [n_tok, w.ne[0]] then matmul_q into y [n_tok, w.n_rows()] (dense strides).
 void matmul(const QTensor& w, const float* x, float* y, int64_t n_tok, ActBuffer& buf, ThreadPool& pool,

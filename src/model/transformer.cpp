@@ -84,6 +84,10 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     slots_.resize(B);
     gathered_.resize(B * dim);
     down_.resize(B * dim);
+    group_.reserve(k);
+    group_hb_.resize(k * static_cast<size_t>(ff));
+    group_hb2_.resize(k * static_cast<size_t>(ff));
+    group_down_.resize(k * dim);
     union_.reserve(static_cast<size_t>(config.n_experts));
     used_.resize(static_cast<size_t>(config.n_experts));
     if (experts_ == nullptr) {
@@ -104,7 +108,8 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
 size_t Transformer::scratch_bytes() const {
   size_t floats = x_.size() + xb_.size() + q_.size() + k_.size() + v_.size() + att_.size() + hb_.size() +
                   hb2_.size() + ffn_out_.size() + rope_cos_.size() + rope_sin_.size() + router_.size() +
-                  sel_w_.size() + exp_out_.size() + gathered_.size() + down_.size();
+                  sel_w_.size() + exp_out_.size() + gathered_.size() + down_.size() + group_hb_.size() +
+                  group_hb2_.size() + group_down_.size();
   return floats * sizeof(float) + (sel_.size() + rows_.size() + slots_.size()) * sizeof(int32_t) +
          att_scratch_.size() + act_.capacity();
 }
@@ -115,6 +120,7 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   const size_t dim = static_cast<size_t>(c.dim), k = static_cast<size_t>(c.n_experts_active);
   size_t floats = B * (6 * dim + 2 * static_cast<size_t>(c.q_dim()) + 2 * static_cast<size_t>(c.kv_dim()) + 2 * ff +
                        static_cast<size_t>(c.rope_dims) + static_cast<size_t>(c.n_experts) + 2 * k + k * dim);
+  floats += k * (2 * ff + dim);  // one decode step's experts together
   floats += B * static_cast<size_t>(c.vocab_size);  // logits of a full batch
   // Quantized activation buffers (at most ~1.2 bytes per float for any type, four buffers) and
   // attention scratch per thread (scores over the context plus a row).
@@ -302,6 +308,19 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
   // them; outputs land in their (token, slot) and are summed in slot order below, so the result
   // does not depend on the delivery order.
   SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
+  if (n_tok == 1 && experts_->views_stable()) {
+    group_.clear();
+    for (;;) {
+      auto ready = experts_->next_ready();
+      if (!ready.ok()) {
+        experts_->end_layer();
+        return ready.error();
+      }
+      if (ready->expert < 0) break;
+      group_.push_back(*ready);
+    }
+    run_experts_one_token(group_, pool);
+  }
   for (;;) {
     auto ready = experts_->next_ready();
     if (!ready.ok()) {
@@ -372,6 +391,55 @@ void Transformer::run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok
     float* dst = exp_out_.data() + (t * k + slot) * dim;
     const float* src = down_.data() + r * dim;
     for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+  }
+}
+
+void Transformer::run_experts_one_token(std::span<const ReadyExpert> experts, ThreadPool& pool) {
+  const int64_t dim = config_.dim, ff = config_.expert_hidden_dim, k = config_.n_experts_active;
+  const size_t n = experts.size();
+  if (n == 0) return;
+  CHECK(static_cast<int64_t>(n) <= k, "%zu experts for one token, at most %ld", n, static_cast<long>(k));
+  // The token's input row, quantized once per activation type (all experts of a layer share
+  // their types, but a packed file could mix them).
+  ActCache acts(act_bufs_, 3);
+  MatmulJob jobs[2 * 64];
+  for (size_t i = 0; i < n; ++i) {
+    const ExpertView& ex = experts[i].view;
+    jobs[2 * i] = {&ex.gate, acts.get(ex.gate.type, xb_.data(), dim, 1, pool), group_hb_.data() + i * ff, ff};
+    jobs[2 * i + 1] = {&ex.up, acts.get(ex.up.type, xb_.data(), dim, 1, pool), group_hb2_.data() + i * ff, ff};
+  }
+  matmul_q_multi(std::span<const MatmulJob>(jobs, 2 * n), pool, selected_tier(), MatmulOrder::kVecDot);
+  for (size_t i = 0; i < n; ++i) {
+    silu_mul(group_hb_.data() + i * ff, group_hb2_.data() + i * ff, group_hb_.data() + i * ff, ff);
+  }
+  // Down: each expert's activation row quantized for its down type, then all downs at once.
+  const GgmlType down_type = experts[0].view.down.type;
+  bool same_type = true;
+  for (size_t i = 1; i < n; ++i) same_type = same_type && experts[i].view.down.type == down_type;
+  if (same_type) {
+    const QuantizedActs all = quantize_acts(get_kernels(down_type).vec_dot_type, group_hb_.data(), ff,
+                                            static_cast<int64_t>(n), ff, act_, pool);
+    for (size_t i = 0; i < n; ++i) {
+      QuantizedActs row = all;
+      row.n_tok = 1;
+      row.data = all.data + i * all.row_bytes;
+      jobs[i] = {&experts[i].view.down, row, group_down_.data() + i * dim, dim};
+    }
+    matmul_q_multi(std::span<const MatmulJob>(jobs, n), pool, selected_tier(), MatmulOrder::kVecDot);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      matmul(experts[i].view.down, group_hb_.data() + i * ff, group_down_.data() + i * dim, 1, act_, pool,
+             selected_tier(), MatmulOrder::kVecDot);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    for (int64_t slot = 0; slot < k; ++slot) {
+      if (sel_[static_cast<size_t>(slot)] != experts[i].expert) continue;
+      const float w = sel_w_[static_cast<size_t>(slot)];
+      float* dst = exp_out_.data() + slot * dim;
+      const float* src = group_down_.data() + i * dim;
+      for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+    }
   }
 }
 

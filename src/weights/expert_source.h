@@ -47,6 +47,10 @@ class ExpertSource {
   virtual bool wants_prefetch() const { return false; }
   // How many layers ahead predictions are wanted (1 = the next layer only).
   virtual int prefetch_depth() const { return 1; }
+  // True if every view next_ready() hands out stays valid until end_layer() (not only until the
+  // next next_ready()), so the caller may collect all of a layer's experts and run them in one
+  // pass. A cache that may evict a computed expert to make room for a later one says false.
+  virtual bool views_stable() const { return false; }
   // True if the expert's weights are in memory now (cache-aware routing asks; resident: always).
   virtual bool is_cached(int64_t layer_idx, int32_t expert) const {
     (void)layer_idx;
@@ -75,6 +79,7 @@ class ResidentExperts final : public ExpertSource {
     return r;
   }
   void end_layer() override { pending_ = {}; }
+  bool views_stable() const override { return true; }
 
  private:
   std::vector<std::vector<ExpertView>> views_;

@@ -134,6 +134,37 @@ TEST_P(MatmulTest, ThreadCountsGiveBitwiseIdenticalResults) {
   }
 }
 
+TEST_P(MatmulTest, MultiGivesBitwiseWhatSeparateCallsGive) {
+  // Jobs of different shapes and token counts in one pass (as a decode step runs its experts),
+  // on 1 and 2 threads, against one matmul_q per job.
+  for (MatmulOrder order : {MatmulOrder::kVecDot, MatmulOrder::kAuto}) {
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      std::vector<Problem> problems;
+      problems.push_back(make_problem(type_, unit_ * 2, 77, 1, 51, Cond::kWell));
+      problems.push_back(make_problem(type_, unit_ * 2, 5, 1, 52, Cond::kIll));
+      problems.push_back(make_problem(type_, unit_ * 3, 64, 3, 53, Cond::kWell));
+      std::vector<ActBuffer> bufs(problems.size());
+      std::vector<MatmulJob> jobs;
+      std::vector<std::vector<float>> got, want;
+      for (size_t i = 0; i < problems.size(); ++i) {
+        const Problem& p = problems[i];
+        const QuantizedActs act = quantize_acts(vec_dot_type(type_), p.x.data(), p.n, p.n_tok, p.n, bufs[i], pool, tier_);
+        got.emplace_back(static_cast<size_t>(p.n_rows * p.n_tok), nan_f());
+        want.emplace_back(static_cast<size_t>(p.n_rows * p.n_tok), nan_f());
+        matmul_q(p.w, act, want.back().data(), p.n_rows, pool, tier_, order);
+        jobs.push_back({&problems[i].w, act, got.back().data(), p.n_rows});
+      }
+      matmul_q_multi(jobs, pool, tier_, order);
+      for (size_t i = 0; i < problems.size(); ++i) {
+        for (float v : got[i]) ASSERT_FALSE(std::isnan(v)) << "job " << i << " left an output unwritten";
+        ASSERT_EQ(std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float)), 0)
+            << "job " << i << " threads=" << threads;
+      }
+    }
+  }
+}
+
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return type_name(std::get<0>(info.param)) + "_" + isa_tier_name(std::get<1>(info.param));
 }
