@@ -3,6 +3,7 @@
 // spinning see it at once, sleeping ones are woken through the condition variable.
 #include "base/thread_pool.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include "base/check.h"
@@ -20,6 +21,9 @@ namespace {
 // About 50-100 us of spinning before a worker sleeps: long enough to bridge the gap between
 // consecutive matmuls of one token, short enough not to burn a core while idle.
 constexpr int kSpinIterations = 20000;
+// While waiting for a worker that is running its share: spin this long, then yield the core
+// between checks (the worker may be waiting for this very core).
+constexpr int kWaitSpinsBeforeYield = 2000;
 }  // namespace
 
 int hardware_threads() {
@@ -27,7 +31,8 @@ int hardware_threads() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : hardware_threads()) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads > 0 ? n_threads : hardware_threads()), slots_(new Slot[static_cast<size_t>(n_threads_)]) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -61,8 +66,13 @@ void ThreadPool::worker_loop(int thread_idx) {
     }
     seen = gen;
     if (stop_.load()) return;
-    (*job_)(thread_idx, n_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    // Claim this job unless the caller already took our share (we were late).
+    Slot& slot = slots_[static_cast<size_t>(thread_idx)];
+    uint64_t claimed = slot.claimed.load(std::memory_order_acquire);
+    if (claimed < gen && slot.claimed.compare_exchange_strong(claimed, gen, std::memory_order_acq_rel)) {
+      (*job_)(thread_idx, n_threads_);
+      slot.done.store(gen, std::memory_order_release);
+    }
   }
 }
 
@@ -72,14 +82,27 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     return;
   }
   job_ = &fn;
-  pending_.store(n_threads_ - 1, std::memory_order_release);
-  generation_.fetch_add(1);  // seq_cst: pairs with the sleeper's check (Dekker)
+  const uint64_t gen = generation_.fetch_add(1) + 1;  // seq_cst: pairs with the sleeper's check (Dekker)
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
     cv_.notify_all();
   }
   fn(0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) SNIPER_PAUSE();
+  for (int i = 1; i < n_threads_; ++i) {
+    Slot& slot = slots_[static_cast<size_t>(i)];
+    uint64_t claimed = slot.claimed.load(std::memory_order_acquire);
+    if (claimed < gen && slot.claimed.compare_exchange_strong(claimed, gen, std::memory_order_acq_rel)) {
+      fn(i, n_threads_);  // the worker has not started: its share runs here
+      continue;
+    }
+    for (int spins = 0; slot.done.load(std::memory_order_acquire) != gen; ++spins) {
+      if (spins < kWaitSpinsBeforeYield) {
+        SNIPER_PAUSE();
+      } else {
+        sched_yield();
+      }
+    }
+  }
   job_ = nullptr;
 }
 

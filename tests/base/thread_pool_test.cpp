@@ -37,6 +37,26 @@ TEST(ThreadPool, ParallelForCoversRangeExactlyOnce) {
   }
 }
 
+TEST(ThreadPool, OversubscribedPoolRunsEveryShareExactlyOncePerJob) {
+  // More threads than cores: some workers are not scheduled when a job starts, and the caller
+  // runs their shares. Every job must still see each thread index exactly once, never a share
+  // of an earlier or later job, and a share's writes must be visible when run() returns.
+  const int n = 4 * hardware_threads() + 1;
+  ThreadPool pool(n);
+  std::vector<int> per_job(static_cast<size_t>(n));
+  for (int job = 1; job <= 3000; ++job) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    pool.run([&](int idx, int) {
+      hits[static_cast<size_t>(idx)].fetch_add(1);
+      per_job[static_cast<size_t>(idx)] = job;  // plain write: run() must publish it
+    });
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "job " << job << " thread " << i;
+      ASSERT_EQ(per_job[static_cast<size_t>(i)], job);
+    }
+  }
+}
+
 TEST(ThreadPool, SurvivesIdleSleepAndWake) {
   ThreadPool pool(2);
   std::atomic<int> count{0};
