@@ -25,4 +25,8 @@ void patch_q32_avx512(KernelTable& t);
 void patch_kquants_avx512(KernelTable& t);
 void patch_float_avx512(KernelTable& t, const CpuFeatures& features);
 
+// Row operations (kernels/ops.h) with an AVX-512 twin of the scalar reference.
+void softmax_avx512(float* x, int64_t n);
+void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
+
 }  // namespace sniper::kernels_internal

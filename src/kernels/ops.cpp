@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "kernels/kernel_registry.h"
 
 namespace sniper {
 
@@ -86,7 +87,7 @@ void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, Rope
   }
 }
 
-void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+void silu_mul_ref(const float* gate, const float* up, float* out, int64_t n) {
   // ggml_vec_swiglu_f32: 16-wide blocks use ggml's expf, the tail libm expf.
   const int64_t n_vec = n - n % 16;
   for (int64_t i = 0; i < n_vec; ++i) {
@@ -99,7 +100,7 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
-void softmax(float* x, int64_t n) {
+void softmax_ref(float* x, int64_t n) {
   float max = -INFINITY;
   for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
   // ggml_vec_soft_max_f32: blocks of 16 use ggml's expf and a lane-tree sum, the tail libm.
@@ -116,6 +117,23 @@ void softmax(float* x, int64_t n) {
   }
   const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+const RowOps& find_row_ops(IsaTier tier) {
+  CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
+  static const RowOps kRef = {silu_mul_ref, softmax_ref};
+  static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512, kernels_internal::softmax_avx512};
+  return tier >= IsaTier::kAvx512 ? kAvx512 : kRef;
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  static const RowOps& ops = find_row_ops(selected_tier());
+  ops.silu_mul(gate, up, out, n);
+}
+
+void softmax(float* x, int64_t n) {
+  static const RowOps& ops = find_row_ops(selected_tier());
+  ops.softmax(x, n);
 }
 
 void axpy(float a, const float* x, float* y, int64_t n) {

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "base/cpu_features.h"
+
 namespace sniper {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]  (w may be null: no scale). out may alias x.
@@ -33,6 +35,17 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
 // In-place softmax over n values (max-subtracted, sum in double).
 void softmax(float* x, int64_t n);
+
+// silu_mul and softmax dispatch (once, at first use) to the selected ISA tier's twin; every
+// tier computes the same bits as the scalar *_ref functions.
+void silu_mul_ref(const float* gate, const float* up, float* out, int64_t n);
+void softmax_ref(float* x, int64_t n);
+struct RowOps {
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
+  void (*softmax)(float* x, int64_t n);
+};
+// The row operations of `tier` (lower tiers fill gaps). CHECKs the host can run the tier.
+const RowOps& find_row_ops(IsaTier tier);
 
 // y[i] += a * x[i]
 void axpy(float a, const float* x, float* y, int64_t n);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -112,6 +113,40 @@ TEST(Ops, SiluMul) {
   for (size_t i = 0; i < 33; ++i) {
     const double s = g[i] / (1.0 + std::exp(-static_cast<double>(g[i])));
     EXPECT_NEAR(out[i], s * u[i], 1e-5 * (1 + std::fabs(out[i])));
+  }
+}
+
+// Every runnable tier's softmax and silu_mul give the scalar reference's bits: lengths around
+// the 16-lane blocks, scales from tiny to beyond exp's saturation (|x| > 88 underflows or
+// overflows, |n| > 192 takes the saturated path), masked (-inf) cells, and all-masked rows.
+TEST(Ops, EveryTierMatchesRefBitwise) {
+  const IsaTier tiers[] = {IsaTier::kAvx2, IsaTier::kAvx512};
+  for (IsaTier tier : tiers) {
+    if (tier > host_best_tier()) continue;
+    const RowOps& ops = find_row_ops(tier);
+    const RowOps& ref = find_row_ops(IsaTier::kRef);
+    uint32_t seed = 100;
+    for (size_t n : {1u, 15u, 16u, 17u, 31u, 100u, 257u, 4096u}) {
+      for (float scale : {1e-3f, 1.0f, 30.0f, 150.0f, 400.0f}) {
+        auto x = random_vec(n, ++seed, scale);
+        if (n > 5) x[n / 3] = -INFINITY;
+        auto y = x;
+        ops.softmax(x.data(), static_cast<int64_t>(n));
+        ref.softmax(y.data(), static_cast<int64_t>(n));
+        ASSERT_EQ(std::memcmp(x.data(), y.data(), n * sizeof(float)), 0)
+            << "softmax " << isa_tier_name(tier) << " n=" << n << " scale=" << scale;
+        const auto g = random_vec(n, ++seed, scale), u = random_vec(n, ++seed);
+        std::vector<float> out(n), want(n);
+        ops.silu_mul(g.data(), u.data(), out.data(), static_cast<int64_t>(n));
+        ref.silu_mul(g.data(), u.data(), want.data(), static_cast<int64_t>(n));
+        ASSERT_EQ(std::memcmp(out.data(), want.data(), n * sizeof(float)), 0)
+            << "silu_mul " << isa_tier_name(tier) << " n=" << n << " scale=" << scale;
+      }
+    }
+    std::vector<float> masked(40, -INFINITY), masked_ref(masked);
+    ops.softmax(masked.data(), 40);
+    ref.softmax(masked_ref.data(), 40);
+    for (size_t i = 0; i < 40; ++i) ASSERT_EQ(std::isnan(masked[i]), std::isnan(masked_ref[i])) << i;
   }
 }
 
