@@ -53,6 +53,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   req.n_ctx = m->n_ctx_;
   req.kv_type = options.kv_type;
   req.batch = options.batch;
+  req.n_sessions = options.n_sessions;
   req.force_stream = options.residency == ResidencyMode::kStream;
   if (options.residency == ResidencyMode::kMmap) {
     m->plan_.all_resident = true;  // nothing streams through our engine; the kernel pages

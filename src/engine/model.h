@@ -41,6 +41,7 @@ struct ModelLoadOptions {
   uint64_t mem_bytes = 0;         // memory budget; 0 = unlimited (everything resident)
   int64_t n_ctx = 0;              // context to plan for; 0 = min(model, 4096)
   int64_t batch = 64;             // prefill chunk to plan scratch for
+  int64_t n_sessions = 1;         // sessions to plan KV caches and scratch for (server slots)
   KvType kv_type = KvType::kF16;
   CachePolicy cache_policy = CachePolicy::kLfru;
   bool prefetch = true;

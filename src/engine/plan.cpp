@@ -38,7 +38,7 @@ std::string MemoryPlan::describe() const {
   s.append("memory plan for a budget of ");
   s.append(mib(budget_bytes));
   s.append("\n");
-  line("KV cache", kv_bytes);
+  line("KV cache", kv_bytes, n_sessions > 1 ? "(one per session)" : "");
   line("activation scratch", scratch_bytes);
   line("runtime overhead", overhead_bytes);
   line("resident weights", resident_weight_bytes,
@@ -64,8 +64,10 @@ std::string MemoryPlan::describe() const {
 Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const PlanRequest& req) {
   MemoryPlan p;
   p.budget_bytes = req.budget_bytes;
-  p.kv_bytes = KvCache::bytes_for(c.n_layers, req.n_ctx, c.n_kv_heads, c.head_dim, req.kv_type);
-  p.scratch_bytes = Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
+  p.n_sessions = std::max<int64_t>(1, req.n_sessions);
+  const uint64_t sessions = static_cast<uint64_t>(p.n_sessions);
+  p.kv_bytes = sessions * KvCache::bytes_for(c.n_layers, req.n_ctx, c.n_kv_heads, c.head_dim, req.kv_type);
+  p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
   p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;
   const uint64_t fixed = p.kv_bytes + p.scratch_bytes + p.overhead_bytes;

@@ -28,6 +28,7 @@ struct PlanRequest {
   int64_t n_ctx = 4096;
   KvType kv_type = KvType::kF16;
   int64_t batch = 64;
+  int64_t n_sessions = 1;     // sessions (server slots) that each hold a KV cache and scratch
   bool force_stream = false;  // stream experts / FFN even when everything would fit (tests, benchmarks)
 };
 
@@ -42,8 +43,9 @@ struct ExpertSlotLayout {
 
 struct MemoryPlan {
   uint64_t budget_bytes = 0;
-  uint64_t kv_bytes = 0;
-  uint64_t scratch_bytes = 0;
+  uint64_t kv_bytes = 0;             // all sessions' KV caches
+  uint64_t scratch_bytes = 0;        // all sessions' activation scratch
+  int64_t n_sessions = 1;
   uint64_t overhead_bytes = 0;       // runtime, tokenizer, metadata, I/O bookkeeping
   uint64_t resident_weight_bytes = 0;
   bool all_resident = false;         // nothing streams

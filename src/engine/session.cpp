@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/check.h"
+
 namespace sniper {
 
 Session::Session(Model& model, const SessionOptions& options)
@@ -84,6 +86,12 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     std::memcpy(last_logits_.data(), all_logits->data() + static_cast<size_t>(n - 1) * vocab, vocab * sizeof(float));
   }
   return ok_status();
+}
+
+void Session::set_history(std::vector<int32_t> tokens) {
+  CHECK(static_cast<int64_t>(tokens.size()) <= n_ctx(), "history of %zu tokens exceeds the context %ld", tokens.size(),
+        static_cast<long>(n_ctx()));
+  history_ = std::move(tokens);
 }
 
 void Session::truncate(int64_t n) {

@@ -47,6 +47,11 @@ class Session {
   const Model& model() const { return model_; }
   ThreadPool& pool() { return pool_; }
   const KvCache& kv() const { return *kv_; }
+  // For restoring a saved state (engine/session_state.h): the cache rows to write, then
+  // set_history() with the tokens those rows hold. last_logits() stays stale until the next
+  // eval(). Precondition of set_history: tokens.size() <= n_ctx() and rows [0, size) written.
+  KvCache& kv_mut() { return *kv_; }
+  void set_history(std::vector<int32_t> tokens);
   const RoutingStats& routing_stats() const { return transformer_->routing_stats(); }
   size_t memory_bytes() const { return kv_->bytes() + transformer_->scratch_bytes(); }
 

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+#include "engine/generator.h"
+
+#include <algorithm>
+
+namespace sniper {
+
+namespace {
+// Returns the index in `text` where any stop string begins, or npos.
+size_t find_stop(const std::string& text, const std::vector<std::string>& stops) {
+  size_t best = std::string::npos;
+  for (const std::string& s : stops) {
+    if (s.empty()) continue;
+    const size_t at = text.find(s);
+    if (at < best) best = at;
+  }
+  return best;
+}
+
+// Length of the longest suffix of `text` that is a proper prefix of a stop string: text that
+// must be held back until we know whether a stop string is forming.
+size_t held_back(const std::string& text, const std::vector<std::string>& stops) {
+  size_t hold = 0;
+  for (const std::string& s : stops) {
+    if (s.empty()) continue;
+    for (size_t len = std::min(s.size() - 1, text.size()); len > hold; --len) {
+      if (text.compare(text.size() - len, len, s, 0, len) == 0) {
+        hold = len;
+        break;
+      }
+    }
+  }
+  return hold;
+}
+}  // namespace
+
+Generator::Generator(const Tokenizer& tokenizer, const GeneratorOptions& options)
+    : tokenizer_(&tokenizer), options_(options), sampler_(options.sampler), detok_(tokenizer) {}
+
+Result<Generator> Generator::create(const Tokenizer& tokenizer, const GeneratorOptions& options) {
+  SNIPER_TRY(options.sampler.validate());
+  if (options.n_predict < -1) {
+    return make_error("n_predict is %ld but must be >= -1 (-1 = until the end)", static_cast<long>(options.n_predict));
+  }
+  return Generator(tokenizer, options);
+}
+
+void Generator::accept_prompt(std::span<const int32_t> tokens) {
+  for (int32_t t : tokens) sampler_.accept(t);
+}
+
+GeneratorStep Generator::step(const float* logits, int32_t n_vocab, int64_t n_past, int64_t n_ctx) {
+  GeneratorStep out;
+  const int32_t token = sampler_.sample(logits, n_vocab);
+  sampler_.accept(token);
+  ++n_gen_;
+  out.token = token;
+  if (options_.stop_at_eog && tokenizer_->is_eog(token)) {
+    out.done = true;
+    out.finish_reason = "eog";
+  } else {
+    pending_ += detok_.push(token);
+    const size_t stop_at = find_stop(pending_, options_.stop);
+    if (stop_at != std::string::npos) {
+      pending_.resize(stop_at);
+      out.text = std::move(pending_);
+      pending_.clear();
+      out.done = true;
+      out.finish_reason = "stop";
+      return out;
+    }
+    const size_t emit = pending_.size() - held_back(pending_, options_.stop);
+    out.text = pending_.substr(0, emit);
+    pending_.erase(0, emit);
+    if (options_.n_predict >= 0 && n_gen_ >= options_.n_predict) {
+      out.done = true;
+      out.finish_reason = "length";
+    } else if (n_past + 1 > n_ctx) {
+      out.done = true;
+      out.finish_reason = "context";
+    }
+  }
+  if (out.done) {
+    // The held-back tail cannot become a stop string any more: emit it.
+    pending_ += detok_.flush();
+    out.text += pending_;
+    pending_.clear();
+  }
+  return out;
+}
+
+}  // namespace sniper

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// SessionState: a Session's evaluated tokens and their KV cache rows, captured to memory and
+// (de)serialized as a versioned binary file, so a long prompt is evaluated once and reloaded later.
+//
+// File layout (little-endian):
+//   0   char[8]  magic "SNPRKV1\0"
+//   8   u32      version (kSessionStateVersion)
+//   12  u32      kv type (0 = f16, 1 = q8_0)
+//   16  u64      model fingerprint (model_fingerprint())
+//   24  i64      n_layers, n_kv_heads, head_dim, n_ctx (of the saving session), n_tokens
+//   64  u64      row_bytes (one position's K row: n_kv_heads * head bytes)
+//   72  i32      tokens[n_tokens]
+//   ..  per layer: K rows [n_tokens][row_bytes], then V: q8_0 the same; f16 the cache's
+//       transposed layout restricted to live positions, [n_kv_heads * head_dim][n_tokens] fp16
+//       (n_tokens * row_bytes bytes either way)
+//   end u64      FNV-1a 64 of every byte before it
+// Only positions [0, n_tokens) are stored, so a state loads into a session of any context size
+// that holds n_tokens. Invariant: restore_session_state() runs only after check_compatible()
+// passed, and cannot fail part way (no half-restored session).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/session.h"
+#include "gguf/reader.h"
+
+namespace sniper {
+
+inline constexpr uint32_t kSessionStateVersion = 1;
+
+struct SessionState {
+  uint64_t model_fingerprint = 0;
+  KvType kv_type = KvType::kF16;
+  int64_t n_layers = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t n_ctx = 0;               // context of the session it was captured from (informational)
+  uint64_t row_bytes = 0;
+  std::vector<int32_t> tokens;
+  std::vector<uint8_t> kv;         // [n_layers][K rows, V rows] as in the file layout
+
+  int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
+};
+
+// FNV-1a 64 of `data`, continuing from `hash` (start with kFnvOffset).
+inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+uint64_t fnv1a64(const void* data, size_t n, uint64_t hash = kFnvOffset);
+
+// A hash of the GGUF's header, metadata and tensor table (the bytes before the data section)
+// and the file size: the same file gives the same value. Reads the file at file.path. Errors
+// name the path. Thread-safe.
+[[nodiscard]] Result<uint64_t> model_fingerprint(const GgufFile& file);
+
+// Copies the session's tokens and their KV rows. Thread-compatible with the session.
+SessionState capture_session_state(const Session& session, uint64_t model_fingerprint);
+
+// Ok when `state` can be restored into `session` of a model with `model_fingerprint`; the Error
+// names what differs (model, kv type, layers, heads, head_dim, or a context too small).
+[[nodiscard]] Status check_compatible(const SessionState& state, const Session& session, uint64_t model_fingerprint);
+
+// Writes the rows and the history into the session. Precondition: check_compatible() ok.
+void restore_session_state(const SessionState& state, Session& session);
+
+// The file bytes of `state` (layout above, checksum included).
+std::string serialize_session_state(const SessionState& state);
+// Parses file bytes; Errors name the problem (magic, version, truncated, sizes, checksum).
+[[nodiscard]] Result<SessionState> parse_session_state(std::string_view bytes);
+
+// Writes atomically (temp file in the same directory, fsync, rename). Errors name the path.
+[[nodiscard]] Status write_session_state_file(const std::string& path, const SessionState& state);
+// Reads and parses a file. Errors name the path.
+[[nodiscard]] Result<SessionState> read_session_state_file(const std::string& path);
+
+}  // namespace sniper
