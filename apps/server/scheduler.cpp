@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+#include "server/scheduler.h"
+
+#include <algorithm>
+
+namespace sniper::server {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options, Metrics* metrics)
+    : model_(model), tokenizer_(tokenizer), options_(options), metrics_(metrics) {}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokenizer& tokenizer,
+                                                     const SchedulerOptions& options, Metrics* metrics) {
+  if (options.n_slots < 1 || options.n_slots > 256) {
+    return make_error("--slots is %d but must be in [1, 256]", options.n_slots);
+  }
+  if (options.queue_capacity < 0 || options.queue_capacity > 65536) {
+    return make_error("--queue is %d but must be in [0, 65536]", options.queue_capacity);
+  }
+  std::unique_ptr<Scheduler> s(new Scheduler(model, tokenizer, options, metrics));
+  s->slots_.resize(static_cast<size_t>(options.n_slots));
+  for (Slot& slot : s->slots_) {
+    auto session = Session::create(model, options.session);
+    if (!session.ok()) return session.error();
+    slot.session = std::move(session).value();
+  }
+  s->n_ctx_ = s->slots_[0].session->n_ctx();
+  s->batch_ = std::max<int64_t>(1, options.session.batch);
+  if (metrics != nullptr) metrics->set_slots(options.n_slots, 0, 0);
+  s->thread_ = std::thread([p = s.get()] { p->loop(); });
+  return s;
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+bool Scheduler::submit(const std::shared_ptr<Job>& job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    const int64_t idle = static_cast<int64_t>(slots_.size()) - busy_;
+    if (static_cast<int64_t>(queue_.size()) >= options_.queue_capacity + idle) return false;
+    queue_.push_back(job);
+    if (metrics_ != nullptr) metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
+  }
+  cv_.notify_all();
+  return true;
+}
+
+void Scheduler::stop() {
+  std::lock_guard<std::mutex> stop_lock(stop_mu_);  // one caller joins; the others wait for it
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+int64_t Scheduler::busy_slots() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_;
+}
+
+int64_t Scheduler::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(queue_.size());
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    std::vector<std::pair<Slot*, std::shared_ptr<Job>>> starts;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!stopping_ && busy_ == 0 && queue_.empty()) cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) break;
+      // Assign queued jobs to idle slots, first come first served.
+      while (!queue_.empty()) {
+        const std::shared_ptr<Job>& job = queue_.front();
+        // The idle slot sharing the longest prefix with the prompt, when that prefix covers at
+        // least half of the slot's history (a shared BOS alone must not evict a useful cache);
+        // otherwise the least recently used idle slot.
+        Slot* best = nullptr;
+        Slot* lru = nullptr;
+        size_t best_prefix = 0;
+        for (Slot& slot : slots_) {
+          if (slot.job != nullptr) continue;
+          bool taken = false;
+          for (auto& [s, j] : starts) taken = taken || s == &slot;
+          if (taken) continue;
+          if (lru == nullptr || slot.last_used < lru->last_used) lru = &slot;
+          if (job->kind == JobKind::kLoad) continue;
+          const size_t prefix = common_prefix(slot.session->history(), job->prompt);
+          if (prefix == 0 || 2 * prefix < slot.session->history().size()) continue;
+          if (best == nullptr || prefix > best_prefix) {
+            best = &slot;
+            best_prefix = prefix;
+          }
+        }
+        if (best == nullptr) best = lru;
+        if (best == nullptr) break;
+        starts.emplace_back(best, job);
+        queue_.pop_front();
+        ++busy_;
+      }
+      if (metrics_ != nullptr) metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
+    }
+    for (auto& [slot, job] : starts) start_job(*slot, job);
+    for (Slot& slot : slots_) {
+      if (slot.job != nullptr) advance(slot);
+    }
+    publish_engine_stats();
+  }
+  // Shutting down: end everything that is running or waiting.
+  for (Slot& slot : slots_) {
+    if (slot.job != nullptr) finish(slot, "the server is shutting down", 503);
+  }
+  std::deque<std::shared_ptr<Job>> rest;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rest.swap(queue_);
+  }
+  for (auto& job : rest) {
+    JobResult r;
+    r.error = "the server is shutting down";
+    r.error_status = 503;
+    job->finish(std::move(r));
+  }
+}
+
+void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
+  slot.job = std::move(job);
+  slot.result = JobResult();
+  slot.result.slot = static_cast<int>(&slot - slots_.data());
+  slot.t_start = std::chrono::steady_clock::now();
+  slot.decoding = false;
+  slot.to_eval.clear();
+  slot.eval_pos = 0;
+  Job& j = *slot.job;
+  Session& session = *slot.session;
+  if (j.kind == JobKind::kLoad) {
+    Status st = check_compatible(*j.load, session, options_.model_fingerprint);
+    if (!st.ok()) return finish(slot, st.error().message, 409);
+    restore_session_state(*j.load, session);
+    slot.result.n_prompt = j.load->n_tokens();
+    slot.result.prompt_ms = ms_since(slot.t_start);
+    return finish(slot);
+  }
+  if (j.prompt.empty()) return finish(slot, "the prompt is empty", 400);
+  if (static_cast<int64_t>(j.prompt.size()) > session.n_ctx()) {
+    return finish(slot, "the prompt is longer than the context", 400);
+  }
+  size_t common = common_prefix(session.history(), j.prompt);
+  if (common == j.prompt.size()) --common;  // evaluate at least one token for fresh logits
+  session.truncate(static_cast<int64_t>(common));
+  slot.to_eval.assign(j.prompt.begin() + static_cast<long>(common), j.prompt.end());
+  slot.result.n_prompt = static_cast<int64_t>(j.prompt.size());
+  slot.result.n_cached = static_cast<int64_t>(common);
+  if (j.kind == JobKind::kGenerate) {
+    auto gen = Generator::create(tokenizer_, j.generator);
+    if (!gen.ok()) return finish(slot, gen.error().message, 400);
+    slot.generator.emplace(std::move(gen).value());
+    slot.generator->accept_prompt(j.prompt);
+  }
+}
+
+void Scheduler::advance(Slot& slot) {
+  Job& j = *slot.job;
+  Session& session = *slot.session;
+  if (j.cancelled()) {
+    slot.result.finish_reason = "cancelled";
+    return finish(slot);
+  }
+  if (!slot.decoding) {
+    const size_t n = std::min(static_cast<size_t>(batch_), slot.to_eval.size() - slot.eval_pos);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = session.eval(std::span<const int32_t>(slot.to_eval.data() + slot.eval_pos, n));
+    slot.result.prompt_ms += ms_since(t0);
+    if (!st.ok()) return finish(slot, st.error().message, 500);
+    slot.eval_pos += n;
+    if (slot.eval_pos < slot.to_eval.size()) return;
+    if (j.kind == JobKind::kSave) {
+      slot.result.state = std::make_shared<SessionState>(capture_session_state(session, options_.model_fingerprint));
+      return finish(slot);
+    }
+    slot.decoding = true;
+  }
+  const int32_t n_vocab = static_cast<int32_t>(model_.config().vocab_size);
+  GeneratorStep step = slot.generator->step(session.last_logits().data(), n_vocab, session.n_past(), session.n_ctx());
+  if (!step.text.empty()) {
+    if (slot.result.ttft_ms < 0) slot.result.ttft_ms = ms_since(slot.t_start);
+    j.push_text(step.text);
+  }
+  slot.result.n_generated = slot.generator->n_generated();
+  if (step.done) {
+    slot.result.finish_reason = step.finish_reason == "eog" ? "stop" : step.finish_reason == "context" ? "length" : step.finish_reason;
+    return finish(slot);
+  }
+  const int32_t next[1] = {step.token};
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = session.eval(next);
+  slot.result.decode_ms += ms_since(t0);
+  if (!st.ok()) return finish(slot, st.error().message, 500);
+}
+
+void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {
+  JobResult r = std::move(slot.result);
+  if (!error.empty()) {
+    r.error = error;
+    r.error_status = error_status;
+  }
+  if (metrics_ != nullptr && slot.job->kind == JobKind::kGenerate) {
+    metrics_->add_prompt_tokens(r.n_prompt, r.n_cached);
+    metrics_->add_generated_tokens(r.n_generated);
+    RequestTimings t;
+    t.n_prompt_evaluated = r.n_prompt - r.n_cached;
+    t.prompt_ms = r.prompt_ms;
+    t.n_decoded = std::max<int64_t>(0, r.n_generated - 1);
+    t.decode_ms = r.decode_ms;
+    t.ttft_ms = r.ttft_ms;
+    metrics_->record_timings(t);
+  }
+  if (!r.error.empty()) {
+    // A failed pass may have left rows half-written: forget the slot's history.
+    slot.session->truncate(0);
+  }
+  slot.job->finish(std::move(r));
+  slot.job.reset();
+  slot.generator.reset();
+  slot.to_eval.clear();
+  slot.last_used = ++clock_;
+  std::lock_guard<std::mutex> lock(mu_);
+  --busy_;
+  if (metrics_ != nullptr) metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
+}
+
+void Scheduler::publish_engine_stats() {
+  if (metrics_ == nullptr) return;
+  EngineSnapshot s;
+  if (ExpertCache* cache = model_.expert_cache()) {
+    const LayerCacheStats t = cache->stats().total();
+    s.expert_hits = t.hits;
+    s.expert_requests = t.requests;
+  }
+  if (IoEngine* io = model_.io()) {
+    s.ssd_read_bytes = io->stats().bytes_read;
+    s.io_in_flight = io->n_outstanding();
+  }
+  metrics_->set_engine(s);
+}
+
+}  // namespace sniper::server

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+// Scheduler: N slots (a Session each, with its own KV cache) over one Model, a bounded FIFO
+// queue of jobs, and the one thread that runs every forward pass. The thread interleaves the
+// busy slots: each turn a slot evaluates one prompt chunk (prefill) or one token (decode), so
+// several clients stream at once and a streaming model never sees two passes at the same time.
+// A job goes to the idle slot whose history shares the longest prefix with its prompt, if
+// that prefix is at least half the slot's history, else to the least recently used idle slot;
+// the shared prefix is not evaluated again (at least one token is, for fresh logits). A cancelled job stops before its next pass and frees its slot. A failing job
+// ends with an error and never touches another slot.
+// Thread-safe: submit() and the accessors may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/generator.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "server/job.h"
+#include "server/metrics.h"
+
+namespace sniper::server {
+
+struct SchedulerOptions {
+  int n_slots = 1;
+  int queue_capacity = 16;       // jobs waiting beyond the slots
+  SessionOptions session;
+  uint64_t model_fingerprint = 0;
+};
+
+class Scheduler {
+ public:
+  // Creates the slots' sessions and starts the thread. Errors: session creation (context too
+  // large for the plan, memory), slot/queue counts out of range.
+  static Result<std::unique_ptr<Scheduler>> create(Model& model, const Tokenizer& tokenizer,
+                                                   const SchedulerOptions& options, Metrics* metrics);
+  ~Scheduler();  // stop()s
+
+  // Queues a job; false (job untouched) when the queue is full or the scheduler stopped.
+  [[nodiscard]] bool submit(const std::shared_ptr<Job>& job);
+  // Cancels running and queued jobs and joins the thread. Idempotent.
+  void stop();
+
+  int64_t n_ctx() const { return n_ctx_; }
+  int n_slots() const { return static_cast<int>(slots_.size()); }
+  int64_t busy_slots() const;
+  int64_t queued() const;
+
+ private:
+  struct Slot {
+    std::unique_ptr<Session> session;
+    std::shared_ptr<Job> job;
+    std::optional<Generator> generator;
+    std::vector<int32_t> to_eval;  // prompt tokens still to evaluate
+    size_t eval_pos = 0;
+    bool decoding = false;
+    JobResult result;
+    std::chrono::steady_clock::time_point t_start;
+    uint64_t last_used = 0;
+  };
+
+  Scheduler(Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options, Metrics* metrics);
+  void loop();
+  // Assigns queued jobs to idle slots. Requires mu_.
+  void assign_locked();
+  void start_job(Slot& slot, std::shared_ptr<Job> job);
+  // Runs one prefill chunk or one decode step of the slot's job.
+  void advance(Slot& slot);
+  void finish(Slot& slot, const std::string& error = {}, int error_status = 500);
+  void publish_engine_stats();
+
+  Model& model_;
+  const Tokenizer& tokenizer_;
+  SchedulerOptions options_;
+  Metrics* metrics_;
+  int64_t n_ctx_ = 0;
+  int64_t batch_ = 64;
+  std::vector<Slot> slots_;
+  uint64_t clock_ = 0;
+
+  mutable std::mutex mu_;  // guards queue_, stopping_, busy_
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  int64_t busy_ = 0;
+  bool stopping_ = false;
+  std::mutex stop_mu_;  // serializes stop()
+  std::thread thread_;
+};
+
+}  // namespace sniper::server

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// `sniper serve -m MODEL [--host H] [--port P] [--api-key KEY] [--slots N] ...`: loads the
+// model, starts the OpenAI-compatible HTTP server and prints exactly one line to stdout when
+// it accepts connections: "sniper serve: listening on http://HOST:PORT/". SIGINT and SIGTERM
+// stop it cleanly (exit 0). (`sniper top` lives in top.cpp.)
+#include "server/serve_main.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "base/memory_limit.h"
+#include "cli/common.h"
+#include "server/http_server.h"
+#include "server/server_context.h"
+
+namespace sniper::server {
+
+int serve_main(int argc, char** argv) {
+  using cli::FlagSpec;
+  const std::vector<FlagSpec> specs = cli::concat(cli::model_flags(), {
+      {"--host", nullptr, "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the server to the network)"},
+      {"--port", nullptr, "N", "port (default 8000; 0 = pick a free port)"},
+      {"--api-key", nullptr, "KEY", "require 'Authorization: Bearer KEY' on every request except GET / and /health"},
+      {"--slots", nullptr, "N", "requests served at once, each with its own KV cache of --ctx tokens, all inside --mem (default 1)"},
+      {"--queue", nullptr, "N", "requests waiting for a slot before the server answers 503 (default 16)"},
+      {"--context-dir", nullptr, "DIR", "where /v1/context/save stores KV states (default $XDG_CACHE_HOME/sniper/contexts or ~/.cache/sniper/contexts)"},
+      {"--max-body", nullptr, "SIZE", "largest request body (default 4M; larger -> 413)"},
+      {"--alias", nullptr, "NAME", "model id to report (default: the file name without .gguf)"},
+      {"--help", "-h", nullptr, "show this help"},
+  });
+  auto args = cli::Args::parse("serve", argc, argv, 2, specs);
+  if (!args.ok()) return cli::fail(args.error());
+  if (args->has("--help")) {
+    cli::print_usage("serve", "-m MODEL [--host 127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]", specs);
+    return 0;
+  }
+  if (!args->has("--model")) return cli::fail(make_error("no model given: pass -m PATH to a GGUF file"));
+  ServerOptions so;
+  so.host = args->get_string("--host", "127.0.0.1");
+  auto port = args->get_int("--port", 8000, 0, 65535);
+  if (!port.ok()) return cli::fail(port.error());
+  so.port = static_cast<int>(*port);
+  so.api_key = args->get_string("--api-key");
+  if (args->has("--api-key") && so.api_key.empty()) return cli::fail(make_error("--api-key must not be empty"));
+  auto slots = args->get_int("--slots", 1, 1, 256);
+  if (!slots.ok()) return cli::fail(slots.error());
+  so.n_slots = static_cast<int>(*slots);
+  auto queue = args->get_int("--queue", 16, 0, 65536);
+  if (!queue.ok()) return cli::fail(queue.error());
+  so.queue_capacity = static_cast<int>(*queue);
+  so.context_dir = args->get_string("--context-dir");
+  if (args->has("--max-body")) {
+    auto bytes = parse_size(args->get_string("--max-body"));
+    if (!bytes.ok()) return cli::fail(bytes.error());
+    so.max_body_bytes = static_cast<size_t>(*bytes);
+  }
+  so.model_id = args->get_string("--alias");
+
+  auto lo = cli::load_options_from_args(*args);
+  if (!lo.ok()) return cli::fail(lo.error());
+  auto threads = args->get_int("--threads", 0, 0, 1024);
+  if (!threads.ok()) return cli::fail(threads.error());
+  so.session.n_threads = static_cast<int>(*threads);
+  so.session.n_ctx = lo->n_ctx;
+  so.session.batch = lo->batch;
+  so.session.kv_type = lo->kv_type;
+  lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them
+  auto model = Model::load(args->get_string("--model"), *lo);
+  if (!model.ok()) return cli::fail(model.error());
+  if (args->has("--routing-bias")) {
+    auto bias = cli::parse_routing_bias(args->get_string("--routing-bias"), (*model)->config());
+    if (!bias.ok()) return cli::fail(bias.error());
+    so.session.routing_bias = *bias;
+  }
+
+  // Block the stop signals in every thread (the server's threads inherit the mask); one thread
+  // waits for them and stops the server.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = HttpServer::create(**model, so);
+  if (!server.ok()) return cli::fail(server.error());
+  auto bound = (*server)->bind();
+  if (!bound.ok()) return cli::fail(bound.error());
+  HttpServer* srv = server->get();
+  std::thread waiter([srv, stop_signals] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "sniper serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    srv->stop();
+  });
+  std::fprintf(stderr, "sniper serve: model '%s', %d slot(s) of %ld tokens, context dir %s\n",
+               srv->context().model_id.c_str(), so.n_slots, static_cast<long>(srv->context().scheduler->n_ctx()),
+               srv->context().contexts->dir().c_str());
+  std::printf("sniper serve: listening on http://%s:%d/\n", so.host.c_str(), *bound);
+  std::fflush(stdout);
+  srv->run();
+  srv->stop();
+  pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter if run() ended on its own
+  waiter.join();
+  return 0;
+}
+
+}  // namespace sniper::server

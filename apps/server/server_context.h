@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// ServerContext: what the route handlers share (model, tokenizer, template, scheduler, metrics,
+// context store), plus the small helpers that write JSON and error responses. Owned by
+// HttpServer; handlers run on httplib's worker threads and only use thread-safe members.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <httplib.h>
+
+#include "engine/model.h"
+#include "server/chat_format.h"
+#include "server/context_store.h"
+#include "server/metrics.h"
+#include "server/openai_protocol.h"
+#include "server/scheduler.h"
+#include "server/server_options.h"
+#include "tokenizer/chat_template.h"
+
+namespace sniper::server {
+
+struct ServerContext {
+  Model* model = nullptr;
+  const Tokenizer* tokenizer = nullptr;
+  ServerOptions options;
+  std::string model_id;
+  std::optional<ChatTemplate> chat_template;  // absent: the model carries none
+  ChatFormat chat_format;
+  std::string bos_token, eos_token;
+  uint64_t fingerprint = 0;
+  Metrics metrics;
+  std::unique_ptr<ContextStore> contexts;
+  std::unique_ptr<Scheduler> scheduler;  // last: stopped before the rest is destroyed
+};
+
+void send_json(httplib::Response& res, const Json& body, int status = 200);
+void send_error(httplib::Response& res, const ApiError& error);
+
+// Route handlers (generation_routes.cpp, context_routes.cpp).
+void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_context_save(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_context_load(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_context_list(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_context_delete(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+
+// Shared by the generation and context routes: renders a chat (template or plain) or
+// tokenizes a prompt into ids. Returns an error to send on failure.
+struct PromptTokens {
+  std::vector<int32_t> ids;
+  RenderedChat rendered;  // chat only
+};
+std::optional<ApiError> chat_prompt_tokens(ServerContext& ctx, const ChatRequest& request, PromptTokens* out,
+                                           bool add_generation_prompt = true);
+std::vector<int32_t> text_prompt_tokens(const ServerContext& ctx, const std::string& prompt);
+// 400 context_length_exceeded unless 0 < n_prompt < n_ctx.
+std::optional<ApiError> check_prompt_length(const ServerContext& ctx, size_t n_prompt);
+
+}  // namespace sniper::server

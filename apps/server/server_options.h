@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// ServerOptions: what `sniper serve` was asked for (network, auth, slots, limits, where saved
+// contexts live) apart from the model load options.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engine/session.h"
+
+namespace sniper::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                      // 0: pick a free port
+  std::string api_key;                  // empty: no authentication
+  int n_slots = 1;
+  int queue_capacity = 16;              // requests waiting beyond the slots (more -> 503)
+  size_t max_body_bytes = 4u << 20;     // larger bodies -> 413
+  std::string context_dir;              // empty: ContextStore::default_dir()
+  SessionOptions session;               // per slot
+  std::string model_id;                 // empty: the model file's base name without ".gguf"
+};
+
+// "dir/stories260K.gguf" -> "stories260K".
+std::string model_id_from_path(const std::string& path);
+
+}  // namespace sniper::server

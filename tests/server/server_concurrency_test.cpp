@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// The scheduler under load: several clients stream at once and all finish; a full queue
+// answers 503; a client that disconnects mid-stream is cancelled and frees its slot; a
+// request extending an earlier one reuses that slot's KV prefix and evaluates only new tokens.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "server/test_server.h"
+
+namespace sniper::server {
+namespace {
+
+// Polls GET /metrics until `line` appears (the server updates it asynchronously), up to 20 s.
+bool wait_for_metric(TestServer& s, const std::string& line) {
+  auto cli = s.client();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = cli->Get("/metrics");
+    if (r && r->body.find(line) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+TEST(ServerConcurrency, FourClientsStreamAtOnce) {
+  ServerOptions o;
+  o.n_slots = 2;
+  o.context_dir = ::testing::TempDir() + "/sniper_conc_ctx";
+  TestServer server(models_dir() + "/stories260K.gguf", o, 256);
+  ASSERT_TRUE(server.ok()) << server.error();
+  std::vector<std::thread> threads;
+  std::vector<std::string> texts(4);
+  std::vector<int> statuses(4, 0);
+  std::vector<bool> dones(4, false);
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      auto cli = server.client();
+      const TJson body = {{"messages", {{{"role", "user"}, {"content", "Once upon a time " + std::to_string(i)}}}},
+                          {"max_tokens", 40}, {"temperature", 0.8}, {"seed", i}, {"stream", true}, {"ignore_eos", true}};
+      auto r = cli->Post("/v1/chat/completions", body.dump(), "application/json");
+      if (!r) return;
+      statuses[i] = r->status;
+      bool done = false;
+      for (const auto& c : parse_sse(r->body, &done)) {
+        const auto& d = c["choices"][0]["delta"];
+        if (d.contains("content")) texts[i] += d["content"].get<std::string>();
+      }
+      dones[i] = done;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(statuses[i], 200) << i;
+    EXPECT_TRUE(dones[i]) << i;
+    EXPECT_FALSE(texts[i].empty()) << i;
+  }
+  EXPECT_TRUE(wait_for_metric(server, "sniper_requests_total{endpoint=\"chat\",status=\"ok\"} 4\n"));
+  EXPECT_TRUE(wait_for_metric(server, "sniper_slots_busy 0\n"));
+}
+
+TEST(ServerConcurrency, FullQueueAnswers503AndDisconnectFreesTheSlot) {
+  ServerOptions o;
+  o.n_slots = 1;
+  o.queue_capacity = 0;
+  o.context_dir = ::testing::TempDir() + "/sniper_conc_ctx2";
+  TestServer server(models_dir() + "/stories260K.gguf", o, 512);
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::string long_req = TJson{{"prompt", "Once upon a time"}, {"max_tokens", 500}, {"ignore_eos", true},
+                                     {"stream", true}}.dump();
+  std::atomic<bool> got_first{false};
+  std::atomic<bool> release{false};
+  std::thread streamer([&] {
+    auto cli = server.client();
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = long_req;
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+      got_first = true;
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return false;  // hang up mid-stream
+    };
+    auto r = cli->send(req);
+    (void)r;
+  });
+  while (!got_first) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The only slot is busy and there is no queue: 503 with the OpenAI error shape.
+  auto busy = server.client()->Post("/v1/completions", R"({"prompt":"a","max_tokens":2})", "application/json");
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->status, 503) << busy->body;
+  EXPECT_EQ(TJson::parse(busy->body)["error"]["type"], "server_error");
+  release = true;
+  streamer.join();
+  // The disconnect is noticed at the next token: the job is cancelled and the slot freed.
+  EXPECT_TRUE(wait_for_metric(server, "sniper_requests_total{endpoint=\"completions\",status=\"cancelled\"} 1\n"));
+  EXPECT_TRUE(wait_for_metric(server, "sniper_slots_busy 0\n"));
+  auto after = server.client()->Post("/v1/completions", R"({"prompt":"a","max_tokens":2})", "application/json");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200) << after->body;
+  auto metrics = server.client()->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  // Far fewer than 500 tokens were generated for the cancelled request.
+  const size_t at = metrics->body.find("\nsniper_generated_tokens_total ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(std::stoll(metrics->body.substr(at + 31)), 400);
+}
+
+TEST(ServerConcurrency, ExtendingAPromptReusesTheSlotsPrefix) {
+  ServerOptions o;
+  o.n_slots = 2;
+  o.context_dir = ::testing::TempDir() + "/sniper_conc_ctx3";
+  TestServer server(models_dir() + "/stories260K.gguf", o, 512);
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto cli = server.client();
+  auto complete = [&](const std::string& prompt) {
+    auto r = cli->Post("/v1/completions", TJson{{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}}.dump(),
+                       "application/json");
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    return TJson::parse(r->body);
+  };
+  const std::string base = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park";
+  auto a = complete(base);
+  EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  auto other = complete("The big dog ran");  // goes to the other, least recently used slot
+  EXPECT_EQ(other["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  auto b = complete(base + ". One day, she saw a bird");
+  const int64_t n_a = a["usage"]["prompt_tokens"];
+  const int64_t cached = b["usage"]["prompt_tokens_details"]["cached_tokens"];
+  const int64_t n_b = b["usage"]["prompt_tokens"];
+  EXPECT_GE(cached, n_a);  // the whole first prompt (and maybe some of its reply) is reused
+  EXPECT_LT(cached, n_b);
+  // The identical prompt again: everything but the last token is reused.
+  auto c = complete(base + ". One day, she saw a bird");
+  EXPECT_EQ(c["usage"]["prompt_tokens_details"]["cached_tokens"], n_b - 1);
+  EXPECT_EQ(c["choices"][0]["text"], b["choices"][0]["text"]);
+  EXPECT_TRUE(wait_for_metric(server, "sniper_prompt_tokens_cached_total " + std::to_string(cached + n_b - 1) + "\n"));
+}
+
+}  // namespace
+}  // namespace sniper::server

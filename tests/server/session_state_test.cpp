@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+// KV state persistence: a captured, serialized and restored session continues with bitwise the
+// same logits as the original (f16 transposed V and q8_0, into a different context size);
+// corrupt, truncated, foreign-model and wrong-shape states are refused with clear errors and
+// leave the target session untouched. Over HTTP: /v1/context/save|load|list|delete, prefix
+// reuse from a loaded context, and the refusals with their status codes.
+#include "engine/session_state.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "server/test_server.h"
+
+namespace sniper::server {
+namespace {
+
+std::unique_ptr<Model> load_model(const std::string& name, int64_t n_ctx = 512) {
+  ModelLoadOptions lo;
+  lo.n_ctx = n_ctx;
+  auto m = Model::load(models_dir() + "/" + name, lo);
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+std::unique_ptr<Session> new_session(Model& model, int64_t n_ctx, KvType kv = KvType::kF16) {
+  SessionOptions so;
+  so.n_ctx = n_ctx;
+  so.n_threads = 2;
+  so.kv_type = kv;
+  auto s = Session::create(model, so);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+std::vector<int32_t> prompt_ids(int n, int32_t vocab) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>((i * 7919 + 13) % vocab));
+  return ids;
+}
+
+void expect_round_trip_bitwise(const std::string& name, KvType kv) {
+  SCOPED_TRACE(name);
+  auto model = load_model(name);
+  ASSERT_NE(model, nullptr);
+  auto fp = model_fingerprint(model->gguf());
+  ASSERT_TRUE(fp.ok());
+  const auto vocab = static_cast<int32_t>(model->config().vocab_size);
+  const std::vector<int32_t> ids = prompt_ids(150, vocab);
+  auto a = new_session(*model, 256, kv);
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(a->eval(ids).ok());
+  const std::string bytes = serialize_session_state(capture_session_state(*a, *fp));
+  auto state = parse_session_state(bytes);
+  ASSERT_TRUE(state.ok()) << state.error().message;
+  EXPECT_EQ(state->tokens, ids);
+  auto b = new_session(*model, 512, kv);  // another context size: the transposed V rows move
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(check_compatible(*state, *b, *fp).ok());
+  restore_session_state(*state, *b);
+  EXPECT_EQ(b->history(), ids);
+  for (int32_t next : {5, 77, 123}) {
+    const int32_t one[1] = {next};
+    ASSERT_TRUE(a->eval(one).ok());
+    ASSERT_TRUE(b->eval(one).ok());
+    EXPECT_EQ(a->last_logits(), b->last_logits());
+  }
+}
+
+TEST(SessionState, RoundTripGivesBitIdenticalLogits) {
+  expect_round_trip_bitwise("stories260K.gguf", KvType::kF16);
+  expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvType::kF16);
+  expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvType::kQ8_0);
+}
+
+TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {
+  auto model = load_model("stories260K.gguf");
+  auto other = load_model("stories260K-Q8_0.gguf");
+  ASSERT_NE(model, nullptr);
+  ASSERT_NE(other, nullptr);
+  auto fp = model_fingerprint(model->gguf());
+  auto fp_other = model_fingerprint(other->gguf());
+  ASSERT_TRUE(fp.ok() && fp_other.ok());
+  EXPECT_NE(*fp, *fp_other);
+  auto again = model_fingerprint(model->gguf());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*fp, *again);
+
+  auto a = new_session(*model, 128);
+  ASSERT_TRUE(a->eval(prompt_ids(40, 512)).ok());
+  const SessionState state = capture_session_state(*a, *fp);
+  const std::string bytes = serialize_session_state(state);
+
+  // Every single flipped byte is caught (checksum, or magic/version checked before it).
+  for (size_t at : {size_t{0}, size_t{9}, size_t{20}, size_t{60}, size_t{100}, bytes.size() / 2, bytes.size() - 1}) {
+    std::string bad = bytes;
+    bad[at] ^= 0x20;
+    auto r = parse_session_state(bad);
+    EXPECT_FALSE(r.ok()) << "flip at " << at;
+  }
+  {
+    std::string bad = bytes;
+    bad[bytes.size() / 2] ^= 1;
+    auto r = parse_session_state(bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("checksum"), std::string::npos) << r.error().message;
+  }
+  EXPECT_FALSE(parse_session_state(bytes.substr(0, bytes.size() - 9)).ok());
+  EXPECT_FALSE(parse_session_state("short").ok());
+  std::string future = bytes;
+  future[8] = 9;
+  auto v = parse_session_state(future);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.error().message.find("version"), std::string::npos) << v.error().message;
+
+  // Another model file (same shape, other weights): refused, naming the model.
+  auto b = new_session(*other, 128);
+  ASSERT_TRUE(b->eval(prompt_ids(3, 512)).ok());
+  Status st = check_compatible(state, *b, *fp_other);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("another model"), std::string::npos) << st.error().message;
+  EXPECT_EQ(b->n_past(), 3);  // untouched
+  // Another KV type and a context too small.
+  auto q8_model = load_model("syn-qwen3-Q4_K_M.gguf");
+  ASSERT_NE(q8_model, nullptr);
+  auto fp_q = model_fingerprint(q8_model->gguf());
+  ASSERT_TRUE(fp_q.ok());
+  auto f16 = new_session(*q8_model, 128);
+  ASSERT_TRUE(f16->eval(prompt_ids(10, 512)).ok());
+  const SessionState f16_state = capture_session_state(*f16, *fp_q);
+  auto q8 = new_session(*q8_model, 128, KvType::kQ8_0);
+  ASSERT_NE(q8, nullptr);
+  {
+    Status t = check_compatible(f16_state, *q8, *fp_q);
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.error().message.find("KV cache"), std::string::npos) << t.error().message;
+  }
+  auto small = new_session(*model, 16);
+  Status s = check_compatible(state, *small, *fp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("context"), std::string::npos) << s.error().message;
+
+  // Files are written atomically and read back equal.
+  const std::string path = ::testing::TempDir() + "/sniper_state_test.ctx";
+  ASSERT_TRUE(write_session_state_file(path, state).ok());
+  auto back = read_session_state_file(path);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->tokens, state.tokens);
+  EXPECT_EQ(back->kv, state.kv);
+  std::filesystem::remove(path);
+}
+
+// --- over HTTP ---
+
+httplib::Result post(TestServer& s, const std::string& path, const TJson& body) {
+  return s.client()->Post(path.c_str(), body.dump(), "application/json");
+}
+
+TEST(ContextHttp, SaveLoadListDeleteAndReuse) {
+  const std::string dir = ::testing::TempDir() + "/sniper_ctx_http";
+  std::filesystem::remove_all(dir);
+  ServerOptions o;
+  o.n_slots = 1;
+  o.context_dir = dir;
+  TestServer server(models_dir() + "/stories260K.gguf", o, 512);
+  ASSERT_TRUE(server.ok()) << server.error();
+  std::string story = "Once upon a time, there was a little girl named Lily. She loved to play outside";
+  for (int i = 0; i < 3; ++i) story += " with her friends in the park and the sun was shining";
+  story += ".";
+  auto save = post(server, "/v1/context/save", {{"name", "story-1"}, {"prompt", story}});
+  ASSERT_TRUE(save);
+  ASSERT_EQ(save->status, 200) << save->body;
+  auto sj = TJson::parse(save->body);
+  const int64_t n_tokens = sj["n_tokens"];
+  EXPECT_GT(n_tokens, 40);
+  EXPECT_GT(sj["bytes"].get<int64_t>(), 0);
+  EXPECT_TRUE(sj["ms"].is_number());
+
+  const TJson req = {{"prompt", story + " One day"}, {"max_tokens", 24}, {"temperature", 0}};
+  auto first = post(server, "/v1/completions", req);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  auto fj = TJson::parse(first->body);
+  // The slot still holds the saved prompt: only the new tokens are evaluated.
+  EXPECT_EQ(fj["usage"]["prompt_tokens_details"]["cached_tokens"], n_tokens);
+  // Something else takes the only slot...
+  auto other = post(server, "/v1/completions", {{"prompt", "The cat sat"}, {"max_tokens", 4}});
+  ASSERT_TRUE(other);
+  ASSERT_EQ(other->status, 200);
+  // ...the saved context comes back...
+  auto load = post(server, "/v1/context/load", {{"name", "story-1"}});
+  ASSERT_TRUE(load);
+  ASSERT_EQ(load->status, 200) << load->body;
+  EXPECT_EQ(TJson::parse(load->body)["n_tokens"], n_tokens);
+  // ...and the same request reuses it and gives exactly the same text.
+  auto second = post(server, "/v1/completions", req);
+  ASSERT_TRUE(second);
+  auto tj = TJson::parse(second->body);
+  EXPECT_EQ(tj["usage"]["prompt_tokens_details"]["cached_tokens"], n_tokens);
+  EXPECT_EQ(tj["choices"][0]["text"], fj["choices"][0]["text"]);
+
+  auto cli = server.client();
+  auto list = cli->Get("/v1/context");
+  ASSERT_TRUE(list);
+  auto lj = TJson::parse(list->body);
+  EXPECT_EQ(lj["object"], "list");
+  ASSERT_EQ(lj["data"].size(), 1u);
+  EXPECT_EQ(lj["data"][0]["name"], "story-1");
+  EXPECT_EQ(lj["data"][0]["n_tokens"], n_tokens);
+  EXPECT_GT(lj["data"][0]["created"].get<int64_t>(), 1600000000);
+
+  // Chat messages can be saved too.
+  auto chat = post(server, "/v1/context/save",
+                   {{"name", "chat.v1"}, {"messages", {{{"role", "system"}, {"content", "You tell stories."}}}}});
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 200) << chat->body;
+
+  // Bad names, unknown names.
+  for (const char* bad : {"../etc/passwd", "", ".hidden", "a/b", "x y"}) {
+    auto r = post(server, "/v1/context/save", {{"name", bad}, {"prompt", "x"}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad;
+  }
+  auto missing = post(server, "/v1/context/load", {{"name", "nope"}});
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  auto del_missing = cli->Delete("/v1/context/nope");
+  ASSERT_TRUE(del_missing);
+  EXPECT_EQ(del_missing->status, 404);
+
+  // A corrupted file is refused (400, naming the checksum) and the server keeps serving.
+  const std::string path = dir + "/story-1.ctx";
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    char c = 0;
+    f.seekg(200);
+    f.get(c);
+    f.seekp(200);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  auto corrupt = post(server, "/v1/context/load", {{"name", "story-1"}});
+  ASSERT_TRUE(corrupt);
+  EXPECT_EQ(corrupt->status, 400) << corrupt->body;
+  EXPECT_NE(corrupt->body.find("checksum"), std::string::npos) << corrupt->body;
+
+  auto del = cli->Delete("/v1/context/story-1");
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 200);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  auto ok = post(server, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST(ContextHttp, StateOfAnotherModelIsRefused) {
+  const std::string dir = ::testing::TempDir() + "/sniper_ctx_models";
+  std::filesystem::remove_all(dir);
+  ServerOptions o;
+  o.context_dir = dir;
+  {
+    TestServer a(models_dir() + "/stories260K.gguf", o, 256);
+    ASSERT_TRUE(a.ok()) << a.error();
+    auto r = post(a, "/v1/context/save", {{"name", "s"}, {"prompt", "Once upon a time"}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  TestServer b(models_dir() + "/stories260K-Q8_0.gguf", o, 256);
+  ASSERT_TRUE(b.ok()) << b.error();
+  auto r = post(b, "/v1/context/load", {{"name", "s"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 409) << r->body;
+  EXPECT_NE(r->body.find("another model"), std::string::npos) << r->body;
+  auto ok = post(b, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+}  // namespace
+}  // namespace sniper::server

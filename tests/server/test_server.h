@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// An in-process `sniper serve` for tests: loads a model, starts HttpServer on a free loopback
+// port in a background thread, and hands out httplib clients. Plus small SSE helpers.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model.h"
+#include "golden/shared_dir.h"
+#include "server/http_server.h"
+#include "server/scheduler.h"
+
+namespace sniper::server {
+
+using TJson = nlohmann::json;
+
+class TestServer {
+ public:
+  // Loads `model_path` with a context of n_ctx and starts serving. Check ok() afterwards.
+  TestServer(const std::string& model_path, ServerOptions options, int64_t n_ctx = 512) {
+    signal(SIGPIPE, SIG_IGN);
+    ModelLoadOptions lo;
+    lo.n_ctx = n_ctx;
+    auto model = Model::load(model_path, lo);
+    if (!model.ok()) {
+      error_ = model.error().message;
+      return;
+    }
+    model_ = std::move(model).value();
+    options.port = 0;
+    options.session.n_ctx = n_ctx;
+    if (options.session.n_threads == 0) options.session.n_threads = 2;
+    auto server = HttpServer::create(*model_, options);
+    if (!server.ok()) {
+      error_ = server.error().message;
+      return;
+    }
+    server_ = std::move(server).value();
+    auto port = server_->bind();
+    if (!port.ok()) {
+      error_ = port.error().message;
+      return;
+    }
+    port_ = *port;
+    thread_ = std::thread([this] { server_->run(); });
+  }
+  ~TestServer() {
+    if (server_ != nullptr) server_->stop();
+    if (thread_.joinable()) thread_.join();
+    server_.reset();
+  }
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  int port() const { return port_; }
+  Model& model() { return *model_; }
+  HttpServer& server() { return *server_; }
+  std::unique_ptr<httplib::Client> client() const {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    c->set_read_timeout(120, 0);
+    return c;
+  }
+
+ private:
+  std::string error_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// Parses an SSE body into the JSON objects of its "data:" lines; sets *done when the last
+// event is [DONE]. Fails the test on framing errors.
+inline std::vector<TJson> parse_sse(const std::string& body, bool* done) {
+  std::vector<TJson> out;
+  *done = false;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    const size_t end = body.find("\n\n", pos);
+    EXPECT_NE(end, std::string::npos) << "unterminated event at " << pos;
+    if (end == std::string::npos) break;
+    const std::string event = body.substr(pos, end - pos);
+    pos = end + 2;
+    EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+    const std::string data = event.substr(6);
+    EXPECT_FALSE(*done) << "event after [DONE]";
+    if (data == "[DONE]") {
+      *done = true;
+      continue;
+    }
+    out.push_back(TJson::parse(data));
+  }
+  return out;
+}
+
+inline std::string models_dir() { return shared_dir() + "/models"; }
+
+}  // namespace sniper::server
