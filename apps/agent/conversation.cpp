@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// Conversation history, branches, save and compaction (see conversation.h).
+#include "agent/conversation.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace sniper::agent {
+
+nlohmann::json Conversation::to_messages(const std::string& extra_user) const {
+  nlohmann::json out = nlohmann::json::array();
+  if (!system_.empty()) out.push_back({{"role", "system"}, {"content", system_}});
+  for (const Message& m : messages_) out.push_back({{"role", m.role}, {"content", m.content}});
+  if (!extra_user.empty()) out.push_back({{"role", "user"}, {"content", extra_user}});
+  return out;
+}
+
+size_t Conversation::char_count() const {
+  size_t n = 0;
+  for (const Message& m : messages_) n += m.content.size();
+  return n;
+}
+
+bool Conversation::restore(const std::string& name) {
+  auto it = branches_.find(name);
+  if (it == branches_.end()) return false;
+  messages_ = it->second;
+  return true;
+}
+
+std::vector<std::string> Conversation::branch_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, msgs] : branches_) names.push_back(name);
+  return names;
+}
+
+void Conversation::compact(const std::string& summary) {
+  messages_.clear();
+  messages_.push_back({"assistant", "Summary of the conversation so far:\n" + summary});
+}
+
+std::string Conversation::transcript() const {
+  std::string t;
+  for (const Message& m : messages_) t += m.role + ": " + m.content + "\n\n";
+  return t;
+}
+
+Status Conversation::save(const std::string& path) const {
+  std::ofstream f(path, std::ios::trunc);
+  if (!f) return make_error("cannot write '%s': %s", path.c_str(), std::strerror(errno));
+  bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  if (json) {
+    f << to_messages().dump(2) << "\n";
+  } else {
+    f << "# Sniper agent conversation\n\n";
+    if (!system_.empty()) f << "**system:** " << system_ << "\n\n";
+    for (const Message& m : messages_) f << "## " << m.role << "\n\n" << m.content << "\n\n";
+  }
+  f.flush();
+  if (!f) return make_error("write to '%s' failed", path.c_str());
+  return ok_status();
+}
+
+}  // namespace sniper::agent
