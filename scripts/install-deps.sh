@@ -8,18 +8,36 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libicu-dev liburing-dev
+  libcpp-httplib-dev libedit-dev
+  chromium tmux
 )
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+# Node.js runs the client-side tests (the official openai npm client, the browser test). A
+# machine whose node came from elsewhere (NodeSource) already has npm; only a machine without
+# node gets Debian's.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "installing: ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# The npm packages the JS tests use, pinned by tests/js/package-lock.json (installed once; again
+# when the lock file changes).
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [ -f "$root/tests/js/package-lock.json" ]; then
+  stamp="$root/tests/js/node_modules/.sniper-lock"
+  if ! cmp -s "$root/tests/js/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "installing npm packages for tests/js"
+    (cd "$root/tests/js" && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$root/tests/js/package-lock.json" "$stamp"
+  fi
+fi

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/memory_limit.h"
+#include "bench_depth.h"
 #include "base/process_stats.h"
 #include "commands.h"
 #include "common.h"
@@ -69,6 +70,8 @@ int cmd_bench(int argc, char** argv) {
       {"--greedy", nullptr, nullptr, "feed back the argmax token while decoding (default: a fixed pseudo-random token "
                                      "stream, so a random-weight model cannot collapse into repeating one token and make "
                                      "every cache look perfect)"},
+      {"--depths", nullptr, "N,N", "also decode at these context depths, e.g. 128,4096 (attention at long context)"},
+      {"--depth-kv", nullptr, "T,T", "KV cache types for --depths, e.g. f16,q8_0 (default: --kv-type)"},
       {"--no-probe", nullptr, nullptr, "skip the SSD and RAM bandwidth probes"},
       {"--json", nullptr, nullptr, "end with one line of JSON"},
       {"--help", "-h", nullptr, "show this help"},
@@ -89,7 +92,23 @@ int cmd_bench(int argc, char** argv) {
   if (!max_seconds.ok()) return fail(max_seconds.error());
   auto lo = load_options_from_args(*args);
   if (!lo.ok()) return fail(lo.error());
-  if (lo->n_ctx == 0) lo->n_ctx = *n_prompt + *n_gen + 8;
+  std::vector<int64_t> depths;
+  std::vector<KvType> depth_kv = {lo->kv_type};
+  if (args->has("--depths")) {
+    auto d = parse_depths(args->get_string("--depths"));
+    if (!d.ok()) return fail(d.error());
+    depths = *d;
+  }
+  if (args->has("--depth-kv")) {
+    auto k = parse_kv_types(args->get_string("--depth-kv"));
+    if (!k.ok()) return fail(k.error());
+    depth_kv = *k;
+  }
+  const int64_t depth_decode = std::min<int64_t>(*n_gen, 16);
+  if (lo->n_ctx == 0) {
+    lo->n_ctx = *n_prompt + *n_gen + 8;
+    if (!depths.empty()) lo->n_ctx = std::max(lo->n_ctx, depths.back() + depth_decode + 8);
+  }
   auto threads = args->get_int("--threads", 0, 0, 1024);
   if (!threads.ok()) return fail(threads.error());
   const std::string path = args->get_string("--model");
@@ -276,8 +295,25 @@ int cmd_bench(int argc, char** argv) {
                 s.pool().n_threads(), decode_tok_s, decode_tok_s / scaling_1t);
   }
 
+  std::string depth_json;
+  if (!depths.empty()) {
+    auto points = measure_depths(m, so, depths, depth_kv, depth_decode);
+    if (!points.ok()) return fail(points.error());
+    for (const DepthPoint& p : *points) {
+      const DepthPoint& first = points->front();
+      std::printf("decode at depth  %-5s %6ld tokens of context: %.3f tok/s (%.0f%% of %s at %ld)\n", kv_type_name(p.kv_type),
+                  static_cast<long>(p.depth), p.decode_tok_s, 100 * p.decode_tok_s / first.decode_tok_s,
+                  kv_type_name(first.kv_type), static_cast<long>(first.depth));
+      char item[160];
+      std::snprintf(item, sizeof(item), "%s{\"kv\":\"%s\",\"depth\":%ld,\"decode_tok_s\":%.4f}", depth_json.empty() ? "" : ",",
+                    kv_type_name(p.kv_type), static_cast<long>(p.depth), p.decode_tok_s);
+      depth_json += item;
+    }
+  }
+
   if (args->has("--json")) {
-    std::printf("{\"model\":\"%s\",\"residency\":\"%s\",\"streaming\":%s,\"budget_bytes\":%llu,\"prompt_tokens\":%ld,"
+    std::printf("{\"depth_decode\":[%s],", depth_json.c_str());
+    std::printf("\"model\":\"%s\",\"residency\":\"%s\",\"streaming\":%s,\"budget_bytes\":%llu,\"prompt_tokens\":%ld,"
                 "\"gen_tokens\":%ld,\"threads\":%d,\"prefill_tok_s\":%.4f,\"decode_tok_s\":%.4f,\"ttft_s\":%.4f,"
                 "\"peak_rss_bytes\":%llu,\"cgroup_peak_bytes\":%llu,\"bytes_read_per_token\":%.0f,\"ssd_gbps\":%.4f,"
                 "\"ssd_probe_gbps\":%.4f,\"hit_rate\":%.4f,\"demand_hit_rate\":%.4f,\"oracle_hit_rate\":%.4f,\"io_stall_share\":%.4f,"

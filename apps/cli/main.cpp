@@ -4,7 +4,9 @@
 #include <cstring>
 #include <string>
 
+#include "agent/agent_main.h"
 #include "commands.h"
+#include "server/serve_main.h"
 
 namespace {
 
@@ -22,6 +24,9 @@ constexpr Command kCommands[] = {
     {"synth", sniper::cli::cmd_synth, "write a random-weight model of a real architecture"},
     {"pack", sniper::cli::cmd_pack, "rewrite a MoE GGUF so each expert is one aligned read"},
     {"bench", sniper::cli::cmd_bench, "measure prefill/decode speed, memory and SSD traffic against physical limits"},
+    {"serve", sniper::server::serve_main, "OpenAI-compatible HTTP server with a web UI and live metrics"},
+    {"top", sniper::server::top_main, "terminal dashboard of a running server"},
+    {"agent", sniper::agent::agent_main, "terminal assistant routing between chat, web search and shell"},
 };
 
 void print_help() {
@@ -40,7 +45,7 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (!std::strcmp(argv[1], c.name)) return c.fn(argc, argv);
   }
-  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth, pack, bench; see 'sniper --help')\n",
+  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth, pack, bench, serve, top, agent; see 'sniper --help')\n",
                argv[1]);
   return 1;
 }
