@@ -2,6 +2,7 @@
 // Agent core: line dispatch, routed turns, streamed chat answers with status lines (see agent.h).
 // Tools live in agent_tools.cpp and slash commands in agent_commands.cpp.
 #include "agent/agent.h"
+#include "agent/text_util.h"
 
 #include <cctype>
 #include <cstdio>
@@ -10,17 +11,6 @@
 #include "agent/terminal_render.h"
 
 namespace sniper::agent {
-
-namespace {
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-}  // namespace
 
 std::optional<double> parse_interval(const std::string& text) {
   std::string t = trim(text);

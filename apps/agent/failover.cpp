@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Failover chain, retries and cooldowns over BackendClient (see failover.h).
 #include "agent/failover.h"
+#include "agent/text_util.h"
 
 #include <cctype>
 #include <cstdio>
@@ -17,13 +18,6 @@ bool all_digits(const std::string& s) {
     if (!std::isdigit(static_cast<unsigned char>(c))) return false;
   }
   return true;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
 }
 
 std::string format_seconds(double s) {

@@ -2,6 +2,7 @@
 // Search-result parsing and page-to-text reduction (see html_text.h). A small forgiving tag
 // scanner, not an HTML parser: good enough for result pages and article text.
 #include "agent/html_text.h"
+#include "agent/text_util.h"
 
 #include <cctype>
 #include <cstdint>
@@ -10,12 +11,6 @@
 namespace sniper::agent {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 void append_utf8(std::string* out, uint32_t cp) {
   if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Plain-text routing, tier choice and routing evaluation (see router.h).
 #include "agent/router.h"
+#include "agent/text_util.h"
 
 #include <cctype>
 #include <chrono>
@@ -12,12 +13,6 @@
 namespace sniper::agent {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Removes <think>...</think> blocks; an unclosed <think> removes the rest.
 std::string strip_think(std::string_view text) {

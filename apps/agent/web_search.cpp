@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Search page fetch, result pages in parallel, sources prompt (see web_search.h).
 #include "agent/web_search.h"
+#include "agent/text_util.h"
 
 #include <httplib.h>
 
@@ -14,13 +15,6 @@ namespace sniper::agent {
 namespace {
 
 constexpr const char* kUserAgent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) sniper-agent/1.0";
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 }  // namespace
 

@@ -307,20 +307,10 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
   // Each expert runs once over the tokens routed to it, in whatever order the source delivers
   // them; outputs land in their (token, slot) and are summed in slot order below, so the result
   // does not depend on the delivery order.
+  // A decode step over views that stay valid runs all its experts together (two parallel passes).
+  const bool together = n_tok == 1 && experts_->views_stable();
+  group_.clear();
   SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
-  if (n_tok == 1 && experts_->views_stable()) {
-    group_.clear();
-    for (;;) {
-      auto ready = experts_->next_ready();
-      if (!ready.ok()) {
-        experts_->end_layer();
-        return ready.error();
-      }
-      if (ready->expert < 0) break;
-      group_.push_back(*ready);
-    }
-    run_experts_one_token(group_, pool);
-  }
   for (;;) {
     auto ready = experts_->next_ready();
     if (!ready.ok()) {
@@ -328,8 +318,13 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
       return ready.error();
     }
     if (ready->expert < 0) break;
-    run_expert(ready->view, ready->expert, n_tok, pool);
+    if (together) {
+      group_.push_back(*ready);
+    } else {
+      run_expert(ready->view, ready->expert, n_tok, pool);
+    }
   }
+  if (together) run_experts_one_token(group_, pool);
   experts_->end_layer();
   for (int64_t t = 0; t < n_tok; ++t) {
     float* out = ffn_out_.data() + t * dim;
