@@ -16,23 +16,50 @@
 
 namespace sniper::server {
 
+// usage: prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details.cached_tokens.
+Json usage_json(const JobResult& r);
+
 class Formatter {
  public:
+  // id_prefix: "chatcmpl-" / "cmpl-"; chunk_object: the `object` of stream chunks.
+  Formatter(std::string model_id, const char* id_prefix, const char* chunk_object)
+      : model_(std::move(model_id)), id_(make_id(id_prefix)), created_(unix_time_now()), chunk_object_(chunk_object) {}
   virtual ~Formatter() = default;
   virtual std::vector<Json> start() = 0;                         // stream: first chunks
   virtual std::vector<Json> on_text(std::string_view text) = 0;  // stream chunks for new text
   virtual std::vector<Json> finish(const JobResult& r) = 0;      // stream: last chunks
   virtual Json response(const JobResult& r) = 0;                 // the non-streaming body
-  virtual Json usage_chunk(const JobResult& r) = 0;              // stream_options.include_usage
-};
+  // stream_options.include_usage: a chunk with no choices and the usage.
+  Json usage_chunk(const JobResult& r) const {
+    Json j = header(chunk_object_);
+    j["choices"] = Json::array();
+    j["usage"] = usage_json(r);
+    return j;
+  }
 
-// usage: prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details.cached_tokens.
-Json usage_json(const JobResult& r);
+ protected:
+  // id, object, created, model: the fields every response and chunk starts with.
+  Json header(const char* object) const {
+    Json j = Json::object();
+    j["id"] = id_;
+    j["object"] = object;
+    j["created"] = created_;
+    j["model"] = model_;
+    return j;
+  }
+  const char* chunk_object() const { return chunk_object_; }
+
+ private:
+  std::string model_;
+  std::string id_;
+  int64_t created_;
+  const char* chunk_object_;
+};
 
 class ChatFormatter final : public Formatter {
  public:
   ChatFormatter(std::string model_id, const ChatFormat& format, const RenderedChat& rendered, bool tools)
-      : model_(std::move(model_id)), parser_(format, rendered, tools), id_(make_id("chatcmpl-")), created_(unix_time_now()) {}
+      : Formatter(std::move(model_id), "chatcmpl-", "chat.completion.chunk"), parser_(format, rendered, tools) {}
 
   std::vector<Json> start() override { return {chunk(Json{{"role", "assistant"}, {"content", ""}}, Json())}; }
 
@@ -62,19 +89,8 @@ class ChatFormatter final : public Formatter {
     choice["message"] = parser_.message();
     choice["logprobs"] = Json();
     choice["finish_reason"] = reason(r);
-    Json j = Json::object();
-    j["id"] = id_;
-    j["object"] = "chat.completion";
-    j["created"] = created_;
-    j["model"] = model_;
+    Json j = header("chat.completion");
     j["choices"] = Json::array({choice});
-    j["usage"] = usage_json(r);
-    return j;
-  }
-
-  Json usage_chunk(const JobResult& r) override {
-    Json j = header();
-    j["choices"] = Json::array();
     j["usage"] = usage_json(r);
     return j;
   }
@@ -82,22 +98,13 @@ class ChatFormatter final : public Formatter {
  private:
   std::string reason(const JobResult& r) const { return parser_.has_tool_calls() ? "tool_calls" : r.finish_reason; }
 
-  Json header() const {
-    Json j = Json::object();
-    j["id"] = id_;
-    j["object"] = "chat.completion.chunk";
-    j["created"] = created_;
-    j["model"] = model_;
-    return j;
-  }
-
   Json chunk(Json delta, Json finish_reason) const {
     Json choice = Json::object();
     choice["index"] = 0;
     choice["delta"] = std::move(delta);
     choice["logprobs"] = Json();
     choice["finish_reason"] = std::move(finish_reason);
-    Json j = header();
+    Json j = header(chunk_object());
     j["choices"] = Json::array({choice});
     return j;
   }
@@ -130,16 +137,13 @@ class ChatFormatter final : public Formatter {
     return out;
   }
 
-  std::string model_;
   ChatOutputParser parser_;
-  std::string id_;
-  int64_t created_;
   bool finished_ = false;
 };
 
 class CompletionFormatter final : public Formatter {
  public:
-  explicit CompletionFormatter(std::string model_id) : model_(std::move(model_id)), id_(make_id("cmpl-")), created_(unix_time_now()) {}
+  explicit CompletionFormatter(std::string model_id) : Formatter(std::move(model_id), "cmpl-", "text_completion") {}
 
   std::vector<Json> start() override { return {}; }
   std::vector<Json> on_text(std::string_view text) override {
@@ -152,36 +156,19 @@ class CompletionFormatter final : public Formatter {
     j["usage"] = usage_json(r);
     return j;
   }
-  Json usage_chunk(const JobResult& r) override {
-    Json j = header();
-    j["choices"] = Json::array();
-    j["usage"] = usage_json(r);
-    return j;
-  }
 
  private:
-  Json header() const {
-    Json j = Json::object();
-    j["id"] = id_;
-    j["object"] = "text_completion";
-    j["created"] = created_;
-    j["model"] = model_;
-    return j;
-  }
   Json body(std::string text, Json finish_reason) const {
     Json choice = Json::object();
     choice["text"] = std::move(text);
     choice["index"] = 0;
     choice["logprobs"] = Json();
     choice["finish_reason"] = std::move(finish_reason);
-    Json j = header();
+    Json j = header(chunk_object());
     j["choices"] = Json::array({choice});
     return j;
   }
 
-  std::string model_;
-  std::string id_;
-  int64_t created_;
   std::string text_;
 };
 
