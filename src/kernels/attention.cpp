@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Attention for one head (see attention.h for the reference engine's order of operations).
-// The products run through the F16 KernelTable (vec_dot order in `gemm`, tinyBLAS order in
-// `gemm_batched`), so the selected SIMD tier applies and every tier gives the same bits.
+// Attention for the query heads of one kv head (see attention.h for the reference engine's order
+// of operations). At the AVX-512 tier the f16 products are the dedicated kernels of
+// x86_avx512/attention_avx512.cpp (K rows widened once per tile, sixteen horizontal sums in one
+// transposed tree, V^T read in L1-sized chunks); otherwise they run through the F16 KernelTable
+// (vec_dot order in `gemm`, tinyBLAS order in `gemm_batched`, their `_wide` forms at the AVX2
+// tier) with the group's heads as the tokens of one gemm call. Every tier gives the same bits.
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/kernel_registry.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 
@@ -30,23 +34,47 @@ int64_t dot_length(int64_t len_valid, int64_t len_full, int64_t block) {
   return len <= len_full - len_full % block ? len : len_full;
 }
 
-void attend_head_q8_0(const AttentionLayout& layout, const float* q, const uint8_t* k_rows, const uint8_t* v_rows,
-                      int64_t kv_head, int64_t n_kv, float scale, float* out, uint8_t* scratch) {
+size_t query_bytes(const AttentionLayout& layout, int64_t group) {
+  return std::max(sizeof(float) * static_cast<size_t>(layout.head_dim), layout.head_bytes) * static_cast<size_t>(group);
+}
+
+// Scratch of one call: per head a scores row and a weights row of `stride` floats, and the
+// group's query in the kernels' activation form.
+struct GroupScratch {
+  float* scores;   // [group][stride]
+  float* weights;  // [group][stride]: the softmax rounded to f16 (widened, or as halves)
+  uint8_t* q;      // [group][head_dim] f32 (wide kernels), f16 or q8_0
+  float* state;    // the AVX-512 KQV's parked accumulators (kqv_state_floats(head_dim))
+  int64_t stride;
+};
+
+GroupScratch carve(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group, uint8_t* scratch) {
+  GroupScratch g;
+  g.stride = round_up(std::max<int64_t>(n_kv_padded, 1), 16);
+  const size_t row = sizeof(float) * static_cast<size_t>(g.stride * group);
+  g.scores = reinterpret_cast<float*>(scratch);
+  g.weights = reinterpret_cast<float*>(scratch + align64(row));
+  g.q = scratch + 2 * align64(row);
+  g.state = reinterpret_cast<float*>(g.q + align64(query_bytes(layout, group)));
+  return g;
+}
+
+void attend_group_q8_0(const AttentionLayout& layout, const float* q, const uint8_t* k_rows, const uint8_t* v_rows,
+                       int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out, const GroupScratch& s,
+                       IsaTier tier) {
   const int64_t hd = layout.head_dim;
-  float* scores = reinterpret_cast<float*>(scratch);
-  uint8_t* q_conv = scratch + align64(sizeof(float) * static_cast<size_t>(layout.n_ctx));
-  float* v_tmp = reinterpret_cast<float*>(q_conv + align64(layout.head_bytes));
-  const KernelTable& kt = get_kernels(GgmlType::kQ8_0);
-  kt.quantize_act(q, q_conv, hd);
+  const KernelTable& kt = *find_kernels(GgmlType::kQ8_0, tier);
+  const RowOps& ops = find_row_ops(tier);
+  for (int64_t g = 0; g < group; ++g) kt.quantize_act(q + g * hd, s.q + layout.head_bytes * static_cast<size_t>(g), hd);
   const size_t head_off = layout.head_bytes * static_cast<size_t>(kv_head);
-  kt.gemm(hd, n_kv, 1, k_rows + head_off, layout.row_bytes, q_conv, 0, scores, 1);
-  for (int64_t j = 0; j < n_kv; ++j) scores[j] *= scale;
-  softmax(scores, n_kv);
-  for (int64_t d = 0; d < hd; ++d) out[d] = 0.0f;
-  for (int64_t j = 0; j < n_kv; ++j) {
-    kt.dequant_row(v_rows + layout.row_bytes * static_cast<size_t>(j) + head_off, v_tmp, hd);
-    axpy(round_fp16(scores[j]), v_tmp, out, hd);
+  kt.gemm(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, layout.head_bytes, s.scores, s.stride);
+  for (int64_t g = 0; g < group; ++g) {
+    float* sc = s.scores + g * s.stride;
+    for (int64_t j = 0; j < n_kv; ++j) sc[j] *= scale;
+    ops.softmax(sc, n_kv);
+    ops.round_fp16_row(sc, s.weights + g * s.stride, n_kv);
   }
+  ops.q8_0_weighted_rows(v_rows + head_off, layout.row_bytes, n_kv, hd, s.weights, s.stride, group, out);
 }
 
 }  // namespace
@@ -58,48 +86,84 @@ AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int6
   return b;
 }
 
-size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded) {
-  // scores [n_kv_padded] f32 + q (f16 or q8_0 head) + softmax in f16 [n_kv_padded] (or a
-  // dequantized v row [head_dim] f32 for q8_0)
-  const int64_t n = std::max(n_kv_padded, layout.n_ctx);
-  return align64(sizeof(float) * static_cast<size_t>(n)) + align64(layout.head_bytes) +
-         align64(std::max(sizeof(fp16_t) * static_cast<size_t>(n), sizeof(float) * static_cast<size_t>(layout.head_dim)));
+size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group) {
+  // scores and weights [group][stride] f32, the query [group][head_dim] in f32 (covers f16 and
+  // q8_0 heads too).
+  const int64_t stride = round_up(std::max<int64_t>(n_kv_padded, 1), 16);
+  // Plus the AVX-512 KQV's parked accumulators.
+  return 2 * align64(sizeof(float) * static_cast<size_t>(stride * group)) + align64(query_bytes(layout, group)) +
+         sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim));
 }
 
-void attend_head(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,
-                 const uint8_t* v_rows, int64_t kv_head, int64_t n_kv, float scale, float* out, uint8_t* scratch) {
+void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,
+                  const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out,
+                  uint8_t* scratch, IsaTier tier) {
+  DCHECK(group >= 1 && n_kv >= 1 && n_kv <= batch.n_kv_padded);
+  const GroupScratch s = carve(layout, batch.n_kv_padded, group, scratch);
   if (layout.kv_type != GgmlType::kF16) {
-    attend_head_q8_0(layout, q, k_rows, v_rows, kv_head, n_kv, scale, out, scratch);
+    attend_group_q8_0(layout, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, s, tier);
     return;
   }
-  DCHECK(layout.v_transposed && n_kv >= 1 && n_kv <= batch.n_kv_padded);
+  DCHECK(layout.v_transposed);
   const int64_t hd = layout.head_dim;
   const int64_t n_full = batch.n_kv_padded;
-  float* scores = reinterpret_cast<float*>(scratch);
-  auto* q16 = reinterpret_cast<fp16_t*>(scratch + align64(sizeof(float) * static_cast<size_t>(layout.n_ctx)));
-  auto* p16 = reinterpret_cast<fp16_t*>(reinterpret_cast<uint8_t*>(q16) + align64(layout.head_bytes));
-  const KernelTable& kt = get_kernels(GgmlType::kF16);
-  kt.quantize_act(q, q16, hd);
+  const KernelTable& kt = *find_kernels(GgmlType::kF16, tier);
+  const RowOps& ops = find_row_ops(tier);
+  // The wide kernels take the f16-rounded query and weights as f32 (widened once here); the
+  // ref tier takes them as halves. Same bits either way.
+  const bool wide = kt.gemm_wide != nullptr;
+  const size_t q_row = wide ? sizeof(float) * static_cast<size_t>(hd) : layout.head_bytes;
+  for (int64_t g = 0; g < group; ++g) {
+    if (wide) {
+      ops.round_fp16_row(q + g * hd, reinterpret_cast<float*>(s.q) + g * hd, hd);
+    } else {
+      kt.quantize_act(q + g * hd, s.q + q_row * static_cast<size_t>(g), hd);
+    }
+  }
 
-  // KQ: one output per cached position (mul_mat(k, q): m = n_kv_padded, k = head_dim).
+  // KQ: one output per cached position and head (mul_mat(k, q): m = n_kv_padded, k = head_dim).
   const size_t head_off = layout.head_bytes * static_cast<size_t>(kv_head);
   const bool kq_tiny = batch.batched && hd % 16 == 0 && n_full % 4 == 0;
-  (kq_tiny ? kt.gemm_batched : kt.gemm)(hd, n_kv, 1, k_rows + head_off, layout.row_bytes, q16, 0, scores, 1);
+  const bool avx512 = tier >= IsaTier::kAvx512;
+  if (!avx512 || !kernels_internal::attention_kq_f16_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes,
+                                                           reinterpret_cast<const float*>(s.q), s.scores, s.stride,
+                                                           kq_tiny)) {
+    const auto kq = wide ? (kq_tiny ? kt.gemm_batched_wide : kt.gemm_wide) : (kq_tiny ? kt.gemm_batched : kt.gemm);
+    kq(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, q_row, s.scores, s.stride);
+  }
 
-  // soft_max_ext: x * scale + mask, over 16-lane blocks of the padded row (masked cells -inf).
-  const int64_t n_soft = dot_length(n_kv, n_full, 16);
-  for (int64_t j = 0; j < n_kv; ++j) scores[j] *= scale;
-  for (int64_t j = n_kv; j < n_soft; ++j) scores[j] = -INFINITY;
-  softmax(scores, n_soft);
-
-  // KQV: out[d] = dot(V^T row d, softmax) over the padded length (m = head_dim, k = n_kv_padded).
+  // soft_max_ext: x * scale + mask, over 16-lane blocks of the padded row (masked cells -inf);
+  // then the weights rounded to f16 with zeros up to the dot length.
   const bool kqv_tiny = batch.batched && n_full % 16 == 0 && hd % 4 == 0;
+  const int64_t n_soft = dot_length(n_kv, n_full, 16);
   const int64_t n_dot = kqv_tiny ? dot_length(n_kv, n_full, 16) : dot_length(n_kv, n_full, 64);
-  for (int64_t j = 0; j < n_kv; ++j) p16[j] = fp32_to_fp16(scores[j]);
-  for (int64_t j = n_kv; j < n_dot; ++j) p16[j] = 0;
+  for (int64_t g = 0; g < group; ++g) {
+    float* sc = s.scores + g * s.stride;
+    for (int64_t j = 0; j < n_kv; ++j) sc[j] *= scale;
+    for (int64_t j = n_kv; j < n_soft; ++j) sc[j] = -INFINITY;
+    ops.softmax(sc, n_soft);
+    if (wide) {
+      float* p = s.weights + g * s.stride;
+      ops.round_fp16_row(sc, p, n_kv);
+      for (int64_t j = n_kv; j < n_dot; ++j) p[j] = 0.0f;
+    } else {
+      auto* p16 = reinterpret_cast<fp16_t*>(s.weights) + g * s.stride;
+      kt.quantize_act(sc, p16, n_kv);
+      for (int64_t j = n_kv; j < n_dot; ++j) p16[j] = 0;
+    }
+  }
+
+  // KQV: out[g][d] = dot(V^T row d, weights g) over the padded length (m = head_dim, k = n_kv_padded).
   const size_t vt_row_bytes = sizeof(fp16_t) * static_cast<size_t>(layout.n_ctx);
   const uint8_t* vt = v_rows + vt_row_bytes * static_cast<size_t>(hd * kv_head);
-  (kqv_tiny ? kt.gemm_batched : kt.gemm)(n_dot, hd, 1, vt, vt_row_bytes, p16, 0, out, 1);
+  const size_t p_row = (wide ? sizeof(float) : sizeof(fp16_t)) * static_cast<size_t>(s.stride);
+  if (avx512 && n_dot % (kqv_tiny ? 16 : 64) == 0) {
+    kernels_internal::attention_kqv_f16_avx512(n_dot, hd, group, vt, vt_row_bytes, s.weights, s.stride, out, s.state,
+                                               kqv_tiny);
+    return;
+  }
+  const auto kqv = wide ? (kqv_tiny ? kt.gemm_batched_wide : kt.gemm_wide) : (kqv_tiny ? kt.gemm_batched : kt.gemm);
+  kqv(n_dot, hd, group, vt, vt_row_bytes, s.weights, p_row, out, hd);
 }
 
 }  // namespace sniper

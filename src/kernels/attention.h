@@ -11,13 +11,15 @@
 //   * KQV is a dot over the cached V transposed ([head_dim][n_ctx] per kv head, as llama.cpp
 //     stores V without flash attention), in tinyBLAS order for batches (n_kv_padded % 16 == 0,
 //     head_dim % 4 == 0), vec_dot order otherwise.
-// For a q8_0 cache (not a reference configuration) K is q8_0 and V is stored in rows.
+// For a q8_0 cache (not a reference configuration) K is q8_0 and V is stored in rows; the V
+// product accumulates rows in position order (kernels/ops.h q8_0_weighted_rows).
 // Thread-compatible (scratch is per call).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "base/cpu_features.h"
 #include "gguf/format.h"
 
 namespace sniper {
@@ -40,13 +42,18 @@ struct AttentionBatch {
 // Returns the batch parameters for n_tok tokens at positions [pos0, pos0 + n_tok).
 AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok);
 
-// Bytes of scratch attend_head needs for a batch with this n_kv_padded.
-size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded);
+// Bytes of scratch attend_group needs for `group` query heads and a batch with this n_kv_padded.
+size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group);
 
-// out[head_dim] = softmax(scale * q.K[0..n_kv)) . V[0..n_kv) for one query head whose kv head
-// is kv_head; n_kv (the query's position + 1) <= batch.n_kv_padded. q is f32 [head_dim].
-// scratch must hold attention_scratch_bytes(layout, batch.n_kv_padded) bytes, 64-byte aligned.
-void attend_head(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,
-                 const uint8_t* v_rows, int64_t kv_head, int64_t n_kv, float scale, float* out, uint8_t* scratch);
+// For the `group` consecutive query heads that share kv head kv_head (grouped-query attention):
+// out[g * head_dim + d] = (softmax(scale * q_g.K[0..n_kv)) . V[0..n_kv))[d], each head computed
+// exactly as the reference engine computes it alone (the order of every sum is per head), while
+// K and V are read once for the whole group. n_kv (the query's position + 1) <=
+// batch.n_kv_padded. q is f32 [group][head_dim]. scratch must hold attention_scratch_bytes(layout,
+// batch.n_kv_padded, group) bytes, 64-byte aligned. `tier` picks the kernels (every tier gives
+// the same bits; tests compare them).
+void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,
+                  const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out,
+                  uint8_t* scratch, IsaTier tier = selected_tier());
 
 }  // namespace sniper

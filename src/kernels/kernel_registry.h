@@ -28,5 +28,20 @@ void patch_float_avx512(KernelTable& t, const CpuFeatures& features);
 // Row operations (kernels/ops.h) with an AVX-512 twin of the scalar reference.
 void softmax_avx512(float* x, int64_t n);
 void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
+void round_fp16_row_avx512(const float* x, float* y, int64_t n);
+
+// Grouped attention products over an f16 cache (x86_avx512/attention_avx512.cpp); bit-identical
+// to the F16 table's gemm_wide / gemm_batched_wide (tiny = tinyBLAS order) for the same call.
+// kq: scores[g * s_stride + j] = dot(K row j, q + g * hd), j < n_rows, g < n_heads, for head
+//     dims 64, 128 and 256; returns false (nothing written) for any other head_dim.
+// kqv: out[g * hd + d] = dot(V^T row d, p + g * p_stride) over n elements; needs n % 64 == 0
+//     (n % 16 == 0 when tiny) and state: kqv_state_floats(hd) floats, 64-byte aligned.
+inline constexpr int64_t kqv_state_floats(int64_t hd) { return hd * 4 * 4 * 16; }
+bool attention_kq_f16_avx512(int64_t hd, int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes,
+                              const float* q, float* scores, int64_t s_stride, bool tiny);
+void attention_kqv_f16_avx512(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_row_bytes,
+                              const float* p, int64_t p_stride, float* out, float* state, bool tiny);
+void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
+                               int64_t w_stride, int64_t n_w, float* out);
 
 }  // namespace sniper::kernels_internal

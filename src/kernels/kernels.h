@@ -35,6 +35,14 @@ struct KernelTable {
   void (*gemm_batched)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
                        const void* a, size_t a_row_bytes, float* out, int64_t out_stride);
   int64_t batched_k_multiple;  // meaningful when gemm_batched != nullptr
+  // F16 weights at the SIMD tiers only (nullptr otherwise): gemm and gemm_batched with f32
+  // activations that hold f16 values (what quantize_act produces, widened once by the caller,
+  // e.g. attention's query and softmax rows), so the kernel does not widen them on every use.
+  // Outputs are bit-identical to gemm / gemm_batched on the f16 activations.
+  void (*gemm_wide)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                    size_t a_row_bytes, float* out, int64_t out_stride);
+  void (*gemm_batched_wide)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
+                            const void* a, size_t a_row_bytes, float* out, int64_t out_stride);
 };
 
 // Returns the table for `type` at `tier` (lower-tier entries fill gaps), or nullptr when the

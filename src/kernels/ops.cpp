@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "base/fp16.h"
 #include "kernels/kernel_registry.h"
+#include "quant/q8_0.h"
 
 namespace sniper {
 
@@ -119,10 +121,33 @@ void softmax_ref(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void round_fp16_row_ref(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = round_fp16(x[i]);
+}
+
+void q8_0_weighted_rows_ref(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
+                            int64_t w_stride, int64_t n_w, float* out) {
+  CHECK(n % kQ8_0BlockSize == 0, "q8_0_weighted_rows: n=%ld", static_cast<long>(n));
+  for (int64_t g = 0; g < n_w; ++g) {
+    float* o = out + g * n;
+    for (int64_t d = 0; d < n; ++d) o[d] = 0.0f;
+    for (int64_t j = 0; j < n_rows; ++j) {
+      const auto* blocks = reinterpret_cast<const BlockQ8_0*>(rows + row_stride * static_cast<size_t>(j));
+      const float wj = w[g * w_stride + j];
+      for (int64_t d = 0; d < n; ++d) {
+        const BlockQ8_0& b = blocks[d / kQ8_0BlockSize];
+        o[d] = std::fma(wj, fp16_to_fp32(b.d) * static_cast<float>(b.qs[d % kQ8_0BlockSize]), o[d]);
+      }
+    }
+  }
+}
+
 const RowOps& find_row_ops(IsaTier tier) {
   CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
-  static const RowOps kRef = {silu_mul_ref, softmax_ref};
-  static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512, kernels_internal::softmax_avx512};
+  static const RowOps kRef = {silu_mul_ref, softmax_ref, round_fp16_row_ref, q8_0_weighted_rows_ref};
+  static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512, kernels_internal::softmax_avx512,
+                                 kernels_internal::round_fp16_row_avx512,
+                                 kernels_internal::q8_0_weighted_rows_avx512};
   return tier >= IsaTier::kAvx512 ? kAvx512 : kRef;
 }
 

@@ -40,9 +40,23 @@ void softmax(float* x, int64_t n);
 // tier computes the same bits as the scalar *_ref functions.
 void silu_mul_ref(const float* gate, const float* up, float* out, int64_t n);
 void softmax_ref(float* x, int64_t n);
+
+// y[i] = round_fp16(x[i]) (base/fp16.h: to half, nearest even, and back). y may alias x.
+void round_fp16_row_ref(const float* x, float* y, int64_t n);
+
+// Weighted sum of q8_0 rows for n_w weight vectors: for g < n_w, d < n,
+//   out[g * n + d] = sum over j = 0, 1, ..., n_rows - 1 of w[g * w_stride + j] * v_j[d],
+// accumulated from 0 in that order with one fused multiply-add per term, where v_j is row j
+// (rows row_stride bytes apart, n / 32 BlockQ8_0 each) decoded exactly (d * q). n % 32 == 0.
+void q8_0_weighted_rows_ref(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
+                            int64_t w_stride, int64_t n_w, float* out);
+
 struct RowOps {
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   void (*softmax)(float* x, int64_t n);
+  void (*round_fp16_row)(const float* x, float* y, int64_t n);
+  void (*q8_0_weighted_rows)(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
+                             int64_t w_stride, int64_t n_w, float* out);
 };
 // The row operations of `tier` (lower tiers fill gaps). CHECKs the host can run the tier.
 const RowOps& find_row_ops(IsaTier tier);

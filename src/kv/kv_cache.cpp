@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "base/huge_pages.h"
 #include "gguf/format.h"
 #include "kernels/kernels.h"
 
@@ -49,20 +50,21 @@ Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx
   kv->layout_.v_transposed = type == KvType::kF16;
   kv->layer_bytes_ = kv->layout_.row_bytes * static_cast<size_t>(n_ctx);
   const size_t total = kv->layer_bytes_ * static_cast<size_t>(n_layers);
-  const size_t alloc = (total + 63) / 64 * 64;
-  kv->k_ = static_cast<uint8_t*>(std::aligned_alloc(64, alloc));
-  kv->v_ = static_cast<uint8_t*>(std::aligned_alloc(64, alloc));
+  // Huge pages: attention walks a head's slice of every cached row, thousands of 4 KiB pages
+  // per layer otherwise. Touched now so that decode never faults (the memory plan counts it).
+  kv->k_ = map_pages(total);
+  kv->v_ = map_pages(total);
   if (kv->k_ == nullptr || kv->v_ == nullptr) {
     return make_error("cannot allocate %zu bytes for the KV cache (n_ctx %ld)", 2 * total, static_cast<long>(n_ctx));
   }
-  std::memset(kv->k_, 0, alloc);
-  std::memset(kv->v_, 0, alloc);
+  std::memset(kv->k_, 0, total);
+  std::memset(kv->v_, 0, total);
   return kv;
 }
 
 KvCache::~KvCache() {
-  std::free(k_);
-  std::free(v_);
+  unmap_pages(k_, layer_bytes_ * static_cast<size_t>(n_layers_));
+  unmap_pages(v_, layer_bytes_ * static_cast<size_t>(n_layers_));
 }
 
 void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float* v) {

@@ -237,28 +237,30 @@ void Transformer::attention_block(int64_t layer_idx, const LayerWeights& lw, int
     kv.store(layer_idx, pos0 + t, kt, v_.data() + t * kv_dim);
   }
 
-  // Attention: one work item per (token, head), spread over the pool.
+  // Attention: one work item per (token, kv head): the query heads sharing a kv head read its K
+  // and V once. Items are spread over the pool.
   const AttentionLayout& layout = kv.layout();
   const AttentionBatch batch = attention_batch(layout, pos0, n_tok);
-  const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded);
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded, group);
   const size_t stride = (need + 63) / 64 * 64;
   const size_t n_threads = static_cast<size_t>(pool.n_threads());
   if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
   uint8_t* scratch_base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(att_scratch_.data()) + 63) & ~uintptr_t{63});
-  const int64_t group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const uint8_t* k_rows = kv.k_rows(layer_idx);
   const uint8_t* v_rows = kv.v_rows(layer_idx);
-  const int64_t n_items = n_tok * c.n_heads;
+  const int64_t n_items = n_tok * c.n_kv_heads;
   std::atomic<int64_t> next{0};
   pool.run([&](int thread_idx, int) {
     uint8_t* scratch = scratch_base + stride * static_cast<size_t>(thread_idx);
     for (;;) {
       const int64_t item = next.fetch_add(1, std::memory_order_relaxed);
       if (item >= n_items) break;
-      const int64_t t = item / c.n_heads, h = item % c.n_heads;
-      attend_head(layout, batch, q_.data() + t * q_dim + h * hd, k_rows, v_rows, h / group, pos0 + t + 1, scale,
-                  att_.data() + t * q_dim + h * hd, scratch);
+      const int64_t t = item / c.n_kv_heads, kvh = item % c.n_kv_heads;
+      const int64_t off = t * q_dim + kvh * group * hd;
+      attend_group(layout, batch, q_.data() + off, k_rows, v_rows, kvh, group, pos0 + t + 1, scale, att_.data() + off,
+                   scratch);
     }
   });
 

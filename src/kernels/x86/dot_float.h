@@ -47,26 +47,31 @@ struct Vec16x2 {
 struct LoadF32 {
   using E = float;
   template <class V> static typename V::T load(const E* p) { return V::load_f32(p); }
+  static float value(E x) { return x; }
 };
 struct LoadF16 {
   using E = uint16_t;
   template <class V> static typename V::T load(const E* p) { return V::load_f16(p); }
+  static float value(E x) { return h2f(x); }
 };
 
 inline float bf16_value(uint16_t h) { return bf2f(h); }
 
 // ggml_vec_dot_f32 / ggml_vec_dot_f16 (AVX-512): 4 x 16 lanes over steps of 64 (f32 also
-// folds whole 16-groups of the tail into lane set 0; see quant/float.h).
-template <class V, class L>
+// folds whole 16-groups of the tail into lane set 0; see quant/float.h). LA loads the
+// activations: L itself, or LoadF32 for f16 values the caller widened once (the "wide" gemm:
+// widening is exact, so the bits are the same as loading the halves).
+template <class V, class L, class LA = L>
 struct DotFloatVec {
   static constexpr bool kF32 = sizeof(typename L::E) == 4;
   template <int NT>
   static void dot(int64_t n, const void* wv, const void* const* av, float* out) {
     using E = typename L::E;
+    using EA = typename LA::E;
     using T = typename V::T;
     const E* w = static_cast<const E*>(wv);
-    const E* a[NT];
-    for (int t = 0; t < NT; ++t) a[t] = static_cast<const E*>(av[t]);
+    const EA* a[NT];
+    for (int t = 0; t < NT; ++t) a[t] = static_cast<const EA*>(av[t]);
     T acc[NT][4];
     for (int t = 0; t < NT; ++t) {
       for (int j = 0; j < 4; ++j) acc[t][j] = V::zero();
@@ -75,7 +80,7 @@ struct DotFloatVec {
     for (int64_t i = 0; i < np; i += 64) {
       for (int j = 0; j < 4; ++j) {
         const T wj = L::template load<V>(w + i + 16 * j);
-        for (int t = 0; t < NT; ++t) acc[t][j] = V::fmadd(wj, L::template load<V>(a[t] + i + 16 * j), acc[t][j]);
+        for (int t = 0; t < NT; ++t) acc[t][j] = V::fmadd(wj, LA::template load<V>(a[t] + i + 16 * j), acc[t][j]);
       }
     }
     int64_t np2 = np;
@@ -83,7 +88,7 @@ struct DotFloatVec {
       np2 = n - n % 16;
       for (int64_t i = np; i < np2; i += 16) {
         const T wi = L::template load<V>(w + i);
-        for (int t = 0; t < NT; ++t) acc[t][0] = V::fmadd(wi, L::template load<V>(a[t] + i), acc[t][0]);
+        for (int t = 0; t < NT; ++t) acc[t][0] = V::fmadd(wi, LA::template load<V>(a[t] + i), acc[t][0]);
       }
     }
     for (int t = 0; t < NT; ++t) {
@@ -94,7 +99,7 @@ struct DotFloatVec {
         out[t] = s;
       } else {
         double s = r;
-        for (int64_t j = np; j < n; ++j) s += static_cast<double>(h2f(w[j]) * h2f(a[t][j]));
+        for (int64_t j = np; j < n; ++j) s += static_cast<double>(L::value(w[j]) * LA::value(a[t][j]));
         out[t] = static_cast<float>(s);
       }
     }
@@ -102,20 +107,22 @@ struct DotFloatVec {
 };
 
 // tinyBLAS<16, ...> for f32/f16: one 16-lane accumulator over steps of 16. n % 16 == 0.
-template <class V, class L>
+// LA as in DotFloatVec.
+template <class V, class L, class LA = L>
 struct DotFloatTiny {
   template <int NT>
   static void dot(int64_t n, const void* wv, const void* const* av, float* out) {
     using E = typename L::E;
+    using EA = typename LA::E;
     using T = typename V::T;
     const E* w = static_cast<const E*>(wv);
-    const E* a[NT];
-    for (int t = 0; t < NT; ++t) a[t] = static_cast<const E*>(av[t]);
+    const EA* a[NT];
+    for (int t = 0; t < NT; ++t) a[t] = static_cast<const EA*>(av[t]);
     T acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = V::zero();
     for (int64_t i = 0; i < n; i += 16) {
       const T wi = L::template load<V>(w + i);
-      for (int t = 0; t < NT; ++t) acc[t] = V::fmadd(wi, L::template load<V>(a[t] + i), acc[t]);
+      for (int t = 0; t < NT; ++t) acc[t] = V::fmadd(wi, LA::template load<V>(a[t] + i), acc[t]);
     }
     for (int t = 0; t < NT; ++t) out[t] = V::reduce(acc[t]);
   }

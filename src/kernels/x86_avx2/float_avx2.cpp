@@ -21,7 +21,11 @@ using V = x86::Vec16x2;
 void patch_float_avx2(KernelTable& t) {
   switch (t.type) {
     case GgmlType::kF32: set<x86::DotFloatVec<V, x86::LoadF32>, x86::DotFloatTiny<V, x86::LoadF32>>(t); break;
-    case GgmlType::kF16: set<x86::DotFloatVec<V, x86::LoadF16>, x86::DotFloatTiny<V, x86::LoadF16>>(t); break;
+    case GgmlType::kF16:
+      set<x86::DotFloatVec<V, x86::LoadF16>, x86::DotFloatTiny<V, x86::LoadF16>>(t);
+      t.gemm_wide = &x86::gemm_entry<x86::DotFloatVec<V, x86::LoadF16, x86::LoadF32>>;
+      t.gemm_batched_wide = &x86::gemm_entry<x86::DotFloatTiny<V, x86::LoadF16, x86::LoadF32>>;
+      break;
     case GgmlType::kBF16: set<x86::DotBF16Vec<V>, x86::DotBF16Tiny<V>>(t); break;
     default: break;
   }

@@ -51,7 +51,11 @@ void set(KernelTable& t) {
 void patch_float_avx512(KernelTable& t, const CpuFeatures& features) {
   switch (t.type) {
     case GgmlType::kF32: set<x86::DotFloatVec<Vec512, x86::LoadF32>, x86::DotFloatTiny<Vec512, x86::LoadF32>>(t); break;
-    case GgmlType::kF16: set<x86::DotFloatVec<Vec512, x86::LoadF16>, x86::DotFloatTiny<Vec512, x86::LoadF16>>(t); break;
+    case GgmlType::kF16:
+      set<x86::DotFloatVec<Vec512, x86::LoadF16>, x86::DotFloatTiny<Vec512, x86::LoadF16>>(t);
+      t.gemm_wide = &x86::gemm_entry<x86::DotFloatVec<Vec512, x86::LoadF16, x86::LoadF32>>;
+      t.gemm_batched_wide = &x86::gemm_entry<x86::DotFloatTiny<Vec512, x86::LoadF16, x86::LoadF32>>;
+      break;
     case GgmlType::kBF16:
       if (features.avx512bf16) {
         set<x86::DotBF16Vec<Vec512Bf16>, x86::DotBF16Tiny<Vec512Bf16>>(t);

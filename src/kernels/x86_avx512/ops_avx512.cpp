@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // AVX-512 twins of the row operations whose cost grows with context or width: softmax (the
-// attention scores of every head, every layer) and SwiGLU. They compute exactly what the scalar
+// attention scores of every head, every layer), the f16 rounding of attention weights, the q8_0
+// V product, and SwiGLU. They compute exactly what the scalar
 // ops_ref twins compute — ggml's vectorised expf (ggml-cpu vec.h, AVX-512 variant) on 16-lane
 // blocks, _mm512_reduce_add_ps for the block sums, libm expf on the tail — so every tier gives
 // the same bits (tests/kernels/ops_test.cpp checks this).
@@ -12,6 +13,9 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
+
+#include "base/fp16.h"
 
 #include "kernels/kernel_registry.h"
 
@@ -79,6 +83,80 @@ void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n) 
     const float g = gate[i];
     out[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+void round_fp16_row_avx512(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 15 < n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    __m512 r = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    if (nan != 0) {  // base/fp16.h encodes every NaN as sign | 0x7E00
+      const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+      r = _mm512_mask_blend_ps(nan, r, _mm512_castsi512_ps(_mm512_or_si512(sign, _mm512_set1_epi32(0x7FC00000))));
+    }
+    _mm512_storeu_ps(y + i, r);
+  }
+  for (; i < n; ++i) y[i] = round_fp16(x[i]);
+}
+
+namespace {
+
+// NB blocks (32 elements each) of every row, for NG weight vectors: 2 * NB * NG accumulators.
+template <int NB, int NG>
+void q8_0_rows_tile(const uint8_t* rows, size_t row_stride, int64_t n_rows, const float* w, int64_t w_stride,
+                    float* out, int64_t out_stride) {
+  __m512 acc[NG][2 * NB];
+  for (int g = 0; g < NG; ++g) {
+    for (int c = 0; c < 2 * NB; ++c) acc[g][c] = _mm512_setzero_ps();
+  }
+  for (int64_t j = 0; j < n_rows; ++j) {
+    const uint8_t* row = rows + row_stride * static_cast<size_t>(j);
+    __m512 v[2 * NB];
+    for (int b = 0; b < NB; ++b) {
+      const uint8_t* blk = row + 34 * b;
+      uint16_t dh;
+      std::memcpy(&dh, blk, 2);
+      const __m512 d = _mm512_set1_ps(fp16_to_fp32(dh));
+      for (int h = 0; h < 2; ++h) {
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + 16 * h));
+        v[2 * b + h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+      }
+    }
+    for (int g = 0; g < NG; ++g) {
+      const __m512 wj = _mm512_set1_ps(w[g * w_stride + j]);
+      for (int c = 0; c < 2 * NB; ++c) acc[g][c] = _mm512_fmadd_ps(wj, v[c], acc[g][c]);
+    }
+  }
+  for (int g = 0; g < NG; ++g) {
+    for (int c = 0; c < 2 * NB; ++c) _mm512_storeu_ps(out + g * out_stride + 16 * c, acc[g][c]);
+  }
+}
+
+template <int NB>
+void q8_0_rows_chunk(const uint8_t* rows, size_t row_stride, int64_t n_rows, const float* w, int64_t w_stride,
+                     int64_t n_w, float* out, int64_t out_stride) {
+  for (int64_t g0 = 0; g0 < n_w; g0 += 4) {
+    const float* wg = w + g0 * w_stride;
+    float* og = out + g0 * out_stride;
+    switch (n_w - g0 < 4 ? n_w - g0 : 4) {
+      case 1: q8_0_rows_tile<NB, 1>(rows, row_stride, n_rows, wg, w_stride, og, out_stride); break;
+      case 2: q8_0_rows_tile<NB, 2>(rows, row_stride, n_rows, wg, w_stride, og, out_stride); break;
+      case 3: q8_0_rows_tile<NB, 3>(rows, row_stride, n_rows, wg, w_stride, og, out_stride); break;
+      default: q8_0_rows_tile<NB, 4>(rows, row_stride, n_rows, wg, w_stride, og, out_stride); break;
+    }
+  }
+}
+
+}  // namespace
+
+void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
+                               int64_t w_stride, int64_t n_w, float* out) {
+  // Column chunks of 64 elements (two blocks), then one block for an odd count: each lane's
+  // sum runs over j in order with one FMA per term, as in the scalar twin.
+  int64_t d0 = 0;
+  for (; d0 + 64 <= n; d0 += 64) q8_0_rows_chunk<2>(rows + 34 * (d0 / 32), row_stride, n_rows, w, w_stride, n_w, out + d0, n);
+  if (d0 < n) q8_0_rows_chunk<1>(rows + 34 * (d0 / 32), row_stride, n_rows, w, w_stride, n_w, out + d0, n);
 }
 
 }  // namespace sniper::kernels_internal

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+// AVX-512 products of grouped attention over an f16 cache (kernels/attention.cpp), in the two
+// orders of the reference engine, bit-identical to the F16 gemm / gemm_batched entries (and so to
+// the ref tier):
+//   * KQ, vec_dot order (ggml_vec_dot_f16: 4 accumulators of 16 lanes over steps of 64, combined
+//     (a0+a2)+(a1+a3), then _mm512_reduce_add_ps) and tinyBLAS order (one accumulator over steps
+//     of 16, then _mm512_reduce_add_ps). Sixteen cached positions at a time: their K rows are
+//     widened once into an L1 tile shared by the group's heads, and the sixteen horizontal sums
+//     run as one transposed tree that adds exactly the lane pairs _mm512_reduce_add_ps adds
+//     ((i, i+8), then (i, i+4), (i, i+2), (i, i+1)), leaving the sums in one register.
+//   * KQV over the transposed V: one V^T row at a time against up to four heads' weights, in
+//     position chunks whose weights stay in L1; each row's accumulators are parked in scratch
+//     between chunks, so every accumulator sees the same FMAs in the same order as one long dot.
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
+// -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/kernel_registry.h"
+
+namespace sniper::kernels_internal {
+
+namespace {
+
+constexpr int kRowsPerTile = 16;
+constexpr int64_t kPrefetchTiles = 4;  // KQ: how far ahead (in tiles of rows) K rows are prefetched
+constexpr int64_t kChunk = 2048;  // positions per KQV chunk: 4 heads x 2048 x 4 B = 32 KB of weights (L1)
+
+// Lane r of the result = _mm512_reduce_add_ps(v[slot(r)]), slot(r) = 4 * (r % 4) + r / 4 (the
+// tree's natural output order is lane 4c + k <- input 4k + c, a 4x4 transpose).
+inline __m512 reduce16_transposed(const __m512* v) {
+  __m512 s1[8], s2[4], s3[2];
+  for (int k = 0; k < 8; ++k) {  // lane i + lane i+8 of each input, two inputs per register
+    const __m512 a = v[2 * k], b = v[2 * k + 1];
+    s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  for (int m = 0; m < 4; ++m) {  // + lane i+4: four inputs per register, one per 128-bit block
+    const __m512 a = s1[2 * m], b = s1[2 * m + 1];
+    s2[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  for (int n = 0; n < 2; ++n) {  // + lane i+2 within each block
+    const __m512 a = s2[2 * n], b = s2[2 * n + 1];
+    s3[n] = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // + lane i+1
+  return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+constexpr int slot_of(int r) { return 4 * (r % 4) + r / 4; }
+
+// One head against a tile of 16 widened K rows (row r at kf + r * kHd). kHd is a compile-time
+// head_dim so that every loop unrolls and the 16 sums stay in registers.
+template <bool kTiny, int kHd>
+inline void kq_tile(const float* kf, const float* q, float* out, int nr) {
+  __m512 v[kRowsPerTile];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRowsPerTile; ++r) {
+    const float* k = kf + r * kHd;
+    __m512 sum;
+    if constexpr (kTiny) {
+      sum = _mm512_setzero_ps();
+#pragma GCC unroll 16
+      for (int i = 0; i < kHd; i += 16) sum = _mm512_fmadd_ps(_mm512_load_ps(k + i), _mm512_loadu_ps(q + i), sum);
+    } else {
+      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+#pragma GCC unroll 4
+      for (int i = 0; i < kHd; i += 64) {
+        a0 = _mm512_fmadd_ps(_mm512_load_ps(k + i), _mm512_loadu_ps(q + i), a0);
+        a1 = _mm512_fmadd_ps(_mm512_load_ps(k + i + 16), _mm512_loadu_ps(q + i + 16), a1);
+        a2 = _mm512_fmadd_ps(_mm512_load_ps(k + i + 32), _mm512_loadu_ps(q + i + 32), a2);
+        a3 = _mm512_fmadd_ps(_mm512_load_ps(k + i + 48), _mm512_loadu_ps(q + i + 48), a3);
+      }
+      sum = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+    }
+    v[slot_of(r)] = sum;
+  }
+  const __m512 res = reduce16_transposed(v);
+  if (nr == kRowsPerTile) {
+    _mm512_storeu_ps(out, res);
+  } else {
+    _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << nr) - 1), res);
+  }
+}
+
+template <bool kTiny, int kHd>
+void kq(int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes, const float* q, float* scores,
+        int64_t s_stride) {
+  alignas(64) float kf[kRowsPerTile * kHd];
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kRowsPerTile) {
+    const int nr = static_cast<int>(n_rows - r0 < kRowsPerTile ? n_rows - r0 : kRowsPerTile);
+    // The rows are a head's slice of each cached position (k_row_bytes apart): too sparse for the
+    // hardware prefetchers, so fetch the rows kPrefetchTiles tiles ahead explicitly.
+    const int64_t pf_end = std::min(n_rows, r0 + (kPrefetchTiles + 1) * kRowsPerTile);
+    for (int64_t r = r0 + kPrefetchTiles * kRowsPerTile; r < pf_end; ++r) {
+      const auto* row = reinterpret_cast<const char*>(k + static_cast<size_t>(r) * k_row_bytes);
+#pragma GCC unroll 8
+      for (int off = 0; off < 2 * kHd; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+    }
+    for (int r = 0; r < kRowsPerTile; ++r) {
+      float* dst = kf + r * kHd;
+      if (r >= nr) {
+        std::memset(dst, 0, sizeof(float) * kHd);
+        continue;
+      }
+      const auto* src = reinterpret_cast<const uint16_t*>(k + static_cast<size_t>(r0 + r) * k_row_bytes);
+#pragma GCC unroll 16
+      for (int i = 0; i < kHd; i += 16) {
+        _mm512_store_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+      }
+    }
+    for (int64_t g = 0; g < n_heads; ++g) kq_tile<kTiny, kHd>(kf, q + g * kHd, scores + g * s_stride + r0, nr);
+  }
+}
+
+template <bool kTiny>
+bool kq_dispatch(int64_t hd, int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes, const float* q,
+                 float* scores, int64_t s_stride) {
+  switch (hd) {
+    case 64: kq<kTiny, 64>(n_rows, n_heads, k, k_row_bytes, q, scores, s_stride); return true;
+    case 128: kq<kTiny, 128>(n_rows, n_heads, k, k_row_bytes, q, scores, s_stride); return true;
+    case 256: kq<kTiny, 256>(n_rows, n_heads, k, k_row_bytes, q, scores, s_stride); return true;
+    default: return false;
+  }
+}
+
+inline __m512 widen(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+
+// Vec order: per (row, head) 4 accumulators over steps of 64; NG heads (<= 4) at once.
+template <int NG>
+void kqv_vec_heads(int64_t n, int64_t hd, const uint8_t* vt, size_t vt_row_bytes, const float* p, int64_t p_stride,
+                   float* out, float* state) {
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    const int64_t c1 = n - c0 < kChunk ? n : c0 + kChunk;
+    const bool first = c0 == 0, last = c1 == n;
+    for (int64_t d = 0; d < hd; ++d) {
+      const auto* row = reinterpret_cast<const uint16_t*>(vt + static_cast<size_t>(d) * vt_row_bytes);
+      float* st = state + d * (NG * 4 * 16);
+      __m512 acc[NG][4];
+      for (int t = 0; t < NG; ++t) {
+        for (int j = 0; j < 4; ++j) acc[t][j] = first ? _mm512_setzero_ps() : _mm512_load_ps(st + (t * 4 + j) * 16);
+      }
+      for (int64_t i = c0; i < c1; i += 64) {
+        for (int j = 0; j < 4; ++j) {
+          const __m512 w = widen(row + i + 16 * j);
+          for (int t = 0; t < NG; ++t) acc[t][j] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + t * p_stride + i + 16 * j), acc[t][j]);
+        }
+      }
+      if (last) {
+        for (int t = 0; t < NG; ++t) {
+          out[t * hd + d] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3])));
+        }
+      } else {
+        for (int t = 0; t < NG; ++t) {
+          for (int j = 0; j < 4; ++j) _mm512_store_ps(st + (t * 4 + j) * 16, acc[t][j]);
+        }
+      }
+    }
+  }
+}
+
+// tinyBLAS order: per (row, head) one accumulator over steps of 16; two rows at a time so that
+// enough independent FMA chains are in flight.
+template <int NG>
+void kqv_tiny_heads(int64_t n, int64_t hd, const uint8_t* vt, size_t vt_row_bytes, const float* p, int64_t p_stride,
+                    float* out, float* state) {
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    const int64_t c1 = n - c0 < kChunk ? n : c0 + kChunk;
+    const bool first = c0 == 0, last = c1 == n;
+    for (int64_t d0 = 0; d0 < hd; d0 += 2) {
+      const int nd = hd - d0 < 2 ? 1 : 2;
+      const uint16_t* row[2];
+      for (int e = 0; e < 2; ++e) {
+        row[e] = reinterpret_cast<const uint16_t*>(vt + static_cast<size_t>(d0 + (e < nd ? e : 0)) * vt_row_bytes);
+      }
+      float* st = state + d0 * (NG * 16);
+      __m512 acc[2][NG];
+      for (int e = 0; e < 2; ++e) {
+        for (int t = 0; t < NG; ++t) acc[e][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(st + (e * NG + t) * 16);
+      }
+      for (int64_t i = c0; i < c1; i += 16) {
+        for (int e = 0; e < 2; ++e) {
+          const __m512 w = widen(row[e] + i);
+          for (int t = 0; t < NG; ++t) acc[e][t] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + t * p_stride + i), acc[e][t]);
+        }
+      }
+      for (int e = 0; e < nd; ++e) {
+        for (int t = 0; t < NG; ++t) {
+          if (last) {
+            out[t * hd + d0 + e] = _mm512_reduce_add_ps(acc[e][t]);
+          } else {
+            _mm512_store_ps(st + (e * NG + t) * 16, acc[e][t]);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <template <int> class F>
+void for_head_tiles(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_row_bytes, const float* p,
+                    int64_t p_stride, float* out, float* state) {
+  for (int64_t g0 = 0; g0 < n_heads; g0 += 4) {
+    const float* pg = p + g0 * p_stride;
+    float* og = out + g0 * hd;
+    switch (n_heads - g0 < 4 ? n_heads - g0 : 4) {
+      case 1: F<1>::run(n, hd, vt, vt_row_bytes, pg, p_stride, og, state); break;
+      case 2: F<2>::run(n, hd, vt, vt_row_bytes, pg, p_stride, og, state); break;
+      case 3: F<3>::run(n, hd, vt, vt_row_bytes, pg, p_stride, og, state); break;
+      default: F<4>::run(n, hd, vt, vt_row_bytes, pg, p_stride, og, state); break;
+    }
+  }
+}
+
+template <int NG>
+struct KqvVec {
+  static void run(int64_t n, int64_t hd, const uint8_t* vt, size_t b, const float* p, int64_t ps, float* o, float* s) {
+    kqv_vec_heads<NG>(n, hd, vt, b, p, ps, o, s);
+  }
+};
+template <int NG>
+struct KqvTiny {
+  static void run(int64_t n, int64_t hd, const uint8_t* vt, size_t b, const float* p, int64_t ps, float* o, float* s) {
+    kqv_tiny_heads<NG>(n, hd, vt, b, p, ps, o, s);
+  }
+};
+
+}  // namespace
+
+bool attention_kq_f16_avx512(int64_t hd, int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes,
+                             const float* q, float* scores, int64_t s_stride, bool tiny) {
+  return (tiny ? kq_dispatch<true> : kq_dispatch<false>)(hd, n_rows, n_heads, k, k_row_bytes, q, scores, s_stride);
+}
+
+void attention_kqv_f16_avx512(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_row_bytes,
+                              const float* p, int64_t p_stride, float* out, float* state, bool tiny) {
+  if (tiny) {
+    for_head_tiles<KqvTiny>(n, hd, n_heads, vt, vt_row_bytes, p, p_stride, out, state);
+  } else {
+    for_head_tiles<KqvVec>(n, hd, n_heads, vt, vt_row_bytes, p, p_stride, out, state);
+  }
+}
+
+}  // namespace sniper::kernels_internal
