@@ -44,7 +44,7 @@ struct GroupScratch {
   float* scores;   // [group][stride]
   float* weights;  // [group][stride]: the softmax rounded to f16 (widened, or as halves)
   uint8_t* q;      // [group][head_dim] f32 (wide kernels), f16 or q8_0
-  float* state;    // the AVX-512 KQV's parked accumulators (kqv_state_floats(head_dim))
+  float* state;    // the AVX-512 KQV's parked accumulators (kqv_state_floats(head_dim, group))
   int64_t stride;
 };
 
@@ -92,7 +92,7 @@ size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padde
   const int64_t stride = round_up(std::max<int64_t>(n_kv_padded, 1), 16);
   // Plus the AVX-512 KQV's parked accumulators.
   return 2 * align64(sizeof(float) * static_cast<size_t>(stride * group)) + align64(query_bytes(layout, group)) +
-         sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim));
+         sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim, group));
 }
 
 void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,

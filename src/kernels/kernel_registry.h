@@ -35,8 +35,8 @@ void round_fp16_row_avx512(const float* x, float* y, int64_t n);
 // kq: scores[g * s_stride + j] = dot(K row j, q + g * hd), j < n_rows, g < n_heads, for head
 //     dims 64, 128 and 256; returns false (nothing written) for any other head_dim.
 // kqv: out[g * hd + d] = dot(V^T row d, p + g * p_stride) over n elements; needs n % 64 == 0
-//     (n % 16 == 0 when tiny) and state: kqv_state_floats(hd) floats, 64-byte aligned.
-inline constexpr int64_t kqv_state_floats(int64_t hd) { return hd * 4 * 4 * 16; }
+//     (n % 16 == 0 when tiny) and state: kqv_state_floats(hd, n_heads) floats, 64-byte aligned.
+inline constexpr int64_t kqv_state_floats(int64_t hd, int64_t n_heads) { return (n_heads + 3) / 4 * hd * 4 * 4 * 16; }
 bool attention_kq_f16_avx512(int64_t hd, int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes,
                               const float* q, float* scores, int64_t s_stride, bool tiny);
 void attention_kqv_f16_avx512(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_row_bytes,

@@ -96,14 +96,6 @@ void kq(int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes, c
   alignas(64) float kf[kRowsPerTile * kHd];
   for (int64_t r0 = 0; r0 < n_rows; r0 += kRowsPerTile) {
     const int nr = static_cast<int>(n_rows - r0 < kRowsPerTile ? n_rows - r0 : kRowsPerTile);
-    // The rows are a head's slice of each cached position (k_row_bytes apart): too sparse for the
-    // hardware prefetchers, so fetch the rows kPrefetchTiles tiles ahead explicitly.
-    const int64_t pf_end = std::min(n_rows, r0 + (kPrefetchTiles + 1) * kRowsPerTile);
-    for (int64_t r = r0 + kPrefetchTiles * kRowsPerTile; r < pf_end; ++r) {
-      const auto* row = reinterpret_cast<const char*>(k + static_cast<size_t>(r) * k_row_bytes);
-#pragma GCC unroll 8
-      for (int off = 0; off < 2 * kHd; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
-    }
     for (int r = 0; r < kRowsPerTile; ++r) {
       float* dst = kf + r * kHd;
       if (r >= nr) {
@@ -116,7 +108,20 @@ void kq(int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes, c
         _mm512_store_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
       }
     }
-    for (int64_t g = 0; g < n_heads; ++g) kq_tile<kTiny, kHd>(kf, q + g * kHd, scores + g * s_stride + r0, nr);
+    // The rows are a head's slice of each cached position (k_row_bytes apart): too sparse for the
+    // hardware prefetchers. The rows kPrefetchTiles tiles ahead are fetched explicitly, spread
+    // over the heads' work so that the fill buffers never fill up in a burst.
+    const int64_t pf0 = r0 + kPrefetchTiles * kRowsPerTile;
+    const int64_t pf_n = std::max<int64_t>(0, std::min<int64_t>(kRowsPerTile, n_rows - pf0));
+    int64_t pf_next = 0;
+    for (int64_t g = 0; g < n_heads; ++g) {
+      for (const int64_t until = pf_n * (g + 1) / n_heads; pf_next < until; ++pf_next) {
+        const auto* row = reinterpret_cast<const char*>(k + static_cast<size_t>(pf0 + pf_next) * k_row_bytes);
+#pragma GCC unroll 8
+        for (int off = 0; off < 2 * kHd; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+      }
+      kq_tile<kTiny, kHd>(kf, q + g * kHd, scores + g * s_stride + r0, nr);
+    }
   }
 }
 
@@ -133,104 +138,121 @@ bool kq_dispatch(int64_t hd, int64_t n_rows, int64_t n_heads, const uint8_t* k, 
 
 inline __m512 widen(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 
-// Vec order: per (row, head) 4 accumulators over steps of 64; NG heads (<= 4) at once.
+// Each row's chunk is a short stream the hardware prefetchers would only pick up part way, so
+// the row two ahead is prefetched as this one is read: the two lines of 64 positions per step
+// (pf is null past the last row).
+inline void prefetch_v(const char* pf, int64_t i) {
+  if (pf == nullptr) return;
+  _mm_prefetch(pf + 2 * i, _MM_HINT_T1);
+  _mm_prefetch(pf + 2 * i + 64, _MM_HINT_T1);
+}
+
+inline const char* row_ahead(const uint8_t* vt, size_t vt_row_bytes, int64_t d, int64_t hd) {
+  return d < hd ? reinterpret_cast<const char*>(vt + static_cast<size_t>(d) * vt_row_bytes) : nullptr;
+}
+
+// One chunk [c0, c1) of positions for NG (<= 4) heads, vec order: per (row, head) 4
+// accumulators over steps of 64, parked in `state` between chunks (first: start from zero;
+// last: reduce into out).
 template <int NG>
-void kqv_vec_heads(int64_t n, int64_t hd, const uint8_t* vt, size_t vt_row_bytes, const float* p, int64_t p_stride,
-                   float* out, float* state) {
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-    const int64_t c1 = n - c0 < kChunk ? n : c0 + kChunk;
-    const bool first = c0 == 0, last = c1 == n;
-    for (int64_t d = 0; d < hd; ++d) {
-      const auto* row = reinterpret_cast<const uint16_t*>(vt + static_cast<size_t>(d) * vt_row_bytes);
-      float* st = state + d * (NG * 4 * 16);
-      __m512 acc[NG][4];
-      for (int t = 0; t < NG; ++t) {
-        for (int j = 0; j < 4; ++j) acc[t][j] = first ? _mm512_setzero_ps() : _mm512_load_ps(st + (t * 4 + j) * 16);
+void kqv_vec_chunk(int64_t c0, int64_t c1, bool first, bool last, int64_t hd, const uint8_t* vt, size_t vt_row_bytes,
+                   const float* p, int64_t p_stride, float* out, float* state) {
+  for (int64_t d = 0; d < hd; ++d) {
+    const auto* row = reinterpret_cast<const uint16_t*>(vt + static_cast<size_t>(d) * vt_row_bytes);
+    float* st = state + d * (NG * 4 * 16);
+    __m512 acc[NG][4];
+    for (int t = 0; t < NG; ++t) {
+      for (int j = 0; j < 4; ++j) acc[t][j] = first ? _mm512_setzero_ps() : _mm512_load_ps(st + (t * 4 + j) * 16);
+    }
+    const char* pf = row_ahead(vt, vt_row_bytes, d + 2, hd);
+    for (int64_t i = c0; i < c1; i += 64) {
+      prefetch_v(pf, i);
+      for (int j = 0; j < 4; ++j) {
+        const __m512 w = widen(row + i + 16 * j);
+        for (int t = 0; t < NG; ++t) acc[t][j] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + t * p_stride + i + 16 * j), acc[t][j]);
       }
-      for (int64_t i = c0; i < c1; i += 64) {
-        for (int j = 0; j < 4; ++j) {
-          const __m512 w = widen(row + i + 16 * j);
-          for (int t = 0; t < NG; ++t) acc[t][j] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + t * p_stride + i + 16 * j), acc[t][j]);
-        }
-      }
+    }
+    for (int t = 0; t < NG; ++t) {
       if (last) {
-        for (int t = 0; t < NG; ++t) {
-          out[t * hd + d] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3])));
-        }
+        out[t * hd + d] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3])));
       } else {
-        for (int t = 0; t < NG; ++t) {
-          for (int j = 0; j < 4; ++j) _mm512_store_ps(st + (t * 4 + j) * 16, acc[t][j]);
+        for (int j = 0; j < 4; ++j) _mm512_store_ps(st + (t * 4 + j) * 16, acc[t][j]);
+      }
+    }
+  }
+}
+
+// The same in tinyBLAS order: per (row, head) one accumulator over steps of 16; two rows at a
+// time so that enough independent FMA chains are in flight.
+template <int NG>
+void kqv_tiny_chunk(int64_t c0, int64_t c1, bool first, bool last, int64_t hd, const uint8_t* vt, size_t vt_row_bytes,
+                    const float* p, int64_t p_stride, float* out, float* state) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 2) {
+    const int nd = hd - d0 < 2 ? 1 : 2;
+    const uint16_t* row[2];
+    for (int e = 0; e < 2; ++e) {
+      row[e] = reinterpret_cast<const uint16_t*>(vt + static_cast<size_t>(d0 + (e < nd ? e : 0)) * vt_row_bytes);
+    }
+    float* st = state + d0 * (NG * 16);
+    __m512 acc[2][NG];
+    for (int e = 0; e < 2; ++e) {
+      for (int t = 0; t < NG; ++t) acc[e][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(st + (e * NG + t) * 16);
+    }
+    const char* pf2 = row_ahead(vt, vt_row_bytes, d0 + 2, hd);
+    const char* pf3 = row_ahead(vt, vt_row_bytes, d0 + 3, hd);
+    for (int64_t i = c0; i < c1; i += 16) {
+      if (i % 64 == 0) {
+        prefetch_v(pf2, i);
+        prefetch_v(pf3, i);
+      }
+      for (int e = 0; e < 2; ++e) {
+        const __m512 w = widen(row[e] + i);
+        for (int t = 0; t < NG; ++t) acc[e][t] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + t * p_stride + i), acc[e][t]);
+      }
+    }
+    for (int e = 0; e < nd; ++e) {
+      for (int t = 0; t < NG; ++t) {
+        if (last) {
+          out[t * hd + d0 + e] = _mm512_reduce_add_ps(acc[e][t]);
+        } else {
+          _mm512_store_ps(st + (e * NG + t) * 16, acc[e][t]);
         }
       }
     }
   }
 }
 
-// tinyBLAS order: per (row, head) one accumulator over steps of 16; two rows at a time so that
-// enough independent FMA chains are in flight.
-template <int NG>
-void kqv_tiny_heads(int64_t n, int64_t hd, const uint8_t* vt, size_t vt_row_bytes, const float* p, int64_t p_stride,
-                    float* out, float* state) {
+// Chunks outer, tiles of up to 4 heads inner: a group of more than 4 heads re-reads each chunk
+// of V^T from L2, not from memory. Each tile parks its accumulators in its own part of state.
+template <bool kTiny>
+void kqv(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_row_bytes, const float* p,
+         int64_t p_stride, float* out, float* state) {
   for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
     const int64_t c1 = n - c0 < kChunk ? n : c0 + kChunk;
     const bool first = c0 == 0, last = c1 == n;
-    for (int64_t d0 = 0; d0 < hd; d0 += 2) {
-      const int nd = hd - d0 < 2 ? 1 : 2;
-      const uint16_t* row[2];
-      for (int e = 0; e < 2; ++e) {
-        row[e] = reinterpret_cast<const uint16_t*>(vt + static_cast<size_t>(d0 + (e < nd ? e : 0)) * vt_row_bytes);
+    for (int64_t g0 = 0; g0 < n_heads; g0 += 4) {
+      const float* pg = p + g0 * p_stride;
+      float* og = out + g0 * hd;
+      float* st = state + (g0 / 4) * kqv_state_floats(hd, 4);
+      const int ng = static_cast<int>(n_heads - g0 < 4 ? n_heads - g0 : 4);
+#define SNIPER_KQV_CASE(NG)                                                                     \
+  case NG:                                                                                      \
+    if constexpr (kTiny) {                                                                      \
+      kqv_tiny_chunk<NG>(c0, c1, first, last, hd, vt, vt_row_bytes, pg, p_stride, og, st);      \
+    } else {                                                                                    \
+      kqv_vec_chunk<NG>(c0, c1, first, last, hd, vt, vt_row_bytes, pg, p_stride, og, st);       \
+    }                                                                                           \
+    break;
+      switch (ng) {
+        SNIPER_KQV_CASE(1)
+        SNIPER_KQV_CASE(2)
+        SNIPER_KQV_CASE(3)
+        default: SNIPER_KQV_CASE(4)
       }
-      float* st = state + d0 * (NG * 16);
-      __m512 acc[2][NG];
-      for (int e = 0; e < 2; ++e) {
-        for (int t = 0; t < NG; ++t) acc[e][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(st + (e * NG + t) * 16);
-      }
-      for (int64_t i = c0; i < c1; i += 16) {
-        for (int e = 0; e < 2; ++e) {
-          const __m512 w = widen(row[e] + i);
-          for (int t = 0; t < NG; ++t) acc[e][t] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + t * p_stride + i), acc[e][t]);
-        }
-      }
-      for (int e = 0; e < nd; ++e) {
-        for (int t = 0; t < NG; ++t) {
-          if (last) {
-            out[t * hd + d0 + e] = _mm512_reduce_add_ps(acc[e][t]);
-          } else {
-            _mm512_store_ps(st + (e * NG + t) * 16, acc[e][t]);
-          }
-        }
-      }
+#undef SNIPER_KQV_CASE
     }
   }
 }
-
-template <template <int> class F>
-void for_head_tiles(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_row_bytes, const float* p,
-                    int64_t p_stride, float* out, float* state) {
-  for (int64_t g0 = 0; g0 < n_heads; g0 += 4) {
-    const float* pg = p + g0 * p_stride;
-    float* og = out + g0 * hd;
-    switch (n_heads - g0 < 4 ? n_heads - g0 : 4) {
-      case 1: F<1>::run(n, hd, vt, vt_row_bytes, pg, p_stride, og, state); break;
-      case 2: F<2>::run(n, hd, vt, vt_row_bytes, pg, p_stride, og, state); break;
-      case 3: F<3>::run(n, hd, vt, vt_row_bytes, pg, p_stride, og, state); break;
-      default: F<4>::run(n, hd, vt, vt_row_bytes, pg, p_stride, og, state); break;
-    }
-  }
-}
-
-template <int NG>
-struct KqvVec {
-  static void run(int64_t n, int64_t hd, const uint8_t* vt, size_t b, const float* p, int64_t ps, float* o, float* s) {
-    kqv_vec_heads<NG>(n, hd, vt, b, p, ps, o, s);
-  }
-};
-template <int NG>
-struct KqvTiny {
-  static void run(int64_t n, int64_t hd, const uint8_t* vt, size_t b, const float* p, int64_t ps, float* o, float* s) {
-    kqv_tiny_heads<NG>(n, hd, vt, b, p, ps, o, s);
-  }
-};
 
 }  // namespace
 
@@ -241,11 +263,7 @@ bool attention_kq_f16_avx512(int64_t hd, int64_t n_rows, int64_t n_heads, const 
 
 void attention_kqv_f16_avx512(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_row_bytes,
                               const float* p, int64_t p_stride, float* out, float* state, bool tiny) {
-  if (tiny) {
-    for_head_tiles<KqvTiny>(n, hd, n_heads, vt, vt_row_bytes, p, p_stride, out, state);
-  } else {
-    for_head_tiles<KqvVec>(n, hd, n_heads, vt, vt_row_bytes, p, p_stride, out, state);
-  }
+  (tiny ? kqv<true> : kqv<false>)(n, hd, n_heads, vt, vt_row_bytes, p, p_stride, out, state);
 }
 
 }  // namespace sniper::kernels_internal

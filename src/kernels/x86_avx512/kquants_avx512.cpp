@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// AVX-512 tier kernels for the K-quants and IQ4_XS: x86/dot_kquants.h with VNNI, and the
-// 512-bit Q4_K / Q6_K kernels of x86/dot_kquants512.h.
+// AVX-512 tier kernels for the K-quants and IQ4_XS: x86/dot_kquants.h with VNNI, the 512-bit
+// Q4_K / Q6_K kernels of x86/dot_kquants512.h, and the Q4_K prefill tiles of
+// x86/gemm_kquants512.h.
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
 // -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -8,6 +9,7 @@
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_kquants.h"
 #include "kernels/x86/dot_kquants512.h"
+#include "kernels/x86/gemm_kquants512.h"
 #include "kernels/x86/isa_policies.h"
 
 namespace sniper::kernels_internal {
@@ -30,7 +32,10 @@ void patch_kquants_avx512(KernelTable& t) {
   switch (t.type) {
     case GgmlType::kQ2_K: set<x86::DotQ2_K<Isa>>(t); break;
     case GgmlType::kQ3_K: set<x86::DotQ3_K<Isa>>(t); break;
-    case GgmlType::kQ4_K: set_prefetching<x86::DotQ4_K512>(t); break;
+    case GgmlType::kQ4_K:
+      t.vec_dot = &x86::vec_dot_entry<x86::DotQ4_K512>;
+      t.gemm = &x86::gemm_q4_k_tiles;
+      break;
     case GgmlType::kQ5_K: set<x86::DotQ5_K<Isa>>(t); break;
     case GgmlType::kQ6_K: set_prefetching<x86::DotQ6_K512>(t); break;
     case GgmlType::kIQ4_XS: set<x86::DotIQ4_XS<Isa>>(t); break;
