@@ -4,7 +4,9 @@
 // x86_avx512/attention_avx512.cpp (K rows widened once per tile, sixteen horizontal sums in one
 // transposed tree, V^T read in L1-sized chunks); otherwise they run through the F16 KernelTable
 // (vec_dot order in `gemm`, tinyBLAS order in `gemm_batched`, their `_wide` forms at the AVX2
-// tier) with the group's heads as the tokens of one gemm call. Every tier gives the same bits.
+// tier) with the group's heads as the tokens of one gemm call. A q8_0 cache's KQ runs at the
+// AVX-512 tier as x86_avx512/attention_q8_0_avx512.cpp (eight heads per pass over K, two rows
+// per register), its V product as RowOps::q8_0_weighted_rows. Every tier gives the same bits.
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -67,7 +69,11 @@ void attend_group_q8_0(const AttentionLayout& layout, const float* q, const uint
   const RowOps& ops = find_row_ops(tier);
   for (int64_t g = 0; g < group; ++g) kt.quantize_act(q + g * hd, s.q + layout.head_bytes * static_cast<size_t>(g), hd);
   const size_t head_off = layout.head_bytes * static_cast<size_t>(kv_head);
-  kt.gemm(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, layout.head_bytes, s.scores, s.stride);
+  if (tier < IsaTier::kAvx512 ||
+      !kernels_internal::attention_kq_q8_0_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q,
+                                                   layout.head_bytes, s.scores, s.stride)) {
+    kt.gemm(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, layout.head_bytes, s.scores, s.stride);
+  }
   for (int64_t g = 0; g < group; ++g) {
     float* sc = s.scores + g * s.stride;
     for (int64_t j = 0; j < n_kv; ++j) sc[j] *= scale;

@@ -41,6 +41,12 @@ bool attention_kq_f16_avx512(int64_t hd, int64_t n_rows, int64_t n_heads, const 
                               const float* q, float* scores, int64_t s_stride, bool tiny);
 void attention_kqv_f16_avx512(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_row_bytes,
                               const float* p, int64_t p_stride, float* out, float* state, bool tiny);
+// Grouped attention KQ over a q8_0 cache (x86_avx512/attention_q8_0_avx512.cpp), bit-identical
+// to the Q8_0 table's gemm of the same call: scores[g * s_stride + j] = dot(K row j, q8_0 query
+// row g at q + g * q_row_bytes) over n elements, j < n_rows, g < n_heads. Returns false (nothing
+// written) unless n % 32 == 0 and n <= 256.
+bool attention_kq_q8_0_avx512(int64_t n, int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes,
+                              const uint8_t* q, size_t q_row_bytes, float* scores, int64_t s_stride);
 void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
                                int64_t w_stride, int64_t n_w, float* out);
 

@@ -102,48 +102,47 @@ void round_fp16_row_avx512(const float* x, float* y, int64_t n) {
 
 namespace {
 
-// NB blocks (32 elements each) of every row, for NG weight vectors: 2 * NB * NG accumulators.
-template <int NB, int NG>
-void q8_0_rows_tile(const uint8_t* rows, size_t row_stride, int64_t n_rows, const float* w, int64_t w_stride,
-                    float* out, int64_t out_stride) {
-  __m512 acc[NG][2 * NB];
+constexpr int kRowHeads = 8;       // weight vectors per pass: 16 accumulators
+constexpr int64_t kRowChunk = 128;  // rows per chunk: their 34-byte blocks stay in L1 across passes
+
+// One 32-element block column of rows [j0, j1) for NG weight vectors, continuing the sums in
+// out (parked there between chunks: the same FMAs in the same order as one long loop).
+template <int NG>
+void q8_0_rows_block(const uint8_t* rows, size_t row_stride, int64_t j0, int64_t j1, bool first, const float* w,
+                     int64_t w_stride, float* out, int64_t out_stride) {
+  __m512 acc[NG][2];
   for (int g = 0; g < NG; ++g) {
-    for (int c = 0; c < 2 * NB; ++c) acc[g][c] = _mm512_setzero_ps();
+    for (int h = 0; h < 2; ++h) {
+      acc[g][h] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(out + g * out_stride + 16 * h);
+    }
   }
-  for (int64_t j = 0; j < n_rows; ++j) {
-    const uint8_t* row = rows + row_stride * static_cast<size_t>(j);
-    __m512 v[2 * NB];
-    for (int b = 0; b < NB; ++b) {
-      const uint8_t* blk = row + 34 * b;
-      uint16_t dh;
-      std::memcpy(&dh, blk, 2);
-      const __m512 d = _mm512_set1_ps(fp16_to_fp32(dh));
-      for (int h = 0; h < 2; ++h) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + 16 * h));
-        v[2 * b + h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
-      }
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* blk = rows + row_stride * static_cast<size_t>(j);
+    uint16_t dh;
+    std::memcpy(&dh, blk, 2);
+    const __m512 d = _mm512_set1_ps(fp16_to_fp32(dh));
+    __m512 v[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + 16 * h));
+      v[h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
     }
     for (int g = 0; g < NG; ++g) {
       const __m512 wj = _mm512_set1_ps(w[g * w_stride + j]);
-      for (int c = 0; c < 2 * NB; ++c) acc[g][c] = _mm512_fmadd_ps(wj, v[c], acc[g][c]);
+      for (int h = 0; h < 2; ++h) acc[g][h] = _mm512_fmadd_ps(wj, v[h], acc[g][h]);
     }
   }
   for (int g = 0; g < NG; ++g) {
-    for (int c = 0; c < 2 * NB; ++c) _mm512_storeu_ps(out + g * out_stride + 16 * c, acc[g][c]);
+    for (int h = 0; h < 2; ++h) _mm512_storeu_ps(out + g * out_stride + 16 * h, acc[g][h]);
   }
 }
 
-template <int NB>
-void q8_0_rows_chunk(const uint8_t* rows, size_t row_stride, int64_t n_rows, const float* w, int64_t w_stride,
-                     int64_t n_w, float* out, int64_t out_stride) {
-  for (int64_t g0 = 0; g0 < n_w; g0 += 4) {
-    const float* wg = w + g0 * w_stride;
-    float* og = out + g0 * out_stride;
-    switch (n_w - g0 < 4 ? n_w - g0 : 4) {
-      case 1: q8_0_rows_tile<NB, 1>(rows, row_stride, n_rows, wg, w_stride, og, out_stride); break;
-      case 2: q8_0_rows_tile<NB, 2>(rows, row_stride, n_rows, wg, w_stride, og, out_stride); break;
-      case 3: q8_0_rows_tile<NB, 3>(rows, row_stride, n_rows, wg, w_stride, og, out_stride); break;
-      default: q8_0_rows_tile<NB, 4>(rows, row_stride, n_rows, wg, w_stride, og, out_stride); break;
+template <int NG>
+void q8_0_rows_heads(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
+                     int64_t w_stride, float* out) {
+  for (int64_t j0 = 0; j0 < n_rows; j0 += kRowChunk) {
+    const int64_t j1 = j0 + kRowChunk < n_rows ? j0 + kRowChunk : n_rows;
+    for (int64_t d0 = 0; d0 < n; d0 += 32) {
+      q8_0_rows_block<NG>(rows + 34 * (d0 / 32), row_stride, j0, j1, j0 == 0, w, w_stride, out + d0, n);
     }
   }
 }
@@ -152,11 +151,27 @@ void q8_0_rows_chunk(const uint8_t* rows, size_t row_stride, int64_t n_rows, con
 
 void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
                                int64_t w_stride, int64_t n_w, float* out) {
-  // Column chunks of 64 elements (two blocks), then one block for an odd count: each lane's
-  // sum runs over j in order with one FMA per term, as in the scalar twin.
-  int64_t d0 = 0;
-  for (; d0 + 64 <= n; d0 += 64) q8_0_rows_chunk<2>(rows + 34 * (d0 / 32), row_stride, n_rows, w, w_stride, n_w, out + d0, n);
-  if (d0 < n) q8_0_rows_chunk<1>(rows + 34 * (d0 / 32), row_stride, n_rows, w, w_stride, n_w, out + d0, n);
+  // Each lane's sum runs over j in order with one FMA per term, as in the scalar twin. Up to
+  // eight weight vectors share each decoded block; rows go in chunks so that a head's blocks are
+  // read from memory once however many block columns and passes there are.
+  if (n_rows <= 0) {
+    for (int64_t i = 0; i < n_w * n; ++i) out[i] = 0.0f;
+    return;
+  }
+  for (int64_t g0 = 0; g0 < n_w; g0 += kRowHeads) {
+    const float* wg = w + g0 * w_stride;
+    float* og = out + g0 * n;
+    switch (n_w - g0 < kRowHeads ? n_w - g0 : kRowHeads) {
+      case 1: q8_0_rows_heads<1>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
+      case 2: q8_0_rows_heads<2>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
+      case 3: q8_0_rows_heads<3>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
+      case 4: q8_0_rows_heads<4>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
+      case 5: q8_0_rows_heads<5>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
+      case 6: q8_0_rows_heads<6>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
+      case 7: q8_0_rows_heads<7>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
+      default: q8_0_rows_heads<8>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
+    }
+  }
 }
 
 }  // namespace sniper::kernels_internal
