@@ -6,6 +6,7 @@
 // timing (best of several passes). Cached values are random; the figure is about bytes and
 // instructions, not values.
 // Usage: attention_bench [ctx=128,4096] [types=f16,q8_0] [layers=48] [kv_heads=4] [group=8] [head_dim=128]
+//                        [layout=heads|positions]  (heads: each kv head's keys contiguous, as kv/kv_cache.h)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -46,23 +47,26 @@ struct Layer {
 // One layer's cache of n_ctx cells filled with random values in the layout's format.
 Layer make_layer(const AttentionLayout& layout, int64_t n_kv_heads, std::mt19937& rng) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  const int64_t width = n_kv_heads * layout.head_dim;
+  const int64_t hd = layout.head_dim;
   Layer l;
-  l.k.resize(layout.row_bytes * static_cast<size_t>(layout.n_ctx));
+  l.k.resize(layout.head_bytes * static_cast<size_t>(n_kv_heads * layout.n_ctx));
   l.v.resize(l.k.size());
-  std::vector<float> row(static_cast<size_t>(width));
+  std::vector<float> row(static_cast<size_t>(hd));
   for (int64_t p = 0; p < layout.n_ctx; ++p) {
-    for (int kv = 0; kv < 2; ++kv) {
-      for (float& x : row) x = dist(rng);
-      uint8_t* dst = (kv == 0 ? l.k : l.v).data() + layout.row_bytes * static_cast<size_t>(p);
-      if (layout.kv_type == GgmlType::kQ8_0) {
-        quantize_row_q8_0_ref(row.data(), reinterpret_cast<BlockQ8_0*>(dst), width);
-      } else if (kv == 0 || !layout.v_transposed) {
-        auto* h = reinterpret_cast<fp16_t*>(dst);
-        for (int64_t i = 0; i < width; ++i) h[i] = fp32_to_fp16(row[static_cast<size_t>(i)]);
-      } else {  // V^T: [kv_head * head_dim + d][n_ctx]
-        auto* vt = reinterpret_cast<fp16_t*>(l.v.data());
-        for (int64_t i = 0; i < width; ++i) vt[i * layout.n_ctx + p] = fp32_to_fp16(row[static_cast<size_t>(i)]);
+    for (int64_t h = 0; h < n_kv_heads; ++h) {
+      const size_t at = layout.row_bytes * static_cast<size_t>(p) + layout.head_stride * static_cast<size_t>(h);
+      for (int kv = 0; kv < 2; ++kv) {
+        for (float& x : row) x = dist(rng);
+        uint8_t* dst = (kv == 0 ? l.k : l.v).data() + at;
+        if (layout.kv_type == GgmlType::kQ8_0) {
+          quantize_row_q8_0_ref(row.data(), reinterpret_cast<BlockQ8_0*>(dst), hd);
+        } else if (kv == 0) {
+          auto* k = reinterpret_cast<fp16_t*>(dst);
+          for (int64_t i = 0; i < hd; ++i) k[i] = fp32_to_fp16(row[static_cast<size_t>(i)]);
+        } else {  // V^T: [kv_head * head_dim + d][n_ctx]
+          auto* vt = reinterpret_cast<fp16_t*>(l.v.data());
+          for (int64_t i = 0; i < hd; ++i) vt[(h * hd + i) * layout.n_ctx + p] = fp32_to_fp16(row[static_cast<size_t>(i)]);
+        }
       }
     }
   }
@@ -76,15 +80,21 @@ int run(int argc, char** argv) {
   const int64_t n_kv_heads = argc > 4 ? std::atoll(argv[4]) : 4;
   const int64_t group = argc > 5 ? std::atoll(argv[5]) : 8;
   const int64_t hd = argc > 6 ? std::atoll(argv[6]) : 128;
+  const std::string layout_arg = argc > 7 ? argv[7] : "heads";
+  if (layout_arg != "heads" && layout_arg != "positions") {
+    std::fprintf(stderr, "attention_bench: layout is '%s' but must be heads or positions\n", layout_arg.c_str());
+    return 2;
+  }
+  const bool by_head = layout_arg == "heads";
   if (n_layers < 1 || n_kv_heads < 1 || group < 1 || hd < 32 || hd % 32 != 0) {
     std::fprintf(stderr, "attention_bench: bad shape (layers %lld, kv heads %lld, group %lld, head_dim %lld)\n",
                  static_cast<long long>(n_layers), static_cast<long long>(n_kv_heads),
                  static_cast<long long>(group), static_cast<long long>(hd));
     return 2;
   }
-  std::printf("attention_bench: %lld layers, %lld kv heads x %lld query heads, head_dim %lld, 1 thread, tier %s\n",
-              static_cast<long long>(n_layers), static_cast<long long>(n_kv_heads), static_cast<long long>(group),
-              static_cast<long long>(hd), isa_tier_name(selected_tier()));
+  std::printf("attention_bench: %lld layers, %lld kv heads x %lld query heads, head_dim %lld, K by %s, 1 thread, "
+              "tier %s\n", static_cast<long long>(n_layers), static_cast<long long>(n_kv_heads),
+              static_cast<long long>(group), static_cast<long long>(hd), layout_arg.c_str(), isa_tier_name(selected_tier()));
   std::printf("%-6s %6s %12s %10s\n", "kv", "ctx", "ms/token", "KV GB/s");
   for (const std::string& type_name : split(types_arg)) {
     if (type_name != "f16" && type_name != "q8_0") {
@@ -103,7 +113,8 @@ int run(int argc, char** argv) {
       layout.n_ctx = (n_kv + 255) / 256 * 256;
       layout.head_bytes = layout.kv_type == GgmlType::kF16 ? sizeof(fp16_t) * static_cast<size_t>(hd)
                                                            : sizeof(BlockQ8_0) * static_cast<size_t>(hd / 32);
-      layout.row_bytes = layout.head_bytes * static_cast<size_t>(n_kv_heads);
+      layout.row_bytes = by_head ? layout.head_bytes : layout.head_bytes * static_cast<size_t>(n_kv_heads);
+      layout.head_stride = by_head ? layout.head_bytes * static_cast<size_t>(layout.n_ctx) : layout.head_bytes;
       layout.v_transposed = layout.kv_type == GgmlType::kF16;
       std::mt19937 rng(7);
       std::vector<Layer> layers;

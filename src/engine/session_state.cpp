@@ -71,28 +71,12 @@ SessionState capture_session_state(const Session& session, uint64_t fingerprint)
   s.n_kv_heads = c.n_kv_heads;
   s.head_dim = c.head_dim;
   s.n_ctx = kv.n_ctx();
-  s.row_bytes = kv.layout().row_bytes;
+  s.row_bytes = kv.position_bytes();
   s.tokens = session.history();
-  const size_t n = s.tokens.size();
+  const int64_t n = s.n_tokens();
   const size_t part = layer_part_bytes(s);
   s.kv.resize(2 * part * static_cast<size_t>(s.n_layers));
-  uint8_t* out = s.kv.data();
-  for (int64_t l = 0; l < s.n_layers; ++l) {
-    std::memcpy(out, kv.k_rows(l), part);  // K: [n_ctx][row_bytes], live rows first
-    out += part;
-    if (!kv.layout().v_transposed) {
-      std::memcpy(out, kv.v_rows(l), part);
-      out += part;
-      continue;
-    }
-    // f16 V is [n_kv_heads * head_dim][n_ctx]: keep columns [0, n) of every row.
-    const size_t n_rows = static_cast<size_t>(s.n_kv_heads * s.head_dim);
-    const uint8_t* v = kv.v_rows(l);
-    for (size_t r = 0; r < n_rows; ++r) {
-      std::memcpy(out, v + r * static_cast<size_t>(kv.n_ctx()) * 2, n * 2);
-      out += n * 2;
-    }
-  }
+  for (int64_t l = 0; l < s.n_layers; ++l) kv.save_layer(l, n, s.kv.data() + 2 * part * static_cast<size_t>(l));
   return s;
 }
 
@@ -108,7 +92,7 @@ Status check_compatible(const SessionState& s, const Session& session, uint64_t 
                       kv_type_name(kv.type()));
   }
   if (s.n_layers != kv.n_layers() || s.n_kv_heads != c.n_kv_heads || s.head_dim != c.head_dim ||
-      s.row_bytes != kv.layout().row_bytes) {
+      s.row_bytes != kv.position_bytes()) {
     return make_error("the saved context's KV shape (layers %ld, kv heads %ld, head_dim %ld) differs from the model's "
                       "(%ld, %ld, %ld)", static_cast<long>(s.n_layers), static_cast<long>(s.n_kv_heads),
                       static_cast<long>(s.head_dim), static_cast<long>(kv.n_layers()), static_cast<long>(c.n_kv_heads),
@@ -126,26 +110,10 @@ Status check_compatible(const SessionState& s, const Session& session, uint64_t 
 
 void restore_session_state(const SessionState& s, Session& session) {
   KvCache& kv = session.kv_mut();
-  CHECK(s.row_bytes == kv.layout().row_bytes && s.n_layers == kv.n_layers() && s.n_tokens() <= kv.n_ctx(),
+  CHECK(s.row_bytes == kv.position_bytes() && s.n_layers == kv.n_layers() && s.n_tokens() <= kv.n_ctx(),
         "restore_session_state without check_compatible");
-  const size_t n = s.tokens.size();
   const size_t part = layer_part_bytes(s);
-  const uint8_t* in = s.kv.data();
-  for (int64_t l = 0; l < s.n_layers; ++l) {
-    std::memcpy(kv.k_rows_mut(l), in, part);
-    in += part;
-    if (!kv.layout().v_transposed) {
-      std::memcpy(kv.v_rows_mut(l), in, part);
-      in += part;
-      continue;
-    }
-    const size_t n_rows = static_cast<size_t>(s.n_kv_heads * s.head_dim);
-    uint8_t* v = kv.v_rows_mut(l);
-    for (size_t r = 0; r < n_rows; ++r) {
-      std::memcpy(v + r * static_cast<size_t>(kv.n_ctx()) * 2, in, n * 2);
-      in += n * 2;
-    }
-  }
+  for (int64_t l = 0; l < s.n_layers; ++l) kv.load_layer(l, s.n_tokens(), s.kv.data() + 2 * part * static_cast<size_t>(l));
   session.set_history(s.tokens);
 }
 

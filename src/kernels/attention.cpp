@@ -68,7 +68,7 @@ void attend_group_q8_0(const AttentionLayout& layout, const float* q, const uint
   const KernelTable& kt = *find_kernels(GgmlType::kQ8_0, tier);
   const RowOps& ops = find_row_ops(tier);
   for (int64_t g = 0; g < group; ++g) kt.quantize_act(q + g * hd, s.q + layout.head_bytes * static_cast<size_t>(g), hd);
-  const size_t head_off = layout.head_bytes * static_cast<size_t>(kv_head);
+  const size_t head_off = layout.head_stride * static_cast<size_t>(kv_head);
   if (tier < IsaTier::kAvx512 ||
       !kernels_internal::attention_kq_q8_0_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q,
                                                    layout.head_bytes, s.scores, s.stride)) {
@@ -128,7 +128,7 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
   }
 
   // KQ: one output per cached position and head (mul_mat(k, q): m = n_kv_padded, k = head_dim).
-  const size_t head_off = layout.head_bytes * static_cast<size_t>(kv_head);
+  const size_t head_off = layout.head_stride * static_cast<size_t>(kv_head);
   const bool kq_tiny = batch.batched && hd % 16 == 0 && n_full % 4 == 0;
   const bool avx512 = tier >= IsaTier::kAvx512;
   if (!avx512 || !kernels_internal::attention_kq_f16_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes,

@@ -13,6 +13,10 @@
 //     head_dim % 4 == 0), vec_dot order otherwise.
 // For a q8_0 cache (not a reference configuration) K is q8_0 and V is stored in rows; the V
 // product accumulates rows in position order (kernels/ops.h q8_0_weighted_rows).
+// K (and row-layout V) of kv head h, position j is at h * head_stride + j * row_bytes: a cache
+// may interleave the heads per position (row_bytes = n_kv_heads * head_bytes, head_stride =
+// head_bytes) or keep each head's positions contiguous (row_bytes = head_bytes), which is what
+// kv/kv_cache.h does: a head's keys are then one sequential stream.
 // Thread-compatible (scratch is per call).
 #pragma once
 
@@ -28,8 +32,9 @@ struct AttentionLayout {
   GgmlType kv_type = GgmlType::kF16;  // kF16 or kQ8_0
   int64_t head_dim = 0;
   int64_t n_ctx = 0;      // cache cells per layer
-  size_t row_bytes = 0;   // K (and row-layout V) bytes per cached position (all kv heads)
-  size_t head_bytes = 0;  // bytes per kv head within a K row
+  size_t head_bytes = 0;   // one kv head's K (and row-layout V) at one position
+  size_t row_bytes = 0;    // from one cached position to the next within a kv head
+  size_t head_stride = 0;  // from one kv head's K (and row-layout V) to the next kv head's
   bool v_transposed = false;  // f16 caches: V is [n_kv_heads][head_dim][n_ctx] per layer
 };
 

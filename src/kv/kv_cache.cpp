@@ -45,13 +45,14 @@ Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx
   kv->layout_.kv_type = ggml_type_of(type);
   kv->layout_.head_dim = head_dim;
   kv->layout_.head_bytes = row_bytes(kv->layout_.kv_type, head_dim);
-  kv->layout_.row_bytes = kv->layout_.head_bytes * static_cast<size_t>(n_kv_heads);
+  kv->layout_.row_bytes = kv->layout_.head_bytes;
+  kv->layout_.head_stride = kv->layout_.head_bytes * static_cast<size_t>(n_ctx);
   kv->layout_.n_ctx = n_ctx;
   kv->layout_.v_transposed = type == KvType::kF16;
-  kv->layer_bytes_ = kv->layout_.row_bytes * static_cast<size_t>(n_ctx);
+  kv->layer_bytes_ = kv->layout_.head_stride * static_cast<size_t>(n_kv_heads);
   const size_t total = kv->layer_bytes_ * static_cast<size_t>(n_layers);
-  // Huge pages: attention walks a head's slice of every cached row, thousands of 4 KiB pages
-  // per layer otherwise. Touched now so that decode never faults (the memory plan counts it).
+  // Huge pages: attention walks every head's keys and V^T rows, thousands of 4 KiB pages per
+  // layer otherwise. Touched now so that decode never faults (the memory plan counts it).
   kv->k_ = map_pages(total);
   kv->v_ = map_pages(total);
   if (kv->k_ == nullptr || kv->v_ == nullptr) {
@@ -70,18 +71,68 @@ KvCache::~KvCache() {
 void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float* v) {
   DCHECK(layer_idx >= 0 && layer_idx < n_layers_ && pos >= 0 && pos < n_ctx_);
   const KernelTable& kt = get_kernels(layout_.kv_type);
-  const size_t off = layer_bytes_ * static_cast<size_t>(layer_idx) + layout_.row_bytes * static_cast<size_t>(pos);
-  const int64_t n = n_kv_heads_ * layout_.head_dim;
-  // from_float of the cache type (f16 or q8_0), block-wise per head.
-  kt.quantize_act(k, k_ + off, n);
-  if (!layout_.v_transposed) {
-    kt.quantize_act(v, v_ + off, n);
-    return;
+  const int64_t hd = layout_.head_dim;
+  const size_t layer = layer_bytes_ * static_cast<size_t>(layer_idx);
+  // from_float of the cache type (f16, or q8_0 whose blocks never straddle heads), per head.
+  for (int64_t h = 0; h < n_kv_heads_; ++h) {
+    const size_t off = layer + layout_.head_stride * static_cast<size_t>(h) + layout_.row_bytes * static_cast<size_t>(pos);
+    kt.quantize_act(k + h * hd, k_ + off, hd);
+    if (!layout_.v_transposed) kt.quantize_act(v + h * hd, v_ + off, hd);
   }
+  if (!layout_.v_transposed) return;
   // f16 V is stored transposed, [n_kv_heads * head_dim][n_ctx] per layer (llama.cpp's layout
   // without flash attention): element (pos, i) lives at row i, column pos.
-  auto* vt = reinterpret_cast<fp16_t*>(v_ + layer_bytes_ * static_cast<size_t>(layer_idx));
-  for (int64_t i = 0; i < n; ++i) vt[i * n_ctx_ + pos] = fp32_to_fp16(v[i]);
+  auto* vt = reinterpret_cast<fp16_t*>(v_ + layer);
+  for (int64_t i = 0; i < n_kv_heads_ * hd; ++i) vt[i * n_ctx_ + pos] = fp32_to_fp16(v[i]);
+}
+
+void KvCache::save_layer(int64_t layer_idx, int64_t n, uint8_t* out) const {
+  DCHECK(layer_idx >= 0 && layer_idx < n_layers_ && n >= 0 && n <= n_ctx_);
+  const size_t hb = layout_.head_bytes;
+  const size_t pb = position_bytes();
+  const uint8_t* k = k_rows(layer_idx);
+  const uint8_t* v = v_rows(layer_idx);
+  uint8_t* v_out = out + pb * static_cast<size_t>(n);
+  for (int64_t h = 0; h < n_kv_heads_; ++h) {
+    const size_t head = layout_.head_stride * static_cast<size_t>(h);
+    for (int64_t p = 0; p < n; ++p) {
+      const size_t from = head + layout_.row_bytes * static_cast<size_t>(p);
+      const size_t to = pb * static_cast<size_t>(p) + hb * static_cast<size_t>(h);
+      std::memcpy(out + to, k + from, hb);
+      if (!layout_.v_transposed) std::memcpy(v_out + to, v + from, hb);
+    }
+  }
+  if (!layout_.v_transposed) return;
+  // V^T: columns [0, n) of every row.
+  const size_t n_rows = static_cast<size_t>(n_kv_heads_ * layout_.head_dim);
+  for (size_t r = 0; r < n_rows; ++r) {
+    std::memcpy(v_out + r * sizeof(fp16_t) * static_cast<size_t>(n), v + r * sizeof(fp16_t) * static_cast<size_t>(n_ctx_),
+                sizeof(fp16_t) * static_cast<size_t>(n));
+  }
+}
+
+void KvCache::load_layer(int64_t layer_idx, int64_t n, const uint8_t* in) {
+  DCHECK(layer_idx >= 0 && layer_idx < n_layers_ && n >= 0 && n <= n_ctx_);
+  const size_t hb = layout_.head_bytes;
+  const size_t pb = position_bytes();
+  uint8_t* k = k_ + layer_bytes_ * static_cast<size_t>(layer_idx);
+  uint8_t* v = v_ + layer_bytes_ * static_cast<size_t>(layer_idx);
+  const uint8_t* v_in = in + pb * static_cast<size_t>(n);
+  for (int64_t h = 0; h < n_kv_heads_; ++h) {
+    const size_t head = layout_.head_stride * static_cast<size_t>(h);
+    for (int64_t p = 0; p < n; ++p) {
+      const size_t to = head + layout_.row_bytes * static_cast<size_t>(p);
+      const size_t from = pb * static_cast<size_t>(p) + hb * static_cast<size_t>(h);
+      std::memcpy(k + to, in + from, hb);
+      if (!layout_.v_transposed) std::memcpy(v + to, v_in + from, hb);
+    }
+  }
+  if (!layout_.v_transposed) return;
+  const size_t n_rows = static_cast<size_t>(n_kv_heads_ * layout_.head_dim);
+  for (size_t r = 0; r < n_rows; ++r) {
+    std::memcpy(v + r * sizeof(fp16_t) * static_cast<size_t>(n_ctx_), v_in + r * sizeof(fp16_t) * static_cast<size_t>(n),
+                sizeof(fp16_t) * static_cast<size_t>(n));
+  }
 }
 
 }  // namespace sniper

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // KvCache: per-layer K and V rows for positions [0, n_ctx), stored as f16 (default, what the
 // reference engine uses) or q8_0 (half the bytes; head_dim must be a multiple of 32).
-// Layout per layer: K is [n_ctx][n_kv_heads][head_dim]; V is the same for q8_0 and transposed,
-// [n_kv_heads][head_dim][n_ctx], for f16 (llama.cpp's non-flash-attention layout, which
-// kernels/attention.h reads; see AttentionLayout::v_transposed). All memory is allocated in
-// the constructor; nothing allocates per token. Thread-compatible; distinct rows may be
-// written concurrently.
+// Layout per layer: K is [n_kv_heads][n_ctx][head_dim] (each kv head's keys contiguous, so
+// attention streams them sequentially; see AttentionLayout); V is the same for q8_0 and
+// transposed, [n_kv_heads][head_dim][n_ctx], for f16 (llama.cpp's non-flash-attention layout,
+// which kernels/attention.h reads; see AttentionLayout::v_transposed). Saved contexts use a
+// layout-independent order (save_layer / load_layer). All memory is allocated in the
+// constructor; nothing allocates per token. Thread-compatible; distinct positions may be written
+// concurrently.
 #pragma once
 
 #include <cstddef>
@@ -38,11 +40,18 @@ class KvCache {
   // Converts and stores k, v ([n_kv_heads * head_dim] f32) at (layer_idx, pos).
   void store(int64_t layer_idx, int64_t pos, const float* k, const float* v);
 
+  // One layer's K and V in the layout() form (what attend_group reads).
   const uint8_t* k_rows(int64_t layer_idx) const { return k_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
   const uint8_t* v_rows(int64_t layer_idx) const { return v_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
-  uint8_t* k_rows_mut(int64_t layer_idx) { return k_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
-  uint8_t* v_rows_mut(int64_t layer_idx) { return v_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
   const AttentionLayout& layout() const { return layout_; }
+
+  // K bytes of one position across all kv heads (also V's, either type).
+  size_t position_bytes() const { return layout_.head_bytes * static_cast<size_t>(n_kv_heads_); }
+  // Positions [0, n) of one layer in the order saved contexts use, whatever the in-memory
+  // layout: K as [n][n_kv_heads][head], then V the same (q8_0) or [n_kv_heads * head_dim][n]
+  // (f16, transposed); 2 * n * position_bytes() bytes. load_layer is the inverse.
+  void save_layer(int64_t layer_idx, int64_t n, uint8_t* out) const;
+  void load_layer(int64_t layer_idx, int64_t n, const uint8_t* in);
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_layers() const { return n_layers_; }
   KvType type() const { return type_; }

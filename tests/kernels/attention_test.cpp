@@ -33,8 +33,9 @@ struct Cache {
   std::vector<float> k_f32, v_f32;  // the cached values decoded, [pos][kv_head][d]
 };
 
-// A cache of n_ctx positions, all filled with random values.
-Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, uint32_t seed) {
+// A cache of n_ctx positions, all filled with random values. by_head: each kv head's positions
+// contiguous (kv/kv_cache.h's layout), else each position's heads contiguous.
+Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, uint32_t seed, bool by_head) {
   Cache c;
   c.n_kv_heads = n_kv_heads;
   c.layout.kv_type = type;
@@ -42,7 +43,12 @@ Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, u
   c.layout.n_ctx = n_ctx;
   c.layout.head_bytes = type == GgmlType::kF16 ? sizeof(fp16_t) * static_cast<size_t>(hd)
                                                 : sizeof(BlockQ8_0) * static_cast<size_t>(hd / 32);
-  c.layout.row_bytes = c.layout.head_bytes * static_cast<size_t>(n_kv_heads);
+  c.layout.row_bytes = by_head ? c.layout.head_bytes : c.layout.head_bytes * static_cast<size_t>(n_kv_heads);
+  c.layout.head_stride = by_head ? c.layout.head_bytes * static_cast<size_t>(n_ctx) : c.layout.head_bytes;
+  // Byte offset of (position p, kv head h) in K and row-layout V.
+  const auto at_k = [&c](int64_t p, int64_t h) {
+    return c.layout.row_bytes * static_cast<size_t>(p) + c.layout.head_stride * static_cast<size_t>(h);
+  };
   c.layout.v_transposed = type == GgmlType::kF16;
   const int64_t width = n_kv_heads * hd;
   std::mt19937 rng(seed);
@@ -50,31 +56,32 @@ Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, u
   std::vector<float> k(static_cast<size_t>(width * n_ctx)), v(k.size());
   for (float& x : k) x = dist(rng);
   for (float& x : v) x = dist(rng);
-  c.k.resize(c.layout.row_bytes * static_cast<size_t>(n_ctx));
+  c.k.resize(c.layout.head_bytes * static_cast<size_t>(n_kv_heads * n_ctx));
   c.v.resize(c.k.size());
   c.k_f32.resize(k.size());
   c.v_f32.resize(v.size());
-  if (type == GgmlType::kF16) {
-    auto* kh = reinterpret_cast<fp16_t*>(c.k.data());
-    auto* vt = reinterpret_cast<fp16_t*>(c.v.data());
-    for (int64_t p = 0; p < n_ctx; ++p) {
-      for (int64_t i = 0; i < width; ++i) {
-        const size_t at = static_cast<size_t>(p * width + i);
-        kh[at] = fp32_to_fp16(k[at]);
-        vt[static_cast<size_t>(i * n_ctx + p)] = fp32_to_fp16(v[at]);
-        c.k_f32[at] = fp16_to_fp32(kh[at]);
-        c.v_f32[at] = fp16_to_fp32(vt[static_cast<size_t>(i * n_ctx + p)]);
+  for (int64_t p = 0; p < n_ctx; ++p) {
+    for (int64_t h = 0; h < n_kv_heads; ++h) {
+      const size_t at = static_cast<size_t>(p * width + h * hd);
+      uint8_t* kd = c.k.data() + at_k(p, h);
+      if (type == GgmlType::kF16) {
+        auto* kh = reinterpret_cast<fp16_t*>(kd);
+        auto* vt = reinterpret_cast<fp16_t*>(c.v.data());
+        for (int64_t i = 0; i < hd; ++i) {
+          const size_t row = static_cast<size_t>((h * hd + i) * n_ctx + p);  // V^T
+          kh[i] = fp32_to_fp16(k[at + static_cast<size_t>(i)]);
+          vt[row] = fp32_to_fp16(v[at + static_cast<size_t>(i)]);
+          c.k_f32[at + static_cast<size_t>(i)] = fp16_to_fp32(kh[i]);
+          c.v_f32[at + static_cast<size_t>(i)] = fp16_to_fp32(vt[row]);
+        }
+      } else {
+        auto* kb = reinterpret_cast<BlockQ8_0*>(kd);
+        auto* vb = reinterpret_cast<BlockQ8_0*>(c.v.data() + at_k(p, h));
+        quantize_row_q8_0_ref(k.data() + at, kb, hd);
+        quantize_row_q8_0_ref(v.data() + at, vb, hd);
+        dequantize_row_q8_0_ref(kb, c.k_f32.data() + at, hd);
+        dequantize_row_q8_0_ref(vb, c.v_f32.data() + at, hd);
       }
-    }
-  } else {
-    for (int64_t p = 0; p < n_ctx; ++p) {
-      const size_t at = static_cast<size_t>(p * width);
-      auto* kb = reinterpret_cast<BlockQ8_0*>(c.k.data() + c.layout.row_bytes * static_cast<size_t>(p));
-      auto* vb = reinterpret_cast<BlockQ8_0*>(c.v.data() + c.layout.row_bytes * static_cast<size_t>(p));
-      quantize_row_q8_0_ref(k.data() + at, kb, width);
-      quantize_row_q8_0_ref(v.data() + at, vb, width);
-      dequantize_row_q8_0_ref(kb, c.k_f32.data() + at, width);
-      dequantize_row_q8_0_ref(vb, c.v_f32.data() + at, width);
     }
   }
   return c;
@@ -129,7 +136,10 @@ std::vector<double> naive(const Cache& c, const float* q, int64_t kv_head, int64
 
 void check_all(GgmlType type, int64_t hd, int64_t n_kv_heads, int64_t group, int64_t n_ctx,
                std::initializer_list<int64_t> positions, std::initializer_list<int64_t> n_toks) {
-  const Cache c = make_cache(type, n_kv_heads, hd, n_ctx, 7);
+  // The same values in both layouts: every result must be the same bits in either.
+  const Cache c = make_cache(type, n_kv_heads, hd, n_ctx, 7, /*by_head=*/false);
+  const Cache c_heads = make_cache(type, n_kv_heads, hd, n_ctx, 7, /*by_head=*/true);
+  ASSERT_EQ(c.k_f32, c_heads.k_f32);
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 2.0f);
   for (int64_t n_tok : n_toks) {
@@ -155,10 +165,13 @@ void check_all(GgmlType type, int64_t hd, int64_t n_kv_heads, int64_t group, int
         }
         for (IsaTier tier : kAllTiers) {
           if (!host_has(tier)) continue;
-          const std::vector<float> got = run(c, batch, q, kvh, group, n_kv, tier);
-          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * want.size()))
-              << "type " << type_name(type) << " tier " << isa_tier_name(tier) << " hd " << hd << " group " << group
-              << " n_kv " << n_kv << " n_tok " << n_tok << " kv head " << kvh;
+          for (const Cache* cc : {&c, &c_heads}) {
+            const std::vector<float> got = run(*cc, batch, q, kvh, group, n_kv, tier);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * want.size()))
+                << "type " << type_name(type) << " tier " << isa_tier_name(tier) << " hd " << hd << " group " << group
+                << " n_kv " << n_kv << " n_tok " << n_tok << " kv head " << kvh
+                << (cc == &c ? " (heads interleaved)" : " (heads contiguous)");
+          }
         }
       }
     }
