@@ -8,7 +8,6 @@
 // Usage: attention_bench [ctx=128,4096] [types=f16,q8_0] [layers=48] [kv_heads=4] [group=8] [head_dim=128]
 //                        [layout=heads|positions]  (heads: each kv head's keys contiguous, as kv/kv_cache.h)
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "base/fp16.h"
 #include "kernels/attention.h"
 #include "quant/q8_0.h"
@@ -24,21 +24,8 @@
 namespace sniper {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t end = s.find(',', start);
-    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
+using bench::now_s;
+using bench::split_list;
 
 struct Layer {
   std::vector<uint8_t> k, v;
@@ -96,12 +83,12 @@ int run(int argc, char** argv) {
               "tier %s\n", static_cast<long long>(n_layers), static_cast<long long>(n_kv_heads),
               static_cast<long long>(group), static_cast<long long>(hd), layout_arg.c_str(), isa_tier_name(selected_tier()));
   std::printf("%-6s %6s %12s %10s\n", "kv", "ctx", "ms/token", "KV GB/s");
-  for (const std::string& type_name : split(types_arg)) {
+  for (const std::string& type_name : split_list(types_arg)) {
     if (type_name != "f16" && type_name != "q8_0") {
       std::fprintf(stderr, "attention_bench: unknown KV type '%s' (f16 or q8_0)\n", type_name.c_str());
       return 2;
     }
-    for (const std::string& ctx_s : split(ctx_arg)) {
+    for (const std::string& ctx_s : split_list(ctx_arg)) {
       const int64_t n_kv = std::atoll(ctx_s.c_str());
       if (n_kv < 1) {
         std::fprintf(stderr, "attention_bench: bad context length '%s'\n", ctx_s.c_str());

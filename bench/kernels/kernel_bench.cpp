@@ -4,13 +4,13 @@
 // and ISA tier, next to a memcpy roofline. Plain wall-clock timing (best of several runs).
 // Usage: kernel_bench [n=4096] [rows=14336] [threads=1,2] [types=q4_0,q8_0,...] [tiers=ref,avx2,avx512]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "base/cpu_features.h"
 #include "base/thread_pool.h"
 #include "kernels/kernels.h"
@@ -21,9 +21,8 @@
 namespace sniper {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using bench::now_s;
+using bench::split_list;
 
 // Best time over `reps` runs of fn (after one warm-up run).
 template <class F>
@@ -38,17 +37,6 @@ double best_time(int reps, F&& fn) {
   return best;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t end = s.find(',', start);
-    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
 
 const GgmlTypeInfo* type_by_name(const std::string& name) {
   for (uint32_t i = 0; i < 64; ++i) {
@@ -81,7 +69,7 @@ int run(int argc, char** argv) {
   }
   std::printf("host tier %s, n=%lld rows=%lld\n", isa_tier_name(host_best_tier()), static_cast<long long>(n),
               static_cast<long long>(rows));
-  for (const std::string& tn : split(threads_arg)) {
+  for (const std::string& tn : split_list(threads_arg)) {
     const int n_threads = std::atoi(tn.c_str());
     ThreadPool pool(n_threads);
     // memcpy roofline: n_threads threads each copying its share of 256 MB.
@@ -112,7 +100,7 @@ int run(int argc, char** argv) {
     std::printf("threads=%d roofline: memcpy %.1f GB/s (read+write), read-only %.1f GB/s (checksum %llu)\n",
                 n_threads, 2.0 * copy_bytes / tc / 1e9, copy_bytes / tr / 1e9,
                 static_cast<unsigned long long>(sums[0]));
-    for (const std::string& type_name : split(types_arg)) {
+    for (const std::string& type_name : split_list(types_arg)) {
       const GgmlTypeInfo* info = type_by_name(type_name);
       if (info == nullptr || !is_supported_weight_type(info->type)) {
         std::printf("  %-7s unsupported\n", type_name.c_str());
@@ -130,7 +118,7 @@ int run(int argc, char** argv) {
       wt.row_bytes = rb;
       std::vector<float> y(static_cast<size_t>(rows * kPrefillTokens));
       ActBuffer buf;
-      for (const std::string& tier_name : split(tiers_arg)) {
+      for (const std::string& tier_name : split_list(tiers_arg)) {
         IsaTier tier = IsaTier::kRef;
         if (tier_name == "avx2") tier = IsaTier::kAvx2;
         if (tier_name == "avx512") tier = IsaTier::kAvx512;

@@ -86,53 +86,38 @@ void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float*
   for (int64_t i = 0; i < n_kv_heads_ * hd; ++i) vt[i * n_ctx_ + pos] = fp32_to_fp16(v[i]);
 }
 
-void KvCache::save_layer(int64_t layer_idx, int64_t n, uint8_t* out) const {
+template <class F>
+void KvCache::for_each_state_piece(int64_t layer_idx, int64_t n, F&& piece) const {
   DCHECK(layer_idx >= 0 && layer_idx < n_layers_ && n >= 0 && n <= n_ctx_);
+  const size_t layer = layer_bytes_ * static_cast<size_t>(layer_idx);
   const size_t hb = layout_.head_bytes;
   const size_t pb = position_bytes();
-  const uint8_t* k = k_rows(layer_idx);
-  const uint8_t* v = v_rows(layer_idx);
-  uint8_t* v_out = out + pb * static_cast<size_t>(n);
+  const size_t v_state = pb * static_cast<size_t>(n);  // V follows K in the saved order
   for (int64_t h = 0; h < n_kv_heads_; ++h) {
-    const size_t head = layout_.head_stride * static_cast<size_t>(h);
     for (int64_t p = 0; p < n; ++p) {
-      const size_t from = head + layout_.row_bytes * static_cast<size_t>(p);
-      const size_t to = pb * static_cast<size_t>(p) + hb * static_cast<size_t>(h);
-      std::memcpy(out + to, k + from, hb);
-      if (!layout_.v_transposed) std::memcpy(v_out + to, v + from, hb);
+      const size_t cache = layer + layout_.head_stride * static_cast<size_t>(h) + layout_.row_bytes * static_cast<size_t>(p);
+      const size_t state = pb * static_cast<size_t>(p) + hb * static_cast<size_t>(h);
+      piece(k_ + cache, state, hb);
+      if (!layout_.v_transposed) piece(v_ + cache, v_state + state, hb);
     }
   }
   if (!layout_.v_transposed) return;
   // V^T: columns [0, n) of every row.
   const size_t n_rows = static_cast<size_t>(n_kv_heads_ * layout_.head_dim);
-  for (size_t r = 0; r < n_rows; ++r) {
-    std::memcpy(v_out + r * sizeof(fp16_t) * static_cast<size_t>(n), v + r * sizeof(fp16_t) * static_cast<size_t>(n_ctx_),
-                sizeof(fp16_t) * static_cast<size_t>(n));
-  }
+  const size_t live = sizeof(fp16_t) * static_cast<size_t>(n);
+  for (size_t r = 0; r < n_rows; ++r) piece(v_ + layer + r * sizeof(fp16_t) * static_cast<size_t>(n_ctx_), v_state + r * live, live);
+}
+
+void KvCache::save_layer(int64_t layer_idx, int64_t n, uint8_t* out) const {
+  for_each_state_piece(layer_idx, n, [out](uint8_t* cache, size_t state, size_t bytes) {
+    std::memcpy(out + state, cache, bytes);
+  });
 }
 
 void KvCache::load_layer(int64_t layer_idx, int64_t n, const uint8_t* in) {
-  DCHECK(layer_idx >= 0 && layer_idx < n_layers_ && n >= 0 && n <= n_ctx_);
-  const size_t hb = layout_.head_bytes;
-  const size_t pb = position_bytes();
-  uint8_t* k = k_ + layer_bytes_ * static_cast<size_t>(layer_idx);
-  uint8_t* v = v_ + layer_bytes_ * static_cast<size_t>(layer_idx);
-  const uint8_t* v_in = in + pb * static_cast<size_t>(n);
-  for (int64_t h = 0; h < n_kv_heads_; ++h) {
-    const size_t head = layout_.head_stride * static_cast<size_t>(h);
-    for (int64_t p = 0; p < n; ++p) {
-      const size_t to = head + layout_.row_bytes * static_cast<size_t>(p);
-      const size_t from = pb * static_cast<size_t>(p) + hb * static_cast<size_t>(h);
-      std::memcpy(k + to, in + from, hb);
-      if (!layout_.v_transposed) std::memcpy(v + to, v_in + from, hb);
-    }
-  }
-  if (!layout_.v_transposed) return;
-  const size_t n_rows = static_cast<size_t>(n_kv_heads_ * layout_.head_dim);
-  for (size_t r = 0; r < n_rows; ++r) {
-    std::memcpy(v + r * sizeof(fp16_t) * static_cast<size_t>(n_ctx_), v_in + r * sizeof(fp16_t) * static_cast<size_t>(n),
-                sizeof(fp16_t) * static_cast<size_t>(n));
-  }
+  for_each_state_piece(layer_idx, n, [in](uint8_t* cache, size_t state, size_t bytes) {
+    std::memcpy(cache, in + state, bytes);
+  });
 }
 
 }  // namespace sniper

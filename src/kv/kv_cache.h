@@ -60,6 +60,10 @@ class KvCache {
 
  private:
   KvCache() = default;
+  // Calls piece(cache bytes, offset in the saved order, length) for every contiguous piece of
+  // layer_idx's positions [0, n) (save_layer and load_layer are this walk in two directions).
+  template <class F>
+  void for_each_state_piece(int64_t layer_idx, int64_t n, F&& piece) const;
   int64_t n_layers_ = 0;
   int64_t n_ctx_ = 0;
   int64_t n_kv_heads_ = 0;

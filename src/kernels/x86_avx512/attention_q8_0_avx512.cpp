@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "kernels/kernel_registry.h"
+#include "kernels/x86/count_dispatch.h"
 
 namespace sniper::kernels_internal {
 
@@ -130,16 +131,7 @@ bool attention_kq_q8_0_avx512(int64_t n, int64_t n_rows, int64_t n_heads, const 
     const int g = static_cast<int>(n_heads - g0 < kHeads ? n_heads - g0 : kHeads);
     fill_query_tile(q + q_row_bytes * static_cast<size_t>(g0), q_row_bytes, g, nb, qt);
     float* s = scores + s_stride * g0;
-    switch (g) {
-      case 1: kq_pass<1>(nb, n_rows, k, k_row_bytes, qt, s, s_stride); break;
-      case 2: kq_pass<2>(nb, n_rows, k, k_row_bytes, qt, s, s_stride); break;
-      case 3: kq_pass<3>(nb, n_rows, k, k_row_bytes, qt, s, s_stride); break;
-      case 4: kq_pass<4>(nb, n_rows, k, k_row_bytes, qt, s, s_stride); break;
-      case 5: kq_pass<5>(nb, n_rows, k, k_row_bytes, qt, s, s_stride); break;
-      case 6: kq_pass<6>(nb, n_rows, k, k_row_bytes, qt, s, s_stride); break;
-      case 7: kq_pass<7>(nb, n_rows, k, k_row_bytes, qt, s, s_stride); break;
-      default: kq_pass<8>(nb, n_rows, k, k_row_bytes, qt, s, s_stride); break;
-    }
+    x86::with_count<kHeads>(g, [&](auto c) { kq_pass<c.value>(nb, n_rows, k, k_row_bytes, qt, s, s_stride); });
   }
   return true;
 }

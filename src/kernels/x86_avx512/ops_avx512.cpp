@@ -18,6 +18,7 @@
 #include "base/fp16.h"
 
 #include "kernels/kernel_registry.h"
+#include "kernels/x86/count_dispatch.h"
 
 namespace sniper::kernels_internal {
 
@@ -161,16 +162,8 @@ void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n
   for (int64_t g0 = 0; g0 < n_w; g0 += kRowHeads) {
     const float* wg = w + g0 * w_stride;
     float* og = out + g0 * n;
-    switch (n_w - g0 < kRowHeads ? n_w - g0 : kRowHeads) {
-      case 1: q8_0_rows_heads<1>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
-      case 2: q8_0_rows_heads<2>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
-      case 3: q8_0_rows_heads<3>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
-      case 4: q8_0_rows_heads<4>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
-      case 5: q8_0_rows_heads<5>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
-      case 6: q8_0_rows_heads<6>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
-      case 7: q8_0_rows_heads<7>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
-      default: q8_0_rows_heads<8>(rows, row_stride, n_rows, n, wg, w_stride, og); break;
-    }
+    x86::with_count<kRowHeads>(static_cast<int>(n_w - g0 < kRowHeads ? n_w - g0 : kRowHeads),
+                               [&](auto c) { q8_0_rows_heads<c.value>(rows, row_stride, n_rows, n, wg, w_stride, og); });
   }
 }
 
