@@ -44,6 +44,11 @@ std::string MemoryPlan::describe() const {
   line("resident weights", resident_weight_bytes,
        all_resident ? "(the whole model)" : stream_attention ? "(norms, router, output head)"
                                                              : "(attention, norms, routers, output head)");
+  if (!resident_ffn_layers.empty()) {
+    char note[64];
+    std::snprintf(note, sizeof(note), "(%zu layers kept in RAM, part of resident weights)", resident_ffn_layers.size());
+    line("  of which dense FFN", resident_ffn_bytes, note);
+  }
   if (stream_embeddings) line("token embeddings", 0, "(streamed: one row per token)");
   if (stream_experts) {
     char note[128];
@@ -153,6 +158,25 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   if (need_ffn <= req.budget_bytes) {
     p.resident_weight_bytes = always_bytes;
     p.layer_buffer_bytes = max_ffn;
+    // Room left after the two buffers keeps whole layers' FFN resident, spread evenly over the
+    // depth so that the streamed layers' reads overlap the resident layers' compute. With
+    // streaming forced, at least one layer still streams.
+    const uint64_t room = req.budget_bytes - need_ffn;
+    const int64_t n_layers = c.n_layers;
+    for (int64_t k = req.force_stream ? n_layers - 1 : n_layers; k > 0; --k) {
+      std::vector<int64_t> pick;
+      uint64_t bytes = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t l = (2 * i + 1) * n_layers / (2 * k);
+        pick.push_back(l);
+        bytes += ffn_layer[static_cast<size_t>(l)];
+      }
+      if (bytes > room) continue;
+      p.resident_ffn_layers = pick;
+      p.resident_ffn_bytes = bytes;
+      p.resident_weight_bytes += bytes;
+      break;
+    }
   } else if (need_both <= req.budget_bytes) {
     p.stream_attention = true;
     p.resident_weight_bytes = always_bytes - attention;
@@ -166,7 +190,11 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   }
   for (const GgufTensorInfo& t : file.tensors()) {
     const TensorRole r = tensor_role(t.name);
-    if (r == TensorRole::kDenseFfn || (p.stream_attention && r == TensorRole::kAttention)) p.streamed_tensors.insert(t.name);
+    const bool kept = std::find(p.resident_ffn_layers.begin(), p.resident_ffn_layers.end(), tensor_layer(t.name)) !=
+                      p.resident_ffn_layers.end();
+    if ((r == TensorRole::kDenseFfn && !kept) || (p.stream_attention && r == TensorRole::kAttention)) {
+      p.streamed_tensors.insert(t.name);
+    }
   }
   return p;
 }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "base/result.h"
 #include "gguf/reader.h"
@@ -57,6 +58,8 @@ struct MemoryPlan {
   bool stream_dense_ffn = false;
   bool stream_attention = false;     // dense models under very small budgets
   uint64_t layer_buffer_bytes = 0;   // one of the two dense stream buffers
+  std::vector<int64_t> resident_ffn_layers;  // dense layers whose FFN stays in RAM (budget room)
+  uint64_t resident_ffn_bytes = 0;           // their bytes (part of resident_weight_bytes)
   uint64_t min_budget_bytes = 0;     // the smallest budget any plan works with
   std::unordered_set<std::string> streamed_tensors;  // names of tensors not loaded into RAM
 

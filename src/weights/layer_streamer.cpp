@@ -84,9 +84,31 @@ Status LayerStreamer::finish(Buffer& b) {
   return ok_status();
 }
 
+int64_t LayerStreamer::next_streamed(int64_t layer_idx) const {
+  const int64_t n = static_cast<int64_t>(groups_.size());
+  for (int64_t i = 1; i <= n; ++i) {
+    const int64_t l = (layer_idx + i) % n;
+    if (!groups_[static_cast<size_t>(l)].empty()) return l;
+  }
+  return -1;
+}
+
+Status LayerStreamer::prefetch(int64_t layer_idx, int keep) {
+  if (layer_idx < 0 || buf_[0].layer == layer_idx || buf_[1].layer == layer_idx) return ok_status();
+  Buffer& b = buf_[keep == 0 ? 1 : 0];
+  SNIPER_TRY(finish(b));  // a stale prefetch may still be landing there
+  return start(b, layer_idx);
+}
+
 Status LayerStreamer::acquire(int64_t layer_idx) {
   const int64_t n = static_cast<int64_t>(groups_.size());
   CHECK(layer_idx >= 0 && layer_idx < n);
+  if (groups_[static_cast<size_t>(layer_idx)].empty()) {
+    // Nothing of this layer streams (its weights are resident): the SSD keeps reading the next
+    // streamed layer meanwhile, into a buffer no view points to any more.
+    current_ = -1;
+    return prefetch(next_streamed(layer_idx), -1);
+  }
   int idx = buf_[0].layer == layer_idx ? 0 : buf_[1].layer == layer_idx ? 1 : -1;
   if (idx < 0) {
     // Not prefetched (first call, or out of order): read it into the buffer not in use.
@@ -96,13 +118,9 @@ Status LayerStreamer::acquire(int64_t layer_idx) {
   }
   SNIPER_TRY(finish(buf_[idx]));
   current_ = idx;
-  Buffer& other = buf_[1 - idx];
-  const int64_t next = (layer_idx + 1) % n;
-  if (other.layer != next) {
-    SNIPER_TRY(finish(other));
-    SNIPER_TRY(start(other, next));
-  }
-  return ok_status();
+  // The next streamed layer goes to the other buffer (when this is the only streamed layer it
+  // simply stays where it is).
+  return prefetch(next_streamed(layer_idx), idx);
 }
 
 const QTensor* LayerStreamer::find(std::string_view name) const {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // LayerStreamer: dense weights that do not fit in RAM, streamed layer by layer through two
-// buffers. While layer l is computed from one buffer, layer l+1 (after the last layer: layer 0
-// of the next token) is read into the other, so memory stays at two layers however long the
-// run. Thread-compatible; acquire() is called in layer order.
+// buffers. While layer l is computed from one buffer, the next layer with anything to stream
+// (after the last layer: the first of the next token) is read into the other, so memory stays
+// at two layers however long the run. Layers whose group is empty (the plan kept them
+// resident) read nothing; the SSD works on the next streamed layer meanwhile.
+// Thread-compatible; acquire() is called in layer order.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +51,11 @@ class LayerStreamer {
   LayerStreamer() = default;
   Status start(Buffer& b, int64_t layer_idx);
   Status finish(Buffer& b);
+  // The first layer after layer_idx (cyclically, itself last) with tensors to stream; -1: none.
+  int64_t next_streamed(int64_t layer_idx) const;
+  // Starts reading layer_idx unless a buffer holds it already, into the buffer other than
+  // `keep` (-1: no buffer is in use; buffer 0 then).
+  Status prefetch(int64_t layer_idx, int keep);
 
   std::vector<std::vector<const GgufTensorInfo*>> groups_;
   IoEngine* io_ = nullptr;

@@ -102,11 +102,12 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
                             gguf.path.c_str(), static_cast<unsigned long long>(infos[i].file_offset + done),
                             got == 0 ? "unexpected end of file (truncated?)" : std::strerror(errno));
         }
+        // The page cache of what we just read is not ours to keep under a memory budget: dropped
+        // as we go, so that loading never holds the weights twice (a cgroup counts both).
+        posix_fadvise(fd.get(), static_cast<off_t>(infos[i].file_offset + done), got, POSIX_FADV_DONTNEED);
         done += static_cast<uint64_t>(got);
       }
     }
-    // The page cache of what we just read is not ours to keep under a memory budget.
-    posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
   }
   for (size_t i = 0; i < infos.size(); ++i) {
     QTensor& t = store->tensors_[i];

@@ -122,6 +122,58 @@ INSTANTIATE_TEST_SUITE_P(AllModels, StreamingTest,
                            return s;
                          });
 
+// A dense model with budget room beyond the two layer buffers keeps whole layers' FFN resident
+// (spread over the depth): fewer bytes stream per token, the logits stay the resident ones, and
+// the plan stays within the budget.
+TEST(Streaming, DenseLayersKeptResidentWhereTheBudgetAllows) {
+  const std::string path = model_path("stories260K");  // 5 layers: more than the two buffers hold
+  ModelLoadOptions resident;
+  resident.batch = 8;
+  auto base = run(path, resident);
+  ASSERT_TRUE(base.ok()) << base.error().message;
+  const uint64_t min_budget = min_stream_budget(path, 8);
+
+  // Bytes streamed per forward pass (one acquire of every layer) at a budget.
+  auto streamed_per_pass = [&](uint64_t budget, MemoryPlan* plan_out) -> uint64_t {
+    auto model = Model::load(path, streamed(budget));
+    EXPECT_TRUE(model.ok()) << model.error().message;
+    if (!model.ok()) return 0;
+    *plan_out = (*model)->plan();
+    EXPECT_LE(plan_out->planned_bytes(), budget);
+    LayerStreamer* ls = (*model)->layer_streamer();
+    EXPECT_NE(ls, nullptr);
+    if (ls == nullptr) return 0;
+    const int64_t n_layers = static_cast<int64_t>((*model)->config().n_layers);
+    for (int64_t round = 0; round < 2; ++round) {  // the second round is the steady state
+      const uint64_t before = ls->stats().bytes_read;
+      for (int64_t l = 0; l < n_layers; ++l) EXPECT_TRUE(ls->acquire(l).ok());
+      if (round == 1) return ls->stats().bytes_read - before;
+    }
+    return 0;
+  };
+  MemoryPlan tight, roomy;
+  const uint64_t all_layers = streamed_per_pass(min_budget, &tight);
+  EXPECT_TRUE(tight.resident_ffn_layers.empty());
+  uint64_t dense_ffn = 0;
+  auto file = gguf_open(path);
+  ASSERT_TRUE(file.ok());
+  for (const std::string& name : tight.streamed_tensors) {
+    if (name.find("ffn_") != std::string::npos) dense_ffn += file->find_tensor(name)->nbytes;
+  }
+  const uint64_t roomy_budget = min_budget + dense_ffn / 2;
+  const uint64_t some_layers = streamed_per_pass(roomy_budget, &roomy);
+  EXPECT_GT(roomy.resident_ffn_layers.size(), 0u);
+  EXPECT_LT(roomy.resident_ffn_layers.size(), 4u);
+  EXPECT_GT(roomy.resident_ffn_bytes, 0u);
+  EXPECT_LT(some_layers, all_layers);
+  EXPECT_GT(some_layers, 0u) << "streaming was forced: at least one layer still streams";
+  EXPECT_NE(roomy.describe().find("of which dense FFN"), std::string::npos) << roomy.describe();
+
+  auto out = run(path, streamed(roomy_budget));
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_TRUE(*out == *base) << "partly resident dense streaming changed the logits";
+}
+
 TEST(Streaming, PlanPutsExpertsInACacheAndRespectsTheBudget) {
   const std::string path = model_path("syn-qwen3moe-Q8_0");
   const uint64_t min_budget = min_stream_budget(path, 8);
