@@ -63,6 +63,32 @@ inline __m512i word_pair_index(int a, int b) { return words_by_quarter(a, a, b, 
 
 // Q4_K: zmm chunk j = [low nibbles of qs chunk j | high nibbles], against activation bytes
 // 64j..64j+63 (the same pairing as DotQ4_K's p0/p1), scales [sc[2j] x16 words | sc[2j+1] x16].
+// The integer part of super-block i against NT tokens: isum[t] = the scaled sub-block sums
+// (16 lanes, exact); returns the 8 mins as words. Shared by the one-token kernel and the
+// prefill tiles (gemm_kquants512.h), which differ only in how they pack the float steps.
+struct Q4KConsts {
+  __m512i low_mask = _mm512_set1_epi8(0x0F);
+  __m512i shift = words_by_quarter(0, 0, 4, 4);
+  __m512i idx[4] = {word_pair_index(0, 1), word_pair_index(2, 3), word_pair_index(4, 5), word_pair_index(6, 7)};
+};
+
+template <int NT>
+[[gnu::always_inline]] inline __m128i q4_k_superblock_isums(const BlockQ4_K& w, const BlockQ8_K* const* a, int64_t i,
+                                                            const Q4KConsts& k, __m512i* isum) {
+  const __m128i sc8 = unpack_scales_k4_vec(w.scales);
+  const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(sc8));
+  for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
+  for (int j = 0; j < 4; ++j) {
+    const __m512i q4 = _mm512_broadcast_i64x4(load256(w.qs + 32 * j));
+    const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(q4, k.shift), k.low_mask);
+    const __m512i s16 = _mm512_permutexvar_epi16(k.idx[j], sc16);
+    for (int t = 0; t < NT; ++t) {
+      isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(q, _mm512_loadu_si512(a[t][i].qs + 64 * j)), s16);
+    }
+  }
+  return _mm_cvtepu8_epi16(_mm_srli_si128(sc8, 8));
+}
+
 struct DotQ4_K512 {
   template <int NT>
   static void dot(int64_t n, const void* wv, const void* const* av, float* out) {
@@ -81,26 +107,11 @@ struct DotQ4_K512 {
       acc[t] = _mm256_setzero_ps();
       accm[t] = _mm_setzero_ps();
     }
-    const __m512i low_mask = _mm512_set1_epi8(0x0F);
-    const __m512i shift = words_by_quarter(0, 0, 4, 4);
-    const __m512i idx[4] = {word_pair_index(0, 1), word_pair_index(2, 3), word_pair_index(4, 5),
-                            word_pair_index(6, 7)};
+    const Q4KConsts k;
     for (int64_t i = 0; i < n / 256; ++i) {
       prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ4_K)), pf_limit);
-      const __m128i sc8 = unpack_scales_k4_vec(w[i].scales);
-      const __m128i mins8 = _mm_cvtepu8_epi16(_mm_srli_si128(sc8, 8));
-      const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(sc8));
       __m512i isum[NT];
-      for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
-      for (int j = 0; j < 4; ++j) {
-        const __m512i q4 = _mm512_broadcast_i64x4(load256(w[i].qs + 32 * j));
-        const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(q4, shift), low_mask);
-        const __m512i s16 = _mm512_permutexvar_epi16(idx[j], sc16);
-        for (int t = 0; t < NT; ++t) {
-          const __m512i y = _mm512_loadu_si512(a[t][i].qs + 64 * j);
-          isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(q, y), s16);
-        }
-      }
+      const __m128i mins8 = q4_k_superblock_isums<NT>(w[i], a, i, k, isum);
       const float d = h2f(w[i].d), dmin = h2f(w[i].dmin);
       for (int t = 0; t < NT; ++t) {
         accm[t] = _mm_fmadd_ps(_mm_set1_ps(-a[t][i].d * dmin), _mm_cvtepi32_ps(min_dot4(a[t][i].bsums, mins8)), accm[t]);

@@ -59,24 +59,11 @@ void q4_k_row_tile(int64_t n_sb, const BlockQ4_K* w, const BlockQ8_K* const* a, 
   __m512 accm4[NQ];
   for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
   for (int q = 0; q < NQ; ++q) accm4[q] = _mm512_setzero_ps();
-  const __m512i low_mask = _mm512_set1_epi8(0x0F);
-  const __m512i shift = words_by_quarter(0, 0, 4, 4);
-  const __m512i idx[4] = {word_pair_index(0, 1), word_pair_index(2, 3), word_pair_index(4, 5), word_pair_index(6, 7)};
+  const Q4KConsts k;
   for (int64_t i = 0; i < n_sb; ++i) {
     prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ4_K)), pf_limit);
-    const __m128i sc8 = unpack_scales_k4_vec(w[i].scales);
-    const __m128i mins8 = _mm_cvtepu8_epi16(_mm_srli_si128(sc8, 8));
-    const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(sc8));
     __m512i isum[NT];
-    for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
-    for (int j = 0; j < 4; ++j) {
-      const __m512i q4 = _mm512_broadcast_i64x4(load256(w[i].qs + 32 * j));
-      const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(q4, shift), low_mask);
-      const __m512i s16 = _mm512_permutexvar_epi16(idx[j], sc16);
-      for (int t = 0; t < NT; ++t) {
-        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(q, _mm512_loadu_si512(a[t][i].qs + 64 * j)), s16);
-      }
-    }
+    const __m128i mins8 = q4_k_superblock_isums<NT>(w[i], a, i, k, isum);
     const __m512 d = _mm512_set1_ps(h2f(w[i].d));
     const __m512 dmin = _mm512_set1_ps(h2f(w[i].dmin));
     const __m512i mins = _mm512_broadcast_i32x4(mins8);
