@@ -108,6 +108,9 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
         done += static_cast<uint64_t>(got);
       }
     }
+    // And whatever else of the file is cached (e.g. from writing it): a memory-capped run, and a
+    // baseline run after it, must not be served from pages that nobody paid for.
+    posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
   }
   for (size_t i = 0; i < infos.size(); ++i) {
     QTensor& t = store->tensors_[i];

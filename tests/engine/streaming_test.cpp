@@ -6,6 +6,11 @@
 // errors, never wrong output.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -172,6 +177,54 @@ TEST(Streaming, DenseLayersKeptResidentWhereTheBudgetAllows) {
   auto out = run(path, streamed(roomy_budget));
   ASSERT_TRUE(out.ok()) << out.error().message;
   EXPECT_TRUE(*out == *base) << "partly resident dense streaming changed the logits";
+}
+
+// Pages of `path` in the page cache (mincore over a mapping of the file).
+size_t cached_pages(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  EXPECT_GE(fd, 0) << path;
+  struct stat st {};
+  EXPECT_EQ(::fstat(fd, &st), 0);
+  const size_t size = static_cast<size_t>(st.st_size), page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  EXPECT_NE(map, MAP_FAILED);
+  std::vector<unsigned char> in(static_cast<size_t>((size + page - 1) / page));
+  EXPECT_EQ(::mincore(map, size, in.data()), 0);
+  ::munmap(map, size);
+  ::close(fd);
+  size_t n = 0;
+  for (unsigned char c : in) n += c & 1;
+  return n;
+}
+
+// Loading a model leaves none of its file in the page cache, including pages cached before it
+// (by writing or reading the file): under a cgroup cap they would count twice, and a baseline
+// run after it (mmap) would be served from memory nobody paid for.
+TEST(Streaming, LoadingLeavesNoneOfTheFileInThePageCache) {
+  const std::string copy = std::filesystem::temp_directory_path().string() + "/sniper_cache_test_" +
+                           std::to_string(::getpid()) + ".gguf";
+  std::filesystem::copy_file(model_path("syn-qwen3moe-Q4_K_M"), copy, std::filesystem::copy_options::overwrite_existing);
+  {  // Written back, so that its pages are clean (the kernel drops only clean pages).
+    const int fd = ::open(copy.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::fsync(fd), 0);
+    ::close(fd);
+  }
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "resident");
+    {  // Read it through the cache, so that every page is cached (and clean).
+      std::ifstream in(copy, std::ios::binary);
+      std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      ASSERT_FALSE(bytes.empty());
+    }
+    ASSERT_GT(cached_pages(copy), 0u);
+    ModelLoadOptions lo;
+    if (stream) lo = streamed(min_stream_budget(copy, 8));
+    auto model = Model::load(copy, lo);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    EXPECT_EQ(cached_pages(copy), 0u);
+  }
+  std::filesystem::remove(copy);
 }
 
 TEST(Streaming, PlanPutsExpertsInACacheAndRespectsTheBudget) {
