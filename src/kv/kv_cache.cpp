@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "kv/kv_cache.h"
 
-#include <cstdlib>
 #include <cstring>
 
 #include "base/check.h"

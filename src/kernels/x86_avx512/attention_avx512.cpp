@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "kernels/kernel_registry.h"
+#include "kernels/x86/count_dispatch.h"
 
 namespace sniper::kernels_internal {
 
@@ -235,21 +236,13 @@ void kqv(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_ro
       float* og = out + g0 * hd;
       float* st = state + (g0 / 4) * kqv_state_floats(hd, 4);
       const int ng = static_cast<int>(n_heads - g0 < 4 ? n_heads - g0 : 4);
-#define SNIPER_KQV_CASE(NG)                                                                     \
-  case NG:                                                                                      \
-    if constexpr (kTiny) {                                                                      \
-      kqv_tiny_chunk<NG>(c0, c1, first, last, hd, vt, vt_row_bytes, pg, p_stride, og, st);      \
-    } else {                                                                                    \
-      kqv_vec_chunk<NG>(c0, c1, first, last, hd, vt, vt_row_bytes, pg, p_stride, og, st);       \
-    }                                                                                           \
-    break;
-      switch (ng) {
-        SNIPER_KQV_CASE(1)
-        SNIPER_KQV_CASE(2)
-        SNIPER_KQV_CASE(3)
-        default: SNIPER_KQV_CASE(4)
-      }
-#undef SNIPER_KQV_CASE
+      x86::with_count<4>(ng, [&](auto c) {
+        if constexpr (kTiny) {
+          kqv_tiny_chunk<c.value>(c0, c1, first, last, hd, vt, vt_row_bytes, pg, p_stride, og, st);
+        } else {
+          kqv_vec_chunk<c.value>(c0, c1, first, last, hd, vt, vt_row_bytes, pg, p_stride, og, st);
+        }
+      });
     }
   }
 }

@@ -16,10 +16,10 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/count_dispatch.h"
+#include "kernels/x86/x86_util.h"
+#include "quant/q8_0.h"
 
 namespace sniper::kernels_internal {
 
@@ -27,14 +27,9 @@ namespace {
 
 constexpr int kHeads = 8;        // heads per pass over K
 constexpr int64_t kMaxBlocks = 8;  // head_dim <= 256
-constexpr size_t kBlockBytes = 34;  // BlockQ8_0: f16 d, 32 x int8
 constexpr int64_t kPrefetchRows = 16;
 
-inline float half_to_float(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
+inline __m256i load_qs(const BlockQ8_0& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 
 // The query heads of one pass in the form the loop wants: each block's 32 bytes twice (one copy
 // per row of a register), -128 * (sum of each 4 bytes) per lane, and the block scale.
@@ -48,12 +43,12 @@ void fill_query_tile(const uint8_t* q, size_t q_row_bytes, int n_heads, int64_t 
   const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int g = 0; g < n_heads; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = q + q_row_bytes * static_cast<size_t>(g) + kBlockBytes * static_cast<size_t>(b);
-      const __m512i qq = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
+      const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(q + q_row_bytes * static_cast<size_t>(g))[b];
+      const __m512i qq = _mm512_broadcast_i64x4(load_qs(blk));
       _mm512_store_si512(t.q[g][b], qq);
       const __m512i bias = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, qq);
       _mm512_store_si512(t.neg_bias[g][b], _mm512_sub_epi32(_mm512_setzero_si512(), bias));
-      t.d[g][b] = half_to_float(blk);
+      t.d[g][b] = x86::h2f(blk.d);
     }
   }
 }
@@ -83,7 +78,7 @@ void kq_pass(int64_t nb, int64_t n_rows, const uint8_t* k, size_t k_row_bytes, c
   const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
   // Element p of the reordered result is head p / 2, row j + p % 2 (see reduce8x2).
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const size_t head_bytes = kBlockBytes * static_cast<size_t>(nb);
+  const size_t head_bytes = sizeof(BlockQ8_0) * static_cast<size_t>(nb);
   for (int64_t j = 0; j < n_rows; j += 2) {
     const bool two = j + 1 < n_rows;
     const uint8_t* r0 = k + k_row_bytes * static_cast<size_t>(j);
@@ -94,16 +89,13 @@ void kq_pass(int64_t nb, int64_t n_rows, const uint8_t* k, size_t k_row_bytes, c
         for (size_t off = 0; off < head_bytes + 63; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
       }
     }
+    const auto* k0 = reinterpret_cast<const BlockQ8_0*>(r0);
+    const auto* k1 = reinterpret_cast<const BlockQ8_0*>(r1);
     __m512 acc[kHeads];
     for (int g = 0; g < kHeads; ++g) acc[g] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* b0 = r0 + kBlockBytes * static_cast<size_t>(b);
-      const uint8_t* b1 = r1 + kBlockBytes * static_cast<size_t>(b);
-      const __m512i u = _mm512_xor_si512(
-          _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
-                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2)), 1),
-          k128);
-      const __m512 dk = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(half_to_float(b0)), _mm512_set1_ps(half_to_float(b1)));
+      const __m512i u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load_qs(k0[b])), load_qs(k1[b]), 1), k128);
+      const __m512 dk = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(x86::h2f(k0[b].d)), _mm512_set1_ps(x86::h2f(k1[b].d)));
 #pragma GCC unroll 8
       for (int g = 0; g < G; ++g) {
         const __m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(qt.neg_bias[g][b]), u, _mm512_load_si512(qt.q[g][b]));

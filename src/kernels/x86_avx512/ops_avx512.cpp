@@ -13,12 +13,12 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "base/fp16.h"
 
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/count_dispatch.h"
+#include "quant/q8_0.h"
 
 namespace sniper::kernels_internal {
 
@@ -104,7 +104,7 @@ void round_fp16_row_avx512(const float* x, float* y, int64_t n) {
 namespace {
 
 constexpr int kRowHeads = 8;       // weight vectors per pass: 16 accumulators
-constexpr int64_t kRowChunk = 128;  // rows per chunk: their 34-byte blocks stay in L1 across passes
+constexpr int64_t kRowChunk = 128;  // rows per chunk: their blocks stay in L1 across passes
 
 // One 32-element block column of rows [j0, j1) for NG weight vectors, continuing the sums in
 // out (parked there between chunks: the same FMAs in the same order as one long loop).
@@ -118,13 +118,11 @@ void q8_0_rows_block(const uint8_t* rows, size_t row_stride, int64_t j0, int64_t
     }
   }
   for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* blk = rows + row_stride * static_cast<size_t>(j);
-    uint16_t dh;
-    std::memcpy(&dh, blk, 2);
-    const __m512 d = _mm512_set1_ps(fp16_to_fp32(dh));
+    const auto& blk = *reinterpret_cast<const BlockQ8_0*>(rows + row_stride * static_cast<size_t>(j));
+    const __m512 d = _mm512_set1_ps(fp16_to_fp32(blk.d));
     __m512 v[2];
     for (int h = 0; h < 2; ++h) {
-      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + 16 * h));
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs + 16 * h));
       v[h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
     }
     for (int g = 0; g < NG; ++g) {
@@ -143,7 +141,8 @@ void q8_0_rows_heads(const uint8_t* rows, size_t row_stride, int64_t n_rows, int
   for (int64_t j0 = 0; j0 < n_rows; j0 += kRowChunk) {
     const int64_t j1 = j0 + kRowChunk < n_rows ? j0 + kRowChunk : n_rows;
     for (int64_t d0 = 0; d0 < n; d0 += 32) {
-      q8_0_rows_block<NG>(rows + 34 * (d0 / 32), row_stride, j0, j1, j0 == 0, w, w_stride, out + d0, n);
+      q8_0_rows_block<NG>(rows + sizeof(BlockQ8_0) * static_cast<size_t>(d0 / 32), row_stride, j0, j1, j0 == 0, w,
+                          w_stride, out + d0, n);
     }
   }
 }
