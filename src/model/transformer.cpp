@@ -313,6 +313,12 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
   const bool together = n_tok == 1 && experts_->views_stable();
   group_.clear();
   SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
+  // A decode step guesses the next layer's experts now, from the residual entering this FFN,
+  // so their reads queue behind this layer's and land while its experts compute (guessing only
+  // after the FFN left the SSD idle for the whole expert compute). The guess after the FFN
+  // below still adds what this one missed. A chunk's union covers most experts and its reads
+  // would compete with this layer's for slots, so chunks guess only after the FFN.
+  if (n_tok == 1 && layer_idx + 1 < c.n_layers && experts_->wants_prefetch()) predict_next_experts(layer_idx, n_tok, pool);
   for (;;) {
     auto ready = experts_->next_ready();
     if (!ready.ok()) {

@@ -391,11 +391,14 @@ void ExpertCache::end_layer() {
 
 void ExpertCache::prefetch(int64_t layer_idx, std::span<const int32_t> experts) {
   if (!options_.prefetch || layer_idx < 0 || layer_idx >= static_cast<int64_t>(experts_.size())) return;
+  // The open layer still waits for slots for some of its own experts: a hint takes none.
+  if (layer_ >= 0 && !deferred_.empty()) return;
   LayerCacheStats& ls = stats_.layers[static_cast<size_t>(layer_idx)];
   has_prediction_[static_cast<size_t>(layer_idx)] = 1;
   for (int32_t e : experts) {
-    predicted_[static_cast<size_t>(layer_idx * n_experts_ + e)] = 1;
-    ++ls.predicted;
+    uint8_t& was_predicted = predicted_[static_cast<size_t>(layer_idx * n_experts_ + e)];
+    if (!was_predicted) ++ls.predicted;  // a key hinted twice (early, then refined) counts once
+    was_predicted = 1;
     if (slot_of(layer_idx, e) >= 0) continue;
     const int32_t v = find_victim();
     if (v < 0) break;
