@@ -64,39 +64,46 @@ Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOption
   std::vector<DepthPoint> points;
   if (depths.empty() || kv_types.empty() || n_decode < 1) return points;
   const int64_t vocab = model.config().vocab_size;
+  uint64_t x = 0xD1B54A32D192ED03ull;
+  // One session per point, each filled to its depth.
+  std::vector<std::unique_ptr<Session>> sessions;
   for (KvType kv : kv_types) {
-    SessionOptions so = base;
-    so.kv_type = kv;
-    so.n_ctx = depths.back() + n_decode + 1;
-    SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, so));
-    Session& s = *session;
-    uint64_t x = 0xD1B54A32D192ED03ull;
     for (int64_t depth : depths) {
+      SessionOptions so = base;
+      so.kv_type = kv;
+      so.n_ctx = depth + n_decode + 1;
+      SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, so));
       DepthPoint p;
       p.kv_type = kv;
       p.depth = depth;
       const double t_fill = now_s();
-      while (s.n_past() < depth) {
-        const int64_t n = std::min<int64_t>(so.batch, depth - s.n_past());
+      while (session->n_past() < depth) {
+        const int64_t n = std::min<int64_t>(so.batch, depth - session->n_past());
         std::vector<int32_t> chunk(static_cast<size_t>(n));
         for (int32_t& t : chunk) t = filler_token(x, vocab);
-        SNIPER_TRY(s.eval(chunk));
-        std::fprintf(stderr, "\rdepth %s: filling %ld/%ld   ", kv_type_name(kv), static_cast<long>(s.n_past()),
+        SNIPER_TRY(session->eval(chunk));
+        std::fprintf(stderr, "\rdepth %s: filling %ld/%ld   ", kv_type_name(kv), static_cast<long>(session->n_past()),
                      static_cast<long>(depth));
       }
       p.fill_s = now_s() - t_fill;
-      const double t0 = now_s();
-      for (int64_t i = 0; i < n_decode; ++i) {
-        const int32_t one[1] = {filler_token(x, vocab)};
-        SNIPER_TRY(s.eval(one));
-      }
-      p.decode_tok_s = static_cast<double>(n_decode) / (now_s() - t0);
-      std::fprintf(stderr, "\rdepth %s %ld: %.2f tok/s            \n", kv_type_name(kv), static_cast<long>(depth),
-                   p.decode_tok_s);
-      s.truncate(depth);
+      sessions.push_back(std::move(session));
       points.push_back(p);
     }
   }
+  // Decode one token at each point in turn, so that drift in the machine's speed reaches every
+  // point alike.
+  std::vector<double> seconds(points.size(), 0.0);
+  for (int64_t i = 0; i < n_decode; ++i) {
+    for (size_t k = 0; k < points.size(); ++k) {
+      const int32_t one[1] = {filler_token(x, vocab)};
+      const double t0 = now_s();
+      SNIPER_TRY(sessions[k]->eval(one));
+      seconds[k] += now_s() - t0;
+    }
+    std::fprintf(stderr, "\rdepth: decoding %ld/%ld      ", static_cast<long>(i + 1), static_cast<long>(n_decode));
+  }
+  std::fprintf(stderr, "\n");
+  for (size_t k = 0; k < points.size(); ++k) points[k].decode_tok_s = static_cast<double>(n_decode) / seconds[k];
   return points;
 }
 
