@@ -217,11 +217,17 @@ int cmd_bench(int argc, char** argv) {
   if (m.io() != nullptr) stall_s = m.io()->stats().stall_seconds - io0.stall_seconds;
   const double stall_share = decode_s > 0 ? stall_s / decode_s : 0;
   const uint64_t decode_faults = major_page_faults() - faults0;
+  const double compute_s_per_token = (decode_s - stall_s) / static_cast<double>(done);
   // After every decode figure is taken: the probe's own reads must not count as decode traffic.
   const DiskProbeResult ssd_after = probe_ssd("after decode");
-  DiskProbeResult ssd = ssd_before;
-  if (ssd_before.gb_per_s > 0 && ssd_after.gb_per_s > 0) ssd.gb_per_s = (ssd_before.gb_per_s + ssd_after.gb_per_s) / 2;
-  else if (ssd_after.gb_per_s > 0) ssd = ssd_after;
+  // The mean of the two probes, or the one that worked (0: none did).
+  const double ssd_probe_gbps = ssd_before.gb_per_s > 0 && ssd_after.gb_per_s > 0
+                                    ? (ssd_before.gb_per_s + ssd_after.gb_per_s) / 2
+                                    : std::max(ssd_before.gb_per_s, ssd_after.gb_per_s);
+  // Decode tok/s when `need_bytes` per token cross the SSD at the probed rate, overlapped with compute.
+  auto ssd_limit = [&](double need_bytes) {
+    return ssd_probe_gbps > 0 ? 1.0 / std::max(need_bytes / (ssd_probe_gbps * 1e9), compute_s_per_token) : -1.0;
+  };
   // RAM is probed again after decode when the model sits in RAM (a streamed run has no room
   // to spare for the probe's buffer); the roofline is the better of the two, as RAM bandwidth
   // on a shared machine drifts too.
@@ -237,7 +243,6 @@ int cmd_bench(int argc, char** argv) {
   double hit_rate = -1, demand_hit = -1, oracle_hit = -1, held_out_hit = -1, precision = -1, recall = -1, limit_tok_s = -1;
   double hindsight_limit_tok_s = -1;
   std::vector<int64_t> distinct;
-  const double compute_s_per_token = (decode_s - stall_s) / static_cast<double>(done);
   const double weight_bytes = static_cast<double>(active_weight_bytes(m));
   if (cache != nullptr) {
     const LayerCacheStats t = cache->stats().total();
@@ -261,10 +266,8 @@ int cmd_bench(int argc, char** argv) {
     // the cache that ran (neither knows the future). The hindsight cache's limit is reported too.
     const double need = (1.0 - std::max(held_out_hit, demand_hit)) * expert_bytes_per_token;
     const double need_hindsight = (1.0 - oracle_hit) * expert_bytes_per_token;
-    if (ssd.gb_per_s > 0) {
-      hindsight_limit_tok_s = 1.0 / std::max(need_hindsight / (ssd.gb_per_s * 1e9), compute_s_per_token);
-    }
-    if (ssd.gb_per_s > 0) limit_tok_s = 1.0 / std::max(need / (ssd.gb_per_s * 1e9), compute_s_per_token);
+    limit_tok_s = ssd_limit(need);
+    hindsight_limit_tok_s = ssd_limit(need_hindsight);
   } else if (m.layer_streamer() != nullptr) {
     // Every streamed tensor crosses the SSD once per token.
     double need = 0;
@@ -273,7 +276,7 @@ int cmd_bench(int argc, char** argv) {
         need += static_cast<double>(t->nbytes);
       }
     }
-    if (ssd.gb_per_s > 0) limit_tok_s = 1.0 / std::max(need / (ssd.gb_per_s * 1e9), compute_s_per_token);
+    limit_tok_s = ssd_limit(need);
   } else if (ram.gb_per_s > 0 && lo->residency != ResidencyMode::kMmap) {
     limit_tok_s = ram.gb_per_s * 1e9 / weight_bytes;
   }
@@ -292,7 +295,7 @@ int cmd_bench(int argc, char** argv) {
   std::printf("peak RSS         %s%s%s\n", format_bytes(peak).c_str(), cg_peak ? " | cgroup peak " : "",
               cg_peak ? format_bytes(cg_peak).c_str() : "");
   char probe_text[96] = "";
-  if (ssd.gb_per_s > 0) {
+  if (ssd_probe_gbps > 0) {
     std::snprintf(probe_text, sizeof(probe_text), " (probe %.2f GB/s before prefill, %.2f after decode)", ssd_before.gb_per_s,
                   ssd_after.gb_per_s);
   }
@@ -376,7 +379,7 @@ int cmd_bench(int argc, char** argv) {
                 static_cast<unsigned long long>(m.plan().budget_bytes), static_cast<long>(*n_prompt), static_cast<long>(done),
                 s.pool().n_threads(), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
                 static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
-                ssd.gb_per_s, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
+                ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
                 scaling_1t);
   }
   return 0;

@@ -37,7 +37,6 @@ double best_time(int reps, F&& fn) {
   return best;
 }
 
-
 const GgmlTypeInfo* type_by_name(const std::string& name) {
   for (uint32_t i = 0; i < 64; ++i) {
     const GgmlTypeInfo* info = find_type_info(i);

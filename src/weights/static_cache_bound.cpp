@@ -9,10 +9,15 @@
 
 namespace sniper {
 
-double static_cache_hit_rate(std::span<const uint32_t> choose_from, std::span<const uint32_t> score_on, size_t slots) {
+namespace {
+
+uint64_t total_requests(std::span<const uint32_t> counts) {
+  return std::accumulate(counts.begin(), counts.end(), uint64_t{0});
+}
+
+// Requests of `score_on` that hit the `slots` keys with the highest `choose_from` counts.
+uint64_t static_cache_hit_count(std::span<const uint32_t> choose_from, std::span<const uint32_t> score_on, size_t slots) {
   CHECK(choose_from.size() == score_on.size(), "count spans differ: %zu vs %zu", choose_from.size(), score_on.size());
-  const uint64_t total = std::accumulate(score_on.begin(), score_on.end(), uint64_t{0});
-  if (total == 0) return 0;
   std::vector<uint32_t> keys(choose_from.size());
   std::iota(keys.begin(), keys.end(), 0u);
   const size_t keep = std::min(slots, keys.size());
@@ -21,22 +26,27 @@ double static_cache_hit_rate(std::span<const uint32_t> choose_from, std::span<co
                     [&](uint32_t a, uint32_t b) { return choose_from[a] != choose_from[b] ? choose_from[a] > choose_from[b] : a < b; });
   uint64_t hits = 0;
   for (size_t i = 0; i < keep; ++i) hits += score_on[keys[i]];
-  return static_cast<double>(hits) / static_cast<double>(total);
+  return hits;
+}
+
+double share(uint64_t hits, uint64_t total) { return total ? static_cast<double>(hits) / static_cast<double>(total) : 0; }
+
+}  // namespace
+
+double static_cache_hit_rate(std::span<const uint32_t> choose_from, std::span<const uint32_t> score_on, size_t slots) {
+  return share(static_cache_hit_count(choose_from, score_on, slots), total_requests(score_on));
 }
 
 StaticCacheHits static_cache_hits(std::span<const uint32_t> first_half, std::span<const uint32_t> second_half, size_t slots) {
   CHECK(first_half.size() == second_half.size(), "count spans differ: %zu vs %zu", first_half.size(), second_half.size());
   std::vector<uint32_t> all(first_half.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = first_half[i] + second_half[i];
+  const uint64_t total = total_requests(all);
   StaticCacheHits r;
-  r.hindsight = static_cache_hit_rate(all, all, slots);
-  const uint64_t n1 = std::accumulate(first_half.begin(), first_half.end(), uint64_t{0});
-  const uint64_t n2 = std::accumulate(second_half.begin(), second_half.end(), uint64_t{0});
-  if (n1 + n2 == 0) return r;
-  // Each half's score weighted by its requests: the held-out hits over all requests.
-  const double h2 = static_cache_hit_rate(first_half, second_half, slots);
-  const double h1 = static_cache_hit_rate(second_half, first_half, slots);
-  r.held_out = (h1 * static_cast<double>(n1) + h2 * static_cast<double>(n2)) / static_cast<double>(n1 + n2);
+  r.hindsight = share(static_cache_hit_count(all, all, slots), total);
+  // Each half served by the cache chosen from the other: held-out hits over all requests.
+  r.held_out = share(static_cache_hit_count(first_half, second_half, slots) + static_cache_hit_count(second_half, first_half, slots),
+                     total);
   return r;
 }
 
