@@ -29,21 +29,6 @@ inline void prefetch_ahead(const void* p, int bytes, const uint8_t* limit) {
   for (int off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(c + off), _MM_HINT_T0);
 }
 
-// unpack_scales_k4 into a register (bytes 0..7 scales, 8..15 mins) without the round trip
-// through memory, whose 8-byte reloads of 4-byte stores would miss store forwarding.
-inline __m128i unpack_scales_k4_vec(const uint8_t* packed) {
-  constexpr uint32_t kMask1 = 0x3f3f3f3f, kMask2 = 0x0f0f0f0f, kMask3 = 0x03030303;
-  uint32_t u0, u1, u2;
-  __builtin_memcpy(&u0, packed, 4);
-  __builtin_memcpy(&u1, packed + 4, 4);
-  __builtin_memcpy(&u2, packed + 8, 4);
-  const uint32_t r3 = ((u2 >> 4) & kMask2) | (((u1 >> 6) & kMask3) << 4);
-  const uint32_t r2 = u1 & kMask1;
-  const uint32_t r1 = (u2 & kMask2) | (((u0 >> 6) & kMask3) << 4);
-  const uint32_t r0 = u0 & kMask1;
-  return _mm_setr_epi32(static_cast<int>(r0), static_cast<int>(r1), static_cast<int>(r2), static_cast<int>(r3));
-}
-
 inline __m256i fold512(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
@@ -61,12 +46,55 @@ inline __m512i words_by_quarter(int v0, int v1, int v2, int v3) {
 // Word-index vector for vpermw: words [0,16) take index a, words [16,32) take index b.
 inline __m512i word_pair_index(int a, int b) { return words_by_quarter(a, a, b, b); }
 
+// Constants of q4_k_scale_words. Word j < 8 is scale j, word 8 + j is min j. From the 12 packed
+// bytes b: for j < 4 the value is the low 6 bits of one byte (scale: b[j], min: b[j + 4]); for
+// j >= 4 it is 4 low bits of b[j + 4] (scale: its low nibble, min: its high nibble) and 2 high
+// bits from the top of b[j - 4] (scale) or b[j] (min). The shuffle puts that byte in the low half
+// of the word and b[j + 4] in the high half; one variable shift and mask take the 4 low bits, a
+// shift by 2 and mask move the 2 high bits to bits 4..5.
+struct Q4KScaleConsts {
+  __m256i shuffle, shift, low_mask, high_mask;
+  Q4KScaleConsts() {
+    alignas(32) int8_t sh[32];
+    alignas(32) int16_t s[16], lo[16], hi[16];
+    for (int j = 0; j < 8; ++j) {
+      const bool split = j >= 4;
+      // Scale j: word j, bytes from lane 0 of the broadcast 16 bytes.
+      sh[2 * j] = static_cast<int8_t>(split ? j - 4 : j);
+      sh[2 * j + 1] = static_cast<int8_t>(split ? j + 4 : -128);  // -128: zero
+      s[j] = static_cast<int16_t>(split ? 8 : 0);
+      lo[j] = split ? 0x0F : 0x3F;
+      hi[j] = split ? 0x30 : 0;
+      // Min j: word 8 + j, bytes from lane 1 (the same 16 bytes).
+      sh[16 + 2 * j] = static_cast<int8_t>(split ? j : j + 4);
+      sh[16 + 2 * j + 1] = static_cast<int8_t>(split ? j + 4 : -128);
+      s[8 + j] = static_cast<int16_t>(split ? 12 : 0);
+      lo[8 + j] = split ? 0x0F : 0x3F;
+      hi[8 + j] = split ? 0x30 : 0;
+    }
+    shuffle = _mm256_load_si256(reinterpret_cast<const __m256i*>(sh));
+    shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(s));
+    low_mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
+    high_mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
+  }
+};
+
+// The 8 scales (words 0..7) and 8 mins (words 8..15) of a Q4_K super-block, as unpack_scales_k4
+// gives them, in one shuffle and four 16-bit ops. Reads 16 bytes at `packed` (the 12 scale bytes
+// and the first 4 bytes of quants after them).
+[[gnu::always_inline]] inline __m256i q4_k_scale_words(const uint8_t* packed, const Q4KScaleConsts& k) {
+  const __m256i w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(load128(packed)), k.shuffle);
+  const __m256i low = _mm256_and_si256(_mm256_srlv_epi16(w, k.shift), k.low_mask);
+  return _mm256_ternarylogic_epi32(low, _mm256_srli_epi16(w, 2), k.high_mask, 0xF8);  // low | (w >> 2 & high)
+}
+
 // Q4_K: zmm chunk j = [low nibbles of qs chunk j | high nibbles], against activation bytes
 // 64j..64j+63 (the same pairing as DotQ4_K's p0/p1), scales [sc[2j] x16 words | sc[2j+1] x16].
 // The integer part of super-block i against NT tokens: isum[t] = the scaled sub-block sums
 // (16 lanes, exact); returns the 8 mins as words. Shared by the one-token kernel and the
 // prefill tiles (gemm_kquants512.h), which differ only in how they pack the float steps.
 struct Q4KConsts {
+  Q4KScaleConsts scales;
   __m512i low_mask = _mm512_set1_epi8(0x0F);
   __m512i shift = words_by_quarter(0, 0, 4, 4);
   __m512i idx[4] = {word_pair_index(0, 1), word_pair_index(2, 3), word_pair_index(4, 5), word_pair_index(6, 7)};
@@ -75,8 +103,8 @@ struct Q4KConsts {
 template <int NT>
 [[gnu::always_inline]] inline __m128i q4_k_superblock_isums(const BlockQ4_K& w, const BlockQ8_K* const* a, int64_t i,
                                                             const Q4KConsts& k, __m512i* isum) {
-  const __m128i sc8 = unpack_scales_k4_vec(w.scales);
-  const __m512i sc16 = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(sc8));
+  const __m256i words = q4_k_scale_words(w.scales, k.scales);
+  const __m512i sc16 = _mm512_zextsi256_si512(words);
   for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
   for (int j = 0; j < 4; ++j) {
     const __m512i q4 = _mm512_broadcast_i64x4(load256(w.qs + 32 * j));
@@ -86,7 +114,7 @@ template <int NT>
       isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(q, _mm512_loadu_si512(a[t][i].qs + 64 * j)), s16);
     }
   }
-  return _mm_cvtepu8_epi16(_mm_srli_si128(sc8, 8));
+  return _mm256_extracti128_si256(words, 1);
 }
 
 struct DotQ4_K512 {

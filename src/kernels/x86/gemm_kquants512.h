@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "kernels/x86/dot_kquants512.h"
+#include "kernels/x86/matvec_q4_k512.h"
 
 namespace sniper::x86 {
 // Internal linkage on purpose (see dot_kquants.h).
@@ -87,17 +88,22 @@ void q4_k_row_tile(int64_t n_sb, const BlockQ4_K* w, const BlockQ8_K* const* a, 
 }
 
 // KernelTable::gemm for Q4_K: tiles of up to 8 tokens through q4_k_row_tile (odd counts padded
-// by repeating the last token; its extra result is dropped), single tokens and over-long rows
-// through DotQ4_K512. Prefetches run ahead across the rows of this call, never past them.
+// by repeating the last token; its extra result is dropped), a single token through matvec_q4_k,
+// over-long rows through DotQ4_K512. Prefetches run ahead across the rows of this call, never
+// past them.
 void gemm_q4_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
                      size_t a_row_bytes, float* out, int64_t out_stride) {
   const int64_t n_sb = n / 256;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  if (n_tok == 1 && n_sb <= kMatvecMaxSuperBlocks) {
+    matvec_q4_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(ab), out);
+    return;
+  }
   if (n_tok < 2 || n_sb > kTileMaxSuperBlocks) {
     gemm_entry_prefetch<DotQ4_K512>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
     return;
   }
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* ab = static_cast<const uint8_t*>(a);
   const uint8_t* w_end = wb + static_cast<size_t>(n_rows) * w_row_bytes;
   Q8KTileTerms terms;
   for (int64_t t0 = 0; t0 < n_tok; t0 += 8) {
@@ -108,10 +114,7 @@ void gemm_q4_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, si
       ap[t] = reinterpret_cast<const BlockQ8_K*>(ab + static_cast<size_t>(t0 + std::min(t, nt - 1)) * a_row_bytes);
     }
     if (nt == 1) {
-      const void* one[1] = {ap[0]};
-      for (int64_t r = 0; r < n_rows; ++r) {
-        DotQ4_K512::dot_prefetch<1>(n, wb + static_cast<size_t>(r) * w_row_bytes, one, out + t0 * out_stride + r, w_end);
-      }
+      matvec_q4_k(n, n_rows, wb, w_row_bytes, ap[0], out + t0 * out_stride);
       continue;
     }
     fill_tile_terms(ap, n_pad, n_sb, terms);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // AVX-512 tier kernels for the K-quants and IQ4_XS: x86/dot_kquants.h with VNNI, the 512-bit
 // Q4_K / Q6_K kernels of x86/dot_kquants512.h, and the Q4_K prefill tiles of
-// x86/gemm_kquants512.h.
+// x86/gemm_kquants512.h (with the one-token path of x86/matvec_q4_k512.h).
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
 // -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
 #pragma GCC diagnostic ignored "-Wuninitialized"
