@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "base/memory_limit.h"
 #include "model/tensor_names.h"
 
 namespace sniper {
@@ -63,9 +64,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
     if (!plan.ok()) return make_error("%s: %s", path.c_str(), plan.error().message.c_str());
     m->plan_ = std::move(plan).value();
     if (options.residency == ResidencyMode::kResident && !m->plan_.all_resident) {
-      return make_error("%s: --residency resident needs %llu bytes but the budget is %llu (use auto or stream)",
-                        path.c_str(), static_cast<unsigned long long>(m->plan_.min_budget_bytes),
-                        static_cast<unsigned long long>(req.budget_bytes));
+      return make_error("%s: --residency resident needs a budget of %s but the budget is %s (use auto or stream)",
+                        path.c_str(), format_bytes(m->plan_.all_resident_bytes).c_str(),
+                        format_bytes(req.budget_bytes).c_str());
     }
   }
   auto store = WeightStore::open(m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,

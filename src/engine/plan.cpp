@@ -107,6 +107,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   }
   const uint64_t dense_ffn_total = total - always - embd - attention - p.total_expert_bytes;
 
+  p.all_resident_bytes = fixed + total;
   if (!req.force_stream && fixed + total <= req.budget_bytes) {
     p.all_resident = true;
     p.resident_weight_bytes = total;

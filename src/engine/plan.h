@@ -61,6 +61,7 @@ struct MemoryPlan {
   std::vector<int64_t> resident_ffn_layers;  // dense layers whose FFN stays in RAM (budget room)
   uint64_t resident_ffn_bytes = 0;           // their bytes (part of resident_weight_bytes)
   uint64_t min_budget_bytes = 0;     // the smallest budget any plan works with
+  uint64_t all_resident_bytes = 0;   // the smallest budget that keeps every weight in RAM
   std::unordered_set<std::string> streamed_tensors;  // names of tensors not loaded into RAM
 
   uint64_t expert_cache_bytes() const { return slot.slot_bytes * static_cast<uint64_t>(n_expert_slots); }

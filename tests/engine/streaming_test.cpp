@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/memory_limit.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/session.h"
@@ -242,6 +243,28 @@ TEST(Streaming, PlanPutsExpertsInACacheAndRespectsTheBudget) {
   auto small = Model::load(path, streamed(min_budget - 4096));
   ASSERT_FALSE(small.ok());
   EXPECT_NE(small.error().message.find("minimum"), std::string::npos) << small.error().message;
+}
+
+// --residency resident under a budget too small for every weight: the error names the budget
+// that would do (not the streaming minimum), and exactly that budget loads.
+TEST(Streaming, ResidentBelowItsBudgetNamesTheBudgetItNeeds) {
+  const std::string path = model_path("syn-qwen3moe-Q8_0");
+  ModelLoadOptions lo;
+  lo.residency = ResidencyMode::kResident;
+  lo.batch = 8;
+  auto unlimited = Model::load(path, lo);
+  ASSERT_TRUE(unlimited.ok()) << unlimited.error().message;
+  const MemoryPlan& plan = (*unlimited)->plan();
+  ASSERT_TRUE(plan.all_resident);
+  ASSERT_GT(plan.all_resident_bytes, plan.min_budget_bytes / 2);
+  lo.mem_bytes = plan.all_resident_bytes - 4096;
+  auto small = Model::load(path, lo);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.error().message.find("needs a budget of " + format_bytes(plan.all_resident_bytes)), std::string::npos)
+      << small.error().message;
+  lo.mem_bytes = plan.all_resident_bytes;
+  auto exact = Model::load(path, lo);
+  EXPECT_TRUE(exact.ok()) << exact.error().message;
 }
 
 TEST(Streaming, CacheStatisticsAccountForEveryRead) {
