@@ -149,7 +149,7 @@ int cmd_bench(int argc, char** argv) {
   SessionOptions so;
   so.n_threads = static_cast<int>(*threads);
   so.n_ctx = lo->n_ctx;
-  so.batch = lo->batch;
+  so.batch = m.planned_batch();
   so.kv_type = lo->kv_type;
   if (args->has("--routing-bias")) {
     auto bias = parse_routing_bias(args->get_string("--routing-bias"), c);
@@ -288,8 +288,9 @@ int cmd_bench(int argc, char** argv) {
               c.is_moe() ? (", " + std::to_string(c.n_experts) + " experts, " + std::to_string(c.n_experts_active) + " active").c_str() : "");
   std::printf("residency        %s%s | budget %s | load %.1f s\n", residency_mode_name(lo->residency),
               m.streams() ? " (streaming)" : "", format_bytes(m.plan().budget_bytes).c_str(), load_s);
-  std::printf("prefill          %ld tok in %.2f s = %.2f tok/s (read %.2f GB)\n", static_cast<long>(*n_prompt), prefill_s,
-              static_cast<double>(*n_prompt) / prefill_s, static_cast<double>(prefill_read) / 1e9);
+  std::printf("prefill          %ld tok in %.2f s = %.2f tok/s (read %.2f GB, chunks of %ld)\n", static_cast<long>(*n_prompt),
+              prefill_s, static_cast<double>(*n_prompt) / prefill_s, static_cast<double>(prefill_read) / 1e9,
+              static_cast<long>(so.batch));
   std::printf("time to first    %.2f s\n", prefill_s);
   std::printf("decode           %ld tok in %.2f s = %.3f tok/s\n", static_cast<long>(done), decode_s, decode_tok_s);
   std::printf("peak RSS         %s%s%s\n", format_bytes(peak).c_str(), cg_peak ? " | cgroup peak " : "",
@@ -370,14 +371,14 @@ int cmd_bench(int argc, char** argv) {
   if (args->has("--json")) {
     std::printf("{\"depth_decode\":[%s],", depth_json.c_str());
     std::printf("\"model\":\"%s\",\"residency\":\"%s\",\"streaming\":%s,\"budget_bytes\":%llu,\"prompt_tokens\":%ld,"
-                "\"gen_tokens\":%ld,\"threads\":%d,\"prefill_tok_s\":%.4f,\"decode_tok_s\":%.4f,\"ttft_s\":%.4f,"
+                "\"gen_tokens\":%ld,\"threads\":%d,\"batch\":%ld,\"prefill_tok_s\":%.4f,\"decode_tok_s\":%.4f,\"ttft_s\":%.4f,"
                 "\"peak_rss_bytes\":%llu,\"cgroup_peak_bytes\":%llu,\"bytes_read_per_token\":%.0f,\"ssd_gbps\":%.4f,"
                 "\"ssd_probe_gbps\":%.4f,\"ssd_probe_before_gbps\":%.4f,\"ssd_probe_after_gbps\":%.4f,\"hit_rate\":%.4f,\"demand_hit_rate\":%.4f,\"oracle_hit_rate\":%.4f,\"held_out_hit_rate\":%.4f,"
                 "\"io_stall_share\":%.4f,\"limit_decode_tok_s\":%.4f,\"limit_hindsight_decode_tok_s\":%.4f,\"roofline_gbps\":%.3f,\"weight_gbps\":%.3f,"
                 "\"prefetch_precision\":%.4f,\"prefetch_recall\":%.4f,\"decode_tok_s_1thread\":%.4f}\n",
                 path.c_str(), residency_mode_name(lo->residency), m.streams() ? "true" : "false",
                 static_cast<unsigned long long>(m.plan().budget_bytes), static_cast<long>(*n_prompt), static_cast<long>(done),
-                s.pool().n_threads(), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
+                s.pool().n_threads(), static_cast<long>(so.batch), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
                 static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
                 ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
                 scaling_1t);

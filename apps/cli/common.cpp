@@ -15,7 +15,7 @@ std::vector<FlagSpec> model_flags() {
       {"--model", "-m", "PATH", "GGUF model file"},
       {"--threads", "-t", "N", "threads (default: all cores)"},
       {"--ctx", "-c", "N", "context size in tokens (default: min(model, 4096))"},
-      {"--batch", "-b", "N", "prompt chunk size (default 64)"},
+      {"--batch", "-b", "N|auto", "prompt chunk size (default auto: 512 when every weight stays in RAM, else 64)"},
       {"--kv-type", nullptr, "f16|q8_0", "KV cache type (default f16)"},
       {"--residency", nullptr, "auto|resident|mmap|stream", "where weights live (default auto: resident if they fit --mem)"},
       {"--mem", nullptr, "SIZE|auto", "memory budget, e.g. 8G, 512M, auto = cgroup limit or MemAvailable (default auto)"},
@@ -55,12 +55,12 @@ Result<Loaded> load_model_and_session(const Args& args) {
   SNIPER_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--threads", 0, 0, 1024));
   so.n_threads = static_cast<int>(threads);
   so.n_ctx = lo.n_ctx;
-  so.batch = lo.batch;
   so.kv_type = lo.kv_type;
   Loaded out;
   auto model = Model::load(args.get_string("--model"), lo);
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();
+  so.batch = out.model->planned_batch();
   if (args.has("--routing-bias")) {
     SNIPER_ASSIGN_OR_RETURN(so.routing_bias, parse_routing_bias(args.get_string("--routing-bias"), out.model->config()));
   }
@@ -75,7 +75,13 @@ Result<ModelLoadOptions> load_options_from_args(const Args& args) {
   SNIPER_ASSIGN_OR_RETURN(lo.residency, parse_residency_mode(args.get_string("--residency", "auto")));
   SNIPER_ASSIGN_OR_RETURN(lo.mem_bytes, resolve_memory_budget(args.get_string("--mem", "auto")));
   SNIPER_ASSIGN_OR_RETURN(lo.n_ctx, args.get_int("--ctx", 0, 0, int64_t{1} << 24));
-  SNIPER_ASSIGN_OR_RETURN(lo.batch, args.get_int("--batch", 64, 1, 4096));
+  if (args.get_string("--batch", "auto") == "auto") {
+    lo.batch = 0;  // Model::load chooses
+  } else {
+    auto batch = args.get_int("--batch", 64, 1, 4096);
+    if (!batch.ok()) return make_error("%s, or auto", batch.error().message.c_str());
+    lo.batch = *batch;
+  }
   SNIPER_ASSIGN_OR_RETURN(lo.kv_type, parse_kv_type(args.get_string("--kv-type", "f16")));
   SNIPER_ASSIGN_OR_RETURN(lo.cache_policy, parse_cache_policy(args.get_string("--cache-policy", "lfru")));
   lo.prefetch = !args.has("--no-prefetch");

@@ -49,11 +49,20 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   const ModelConfig& c = m->config_;
   m->n_ctx_ = options.n_ctx > 0 ? options.n_ctx : std::min<int64_t>(c.n_ctx_train, 4096);
 
+  // Automatic prefill chunk: long when every weight stays in RAM, so that each expert of an MoE
+  // model gets enough of the chunk's tokens to fill its GEMM tiles (qwen3-30b-a3b prefill of 256
+  // tokens: 24.3 tok/s in chunks of 64, 29.8 in one chunk; dense models are indifferent); short
+  // otherwise, where a chunk's experts must share the cache slots and its scratch the budget.
+  constexpr int64_t kResidentBatch = 512, kStreamBatch = 64;
+  const bool auto_batch = options.batch == 0;
   PlanRequest req;
   req.budget_bytes = options.mem_bytes > 0 ? options.mem_bytes : UINT64_MAX / 4;
   req.n_ctx = m->n_ctx_;
   req.kv_type = options.kv_type;
-  req.batch = options.batch;
+  req.batch = auto_batch ? kResidentBatch : options.batch;
+  if (auto_batch && (options.residency == ResidencyMode::kStream || options.residency == ResidencyMode::kMmap)) {
+    req.batch = kStreamBatch;
+  }
   req.n_sessions = options.n_sessions;
   req.force_stream = options.residency == ResidencyMode::kStream;
   if (options.residency == ResidencyMode::kMmap) {
@@ -61,6 +70,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
     m->plan_.budget_bytes = req.budget_bytes;
   } else {
     auto plan = make_plan(m->gguf_, c, req);
+    if (auto_batch && req.batch != kStreamBatch && (!plan.ok() || !plan->all_resident)) {
+      req.batch = kStreamBatch;
+      plan = make_plan(m->gguf_, c, req);
+    }
     if (!plan.ok()) return make_error("%s: %s", path.c_str(), plan.error().message.c_str());
     m->plan_ = std::move(plan).value();
     if (options.residency == ResidencyMode::kResident && !m->plan_.all_resident) {
@@ -69,6 +82,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
                         format_bytes(req.budget_bytes).c_str());
     }
   }
+  m->batch_ = req.batch;
   auto store = WeightStore::open(m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,
                                  m->plan_.all_resident ? nullptr : &m->plan_.streamed_tensors);
   if (!store.ok()) return store.error();

@@ -40,7 +40,7 @@ struct ModelLoadOptions {
   ResidencyMode residency = ResidencyMode::kAuto;
   uint64_t mem_bytes = 0;         // memory budget; 0 = unlimited (everything resident)
   int64_t n_ctx = 0;              // context to plan for; 0 = min(model, 4096)
-  int64_t batch = 64;             // prefill chunk to plan scratch for
+  int64_t batch = 64;             // prefill chunk to plan scratch for; 0 = auto (see Model::load)
   int64_t n_sessions = 1;         // sessions to plan KV caches and scratch for (server slots)
   KvType kv_type = KvType::kF16;
   CachePolicy cache_policy = CachePolicy::kLfru;
@@ -65,6 +65,8 @@ class Model {
   const MemoryPlan& plan() const { return plan_; }
   const ModelLoadOptions& options() const { return options_; }
   int64_t planned_n_ctx() const { return n_ctx_; }
+  // The prefill chunk the plan holds scratch for (options.batch, or the automatic choice).
+  int64_t planned_batch() const { return batch_; }
   bool streams() const { return !plan_.all_resident; }
   // The sources a Transformer needs for tensors that are not resident.
   WeightSources sources();
@@ -84,6 +86,7 @@ class Model {
   GgufFile gguf_;
   ModelLoadOptions options_;
   int64_t n_ctx_ = 0;
+  int64_t batch_ = 0;
   MemoryPlan plan_;
   std::unique_ptr<WeightStore> store_;
   ModelConfig config_;

@@ -267,6 +267,34 @@ TEST(Streaming, ResidentBelowItsBudgetNamesTheBudgetItNeeds) {
   EXPECT_TRUE(exact.ok()) << exact.error().message;
 }
 
+// batch = 0: chunks of 512 when every weight stays in RAM, else 64 (also when only the smaller
+// scratch lets everything stay resident); an explicit batch is kept.
+TEST(Streaming, AutomaticBatchIsLongOnlyWhenNothingStreams) {
+  const std::string path = model_path("syn-qwen3moe-Q8_0");
+  ModelLoadOptions lo;
+  lo.batch = 0;
+  auto unlimited = Model::load(path, lo);
+  ASSERT_TRUE(unlimited.ok()) << unlimited.error().message;
+  EXPECT_TRUE((*unlimited)->plan().all_resident);
+  EXPECT_EQ((*unlimited)->planned_batch(), 512);
+  ModelLoadOptions short_chunks;
+  short_chunks.batch = 64;
+  auto at64 = Model::load(path, short_chunks);
+  ASSERT_TRUE(at64.ok());
+  EXPECT_EQ((*at64)->planned_batch(), 64);
+  lo.mem_bytes = (*at64)->plan().all_resident_bytes;  // resident only with the short chunk's scratch
+  auto tight = Model::load(path, lo);
+  ASSERT_TRUE(tight.ok()) << tight.error().message;
+  EXPECT_TRUE((*tight)->plan().all_resident);
+  EXPECT_EQ((*tight)->planned_batch(), 64);
+  ModelLoadOptions stream = streamed(min_stream_budget(path, 64));
+  stream.batch = 0;
+  auto streaming = Model::load(path, stream);
+  ASSERT_TRUE(streaming.ok()) << streaming.error().message;
+  EXPECT_FALSE((*streaming)->plan().all_resident);
+  EXPECT_EQ((*streaming)->planned_batch(), 64);
+}
+
 TEST(Streaming, CacheStatisticsAccountForEveryRead) {
   const std::string path = model_path("syn-qwen3moe-Q4_K_M");
   auto model = Model::load(path, streamed(min_stream_budget(path, 8)));
