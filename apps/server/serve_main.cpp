@@ -67,7 +67,7 @@ int serve_main(int argc, char** argv) {
   so.session.n_ctx = lo->n_ctx;
   // Prompt chunks stay short by default: the scheduler runs one chunk of one slot between the
   // decode steps of the others, and a long chunk would stall them.
-  if (lo->batch == 0) lo->batch = 64;
+  if (lo->batch == 0) lo->batch = kShortPromptChunk;
   so.session.batch = lo->batch;
   so.session.kv_type = lo->kv_type;
   lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them

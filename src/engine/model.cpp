@@ -53,7 +53,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   // model gets enough of the chunk's tokens to fill its GEMM tiles (qwen3-30b-a3b prefill of 256
   // tokens: 24.3 tok/s in chunks of 64, 29.8 in one chunk; dense models are indifferent); short
   // otherwise, where a chunk's experts must share the cache slots and its scratch the budget.
-  constexpr int64_t kResidentBatch = 512, kStreamBatch = 64;
+  constexpr int64_t kResidentBatch = 512;
   const bool auto_batch = options.batch == 0;
   PlanRequest req;
   req.budget_bytes = options.mem_bytes > 0 ? options.mem_bytes : UINT64_MAX / 4;
@@ -61,7 +61,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   req.kv_type = options.kv_type;
   req.batch = auto_batch ? kResidentBatch : options.batch;
   if (auto_batch && (options.residency == ResidencyMode::kStream || options.residency == ResidencyMode::kMmap)) {
-    req.batch = kStreamBatch;
+    req.batch = kShortPromptChunk;
   }
   req.n_sessions = options.n_sessions;
   req.force_stream = options.residency == ResidencyMode::kStream;
@@ -70,8 +70,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
     m->plan_.budget_bytes = req.budget_bytes;
   } else {
     auto plan = make_plan(m->gguf_, c, req);
-    if (auto_batch && req.batch != kStreamBatch && (!plan.ok() || !plan->all_resident)) {
-      req.batch = kStreamBatch;
+    if (auto_batch && req.batch != kShortPromptChunk && (!plan.ok() || !plan->all_resident)) {
+      req.batch = kShortPromptChunk;
       plan = make_plan(m->gguf_, c, req);
     }
     if (!plan.ok()) return make_error("%s: %s", path.c_str(), plan.error().message.c_str());

@@ -36,6 +36,10 @@ enum class ResidencyMode {
 Result<ResidencyMode> parse_residency_mode(std::string_view text);
 const char* residency_mode_name(ResidencyMode mode);
 
+// Prompt chunk when weights stream (a chunk's experts share the cache slots and its scratch the
+// budget) and for the server (one slot's chunk runs between the others' decode steps).
+inline constexpr int64_t kShortPromptChunk = 64;
+
 struct ModelLoadOptions {
   ResidencyMode residency = ResidencyMode::kAuto;
   uint64_t mem_bytes = 0;         // memory budget; 0 = unlimited (everything resident)

@@ -20,12 +20,6 @@ namespace {
 
 using Param = std::tuple<GgmlType, IsaTier>;
 
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
 class KernelTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {

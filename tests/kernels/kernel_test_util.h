@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -29,6 +30,13 @@ inline constexpr GgmlType kActTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlT
 inline constexpr IsaTier kAllTiers[] = {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512};
 
 inline bool host_has(IsaTier tier) { return tier <= host_best_tier(); }
+
+// The bit pattern of f, for bitwise comparisons that also tell -0 from 0 and compare NaNs.
+inline uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
 
 // Data conditioning: kWell = N(0, 1); kIll = N(0, 1) times 10^U(-4, 4) per element (a dynamic
 // range of 1e8 inside one block), with every 5th block all zeros.

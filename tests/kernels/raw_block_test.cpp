@@ -64,12 +64,6 @@ std::vector<BlockQ8_K> raw_acts(int64_t n_blocks, int extreme, std::mt19937& rng
   return out;
 }
 
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
 using Param = std::tuple<GgmlType, IsaTier>;
 class RawBlockTest : public ::testing::TestWithParam<Param> {};
 
