@@ -83,6 +83,26 @@ void attend_group_q8_0(const AttentionLayout& layout, const float* q, const uint
   ops.q8_0_weighted_rows(v_rows + head_off, layout.row_bytes, n_kv, hd, s.weights, s.stride, group, out);
 }
 
+// ggml_vec_dot_f16's scalar tail over positions [i0, i1) of each V^T row, after its main loop's
+// float result (already in out): each product rounded to float, the sum kept in double.
+void add_vec_dot_f16_tail(int64_t i0, int64_t i1, int64_t hd, int64_t group, const uint8_t* vt, size_t vt_row_bytes,
+                          const float* p, int64_t p_stride, float* out) {
+  constexpr int64_t kHeads = 16;  // heads summed side by side: independent chains of adds
+  for (int64_t d = 0; d < hd; ++d) {
+    const auto* row = reinterpret_cast<const fp16_t*>(vt + vt_row_bytes * static_cast<size_t>(d));
+    for (int64_t g0 = 0; g0 < group; g0 += kHeads) {
+      const int64_t ng = std::min(kHeads, group - g0);
+      double sum[kHeads];
+      for (int64_t g = 0; g < ng; ++g) sum[g] = out[(g0 + g) * hd + d];
+      for (int64_t i = i0; i < i1; ++i) {
+        const float v = fp16_to_fp32(row[i]);
+        for (int64_t g = 0; g < ng; ++g) sum[g] += static_cast<double>(v * p[(g0 + g) * p_stride + i]);
+      }
+      for (int64_t g = 0; g < ng; ++g) out[(g0 + g) * hd + d] = static_cast<float>(sum[g]);
+    }
+  }
+}
+
 }  // namespace
 
 AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok) {
@@ -163,9 +183,18 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
   const size_t vt_row_bytes = sizeof(fp16_t) * static_cast<size_t>(layout.n_ctx);
   const uint8_t* vt = v_rows + vt_row_bytes * static_cast<size_t>(hd * kv_head);
   const size_t p_row = (wide ? sizeof(float) : sizeof(fp16_t)) * static_cast<size_t>(s.stride);
-  if (avx512 && n_dot % (kqv_tiny ? 16 : 64) == 0) {
-    kernels_internal::attention_kqv_f16_avx512(n_dot, hd, group, vt, vt_row_bytes, s.weights, s.stride, out, s.state,
-                                               kqv_tiny);
+  if (avx512) {  // tinyBLAS order: n_dot % 16 == 0 (kqv_tiny)
+    // vec_dot order: the kernel runs the main loop (whole steps of 64); the rest is
+    // ggml_vec_dot_f16's scalar tail, which only the last positions of a context whose size is
+    // not a multiple of 64 reach.
+    const int64_t n_main = kqv_tiny ? n_dot : n_dot - n_dot % 64;
+    if (n_main > 0) {
+      kernels_internal::attention_kqv_f16_avx512(n_main, hd, group, vt, vt_row_bytes, s.weights, s.stride, out,
+                                                 s.state, kqv_tiny);
+    } else {
+      std::fill(out, out + group * hd, 0.0f);  // the main loop's (0 + 0) + (0 + 0), reduced
+    }
+    if (n_main < n_dot) add_vec_dot_f16_tail(n_main, n_dot, hd, group, vt, vt_row_bytes, s.weights, s.stride, out);
     return;
   }
   const auto kqv = wide ? (kqv_tiny ? kt.gemm_batched_wide : kt.gemm_wide) : (kqv_tiny ? kt.gemm_batched : kt.gemm);
