@@ -9,9 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "base/huge_pages.h"
@@ -26,6 +29,7 @@ constexpr size_t kReadChunkBytes = size_t{64} << 20;
 // Bytes past each read that its page-cache drop also covers: more than the kernel readahead
 // window (read_ahead_kb, 8 MiB on the dev VM) plus the window it may be reading asynchronously.
 constexpr off_t kReadaheadDropBytes = off_t{32} << 20;
+constexpr size_t kMaxLoadThreads = 4;  // each holds up to a chunk plus readahead of page cache
 
 class Fd {
  public:
@@ -35,6 +39,70 @@ class Fd {
  private:
   int fd_;
 };
+
+// One read of a tensor's bytes [done, done + want) into memory at base + local[tensor] + done.
+struct ReadJob {
+  size_t tensor;
+  uint64_t done;
+  size_t want;
+};
+
+// Reads every tensor with a local offset into memory, in chunks of at most kReadChunkBytes
+// shared out in file order among several threads: the page faults of the fresh memory (the
+// kernel zeroes every page first), the copies out of the page cache and the SSD's queue then
+// run side by side instead of one after another. The first failed read stops the others and is
+// the error returned.
+Status read_tensors(int fd, const GgufFile& gguf, const std::vector<uint64_t>& local, uint8_t* base) {
+  const auto& infos = gguf.tensors();
+  std::vector<ReadJob> jobs;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (local[i] == UINT64_MAX) continue;
+    for (uint64_t done = 0; done < infos[i].nbytes; done += kReadChunkBytes) {
+      jobs.push_back({i, done, static_cast<size_t>(std::min<uint64_t>(infos[i].nbytes - done, kReadChunkBytes))});
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mu;
+  Status error = ok_status();
+  const auto work = [&] {
+    for (;;) {
+      const size_t j = next.fetch_add(1, std::memory_order_relaxed);
+      if (j >= jobs.size() || failed.load(std::memory_order_relaxed)) return;
+      const ReadJob& job = jobs[j];
+      const auto& t = infos[job.tensor];
+      for (size_t got_total = 0; got_total < job.want;) {
+        const uint64_t at = t.file_offset + job.done + got_total;
+        const ssize_t got = pread(fd, base + local[job.tensor] + job.done + got_total, job.want - got_total,
+                                  static_cast<off_t>(at));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          const std::lock_guard<std::mutex> lock(error_mu);
+          if (!failed.exchange(true)) {
+            error = make_error("reading tensor '%s' of '%s' at offset %llu failed: %s", t.name.c_str(),
+                               gguf.path.c_str(), static_cast<unsigned long long>(at),
+                               got == 0 ? "unexpected end of file (truncated?)" : std::strerror(errno));
+          }
+          return;
+        }
+        // The page cache of what we just read is not ours to keep under a memory budget: dropped
+        // as we go, so that loading never holds the weights twice (a cgroup counts both). The
+        // drop reaches past the read over what readahead may have cached beyond it: when the
+        // next bytes belong to streamed tensors nothing else drops them before the end, and a
+        // dense model under a 2 GiB cap held 390 MB of such pages.
+        posix_fadvise(fd, static_cast<off_t>(at), got + kReadaheadDropBytes, POSIX_FADV_DONTNEED);
+        got_total += static_cast<size_t>(got);
+      }
+    }
+  };
+  const size_t n_threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), kMaxLoadThreads,
+                                             std::max<size_t>(jobs.size(), 1)});
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < n_threads; ++i) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  return error;
+}
 
 }  // namespace
 
@@ -91,30 +159,7 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
     }
     store->base_ = p;
     store->resident_bytes_ = bytes;
-    // Read runs of consecutive loaded tensors with as few large reads as possible.
-    for (size_t i = 0; i < infos.size(); ++i) {
-      if (local[i] == UINT64_MAX) continue;
-      uint64_t done = 0;
-      while (done < infos[i].nbytes) {
-        const size_t want = static_cast<size_t>(std::min<uint64_t>(infos[i].nbytes - done, kReadChunkBytes));
-        const ssize_t got = pread(fd.get(), store->base_ + local[i] + done, want,
-                                  static_cast<off_t>(infos[i].file_offset + done));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          return make_error("reading tensor '%s' of '%s' at offset %llu failed: %s", infos[i].name.c_str(),
-                            gguf.path.c_str(), static_cast<unsigned long long>(infos[i].file_offset + done),
-                            got == 0 ? "unexpected end of file (truncated?)" : std::strerror(errno));
-        }
-        // The page cache of what we just read is not ours to keep under a memory budget: dropped
-        // as we go, so that loading never holds the weights twice (a cgroup counts both). The
-        // drop reaches past the read over what readahead may have cached beyond it: when the
-        // next bytes belong to streamed tensors nothing else drops them before the end, and a
-        // dense model under a 2 GiB cap held 390 MB of such pages.
-        posix_fadvise(fd.get(), static_cast<off_t>(infos[i].file_offset + done), got + kReadaheadDropBytes,
-                      POSIX_FADV_DONTNEED);
-        done += static_cast<uint64_t>(got);
-      }
-    }
+    SNIPER_TRY(read_tensors(fd.get(), gguf, local, store->base_));
     // And whatever else of the file is cached (e.g. from writing it): a memory-capped run, and a
     // baseline run after it, must not be served from pages that nobody paid for.
     posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
