@@ -14,10 +14,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "base/huge_pages.h"
+#include "base/thread_pool.h"
 
 #include "base/check.h"
 
@@ -29,7 +29,7 @@ constexpr size_t kReadChunkBytes = size_t{64} << 20;
 // Bytes past each read that its page-cache drop also covers: more than the kernel readahead
 // window (read_ahead_kb, 8 MiB on the dev VM) plus the window it may be reading asynchronously.
 constexpr off_t kReadaheadDropBytes = off_t{32} << 20;
-constexpr size_t kMaxLoadThreads = 4;  // each holds up to a chunk plus readahead of page cache
+constexpr int kMaxLoadThreads = 4;  // each holds up to a chunk plus readahead of page cache
 
 class Fd {
  public:
@@ -61,46 +61,40 @@ Status read_tensors(int fd, const GgufFile& gguf, const std::vector<uint64_t>& l
       jobs.push_back({i, done, static_cast<size_t>(std::min<uint64_t>(infos[i].nbytes - done, kReadChunkBytes))});
     }
   }
-  std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex error_mu;
   Status error = ok_status();
-  const auto work = [&] {
-    for (;;) {
-      const size_t j = next.fetch_add(1, std::memory_order_relaxed);
-      if (j >= jobs.size() || failed.load(std::memory_order_relaxed)) return;
-      const ReadJob& job = jobs[j];
-      const auto& t = infos[job.tensor];
-      for (size_t got_total = 0; got_total < job.want;) {
-        const uint64_t at = t.file_offset + job.done + got_total;
-        const ssize_t got = pread(fd, base + local[job.tensor] + job.done + got_total, job.want - got_total,
-                                  static_cast<off_t>(at));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          const std::lock_guard<std::mutex> lock(error_mu);
-          if (!failed.exchange(true)) {
-            error = make_error("reading tensor '%s' of '%s' at offset %llu failed: %s", t.name.c_str(),
-                               gguf.path.c_str(), static_cast<unsigned long long>(at),
-                               got == 0 ? "unexpected end of file (truncated?)" : std::strerror(errno));
-          }
-          return;
+  const auto read_job = [&](const ReadJob& job) {
+    const auto& t = infos[job.tensor];
+    for (size_t got_total = 0; got_total < job.want;) {
+      const uint64_t at = t.file_offset + job.done + got_total;
+      const ssize_t got = pread(fd, base + local[job.tensor] + job.done + got_total, job.want - got_total,
+                                static_cast<off_t>(at));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        const std::lock_guard<std::mutex> lock(error_mu);
+        if (!failed.exchange(true)) {
+          error = make_error("reading tensor '%s' of '%s' at offset %llu failed: %s", t.name.c_str(),
+                             gguf.path.c_str(), static_cast<unsigned long long>(at),
+                             got == 0 ? "unexpected end of file (truncated?)" : std::strerror(errno));
         }
-        // The page cache of what we just read is not ours to keep under a memory budget: dropped
-        // as we go, so that loading never holds the weights twice (a cgroup counts both). The
-        // drop reaches past the read over what readahead may have cached beyond it: when the
-        // next bytes belong to streamed tensors nothing else drops them before the end, and a
-        // dense model under a 2 GiB cap held 390 MB of such pages.
-        posix_fadvise(fd, static_cast<off_t>(at), got + kReadaheadDropBytes, POSIX_FADV_DONTNEED);
-        got_total += static_cast<size_t>(got);
+        return;
       }
+      // The page cache of what we just read is not ours to keep under a memory budget: dropped
+      // as we go, so that loading never holds the weights twice (a cgroup counts both). The
+      // drop reaches past the read over what readahead may have cached beyond it: when the
+      // next bytes belong to streamed tensors nothing else drops them before the end, and a
+      // dense model under a 2 GiB cap held 390 MB of such pages.
+      posix_fadvise(fd, static_cast<off_t>(at), got + kReadaheadDropBytes, POSIX_FADV_DONTNEED);
+      got_total += static_cast<size_t>(got);
     }
   };
-  const size_t n_threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), kMaxLoadThreads,
-                                             std::max<size_t>(jobs.size(), 1)});
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < n_threads; ++i) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  ThreadPool pool(std::min(hardware_threads(), kMaxLoadThreads));
+  pool.parallel_for(static_cast<int64_t>(jobs.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end && !failed.load(std::memory_order_relaxed); ++j) {
+      read_job(jobs[static_cast<size_t>(j)]);
+    }
+  });
   return error;
 }
 
