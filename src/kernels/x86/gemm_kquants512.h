@@ -1,16 +1,27 @@
 // SPDX-License-Identifier: MIT
-// Prefill tiles for Q4_K weights on the AVX-512 tier: one weight row against 2..8 tokens with the
-// per-token float work packed, bitwise equal to DotQ4_K512 (and so to the ref tier).
-// DotQ4_K512 spends more instructions per (row, token, super-block) on float bookkeeping than on
-// the integer dot itself: a 512->256 fold, a convert, a scalar d * d_y and its broadcast, one
-// 256-bit FMA, and the same again in 128 bits for the mins. Here two tokens share each 512-bit
-// fold/convert/multiply/FMA ([token 2p | token 2p+1] in the two 256-bit halves) and four tokens
-// share the mins step (one 128-bit block each). Per lane the operations are exactly those of
-// DotQ4_K512 — the same integers (integer sums are exact), the same products d_y * d and
-// -d_y * dmin rounded once, the same FMA into the same accumulator lane — and the final
-// reductions are the same functions, so every token's result is unchanged.
-// The activation-only terms (d_y, -d_y and the pairwise bsums of each super-block) are laid out
-// once per tile, before the row loop. Include only from AVX-512 TUs.
+// Prefill tiles for the two Q4_K_M formats (Q4_K, Q6_K) on the AVX-512 tier: one weight row
+// against 2..8 tokens, bitwise equal to DotQ4_K512 / DotQ6_K512 (and so to the ref tier).
+//
+// The one-token kernels hold a token's super-block sums in 16 lanes (two 32-element chunks side
+// by side) and spend as many instructions per (row, token, super-block) on float bookkeeping as
+// on the integer dot: a 512 -> 256 fold, a convert, a scalar d * d_y and its broadcast, a 256-bit
+// FMA. Here each zmm holds one 32-element chunk for a pair of tokens instead:
+//  - The activations are laid out once per tile (Q8KPairBlock: per super-block, chunk and token
+//    pair, [token 2p's 32 bytes | token 2p+1's]).
+//  - The weight chunk is broadcast to both 256-bit halves, and its per-16-element (Q6_K) or
+//    per-32-element (Q4_K) scales with it, so the 8 int32 lanes of each half sum exactly the
+//    products of the reference's 8 lanes for its token (integer sums are exact in any order):
+//    the pair's sums come out [token 2p | token 2p+1] with no fold, and one 512-bit convert,
+//    multiply (d_y * d, rounded once as in the reference) and FMA serve both tokens.
+//  - Q4_K's mins term goes four tokens to a zmm (one 128-bit block each), as the reference's
+//    128-bit accumulator; Q6_K's -32 offset is folded into the starting sums, per lane the
+//    reference's 32 * (sc[2k] * bsums[2k] + sc[2k+1] * bsums[2k+1]).
+// Per lane the float operations are those of the one-token kernels and the final reductions are
+// the same functions, so every token's result is unchanged. Against the fold layout of the Q4_K
+// tile before it (same float packing, a fold per pair) the integer work is the same 64 ops per
+// super-block and 8 tokens, and the overhead drops from about 50 ops to about 36. The
+// activation-only terms (d_y, -d_y and the bsums of each super-block) are laid out once per tile,
+// before the row loop. Include only from AVX-512 TUs.
 #pragma once
 
 #include <algorithm>
@@ -22,75 +33,231 @@ namespace sniper::x86 {
 // Internal linkage on purpose (see dot_kquants.h).
 namespace {
 
-// Super-blocks a tile's activation terms can describe (row length up to 64 * 256 elements).
+// Super-blocks a tile can describe (row length up to 64 * 256 elements; longer rows go through
+// the one-token kernels).
 constexpr int kTileMaxSuperBlocks = 64;
+
+// Tokens per tile (4 pairs: with the accumulators and the weight chunk, the row loop fits the 32
+// zmm registers; 16-token tiles were no faster, their activations spill out of L1).
+constexpr int kPairTileTokens = 8;
+
+// Activations of up to 8 tokens: per super-block, 32-element chunk c and token pair p, the 64
+// bytes [token 2p's 32 bytes of chunk c | token 2p+1's].
+struct alignas(64) Q8KPairBlock {
+  int8_t qs[8][kPairTileTokens / 2][64];
+};
 
 // Activation terms of up to 8 tokens (padded to whole pairs and quads by repeating a token).
 struct Q8KTileTerms {
-  __m512 yd2[kTileMaxSuperBlocks][4];    // [d_y(2p) x8 | d_y(2p+1) x8]
-  __m512 nyd4[kTileMaxSuperBlocks][2];   // [-d_y(4q + k) x4 for k < 4]
-  __m512i q8s4[kTileMaxSuperBlocks][2];  // [hadd(bsums) of token 4q + k, 8 words, for k < 4]
+  __m512 yd2[kTileMaxSuperBlocks][4];     // [d_y(2p) x8 | d_y(2p+1) x8]
+  __m512 nyd4[kTileMaxSuperBlocks][2];    // Q4_K: [-d_y(4q + k) x4 for k < 4]
+  __m512i q8s4[kTileMaxSuperBlocks][2];   // Q4_K: [hadd(bsums) of token 4q + k, 8 words, for k < 4]
+  __m512i nbsum2[kTileMaxSuperBlocks][4];  // Q6_K: [-bsums of token 2p, 16 words | of token 2p+1]
 };
 
-inline void fill_tile_terms(const BlockQ8_K* const* a, int n_pad, int64_t n_sb, Q8KTileTerms& terms) {
+// Lays out tokens a[0 .. n_pad) (n_pad even) for the row tiles of kType.
+template <GgmlType kType>
+void lay_out_tile(const BlockQ8_K* const* a, int n_pad, int64_t n_sb, Q8KPairBlock* acts, Q8KTileTerms& terms) {
   for (int64_t i = 0; i < n_sb; ++i) {
+    for (int c = 0; c < 8; ++c) {
+      for (int p = 0; p < n_pad / 2; ++p) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(acts[i].qs[c][p]), load256(a[2 * p][i].qs + 32 * c));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(acts[i].qs[c][p] + 32), load256(a[2 * p + 1][i].qs + 32 * c));
+      }
+    }
     for (int p = 0; p < n_pad / 2; ++p) {
       terms.yd2[i][p] = _mm512_insertf32x8(_mm512_set1_ps(a[2 * p][i].d), _mm256_set1_ps(a[2 * p + 1][i].d), 1);
-    }
-    for (int q = 0; q < (n_pad + 3) / 4; ++q) {
-      alignas(64) float nyd[16];
-      alignas(64) int16_t sums[32];
-      for (int k = 0; k < 4; ++k) {
-        const BlockQ8_K& b = a[std::min(4 * q + k, n_pad - 1)][i];
-        for (int l = 0; l < 4; ++l) nyd[4 * k + l] = -b.d;
-        _mm_store_si128(reinterpret_cast<__m128i*>(sums + 8 * k), _mm_hadd_epi16(load128(b.bsums), load128(b.bsums + 8)));
+      if constexpr (kType == GgmlType::kQ6_K) {
+        // -bsums: each is a sum of 16 int8, in [-2048, 2032], so its negation fits 16 bits.
+        const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(load256(a[2 * p][i].bsums)),
+                                             load256(a[2 * p + 1][i].bsums), 1);
+        terms.nbsum2[i][p] = _mm512_sub_epi16(_mm512_setzero_si512(), b);
       }
-      terms.nyd4[i][q] = _mm512_load_ps(nyd);
-      terms.q8s4[i][q] = _mm512_load_si512(sums);
+    }
+    if constexpr (kType == GgmlType::kQ4_K) {
+      for (int q = 0; q < (n_pad + 3) / 4; ++q) {
+        alignas(64) float nyd[16];
+        alignas(64) int16_t sums[32];
+        for (int k = 0; k < 4; ++k) {
+          const BlockQ8_K& b = a[std::min(4 * q + k, n_pad - 1)][i];
+          for (int l = 0; l < 4; ++l) nyd[4 * k + l] = -b.d;
+          _mm_store_si128(reinterpret_cast<__m128i*>(sums + 8 * k),
+                          _mm_hadd_epi16(load128(b.bsums), load128(b.bsums + 8)));
+        }
+        terms.nyd4[i][q] = _mm512_load_ps(nyd);
+        terms.q8s4[i][q] = _mm512_load_si512(sums);
+      }
     }
   }
 }
 
-// One Q4_K row against NP token pairs (tokens a[0 .. 2 NP)); results to out[0 .. 2 NP).
+// The results of a row tile: token 2p's reference accumulator is the low half of acc2[p], token
+// 2p+1's the high half; m4 (Q4_K only) holds the mins accumulators, four tokens per zmm.
 template <int NP>
-void q4_k_row_tile(int64_t n_sb, const BlockQ4_K* w, const BlockQ8_K* const* a, const Q8KTileTerms& terms,
-                   float* out, const uint8_t* pf_limit) {
+void store_tile_results(const __m512* acc2, const __m512* accm4, float* out) {
   constexpr int NT = 2 * NP, NQ = (NT + 3) / 4;
+  alignas(64) float m4[NQ][16];
+  if (accm4 != nullptr) {
+    for (int q = 0; q < NQ; ++q) _mm512_store_ps(m4[q], accm4[q]);
+  }
+  for (int t = 0; t < NT; ++t) {
+    const __m256 a8 = t % 2 == 0 ? _mm512_castps512_ps256(acc2[t / 2]) : _mm512_extractf32x8_ps(acc2[t / 2], 1);
+    out[t] = accm4 == nullptr ? hsum_ps(a8) : hsum_ps(a8) + hsum4_ps(_mm_load_ps(m4[t / 4] + 4 * (t % 4)));
+  }
+}
+
+// One Q4_K row against NP token pairs; results to out[0 .. 2 NP).
+template <int NP>
+void q4_k_row_tile(int64_t n_sb, const BlockQ4_K* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms,
+                   float* out, const uint8_t* pf_limit) {
+  constexpr int NQ = (2 * NP + 3) / 4;
   __m512 acc2[NP];
   __m512 accm4[NQ];
   for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
   for (int q = 0; q < NQ; ++q) accm4[q] = _mm512_setzero_ps();
-  const Q4KConsts k;
+  const Q4KScaleConsts sk;
+  const __m512i low_mask = _mm512_set1_epi8(0x0F);
+  // Dword s = [scale s | scale s] for s < 8, from the scale words.
+  const __m256i dup = _mm256_setr_epi16(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   for (int64_t i = 0; i < n_sb; ++i) {
     prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ4_K)), pf_limit);
-    __m512i isum[NT];
-    const __m128i mins8 = q4_k_superblock_isums<NT>(w[i], a, i, k, isum);
+    const __m256i words = q4_k_scale_words(w[i].scales, sk);
+    alignas(32) int32_t sc[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), _mm256_permutexvar_epi16(dup, words));
+    // Opaque to the compiler, so the broadcasts below load from memory (load ports only)
+    // instead of extracting each dword from a register on the one shuffle port.
+    asm("" : "+m"(sc));
+    __m512i isum[NP];
+    for (int p = 0; p < NP; ++p) isum[p] = _mm512_setzero_si512();
+    for (int j = 0; j < 4; ++j) {
+      // Quant bytes 32j..32j+31: low nibbles are chunk 2j, high nibbles chunk 2j + 1.
+      const __m512i q4 = _mm512_broadcast_i64x4(load256(w[i].qs + 32 * j));
+      const __m512i lo = _mm512_and_si512(q4, low_mask);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q4, 4), low_mask);
+      const __m512i s_lo = _mm512_set1_epi32(sc[2 * j]);
+      const __m512i s_hi = _mm512_set1_epi32(sc[2 * j + 1]);
+      for (int p = 0; p < NP; ++p) {
+        isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(lo, _mm512_load_si512(acts[i].qs[2 * j][p])), s_lo);
+        isum[p] =
+            _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(hi, _mm512_load_si512(acts[i].qs[2 * j + 1][p])), s_hi);
+      }
+    }
     const __m512 d = _mm512_set1_ps(h2f(w[i].d));
     const __m512 dmin = _mm512_set1_ps(h2f(w[i].dmin));
-    const __m512i mins = _mm512_broadcast_i32x4(mins8);
+    const __m512i mins = _mm512_broadcast_i32x4(_mm256_extracti128_si256(words, 1));
     for (int q = 0; q < NQ; ++q) {
       const __m512 m = _mm512_cvtepi32_ps(_mm512_madd_epi16(mins, terms.q8s4[i][q]));
       accm4[q] = _mm512_fmadd_ps(_mm512_mul_ps(terms.nyd4[i][q], dmin), m, accm4[q]);
     }
     for (int p = 0; p < NP; ++p) {
-      const __m512i x = isum[2 * p], y = isum[2 * p + 1];
-      const __m512i folded = _mm512_add_epi32(_mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
-                                              _mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
-      acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(folded), acc2[p]);
+      acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
     }
   }
-  alignas(64) float m4[NQ][16];
-  for (int q = 0; q < NQ; ++q) _mm512_store_ps(m4[q], accm4[q]);
-  for (int t = 0; t < NT; ++t) {
-    const __m256 a8 = t % 2 == 0 ? _mm512_castps512_ps256(acc2[t / 2]) : _mm512_extractf32x8_ps(acc2[t / 2], 1);
-    out[t] = hsum_ps(a8) + hsum4_ps(_mm_load_ps(m4[t / 4] + 4 * (t % 4)));
+  store_tile_results<NP>(acc2, accm4, out);
+}
+
+// One Q6_K row against NP token pairs; results to out[0 .. 2 NP). Chunk c = 4 half + k of a
+// super-block (DotQ6_K's q[k] of that half) has 6-bit values (ql nibble | 2 qh bits << 4):
+// k = 0: ql[64 half + l] low nibble, qh bits 0-1; k = 1: ql[64 half + 32 + l] low, qh bits 2-3;
+// k = 2: ql[64 half + l] high, qh bits 4-5; k = 3: ql[64 half + 32 + l] high, qh bits 6-7; its
+// scales are sc[2c] (bytes 0..15) and sc[2c + 1] (16..31).
+template <int NP>
+void q6_k_row_tile(int64_t n_sb, const BlockQ6_K* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms,
+                   float* out, const uint8_t* pf_limit) {
+  __m512 acc2[NP];
+  for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
+  const __m512i low_mask = _mm512_set1_epi8(0x0F);
+  const __m512i six_bits = _mm512_set1_epi8(0x3F);
+  // Scale words of chunk c: [sc[2c] x8 | sc[2c+1] x8] in both 256-bit halves.
+  __m512i idx[8];
+  for (int c = 0; c < 8; ++c) idx[c] = words_by_quarter(2 * c, 2 * c + 1, 2 * c, 2 * c + 1);
+  for (int64_t i = 0; i < n_sb; ++i) {
+    prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ6_K)), pf_limit);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w[i].scales));
+    const __m512i scw = _mm512_zextsi256_si512(sc16);
+    // 32 * sc in 16 bits (|32 * sc| <= 4096): the starting sums are -32 * (sc . bsums) per lane.
+    const __m512i sc32 = _mm512_broadcast_i64x4(_mm256_slli_epi16(sc16, 5));
+    __m512i isum[NP];
+    for (int p = 0; p < NP; ++p) isum[p] = _mm512_madd_epi16(terms.nbsum2[i][p], sc32);
+    for (int half = 0; half < 2; ++half) {
+      const __m512i qa = _mm512_broadcast_i64x4(load256(w[i].ql + 64 * half));
+      const __m512i qb = _mm512_broadcast_i64x4(load256(w[i].ql + 64 * half + 32));
+      const __m512i qh = _mm512_broadcast_i64x4(load256(w[i].qh + 32 * half));
+      // (low nibble of x | bits 4-7 of y) & 0x3F: y's bits 4-5 are the 2 high bits.
+      auto join = [&](__m512i x, __m512i y) {
+        return _mm512_and_si512(_mm512_ternarylogic_epi32(low_mask, x, y, 0xCA), six_bits);
+      };
+      __m512i q[4];
+      q[0] = join(qa, _mm512_slli_epi16(qh, 4));
+      q[1] = join(qb, _mm512_slli_epi16(qh, 2));
+      q[2] = join(_mm512_srli_epi16(qa, 4), qh);
+      q[3] = join(_mm512_srli_epi16(qb, 4), _mm512_srli_epi16(qh, 2));
+      for (int k = 0; k < 4; ++k) {
+        const int c = 4 * half + k;
+        const __m512i s = _mm512_permutexvar_epi16(idx[c], scw);
+        for (int p = 0; p < NP; ++p) {
+          isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(q[k], _mm512_load_si512(acts[i].qs[c][p])), s);
+        }
+      }
+    }
+    const __m512 d = _mm512_set1_ps(h2f(w[i].d));
+    for (int p = 0; p < NP; ++p) {
+      acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
+    }
+  }
+  store_tile_results<NP>(acc2, nullptr, out);
+}
+
+template <GgmlType kType, int NP>
+void row_tile(int64_t n_sb, const void* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
+              const uint8_t* pf_limit) {
+  if constexpr (kType == GgmlType::kQ4_K) {
+    q4_k_row_tile<NP>(n_sb, static_cast<const BlockQ4_K*>(w), acts, terms, out, pf_limit);
+  } else {
+    q6_k_row_tile<NP>(n_sb, static_cast<const BlockQ6_K*>(w), acts, terms, out, pf_limit);
   }
 }
 
-// KernelTable::gemm for Q4_K: tiles of up to 8 tokens through q4_k_row_tile (odd counts padded
-// by repeating the last token; its extra result is dropped), a single token through matvec_q4_k,
-// over-long rows through DotQ4_K512. Prefetches run ahead across the rows of this call, never
-// past them.
+// The tiles of rows [0, n_rows) against tokens [0, n_tok) (n_tok >= 2, n / 256 <=
+// kTileMaxSuperBlocks); a tile of one token goes to `one`, the one-token gemm. Odd counts are
+// padded by repeating the last token (its extra result is dropped). Prefetches run ahead across
+// the rows of this call, never past them.
+template <GgmlType kType, class OneToken>
+void gemm_pair_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const uint8_t* wb, size_t w_row_bytes,
+                     const uint8_t* ab, size_t a_row_bytes, float* out, int64_t out_stride, OneToken&& one) {
+  const int64_t n_sb = n / 256;
+  const uint8_t* w_end = wb + static_cast<size_t>(n_rows) * w_row_bytes;
+  Q8KTileTerms terms;
+  Q8KPairBlock acts[kTileMaxSuperBlocks];
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kPairTileTokens) {
+    const int nt = static_cast<int>(std::min<int64_t>(n_tok - t0, kPairTileTokens));
+    if (nt == 1) {
+      one(ab + static_cast<size_t>(t0) * a_row_bytes, out + t0 * out_stride);
+      continue;
+    }
+    const int n_pad = nt + nt % 2;
+    const BlockQ8_K* ap[kPairTileTokens];
+    for (int t = 0; t < n_pad; ++t) {
+      ap[t] = reinterpret_cast<const BlockQ8_K*>(ab + static_cast<size_t>(t0 + std::min(t, nt - 1)) * a_row_bytes);
+    }
+    lay_out_tile<kType>(ap, n_pad, n_sb, acts, terms);
+    float* o = out + t0 * out_stride;
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const uint8_t* wr = wb + static_cast<size_t>(r) * w_row_bytes;
+      float res[kPairTileTokens];
+      switch (n_pad / 2) {
+        case 1: row_tile<kType, 1>(n_sb, wr, acts, terms, res, w_end); break;
+        case 2: row_tile<kType, 2>(n_sb, wr, acts, terms, res, w_end); break;
+        case 3: row_tile<kType, 3>(n_sb, wr, acts, terms, res, w_end); break;
+        default: row_tile<kType, 4>(n_sb, wr, acts, terms, res, w_end); break;
+      }
+      for (int t = 0; t < nt; ++t) o[t * out_stride + r] = res[t];
+    }
+  }
+}
+
+// KernelTable::gemm for Q4_K: pair tiles, a single token through matvec_q4_k, over-long rows
+// through DotQ4_K512.
 void gemm_q4_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
                      size_t a_row_bytes, float* out, int64_t out_stride) {
   const int64_t n_sb = n / 256;
@@ -104,33 +271,24 @@ void gemm_q4_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, si
     gemm_entry_prefetch<DotQ4_K512>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
     return;
   }
-  const uint8_t* w_end = wb + static_cast<size_t>(n_rows) * w_row_bytes;
-  Q8KTileTerms terms;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += 8) {
-    const int nt = static_cast<int>(n_tok - t0 < 8 ? n_tok - t0 : 8);
-    const int n_pad = nt + nt % 2;
-    const BlockQ8_K* ap[8];
-    for (int t = 0; t < n_pad; ++t) {
-      ap[t] = reinterpret_cast<const BlockQ8_K*>(ab + static_cast<size_t>(t0 + std::min(t, nt - 1)) * a_row_bytes);
-    }
-    if (nt == 1) {
-      matvec_q4_k(n, n_rows, wb, w_row_bytes, ap[0], out + t0 * out_stride);
-      continue;
-    }
-    fill_tile_terms(ap, n_pad, n_sb, terms);
-    float* o = out + t0 * out_stride;
-    for (int64_t r = 0; r < n_rows; ++r) {
-      const auto* wr = reinterpret_cast<const BlockQ4_K*>(wb + static_cast<size_t>(r) * w_row_bytes);
-      float res[8];
-      switch (n_pad / 2) {
-        case 1: q4_k_row_tile<1>(n_sb, wr, ap, terms, res, w_end); break;
-        case 2: q4_k_row_tile<2>(n_sb, wr, ap, terms, res, w_end); break;
-        case 3: q4_k_row_tile<3>(n_sb, wr, ap, terms, res, w_end); break;
-        default: q4_k_row_tile<4>(n_sb, wr, ap, terms, res, w_end); break;
-      }
-      for (int t = 0; t < nt; ++t) o[t * out_stride + r] = res[t];
-    }
+  gemm_pair_tiles<GgmlType::kQ4_K>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride,
+                                   [&](const uint8_t* a1, float* o) {
+                                     matvec_q4_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(a1), o);
+                                   });
+}
+
+// KernelTable::gemm for Q6_K: pair tiles; one token and over-long rows through DotQ6_K512.
+void gemm_q6_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                     size_t a_row_bytes, float* out, int64_t out_stride) {
+  if (n_tok < 2 || n / 256 > kTileMaxSuperBlocks) {
+    gemm_entry_prefetch<DotQ6_K512>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
+    return;
   }
+  gemm_pair_tiles<GgmlType::kQ6_K>(
+      n, n_rows, n_tok, static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(a), a_row_bytes,
+      out, out_stride, [&](const uint8_t* a1, float* o) {
+        gemm_entry_prefetch<DotQ6_K512>(n, n_rows, 1, w, w_row_bytes, a1, a_row_bytes, o, out_stride);
+      });
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // AVX-512 tier kernels for the K-quants and IQ4_XS: x86/dot_kquants.h with VNNI, the 512-bit
-// Q4_K / Q6_K kernels of x86/dot_kquants512.h, and the Q4_K prefill tiles of
+// Q4_K / Q6_K kernels of x86/dot_kquants512.h, and the Q4_K / Q6_K prefill tiles of
 // x86/gemm_kquants512.h (with the one-token path of x86/matvec_q4_k512.h).
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
 // -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
@@ -20,11 +20,6 @@ void set(KernelTable& t) {
   t.vec_dot = &x86::vec_dot_entry<K>;
   t.gemm = &x86::gemm_entry<K>;
 }
-template <class K>
-void set_prefetching(KernelTable& t) {
-  t.vec_dot = &x86::vec_dot_entry<K>;
-  t.gemm = &x86::gemm_entry_prefetch<K>;
-}
 using Isa = x86::VnniInt;
 }  // namespace
 
@@ -37,7 +32,10 @@ void patch_kquants_avx512(KernelTable& t) {
       t.gemm = &x86::gemm_q4_k_tiles;
       break;
     case GgmlType::kQ5_K: set<x86::DotQ5_K<Isa>>(t); break;
-    case GgmlType::kQ6_K: set_prefetching<x86::DotQ6_K512>(t); break;
+    case GgmlType::kQ6_K:
+      t.vec_dot = &x86::vec_dot_entry<x86::DotQ6_K512>;
+      t.gemm = &x86::gemm_q6_k_tiles;
+      break;
     case GgmlType::kIQ4_XS: set<x86::DotIQ4_XS<Isa>>(t); break;
     default: break;
   }
