@@ -121,12 +121,19 @@ void q4_k_row_tile(int64_t n_sb, const BlockQ4_K* w, const Q8KPairBlock* acts, c
   const __m256i dup = _mm256_setr_epi16(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   for (int64_t i = 0; i < n_sb; ++i) {
     prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ4_K)), pf_limit);
+    // Per super-block constants through memory, so that the broadcasts below are loads (load
+    // ports only) rather than extracts and shuffles on the one shuffle port: sc[s] = [scale s |
+    // scale s] for s < 8, words = the 8 scale then the 8 min words, dm = [d, dmin].
     const __m256i words = q4_k_scale_words(w[i].scales, sk);
     alignas(32) int32_t sc[8];
+    alignas(32) int16_t wd[16];
+    alignas(16) float dm[4];
     _mm256_store_si256(reinterpret_cast<__m256i*>(sc), _mm256_permutexvar_epi16(dup, words));
-    // Opaque to the compiler, so the broadcasts below load from memory (load ports only)
-    // instead of extracting each dword from a register on the one shuffle port.
-    asm("" : "+m"(sc));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(wd), words);
+    uint32_t d_dmin;
+    __builtin_memcpy(&d_dmin, &w[i].d, 4);
+    _mm_store_ps(dm, _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin))));
+    asm("" : "+m"(sc), "+m"(wd), "+m"(dm));  // opaque to the compiler: it reloads rather than forwards
     __m512i isum[NP];
     for (int p = 0; p < NP; ++p) isum[p] = _mm512_setzero_si512();
     for (int j = 0; j < 4; ++j) {
@@ -142,9 +149,9 @@ void q4_k_row_tile(int64_t n_sb, const BlockQ4_K* w, const Q8KPairBlock* acts, c
             _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(hi, _mm512_load_si512(acts[i].qs[2 * j + 1][p])), s_hi);
       }
     }
-    const __m512 d = _mm512_set1_ps(h2f(w[i].d));
-    const __m512 dmin = _mm512_set1_ps(h2f(w[i].dmin));
-    const __m512i mins = _mm512_broadcast_i32x4(_mm256_extracti128_si256(words, 1));
+    const __m512 d = _mm512_set1_ps(dm[0]);
+    const __m512 dmin = _mm512_set1_ps(dm[1]);
+    const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(wd + 8)));
     for (int q = 0; q < NQ; ++q) {
       const __m512 m = _mm512_cvtepi32_ps(_mm512_madd_epi16(mins, terms.q8s4[i][q]));
       accm4[q] = _mm512_fmadd_ps(_mm512_mul_ps(terms.nyd4[i][q], dmin), m, accm4[q]);
