@@ -2,7 +2,8 @@
 // Property tests for every kernel table entry at every tier the host supports, against the
 // scalar `_ref` twins: vec_dot (random shapes incl. odd block counts, several seeds, well- and
 // ill-conditioned data; tolerance scaled by sqrt(n) * sum|w||a|), gemm (bitwise equal to
-// vec_dot at the same tier, NaN-prefilled outputs, row counts off the tile, 1..9 tokens),
+// vec_dot at the same tier, NaN-prefilled outputs, row counts off the tile, 1..9 tokens, long
+// rows),
 // quantize_act (byte-identical to the reference quantizer, including exact rounding ties) and
 // dequant_row (bitwise). Also checks the dispatch rules.
 #include <gtest/gtest.h>
@@ -106,6 +107,27 @@ TEST_P(KernelTest, GemmEqualsVecDotBitwise) {
           }
         }
       }
+    }
+  }
+}
+
+// Long rows (40 super-blocks for the K-quants), more rows than a gemm chunk and two token tiles,
+// the second odd: each token's result must still equal vec_dot.
+TEST_P(KernelTest, GemmLongRowsEqualsVecDotBitwise) {
+  const GgmlType at = table_->vec_dot_type;
+  const int64_t n = 256 * 40, n_rows = 37, n_tok = 11;
+  const auto wq = quantize_rows(type_, random_floats(n * n_rows, 71, Cond::kWell, block_), n, n_rows);
+  const auto aq = quantize_rows(at, random_floats(n * n_tok, 72, Cond::kWell, block_), n, n_tok);
+  const size_t wrb = row_bytes(type_, n), arb = row_bytes(at, n);
+  std::vector<float> out(static_cast<size_t>(n_rows * n_tok), nan_f());
+  table_->gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, out.data(), n_rows);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      float want = nan_f();
+      table_->vec_dot(n, &want, wq.data() + wrb * r, aq.data() + arb * t);
+      const float got = out[static_cast<size_t>(t * n_rows + r)];
+      ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
+          << type_name(type_) << " r=" << r << " t=" << t << " got=" << got << " want=" << want;
     }
   }
 }
