@@ -91,8 +91,8 @@ struct Q4KScaleConsts {
 // Q4_K: zmm chunk j = [low nibbles of qs chunk j | high nibbles], against activation bytes
 // 64j..64j+63 (the same pairing as DotQ4_K's p0/p1), scales [sc[2j] x16 words | sc[2j+1] x16].
 // The integer part of super-block i against NT tokens: isum[t] = the scaled sub-block sums
-// (16 lanes, exact); returns the 8 mins as words. Shared by the one-token kernel and the
-// prefill tiles (gemm_kquants512.h), which differ only in how they pack the float steps.
+// (16 lanes, exact); returns the 8 mins as words. (The prefill tiles of gemm_kquants512.h lay
+// their chunks out per token pair instead.)
 struct Q4KConsts {
   Q4KScaleConsts scales;
   __m512i low_mask = _mm512_set1_epi8(0x0F);

@@ -17,11 +17,11 @@
 //    128-bit accumulator; Q6_K's -32 offset is folded into the starting sums, per lane the
 //    reference's 32 * (sc[2k] * bsums[2k] + sc[2k+1] * bsums[2k+1]).
 // Per lane the float operations are those of the one-token kernels and the final reductions are
-// the same functions, so every token's result is unchanged. Against the fold layout of the Q4_K
-// tile before it (same float packing, a fold per pair) the integer work is the same 64 ops per
-// super-block and 8 tokens, and the overhead drops from about 50 ops to about 36. The
-// activation-only terms (d_y, -d_y and the bsums of each super-block) are laid out once per tile,
-// before the row loop. Include only from AVX-512 TUs.
+// the same functions, so every token's result is unchanged. Against the Q4_K tile before it
+// (16 lanes per token, then a fold per token pair) the integer work is the same 64 vector ops per
+// super-block and 8 tokens, and the rest drops from about 55 to about 40. The activation-only
+// terms (d_y, -d_y and the bsums of each super-block) are laid out once per tile, before the row
+// loop. Include only from AVX-512 TUs.
 #pragma once
 
 #include <algorithm>
@@ -34,7 +34,7 @@ namespace sniper::x86 {
 namespace {
 
 // Super-blocks a tile can describe (row length up to 64 * 256 elements; longer rows go through
-// the one-token kernels).
+// the one-token kernels). A tile's activations and terms, 176 KB, live on the caller's stack.
 constexpr int kTileMaxSuperBlocks = 64;
 
 // Tokens per tile (4 pairs: with the accumulators and the weight chunk, the row loop fits the 32
@@ -92,7 +92,8 @@ void lay_out_tile(const BlockQ8_K* const* a, int n_pad, int64_t n_sb, Q8KPairBlo
 }
 
 // The results of a row tile: token 2p's reference accumulator is the low half of acc2[p], token
-// 2p+1's the high half; m4 (Q4_K only) holds the mins accumulators, four tokens per zmm.
+// 2p+1's the high half; accm4 (Q4_K; nullptr for Q6_K) holds the mins accumulators, four tokens
+// per zmm.
 template <int NP>
 void store_tile_results(const __m512* acc2, const __m512* accm4, float* out) {
   constexpr int NT = 2 * NP, NQ = (NT + 3) / 4;
