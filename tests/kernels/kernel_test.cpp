@@ -111,8 +111,8 @@ TEST_P(KernelTest, GemmEqualsVecDotBitwise) {
   }
 }
 
-// Long rows (40 super-blocks for the K-quants), more rows than a gemm chunk and two token tiles,
-// the second odd: each token's result must still equal vec_dot.
+// Long rows (40 super-blocks for the K-quants: a tile's activations outgrow L1), 37 rows and two
+// token tiles, the second odd: each token's result must still equal vec_dot.
 TEST_P(KernelTest, GemmLongRowsEqualsVecDotBitwise) {
   const GgmlType at = table_->vec_dot_type;
   const int64_t n = 256 * 40, n_rows = 37, n_tok = 11;
