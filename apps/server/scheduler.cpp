@@ -236,14 +236,18 @@ void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {
     // A failed pass may have left rows half-written: forget the slot's history.
     slot.session->truncate(0);
   }
-  slot.job->finish(std::move(r));
-  slot.job.reset();
+  // Free the slot (and its gauge) before the result is published: a client that has read the
+  // whole response and then asks /metrics must find the slot idle.
+  std::shared_ptr<Job> job = std::move(slot.job);
   slot.generator.reset();
   slot.to_eval.clear();
   slot.last_used = ++clock_;
-  std::lock_guard<std::mutex> lock(mu_);
-  --busy_;
-  if (metrics_ != nullptr) metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --busy_;
+    if (metrics_ != nullptr) metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
+  }
+  job->finish(std::move(r));
 }
 
 void Scheduler::publish_engine_stats() {

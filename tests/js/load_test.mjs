@@ -53,9 +53,17 @@ try {
   }));
   const wallS = (performance.now() - start) / 1000;
   await firstSampleWaiter;
-  const m = await fetchMetrics(server.url);
-  const rssEnd = m.get("sniper_rss_bytes");
   const total = kClients * kRequestsPerClient;
+  // A stream's outcome is counted after its `[DONE]` is written, so the last client can read the
+  // end of its stream a moment before the counter moves: wait up to 5 s for the counters (a lost
+  // or double count still fails below). The slots are freed before any response ends.
+  let m = await fetchMetrics(server.url);
+  check(m.get("sniper_slots_busy") === 0 && m.get("sniper_requests_queued") === 0, "server not idle after the load");
+  for (let i = 0; i < 50 && m.sum("sniper_requests_total", {}) < total; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    m = await fetchMetrics(server.url);
+  }
+  const rssEnd = m.get("sniper_rss_bytes");
 
   check(done === total, `${done} of ${total} requests finished`);
   check(rssAfterFirst > 0 && rssEnd > 0, `RSS samples ${rssAfterFirst} ${rssEnd}`);
@@ -67,7 +75,6 @@ try {
   check(errors === 0, `${errors} requests counted as errors`);
   check(m.get("sniper_generated_tokens_total") === tokens,
     `sniper_generated_tokens_total ${m.get("sniper_generated_tokens_total")} but clients received ${tokens}`);
-  check(m.get("sniper_slots_busy") === 0 && m.get("sniper_requests_queued") === 0, "server not idle after the load");
 
   ttfts.sort((x, y) => x - y);
   const pct = (p) => ttfts[Math.min(ttfts.length - 1, Math.floor(p * ttfts.length))];
