@@ -102,9 +102,8 @@ void matmul_q_multi(std::span<const MatmulJob> jobs, ThreadPool& pool, IsaTier t
     int64_t grain;
     int64_t first_chunk;
   };
-  constexpr size_t kMaxJobs = 64;
-  CHECK(jobs.size() <= kMaxJobs, "matmul_q_multi: %zu jobs, at most %zu", jobs.size(), kMaxJobs);
-  Plan plans[kMaxJobs];
+  CHECK(jobs.size() <= kMaxMatmulJobs, "matmul_q_multi: %zu jobs, at most %zu", jobs.size(), kMaxMatmulJobs);
+  Plan plans[kMaxMatmulJobs];
   int64_t n_chunks = 0;
   int64_t total_rows = 0, max_tok = 0;
   size_t max_row_bytes = 0;
@@ -131,8 +130,10 @@ void matmul_q_multi(std::span<const MatmulJob> jobs, ThreadPool& pool, IsaTier t
   if (n_chunks == 0) return;
   pool.parallel_for(n_chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
-      size_t i = 0;
-      while (i + 1 < jobs.size() && plans[i + 1].first_chunk <= c) ++i;
+      // The last job whose first chunk is at or before c.
+      const Plan* it = std::upper_bound(plans, plans + jobs.size(), c,
+                                        [](int64_t chunk, const Plan& p) { return chunk < p.first_chunk; });
+      const size_t i = static_cast<size_t>(it - plans) - 1;
       const MatmulJob& j = jobs[i];
       const Plan& p = plans[i];
       const int64_t r0 = (c - p.first_chunk) * p.grain;

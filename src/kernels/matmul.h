@@ -73,9 +73,11 @@ struct MatmulJob {
 };
 
 // Runs several independent products in ONE parallel pass: the row chunks of every job are
-// handed out together, so small matrices (the k experts of a decode step) keep every thread
-// busy with a single synchronisation instead of one per product. Each job must satisfy
-// matmul_q's preconditions (CHECKed); each output is bitwise what matmul_q(..., order) gives.
+// handed out together, so small matrices (the k experts of a decode step, the experts of a
+// prompt chunk) keep every thread busy with a single synchronisation instead of one per
+// product. At most kMaxMatmulJobs jobs. Each job must satisfy matmul_q's preconditions
+// (CHECKed); each output is bitwise what matmul_q(..., order) gives.
+constexpr size_t kMaxMatmulJobs = 256;
 void matmul_q_multi(std::span<const MatmulJob> jobs, ThreadPool& pool, IsaTier tier = selected_tier(),
                     MatmulOrder order = MatmulOrder::kAuto);
 

@@ -84,7 +84,11 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     slots_.resize(B);
     gathered_.resize(B * dim);
     down_.resize(B * dim);
-    group_.reserve(k);
+    group_.reserve(static_cast<size_t>(config.n_experts));
+    route_start_.resize(static_cast<size_t>(config.n_experts) + 1);
+    route_next_.resize(static_cast<size_t>(config.n_experts));
+    route_tok_.resize(B * k);
+    route_slot_.resize(B * k);
     group_hb_.resize(k * static_cast<size_t>(ff));
     group_hb2_.resize(k * static_cast<size_t>(ff));
     group_down_.resize(k * dim);
@@ -110,7 +114,9 @@ size_t Transformer::scratch_bytes() const {
                   hb2_.size() + ffn_out_.size() + rope_cos_.size() + rope_sin_.size() + router_.size() +
                   sel_w_.size() + exp_out_.size() + gathered_.size() + down_.size() + group_hb_.size() +
                   group_hb2_.size() + group_down_.size();
-  return floats * sizeof(float) + (sel_.size() + rows_.size() + slots_.size()) * sizeof(int32_t) +
+  const size_t ints = sel_.size() + rows_.size() + slots_.size() + route_start_.size() + route_next_.size() +
+                      route_tok_.size() + route_slot_.size();
+  return floats * sizeof(float) + ints * sizeof(int32_t) +
          att_scratch_.size() + act_.capacity();
 }
 
@@ -121,6 +127,7 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   size_t floats = B * (6 * dim + 2 * static_cast<size_t>(c.q_dim()) + 2 * static_cast<size_t>(c.kv_dim()) + 2 * ff +
                        static_cast<size_t>(c.rope_dims) + static_cast<size_t>(c.n_experts) + 2 * k + k * dim);
   floats += k * (2 * ff + dim);  // one decode step's experts together
+  floats += 2 * B * k + 2 * static_cast<size_t>(c.n_experts) + 1;  // expert routing lists (int32)
   floats += B * static_cast<size_t>(c.vocab_size);  // logits of a full batch
   // Quantized activation buffers (at most ~1.2 bytes per float for any type, four buffers) and
   // attention scratch per thread (scores over the context plus a row).
@@ -310,7 +317,8 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
   // them; outputs land in their (token, slot) and are summed in slot order below, so the result
   // does not depend on the delivery order.
   // A decode step over views that stay valid runs all its experts together (two parallel passes).
-  const bool together = n_tok == 1 && experts_->views_stable();
+  // So does a chunk (run_experts_grouped); views that change with each next_ready() run one by one.
+  const bool together = experts_->views_stable();
   group_.clear();
   SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
   // A decode step guesses the next layer's experts now, from the residual entering this FFN,
@@ -332,7 +340,8 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
       run_expert(ready->view, ready->expert, n_tok, pool);
     }
   }
-  if (together) run_experts_one_token(group_, pool);
+  if (together && n_tok == 1) run_experts_one_token(group_, pool);
+  if (together && n_tok > 1) run_experts_grouped(group_, n_tok, pool);
   experts_->end_layer();
   for (int64_t t = 0; t < n_tok; ++t) {
     float* out = ffn_out_.data() + t * dim;
@@ -394,6 +403,96 @@ void Transformer::run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok
     float* dst = exp_out_.data() + (t * k + slot) * dim;
     const float* src = down_.data() + r * dim;
     for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+  }
+}
+
+void Transformer::run_experts_grouped(std::span<const ReadyExpert> experts, int64_t n_tok, ThreadPool& pool) {
+  const int64_t dim = config_.dim, ff = config_.expert_hidden_dim, k = config_.n_experts_active;
+  const int64_t n_exp = config_.n_experts;
+  // Every expert's routed (token, slot) pairs in one pass, token-major as run_expert() lists them.
+  std::fill(route_start_.begin(), route_start_.end(), 0);
+  for (int64_t i = 0; i < n_tok * k; ++i) ++route_start_[static_cast<size_t>(sel_[static_cast<size_t>(i)]) + 1];
+  for (int64_t e = 0; e < n_exp; ++e) route_start_[static_cast<size_t>(e) + 1] += route_start_[static_cast<size_t>(e)];
+  std::copy(route_start_.begin(), route_start_.end() - 1, route_next_.begin());
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t i = 0; i < k; ++i) {
+      const size_t at = static_cast<size_t>(route_next_[static_cast<size_t>(sel_[static_cast<size_t>(t * k + i)])]++);
+      route_tok_[at] = static_cast<int32_t>(t);
+      route_slot_[at] = static_cast<int32_t>(i);
+    }
+  }
+  auto first_row = [&](int32_t e) { return static_cast<int64_t>(route_start_[static_cast<size_t>(e)]); };
+  auto n_rows = [&](int32_t e) { return route_start_[static_cast<size_t>(e) + 1] - first_row(e); };
+
+  constexpr size_t kMaxGroup = kMaxMatmulJobs / 2;
+  MatmulJob jobs[kMaxMatmulJobs];
+  int64_t offset[kMaxGroup];
+  for (size_t g0 = 0; g0 < experts.size();) {
+    // The group [g0, g1): experts of the same types whose rows fit the [B] buffers (one expert's
+    // rows always do: a token routes to an expert at most once).
+    const ExpertView& first = experts[g0].view;
+    int64_t rows = 0;
+    size_t g1 = g0;
+    while (g1 < experts.size() && g1 - g0 < kMaxGroup) {
+      const ExpertView& v = experts[g1].view;
+      if (v.gate.type != first.gate.type || v.up.type != first.up.type || v.down.type != first.down.type) break;
+      const int64_t n = n_rows(experts[g1].expert);
+      if (g1 > g0 && rows + n > max_batch_) break;
+      offset[g1 - g0] = rows;
+      rows += n;
+      ++g1;
+    }
+    const size_t ng = g1 - g0;
+    for (size_t i = 0; i < ng; ++i) {
+      const int64_t r0 = first_row(experts[g0 + i].expert), n = n_rows(experts[g0 + i].expert);
+      for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(gathered_.data() + (offset[i] + r) * dim, xb_.data() + route_tok_[static_cast<size_t>(r0 + r)] * dim,
+                    sizeof(float) * static_cast<size_t>(dim));
+      }
+    }
+    // An expert's rows of a quantized group: rows [offset, offset + n) of all.
+    auto part = [](const QuantizedActs& all, int64_t off, int64_t n) {
+      QuantizedActs a = all;
+      a.n_tok = n;
+      a.data = all.data + static_cast<size_t>(off) * all.row_bytes;
+      return a;
+    };
+    ActCache acts(act_bufs_, 3);
+    const QuantizedActs& gate_in = acts.get(first.gate.type, gathered_.data(), dim, rows, pool);
+    const QuantizedActs& up_in = acts.get(first.up.type, gathered_.data(), dim, rows, pool);
+    size_t n_jobs = 0;
+    for (size_t i = 0; i < ng; ++i) {
+      const int64_t n = n_rows(experts[g0 + i].expert);
+      if (n == 0) continue;
+      const ExpertView& v = experts[g0 + i].view;
+      jobs[n_jobs++] = {&v.gate, part(gate_in, offset[i], n), hb_.data() + offset[i] * ff, ff};
+      jobs[n_jobs++] = {&v.up, part(up_in, offset[i], n), hb2_.data() + offset[i] * ff, ff};
+    }
+    matmul_q_multi(std::span<const MatmulJob>(jobs, n_jobs), pool, selected_tier(), MatmulOrder::kVecDot);
+    pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) silu_mul(hb_.data() + r * ff, hb2_.data() + r * ff, hb_.data() + r * ff, ff);
+    });
+    const QuantizedActs down_in =
+        quantize_acts(get_kernels(first.down.type).vec_dot_type, hb_.data(), ff, rows, ff, act_, pool);
+    n_jobs = 0;
+    for (size_t i = 0; i < ng; ++i) {
+      const int64_t n = n_rows(experts[g0 + i].expert);
+      if (n == 0) continue;
+      jobs[n_jobs++] = {&experts[g0 + i].view.down, part(down_in, offset[i], n), down_.data() + offset[i] * dim, dim};
+    }
+    matmul_q_multi(std::span<const MatmulJob>(jobs, n_jobs), pool, selected_tier(), MatmulOrder::kVecDot);
+    // Each row, scaled by its routing weight, to its (token, slot).
+    for (size_t i = 0; i < ng; ++i) {
+      const int64_t r0 = first_row(experts[g0 + i].expert), n = n_rows(experts[g0 + i].expert);
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t t = route_tok_[static_cast<size_t>(r0 + r)], slot = route_slot_[static_cast<size_t>(r0 + r)];
+        const float w = sel_w_[static_cast<size_t>(t * k + slot)];
+        float* dst = exp_out_.data() + (t * k + slot) * dim;
+        const float* src = down_.data() + (offset[i] + r) * dim;
+        for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+      }
+    }
+    g0 = g1;
   }
 }
 
