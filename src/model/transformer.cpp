@@ -442,6 +442,8 @@ void Transformer::run_experts_grouped(std::span<const ReadyExpert> experts, int6
       rows += n;
       ++g1;
     }
+    CHECK(rows <= max_batch_, "a group of experts has %ld routed rows, its buffers hold %ld", static_cast<long>(rows),
+          static_cast<long>(max_batch_));
     const size_t ng = g1 - g0;
     for (size_t i = 0; i < ng; ++i) {
       const int64_t r0 = first_row(experts[g0 + i].expert), n = n_rows(experts[g0 + i].expert);

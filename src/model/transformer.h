@@ -82,9 +82,9 @@ class Transformer {
   // bitwise those of run_expert() per expert.
   void run_experts_one_token(std::span<const ReadyExpert> experts, ThreadPool& pool);
   // A chunk of tokens over views that stay valid: the layer's experts in groups whose routed
-  // rows fit the [B] buffers, each group in four parallel passes (gate and up of every expert
-  // together, then every down) instead of about five per expert. Results are bitwise those of
-  // run_expert() per expert.
+  // rows fit the [B] buffers, each group in five parallel passes (quantize, gate and up of every
+  // expert together, SiLU, quantize, every down) instead of about five per expert. Results are
+  // bitwise those of run_expert() per expert.
   void run_experts_grouped(std::span<const ReadyExpert> experts, int64_t n_tok, ThreadPool& pool);
   void predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool);
   void predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPool& pool);
