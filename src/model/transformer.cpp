@@ -80,8 +80,6 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     sel_.resize(B * k);
     sel_w_.resize(B * k);
     exp_out_.resize(B * k * dim);
-    rows_.resize(B);
-    slots_.resize(B);
     gathered_.resize(B * dim);
     down_.resize(B * dim);
     group_.reserve(static_cast<size_t>(config.n_experts));
@@ -114,8 +112,8 @@ size_t Transformer::scratch_bytes() const {
                   hb2_.size() + ffn_out_.size() + rope_cos_.size() + rope_sin_.size() + router_.size() +
                   sel_w_.size() + exp_out_.size() + gathered_.size() + down_.size() + group_hb_.size() +
                   group_hb2_.size() + group_down_.size();
-  const size_t ints = sel_.size() + rows_.size() + slots_.size() + route_start_.size() + route_next_.size() +
-                      route_tok_.size() + route_slot_.size();
+  const size_t ints =
+      sel_.size() + route_start_.size() + route_next_.size() + route_tok_.size() + route_slot_.size();
   return floats * sizeof(float) + ints * sizeof(int32_t) +
          att_scratch_.size() + act_.capacity();
 }
@@ -317,8 +315,9 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
   // them; outputs land in their (token, slot) and are summed in slot order below, so the result
   // does not depend on the delivery order.
   // A decode step over views that stay valid runs all its experts together (two parallel passes).
-  // So does a chunk (run_experts_grouped); views that change with each next_ready() run one by one.
+  // So does a chunk (run_experts); views that change with each next_ready() run one by one.
   const bool together = experts_->views_stable();
+  if (!together || n_tok > 1) route_by_expert(n_tok);
   group_.clear();
   SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
   // A decode step guesses the next layer's experts now, from the residual entering this FFN,
@@ -337,11 +336,12 @@ Status Transformer::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n
     if (together) {
       group_.push_back(*ready);
     } else {
-      run_expert(ready->view, ready->expert, n_tok, pool);
+      const ReadyExpert one = *ready;
+      run_experts(std::span<const ReadyExpert>(&one, 1), pool);
     }
   }
   if (together && n_tok == 1) run_experts_one_token(group_, pool);
-  if (together && n_tok > 1) run_experts_grouped(group_, n_tok, pool);
+  if (together && n_tok > 1) run_experts(group_, pool);
   experts_->end_layer();
   for (int64_t t = 0; t < n_tok; ++t) {
     float* out = ffn_out_.data() + t * dim;
@@ -373,43 +373,8 @@ void Transformer::bias_routing(int64_t layer_idx, const float* probs, int32_t* s
   std::copy(chosen, chosen + k, sel);
 }
 
-void Transformer::run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok, ThreadPool& pool) {
-  const int64_t dim = config_.dim, ff = config_.expert_hidden_dim, k = config_.n_experts_active;
-  int64_t n_rows = 0;
-  for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t i = 0; i < k; ++i) {
-      if (sel_[static_cast<size_t>(t * k + i)] == expert) {
-        rows_[static_cast<size_t>(n_rows)] = static_cast<int32_t>(t);
-        slots_[static_cast<size_t>(n_rows)] = static_cast<int32_t>(i);
-        ++n_rows;
-      }
-    }
-  }
-  if (n_rows == 0) return;
-  for (int64_t r = 0; r < n_rows; ++r) {
-    std::memcpy(gathered_.data() + r * dim, xb_.data() + rows_[static_cast<size_t>(r)] * dim,
-                sizeof(float) * static_cast<size_t>(dim));
-  }
-  ActCache acts(act_bufs_, 3);
-  matmul_q(ex.gate, acts.get(ex.gate.type, gathered_.data(), dim, n_rows, pool), hb_.data(), ff, pool,
-           selected_tier(), MatmulOrder::kVecDot);
-  matmul_q(ex.up, acts.get(ex.up.type, gathered_.data(), dim, n_rows, pool), hb2_.data(), ff, pool,
-           selected_tier(), MatmulOrder::kVecDot);
-  for (int64_t r = 0; r < n_rows; ++r) silu_mul(hb_.data() + r * ff, hb2_.data() + r * ff, hb_.data() + r * ff, ff);
-  matmul(ex.down, hb_.data(), down_.data(), n_rows, act_, pool, selected_tier(), MatmulOrder::kVecDot);
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const int64_t t = rows_[static_cast<size_t>(r)], slot = slots_[static_cast<size_t>(r)];
-    const float w = sel_w_[static_cast<size_t>(t * k + slot)];
-    float* dst = exp_out_.data() + (t * k + slot) * dim;
-    const float* src = down_.data() + r * dim;
-    for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
-  }
-}
-
-void Transformer::run_experts_grouped(std::span<const ReadyExpert> experts, int64_t n_tok, ThreadPool& pool) {
-  const int64_t dim = config_.dim, ff = config_.expert_hidden_dim, k = config_.n_experts_active;
-  const int64_t n_exp = config_.n_experts;
-  // Every expert's routed (token, slot) pairs in one pass, token-major as run_expert() lists them.
+void Transformer::route_by_expert(int64_t n_tok) {
+  const int64_t k = config_.n_experts_active, n_exp = config_.n_experts;
   std::fill(route_start_.begin(), route_start_.end(), 0);
   for (int64_t i = 0; i < n_tok * k; ++i) ++route_start_[static_cast<size_t>(sel_[static_cast<size_t>(i)]) + 1];
   for (int64_t e = 0; e < n_exp; ++e) route_start_[static_cast<size_t>(e) + 1] += route_start_[static_cast<size_t>(e)];
@@ -421,6 +386,10 @@ void Transformer::run_experts_grouped(std::span<const ReadyExpert> experts, int6
       route_slot_[at] = static_cast<int32_t>(i);
     }
   }
+}
+
+void Transformer::run_experts(std::span<const ReadyExpert> experts, ThreadPool& pool) {
+  const int64_t dim = config_.dim, ff = config_.expert_hidden_dim, k = config_.n_experts_active;
   auto first_row = [&](int32_t e) { return static_cast<int64_t>(route_start_[static_cast<size_t>(e)]); };
   auto n_rows = [&](int32_t e) { return route_start_[static_cast<size_t>(e) + 1] - first_row(e); };
 
@@ -445,6 +414,10 @@ void Transformer::run_experts_grouped(std::span<const ReadyExpert> experts, int6
     CHECK(rows <= max_batch_, "a group of experts has %ld routed rows, its buffers hold %ld", static_cast<long>(rows),
           static_cast<long>(max_batch_));
     const size_t ng = g1 - g0;
+    if (rows == 0) {  // handed out but routed no token (a source may deliver more than asked)
+      g0 = g1;
+      continue;
+    }
     for (size_t i = 0; i < ng; ++i) {
       const int64_t r0 = first_row(experts[g0 + i].expert), n = n_rows(experts[g0 + i].expert);
       for (int64_t r = 0; r < n; ++r) {

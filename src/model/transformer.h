@@ -76,16 +76,17 @@ class Transformer {
   Result<const LayerWeights*> layer_weights(int64_t layer_idx);
   void dense_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
   [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
-  void run_expert(const ExpertView& ex, int32_t expert, int64_t n_tok, ThreadPool& pool);
+  // route_tok_/route_slot_: the routed (token, slot) pairs of sel_'s first n_tok tokens,
+  // grouped by expert (token-major within one), each expert's from route_start_[e].
+  void route_by_expert(int64_t n_tok);
+  // Runs `experts` (views valid for the call) over the tokens routed to them (route_by_expert),
+  // in groups whose rows fit the [B] buffers, each group in five parallel passes (quantize, gate
+  // and up of every expert together, SiLU, quantize, every down); outputs to exp_out_.
+  void run_experts(std::span<const ReadyExpert> experts, ThreadPool& pool);
   // One token, all of its experts together: gate and up of every expert in one parallel pass,
-  // down of every expert in a second (instead of five synchronisations per expert). Results are
-  // bitwise those of run_expert() per expert.
+  // down of every expert in a second, the token's row quantized once. Results are bitwise those
+  // of run_experts() per expert.
   void run_experts_one_token(std::span<const ReadyExpert> experts, ThreadPool& pool);
-  // A chunk of tokens over views that stay valid: the layer's experts in groups whose routed
-  // rows fit the [B] buffers, each group in five parallel passes (quantize, gate and up of every
-  // expert together, SiLU, quantize, every down) instead of about five per expert. Results are
-  // bitwise those of run_expert() per expert.
-  void run_experts_grouped(std::span<const ReadyExpert> experts, int64_t n_tok, ThreadPool& pool);
   void predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool);
   void predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPool& pool);
   // Replaces sel[0, k) (the true top-k of probs) with the cache-aware choice.
@@ -121,12 +122,10 @@ class Transformer {
   std::vector<int32_t> sel_;    // [B, k] selected experts
   std::vector<float> sel_w_;    // [B, k] their weights
   std::vector<float> exp_out_;  // [B, k, dim] per-slot expert outputs, summed in slot order
-  std::vector<int32_t> rows_;   // [B] token indices routed to one expert
-  std::vector<int32_t> slots_;  // [B] the slot each of those tokens uses
   std::vector<float> gathered_; // [B, dim]
   std::vector<float> down_;     // [B, dim]
-  std::vector<ReadyExpert> group_;  // a layer's experts run together (run_experts_one_token, _grouped)
-  std::vector<int32_t> route_start_;  // [n_experts + 1] run_experts_grouped: each expert's first row
+  std::vector<ReadyExpert> group_;  // a layer's experts run together (run_experts_one_token, run_experts)
+  std::vector<int32_t> route_start_;  // [n_experts + 1] route_by_expert: each expert's first row
   std::vector<int32_t> route_next_;   // [n_experts] its fill cursor
   std::vector<int32_t> route_tok_;    // [B, k] the routed (token, slot) pairs, grouped by expert
   std::vector<int32_t> route_slot_;   // [B, k]
