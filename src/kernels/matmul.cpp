@@ -68,6 +68,29 @@ int64_t chunk_grain(int64_t rows, int64_t n_tok, size_t row_bytes, int n_threads
   return std::clamp<int64_t>(rows / (per_thread * n_threads), 4, cap);
 }
 
+using GemmFn = decltype(KernelTable::gemm);
+
+// The kernel of one product and its chunk grain (a multiple of the kernel's row group).
+struct GemmChoice {
+  GemmFn gemm;
+  int64_t grain;
+};
+
+GemmChoice choose_gemm(const KernelTable& k, int64_t n, int64_t n_rows, int64_t n_tok, MatmulOrder order,
+                       int64_t grain) {
+  // Quantized batches: the row-lane gemm where the table has one and the batch pays for its
+  // transposed copy of the weights.
+  const int64_t block = static_cast<int64_t>(get_type_info(k.type).block_size);
+  if (k.gemm_rows != nullptr && n_tok >= k.rows_min_tokens && n / block <= k.rows_max_blocks) {
+    return {k.gemm_rows, (grain + k.rows_group - 1) / k.rows_group * k.rows_group};
+  }
+  // ggml's mul_mat hands batches (n_tok >= 2) to llamafile_sgemm, whose float kernels accept
+  // only k % KN == 0 and m % 4 == 0 (m: rows of the whole weight); otherwise vec_dot runs.
+  const bool batched = order == MatmulOrder::kAuto && n_tok >= 2 && k.gemm_batched != nullptr &&
+                       n % k.batched_k_multiple == 0 && n_rows % 4 == 0;
+  return {batched ? k.gemm_batched : k.gemm, grain};
+}
+
 }  // namespace
 
 void matmul_q(const QTensor& w, const QuantizedActs& act, float* y, int64_t y_stride, ThreadPool& pool,
@@ -82,21 +105,16 @@ void matmul_q(const QTensor& w, const QuantizedActs& act, float* y, int64_t y_st
   CHECK(y_stride >= n_rows, "y_stride %lld < n_rows %lld", static_cast<long long>(y_stride),
         static_cast<long long>(n_rows));
   if (n_rows == 0 || act.n_tok == 0) return;
-  // ggml's mul_mat hands batches (n_tok >= 2) to llamafile_sgemm, whose float kernels accept
-  // only k % KN == 0 and m % 4 == 0 (m: rows of the whole weight); otherwise vec_dot runs.
-  const bool batched = order == MatmulOrder::kAuto && act.n_tok >= 2 && k->gemm_batched != nullptr &&
-                       act.n % k->batched_k_multiple == 0 && n_rows % 4 == 0;
-  const auto gemm = batched ? k->gemm_batched : k->gemm;
   // At least ~4 chunks per thread so dynamic hand-out balances (see chunk_grain).
-  const int64_t grain = chunk_grain(n_rows, act.n_tok, w.row_bytes, pool.n_threads(), 4);
-  pool.parallel_for(n_rows, grain, [&](int64_t begin, int64_t end) {
-    gemm(act.n, end - begin, act.n_tok, w.row(begin), w.row_bytes, act.data, act.row_bytes, y + begin, y_stride);
+  const GemmChoice g = choose_gemm(*k, act.n, n_rows, act.n_tok, order,
+                                   chunk_grain(n_rows, act.n_tok, w.row_bytes, pool.n_threads(), 4));
+  pool.parallel_for(n_rows, g.grain, [&](int64_t begin, int64_t end) {
+    g.gemm(act.n, end - begin, act.n_tok, w.row(begin), w.row_bytes, act.data, act.row_bytes, y + begin, y_stride);
   });
 }
 
 void matmul_q_multi(std::span<const MatmulJob> jobs, ThreadPool& pool, IsaTier tier, MatmulOrder order) {
   // Per job: its kernel, its chunk grain and the index of its first chunk in the shared range.
-  using GemmFn = decltype(KernelTable::gemm);
   struct Plan {
     GemmFn gemm;
     int64_t grain;
@@ -122,10 +140,9 @@ void matmul_q_multi(std::span<const MatmulJob> jobs, ThreadPool& pool, IsaTier t
           "matmul_q_multi job %zu: activation type %u / length %lld / stride %lld do not fit weight type %u [%lld x %lld]",
           i, static_cast<unsigned>(j.act.type), static_cast<long long>(j.act.n), static_cast<long long>(j.y_stride),
           static_cast<unsigned>(j.w->type), static_cast<long long>(j.w->ne[0]), static_cast<long long>(j.w->n_rows()));
-    const bool batched = order == MatmulOrder::kAuto && j.act.n_tok >= 2 && k->gemm_batched != nullptr &&
-                         j.act.n % k->batched_k_multiple == 0 && j.w->n_rows() % 4 == 0;
-    plans[i] = {batched ? k->gemm_batched : k->gemm, grain, n_chunks};
-    if (j.act.n_tok > 0) n_chunks += (j.w->n_rows() + grain - 1) / grain;
+    const GemmChoice g = choose_gemm(*k, j.act.n, j.w->n_rows(), j.act.n_tok, order, grain);
+    plans[i] = {g.gemm, g.grain, n_chunks};
+    if (j.act.n_tok > 0) n_chunks += (j.w->n_rows() + g.grain - 1) / g.grain;
   }
   if (n_chunks == 0) return;
   pool.parallel_for(n_chunks, 1, [&](int64_t begin, int64_t end) {

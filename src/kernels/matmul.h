@@ -50,7 +50,9 @@ class ActBuffer {
 QuantizedActs quantize_acts(GgmlType type, const float* x, int64_t n, int64_t n_tok, int64_t x_stride,
                             ActBuffer& buf, ThreadPool& pool, IsaTier tier = selected_tier());
 
-// Which per-output float order matmul_q reproduces (see KernelTable::gemm_batched).
+// Which per-output float order matmul_q reproduces for float weights (see
+// KernelTable::gemm_batched). Quantized batches of at least rows_min_tokens take the table's
+// gemm_rows, where it has one, in either order (see KernelTable::gemm_rows).
 enum class MatmulOrder {
   kAuto,    // the reference engine's mul_mat: tinyBLAS order for batches when its shape rules allow
   kVecDot,  // always vec_dot order (the reference engine's mul_mat_id, i.e. MoE experts)

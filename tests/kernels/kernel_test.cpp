@@ -3,7 +3,7 @@
 // scalar `_ref` twins: vec_dot (random shapes incl. odd block counts, several seeds, well- and
 // ill-conditioned data; tolerance scaled by sqrt(n) * sum|w||a|), gemm (bitwise equal to
 // vec_dot at the same tier, NaN-prefilled outputs, row counts off the tile, 1..9 tokens, long
-// rows),
+// rows), gemm_rows (bitwise equal to its scalar twin, close to vec_dot),
 // quantize_act (byte-identical to the reference quantizer, including exact rounding ties) and
 // dequant_row (bitwise). Also checks the dispatch rules.
 #include <gtest/gtest.h>
@@ -15,6 +15,8 @@
 
 #include "kernels/kernels.h"
 #include "kernels/kernel_test_util.h"
+#include "quant/q4_k.h"
+#include "quant/q8_k.h"
 
 namespace sniper::test {
 namespace {
@@ -128,6 +130,67 @@ TEST_P(KernelTest, GemmLongRowsEqualsVecDotBitwise) {
       const float got = out[static_cast<size_t>(t * n_rows + r)];
       ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
           << type_name(type_) << " r=" << r << " t=" << t << " got=" << got << " want=" << want;
+    }
+  }
+}
+
+// The scalar twin of a table's gemm_rows entry, or nullptr for a type that has none.
+using RowsTwin = float (*)(int64_t n, const uint8_t* w, const uint8_t* a);
+RowsTwin rows_twin(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_K:
+      return [](int64_t n, const uint8_t* w, const uint8_t* a) {
+        return dot_q4_K_q8_K_superblock_order_ref(n, reinterpret_cast<const BlockQ4_K*>(w),
+                                                  reinterpret_cast<const BlockQ8_K*>(a));
+      };
+    default: return nullptr;
+  }
+}
+
+// gemm_rows against its scalar twin, bit for bit: rows on and off its row group, 1 to 19 tokens
+// (inner token tiles full and partial), the longest rows it takes; NaN-prefilled outputs with a
+// padded stride (every output written, the padding untouched). Also decides that gemm_rows is
+// close to vec_dot (the same products, rounded in another order).
+TEST_P(KernelTest, GemmRowsEqualsItsTwinBitwise) {
+  if (table_->gemm_rows == nullptr) GTEST_SKIP() << "no gemm_rows for " << type_name(type_) << " at this tier";
+  const RowsTwin twin = rows_twin(type_);
+  ASSERT_NE(twin, nullptr) << "gemm_rows of " << type_name(type_) << " has no scalar twin in this test";
+  ASSERT_GE(table_->rows_min_tokens, 2);
+  ASSERT_GE(table_->rows_group, 1);
+  const GgmlType at = table_->vec_dot_type;
+  for (int64_t blocks : {int64_t{1}, int64_t{3}, int64_t{16}, table_->rows_max_blocks}) {
+    const int64_t n = block_ * blocks;
+    for (int64_t n_rows : {int64_t{1}, int64_t{5}, table_->rows_group, int64_t{37}}) {
+      for (int64_t n_tok : {1, 2, 8, 9, 19}) {
+        if (blocks == table_->rows_max_blocks && n_tok > 9) continue;  // keeps the test fast
+        const uint32_t seed = static_cast<uint32_t>(blocks * 131 + n_rows * 7 + n_tok);
+        const Cond wc = n_tok % 2 == 0 ? Cond::kIll : Cond::kWell;
+        const auto wq = quantize_rows(type_, random_floats(n * n_rows, seed, wc, block_), n, n_rows);
+        const auto aq = quantize_rows(at, random_floats(n * n_tok, seed + 99, Cond::kIll, block_), n, n_tok);
+        const size_t wrb = row_bytes(type_, n), arb = row_bytes(at, n);
+        const int64_t stride = n_rows + 3;  // padding must stay untouched
+        std::vector<float> out(static_cast<size_t>(stride * n_tok), nan_f());
+        table_->gemm_rows(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, out.data(), stride);
+        for (int64_t t = 0; t < n_tok; ++t) {
+          for (int64_t r = 0; r < stride; ++r) {
+            const float got = out[static_cast<size_t>(t * stride + r)];
+            if (r >= n_rows) {
+              ASSERT_TRUE(std::isnan(got)) << "gemm_rows wrote padding at t=" << t << " r=" << r;
+              continue;
+            }
+            const float want = twin(n, wq.data() + wrb * r, aq.data() + arb * t);
+            ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
+                << type_name(type_) << " n=" << n << " rows=" << n_rows << " tok=" << n_tok << " r=" << r
+                << " t=" << t << " got=" << got << " want=" << want;
+            float dot = nan_f();
+            table_->vec_dot(n, &dot, wq.data() + wrb * r, aq.data() + arb * t);
+            const auto wd = dequantize_rows(type_, wq.data() + wrb * r, n, 1);
+            const auto ad = dequantize_rows(at, aq.data() + arb * t, n, 1);
+            ASSERT_NEAR(got, dot, 2e-6 * std::sqrt(static_cast<double>(n)) * abs_dot(wd.data(), ad.data(), n) + 1e-30)
+                << "r=" << r << " t=" << t;
+          }
+        }
+      }
     }
   }
 }

@@ -70,6 +70,10 @@ void fill(KernelTable& t) {
   t.vec_dot = &vec_dot_entry_ref<kType>;
   t.gemm = &gemm_ref<kType>;
   t.gemm_batched = nullptr;
+  t.gemm_rows = nullptr;
+  t.rows_min_tokens = 0;
+  t.rows_max_blocks = 0;
+  t.rows_group = 1;
   t.batched_k_multiple = 0;
   if constexpr (kType == GgmlType::kF32 || kType == GgmlType::kF16 || kType == GgmlType::kBF16) {
     t.gemm_batched = &gemm_batched_ref<kType>;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // AVX-512 tier kernels for the K-quants and IQ4_XS: x86/dot_kquants.h with VNNI, the 512-bit
 // Q4_K / Q6_K kernels of x86/dot_kquants512.h, and the Q4_K / Q6_K prefill tiles of
-// x86/gemm_kquants512.h (with the one-token path of x86/matvec_q4_k512.h).
+// x86/gemm_kquants512.h (with the one-token path of x86/matvec_q4_k512.h), and the Q4_K row-lane
+// gemm of x86/gemm_q4_k_rows512.h for larger batches.
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
 // -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -10,6 +11,7 @@
 #include "kernels/x86/dot_kquants.h"
 #include "kernels/x86/dot_kquants512.h"
 #include "kernels/x86/gemm_kquants512.h"
+#include "kernels/x86/gemm_q4_k_rows512.h"
 #include "kernels/x86/isa_policies.h"
 
 namespace sniper::kernels_internal {
@@ -30,6 +32,10 @@ void patch_kquants_avx512(KernelTable& t) {
     case GgmlType::kQ4_K:
       t.vec_dot = &x86::vec_dot_entry<x86::DotQ4_K512>;
       t.gemm = &x86::gemm_q4_k_tiles;
+      t.gemm_rows = &x86::gemm_q4_k_rows;  // twin: dot_q4_K_q8_K_superblock_order_ref
+      t.rows_min_tokens = x86::kRowsMinTokens;
+      t.rows_max_blocks = x86::kRowsMaxSuperBlocks;
+      t.rows_group = x86::kRowLanes;
       break;
     case GgmlType::kQ5_K: set<x86::DotQ5_K<Isa>>(t); break;
     case GgmlType::kQ6_K:
