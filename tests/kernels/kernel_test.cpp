@@ -81,6 +81,33 @@ TEST_P(KernelTest, VecDotMatchesRef) {
   }
 }
 
+using GemmFn = decltype(KernelTable::gemm);
+
+// Runs `gemm` on random weights [n_rows, n] (conditioned as `wc`) and n_tok ill-conditioned
+// activations into NaN-prefilled outputs with a padded stride, checks that the padding stays
+// untouched, and hands every output to check(got, w row, a row, r, t).
+template <class Check>
+void run_padded_gemm(GemmFn gemm, GgmlType type, GgmlType at, int64_t block, int64_t n, int64_t n_rows,
+                     int64_t n_tok, uint32_t seed, Cond wc, Check&& check) {
+  const auto wq = quantize_rows(type, random_floats(n * n_rows, seed, wc, block), n, n_rows);
+  const auto aq = quantize_rows(at, random_floats(n * n_tok, seed + 99, Cond::kIll, block), n, n_tok);
+  const size_t wrb = row_bytes(type, n), arb = row_bytes(at, n);
+  const int64_t stride = n_rows + 3;  // padding must stay untouched
+  std::vector<float> out(static_cast<size_t>(stride * n_tok), nan_f());
+  gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, out.data(), stride);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < stride; ++r) {
+      const float got = out[static_cast<size_t>(t * stride + r)];
+      if (r >= n_rows) {
+        ASSERT_TRUE(std::isnan(got)) << "gemm wrote padding at t=" << t << " r=" << r;
+        continue;
+      }
+      check(got, wq.data() + wrb * r, aq.data() + arb * t, r, t);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST_P(KernelTest, GemmEqualsVecDotBitwise) {
   const GgmlType at = table_->vec_dot_type;
   for (int64_t m : {1, 3}) {
@@ -88,26 +115,15 @@ TEST_P(KernelTest, GemmEqualsVecDotBitwise) {
     for (int64_t n_rows : {1, 5, 13}) {
       for (int64_t n_tok = 1; n_tok <= 9; ++n_tok) {
         const uint32_t seed = static_cast<uint32_t>(n * 31 + n_rows * 7 + n_tok);
-        const auto wq = quantize_rows(type_, random_floats(n * n_rows, seed, Cond::kWell, block_), n, n_rows);
-        const auto aq = quantize_rows(at, random_floats(n * n_tok, seed + 99, Cond::kIll, block_), n, n_tok);
-        const size_t wrb = row_bytes(type_, n), arb = row_bytes(at, n);
-        const int64_t stride = n_rows + 3;  // padding must stay untouched
-        std::vector<float> out(static_cast<size_t>(stride * n_tok), nan_f());
-        table_->gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, out.data(), stride);
-        for (int64_t t = 0; t < n_tok; ++t) {
-          for (int64_t r = 0; r < stride; ++r) {
-            const float got = out[static_cast<size_t>(t * stride + r)];
-            if (r >= n_rows) {
-              ASSERT_TRUE(std::isnan(got)) << "gemm wrote padding at t=" << t << " r=" << r;
-              continue;
-            }
-            float want = nan_f();
-            table_->vec_dot(n, &want, wq.data() + wrb * r, aq.data() + arb * t);
-            ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
-                << type_name(type_) << " n=" << n << " rows=" << n_rows << " tok=" << n_tok << " r=" << r
-                << " t=" << t << " got=" << got << " want=" << want;
-          }
-        }
+        run_padded_gemm(table_->gemm, type_, at, block_, n, n_rows, n_tok, seed, Cond::kWell,
+                        [&](float got, const uint8_t* w, const uint8_t* a, int64_t r, int64_t t) {
+                          float want = nan_f();
+                          table_->vec_dot(n, &want, w, a);
+                          ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
+                              << type_name(type_) << " n=" << n << " rows=" << n_rows << " tok=" << n_tok
+                              << " r=" << r << " t=" << t << " got=" << got << " want=" << want;
+                        });
+        if (HasFatalFailure()) return;
       }
     }
   }
@@ -165,31 +181,21 @@ TEST_P(KernelTest, GemmRowsEqualsItsTwinBitwise) {
         if (blocks == table_->rows_max_blocks && n_tok > 9) continue;  // keeps the test fast
         const uint32_t seed = static_cast<uint32_t>(blocks * 131 + n_rows * 7 + n_tok);
         const Cond wc = n_tok % 2 == 0 ? Cond::kIll : Cond::kWell;
-        const auto wq = quantize_rows(type_, random_floats(n * n_rows, seed, wc, block_), n, n_rows);
-        const auto aq = quantize_rows(at, random_floats(n * n_tok, seed + 99, Cond::kIll, block_), n, n_tok);
-        const size_t wrb = row_bytes(type_, n), arb = row_bytes(at, n);
-        const int64_t stride = n_rows + 3;  // padding must stay untouched
-        std::vector<float> out(static_cast<size_t>(stride * n_tok), nan_f());
-        table_->gemm_rows(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, out.data(), stride);
-        for (int64_t t = 0; t < n_tok; ++t) {
-          for (int64_t r = 0; r < stride; ++r) {
-            const float got = out[static_cast<size_t>(t * stride + r)];
-            if (r >= n_rows) {
-              ASSERT_TRUE(std::isnan(got)) << "gemm_rows wrote padding at t=" << t << " r=" << r;
-              continue;
-            }
-            const float want = twin(n, wq.data() + wrb * r, aq.data() + arb * t);
-            ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
-                << type_name(type_) << " n=" << n << " rows=" << n_rows << " tok=" << n_tok << " r=" << r
-                << " t=" << t << " got=" << got << " want=" << want;
-            float dot = nan_f();
-            table_->vec_dot(n, &dot, wq.data() + wrb * r, aq.data() + arb * t);
-            const auto wd = dequantize_rows(type_, wq.data() + wrb * r, n, 1);
-            const auto ad = dequantize_rows(at, aq.data() + arb * t, n, 1);
-            ASSERT_NEAR(got, dot, 2e-6 * std::sqrt(static_cast<double>(n)) * abs_dot(wd.data(), ad.data(), n) + 1e-30)
-                << "r=" << r << " t=" << t;
-          }
-        }
+        run_padded_gemm(
+            table_->gemm_rows, type_, at, block_, n, n_rows, n_tok, seed, wc,
+            [&](float got, const uint8_t* w, const uint8_t* a, int64_t r, int64_t t) {
+              const float want = twin(n, w, a);
+              ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
+                  << type_name(type_) << " n=" << n << " rows=" << n_rows << " tok=" << n_tok << " r=" << r
+                  << " t=" << t << " got=" << got << " want=" << want;
+              float dot = nan_f();
+              table_->vec_dot(n, &dot, w, a);
+              const auto wd = dequantize_rows(type_, w, n, 1);
+              const auto ad = dequantize_rows(at, a, n, 1);
+              ASSERT_NEAR(got, dot, 2e-6 * std::sqrt(static_cast<double>(n)) * abs_dot(wd.data(), ad.data(), n) + 1e-30)
+                  << "r=" << r << " t=" << t;
+            });
+        if (HasFatalFailure()) return;
       }
     }
   }
