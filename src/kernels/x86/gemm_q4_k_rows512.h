@@ -5,8 +5,8 @@
 // Four vpdpbusd cover 16 elements of a chunk, a sum that fits 16 bits (|16 * 15 * 127| < 2^15),
 // so one vpdpwssd against [scale | 0] words applies the chunk's scale exactly. Per super-block,
 // 16 rows and one token that is 64 + 16 integer instructions for 4096 products, against 128 in
-// the pair tiles; the mins (4 vpdpwssd against the token's chunk sums) and the float step (two
-// converts, multiplies and FMAs) add 10. The transposed copy costs 24 shuffles and 24 logic ops
+// the pair tiles; the mins (8 vpdpwssd of [min | min] words against the token's 16-element sums,
+// straight from its block) and the float step (two converts, multiplies and FMAs) add 14. The transposed copy costs 24 shuffles and 24 logic ops
 // per 32-byte slice of 16 rows, once per call.
 // Include only from AVX-512 TUs.
 #pragma once
@@ -26,7 +26,7 @@ struct Q4KRows {
   struct alignas(64) Block {
     __m512i q[8][8];   // [chunk c][dword d]: lane r = row r's elements 32c + 4d .. 32c + 4d + 3 (0..15)
     __m512i sc[8];     // [chunk c]: lane r = [scale c of row r | 0] as words
-    __m512i mins[4];   // [pair p]: lane r = [min 2p | min 2p + 1] of row r as words
+    __m512i mins[8];   // [chunk c]: lane r = [min c | min c] of row r as words
     __m512 d, dmin;    // lane r = row r's d, dmin
   };
 
@@ -57,7 +57,9 @@ struct Q4KRows {
       for (int p = 0; p < 4; ++p) {
         b.sc[2 * p] = _mm512_and_si512(t[p], low_word);
         b.sc[2 * p + 1] = _mm512_srli_epi32(t[p], 16);
-        b.mins[p] = t[4 + p];
+        const __m512i min_lo = _mm512_and_si512(t[4 + p], low_word), min_hi = _mm512_srli_epi32(t[4 + p], 16);
+        b.mins[2 * p] = _mm512_or_si512(min_lo, _mm512_slli_epi32(min_lo, 16));
+        b.mins[2 * p + 1] = _mm512_or_si512(min_hi, _mm512_slli_epi32(min_hi, 16));
       }
       const size_t block = sizeof(BlockQ4_K) * static_cast<size_t>(i);
       b.d = row_halves(row_bytes, block + offsetof(BlockQ4_K, d));
@@ -70,15 +72,6 @@ struct Q4KRows {
   template <int NT>
   static void tile(int64_t n_sb, const Block* blocks, const BlockQ8_K* const* a, float* out, int64_t out_stride,
                    __mmask16 lanes) {
-    // Per token and super-block, the q8 sums of the chunk pairs as the words [sum 2p | sum 2p + 1]
-    // (each two 16-element sums, |sum| <= 32 * 127: it fits a word).
-    alignas(16) int32_t pair_sums[NT][kRowsMaxSuperBlocks][4];
-    for (int t = 0; t < NT; ++t) {
-      for (int64_t i = 0; i < n_sb; ++i) {
-        _mm_store_si128(reinterpret_cast<__m128i*>(pair_sums[t][i]),
-                        _mm_hadd_epi16(load128(a[t][i].bsums), load128(a[t][i].bsums + 8)));
-      }
-    }
     __m512 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n_sb; ++i) {
@@ -100,8 +93,10 @@ struct Q4KRows {
         }
       }
       for (int t = 0; t < NT; ++t) {
-        __m512i m = _mm512_dpwssd_epi32(_mm512_setzero_si512(), b.mins[0], _mm512_set1_epi32(pair_sums[t][i][0]));
-        for (int p = 1; p < 4; ++p) m = _mm512_dpwssd_epi32(m, b.mins[p], _mm512_set1_epi32(pair_sums[t][i][p]));
+        // msum = sum_c min_c * (bsum 2c + bsum 2c + 1): [min c | min c] against the token's two
+        // 16-element sums of chunk c, read as one dword of its block.
+        __m512i m = _mm512_madd_epi16(b.mins[0], bcast32(a[t][i].bsums));
+        for (int c = 1; c < 8; ++c) m = _mm512_dpwssd_epi32(m, b.mins[c], bcast32(a[t][i].bsums + 2 * c));
         const __m512 dy = _mm512_set1_ps(a[t][i].d);
         acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dy, b.d), _mm512_cvtepi32_ps(isum[t]), acc[t]);
         acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dy, b.dmin), _mm512_cvtepi32_ps(m), acc[t]);
