@@ -37,7 +37,7 @@ Layer make_layer(const AttentionLayout& layout, int64_t n_kv_heads, std::mt19937
   const int64_t hd = layout.head_dim;
   Layer l;
   l.k.resize(layout.head_bytes * static_cast<size_t>(n_kv_heads * layout.n_ctx));
-  l.v.resize(l.k.size());
+  l.v.resize(layout.v_transposed ? layout.vt_row_bytes * static_cast<size_t>(n_kv_heads * hd) : l.k.size());
   std::vector<float> row(static_cast<size_t>(hd));
   for (int64_t p = 0; p < layout.n_ctx; ++p) {
     for (int64_t h = 0; h < n_kv_heads; ++h) {
@@ -50,9 +50,10 @@ Layer make_layer(const AttentionLayout& layout, int64_t n_kv_heads, std::mt19937
         } else if (kv == 0) {
           auto* k = reinterpret_cast<fp16_t*>(dst);
           for (int64_t i = 0; i < hd; ++i) k[i] = fp32_to_fp16(row[static_cast<size_t>(i)]);
-        } else {  // V^T: [kv_head * head_dim + d][n_ctx]
+        } else {  // V^T: [kv_head * head_dim + d][vt_row_bytes / 2]
           auto* vt = reinterpret_cast<fp16_t*>(l.v.data());
-          for (int64_t i = 0; i < hd; ++i) vt[(h * hd + i) * layout.n_ctx + p] = fp32_to_fp16(row[static_cast<size_t>(i)]);
+          const size_t vt_row = layout.vt_row_bytes / sizeof(fp16_t);
+          for (int64_t i = 0; i < hd; ++i) vt[static_cast<size_t>(h * hd + i) * vt_row + static_cast<size_t>(p)] = fp32_to_fp16(row[static_cast<size_t>(i)]);
         }
       }
     }
@@ -103,6 +104,7 @@ int run(int argc, char** argv) {
       layout.row_bytes = by_head ? layout.head_bytes : layout.head_bytes * static_cast<size_t>(n_kv_heads);
       layout.head_stride = by_head ? layout.head_bytes * static_cast<size_t>(layout.n_ctx) : layout.head_bytes;
       layout.v_transposed = layout.kv_type == GgmlType::kF16;
+      if (layout.v_transposed) layout.vt_row_bytes = sizeof(fp16_t) * static_cast<size_t>((layout.n_ctx + 31) / 32 * 32);
       std::mt19937 rng(7);
       std::vector<Layer> layers;
       for (int64_t l = 0; l < n_layers; ++l) layers.push_back(make_layer(layout, n_kv_heads, rng));

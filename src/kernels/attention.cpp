@@ -130,7 +130,7 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
     attend_group_q8_0(layout, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, s, tier);
     return;
   }
-  DCHECK(layout.v_transposed);
+  DCHECK(layout.v_transposed && layout.vt_row_bytes >= sizeof(fp16_t) * static_cast<size_t>(layout.n_ctx));
   const int64_t hd = layout.head_dim;
   const int64_t n_full = batch.n_kv_padded;
   const KernelTable& kt = *find_kernels(GgmlType::kF16, tier);
@@ -180,7 +180,7 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
   }
 
   // KQV: out[g][d] = dot(V^T row d, weights g) over the padded length (m = head_dim, k = n_kv_padded).
-  const size_t vt_row_bytes = sizeof(fp16_t) * static_cast<size_t>(layout.n_ctx);
+  const size_t vt_row_bytes = layout.vt_row_bytes;
   const uint8_t* vt = v_rows + vt_row_bytes * static_cast<size_t>(hd * kv_head);
   const size_t p_row = (wide ? sizeof(float) : sizeof(fp16_t)) * static_cast<size_t>(s.stride);
   if (avx512) {  // tinyBLAS order: n_dot % 16 == 0 (kqv_tiny)

@@ -36,6 +36,8 @@ struct AttentionLayout {
   size_t row_bytes = 0;    // from one cached position to the next within a kv head
   size_t head_stride = 0;  // from one kv head's K (and row-layout V) to the next kv head's
   bool v_transposed = false;  // f16 caches: V is [n_kv_heads][head_dim][n_ctx] per layer
+  size_t vt_row_bytes = 0;    // f16 caches: from one V^T row to the next (>= 2 * n_ctx; kv/kv_cache.h
+                              // pads rows to whole cache lines so the V product's loads stay aligned)
 };
 
 // What one forward call of n_tok tokens starting at pos0 shares across its (token, head) items.

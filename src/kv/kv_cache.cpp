@@ -22,11 +22,18 @@ const char* kv_type_name(KvType type) { return type == KvType::kF16 ? "f16" : "q
 
 namespace {
 GgmlType ggml_type_of(KvType type) { return type == KvType::kF16 ? GgmlType::kF16 : GgmlType::kQ8_0; }
+
+// One layer's V: the same as K for q8_0; V^T rows of whole cache lines for f16.
+size_t v_layer_bytes_for(int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim, KvType type) {
+  if (type == KvType::kQ8_0) return row_bytes(GgmlType::kQ8_0, head_dim) * static_cast<size_t>(n_kv_heads * n_ctx);
+  const int64_t row = (n_ctx + KvCache::kVtRowAlign - 1) / KvCache::kVtRowAlign * KvCache::kVtRowAlign;
+  return sizeof(fp16_t) * static_cast<size_t>(n_kv_heads * head_dim * row);
+}
 }  // namespace
 
 size_t KvCache::bytes_for(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim, KvType type) {
-  const size_t head_bytes = row_bytes(ggml_type_of(type), head_dim);
-  return 2 * head_bytes * static_cast<size_t>(n_kv_heads * n_ctx * n_layers);
+  const size_t k_layer = row_bytes(ggml_type_of(type), head_dim) * static_cast<size_t>(n_kv_heads * n_ctx);
+  return (k_layer + v_layer_bytes_for(n_ctx, n_kv_heads, head_dim, type)) * static_cast<size_t>(n_layers);
 }
 
 Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads,
@@ -49,22 +56,26 @@ Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx
   kv->layout_.n_ctx = n_ctx;
   kv->layout_.v_transposed = type == KvType::kF16;
   kv->layer_bytes_ = kv->layout_.head_stride * static_cast<size_t>(n_kv_heads);
-  const size_t total = kv->layer_bytes_ * static_cast<size_t>(n_layers);
+  kv->v_layer_bytes_ = v_layer_bytes_for(n_ctx, n_kv_heads, head_dim, type);
+  if (kv->layout_.v_transposed) kv->layout_.vt_row_bytes = kv->v_layer_bytes_ / static_cast<size_t>(n_kv_heads * head_dim);
+  const size_t k_total = kv->layer_bytes_ * static_cast<size_t>(n_layers);
+  const size_t v_total = kv->v_layer_bytes_ * static_cast<size_t>(n_layers);
   // Huge pages: attention walks every head's keys and V^T rows, thousands of 4 KiB pages per
   // layer otherwise. Touched now so that decode never faults (the memory plan counts it).
-  kv->k_ = map_pages(total);
-  kv->v_ = map_pages(total);
+  kv->k_ = map_pages(k_total);
+  kv->v_ = map_pages(v_total);
   if (kv->k_ == nullptr || kv->v_ == nullptr) {
-    return make_error("cannot allocate %zu bytes for the KV cache (n_ctx %ld)", 2 * total, static_cast<long>(n_ctx));
+    return make_error("cannot allocate %zu bytes for the KV cache (n_ctx %ld)", k_total + v_total,
+                      static_cast<long>(n_ctx));
   }
-  std::memset(kv->k_, 0, total);
-  std::memset(kv->v_, 0, total);
+  std::memset(kv->k_, 0, k_total);
+  std::memset(kv->v_, 0, v_total);
   return kv;
 }
 
 KvCache::~KvCache() {
   unmap_pages(k_, layer_bytes_ * static_cast<size_t>(n_layers_));
-  unmap_pages(v_, layer_bytes_ * static_cast<size_t>(n_layers_));
+  unmap_pages(v_, v_layer_bytes_ * static_cast<size_t>(n_layers_));
 }
 
 void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float* v) {
@@ -81,8 +92,11 @@ void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float*
   if (!layout_.v_transposed) return;
   // f16 V is stored transposed, [n_kv_heads * head_dim][n_ctx] per layer (llama.cpp's layout
   // without flash attention): element (pos, i) lives at row i, column pos.
-  auto* vt = reinterpret_cast<fp16_t*>(v_ + layer);
-  for (int64_t i = 0; i < n_kv_heads_ * hd; ++i) vt[i * n_ctx_ + pos] = fp32_to_fp16(v[i]);
+  uint8_t* vt = v_ + v_layer_bytes_ * static_cast<size_t>(layer_idx) + sizeof(fp16_t) * static_cast<size_t>(pos);
+  for (int64_t i = 0; i < n_kv_heads_ * hd; ++i) {
+    const fp16_t h = fp32_to_fp16(v[i]);
+    std::memcpy(vt + layout_.vt_row_bytes * static_cast<size_t>(i), &h, sizeof(h));
+  }
 }
 
 template <class F>
@@ -104,7 +118,8 @@ void KvCache::for_each_state_piece(int64_t layer_idx, int64_t n, F&& piece) cons
   // V^T: columns [0, n) of every row.
   const size_t n_rows = static_cast<size_t>(n_kv_heads_ * layout_.head_dim);
   const size_t live = sizeof(fp16_t) * static_cast<size_t>(n);
-  for (size_t r = 0; r < n_rows; ++r) piece(v_ + layer + r * sizeof(fp16_t) * static_cast<size_t>(n_ctx_), v_state + r * live, live);
+  uint8_t* vt = v_ + v_layer_bytes_ * static_cast<size_t>(layer_idx);
+  for (size_t r = 0; r < n_rows; ++r) piece(vt + r * layout_.vt_row_bytes, v_state + r * live, live);
 }
 
 void KvCache::save_layer(int64_t layer_idx, int64_t n, uint8_t* out) const {

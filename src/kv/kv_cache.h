@@ -4,7 +4,8 @@
 // Layout per layer: K is [n_kv_heads][n_ctx][head_dim] (each kv head's keys contiguous, so
 // attention streams them sequentially; see AttentionLayout); V is the same for q8_0 and
 // transposed, [n_kv_heads][head_dim][n_ctx], for f16 (llama.cpp's non-flash-attention layout,
-// which kernels/attention.h reads; see AttentionLayout::v_transposed). Saved contexts use a
+// which kernels/attention.h reads; see AttentionLayout::v_transposed), each V^T row padded to a
+// whole number of cache lines (kVtRowAlign positions; the padding is never read as a position). Saved contexts use a
 // layout-independent order (save_layer / load_layer). All memory is allocated in the
 // constructor; nothing allocates per token. Thread-compatible; distinct positions may be written
 // concurrently.
@@ -42,7 +43,7 @@ class KvCache {
 
   // One layer's K and V in the layout() form (what attend_group reads).
   const uint8_t* k_rows(int64_t layer_idx) const { return k_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
-  const uint8_t* v_rows(int64_t layer_idx) const { return v_ + layer_bytes_ * static_cast<size_t>(layer_idx); }
+  const uint8_t* v_rows(int64_t layer_idx) const { return v_ + v_layer_bytes_ * static_cast<size_t>(layer_idx); }
   const AttentionLayout& layout() const { return layout_; }
 
   // K bytes of one position across all kv heads (also V's, either type).
@@ -55,8 +56,9 @@ class KvCache {
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_layers() const { return n_layers_; }
   KvType type() const { return type_; }
-  size_t bytes() const { return 2 * layer_bytes_ * static_cast<size_t>(n_layers_); }
-  size_t layer_bytes() const { return layer_bytes_; }
+  size_t bytes() const { return (layer_bytes_ + v_layer_bytes_) * static_cast<size_t>(n_layers_); }
+  // Positions per V^T row of an f16 cache: n_ctx rounded up to whole 64-byte lines.
+  static constexpr int64_t kVtRowAlign = 32;
 
  private:
   KvCache() = default;
@@ -69,7 +71,8 @@ class KvCache {
   int64_t n_kv_heads_ = 0;
   KvType type_ = KvType::kF16;
   AttentionLayout layout_;
-  size_t layer_bytes_ = 0;
+  size_t layer_bytes_ = 0;    // one layer's K (and q8_0 V)
+  size_t v_layer_bytes_ = 0;  // one layer's V
   uint8_t* k_ = nullptr;
   uint8_t* v_ = nullptr;
 };

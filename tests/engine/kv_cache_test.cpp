@@ -43,6 +43,12 @@ TEST_P(KvCacheTest, LayoutSaveAndLoad) {
   ASSERT_EQ(lay.head_stride, lay.head_bytes * kCtx);
   ASSERT_EQ(kv.position_bytes(), lay.head_bytes * kHeads);
   EXPECT_EQ(lay.v_transposed, type == KvType::kF16);
+  if (lay.v_transposed) {
+    // V^T rows are whole 64-byte lines (kCtx = 40 positions -> 64), and the cache's size counts them.
+    EXPECT_EQ(lay.vt_row_bytes, sizeof(fp16_t) * 64);
+    EXPECT_EQ(kv.bytes(), static_cast<size_t>(kLayers) * (lay.head_bytes * kHeads * kCtx + lay.vt_row_bytes * kHeads * kHd));
+  }
+  EXPECT_EQ(kv.bytes(), KvCache::bytes_for(kLayers, kCtx, kHeads, kHd, type));
 
   const int64_t n = 29, width = kHeads * kHd;
   std::mt19937 rng(3);
@@ -75,7 +81,7 @@ TEST_P(KvCacheTest, LayoutSaveAndLoad) {
             const fp16_t want = fp32_to_fp16(vs[d]);
             const int64_t row = h * kHd + d;
             fp16_t got, got_saved;
-            std::memcpy(&got, kv.v_rows(l) + sizeof(fp16_t) * (row * kCtx + p), sizeof(fp16_t));
+            std::memcpy(&got, kv.v_rows(l) + lay.vt_row_bytes * row + sizeof(fp16_t) * p, sizeof(fp16_t));
             std::memcpy(&got_saved, saved.data() + pb * n + sizeof(fp16_t) * (row * n + p), sizeof(fp16_t));
             ASSERT_EQ(got, want);
             ASSERT_EQ(got_saved, want);
@@ -93,6 +99,12 @@ TEST_P(KvCacheTest, LayoutSaveAndLoad) {
     for (int64_t h = 0; h < kHeads; ++h) {
       const size_t off = lay.head_stride * h;
       EXPECT_EQ(0, std::memcmp((*other)->k_rows(l) + off, kv.k_rows(l) + off, lay.row_bytes * n));
+    }
+    if (lay.v_transposed) {
+      for (int64_t row = 0; row < kHeads * kHd; ++row) {
+        const size_t off = lay.vt_row_bytes * row;
+        EXPECT_EQ(0, std::memcmp((*other)->v_rows(l) + off, kv.v_rows(l) + off, sizeof(fp16_t) * n)) << "V^T row " << row;
+      }
     }
   }
 }

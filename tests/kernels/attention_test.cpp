@@ -34,8 +34,10 @@ struct Cache {
 };
 
 // A cache of n_ctx positions, all filled with random values. by_head: each kv head's positions
-// contiguous (kv/kv_cache.h's layout), else each position's heads contiguous.
-Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, uint32_t seed, bool by_head) {
+// contiguous (kv/kv_cache.h's layout), else each position's heads contiguous. f16 V^T rows are
+// vt_pad positions longer than n_ctx (the kernels must follow the layout's row stride).
+Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, uint32_t seed, bool by_head,
+                 int64_t vt_pad = 0) {
   Cache c;
   c.n_kv_heads = n_kv_heads;
   c.layout.kv_type = type;
@@ -50,6 +52,7 @@ Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, u
     return c.layout.row_bytes * static_cast<size_t>(p) + c.layout.head_stride * static_cast<size_t>(h);
   };
   c.layout.v_transposed = type == GgmlType::kF16;
+  if (c.layout.v_transposed) c.layout.vt_row_bytes = sizeof(fp16_t) * static_cast<size_t>(n_ctx + vt_pad);
   const int64_t width = n_kv_heads * hd;
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -57,7 +60,7 @@ Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, u
   for (float& x : k) x = dist(rng);
   for (float& x : v) x = dist(rng);
   c.k.resize(c.layout.head_bytes * static_cast<size_t>(n_kv_heads * n_ctx));
-  c.v.resize(c.k.size());
+  c.v.resize(c.layout.v_transposed ? c.layout.vt_row_bytes * static_cast<size_t>(width) : c.k.size());
   c.k_f32.resize(k.size());
   c.v_f32.resize(v.size());
   for (int64_t p = 0; p < n_ctx; ++p) {
@@ -68,7 +71,7 @@ Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, u
         auto* kh = reinterpret_cast<fp16_t*>(kd);
         auto* vt = reinterpret_cast<fp16_t*>(c.v.data());
         for (int64_t i = 0; i < hd; ++i) {
-          const size_t row = static_cast<size_t>((h * hd + i) * n_ctx + p);  // V^T
+          const size_t row = c.layout.vt_row_bytes / sizeof(fp16_t) * static_cast<size_t>(h * hd + i) + static_cast<size_t>(p);  // V^T
           kh[i] = fp32_to_fp16(k[at + static_cast<size_t>(i)]);
           vt[row] = fp32_to_fp16(v[at + static_cast<size_t>(i)]);
           c.k_f32[at + static_cast<size_t>(i)] = fp16_to_fp32(kh[i]);
@@ -136,9 +139,10 @@ std::vector<double> naive(const Cache& c, const float* q, int64_t kv_head, int64
 
 void check_all(GgmlType type, int64_t hd, int64_t n_kv_heads, int64_t group, int64_t n_ctx,
                std::initializer_list<int64_t> positions, std::initializer_list<int64_t> n_toks) {
-  // The same values in both layouts: every result must be the same bits in either.
+  // The same values in both layouts (V^T rows of n_ctx and of n_ctx + 13 positions): every
+  // result must be the same bits in either.
   const Cache c = make_cache(type, n_kv_heads, hd, n_ctx, 7, /*by_head=*/false);
-  const Cache c_heads = make_cache(type, n_kv_heads, hd, n_ctx, 7, /*by_head=*/true);
+  const Cache c_heads = make_cache(type, n_kv_heads, hd, n_ctx, 7, /*by_head=*/true, /*vt_pad=*/13);
   ASSERT_EQ(c.k_f32, c_heads.k_f32);
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 2.0f);

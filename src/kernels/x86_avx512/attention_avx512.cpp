@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/count_dispatch.h"
@@ -32,58 +33,81 @@ constexpr int kRowsPerTile = 16;
 constexpr int64_t kPrefetchTiles = 4;  // KQ: how far ahead (in tiles of rows) K rows are prefetched
 constexpr int64_t kChunk = 2048;  // positions per KQV chunk: 4 heads x 2048 x 4 B = 32 KB of weights (L1)
 
-// Lane r of the result = _mm512_reduce_add_ps(v[slot(r)]), slot(r) = 4 * (r % 4) + r / 4 (the
-// tree's natural output order is lane 4c + k <- input 4k + c, a 4x4 transpose).
-inline __m512 reduce16_transposed(const __m512* v) {
-  __m512 s1[8], s2[4], s3[2];
-  for (int k = 0; k < 8; ++k) {  // lane i + lane i+8 of each input, two inputs per register
-    const __m512 a = v[2 * k], b = v[2 * k + 1];
-    s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  for (int m = 0; m < 4; ++m) {  // + lane i+4: four inputs per register, one per 128-bit block
-    const __m512 a = s1[2 * m], b = s1[2 * m + 1];
-    s2[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-  }
-  for (int n = 0; n < 2; ++n) {  // + lane i+2 within each block
-    const __m512 a = s2[2 * n], b = s2[2 * n + 1];
-    s3[n] = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  // + lane i+1
-  return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(3, 1, 3, 1)));
+// The 16 horizontal sums of a tile as one transposed tree that adds exactly the lane pairs
+// _mm512_reduce_add_ps adds: input k of level 1 is the row in slot k, and lane r of the result is
+// that reduction of row r when row r sits in slot 4 * (r % 4) + r / 4 (the tree's natural output
+// order is lane 4c + k <- input 4k + c, a 4x4 transpose). The inputs are pushed in slot order and
+// each pair is combined as soon as it is complete, so at most one value per level is live (a
+// whole tile of sums in registers spilled).
+inline __m512 tree1(__m512 a, __m512 b) {  // lane i + lane i+8, two inputs per register
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+inline __m512 tree2(__m512 a, __m512 b) {  // + lane i+4: four inputs per register, one per 128-bit block
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+inline __m512 tree3(__m512 a, __m512 b) {  // + lane i+2 within each block
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+inline __m512 tree4(__m512 a, __m512 b) {  // + lane i+1
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-constexpr int slot_of(int r) { return 4 * (r % 4) + r / 4; }
+struct Tree16 {
+  __m512 level1, level2, level3, level4, result;
+  template <int kSlot>
+  inline void push(__m512 v) {
+    if constexpr (kSlot % 2 == 0) {
+      level1 = v;
+    } else if constexpr (kSlot % 4 == 1) {
+      level2 = tree1(level1, v);
+    } else if constexpr (kSlot % 8 == 3) {
+      level3 = tree2(level2, tree1(level1, v));
+    } else if constexpr (kSlot == 7) {
+      level4 = tree3(level3, tree2(level2, tree1(level1, v)));
+    } else {
+      result = tree4(level4, tree3(level3, tree2(level2, tree1(level1, v))));
+    }
+  }
+};
+
+constexpr int row_of_slot(int s) { return 4 * (s % 4) + s / 4; }  // the transpose is its own inverse
+
+// One head's sum over one widened K row (kHd floats) against the query in registers.
+template <bool kTiny, int kHd>
+inline __m512 row_dot(const float* k, const __m512* q) {
+  if constexpr (kTiny) {
+    __m512 sum = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < kHd / 16; ++i) sum = _mm512_fmadd_ps(_mm512_load_ps(k + 16 * i), q[i], sum);
+    return sum;
+  } else {
+    __m512 a[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) a[j] = _mm512_fmadd_ps(_mm512_load_ps(k + 16 * j), q[j], _mm512_setzero_ps());
+#pragma GCC unroll 4
+    for (int i = 64; i < kHd; i += 64) {
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) a[j] = _mm512_fmadd_ps(_mm512_load_ps(k + i + 16 * j), q[i / 16 + j], a[j]);
+    }
+    return _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+  }
+}
+
+template <bool kTiny, int kHd, int... kSlots>
+inline __m512 tile_sums(const float* kf, const __m512* q, std::integer_sequence<int, kSlots...>) {
+  Tree16 tree;
+  (tree.push<kSlots>(row_dot<kTiny, kHd>(kf + row_of_slot(kSlots) * kHd, q)), ...);
+  return tree.result;
+}
 
 // One head against a tile of 16 widened K rows (row r at kf + r * kHd). kHd is a compile-time
-// head_dim so that every loop unrolls and the 16 sums stay in registers.
+// head_dim so that every loop unrolls; the query stays in registers.
 template <bool kTiny, int kHd>
 inline void kq_tile(const float* kf, const float* q, float* out, int nr) {
-  __m512 v[kRowsPerTile];
+  __m512 qv[kHd / 16];
 #pragma GCC unroll 16
-  for (int r = 0; r < kRowsPerTile; ++r) {
-    const float* k = kf + r * kHd;
-    __m512 sum;
-    if constexpr (kTiny) {
-      sum = _mm512_setzero_ps();
-#pragma GCC unroll 16
-      for (int i = 0; i < kHd; i += 16) sum = _mm512_fmadd_ps(_mm512_load_ps(k + i), _mm512_loadu_ps(q + i), sum);
-    } else {
-      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-#pragma GCC unroll 4
-      for (int i = 0; i < kHd; i += 64) {
-        a0 = _mm512_fmadd_ps(_mm512_load_ps(k + i), _mm512_loadu_ps(q + i), a0);
-        a1 = _mm512_fmadd_ps(_mm512_load_ps(k + i + 16), _mm512_loadu_ps(q + i + 16), a1);
-        a2 = _mm512_fmadd_ps(_mm512_load_ps(k + i + 32), _mm512_loadu_ps(q + i + 32), a2);
-        a3 = _mm512_fmadd_ps(_mm512_load_ps(k + i + 48), _mm512_loadu_ps(q + i + 48), a3);
-      }
-      sum = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
-    }
-    v[slot_of(r)] = sum;
-  }
-  const __m512 res = reduce16_transposed(v);
+  for (int i = 0; i < kHd / 16; ++i) qv[i] = _mm512_loadu_ps(q + 16 * i);
+  const __m512 res = tile_sums<kTiny, kHd>(kf, qv, std::make_integer_sequence<int, kRowsPerTile>{});
   if (nr == kRowsPerTile) {
     _mm512_storeu_ps(out, res);
   } else {
@@ -121,7 +145,12 @@ void kq(int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes, c
 #pragma GCC unroll 8
         for (int off = 0; off < 2 * kHd; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
       }
-      kq_tile<kTiny, kHd>(kf, q + g * kHd, scores + g * s_stride + r0, nr);
+      // The tile and the query are loop-invariant across the heads: left visible, GCC hoists
+      // every load out of this loop and spills them all (a copy of the tile per tile).
+      const float* kt = kf;
+      const float* qg = q + g * kHd;
+      asm("" : "+r"(kt), "+r"(qg));
+      kq_tile<kTiny, kHd>(kt, qg, scores + g * s_stride + r0, nr);
     }
   }
 }
