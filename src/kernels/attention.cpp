@@ -75,10 +75,7 @@ void attend_group_q8_0(const AttentionLayout& layout, const float* q, const uint
     kt.gemm(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, layout.head_bytes, s.scores, s.stride);
   }
   for (int64_t g = 0; g < group; ++g) {
-    float* sc = s.scores + g * s.stride;
-    for (int64_t j = 0; j < n_kv; ++j) sc[j] *= scale;
-    ops.softmax(sc, n_kv);
-    ops.round_fp16_row(sc, s.weights + g * s.stride, n_kv);
+    ops.attention_weights(s.scores + g * s.stride, n_kv, n_kv, scale, s.weights + g * s.stride, n_kv);
   }
   ops.q8_0_weighted_rows(v_rows + head_off, layout.row_bytes, n_kv, hd, s.weights, s.stride, group, out);
 }
@@ -165,14 +162,12 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
   const int64_t n_dot = kqv_tiny ? dot_length(n_kv, n_full, 16) : dot_length(n_kv, n_full, 64);
   for (int64_t g = 0; g < group; ++g) {
     float* sc = s.scores + g * s.stride;
-    for (int64_t j = 0; j < n_kv; ++j) sc[j] *= scale;
-    for (int64_t j = n_kv; j < n_soft; ++j) sc[j] = -INFINITY;
-    ops.softmax(sc, n_soft);
     if (wide) {
-      float* p = s.weights + g * s.stride;
-      ops.round_fp16_row(sc, p, n_kv);
-      for (int64_t j = n_kv; j < n_dot; ++j) p[j] = 0.0f;
+      ops.attention_weights(sc, n_kv, n_soft, scale, s.weights + g * s.stride, n_dot);
     } else {
+      for (int64_t j = 0; j < n_kv; ++j) sc[j] *= scale;
+      for (int64_t j = n_kv; j < n_soft; ++j) sc[j] = -INFINITY;
+      ops.softmax(sc, n_soft);
       auto* p16 = reinterpret_cast<fp16_t*>(s.weights) + g * s.stride;
       kt.quantize_act(sc, p16, n_kv);
       for (int64_t j = n_kv; j < n_dot; ++j) p16[j] = 0;

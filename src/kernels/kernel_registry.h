@@ -29,6 +29,7 @@ void patch_float_avx512(KernelTable& t, const CpuFeatures& features);
 void softmax_avx512(float* x, int64_t n);
 void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
 void round_fp16_row_avx512(const float* x, float* y, int64_t n);
+void attention_weights_avx512(float* x, int64_t n_kv, int64_t n_soft, float scale, float* w, int64_t n_dot);
 
 // Grouped attention products over an f16 cache (x86_avx512/attention_avx512.cpp); bit-identical
 // to the F16 table's gemm_wide / gemm_batched_wide (tiny = tinyBLAS order) for the same call.

@@ -125,6 +125,14 @@ void round_fp16_row_ref(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = round_fp16(x[i]);
 }
 
+void attention_weights_ref(float* x, int64_t n_kv, int64_t n_soft, float scale, float* w, int64_t n_dot) {
+  for (int64_t i = 0; i < n_kv; ++i) x[i] *= scale;
+  for (int64_t i = n_kv; i < n_soft; ++i) x[i] = -INFINITY;
+  softmax_ref(x, n_soft);
+  round_fp16_row_ref(x, w, n_kv);
+  for (int64_t i = n_kv; i < n_dot; ++i) w[i] = 0.0f;
+}
+
 void q8_0_weighted_rows_ref(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
                             int64_t w_stride, int64_t n_w, float* out) {
   CHECK(n % kQ8_0BlockSize == 0, "q8_0_weighted_rows: n=%ld", static_cast<long>(n));
@@ -144,9 +152,10 @@ void q8_0_weighted_rows_ref(const uint8_t* rows, size_t row_stride, int64_t n_ro
 
 const RowOps& find_row_ops(IsaTier tier) {
   CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
-  static const RowOps kRef = {silu_mul_ref, softmax_ref, round_fp16_row_ref, q8_0_weighted_rows_ref};
+  static const RowOps kRef = {silu_mul_ref, softmax_ref, round_fp16_row_ref, attention_weights_ref,
+                              q8_0_weighted_rows_ref};
   static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512, kernels_internal::softmax_avx512,
-                                 kernels_internal::round_fp16_row_avx512,
+                                 kernels_internal::round_fp16_row_avx512, kernels_internal::attention_weights_avx512,
                                  kernels_internal::q8_0_weighted_rows_avx512};
   return tier >= IsaTier::kAvx512 ? kAvx512 : kRef;
 }

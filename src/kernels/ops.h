@@ -44,6 +44,13 @@ void softmax_ref(float* x, int64_t n);
 // y[i] = round_fp16(x[i]) (base/fp16.h: to half, nearest even, and back). y may alias x.
 void round_fp16_row_ref(const float* x, float* y, int64_t n);
 
+// The weights of one attention row as the reference engine computes them (soft_max_ext, then
+// the f16 rounding of the V product's input), in one call: x[i] *= scale for i < n_kv and
+// x[i] = -inf for n_kv <= i < n_soft (masked cells); softmax over [0, n_soft); then
+// w[i] = round_fp16(x[i]) for i < n_kv and w[i] = 0 for n_kv <= i < n_dot. x is clobbered
+// (it holds the softmax afterwards, or is scratch). n_kv <= n_soft, n_kv <= n_dot.
+void attention_weights_ref(float* x, int64_t n_kv, int64_t n_soft, float scale, float* w, int64_t n_dot);
+
 // Weighted sum of q8_0 rows for n_w weight vectors: for g < n_w, d < n,
 //   out[g * n + d] = sum over j = 0, 1, ..., n_rows - 1 of w[g * w_stride + j] * v_j[d],
 // accumulated from 0 in that order with one fused multiply-add per term, where v_j is row j
@@ -55,6 +62,7 @@ struct RowOps {
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   void (*softmax)(float* x, int64_t n);
   void (*round_fp16_row)(const float* x, float* y, int64_t n);
+  void (*attention_weights)(float* x, int64_t n_kv, int64_t n_soft, float scale, float* w, int64_t n_dot);
   void (*q8_0_weighted_rows)(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
                              int64_t w_stride, int64_t n_w, float* out);
 };

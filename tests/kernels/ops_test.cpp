@@ -153,6 +153,52 @@ TEST(Ops, EveryTierMatchesRefBitwise) {
   }
 }
 
+// attention_weights is the composition it documents (scale, mask, softmax, round, zero-fill) on
+// every tier, bit for bit: lengths around the 16-lane blocks for each of its three bounds, scales
+// past exp's saturation, and an all-masked row. A NaN score makes the row NaN on every tier (the
+// sign of a NaN from exp is the ISA's, so only NaN-ness is compared there).
+TEST(Ops, AttentionWeightsEveryTier) {
+  uint32_t seed = 300;
+  struct Shape {
+    int64_t n_kv, n_soft, n_dot;
+  };
+  const Shape shapes[] = {{1, 1, 1}, {1, 16, 64}, {15, 16, 16}, {16, 16, 64}, {17, 32, 64}, {100, 112, 128},
+                          {257, 272, 320}, {4095, 4096, 4096}, {33, 40, 33}};
+  for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
+    if (tier > host_best_tier()) continue;
+    const RowOps& ops = find_row_ops(tier);
+    for (const Shape& sh : shapes) {
+      for (float scale : {1e-3f, 1.0f, 30.0f, 400.0f}) {
+        for (int special = 0; special < 2; ++special) {
+          auto x = random_vec(static_cast<size_t>(sh.n_soft), ++seed, 3.0f);
+          if (special == 1 && sh.n_kv > 3) x[static_cast<size_t>(sh.n_kv / 2)] = std::nanf("");
+          std::vector<float> want(static_cast<size_t>(sh.n_dot), std::nanf("")), got(want);
+          // The documented composition, from the ref row ops.
+          std::vector<float> y = x;
+          for (int64_t i = 0; i < sh.n_kv; ++i) y[static_cast<size_t>(i)] *= scale;
+          for (int64_t i = sh.n_kv; i < sh.n_soft; ++i) y[static_cast<size_t>(i)] = -INFINITY;
+          softmax_ref(y.data(), sh.n_soft);
+          round_fp16_row_ref(y.data(), want.data(), sh.n_kv);
+          for (int64_t i = sh.n_kv; i < sh.n_dot; ++i) want[static_cast<size_t>(i)] = 0.0f;
+          ops.attention_weights(x.data(), sh.n_kv, sh.n_soft, scale, got.data(), sh.n_dot);
+          for (size_t i = 0; i < want.size(); ++i) {
+            if (std::isnan(want[i])) {
+              ASSERT_TRUE(std::isnan(got[i])) << isa_tier_name(tier) << " i " << i;
+              continue;
+            }
+            ASSERT_EQ(0, std::memcmp(&got[i], &want[i], sizeof(float)))
+                << isa_tier_name(tier) << " n_kv " << sh.n_kv << " n_soft " << sh.n_soft << " n_dot " << sh.n_dot
+                << " scale " << scale << " nan " << special << " i " << i << ": " << got[i] << " vs " << want[i];
+          }
+        }
+      }
+    }
+    std::vector<float> masked(16, -INFINITY), w(16, std::nanf(""));
+    ops.attention_weights(masked.data(), 0, 16, 1.0f, w.data(), 16);
+    EXPECT_EQ(w, std::vector<float>(16, 0.0f)) << "an all-masked row has only zero weights";
+  }
+}
+
 // round_fp16_row is round_fp16 per element on every tier: halfway cases, the f16 limits
 // (65504 and beyond, subnormals, underflow to zero), infinities and NaNs (encoded as sign | 0x7E00).
 TEST(Ops, RoundFp16RowEveryTier) {

@@ -86,19 +86,61 @@ void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n) 
   }
 }
 
+namespace {
+// round_fp16 of 16 floats (base/fp16.h encodes every NaN as sign | 0x7E00).
+inline __m512 round_fp16_16(__m512 v) {
+  __m512 r = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  if (nan != 0) {
+    const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+    r = _mm512_mask_blend_ps(nan, r, _mm512_castsi512_ps(_mm512_or_si512(sign, _mm512_set1_epi32(0x7FC00000))));
+  }
+  return r;
+}
+}  // namespace
+
 void round_fp16_row_avx512(const float* x, float* y, int64_t n) {
   int64_t i = 0;
-  for (; i + 15 < n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(x + i);
-    __m512 r = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    if (nan != 0) {  // base/fp16.h encodes every NaN as sign | 0x7E00
-      const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
-      r = _mm512_mask_blend_ps(nan, r, _mm512_castsi512_ps(_mm512_or_si512(sign, _mm512_set1_epi32(0x7FC00000))));
-    }
-    _mm512_storeu_ps(y + i, r);
-  }
+  for (; i + 15 < n; i += 16) _mm512_storeu_ps(y + i, round_fp16_16(_mm512_loadu_ps(x + i)));
   for (; i < n; ++i) y[i] = round_fp16(x[i]);
+}
+
+// attention_weights_ref in three passes instead of six: scale, mask and max; exp and sum (the
+// order of softmax_avx512); normalise, round and zero-fill.
+void attention_weights_avx512(float* x, int64_t n_kv, int64_t n_soft, float scale, float* w, int64_t n_dot) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 15 < n_kv; i += 16) {
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vscale);
+    _mm512_storeu_ps(x + i, v);
+    vmax = _mm512_max_ps(v, vmax);  // NaN never wins (max_ps returns its second operand), as in ref
+  }
+  float max = _mm512_reduce_max_ps(vmax);
+  for (; i < n_kv; ++i) {
+    x[i] *= scale;
+    max = x[i] > max ? x[i] : max;
+  }
+  for (; i < n_soft; ++i) x[i] = -INFINITY;
+  const __m512 vm = _mm512_set1_ps(max);
+  double sum = 0.0;
+  i = 0;
+  for (; i + 15 < n_soft; i += 16) {
+    const __m512 e = v_expf(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+    _mm512_storeu_ps(x + i, e);
+    sum += static_cast<double>(_mm512_reduce_add_ps(e));
+  }
+  for (; i < n_soft; ++i) {
+    const float e = std::exp(x[i] - max);
+    x[i] = e;
+    sum += static_cast<double>(e);
+  }
+  const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
+  const __m512 vinv = _mm512_set1_ps(inv);
+  i = 0;
+  for (; i + 15 < n_kv; i += 16) _mm512_storeu_ps(w + i, round_fp16_16(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv)));
+  for (; i < n_kv; ++i) w[i] = round_fp16(x[i] * inv);
+  for (; i < n_dot; ++i) w[i] = 0.0f;
 }
 
 namespace {
