@@ -24,6 +24,7 @@
 
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/count_dispatch.h"
+#include "kernels/x86/transposed_tree512.h"
 
 namespace sniper::kernels_internal {
 
@@ -32,45 +33,6 @@ namespace {
 constexpr int kRowsPerTile = 16;
 constexpr int64_t kPrefetchTiles = 4;  // KQ: how far ahead (in tiles of rows) K rows are prefetched
 constexpr int64_t kChunk = 2048;  // positions per KQV chunk: 4 heads x 2048 x 4 B = 32 KB of weights (L1)
-
-// The 16 horizontal sums of a tile as one transposed tree that adds exactly the lane pairs
-// _mm512_reduce_add_ps adds: input k of level 1 is the row in slot k, and lane r of the result is
-// that reduction of row r when row r sits in slot 4 * (r % 4) + r / 4 (the tree's natural output
-// order is lane 4c + k <- input 4k + c, a 4x4 transpose). The inputs are pushed in slot order and
-// each pair is combined as soon as it is complete, so at most one value per level is live (a
-// whole tile of sums in registers spilled).
-inline __m512 tree1(__m512 a, __m512 b) {  // lane i + lane i+8, two inputs per register
-  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-inline __m512 tree2(__m512 a, __m512 b) {  // + lane i+4: four inputs per register, one per 128-bit block
-  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-inline __m512 tree3(__m512 a, __m512 b) {  // + lane i+2 within each block
-  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-inline __m512 tree4(__m512 a, __m512 b) {  // + lane i+1
-  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-struct Tree16 {
-  __m512 level1, level2, level3, level4, result;
-  template <int kSlot>
-  inline void push(__m512 v) {
-    if constexpr (kSlot % 2 == 0) {
-      level1 = v;
-    } else if constexpr (kSlot % 4 == 1) {
-      level2 = tree1(level1, v);
-    } else if constexpr (kSlot % 8 == 3) {
-      level3 = tree2(level2, tree1(level1, v));
-    } else if constexpr (kSlot == 7) {
-      level4 = tree3(level3, tree2(level2, tree1(level1, v)));
-    } else {
-      result = tree4(level4, tree3(level3, tree2(level2, tree1(level1, v))));
-    }
-  }
-};
-
-constexpr int row_of_slot(int s) { return 4 * (s % 4) + s / 4; }  // the transpose is its own inverse
 
 // One head's sum over one widened K row (kHd floats) against the query in registers.
 template <bool kTiny, int kHd>
@@ -93,10 +55,12 @@ inline __m512 row_dot(const float* k, const __m512* q) {
   }
 }
 
+// The 16 rows' sums through the transposed tree (x86/transposed_tree512.h): row r of the tile is
+// pushed as slot tree_slot_of(r), so lane r of the result is row r's score.
 template <bool kTiny, int kHd, int... kSlots>
 inline __m512 tile_sums(const float* kf, const __m512* q, std::integer_sequence<int, kSlots...>) {
-  Tree16 tree;
-  (tree.push<kSlots>(row_dot<kTiny, kHd>(kf + row_of_slot(kSlots) * kHd, q)), ...);
+  x86::TransposedTree16 tree;
+  (tree.push<kSlots>(row_dot<kTiny, kHd>(kf + x86::tree_slot_of(kSlots) * kHd, q)), ...);
   return tree.result;
 }
 

@@ -13,11 +13,13 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <utility>
 
 #include "base/fp16.h"
 
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/count_dispatch.h"
+#include "kernels/x86/transposed_tree512.h"
 #include "quant/q8_0.h"
 
 namespace sniper::kernels_internal {
@@ -42,18 +44,32 @@ inline __m512 v_expf(__m512 x) {
   return _mm512_mask_blend_ps(d, res, alt);
 }
 
-}  // namespace
+// x[i] = expf(x[i] - max) over [0, n) and the reference's sum of them: per 16-lane block
+// sum += double(_mm512_reduce_add_ps(block)), blocks in order, then the libm tail one by one.
+// Sixteen blocks at a time share one transposed tree for their block sums (the same lane pairs,
+// so the same sums), and the sums are then added in block order.
+template <int... kSlots>
+inline void exp_blocks16(float* x, __m512 vm, float* sums, std::integer_sequence<int, kSlots...>) {
+  x86::TransposedTree16 tree;
+  auto one = [&](auto slot) {
+    float* b = x + 16 * x86::tree_slot_of(decltype(slot)::value);
+    const __m512 e = v_expf(_mm512_sub_ps(_mm512_loadu_ps(b), vm));
+    _mm512_storeu_ps(b, e);
+    tree.push<decltype(slot)::value>(e);
+  };
+  (one(std::integral_constant<int, kSlots>{}), ...);
+  _mm512_storeu_ps(sums, tree.result);
+}
 
-void softmax_avx512(float* x, int64_t n) {
-  // Max: NaN lanes never win (max_ps returns its second operand when either is NaN), as in ref.
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
-  int64_t i = 0;
-  for (; i + 15 < n; i += 16) vmax = _mm512_max_ps(_mm512_loadu_ps(x + i), vmax);
-  float max = _mm512_reduce_max_ps(vmax);
-  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+double exp_and_sum(float* x, int64_t n, float max) {
   const __m512 vm = _mm512_set1_ps(max);
   double sum = 0.0;
-  i = 0;
+  int64_t i = 0;
+  alignas(64) float sums[16];
+  for (; i + 255 < n; i += 256) {
+    exp_blocks16(x + i, vm, sums, std::make_integer_sequence<int, 16>{});
+    for (int k = 0; k < 16; ++k) sum += static_cast<double>(sums[k]);
+  }
   for (; i + 15 < n; i += 16) {
     const __m512 e = v_expf(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
     _mm512_storeu_ps(x + i, e);
@@ -64,6 +80,19 @@ void softmax_avx512(float* x, int64_t n) {
     x[i] = e;
     sum += static_cast<double>(e);
   }
+  return sum;
+}
+
+}  // namespace
+
+void softmax_avx512(float* x, int64_t n) {
+  // Max: NaN lanes never win (max_ps returns its second operand when either is NaN), as in ref.
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 15 < n; i += 16) vmax = _mm512_max_ps(_mm512_loadu_ps(x + i), vmax);
+  float max = _mm512_reduce_max_ps(vmax);
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  const double sum = exp_and_sum(x, n, max);
   const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
   const __m512 vinv = _mm512_set1_ps(inv);
   i = 0;
@@ -122,19 +151,7 @@ void attention_weights_avx512(float* x, int64_t n_kv, int64_t n_soft, float scal
     max = x[i] > max ? x[i] : max;
   }
   for (; i < n_soft; ++i) x[i] = -INFINITY;
-  const __m512 vm = _mm512_set1_ps(max);
-  double sum = 0.0;
-  i = 0;
-  for (; i + 15 < n_soft; i += 16) {
-    const __m512 e = v_expf(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
-    _mm512_storeu_ps(x + i, e);
-    sum += static_cast<double>(_mm512_reduce_add_ps(e));
-  }
-  for (; i < n_soft; ++i) {
-    const float e = std::exp(x[i] - max);
-    x[i] = e;
-    sum += static_cast<double>(e);
-  }
+  const double sum = exp_and_sum(x, n_soft, max);
   const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
   const __m512 vinv = _mm512_set1_ps(inv);
   i = 0;
