@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+// Matvec and gemm for the 32-element block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) at the
+// AVX-512 VNNI tier, with 16 weight rows in the 16 dword lanes of a zmm, bit-identical to the
+// 256-bit kernels of dot_q32.h and to the ref tier.
+//
+// Why. The reference order gives every (row, token) eight float accumulators, lane k holding the
+// products of elements 4k..4k+3 of every block: per block an exact integer dot per lane, then
+// acc[k] = fma(d_w * d_a, float(dot_k), acc[k]). The 256-bit kernel runs that on one row at a
+// time: eight lanes per instruction, and for one token a single chain of dependent FMAs per row
+// (4 cycles a block: decode ran at 17-40 GB/s a core, latency-bound). With rows in lanes the
+// eight accumulators of 16 rows are 8 zmm: for accumulator k, one vpdpbusd multiplies bytes
+// 4k..4k+3 of every row's block by the same 4 activation bytes (a broadcast from memory), one
+// convert and one FMA finish the block. Each lane sees exactly the reference's operations in its
+// order, so nothing changes in the results; the final hsum of the 8 accumulators is 7 adds of
+// whole registers.
+//
+// Unsigned weights. vpdpbusd takes u8 x s8. Each format decodes to unsigned bytes u with its
+// value u - c (Q8_0: q + 128, c = 128; Q4_0: c = 8; Q5_0: c = 16; IQ4_NL: its table + 128,
+// c = 128; Q4_1 / Q5_1: c = 0, their min goes through the activation sum s): the integer dot
+// starts from -c * (sum of the 4 activation bytes), the same exact integer as the signed dot.
+//
+// The transposed weights. For each group of 16 rows a block is decoded and transposed into the
+// row-lane form (8 zmm of bytes + the rows' d and m): on the fly for one token (nothing to reuse),
+// and into a copy on the stack for batches, made once per group and reused by every token pair.
+// The file's bytes are not changed (streamed experts need no other layout).
+// Include only from AVX-512 TUs.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "kernels/x86/dot_q32.h"
+#include "kernels/x86/gemm_rows512.h"
+
+namespace sniper::x86 {
+// Internal linkage on purpose (see dot_q32.h).
+namespace {
+
+// Row-lane forms of the formats: decode() gives a block's 32 values as unsigned bytes in element
+// order, kOffset the c subtracted from each. kMin: the block has a min m (Q4_1, Q5_1), applied as
+// fma(m, s_a, summ) in block order.
+template <class Fmt, int kC, bool kHasMin>
+struct Q32Lanes {
+  using Base = Fmt;  // the 256-bit format policy (dot_q32.h)
+  using W = typename Fmt::W;
+  using A = typename Fmt::A;
+  static constexpr int kOffset = kC;
+  static constexpr bool kMin = kHasMin;
+};
+
+struct LanesQ8_0 : Q32Lanes<FmtQ8_0, 128, false> {
+  static __m256i decode(const W& b) { return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80))); }
+};
+struct LanesQ4_0 : Q32Lanes<FmtQ4_0, 8, false> {
+  static __m256i decode(const W& b) { return unpack_nibbles(b.qs); }
+};
+struct LanesQ5_0 : Q32Lanes<FmtQ5_0, 16, false> {
+  static __m256i decode(const W& b) {
+    uint32_t qh;
+    __builtin_memcpy(&qh, b.qh, 4);
+    return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+  }
+};
+struct LanesIQ4_NL : Q32Lanes<FmtIQ4_NL, 128, false> {
+  static __m256i decode(const W& b) {
+    const __m256i lut = _mm256_broadcastsi128_si256(load128(kIq4nlValues));
+    return _mm256_xor_si256(_mm256_shuffle_epi8(lut, unpack_nibbles(b.qs)), _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+};
+struct LanesQ4_1 : Q32Lanes<FmtQ4_1, 0, true> {
+  static __m256i decode(const W& b) { return unpack_nibbles(b.qs); }
+};
+struct LanesQ5_1 : Q32Lanes<FmtQ5_1, 0, true> {
+  static __m256i decode(const W& b) { return FmtQ5_1::decode(b); }
+};
+
+// One block of 16 rows in row-lane form.
+struct alignas(64) Q32Block {
+  __m512i q[8];  // lane r of q[k]: row r's values 4k..4k+3 (unsigned bytes)
+  __m512 d;      // lane r: row r's d
+  __m512 m;      // lane r: row r's m (formats with a min)
+};
+
+// Longest row the batched path copies (the copy is kQ32RowsMaxBlocks * 640 bytes of stack,
+// 240 KB); longer rows run the token pairs on blocks transposed on the fly.
+constexpr int64_t kQ32RowsMaxBlocks = 384;
+// Activation blocks whose -c * lane sums are prepared at once (32 bytes each: 64 KB of stack).
+constexpr int64_t kQ32BiasBlocks = 2048;
+
+template <class F>
+[[gnu::always_inline]] inline void lay_out_q32(const typename F::W* const* rows, int64_t i, Q32Block& b) {
+  __m512i z[8];
+  for (int k = 0; k < 8; ++k) {
+    z[k] = _mm512_inserti64x4(_mm512_castsi256_si512(F::decode(rows[k][i])), F::decode(rows[k + 8][i]), 1);
+  }
+  transpose_16x8(z, b.q);
+  alignas(32) uint16_t h[kRowLanes];
+  for (int r = 0; r < kRowLanes; ++r) h[r] = rows[r][i].d;
+  b.d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+  if constexpr (F::kMin) {
+    for (int r = 0; r < kRowLanes; ++r) h[r] = rows[r][i].m;
+    b.m = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+  }
+}
+
+// bias[8 * i + k] = -c * (sum of activation bytes 4k..4k+3 of block i), for nb blocks.
+template <class F>
+inline void lane_bias(const typename F::A* a, int64_t nb, int32_t* bias) {
+  const __m256i c = _mm256_set1_epi8(static_cast<char>(F::kOffset));
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), c, load256(a[i].qs));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bias + 8 * i), _mm256_sub_epi32(_mm256_setzero_si256(), s));
+  }
+}
+
+// The running sums of 16 rows against NT tokens: acc[t][k] per reference lane k, summ[t] for
+// formats with a min.
+template <class F, int NT>
+struct Q32Acc {
+  __m512 acc[NT][8];
+  __m512 summ[NT];
+
+  Q32Acc() {
+    for (int t = 0; t < NT; ++t) {
+      for (int k = 0; k < 8; ++k) acc[t][k] = _mm512_setzero_ps();
+      summ[t] = _mm512_setzero_ps();
+    }
+  }
+
+  // One block: a[t] is token t's block, bias[t] its 8 lane biases (unused when c = 0).
+  [[gnu::always_inline]] inline void add(const Q32Block& b, const typename F::A* const* a, const int32_t* const* bias) {
+    __m512i q[8];
+    for (int k = 0; k < 8; ++k) q[k] = _mm512_load_si512(&b.q[k]);
+    for (int t = 0; t < NT; ++t) {
+      const __m512 sc = _mm512_mul_ps(b.d, _mm512_set1_ps(h2f(a[t]->d)));
+      for (int k = 0; k < 8; ++k) {
+        __m512i init = _mm512_setzero_si512();
+        if constexpr (F::kOffset != 0) init = _mm512_set1_epi32(bias[t][k]);
+        const __m512i x = _mm512_dpbusd_epi32(init, q[k], bcast32(a[t]->qs + 4 * k));
+        acc[t][k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(x), acc[t][k]);
+      }
+      if constexpr (F::kMin) summ[t] = _mm512_fmadd_ps(b.m, _mm512_set1_ps(h2f(a[t]->s)), summ[t]);
+    }
+  }
+
+  // hsum8 of each row's lanes ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), + summ.
+  void store(float* out, int64_t out_stride, __mmask16 lanes) const {
+    for (int t = 0; t < NT; ++t) {
+      const __m512* v = acc[t];
+      __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(v[0], v[4]), _mm512_add_ps(v[2], v[6])),
+                               _mm512_add_ps(_mm512_add_ps(v[1], v[5]), _mm512_add_ps(v[3], v[7])));
+      if constexpr (F::kMin) s = _mm512_add_ps(s, summ[t]);
+      _mm512_mask_storeu_ps(out + t * out_stride, lanes, s);
+    }
+  }
+};
+
+// Tokens per pass over a group's blocks: 8 accumulators each, plus the 8 weight registers.
+constexpr int kQ32PassTokens = 2;
+
+// Whether gemm_q32_rows takes rows of nb blocks: the lane biases of a pass's tokens must fit
+// its buffer (rows of up to 32768 elements).
+constexpr bool q32_rows_fit(int64_t nb) { return nb * kQ32PassTokens <= kQ32BiasBlocks; }
+
+// KernelTable::gemm for format F: rows [0, n_rows) against tokens [0, n_tok) (any n_tok >= 1),
+// q32_rows_fit(n / 32).
+template <class F>
+void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                   size_t a_row_bytes, float* out, int64_t out_stride) {
+  using W = typename F::W;
+  using A = typename F::A;
+  const int64_t nb = n / 32;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  // Batches transpose each group of rows once into `blocks`; one token (or rows too long for the
+  // copy) transposes each block as it goes.
+  const bool copy = n_tok > kQ32PassTokens && nb <= kQ32RowsMaxBlocks;
+  // Tokens come in slices whose lane biases are prepared at once (a multiple of the pass).
+  const int64_t slice = std::max<int64_t>(1, kQ32BiasBlocks / std::max<int64_t>(nb, 1) / kQ32PassTokens) * kQ32PassTokens;
+  alignas(64) int32_t bias[F::kOffset != 0 ? 8 * kQ32BiasBlocks : 8];
+  Q32Block blocks[kQ32RowsMaxBlocks];
+  for (int64_t s0 = 0; s0 < n_tok; s0 += slice) {
+    const int64_t s1 = std::min(n_tok, s0 + slice);
+    if constexpr (F::kOffset != 0) {
+      for (int64_t t = s0; t < s1; ++t) {
+        lane_bias<F>(reinterpret_cast<const A*>(ab + static_cast<size_t>(t) * a_row_bytes), nb, bias + 8 * nb * (t - s0));
+      }
+    }
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kRowLanes) {
+      const int nr = static_cast<int>(std::min<int64_t>(n_rows - r0, kRowLanes));
+      const W* rows[kRowLanes];  // a group of fewer than 16 rows repeats its last row
+      for (int r = 0; r < kRowLanes; ++r) {
+        rows[r] = reinterpret_cast<const W*>(wb + static_cast<size_t>(r0 + std::min(r, nr - 1)) * w_row_bytes);
+      }
+      if (copy) {
+        for (int64_t i = 0; i < nb; ++i) lay_out_q32<F>(rows, i, blocks[i]);
+      }
+      const __mmask16 lanes = static_cast<__mmask16>((1u << nr) - 1);
+      for (int64_t t0 = s0; t0 < s1; t0 += kQ32PassTokens) {
+        const int nt = static_cast<int>(std::min<int64_t>(s1 - t0, kQ32PassTokens));
+        float* o = out + t0 * out_stride + r0;
+        auto pass = [&](auto count) {
+          constexpr int NT = decltype(count)::value;
+          const A* at[NT];
+          const int32_t* bt[NT];
+          for (int t = 0; t < NT; ++t) {
+            at[t] = reinterpret_cast<const A*>(ab + static_cast<size_t>(t0 + t) * a_row_bytes);
+            bt[t] = bias + 8 * nb * (t0 + t - s0);
+          }
+          Q32Acc<F, NT> acc;
+          Q32Block fly;
+          for (int64_t i = 0; i < nb; ++i) {
+            const A* ai[NT];
+            const int32_t* bi[NT];
+            for (int t = 0; t < NT; ++t) {
+              ai[t] = at[t] + i;
+              bi[t] = bt[t] + 8 * i;
+            }
+            if (copy) {
+              acc.add(blocks[i], ai, bi);
+            } else {
+              lay_out_q32<F>(rows, i, fly);
+              acc.add(fly, ai, bi);
+            }
+          }
+          acc.store(o, out_stride, lanes);
+        };
+        if (nt == 1) {
+          pass(std::integral_constant<int, 1>{});
+        } else {
+          pass(std::integral_constant<int, kQ32PassTokens>{});
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sniper::x86
