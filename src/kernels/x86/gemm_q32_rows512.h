@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
 #include "kernels/x86/dot_q32.h"
 #include "kernels/x86/gemm_rows512.h"
@@ -35,44 +36,6 @@
 namespace sniper::x86 {
 // Internal linkage on purpose (see dot_q32.h).
 namespace {
-
-// Row-lane forms of the formats: decode() gives a block's 32 values as unsigned bytes in element
-// order, kOffset the c subtracted from each. kMin: the block has a min m (Q4_1, Q5_1), applied as
-// fma(m, s_a, summ) in block order.
-template <class Fmt, int kC, bool kHasMin>
-struct Q32Lanes {
-  using Base = Fmt;  // the 256-bit format policy (dot_q32.h)
-  using W = typename Fmt::W;
-  using A = typename Fmt::A;
-  static constexpr int kOffset = kC;
-  static constexpr bool kMin = kHasMin;
-};
-
-struct LanesQ8_0 : Q32Lanes<FmtQ8_0, 128, false> {
-  static __m256i decode(const W& b) { return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80))); }
-};
-struct LanesQ4_0 : Q32Lanes<FmtQ4_0, 8, false> {
-  static __m256i decode(const W& b) { return unpack_nibbles(b.qs); }
-};
-struct LanesQ5_0 : Q32Lanes<FmtQ5_0, 16, false> {
-  static __m256i decode(const W& b) {
-    uint32_t qh;
-    __builtin_memcpy(&qh, b.qh, 4);
-    return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
-  }
-};
-struct LanesIQ4_NL : Q32Lanes<FmtIQ4_NL, 128, false> {
-  static __m256i decode(const W& b) {
-    const __m256i lut = _mm256_broadcastsi128_si256(load128(kIq4nlValues));
-    return _mm256_xor_si256(_mm256_shuffle_epi8(lut, unpack_nibbles(b.qs)), _mm256_set1_epi8(static_cast<char>(0x80)));
-  }
-};
-struct LanesQ4_1 : Q32Lanes<FmtQ4_1, 0, true> {
-  static __m256i decode(const W& b) { return unpack_nibbles(b.qs); }
-};
-struct LanesQ5_1 : Q32Lanes<FmtQ5_1, 0, true> {
-  static __m256i decode(const W& b) { return FmtQ5_1::decode(b); }
-};
 
 // One block of 16 rows in row-lane form.
 struct alignas(64) Q32Block {
@@ -87,20 +50,135 @@ constexpr int64_t kQ32RowsMaxBlocks = 384;
 // Activation blocks whose -c * lane sums are prepared at once (32 bytes each: 64 KB of stack).
 constexpr int64_t kQ32BiasBlocks = 2048;
 
+// The fp16 field at byte `offset` of block i of each of the 16 rows, as floats. The halves are
+// packed in general registers (no 2-byte stores for a 32-byte load to wait on).
+template <class W>
+[[gnu::always_inline]] inline __m512 row_halves16(const W* const* rows, int64_t i, size_t offset) {
+  uint64_t q[4];
+  for (int g = 0; g < 4; ++g) {
+    uint64_t v = 0;
+    for (int j = 0; j < 4; ++j) {
+      uint16_t h;
+      __builtin_memcpy(&h, reinterpret_cast<const uint8_t*>(rows[4 * g + j] + i) + offset, 2);
+      v |= static_cast<uint64_t>(h) << (16 * j);
+    }
+    q[g] = v;
+  }
+  const __m256i h = _mm256_setr_epi64x(static_cast<int64_t>(q[0]), static_cast<int64_t>(q[1]),
+                                       static_cast<int64_t>(q[2]), static_cast<int64_t>(q[3]));
+  return _mm512_cvtph_ps(h);
+}
+
+// Lanes of the 16 rows' 16 packed bytes of block i at byte `offset`: out[j] lane r = dword j of
+// row r. Each register takes a 128-bit slice of four rows (row m + 4L in slice L), then two
+// rounds of unpacks leave the rows in order. 16 loads and inserts, 8 shuffles.
+template <class W>
+[[gnu::always_inline]] inline void transpose_16x4(const W* const* rows, int64_t i, size_t offset, __m512i* out) {
+  auto at = [&](int r) { return reinterpret_cast<const uint8_t*>(rows[r] + i) + offset; };
+  __m512i z[4];
+  for (int m = 0; m < 4; ++m) {
+    __m512i v = _mm512_castsi128_si512(load128(at(m)));
+    v = _mm512_inserti32x4(v, load128(at(m + 4)), 1);
+    v = _mm512_inserti32x4(v, load128(at(m + 8)), 2);
+    z[m] = _mm512_inserti32x4(v, load128(at(m + 12)), 3);
+  }
+  const __m512i lo01 = _mm512_unpacklo_epi32(z[0], z[1]), hi01 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i lo23 = _mm512_unpacklo_epi32(z[2], z[3]), hi23 = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(lo01, lo23);
+  out[1] = _mm512_unpackhi_epi64(lo01, lo23);
+  out[2] = _mm512_unpacklo_epi64(hi01, hi23);
+  out[3] = _mm512_unpackhi_epi64(hi01, hi23);
+}
+
+// Lane r = the u32 at byte `offset` of row r's block i.
+template <class W>
+[[gnu::always_inline]] inline __m512i row_words16(const W* const* rows, int64_t i, size_t offset) {
+  alignas(64) uint32_t v[kRowLanes];
+  for (int r = 0; r < kRowLanes; ++r) __builtin_memcpy(&v[r], reinterpret_cast<const uint8_t*>(rows[r] + i) + offset, 4);
+  return _mm512_load_si512(v);
+}
+
+// The packed nibbles of 16 rows in lanes: dword j of a row's 16 bytes holds elements 4j..4j+3 in
+// its low nibbles and 16 + 4j.. in its high ones, so q[j] and q[4 + j] come from one register.
+template <class W>
+[[gnu::always_inline]] inline void nibble_lanes(const W* const* rows, int64_t i, size_t offset, __m512i* q) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512i p[4];
+  transpose_16x4(rows, i, offset, p);
+  for (int j = 0; j < 4; ++j) {
+    q[j] = _mm512_and_si512(p[j], low);
+    q[4 + j] = _mm512_and_si512(_mm512_srli_epi16(p[j], 4), low);
+  }
+}
+
+// Adds the fifth bit (0x10) of the 16 rows' elements: bit e of qh is element e, so lane k of
+// q takes bits 4k..4k+3, spread to its four bytes by a 16-entry table.
+template <class W>
+[[gnu::always_inline]] inline void add_high_bits(const W* const* rows, int64_t i, size_t qh_offset, __m512i* q) {
+  const __m512i h = row_words16(rows, i, qh_offset);
+  alignas(64) static constexpr uint32_t kSpread[16] = {
+      0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
+      0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010};
+  const __m512i spread = _mm512_load_si512(kSpread);
+  const __m512i nib = _mm512_set1_epi32(0xF);
+  for (int k = 0; k < 8; ++k) {
+    const __m512i idx = _mm512_and_si512(_mm512_srli_epi32(h, 4 * k), nib);
+    q[k] = _mm512_or_si512(q[k], _mm512_permutexvar_epi32(idx, spread));
+  }
+}
+
+// Row-lane forms of the formats: lay_out(rows, i, q) writes block i of the 16 rows as unsigned
+// bytes (q[k] lane r = row r's values 4k..4k+3), each value u standing for u - kOffset. kMin: the
+// block has a min m (Q4_1, Q5_1), applied as fma(m, s_a, summ) in block order.
+template <class Fmt, int kC, bool kHasMin>
+struct Q32Lanes {
+  using Base = Fmt;  // the 256-bit format policy (dot_q32.h)
+  using W = typename Fmt::W;
+  using A = typename Fmt::A;
+  static constexpr int kOffset = kC;
+  static constexpr bool kMin = kHasMin;
+};
+
+struct LanesQ8_0 : Q32Lanes<FmtQ8_0, 128, false> {  // q + 128
+  static void lay_out(const W* const* rows, int64_t i, __m512i* q) {
+    __m512i z[8];
+    for (int k = 0; k < 8; ++k) z[k] = two_rows(rows[k][i].qs, rows[k + 8][i].qs);
+    transpose_16x8(z, q);
+    for (int k = 0; k < 8; ++k) q[k] = _mm512_xor_si512(q[k], _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+};
+struct LanesQ4_0 : Q32Lanes<FmtQ4_0, 8, false> {
+  static void lay_out(const W* const* rows, int64_t i, __m512i* q) { nibble_lanes(rows, i, offsetof(W, qs), q); }
+};
+struct LanesQ4_1 : Q32Lanes<FmtQ4_1, 0, true> {
+  static void lay_out(const W* const* rows, int64_t i, __m512i* q) { nibble_lanes(rows, i, offsetof(W, qs), q); }
+};
+struct LanesQ5_0 : Q32Lanes<FmtQ5_0, 16, false> {
+  static void lay_out(const W* const* rows, int64_t i, __m512i* q) {
+    nibble_lanes(rows, i, offsetof(W, qs), q);
+    add_high_bits(rows, i, offsetof(W, qh), q);
+  }
+};
+struct LanesQ5_1 : Q32Lanes<FmtQ5_1, 0, true> {
+  static void lay_out(const W* const* rows, int64_t i, __m512i* q) {
+    nibble_lanes(rows, i, offsetof(W, qs), q);
+    add_high_bits(rows, i, offsetof(W, qh), q);
+  }
+};
+struct LanesIQ4_NL : Q32Lanes<FmtIQ4_NL, 128, false> {  // table value + 128
+  static void lay_out(const W* const* rows, int64_t i, __m512i* q) {
+    nibble_lanes(rows, i, offsetof(W, qs), q);
+    const __m512i lut = _mm512_xor_si512(_mm512_broadcast_i32x4(load128(kIq4nlValues)),
+                                         _mm512_set1_epi8(static_cast<char>(0x80)));
+    for (int k = 0; k < 8; ++k) q[k] = _mm512_shuffle_epi8(lut, q[k]);
+  }
+};
+
 template <class F>
 [[gnu::always_inline]] inline void lay_out_q32(const typename F::W* const* rows, int64_t i, Q32Block& b) {
-  __m512i z[8];
-  for (int k = 0; k < 8; ++k) {
-    z[k] = _mm512_inserti64x4(_mm512_castsi256_si512(F::decode(rows[k][i])), F::decode(rows[k + 8][i]), 1);
-  }
-  transpose_16x8(z, b.q);
-  alignas(32) uint16_t h[kRowLanes];
-  for (int r = 0; r < kRowLanes; ++r) h[r] = rows[r][i].d;
-  b.d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
-  if constexpr (F::kMin) {
-    for (int r = 0; r < kRowLanes; ++r) h[r] = rows[r][i].m;
-    b.m = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
-  }
+  F::lay_out(rows, i, b.q);
+  b.d = row_halves16(rows, i, offsetof(typename F::W, d));
+  if constexpr (F::kMin) b.m = row_halves16(rows, i, offsetof(typename F::W, m));
 }
 
 // bias[8 * i + k] = -c * (sum of activation bytes 4k..4k+3 of block i), for nb blocks.
@@ -127,20 +205,37 @@ struct Q32Acc {
     }
   }
 
-  // One block: a[t] is token t's block, bias[t] its 8 lane biases (unused when c = 0).
+  // One block: a[t] is token t's block, bias[t] its 8 lane biases (unused when c = 0). Each
+  // token's 4-byte groups and biases are loaded as two 128-bit halves and broadcast with
+  // in-lane shuffles (vpshufd, on the shuffle ports): 16 broadcast loads per token and block
+  // kept the load ports busier than the dot and FMA ports.
   [[gnu::always_inline]] inline void add(const Q32Block& b, const typename F::A* const* a, const int32_t* const* bias) {
     __m512i q[8];
     for (int k = 0; k < 8; ++k) q[k] = _mm512_load_si512(&b.q[k]);
     for (int t = 0; t < NT; ++t) {
       const __m512 sc = _mm512_mul_ps(b.d, _mm512_set1_ps(h2f(a[t]->d)));
-      for (int k = 0; k < 8; ++k) {
-        __m512i init = _mm512_setzero_si512();
-        if constexpr (F::kOffset != 0) init = _mm512_set1_epi32(bias[t][k]);
-        const __m512i x = _mm512_dpbusd_epi32(init, q[k], bcast32(a[t]->qs + 4 * k));
-        acc[t][k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(x), acc[t][k]);
+      const __m512i a4[2] = {_mm512_broadcast_i32x4(load128(a[t]->qs)), _mm512_broadcast_i32x4(load128(a[t]->qs + 16))};
+      __m512i b4[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+      if constexpr (F::kOffset != 0) {
+        b4[0] = _mm512_broadcast_i32x4(load128(bias[t]));
+        b4[1] = _mm512_broadcast_i32x4(load128(bias[t] + 4));
       }
+      lanes(q, a4, b4, sc, acc[t], std::make_integer_sequence<int, 8>{});
       if constexpr (F::kMin) summ[t] = _mm512_fmadd_ps(b.m, _mm512_set1_ps(h2f(a[t]->s)), summ[t]);
     }
+  }
+
+  template <int... kK>
+  [[gnu::always_inline]] static inline void lanes(const __m512i* q, const __m512i* a4, const __m512i* b4, __m512 sc,
+                                                  __m512* acc, std::integer_sequence<int, kK...>) {
+    auto one = [&](auto kc) {
+      constexpr int k = decltype(kc)::value;
+      constexpr _MM_PERM_ENUM kSel = static_cast<_MM_PERM_ENUM>((k % 4) * 0x55);
+      const __m512i init = F::kOffset != 0 ? _mm512_shuffle_epi32(b4[k / 4], kSel) : _mm512_setzero_si512();
+      const __m512i x = _mm512_dpbusd_epi32(init, q[k], _mm512_shuffle_epi32(a4[k / 4], kSel));
+      acc[k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(x), acc[k]);
+    };
+    (one(std::integral_constant<int, kK>{}), ...);
   }
 
   // hsum8 of each row's lanes ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), + summ.
