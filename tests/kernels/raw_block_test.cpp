@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Raw-block property tests for the kernels with hand-laid-out integer paths (Q4_K and Q6_K; the
+// Raw-block property tests for the kernels with hand-laid-out integer paths (Q4_K, Q5_K, Q6_K; the
 // 32-element formats, whose AVX-512 kernels transpose 16 rows into the lanes of a register):
 // blocks of random bytes (every bit pattern of quants, high bits and packed scales, not only what
 // the quantizer emits), all-ones blocks (the largest quants and scales), and activations over the
@@ -27,6 +27,7 @@
 #include "quant/q4_k.h"
 #include "quant/q5_0.h"
 #include "quant/q5_1.h"
+#include "quant/q5_k.h"
 #include "quant/q6_k.h"
 #include "quant/q8_0.h"
 #include "quant/q8_1.h"
@@ -41,6 +42,7 @@ enum class Fill { kRandom, kAllOnes };
 std::vector<size_t> half_fields(GgmlType type) {
   switch (type) {
     case GgmlType::kQ4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+    case GgmlType::kQ5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
     case GgmlType::kQ6_K: return {offsetof(BlockQ6_K, d)};
     case GgmlType::kQ4_0: return {offsetof(BlockQ4_0, d)};
     case GgmlType::kQ4_1: return {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)};
@@ -173,7 +175,7 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RawBlockTest,
-                         ::testing::Combine(::testing::Values(GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ4_0,
+                         ::testing::Combine(::testing::Values(GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kQ4_0,
                                                               GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
                                                               GgmlType::kQ8_0, GgmlType::kIQ4_NL),
                                             ::testing::Values(IsaTier::kAvx2, IsaTier::kAvx512)),

@@ -28,6 +28,7 @@
 
 #include "kernels/x86/dot_kquants512.h"
 #include "kernels/x86/matvec_q4_k512.h"
+#include "kernels/x86/matvec_q5_k512.h"
 
 namespace sniper::x86 {
 // Internal linkage on purpose (see dot_kquants.h).
@@ -50,8 +51,8 @@ struct alignas(64) Q8KPairBlock {
 // Activation terms of up to 8 tokens (padded to whole pairs and quads by repeating a token).
 struct Q8KTileTerms {
   __m512 yd2[kTileMaxSuperBlocks][4];     // [d_y(2p) x8 | d_y(2p+1) x8]
-  __m512 nyd4[kTileMaxSuperBlocks][2];    // Q4_K: [-d_y(4q + k) x4 for k < 4]
-  __m512i q8s4[kTileMaxSuperBlocks][2];   // Q4_K: [hadd(bsums) of token 4q + k, 8 words, for k < 4]
+  __m512 nyd4[kTileMaxSuperBlocks][2];    // Q4_K, Q5_K: [-d_y(4q + k) x4 for k < 4]
+  __m512i q8s4[kTileMaxSuperBlocks][2];   // Q4_K, Q5_K: [hadd(bsums) of token 4q + k, 8 words, for k < 4]
   __m512i nbsum2[kTileMaxSuperBlocks][4];  // Q6_K: [-bsums of token 2p, 16 words | of token 2p+1]
 };
 
@@ -74,7 +75,7 @@ void lay_out_tile(const BlockQ8_K* const* a, int n_pad, int64_t n_sb, Q8KPairBlo
         terms.nbsum2[i][p] = _mm512_sub_epi16(_mm512_setzero_si512(), b);
       }
     }
-    if constexpr (kType == GgmlType::kQ4_K) {
+    if constexpr (kType == GgmlType::kQ4_K || kType == GgmlType::kQ5_K) {
       for (int q = 0; q < (n_pad + 3) / 4; ++q) {
         alignas(64) float nyd[16];
         alignas(64) int16_t sums[32];
@@ -91,19 +92,25 @@ void lay_out_tile(const BlockQ8_K* const* a, int n_pad, int64_t n_sb, Q8KPairBlo
   }
 }
 
+// How a row tile's min term ends: none (Q6_K), Q4_K's 4-lane accumulator reduced by hsum4, or
+// Q5_K's scalar (the first of its 4 lanes, which all hold it).
+enum class TileMins { kNone, kLanes4, kScalar };
+
 // The results of a row tile: token 2p's reference accumulator is the low half of acc2[p], token
-// 2p+1's the high half; accm4 (Q4_K; nullptr for Q6_K) holds the mins accumulators, four tokens
-// per zmm.
-template <int NP>
+// 2p+1's the high half; accm4 holds the mins accumulators, four tokens per zmm.
+template <int NP, TileMins kMins>
 void store_tile_results(const __m512* acc2, const __m512* accm4, float* out) {
   constexpr int NT = 2 * NP, NQ = (NT + 3) / 4;
   alignas(64) float m4[NQ][16];
-  if (accm4 != nullptr) {
+  if constexpr (kMins != TileMins::kNone) {
     for (int q = 0; q < NQ; ++q) _mm512_store_ps(m4[q], accm4[q]);
   }
   for (int t = 0; t < NT; ++t) {
     const __m256 a8 = t % 2 == 0 ? _mm512_castps512_ps256(acc2[t / 2]) : _mm512_extractf32x8_ps(acc2[t / 2], 1);
-    out[t] = accm4 == nullptr ? hsum_ps(a8) : hsum_ps(a8) + hsum4_ps(_mm_load_ps(m4[t / 4] + 4 * (t % 4)));
+    const float* m = m4[t / 4] + 4 * (t % 4);
+    if constexpr (kMins == TileMins::kNone) out[t] = hsum_ps(a8);
+    if constexpr (kMins == TileMins::kLanes4) out[t] = hsum_ps(a8) + hsum4_ps(_mm_load_ps(m));
+    if constexpr (kMins == TileMins::kScalar) out[t] = hsum_ps(a8) + m[0];
   }
 }
 
@@ -161,7 +168,7 @@ void q4_k_row_tile(int64_t n_sb, const BlockQ4_K* w, const Q8KPairBlock* acts, c
       acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
     }
   }
-  store_tile_results<NP>(acc2, accm4, out);
+  store_tile_results<NP, TileMins::kLanes4>(acc2, accm4, out);
 }
 
 // One Q6_K row against NP token pairs; results to out[0 .. 2 NP). Chunk c = 4 half + k of a
@@ -213,7 +220,83 @@ void q6_k_row_tile(int64_t n_sb, const BlockQ6_K* w, const Q8KPairBlock* acts, c
       acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
     }
   }
-  store_tile_results<NP>(acc2, nullptr, out);
+  store_tile_results<NP, TileMins::kNone>(acc2, nullptr, out);
+}
+
+// Bit b of every byte of x moved to bit 4 (other bits are garbage; callers mask 0x10).
+template <int kBit>
+[[gnu::always_inline]] inline __m512i bit_to_4(__m512i x) {
+  if constexpr (kBit <= 4) {
+    return _mm512_slli_epi16(x, 4 - kBit);
+  } else {
+    return _mm512_srli_epi16(x, kBit - 4);
+  }
+}
+
+// One Q5_K row against NP token pairs; results to out[0 .. 2 NP). As the Q4_K tile, each value
+// with its fifth bit (bit 2j of qh for the low nibbles of quant bytes 32j.., bit 2j + 1 for the
+// high ones); the min term is DotQ5_K's scalar per token: the 4 lanes of min_dot4 summed as
+// integers in every lane of the token's 128-bit block, then one FMA.
+template <int NP>
+void q5_k_row_tile(int64_t n_sb, const BlockQ5_K* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms,
+                   float* out, const uint8_t* pf_limit) {
+  constexpr int NQ = (2 * NP + 3) / 4;
+  __m512 acc2[NP];
+  __m512 accm4[NQ];
+  for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
+  for (int q = 0; q < NQ; ++q) accm4[q] = _mm512_setzero_ps();
+  const Q4KScaleConsts sk;
+  const __m512i low_mask = _mm512_set1_epi8(0x0F);
+  const __m512i bit4 = _mm512_set1_epi8(0x10);
+  const __m256i dup = _mm256_setr_epi16(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  for (int64_t i = 0; i < n_sb; ++i) {
+    prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ5_K)), pf_limit);
+    const __m256i words = q4_k_scale_words(w[i].scales, sk);
+    alignas(32) int32_t sc[8];
+    alignas(32) int16_t wd[16];
+    alignas(16) float dm[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), _mm256_permutexvar_epi16(dup, words));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(wd), words);
+    uint32_t d_dmin;
+    __builtin_memcpy(&d_dmin, &w[i].d, 4);
+    _mm_store_ps(dm, _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin))));
+    asm("" : "+m"(sc), "+m"(wd), "+m"(dm));  // opaque to the compiler: it reloads rather than forwards
+    const __m512i qh = _mm512_broadcast_i64x4(load256(w[i].qh));
+    __m512i isum[NP];
+    for (int p = 0; p < NP; ++p) isum[p] = _mm512_setzero_si512();
+    auto chunk_pair = [&](auto jc) {
+      constexpr int j = decltype(jc)::value;
+      const __m512i q4 = _mm512_broadcast_i64x4(load256(w[i].qs + 32 * j));
+      // (nibble) | (fifth bit & 0x10): ternary logic 0xEA = (a & b) | c.
+      const __m512i lo = _mm512_ternarylogic_epi32(q4, low_mask, _mm512_and_si512(bit_to_4<2 * j>(qh), bit4), 0xEA);
+      const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(q4, 4), low_mask,
+                                                   _mm512_and_si512(bit_to_4<2 * j + 1>(qh), bit4), 0xEA);
+      const __m512i s_lo = _mm512_set1_epi32(sc[2 * j]);
+      const __m512i s_hi = _mm512_set1_epi32(sc[2 * j + 1]);
+      for (int p = 0; p < NP; ++p) {
+        isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(lo, _mm512_load_si512(acts[i].qs[2 * j][p])), s_lo);
+        isum[p] =
+            _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(hi, _mm512_load_si512(acts[i].qs[2 * j + 1][p])), s_hi);
+      }
+    };
+    chunk_pair(std::integral_constant<int, 0>{});
+    chunk_pair(std::integral_constant<int, 1>{});
+    chunk_pair(std::integral_constant<int, 2>{});
+    chunk_pair(std::integral_constant<int, 3>{});
+    const __m512 d = _mm512_set1_ps(dm[0]);
+    const __m512 dmin = _mm512_set1_ps(dm[1]);
+    const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(wd + 8)));
+    for (int q = 0; q < NQ; ++q) {
+      __m512i m = _mm512_madd_epi16(mins, terms.q8s4[i][q]);
+      m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_BADC));
+      m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
+      accm4[q] = _mm512_fmadd_ps(_mm512_mul_ps(terms.nyd4[i][q], dmin), _mm512_cvtepi32_ps(m), accm4[q]);
+    }
+    for (int p = 0; p < NP; ++p) {
+      acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
+    }
+  }
+  store_tile_results<NP, TileMins::kScalar>(acc2, accm4, out);
 }
 
 template <GgmlType kType, int NP>
@@ -221,6 +304,8 @@ void row_tile(int64_t n_sb, const void* w, const Q8KPairBlock* acts, const Q8KTi
               const uint8_t* pf_limit) {
   if constexpr (kType == GgmlType::kQ4_K) {
     q4_k_row_tile<NP>(n_sb, static_cast<const BlockQ4_K*>(w), acts, terms, out, pf_limit);
+  } else if constexpr (kType == GgmlType::kQ5_K) {
+    q5_k_row_tile<NP>(n_sb, static_cast<const BlockQ5_K*>(w), acts, terms, out, pf_limit);
   } else {
     q6_k_row_tile<NP>(n_sb, static_cast<const BlockQ6_K*>(w), acts, terms, out, pf_limit);
   }
@@ -282,6 +367,27 @@ void gemm_q4_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, si
   gemm_pair_tiles<GgmlType::kQ4_K>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride,
                                    [&](const uint8_t* a1, float* o) {
                                      matvec_q4_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(a1), o);
+                                   });
+}
+
+// KernelTable::gemm for Q5_K: pair tiles, a single token through matvec_q5_k, over-long rows
+// through DotQ5_K.
+void gemm_q5_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                     size_t a_row_bytes, float* out, int64_t out_stride) {
+  const int64_t n_sb = n / 256;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  if (n_tok == 1 && n_sb <= kMatvecMaxSuperBlocks) {
+    matvec_q5_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(ab), out);
+    return;
+  }
+  if (n_tok < 2 || n_sb > kTileMaxSuperBlocks) {
+    gemm_entry<DotQ5_K<VnniInt>>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
+    return;
+  }
+  gemm_pair_tiles<GgmlType::kQ5_K>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride,
+                                   [&](const uint8_t* a1, float* o) {
+                                     matvec_q5_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(a1), o);
                                    });
 }
 

@@ -37,7 +37,10 @@ void patch_kquants_avx512(KernelTable& t) {
       t.rows_max_blocks = x86::kRowsMaxSuperBlocks;
       t.rows_group = x86::kRowLanes;
       break;
-    case GgmlType::kQ5_K: set<x86::DotQ5_K<Isa>>(t); break;
+    case GgmlType::kQ5_K:
+      t.vec_dot = &x86::vec_dot_q5_k_512;
+      t.gemm = &x86::gemm_q5_k_tiles;
+      break;
     case GgmlType::kQ6_K:
       t.vec_dot = &x86::vec_dot_entry<x86::DotQ6_K512>;
       t.gemm = &x86::gemm_q6_k_tiles;
