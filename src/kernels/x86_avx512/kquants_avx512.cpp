@@ -10,6 +10,7 @@
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_kquants.h"
 #include "kernels/x86/dot_kquants512.h"
+#include "kernels/x86/dot_kquants512_low.h"
 #include "kernels/x86/gemm_kquants512.h"
 #include "kernels/x86/gemm_q4_k_rows512.h"
 #include "kernels/x86/isa_policies.h"
@@ -20,15 +21,14 @@ namespace {
 template <class K>
 void set(KernelTable& t) {
   t.vec_dot = &x86::vec_dot_entry<K>;
-  t.gemm = &x86::gemm_entry<K>;
+  t.gemm = &x86::gemm_entry_prefetch<K>;
 }
-using Isa = x86::VnniInt;
 }  // namespace
 
 void patch_kquants_avx512(KernelTable& t) {
   switch (t.type) {
-    case GgmlType::kQ2_K: set<x86::DotQ2_K<Isa>>(t); break;
-    case GgmlType::kQ3_K: set<x86::DotQ3_K<Isa>>(t); break;
+    case GgmlType::kQ2_K: set<x86::DotQ2_K512>(t); break;
+    case GgmlType::kQ3_K: set<x86::DotQ3_K512>(t); break;
     case GgmlType::kQ4_K:
       t.vec_dot = &x86::vec_dot_entry<x86::DotQ4_K512>;
       t.gemm = &x86::gemm_q4_k_tiles;
@@ -45,7 +45,7 @@ void patch_kquants_avx512(KernelTable& t) {
       t.vec_dot = &x86::vec_dot_entry<x86::DotQ6_K512>;
       t.gemm = &x86::gemm_q6_k_tiles;
       break;
-    case GgmlType::kIQ4_XS: set<x86::DotIQ4_XS<Isa>>(t); break;
+    case GgmlType::kIQ4_XS: set<x86::DotIQ4_XS512>(t); break;
     default: break;
   }
 }
