@@ -53,7 +53,7 @@ struct Q8KTileTerms {
   __m512 yd2[kTileMaxSuperBlocks][4];     // [d_y(2p) x8 | d_y(2p+1) x8]
   __m512 nyd4[kTileMaxSuperBlocks][2];    // Q4_K, Q5_K: [-d_y(4q + k) x4 for k < 4]
   __m512i q8s4[kTileMaxSuperBlocks][2];   // Q4_K, Q5_K: [hadd(bsums) of token 4q + k, 8 words, for k < 4]
-  __m512i nbsum2[kTileMaxSuperBlocks][4];  // Q6_K: [-bsums of token 2p, 16 words | of token 2p+1]
+  __m512i nbsum2[kTileMaxSuperBlocks][4];  // Q6_K, Q2_K: [-bsums of token 2p, 16 words | of token 2p+1]
 };
 
 // Lays out tokens a[0 .. n_pad) (n_pad even) for the row tiles of kType.
@@ -68,7 +68,7 @@ void lay_out_tile(const BlockQ8_K* const* a, int n_pad, int64_t n_sb, Q8KPairBlo
     }
     for (int p = 0; p < n_pad / 2; ++p) {
       terms.yd2[i][p] = _mm512_insertf32x8(_mm512_set1_ps(a[2 * p][i].d), _mm256_set1_ps(a[2 * p + 1][i].d), 1);
-      if constexpr (kType == GgmlType::kQ6_K) {
+      if constexpr (kType == GgmlType::kQ6_K || kType == GgmlType::kQ2_K) {
         // -bsums: each is a sum of 16 int8, in [-2048, 2032], so its negation fits 16 bits.
         const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(load256(a[2 * p][i].bsums)),
                                              load256(a[2 * p + 1][i].bsums), 1);
@@ -299,23 +299,37 @@ void q5_k_row_tile(int64_t n_sb, const BlockQ5_K* w, const Q8KPairBlock* acts, c
   store_tile_results<NP, TileMins::kScalar>(acc2, accm4, out);
 }
 
-template <GgmlType kType, int NP>
-void row_tile(int64_t n_sb, const void* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
-              const uint8_t* pf_limit) {
-  if constexpr (kType == GgmlType::kQ4_K) {
+// Tile policies: the type whose activation terms the tile needs, and its row tile.
+struct TilesQ4_K {
+  static constexpr GgmlType kType = GgmlType::kQ4_K;
+  template <int NP>
+  static void row(int64_t n_sb, const void* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
+                  const uint8_t* pf_limit) {
     q4_k_row_tile<NP>(n_sb, static_cast<const BlockQ4_K*>(w), acts, terms, out, pf_limit);
-  } else if constexpr (kType == GgmlType::kQ5_K) {
+  }
+};
+struct TilesQ5_K {
+  static constexpr GgmlType kType = GgmlType::kQ5_K;
+  template <int NP>
+  static void row(int64_t n_sb, const void* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
+                  const uint8_t* pf_limit) {
     q5_k_row_tile<NP>(n_sb, static_cast<const BlockQ5_K*>(w), acts, terms, out, pf_limit);
-  } else {
+  }
+};
+struct TilesQ6_K {
+  static constexpr GgmlType kType = GgmlType::kQ6_K;
+  template <int NP>
+  static void row(int64_t n_sb, const void* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
+                  const uint8_t* pf_limit) {
     q6_k_row_tile<NP>(n_sb, static_cast<const BlockQ6_K*>(w), acts, terms, out, pf_limit);
   }
-}
+};
 
 // The tiles of rows [0, n_rows) against tokens [0, n_tok) (n_tok >= 2, n / 256 <=
 // kTileMaxSuperBlocks); a tile of one token goes to `one`, the one-token gemm. Odd counts are
 // padded by repeating the last token (its extra result is dropped). Prefetches run ahead across
 // the rows of this call, never past them.
-template <GgmlType kType, class OneToken>
+template <class Tiles, class OneToken>
 void gemm_pair_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const uint8_t* wb, size_t w_row_bytes,
                      const uint8_t* ab, size_t a_row_bytes, float* out, int64_t out_stride, OneToken&& one) {
   const int64_t n_sb = n / 256;
@@ -333,16 +347,16 @@ void gemm_pair_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const uint8_t* wb
     for (int t = 0; t < n_pad; ++t) {
       ap[t] = reinterpret_cast<const BlockQ8_K*>(ab + static_cast<size_t>(t0 + std::min(t, nt - 1)) * a_row_bytes);
     }
-    lay_out_tile<kType>(ap, n_pad, n_sb, acts, terms);
+    lay_out_tile<Tiles::kType>(ap, n_pad, n_sb, acts, terms);
     float* o = out + t0 * out_stride;
     for (int64_t r = 0; r < n_rows; ++r) {
       const uint8_t* wr = wb + static_cast<size_t>(r) * w_row_bytes;
       float res[kPairTileTokens];
       switch (n_pad / 2) {
-        case 1: row_tile<kType, 1>(n_sb, wr, acts, terms, res, w_end); break;
-        case 2: row_tile<kType, 2>(n_sb, wr, acts, terms, res, w_end); break;
-        case 3: row_tile<kType, 3>(n_sb, wr, acts, terms, res, w_end); break;
-        default: row_tile<kType, 4>(n_sb, wr, acts, terms, res, w_end); break;
+        case 1: Tiles::template row<1>(n_sb, wr, acts, terms, res, w_end); break;
+        case 2: Tiles::template row<2>(n_sb, wr, acts, terms, res, w_end); break;
+        case 3: Tiles::template row<3>(n_sb, wr, acts, terms, res, w_end); break;
+        default: Tiles::template row<4>(n_sb, wr, acts, terms, res, w_end); break;
       }
       for (int t = 0; t < nt; ++t) o[t * out_stride + r] = res[t];
     }
@@ -364,7 +378,7 @@ void gemm_q4_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, si
     gemm_entry_prefetch<DotQ4_K512>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
     return;
   }
-  gemm_pair_tiles<GgmlType::kQ4_K>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride,
+  gemm_pair_tiles<TilesQ4_K>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride,
                                    [&](const uint8_t* a1, float* o) {
                                      matvec_q4_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(a1), o);
                                    });
@@ -385,7 +399,7 @@ void gemm_q5_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, si
     gemm_entry<DotQ5_K<VnniInt>>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
     return;
   }
-  gemm_pair_tiles<GgmlType::kQ5_K>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride,
+  gemm_pair_tiles<TilesQ5_K>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride,
                                    [&](const uint8_t* a1, float* o) {
                                      matvec_q5_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(a1), o);
                                    });
@@ -398,7 +412,7 @@ void gemm_q6_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, si
     gemm_entry_prefetch<DotQ6_K512>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
     return;
   }
-  gemm_pair_tiles<GgmlType::kQ6_K>(
+  gemm_pair_tiles<TilesQ6_K>(
       n, n_rows, n_tok, static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(a), a_row_bytes,
       out, out_stride, [&](const uint8_t* a1, float* o) {
         gemm_entry_prefetch<DotQ6_K512>(n, n_rows, 1, w, w_row_bytes, a1, a_row_bytes, o, out_stride);
