@@ -276,8 +276,11 @@ void Transformer::attention_block(int64_t layer_idx, const LayerWeights& lw, int
 void Transformer::dense_ffn(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
   const int64_t dim = config_.dim, ff = config_.hidden_dim;
   ActCache acts(act_bufs_, 3);
-  matmul_q(lw.ffn_gate, acts.get(lw.ffn_gate.type, xb_.data(), dim, n_tok, pool), hb_.data(), ff, pool);
-  matmul_q(lw.ffn_up, acts.get(lw.ffn_up.type, xb_.data(), dim, n_tok, pool), hb2_.data(), ff, pool);
+  // gate and up in one parallel pass (one hand-out and barrier instead of two); the same bits as
+  // two matmul_q calls.
+  const MatmulJob gate_up[2] = {{&lw.ffn_gate, acts.get(lw.ffn_gate.type, xb_.data(), dim, n_tok, pool), hb_.data(), ff},
+                                {&lw.ffn_up, acts.get(lw.ffn_up.type, xb_.data(), dim, n_tok, pool), hb2_.data(), ff}};
+  matmul_q_multi(gate_up, pool, selected_tier(), MatmulOrder::kAuto);
   // Row by row: ggml's swiglu splits each row into 16-wide SIMD blocks and a scalar tail.
   for (int64_t t = 0; t < n_tok; ++t) silu_mul(hb_.data() + t * ff, hb2_.data() + t * ff, hb_.data() + t * ff, ff);
   matmul(lw.ffn_down, hb_.data(), ffn_out_.data(), n_tok, act_, pool);
