@@ -250,6 +250,28 @@ struct Q32Acc {
   }
 };
 
+// Prefetches the next group of rows while the current one computes. A group reads 16 rows in
+// lockstep (16 short streams a core), which the hardware prefetchers follow poorly from DRAM:
+// one-token decode of Q8_0 ran at 33 GB/s against 55 for a row-by-row kernel. The next group's
+// rows are one contiguous region; its lines are requested in order, spread over the current
+// group's block steps.
+class NextGroupPrefetch {
+ public:
+  NextGroupPrefetch(const uint8_t* begin, const uint8_t* end, int64_t steps)
+      : p_(reinterpret_cast<const char*>(begin)), end_(reinterpret_cast<const char*>(end)) {
+    const int64_t lines = (end - begin + 63) / 64;
+    per_step_ = steps > 0 ? (lines + steps - 1) / steps : lines;
+  }
+  [[gnu::always_inline]] inline void step() {
+    for (int64_t k = 0; k < per_step_ && p_ < end_; ++k, p_ += 64) _mm_prefetch(p_, _MM_HINT_T1);
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+  int64_t per_step_;
+};
+
 // Tokens per pass over a group's blocks: 8 accumulators each, plus the 8 weight registers.
 constexpr int kQ32PassTokens = 2;
 
@@ -287,8 +309,13 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
       for (int r = 0; r < kRowLanes; ++r) {
         rows[r] = reinterpret_cast<const W*>(wb + static_cast<size_t>(r0 + std::min(r, nr - 1)) * w_row_bytes);
       }
+      const uint8_t* next = wb + static_cast<size_t>(std::min(n_rows, r0 + kRowLanes)) * w_row_bytes;
+      NextGroupPrefetch prefetch(next, wb + static_cast<size_t>(std::min(n_rows, r0 + 2 * kRowLanes)) * w_row_bytes, nb);
       if (copy) {
-        for (int64_t i = 0; i < nb; ++i) lay_out_q32<F>(rows, i, blocks[i]);
+        for (int64_t i = 0; i < nb; ++i) {
+          prefetch.step();
+          lay_out_q32<F>(rows, i, blocks[i]);
+        }
       }
       const __mmask16 lanes = static_cast<__mmask16>((1u << nr) - 1);
       for (int64_t t0 = s0; t0 < s1; t0 += kQ32PassTokens) {
@@ -314,6 +341,7 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
             if (copy) {
               acc.add(blocks[i], ai, bi);
             } else {
+              prefetch.step();  // the first pass only: the region is exhausted after it
               lay_out_q32<F>(rows, i, fly);
               acc.add(fly, ai, bi);
             }
