@@ -178,7 +178,7 @@ void q8_0_rows_block(const uint8_t* rows, size_t row_stride, int64_t j0, int64_t
   }
   for (int64_t j = j0; j < j1; ++j) {
     const auto& blk = *reinterpret_cast<const BlockQ8_0*>(rows + row_stride * static_cast<size_t>(j));
-    const __m512 d = _mm512_set1_ps(fp16_to_fp32(blk.d));
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(blk.d));
     __m512 v[2];
     for (int h = 0; h < 2; ++h) {
       const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs + 16 * h));
