@@ -114,214 +114,144 @@ void store_tile_results(const __m512* acc2, const __m512* accm4, float* out) {
   }
 }
 
-// One Q4_K row against NP token pairs; results to out[0 .. 2 NP).
-template <int NP>
-void q4_k_row_tile(int64_t n_sb, const BlockQ4_K* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms,
-                   float* out, const uint8_t* pf_limit) {
-  constexpr int NQ = (2 * NP + 3) / 4;
-  __m512 acc2[NP];
-  __m512 accm4[NQ];
-  for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
-  for (int q = 0; q < NQ; ++q) accm4[q] = _mm512_setzero_ps();
-  const Q4KScaleConsts sk;
-  const __m512i low_mask = _mm512_set1_epi8(0x0F);
-  // Dword s = [scale s | scale s] for s < 8, from the scale words.
-  const __m256i dup = _mm256_setr_epi16(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  for (int64_t i = 0; i < n_sb; ++i) {
-    prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ4_K)), pf_limit);
-    // Per super-block constants through memory, so that the broadcasts below are loads (load
-    // ports only) rather than extracts and shuffles on the one shuffle port: sc[s] = [scale s |
-    // scale s] for s < 8, words = the 8 scale then the 8 min words, dm = [d, dmin].
-    const __m256i words = q4_k_scale_words(w[i].scales, sk);
-    alignas(32) int32_t sc[8];
-    alignas(32) int16_t wd[16];
-    alignas(16) float dm[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), _mm256_permutexvar_epi16(dup, words));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(wd), words);
-    uint32_t d_dmin;
-    __builtin_memcpy(&d_dmin, &w[i].d, 4);
-    _mm_store_ps(dm, _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin))));
-    asm("" : "+m"(sc), "+m"(wd), "+m"(dm));  // opaque to the compiler: it reloads rather than forwards
-    __m512i isum[NP];
-    for (int p = 0; p < NP; ++p) isum[p] = _mm512_setzero_si512();
-    for (int j = 0; j < 4; ++j) {
-      // Quant bytes 32j..32j+31: low nibbles are chunk 2j, high nibbles chunk 2j + 1.
-      const __m512i q4 = _mm512_broadcast_i64x4(load256(w[i].qs + 32 * j));
-      const __m512i lo = _mm512_and_si512(q4, low_mask);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q4, 4), low_mask);
-      const __m512i s_lo = _mm512_set1_epi32(sc[2 * j]);
-      const __m512i s_hi = _mm512_set1_epi32(sc[2 * j + 1]);
+// Row tiles (a tile policy: kType, the type whose activation terms lay_out_tile makes, and
+// row<NP>, one weight row against NP token pairs with results to out[0 .. 2 NP)).
+
+// Q4_K and Q5_K: the same scales, mins and d/dmin. Quant bytes 32j..32j+31 hold chunk 2j in their
+// low nibbles and chunk 2j + 1 in their high ones; Q5_K adds each value's fifth bit (bit 2j of qh
+// for the low nibbles, bit 2j + 1 for the high ones; a 16-bit shift right then left moves bit b
+// of every byte to bit 4). The min term: Q4_K's 4-lane accumulator
+// (reduced by hsum4), Q5_K's scalar (DotQ5_K's summs: the 4 lanes of min_dot4 summed as integers
+// in every lane of the token's 128-bit block, then one FMA).
+template <class Block, GgmlType kT>
+struct TilesK4 {
+  static constexpr GgmlType kType = kT;
+  static constexpr bool kFifthBit = kT == GgmlType::kQ5_K;
+
+  template <int NP>
+  static void row(int64_t n_sb, const void* wv, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
+                  const uint8_t* pf_limit) {
+    constexpr int NQ = (2 * NP + 3) / 4;
+    const auto* w = static_cast<const Block*>(wv);
+    __m512 acc2[NP];
+    __m512 accm4[NQ];
+    for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
+    for (int q = 0; q < NQ; ++q) accm4[q] = _mm512_setzero_ps();
+    const Q4KScaleConsts sk;
+    const __m512i low_mask = _mm512_set1_epi8(0x0F);
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    // Dword s = [scale s | scale s] for s < 8, from the scale words.
+    const __m256i dup = _mm256_setr_epi16(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    for (int64_t i = 0; i < n_sb; ++i) {
+      prefetch_ahead(w + i, static_cast<int>(sizeof(Block)), pf_limit);
+      // Per super-block constants through memory, so that the broadcasts below are loads (load
+      // ports only) rather than extracts and shuffles on the one shuffle port: sc[s] = [scale s |
+      // scale s] for s < 8, words = the 8 scale then the 8 min words, dm = [d, dmin].
+      const __m256i words = q4_k_scale_words(w[i].scales, sk);
+      alignas(32) int32_t sc[8];
+      alignas(32) int16_t wd[16];
+      alignas(16) float dm[4];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sc), _mm256_permutexvar_epi16(dup, words));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(wd), words);
+      uint32_t d_dmin;
+      __builtin_memcpy(&d_dmin, &w[i].d, 4);
+      _mm_store_ps(dm, _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin))));
+      asm("" : "+m"(sc), "+m"(wd), "+m"(dm));  // opaque to the compiler: it reloads rather than forwards
+      __m512i qh = _mm512_setzero_si512();
+      if constexpr (kFifthBit) qh = _mm512_broadcast_i64x4(load256(w[i].qh));
+      __m512i isum[NP];
+      for (int p = 0; p < NP; ++p) isum[p] = _mm512_setzero_si512();
+      for (int j = 0; j < 4; ++j) {
+        const __m512i q4 = _mm512_broadcast_i64x4(load256(w[i].qs + 32 * j));
+        __m512i lo = _mm512_and_si512(q4, low_mask);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q4, 4), low_mask);
+        if constexpr (kFifthBit) {  // | ((qh >> b) << 4 & 0x10): ternary logic 0xF8 = a | (b & c)
+          lo = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi16(_mm512_srli_epi16(qh, 2 * j), 4), bit4, 0xF8);
+          hi = _mm512_ternarylogic_epi32(hi, _mm512_slli_epi16(_mm512_srli_epi16(qh, 2 * j + 1), 4), bit4, 0xF8);
+        }
+        const __m512i s_lo = _mm512_set1_epi32(sc[2 * j]);
+        const __m512i s_hi = _mm512_set1_epi32(sc[2 * j + 1]);
+        for (int p = 0; p < NP; ++p) {
+          isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(lo, _mm512_load_si512(acts[i].qs[2 * j][p])), s_lo);
+          isum[p] =
+              _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(hi, _mm512_load_si512(acts[i].qs[2 * j + 1][p])), s_hi);
+        }
+      }
+      const __m512 d = _mm512_set1_ps(dm[0]);
+      const __m512 dmin = _mm512_set1_ps(dm[1]);
+      const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(wd + 8)));
+      for (int q = 0; q < NQ; ++q) {
+        __m512i m = _mm512_madd_epi16(mins, terms.q8s4[i][q]);
+        if constexpr (kFifthBit) {
+          m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_BADC));
+          m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
+        }
+        accm4[q] = _mm512_fmadd_ps(_mm512_mul_ps(terms.nyd4[i][q], dmin), _mm512_cvtepi32_ps(m), accm4[q]);
+      }
       for (int p = 0; p < NP; ++p) {
-        isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(lo, _mm512_load_si512(acts[i].qs[2 * j][p])), s_lo);
-        isum[p] =
-            _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(hi, _mm512_load_si512(acts[i].qs[2 * j + 1][p])), s_hi);
+        acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
       }
     }
-    const __m512 d = _mm512_set1_ps(dm[0]);
-    const __m512 dmin = _mm512_set1_ps(dm[1]);
-    const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(wd + 8)));
-    for (int q = 0; q < NQ; ++q) {
-      const __m512 m = _mm512_cvtepi32_ps(_mm512_madd_epi16(mins, terms.q8s4[i][q]));
-      accm4[q] = _mm512_fmadd_ps(_mm512_mul_ps(terms.nyd4[i][q], dmin), m, accm4[q]);
-    }
-    for (int p = 0; p < NP; ++p) {
-      acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
-    }
+    store_tile_results<NP, kFifthBit ? TileMins::kScalar : TileMins::kLanes4>(acc2, accm4, out);
   }
-  store_tile_results<NP, TileMins::kLanes4>(acc2, accm4, out);
-}
+};
+using TilesQ4_K = TilesK4<BlockQ4_K, GgmlType::kQ4_K>;
+using TilesQ5_K = TilesK4<BlockQ5_K, GgmlType::kQ5_K>;
 
 // One Q6_K row against NP token pairs; results to out[0 .. 2 NP). Chunk c = 4 half + k of a
 // super-block (DotQ6_K's q[k] of that half) has 6-bit values (ql nibble | 2 qh bits << 4):
 // k = 0: ql[64 half + l] low nibble, qh bits 0-1; k = 1: ql[64 half + 32 + l] low, qh bits 2-3;
 // k = 2: ql[64 half + l] high, qh bits 4-5; k = 3: ql[64 half + 32 + l] high, qh bits 6-7; its
 // scales are sc[2c] (bytes 0..15) and sc[2c + 1] (16..31).
-template <int NP>
-void q6_k_row_tile(int64_t n_sb, const BlockQ6_K* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms,
-                   float* out, const uint8_t* pf_limit) {
-  __m512 acc2[NP];
-  for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
-  const __m512i low_mask = _mm512_set1_epi8(0x0F);
-  const __m512i six_bits = _mm512_set1_epi8(0x3F);
-  // Scale words of chunk c: [sc[2c] x8 | sc[2c+1] x8] in both 256-bit halves.
-  __m512i idx[8];
-  for (int c = 0; c < 8; ++c) idx[c] = words_by_quarter(2 * c, 2 * c + 1, 2 * c, 2 * c + 1);
-  for (int64_t i = 0; i < n_sb; ++i) {
-    prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ6_K)), pf_limit);
-    const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w[i].scales));
-    const __m512i scw = _mm512_zextsi256_si512(sc16);
-    // 32 * sc in 16 bits (|32 * sc| <= 4096): the starting sums are -32 * (sc . bsums) per lane.
-    const __m512i sc32 = _mm512_broadcast_i64x4(_mm256_slli_epi16(sc16, 5));
-    __m512i isum[NP];
-    for (int p = 0; p < NP; ++p) isum[p] = _mm512_madd_epi16(terms.nbsum2[i][p], sc32);
-    for (int half = 0; half < 2; ++half) {
-      const __m512i qa = _mm512_broadcast_i64x4(load256(w[i].ql + 64 * half));
-      const __m512i qb = _mm512_broadcast_i64x4(load256(w[i].ql + 64 * half + 32));
-      const __m512i qh = _mm512_broadcast_i64x4(load256(w[i].qh + 32 * half));
-      // (low nibble of x | bits 4-7 of y) & 0x3F: y's bits 4-5 are the 2 high bits.
-      auto join = [&](__m512i x, __m512i y) {
-        return _mm512_and_si512(_mm512_ternarylogic_epi32(low_mask, x, y, 0xCA), six_bits);
-      };
-      __m512i q[4];
-      q[0] = join(qa, _mm512_slli_epi16(qh, 4));
-      q[1] = join(qb, _mm512_slli_epi16(qh, 2));
-      q[2] = join(_mm512_srli_epi16(qa, 4), qh);
-      q[3] = join(_mm512_srli_epi16(qb, 4), _mm512_srli_epi16(qh, 2));
-      for (int k = 0; k < 4; ++k) {
-        const int c = 4 * half + k;
-        const __m512i s = _mm512_permutexvar_epi16(idx[c], scw);
-        for (int p = 0; p < NP; ++p) {
-          isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(q[k], _mm512_load_si512(acts[i].qs[c][p])), s);
-        }
-      }
-    }
-    const __m512 d = _mm512_set1_ps(h2f(w[i].d));
-    for (int p = 0; p < NP; ++p) {
-      acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
-    }
-  }
-  store_tile_results<NP, TileMins::kNone>(acc2, nullptr, out);
-}
-
-// Bit b of every byte of x moved to bit 4 (other bits are garbage; callers mask 0x10).
-template <int kBit>
-[[gnu::always_inline]] inline __m512i bit_to_4(__m512i x) {
-  if constexpr (kBit <= 4) {
-    return _mm512_slli_epi16(x, 4 - kBit);
-  } else {
-    return _mm512_srli_epi16(x, kBit - 4);
-  }
-}
-
-// One Q5_K row against NP token pairs; results to out[0 .. 2 NP). As the Q4_K tile, each value
-// with its fifth bit (bit 2j of qh for the low nibbles of quant bytes 32j.., bit 2j + 1 for the
-// high ones); the min term is DotQ5_K's scalar per token: the 4 lanes of min_dot4 summed as
-// integers in every lane of the token's 128-bit block, then one FMA.
-template <int NP>
-void q5_k_row_tile(int64_t n_sb, const BlockQ5_K* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms,
-                   float* out, const uint8_t* pf_limit) {
-  constexpr int NQ = (2 * NP + 3) / 4;
-  __m512 acc2[NP];
-  __m512 accm4[NQ];
-  for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
-  for (int q = 0; q < NQ; ++q) accm4[q] = _mm512_setzero_ps();
-  const Q4KScaleConsts sk;
-  const __m512i low_mask = _mm512_set1_epi8(0x0F);
-  const __m512i bit4 = _mm512_set1_epi8(0x10);
-  const __m256i dup = _mm256_setr_epi16(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  for (int64_t i = 0; i < n_sb; ++i) {
-    prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ5_K)), pf_limit);
-    const __m256i words = q4_k_scale_words(w[i].scales, sk);
-    alignas(32) int32_t sc[8];
-    alignas(32) int16_t wd[16];
-    alignas(16) float dm[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), _mm256_permutexvar_epi16(dup, words));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(wd), words);
-    uint32_t d_dmin;
-    __builtin_memcpy(&d_dmin, &w[i].d, 4);
-    _mm_store_ps(dm, _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin))));
-    asm("" : "+m"(sc), "+m"(wd), "+m"(dm));  // opaque to the compiler: it reloads rather than forwards
-    const __m512i qh = _mm512_broadcast_i64x4(load256(w[i].qh));
-    __m512i isum[NP];
-    for (int p = 0; p < NP; ++p) isum[p] = _mm512_setzero_si512();
-    auto chunk_pair = [&](auto jc) {
-      constexpr int j = decltype(jc)::value;
-      const __m512i q4 = _mm512_broadcast_i64x4(load256(w[i].qs + 32 * j));
-      // (nibble) | (fifth bit & 0x10): ternary logic 0xEA = (a & b) | c.
-      const __m512i lo = _mm512_ternarylogic_epi32(q4, low_mask, _mm512_and_si512(bit_to_4<2 * j>(qh), bit4), 0xEA);
-      const __m512i hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(q4, 4), low_mask,
-                                                   _mm512_and_si512(bit_to_4<2 * j + 1>(qh), bit4), 0xEA);
-      const __m512i s_lo = _mm512_set1_epi32(sc[2 * j]);
-      const __m512i s_hi = _mm512_set1_epi32(sc[2 * j + 1]);
-      for (int p = 0; p < NP; ++p) {
-        isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(lo, _mm512_load_si512(acts[i].qs[2 * j][p])), s_lo);
-        isum[p] =
-            _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(hi, _mm512_load_si512(acts[i].qs[2 * j + 1][p])), s_hi);
-      }
-    };
-    chunk_pair(std::integral_constant<int, 0>{});
-    chunk_pair(std::integral_constant<int, 1>{});
-    chunk_pair(std::integral_constant<int, 2>{});
-    chunk_pair(std::integral_constant<int, 3>{});
-    const __m512 d = _mm512_set1_ps(dm[0]);
-    const __m512 dmin = _mm512_set1_ps(dm[1]);
-    const __m512i mins = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(wd + 8)));
-    for (int q = 0; q < NQ; ++q) {
-      __m512i m = _mm512_madd_epi16(mins, terms.q8s4[i][q]);
-      m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_BADC));
-      m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
-      accm4[q] = _mm512_fmadd_ps(_mm512_mul_ps(terms.nyd4[i][q], dmin), _mm512_cvtepi32_ps(m), accm4[q]);
-    }
-    for (int p = 0; p < NP; ++p) {
-      acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
-    }
-  }
-  store_tile_results<NP, TileMins::kScalar>(acc2, accm4, out);
-}
-
-// Tile policies: the type whose activation terms the tile needs, and its row tile.
-struct TilesQ4_K {
-  static constexpr GgmlType kType = GgmlType::kQ4_K;
-  template <int NP>
-  static void row(int64_t n_sb, const void* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
-                  const uint8_t* pf_limit) {
-    q4_k_row_tile<NP>(n_sb, static_cast<const BlockQ4_K*>(w), acts, terms, out, pf_limit);
-  }
-};
-struct TilesQ5_K {
-  static constexpr GgmlType kType = GgmlType::kQ5_K;
-  template <int NP>
-  static void row(int64_t n_sb, const void* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
-                  const uint8_t* pf_limit) {
-    q5_k_row_tile<NP>(n_sb, static_cast<const BlockQ5_K*>(w), acts, terms, out, pf_limit);
-  }
-};
 struct TilesQ6_K {
   static constexpr GgmlType kType = GgmlType::kQ6_K;
+
   template <int NP>
-  static void row(int64_t n_sb, const void* w, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
+  static void row(int64_t n_sb, const void* wv, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
                   const uint8_t* pf_limit) {
-    q6_k_row_tile<NP>(n_sb, static_cast<const BlockQ6_K*>(w), acts, terms, out, pf_limit);
+    const auto* w = static_cast<const BlockQ6_K*>(wv);
+    __m512 acc2[NP];
+    for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
+    const __m512i low_mask = _mm512_set1_epi8(0x0F);
+    const __m512i six_bits = _mm512_set1_epi8(0x3F);
+    // Scale words of chunk c: [sc[2c] x8 | sc[2c+1] x8] in both 256-bit halves.
+    __m512i idx[8];
+    for (int c = 0; c < 8; ++c) idx[c] = words_by_quarter(2 * c, 2 * c + 1, 2 * c, 2 * c + 1);
+    for (int64_t i = 0; i < n_sb; ++i) {
+      prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ6_K)), pf_limit);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w[i].scales));
+      const __m512i scw = _mm512_zextsi256_si512(sc16);
+      // 32 * sc in 16 bits (|32 * sc| <= 4096): the starting sums are -32 * (sc . bsums) per lane.
+      const __m512i sc32 = _mm512_broadcast_i64x4(_mm256_slli_epi16(sc16, 5));
+      __m512i isum[NP];
+      for (int p = 0; p < NP; ++p) isum[p] = _mm512_madd_epi16(terms.nbsum2[i][p], sc32);
+      for (int half = 0; half < 2; ++half) {
+        const __m512i qa = _mm512_broadcast_i64x4(load256(w[i].ql + 64 * half));
+        const __m512i qb = _mm512_broadcast_i64x4(load256(w[i].ql + 64 * half + 32));
+        const __m512i qh = _mm512_broadcast_i64x4(load256(w[i].qh + 32 * half));
+        // (low nibble of x | bits 4-7 of y) & 0x3F: y's bits 4-5 are the 2 high bits.
+        auto join = [&](__m512i x, __m512i y) {
+          return _mm512_and_si512(_mm512_ternarylogic_epi32(low_mask, x, y, 0xCA), six_bits);
+        };
+        __m512i q[4];
+        q[0] = join(qa, _mm512_slli_epi16(qh, 4));
+        q[1] = join(qb, _mm512_slli_epi16(qh, 2));
+        q[2] = join(_mm512_srli_epi16(qa, 4), qh);
+        q[3] = join(_mm512_srli_epi16(qb, 4), _mm512_srli_epi16(qh, 2));
+        for (int k = 0; k < 4; ++k) {
+          const int c = 4 * half + k;
+          const __m512i s = _mm512_permutexvar_epi16(idx[c], scw);
+          for (int p = 0; p < NP; ++p) {
+            isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(q[k], _mm512_load_si512(acts[i].qs[c][p])), s);
+          }
+        }
+      }
+      const __m512 d = _mm512_set1_ps(h2f(w[i].d));
+      for (int p = 0; p < NP; ++p) {
+        acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
+      }
+    }
+    store_tile_results<NP, TileMins::kNone>(acc2, nullptr, out);
   }
 };
 

@@ -71,6 +71,27 @@ struct Q4KMatvecConsts {
   __m512i d_spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2);
 };
 
+// The float step of a Q4_K or Q5_K super-block (d and dmin at `d_dmin`): lanes 0..7 of the
+// integer sums are the two halves of isum added (fold512), lanes 8..11 the min term from the
+// scale words against the laid-out bsum pairs (kScalarMin, Q5_K: its 4 lanes summed as integers,
+// in every one of them), 12..15 zero; times [d_y * d x8 | -d_y * dmin x4 | 0] and FMA'd into acc.
+template <bool kScalarMin>
+[[gnu::always_inline]] inline __m512 k4_superblock_step(__m512 acc, __m512i isum, __m256i words, const uint16_t* d_dmin,
+                                                         const Q8KForQ4K& a, __m512i d_spread) {
+  __m256i mins = _mm256_madd_epi16(words, _mm256_load_si256(reinterpret_cast<const __m256i*>(a.bsum2)));
+  if constexpr (kScalarMin) {
+    mins = _mm256_add_epi32(mins, _mm256_shuffle_epi32(mins, _MM_SHUFFLE(1, 0, 3, 2)));
+    mins = _mm256_add_epi32(mins, _mm256_shuffle_epi32(mins, _MM_SHUFFLE(2, 3, 0, 1)));
+  }
+  const __m512i t = _mm512_shuffle_i64x2(isum, _mm512_castsi256_si512(mins), _MM_SHUFFLE(0, 1, 3, 2));
+  const __m512i sums = _mm512_mask_add_epi32(t, 0x00FF, isum, t);
+  uint32_t dd_bits;
+  __builtin_memcpy(&dd_bits, d_dmin, 4);
+  const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dd_bits)));
+  const __m512 wd = _mm512_permutexvar_ps(d_spread, _mm512_castps128_ps512(dd));
+  return _mm512_fmadd_ps(_mm512_mul_ps(wd, _mm512_load_ps(a.dterm)), _mm512_cvtepi32_ps(sums), acc);
+}
+
 // One row of n_sb super-blocks against laid-out activations; prefetches weights up to pf_limit.
 inline float q4_k_row_dot(int64_t n_sb, const BlockQ4_K* w, const Q8KForQ4K* a, const Q4KMatvecConsts& k,
                           const uint8_t* pf_limit) {
@@ -91,15 +112,7 @@ inline float q4_k_row_dot(int64_t n_sb, const BlockQ4_K* w, const Q8KForQ4K* a, 
       const __m512i scale = _mm512_permutexvar_epi32(k.scale_pair[m], _mm512_castsi256_si512(words));
       isum = _mm512_dpwssd_epi32(isum, both, scale);
     }
-    // Lanes 0..7: the two halves of isum added (fold512); lanes 8..11: min_dot4; 12..15: 0.
-    const __m256i mins = _mm256_madd_epi16(words, _mm256_load_si256(reinterpret_cast<const __m256i*>(a[i].bsum2)));
-    const __m512i t = _mm512_shuffle_i64x2(isum, _mm512_castsi256_si512(mins), _MM_SHUFFLE(0, 1, 3, 2));
-    const __m512i sums = _mm512_mask_add_epi32(t, 0x00FF, isum, t);
-    uint32_t d_dmin;
-    __builtin_memcpy(&d_dmin, &w[i].d, 4);
-    const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));
-    const __m512 wd = _mm512_permutexvar_ps(k.d_spread, _mm512_castps128_ps512(dd));
-    acc = _mm512_fmadd_ps(_mm512_mul_ps(wd, _mm512_load_ps(a[i].dterm)), _mm512_cvtepi32_ps(sums), acc);
+    acc = k4_superblock_step<false>(acc, isum, words, &w[i].d, a[i], k.d_spread);
   }
   return hsum_ps(_mm512_castps512_ps256(acc)) + hsum4_ps(_mm512_extractf32x4_ps(acc, 2));
 }

@@ -18,18 +18,12 @@ namespace sniper::x86 {
 // Internal linkage on purpose (see dot_kquants.h).
 namespace {
 
-struct Q5KMatvecConsts {
-  Q4KScaleConsts scales;
-  __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+struct Q5KMatvecConsts : Q4KMatvecConsts {
   __m512i bit4 = _mm512_set1_epi8(0x10);
   // Fifth bits to bit 4: sub-blocks 4m (bytes 0..31) and 4m+2 (32..63) for the low nibbles,
   // 4m+1 and 4m+3 for the high ones. Bit b moves left by 4 - b (m = 0) or right by b - 4 (m = 1).
   __m512i lo_left = words_by_quarter(4, 4, 2, 2), hi_left = words_by_quarter(3, 3, 1, 1);
   __m512i lo_right = words_by_quarter(0, 0, 2, 2), hi_right = words_by_quarter(1, 1, 3, 3);
-  __m512i scale_pair[2] = {_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                           _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3)};
-  // [d x8 | dmin x4 | 0 x4] from the converted [d, dmin, 0, 0].
-  __m512i d_spread = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2);
 };
 
 // One row of n_sb super-blocks against laid-out activations; prefetches weights up to pf_limit.
@@ -56,18 +50,7 @@ inline float q5_k_row_dot(int64_t n_sb, const BlockQ5_K* w, const Q8KForQ4K* a, 
       const __m512i scale = _mm512_permutexvar_epi32(k.scale_pair[m], _mm512_castsi256_si512(words));
       isum = _mm512_dpwssd_epi32(isum, both, scale);
     }
-    // Lanes 0..7: the two halves of isum added; lanes 8..11: the min term summed over its 4 lanes
-    // (the 128-bit block holds the sum in every dword; only lane 8 is read).
-    __m256i mins = _mm256_madd_epi16(words, _mm256_load_si256(reinterpret_cast<const __m256i*>(a[i].bsum2)));
-    mins = _mm256_add_epi32(mins, _mm256_shuffle_epi32(mins, _MM_SHUFFLE(1, 0, 3, 2)));
-    mins = _mm256_add_epi32(mins, _mm256_shuffle_epi32(mins, _MM_SHUFFLE(2, 3, 0, 1)));
-    const __m512i t = _mm512_shuffle_i64x2(isum, _mm512_castsi256_si512(mins), _MM_SHUFFLE(0, 1, 3, 2));
-    const __m512i sums = _mm512_mask_add_epi32(t, 0x00FF, isum, t);
-    uint32_t d_dmin;
-    __builtin_memcpy(&d_dmin, &w[i].d, 4);
-    const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));
-    const __m512 wd = _mm512_permutexvar_ps(k.d_spread, _mm512_castps128_ps512(dd));
-    acc = _mm512_fmadd_ps(_mm512_mul_ps(wd, _mm512_load_ps(a[i].dterm)), _mm512_cvtepi32_ps(sums), acc);
+    acc = k4_superblock_step<true>(acc, isum, words, &w[i].d, a[i], k.d_spread);
   }
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, acc);
