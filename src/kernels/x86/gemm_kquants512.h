@@ -198,6 +198,26 @@ struct TilesK4 {
 using TilesQ4_K = TilesK4<BlockQ4_K, GgmlType::kQ4_K>;
 using TilesQ5_K = TilesK4<BlockQ5_K, GgmlType::kQ5_K>;
 
+// The row tile of a type with one scale per super-block and no min term (Q6_K, Q3_K, IQ4_XS):
+// isums(i, isum) writes super-block i's integer sums of the NP token pairs; each is FMA'd into the
+// pair's accumulator times d_y * d.
+template <int NP, class Block, class Isums>
+[[gnu::always_inline]] inline void single_scale_row(int64_t n_sb, const Block* w, const Q8KTileTerms& terms, float* out,
+                                                    const uint8_t* pf_limit, Isums&& isums) {
+  __m512 acc2[NP];
+  for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n_sb; ++i) {
+    prefetch_ahead(w + i, static_cast<int>(sizeof(Block)), pf_limit);
+    __m512i isum[NP];
+    isums(i, isum);
+    const __m512 d = _mm512_set1_ps(h2f(w[i].d));
+    for (int p = 0; p < NP; ++p) {
+      acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
+    }
+  }
+  store_tile_results<NP, TileMins::kNone>(acc2, nullptr, out);
+}
+
 // One Q6_K row against NP token pairs; results to out[0 .. 2 NP). Chunk c = 4 half + k of a
 // super-block (DotQ6_K's q[k] of that half) has 6-bit values (ql nibble | 2 qh bits << 4):
 // k = 0: ql[64 half + l] low nibble, qh bits 0-1; k = 1: ql[64 half + 32 + l] low, qh bits 2-3;
@@ -210,20 +230,16 @@ struct TilesQ6_K {
   static void row(int64_t n_sb, const void* wv, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
                   const uint8_t* pf_limit) {
     const auto* w = static_cast<const BlockQ6_K*>(wv);
-    __m512 acc2[NP];
-    for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
     const __m512i low_mask = _mm512_set1_epi8(0x0F);
     const __m512i six_bits = _mm512_set1_epi8(0x3F);
     // Scale words of chunk c: [sc[2c] x8 | sc[2c+1] x8] in both 256-bit halves.
     __m512i idx[8];
     for (int c = 0; c < 8; ++c) idx[c] = words_by_quarter(2 * c, 2 * c + 1, 2 * c, 2 * c + 1);
-    for (int64_t i = 0; i < n_sb; ++i) {
-      prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ6_K)), pf_limit);
+    single_scale_row<NP>(n_sb, w, terms, out, pf_limit, [&](int64_t i, __m512i* isum) {
       const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w[i].scales));
       const __m512i scw = _mm512_zextsi256_si512(sc16);
       // 32 * sc in 16 bits (|32 * sc| <= 4096): the starting sums are -32 * (sc . bsums) per lane.
       const __m512i sc32 = _mm512_broadcast_i64x4(_mm256_slli_epi16(sc16, 5));
-      __m512i isum[NP];
       for (int p = 0; p < NP; ++p) isum[p] = _mm512_madd_epi16(terms.nbsum2[i][p], sc32);
       for (int half = 0; half < 2; ++half) {
         const __m512i qa = _mm512_broadcast_i64x4(load256(w[i].ql + 64 * half));
@@ -246,12 +262,7 @@ struct TilesQ6_K {
           }
         }
       }
-      const __m512 d = _mm512_set1_ps(h2f(w[i].d));
-      for (int p = 0; p < NP; ++p) {
-        acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
-      }
-    }
-    store_tile_results<NP, TileMins::kNone>(acc2, nullptr, out);
+    });
   }
 };
 

@@ -77,18 +77,14 @@ struct TilesQ3_K {
   static void row(int64_t n_sb, const void* wv, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
                   const uint8_t* pf_limit) {
     const auto* w = static_cast<const BlockQ3_K*>(wv);
-    __m512 acc2[NP];
-    for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
     const __m512i two_bits = _mm512_set1_epi8(0x03);
     const __m512i bit2 = _mm512_set1_epi8(0x04);
     const __m512i four = _mm512_set1_epi8(4);
     const ChunkWordIndex cw;
     const Q3KScaleConsts sk;
-    for (int64_t i = 0; i < n_sb; ++i) {
-      prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ3_K)), pf_limit);
+    single_scale_row<NP>(n_sb, w, terms, out, pf_limit, [&](int64_t i, __m512i* isum) {
       const __m512i scw = _mm512_zextsi256_si512(q3_k_scale_words(w[i].scales, sk));
       const __m512i hm = _mm512_broadcast_i64x4(load256(w[i].hmask));
-      __m512i isum[NP];
       for (int p = 0; p < NP; ++p) isum[p] = _mm512_setzero_si512();
       for (int half = 0; half < 2; ++half) {
         const __m512i q2 = _mm512_broadcast_i64x4(load256(w[i].qs + 32 * half));
@@ -106,12 +102,7 @@ struct TilesQ3_K {
           }
         }
       }
-      const __m512 d = _mm512_set1_ps(h2f(w[i].d));
-      for (int p = 0; p < NP; ++p) {
-        acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
-      }
-    }
-    store_tile_results<NP, TileMins::kNone>(acc2, nullptr, out);
+    });
   }
 };
 
@@ -122,17 +113,13 @@ struct TilesIQ4_XS {
   static void row(int64_t n_sb, const void* wv, const Q8KPairBlock* acts, const Q8KTileTerms& terms, float* out,
                   const uint8_t* pf_limit) {
     const auto* w = static_cast<const BlockIQ4_XS*>(wv);
-    __m512 acc2[NP];
-    for (int p = 0; p < NP; ++p) acc2[p] = _mm512_setzero_ps();
     const __m512i lut = _mm512_broadcast_i32x4(load128(kIq4nlValues));
     // Block ib's 16 quant bytes in every 128-bit lane, high nibbles shifted down in lanes 1 and 3:
     // [low nibbles | high nibbles] = the block's 32 values, for both tokens of a pair.
     const __m512i nibble_shift = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0,
                                                    0x0004000400040004, 0x0004000400040004);
     const __m512i low_mask = _mm512_set1_epi8(0x0F);
-    for (int64_t i = 0; i < n_sb; ++i) {
-      prefetch_ahead(w + i, static_cast<int>(sizeof(BlockIQ4_XS)), pf_limit);
-      __m512i isum[NP];
+    single_scale_row<NP>(n_sb, w, terms, out, pf_limit, [&](int64_t i, __m512i* isum) {
       for (int p = 0; p < NP; ++p) isum[p] = _mm512_setzero_si512();
       for (int c = 0; c < 8; ++c) {
         const __m512i x = _mm512_broadcast_i32x4(load128(w[i].qs + 16 * c));
@@ -144,12 +131,7 @@ struct TilesIQ4_XS {
           isum[p] = _mm512_dpwssd_epi32(isum[p], signed_pairs(q_abs, neg, _mm512_load_si512(acts[i].qs[c][p])), s);
         }
       }
-      const __m512 d = _mm512_set1_ps(h2f(w[i].d));
-      for (int p = 0; p < NP; ++p) {
-        acc2[p] = _mm512_fmadd_ps(_mm512_mul_ps(terms.yd2[i][p], d), _mm512_cvtepi32_ps(isum[p]), acc2[p]);
-      }
-    }
-    store_tile_results<NP, TileMins::kNone>(acc2, nullptr, out);
+    });
   }
 };
 

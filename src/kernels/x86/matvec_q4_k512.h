@@ -117,19 +117,28 @@ inline float q4_k_row_dot(int64_t n_sb, const BlockQ4_K* w, const Q8KForQ4K* a, 
   return hsum_ps(_mm512_castps512_ps256(acc)) + hsum4_ps(_mm512_extractf32x4_ps(acc, 2));
 }
 
-// out[r] = dot(w row r, a) for r < n_rows; needs n / 256 <= kMatvecMaxSuperBlocks. Prefetches run
-// ahead across the rows of this call, never past them.
-inline void matvec_q4_k(int64_t n, int64_t n_rows, const uint8_t* w, size_t w_row_bytes, const BlockQ8_K* a,
-                        float* out) {
+// out[r] = row_dot(n_sb, row r, laid-out a, pf_limit) for r < n_rows, n / 256 <=
+// kMatvecMaxSuperBlocks: the activations laid out once, prefetches ahead across the rows of this
+// call, never past them.
+template <class Block, class RowDot>
+void matvec_k4(int64_t n, int64_t n_rows, const uint8_t* w, size_t w_row_bytes, const BlockQ8_K* a, float* out,
+               RowDot&& row_dot) {
   const int64_t n_sb = n / 256;
   Q8KForQ4K laid_out[kMatvecMaxSuperBlocks];
   lay_out_q8k_for_q4k(a, n_sb, laid_out);
-  const Q4KMatvecConsts k;
   const uint8_t* w_end = w + static_cast<size_t>(n_rows) * w_row_bytes;
   for (int64_t r = 0; r < n_rows; ++r) {
-    out[r] = q4_k_row_dot(n_sb, reinterpret_cast<const BlockQ4_K*>(w + static_cast<size_t>(r) * w_row_bytes),
-                          laid_out, k, w_end);
+    out[r] = row_dot(n_sb, reinterpret_cast<const Block*>(w + static_cast<size_t>(r) * w_row_bytes), laid_out, w_end);
   }
+}
+
+inline void matvec_q4_k(int64_t n, int64_t n_rows, const uint8_t* w, size_t w_row_bytes, const BlockQ8_K* a,
+                        float* out) {
+  const Q4KMatvecConsts k;
+  matvec_k4<BlockQ4_K>(n, n_rows, w, w_row_bytes, a, out,
+                       [&](int64_t n_sb, const BlockQ4_K* row, const Q8KForQ4K* la, const uint8_t* pf_limit) {
+                         return q4_k_row_dot(n_sb, row, la, k, pf_limit);
+                       });
 }
 
 }  // namespace

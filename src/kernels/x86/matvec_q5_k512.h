@@ -57,19 +57,14 @@ inline float q5_k_row_dot(int64_t n_sb, const BlockQ5_K* w, const Q8KForQ4K* a, 
   return hsum_ps(_mm512_castps512_ps256(acc)) + lanes[8];
 }
 
-// out[r] = dot(w row r, a) for r < n_rows; needs n / 256 <= kMatvecMaxSuperBlocks. Prefetches run
-// ahead across the rows of this call, never past them.
+// matvec_q4_k for Q5_K rows.
 inline void matvec_q5_k(int64_t n, int64_t n_rows, const uint8_t* w, size_t w_row_bytes, const BlockQ8_K* a,
                         float* out) {
-  const int64_t n_sb = n / 256;
-  Q8KForQ4K laid_out[kMatvecMaxSuperBlocks];
-  lay_out_q8k_for_q4k(a, n_sb, laid_out);
   const Q5KMatvecConsts k;
-  const uint8_t* w_end = w + static_cast<size_t>(n_rows) * w_row_bytes;
-  for (int64_t r = 0; r < n_rows; ++r) {
-    out[r] = q5_k_row_dot(n_sb, reinterpret_cast<const BlockQ5_K*>(w + static_cast<size_t>(r) * w_row_bytes),
-                          laid_out, k, w_end);
-  }
+  matvec_k4<BlockQ5_K>(n, n_rows, w, w_row_bytes, a, out,
+                       [&](int64_t n_sb, const BlockQ5_K* row, const Q8KForQ4K* la, const uint8_t* pf_limit) {
+                         return q5_k_row_dot(n_sb, row, la, k, pf_limit);
+                       });
 }
 
 // vec_dot entry for Q5_K: the matvec of one row (rows too long for it: the 256-bit kernel).
