@@ -50,25 +50,6 @@ constexpr int64_t kQ32RowsMaxBlocks = 384;
 // Activation blocks whose -c * lane sums are prepared at once (32 bytes each: 64 KB of stack).
 constexpr int64_t kQ32BiasBlocks = 2048;
 
-// The fp16 field at byte `offset` of block i of each of the 16 rows, as floats. The halves are
-// packed in general registers (no 2-byte stores for a 32-byte load to wait on).
-template <class W>
-[[gnu::always_inline]] inline __m512 row_halves16(const W* const* rows, int64_t i, size_t offset) {
-  uint64_t q[4];
-  for (int g = 0; g < 4; ++g) {
-    uint64_t v = 0;
-    for (int j = 0; j < 4; ++j) {
-      uint16_t h;
-      __builtin_memcpy(&h, reinterpret_cast<const uint8_t*>(rows[4 * g + j] + i) + offset, 2);
-      v |= static_cast<uint64_t>(h) << (16 * j);
-    }
-    q[g] = v;
-  }
-  const __m256i h = _mm256_setr_epi64x(static_cast<int64_t>(q[0]), static_cast<int64_t>(q[1]),
-                                       static_cast<int64_t>(q[2]), static_cast<int64_t>(q[3]));
-  return _mm512_cvtph_ps(h);
-}
-
 // Lanes of the 16 rows' 16 packed bytes of block i at byte `offset`: out[j] lane r = dword j of
 // row r. Each register takes a 128-bit slice of four rows (row m + 4L in slice L), then two
 // rounds of unpacks leave the rows in order. 16 loads and inserts, 8 shuffles.
@@ -177,8 +158,9 @@ struct LanesIQ4_NL : Q32Lanes<FmtIQ4_NL, 128, false> {  // table value + 128
 template <class F>
 [[gnu::always_inline]] inline void lay_out_q32(const typename F::W* const* rows, int64_t i, Q32Block& b) {
   F::lay_out(rows, i, b.q);
-  b.d = row_halves16(rows, i, offsetof(typename F::W, d));
-  if constexpr (F::kMin) b.m = row_halves16(rows, i, offsetof(typename F::W, m));
+  using W = typename F::W;
+  b.d = row_halves(rows, sizeof(W) * static_cast<size_t>(i) + offsetof(W, d));
+  if constexpr (F::kMin) b.m = row_halves(rows, sizeof(W) * static_cast<size_t>(i) + offsetof(W, m));
 }
 
 // bias[8 * i + k] = -c * (sum of activation bytes 4k..4k+3 of block i), for nb blocks.

@@ -69,11 +69,23 @@ constexpr int kRowsMaxSuperBlocks = 48;
   return _mm512_set1_epi32(v);
 }
 
-// Row r's fp16 field at byte `offset` of each of its blocks, for the 16 rows, as floats.
-inline __m512 row_halves(const uint8_t* const* rows, size_t offset) {
-  alignas(32) uint16_t h[kRowLanes];
-  for (int r = 0; r < kRowLanes; ++r) __builtin_memcpy(&h[r], rows[r] + offset, 2);
-  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+// The fp16 field at byte `offset` past each of the 16 row pointers, as floats (lane r: row r's).
+// The halves are packed in general registers: 2-byte stores read back by one 32-byte load would
+// wait on store forwarding.
+template <class R>
+[[gnu::always_inline]] inline __m512 row_halves(const R* const* rows, size_t offset) {
+  uint64_t q[4];
+  for (int g = 0; g < 4; ++g) {
+    uint64_t v = 0;
+    for (int j = 0; j < 4; ++j) {
+      uint16_t h;
+      __builtin_memcpy(&h, reinterpret_cast<const uint8_t*>(rows[4 * g + j]) + offset, 2);
+      v |= static_cast<uint64_t>(h) << (16 * j);
+    }
+    q[g] = v;
+  }
+  return _mm512_cvtph_ps(_mm256_setr_epi64x(static_cast<int64_t>(q[0]), static_cast<int64_t>(q[1]),
+                                            static_cast<int64_t>(q[2]), static_cast<int64_t>(q[3])));
 }
 
 // KernelTable::gemm_rows for a kernel K: rows [0, n_rows) against tokens [0, n_tok) (any n_tok
