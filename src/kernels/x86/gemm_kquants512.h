@@ -304,60 +304,49 @@ void gemm_pair_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const uint8_t* wb
   }
 }
 
-// KernelTable::gemm for Q4_K: pair tiles, a single token through matvec_q4_k, over-long rows
-// through DotQ4_K512.
-void gemm_q4_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
-                     size_t a_row_bytes, float* out, int64_t out_stride) {
+// A one-token matvec over laid-out activations (matvec_q4_k, matvec_q5_k), for rows of up to
+// kMatvecMaxSuperBlocks super-blocks.
+using MatvecFn = void (*)(int64_t n, int64_t n_rows, const uint8_t* w, size_t w_row_bytes, const BlockQ8_K* a,
+                          float* out);
+
+// A gemm entry over the rows of one call: K's dot_prefetch where it has one, else gemm_entry.
+template <class K>
+void gemm_one_row_kernel(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                         size_t a_row_bytes, float* out, int64_t out_stride) {
+  if constexpr (requires { &K::template dot_prefetch<1>; }) {
+    gemm_entry_prefetch<K>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
+  } else {
+    gemm_entry<K>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
+  }
+}
+
+// KernelTable::gemm of a K-quant: pair tiles for batches; one token through kMatvec where the
+// type has one (and the row fits it), else through the one-row kernel K, which also takes rows
+// longer than a tile describes.
+template <class Tiles, class K, MatvecFn kMatvec = nullptr>
+void gemm_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                size_t a_row_bytes, float* out, int64_t out_stride) {
   const int64_t n_sb = n / 256;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
-  if (n_tok == 1 && n_sb <= kMatvecMaxSuperBlocks) {
-    matvec_q4_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(ab), out);
+  auto one_token = [&](const uint8_t* a1, float* o) {
+    if constexpr (kMatvec != nullptr) {
+      if (n_sb <= kMatvecMaxSuperBlocks) {
+        kMatvec(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(a1), o);
+        return;
+      }
+    }
+    gemm_one_row_kernel<K>(n, n_rows, 1, w, w_row_bytes, a1, a_row_bytes, o, out_stride);
+  };
+  if (n_tok == 1) {
+    one_token(ab, out);
     return;
   }
-  if (n_tok < 2 || n_sb > kTileMaxSuperBlocks) {
-    gemm_entry_prefetch<DotQ4_K512>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
+  if (n_sb > kTileMaxSuperBlocks) {
+    gemm_one_row_kernel<K>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
     return;
   }
-  gemm_pair_tiles<TilesQ4_K>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride,
-                                   [&](const uint8_t* a1, float* o) {
-                                     matvec_q4_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(a1), o);
-                                   });
-}
-
-// KernelTable::gemm for Q5_K: pair tiles, a single token through matvec_q5_k, over-long rows
-// through DotQ5_K.
-void gemm_q5_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
-                     size_t a_row_bytes, float* out, int64_t out_stride) {
-  const int64_t n_sb = n / 256;
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* ab = static_cast<const uint8_t*>(a);
-  if (n_tok == 1 && n_sb <= kMatvecMaxSuperBlocks) {
-    matvec_q5_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(ab), out);
-    return;
-  }
-  if (n_tok < 2 || n_sb > kTileMaxSuperBlocks) {
-    gemm_entry<DotQ5_K<VnniInt>>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
-    return;
-  }
-  gemm_pair_tiles<TilesQ5_K>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride,
-                                   [&](const uint8_t* a1, float* o) {
-                                     matvec_q5_k(n, n_rows, wb, w_row_bytes, reinterpret_cast<const BlockQ8_K*>(a1), o);
-                                   });
-}
-
-// KernelTable::gemm for Q6_K: pair tiles; one token and over-long rows through DotQ6_K512.
-void gemm_q6_k_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
-                     size_t a_row_bytes, float* out, int64_t out_stride) {
-  if (n_tok < 2 || n / 256 > kTileMaxSuperBlocks) {
-    gemm_entry_prefetch<DotQ6_K512>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
-    return;
-  }
-  gemm_pair_tiles<TilesQ6_K>(
-      n, n_rows, n_tok, static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(a), a_row_bytes,
-      out, out_stride, [&](const uint8_t* a1, float* o) {
-        gemm_entry_prefetch<DotQ6_K512>(n, n_rows, 1, w, w_row_bytes, a1, a_row_bytes, o, out_stride);
-      });
+  gemm_pair_tiles<Tiles>(n, n_rows, n_tok, wb, w_row_bytes, ab, a_row_bytes, out, out_stride, one_token);
 }
 
 }  // namespace

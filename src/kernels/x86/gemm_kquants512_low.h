@@ -135,20 +135,5 @@ struct TilesIQ4_XS {
   }
 };
 
-// KernelTable::gemm for the types of this file: pair tiles; one token (and rows longer than a
-// tile takes) through the one-row kernel K.
-template <class Tiles, class K>
-void gemm_low_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
-                    size_t a_row_bytes, float* out, int64_t out_stride) {
-  if (n_tok < 2 || n / 256 > kTileMaxSuperBlocks) {
-    gemm_entry_prefetch<K>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
-    return;
-  }
-  gemm_pair_tiles<Tiles>(n, n_rows, n_tok, static_cast<const uint8_t*>(w), w_row_bytes, static_cast<const uint8_t*>(a),
-                         a_row_bytes, out, out_stride, [&](const uint8_t* a1, float* o) {
-                           gemm_entry_prefetch<K>(n, n_rows, 1, w, w_row_bytes, a1, a_row_bytes, o, out_stride);
-                         });
-}
-
 }  // namespace
 }  // namespace sniper::x86

@@ -24,15 +24,15 @@ void patch_kquants_avx512(KernelTable& t) {
   switch (t.type) {
     case GgmlType::kQ2_K:
       t.vec_dot = &x86::vec_dot_entry<x86::DotQ2_K512>;
-      t.gemm = &x86::gemm_low_tiles<x86::TilesQ2_K, x86::DotQ2_K512>;
+      t.gemm = &x86::gemm_tiles<x86::TilesQ2_K, x86::DotQ2_K512>;
       break;
     case GgmlType::kQ3_K:
       t.vec_dot = &x86::vec_dot_entry<x86::DotQ3_K512>;
-      t.gemm = &x86::gemm_low_tiles<x86::TilesQ3_K, x86::DotQ3_K512>;
+      t.gemm = &x86::gemm_tiles<x86::TilesQ3_K, x86::DotQ3_K512>;
       break;
     case GgmlType::kQ4_K:
       t.vec_dot = &x86::vec_dot_entry<x86::DotQ4_K512>;
-      t.gemm = &x86::gemm_q4_k_tiles;
+      t.gemm = &x86::gemm_tiles<x86::TilesQ4_K, x86::DotQ4_K512, x86::matvec_q4_k>;
       t.gemm_rows = &x86::gemm_rows<x86::Q4KRows>;  // twin: dot_q4_K_q8_K_superblock_order_ref
       t.rows_min_tokens = x86::Q4KRows::kMinTokens;
       t.rows_max_blocks = x86::kRowsMaxSuperBlocks;
@@ -40,15 +40,15 @@ void patch_kquants_avx512(KernelTable& t) {
       break;
     case GgmlType::kQ5_K:
       t.vec_dot = &x86::vec_dot_q5_k_512;
-      t.gemm = &x86::gemm_q5_k_tiles;
+      t.gemm = &x86::gemm_tiles<x86::TilesQ5_K, x86::DotQ5_K<x86::VnniInt>, x86::matvec_q5_k>;
       break;
     case GgmlType::kQ6_K:
       t.vec_dot = &x86::vec_dot_entry<x86::DotQ6_K512>;
-      t.gemm = &x86::gemm_q6_k_tiles;
+      t.gemm = &x86::gemm_tiles<x86::TilesQ6_K, x86::DotQ6_K512>;
       break;
     case GgmlType::kIQ4_XS:
       t.vec_dot = &x86::vec_dot_entry<x86::DotIQ4_XS512>;
-      t.gemm = &x86::gemm_low_tiles<x86::TilesIQ4_XS, x86::DotIQ4_XS512>;
+      t.gemm = &x86::gemm_tiles<x86::TilesIQ4_XS, x86::DotIQ4_XS512>;
       break;
     default: break;
   }
