@@ -53,7 +53,9 @@ Layer make_layer(const AttentionLayout& layout, int64_t n_kv_heads, std::mt19937
         } else {  // V^T: [kv_head * head_dim + d][vt_row_bytes / 2]
           auto* vt = reinterpret_cast<fp16_t*>(l.v.data());
           const size_t vt_row = layout.vt_row_bytes / sizeof(fp16_t);
-          for (int64_t i = 0; i < hd; ++i) vt[static_cast<size_t>(h * hd + i) * vt_row + static_cast<size_t>(p)] = fp32_to_fp16(row[static_cast<size_t>(i)]);
+          for (int64_t i = 0; i < hd; ++i) {
+            vt[static_cast<size_t>(h * hd + i) * vt_row + static_cast<size_t>(p)] = fp32_to_fp16(row[static_cast<size_t>(i)]);
+          }
         }
       }
     }

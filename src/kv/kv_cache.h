@@ -5,10 +5,10 @@
 // attention streams them sequentially; see AttentionLayout); V is the same for q8_0 and
 // transposed, [n_kv_heads][head_dim][n_ctx], for f16 (llama.cpp's non-flash-attention layout,
 // which kernels/attention.h reads; see AttentionLayout::v_transposed), each V^T row padded to a
-// whole number of cache lines (kVtRowAlign positions; the padding is never read as a position). Saved contexts use a
-// layout-independent order (save_layer / load_layer). All memory is allocated in the
-// constructor; nothing allocates per token. Thread-compatible; distinct positions may be written
-// concurrently.
+// whole number of cache lines (kVtRowAlign positions; the padding is never read as a position).
+// Saved contexts use a layout-independent order (save_layer / load_layer). All memory is
+// allocated in the constructor; nothing allocates per token. Thread-compatible; distinct
+// positions may be written concurrently.
 #pragma once
 
 #include <cstddef>

@@ -110,17 +110,22 @@ template <class W>
 
 // Row-lane forms of the formats: lay_out(rows, i, q) writes block i of the 16 rows as unsigned
 // bytes (q[k] lane r = row r's values 4k..4k+3), each value u standing for u - kOffset. kMin: the
-// block has a min m (Q4_1, Q5_1), applied as fma(m, s_a, summ) in block order.
-template <class Fmt, int kC, bool kHasMin>
+// block has a min m (Q4_1, Q5_1), applied as fma(m, s_a, summ) in block order. kOneTokenLanes:
+// one token (decode) takes the row lanes too. Q8_0 does not: row at a time its rows are single
+// sequential streams, and that 256-bit kernel read 55-57 GB/s from DRAM on two cores against
+// 47-51 for 16 lockstep rows (the row lanes win only in cache); the 4- and 5-bit formats decode
+// 16-18 GB/s a core row at a time and gain 60-70% in row lanes.
+template <class Fmt, int kC, bool kHasMin, bool kOneToken = true>
 struct Q32Lanes {
   using Base = Fmt;  // the 256-bit format policy (dot_q32.h)
   using W = typename Fmt::W;
   using A = typename Fmt::A;
   static constexpr int kOffset = kC;
   static constexpr bool kMin = kHasMin;
+  static constexpr bool kOneTokenLanes = kOneToken;
 };
 
-struct LanesQ8_0 : Q32Lanes<FmtQ8_0, 128, false> {  // q + 128
+struct LanesQ8_0 : Q32Lanes<FmtQ8_0, 128, false, false> {  // q + 128
   static void lay_out(const W* const* rows, int64_t i, __m512i* q) {
     __m512i z[8];
     for (int k = 0; k < 8; ++k) z[k] = two_rows(rows[k][i].qs, rows[k + 8][i].qs);
@@ -234,9 +239,9 @@ struct Q32Acc {
 
 // Prefetches the next group of rows while the current one computes. A group reads 16 rows in
 // lockstep (16 short streams a core), which the hardware prefetchers follow poorly from DRAM:
-// one-token decode of Q8_0 ran at 33 GB/s against 55 for a row-by-row kernel. The next group's
-// rows are one contiguous region; its lines are requested in order, spread over the current
-// group's block steps.
+// without this, one-token Q8_0 read 33 GB/s on two cores and Q4_0 27; with it, Q4_0 reads 55-57.
+// The next group's rows are one contiguous region; its lines are requested in order, spread over
+// the current group's block steps.
 class NextGroupPrefetch {
  public:
   NextGroupPrefetch(const uint8_t* begin, const uint8_t* end, int64_t steps)
@@ -261,8 +266,8 @@ constexpr int kQ32PassTokens = 2;
 // its buffer (rows of up to 32768 elements).
 constexpr bool q32_rows_fit(int64_t nb) { return nb * kQ32PassTokens <= kQ32BiasBlocks; }
 
-// KernelTable::gemm for format F: rows [0, n_rows) against tokens [0, n_tok) (any n_tok >= 1),
-// q32_rows_fit(n / 32).
+// KernelTable::gemm for format F: rows [0, n_rows) against tokens [0, n_tok), q32_rows_fit(n / 32),
+// and n_tok >= 2 unless F::kOneTokenLanes.
 template <class F>
 void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
                    size_t a_row_bytes, float* out, int64_t out_stride) {

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: MIT
 // AVX-512 tier kernels for the 32-element block formats: the row-lane matvec and gemm of
 // x86/gemm_q32_rows512.h (16 rows in the lanes of a zmm, VNNI vpdpbusd), with x86/dot_q32.h's
-// 256-bit kernel for vec_dot, for one token of Q8_0 and for rows longer than the row-lane path
-// takes. Every entry gives the ref tier's bits.
+// 256-bit kernel for vec_dot, for one token of Q8_0 (Q32Lanes::kOneTokenLanes) and for rows
+// longer than the row-lane path takes. Every entry gives the ref tier's bits.
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
 // -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <type_traits>
-
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_q32.h"
 #include "kernels/x86/gemm_q32_rows512.h"
@@ -21,16 +19,7 @@ namespace {
 template <class L>
 void gemm_q32(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
               size_t a_row_bytes, float* out, int64_t out_stride) {
-  // One token of Q8_0 (decode): the row-at-a-time kernel. Its rows are single sequential streams
-  // and it reads as fast as memory on two cores (55-57 GB/s from DRAM against 47-51 for the 16
-  // lockstep rows of the row-lane kernel, which wins only where the data is in cache); the
-  // 4- and 5-bit formats decode 16-18 GB/s a core that way and gain 60-70% in row lanes.
-  if (n_tok == 1 && std::is_same_v<L, x86::LanesQ8_0>) {
-    x86::gemm_entry<x86::DotQ32<x86::VnniInt, typename L::Base>>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out,
-                                                                 out_stride);
-    return;
-  }
-  if (x86::q32_rows_fit(n / 32)) {
+  if (x86::q32_rows_fit(n / 32) && (n_tok >= 2 || L::kOneTokenLanes)) {
     x86::gemm_q32_rows<L>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out, out_stride);
   } else {
     x86::gemm_entry<x86::DotQ32<x86::VnniInt, typename L::Base>>(n, n_rows, n_tok, w, w_row_bytes, a, a_row_bytes, out,
