@@ -150,6 +150,15 @@ struct DotQ4_K512 {
   }
 };
 
+// Scale words of chunk pair hp (chunks 2hp, 2hp + 1 = 16-element groups 4hp .. 4hp + 3): one
+// group per 128-bit quarter, from 16 scale words.
+struct GroupWordIndex {
+  __m512i idx[4];
+  GroupWordIndex() {
+    for (int hp = 0; hp < 4; ++hp) idx[hp] = words_by_quarter(4 * hp, 4 * hp + 1, 4 * hp + 2, 4 * hp + 3);
+  }
+};
+
 // Q6_K: per half, zmm pair p (p = 0: chunks 0,1; p = 1: chunks 2,3 of DotQ6_K) against the 64
 // contiguous activation bytes 128*half + 64p; ql of chunks 0,1 are 64 contiguous bytes, the
 // 2 high bits come from the shared qh bytes shifted by 4p + {0 | 2}.
@@ -171,9 +180,8 @@ struct DotQ6_K512 {
     const __m512i two_bits = _mm512_set1_epi8(0x03);
     const __m512i shift01 = words_by_quarter(0, 0, 2, 2);
     const __m512i shift23 = words_by_quarter(4, 4, 6, 6);
-    // Words: 8 per 16-element group; pair p of half h covers groups 8h + 4p .. 8h + 4p + 3.
-    __m512i idx[4];
-    for (int hp = 0; hp < 4; ++hp) idx[hp] = words_by_quarter(4 * hp, 4 * hp + 1, 4 * hp + 2, 4 * hp + 3);
+    // Pair p of half h covers groups 8h + 4p .. 8h + 4p + 3.
+    const GroupWordIndex gw;
     for (int64_t i = 0; i < n / 256; ++i) {
       prefetch_ahead(w + i, static_cast<int>(sizeof(BlockQ6_K)), pf_limit);
       const __m256i sc16_256 = _mm256_cvtepi8_epi16(load128(w[i].scales));
@@ -192,8 +200,8 @@ struct DotQ6_K512 {
         const __m512i q01 = _mm512_or_si512(_mm512_and_si512(ql, low_mask), _mm512_slli_epi16(h01, 4));
         const __m512i q23 =
             _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_mask), _mm512_slli_epi16(h23, 4));
-        const __m512i s01 = _mm512_permutexvar_epi16(idx[2 * half], sc16);
-        const __m512i s23 = _mm512_permutexvar_epi16(idx[2 * half + 1], sc16);
+        const __m512i s01 = _mm512_permutexvar_epi16(gw.idx[2 * half], sc16);
+        const __m512i s23 = _mm512_permutexvar_epi16(gw.idx[2 * half + 1], sc16);
         for (int t = 0; t < NT; ++t) {
           const __m512i y01 = _mm512_loadu_si512(a[t][i].qs + 128 * half);
           const __m512i y23 = _mm512_loadu_si512(a[t][i].qs + 128 * half + 64);

@@ -21,15 +21,6 @@ namespace sniper::x86 {
 // Internal linkage on purpose (see dot_kquants.h).
 namespace {
 
-// Scale words of chunk pair hp (chunks 2hp, 2hp + 1 = 16-element groups 4hp .. 4hp + 3): one
-// group per 128-bit quarter, from 16 scale words.
-struct GroupWordIndex {
-  __m512i idx[4];
-  GroupWordIndex() {
-    for (int hp = 0; hp < 4; ++hp) idx[hp] = words_by_quarter(4 * hp, 4 * hp + 1, 4 * hp + 2, 4 * hp + 3);
-  }
-};
-
 // The 16 i32 lanes of a super-block (two 8-lane halves) to the reference's 8 lanes, then the
 // float step acc += dd * lanes.
 [[gnu::always_inline]] inline __m256 fold_fma(__m256 acc, float dd, __m512i isum) {

@@ -198,6 +198,14 @@ struct TilesK4 {
 using TilesQ4_K = TilesK4<BlockQ4_K, GgmlType::kQ4_K>;
 using TilesQ5_K = TilesK4<BlockQ5_K, GgmlType::kQ5_K>;
 
+// Scale words of chunk c in both 256-bit halves: [scale of group 2c x8 | of group 2c + 1 x8].
+struct ChunkWordIndex {
+  __m512i idx[8];
+  ChunkWordIndex() {
+    for (int c = 0; c < 8; ++c) idx[c] = words_by_quarter(2 * c, 2 * c + 1, 2 * c, 2 * c + 1);
+  }
+};
+
 // The row tile of a type with one scale per super-block and no min term (Q6_K, Q3_K, IQ4_XS):
 // isums(i, isum) writes super-block i's integer sums of the NP token pairs; each is FMA'd into the
 // pair's accumulator times d_y * d.
@@ -232,9 +240,7 @@ struct TilesQ6_K {
     const auto* w = static_cast<const BlockQ6_K*>(wv);
     const __m512i low_mask = _mm512_set1_epi8(0x0F);
     const __m512i six_bits = _mm512_set1_epi8(0x3F);
-    // Scale words of chunk c: [sc[2c] x8 | sc[2c+1] x8] in both 256-bit halves.
-    __m512i idx[8];
-    for (int c = 0; c < 8; ++c) idx[c] = words_by_quarter(2 * c, 2 * c + 1, 2 * c, 2 * c + 1);
+    const ChunkWordIndex cw;
     single_scale_row<NP>(n_sb, w, terms, out, pf_limit, [&](int64_t i, __m512i* isum) {
       const __m256i sc16 = _mm256_cvtepi8_epi16(load128(w[i].scales));
       const __m512i scw = _mm512_zextsi256_si512(sc16);
@@ -256,7 +262,7 @@ struct TilesQ6_K {
         q[3] = join(_mm512_srli_epi16(qb, 4), _mm512_srli_epi16(qh, 2));
         for (int k = 0; k < 4; ++k) {
           const int c = 4 * half + k;
-          const __m512i s = _mm512_permutexvar_epi16(idx[c], scw);
+          const __m512i s = _mm512_permutexvar_epi16(cw.idx[c], scw);
           for (int p = 0; p < NP; ++p) {
             isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(q[k], _mm512_load_si512(acts[i].qs[c][p])), s);
           }

@@ -20,14 +20,6 @@ namespace sniper::x86 {
 // Internal linkage on purpose (see dot_kquants.h).
 namespace {
 
-// Scale words of chunk c in both 256-bit halves: [scale of group 2c x8 | of group 2c + 1 x8].
-struct ChunkWordIndex {
-  __m512i idx[8];
-  ChunkWordIndex() {
-    for (int c = 0; c < 8; ++c) idx[c] = words_by_quarter(2 * c, 2 * c + 1, 2 * c, 2 * c + 1);
-  }
-};
-
 struct TilesQ2_K {
   static constexpr GgmlType kType = GgmlType::kQ2_K;
 
