@@ -188,6 +188,8 @@ TEST(Attention, F16GroupsMatchRefPerHead) {
   check_all(GgmlType::kF16, 128, 1, 8, 300, {0, 100, 299}, {1, 3});
   check_all(GgmlType::kF16, 80, 2, 3, 300, {0, 17, 290}, {1, 4});  // head_dim % 16 != 0: vec_dot order
   check_all(GgmlType::kF16, 64, 3, 1, 100, {0, 99}, {1, 2});         // n_ctx < 256 and no grouping
+  // More heads than K rows per tile: some heads' passes widen none of the next tile's rows.
+  check_all(GgmlType::kF16, 64, 1, 20, 300, {0, 40, 299}, {1, 2});
   // A context that is not a multiple of 64 and spans two of the V product's 2048-position chunks:
   // the last positions' dots end in ggml_vec_dot_f16's scalar tail.
   check_all(GgmlType::kF16, 128, 1, 8, 2100, {2047, 2048, 2063, 2099}, {1, 5});
