@@ -80,6 +80,8 @@ inline void kq_tile(const float* kf, const float* q, float* out, int nr) {
   }
 }
 
+inline __m512 widen(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+
 // Widens rows [ra, rb) of the tile of 16 K rows starting at r0 into kf (row r at kf + r * kHd);
 // rows past n_rows become zeros.
 template <int kHd>
@@ -92,9 +94,7 @@ inline void widen_rows(const uint8_t* k, size_t k_row_bytes, int64_t r0, int64_t
     }
     const auto* src = reinterpret_cast<const uint16_t*>(k + static_cast<size_t>(r0 + r) * k_row_bytes);
 #pragma GCC unroll 16
-    for (int i = 0; i < kHd; i += 16) {
-      _mm512_store_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
-    }
+    for (int i = 0; i < kHd; i += 16) _mm512_store_ps(dst + i, widen(src + i));
   }
 }
 
@@ -147,8 +147,6 @@ bool kq_dispatch(int64_t hd, int64_t n_rows, int64_t n_heads, const uint8_t* k, 
     default: return false;
   }
 }
-
-inline __m512 widen(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 
 // Each row's chunk is a short stream the hardware prefetchers would only pick up part way, so
 // the row two ahead is prefetched as this one is read: the two lines of 64 positions per step
