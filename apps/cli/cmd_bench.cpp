@@ -3,7 +3,8 @@
 //              [--residency auto|stream|mmap|resident] [--json]
 // Prefill and decode speed, time to first token, memory, SSD traffic and cache behaviour, set
 // against the physical limits measured on this machine: the SSD's O_DIRECT throughput at the
-// read size and depth the engine uses, and the RAM read bandwidth (roofline).
+// read size and depth the engine uses, and the RAM read bandwidth (roofline), which a resident
+// run also probes right before each of a few extra decode tokens (bench_paired.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "base/memory_limit.h"
 #include "bench_depth.h"
+#include "bench_paired.h"
 #include "base/process_stats.h"
 #include "commands.h"
 #include "common.h"
@@ -104,8 +106,10 @@ int cmd_bench(int argc, char** argv) {
     depth_kv = *k;
   }
   const int64_t depth_decode = std::min<int64_t>(*n_gen, 16);
+  // Decode tokens paired with a RAM probe each (bench_paired.h), after the timed decode.
+  const int64_t roofline_pairs = std::min<int64_t>(*n_gen, 16);
   if (lo->n_ctx == 0) {
-    lo->n_ctx = *n_prompt + *n_gen + 8;
+    lo->n_ctx = *n_prompt + *n_gen + roofline_pairs + 8;
     if (!depths.empty()) lo->n_ctx = std::max(lo->n_ctx, depths.back() + depth_decode + 8);
   }
   auto threads = args->get_int("--threads", 0, 0, 1024);
@@ -218,6 +222,9 @@ int cmd_bench(int argc, char** argv) {
   const double stall_share = decode_s > 0 ? stall_s / decode_s : 0;
   const uint64_t decode_faults = major_page_faults() - faults0;
   const double compute_s_per_token = (decode_s - stall_s) / static_cast<double>(done);
+  // Before the probes below: their buffers are not the engine's memory.
+  const uint64_t peak = peak_rss_bytes();
+  const uint64_t cg_peak = cgroup_memory_peak_bytes();
   // After every decode figure is taken: the probe's own reads must not count as decode traffic.
   const DiskProbeResult ssd_after = probe_ssd("after decode");
   // The mean of the two probes, or the one that worked (0: none did).
@@ -281,8 +288,17 @@ int cmd_bench(int argc, char** argv) {
     limit_tok_s = ram.gb_per_s * 1e9 / weight_bytes;
   }
   const double weight_gbps = weight_bytes * decode_tok_s / 1e9;
-  const uint64_t peak = peak_rss_bytes();
-  const uint64_t cg_peak = cgroup_memory_peak_bytes();
+  // The roofline again, probed right before each of a few more decode tokens (resident runs).
+  PairedRoofline paired;
+  if (probe && !disk_bound) {
+    const int64_t n_pairs = std::min<int64_t>(roofline_pairs, s.n_ctx() - s.n_past());
+    if (n_pairs > 0) {
+      const std::vector<int32_t> more = bench_prompt(*n_prompt + done + n_pairs, c.vocab_size);
+      auto r = measure_paired_roofline(s, weight_bytes, std::vector<int32_t>(more.end() - n_pairs, more.end()));
+      if (!r.ok()) return fail(r.error());
+      paired = *r;
+    }
+  }
 
   std::printf("model            %s (%s, %ld layers%s)\n", path.c_str(), c.arch.c_str(), static_cast<long>(c.n_layers),
               c.is_moe() ? (", " + std::to_string(c.n_experts) + " experts, " + std::to_string(c.n_experts_active) + " active").c_str() : "");
@@ -326,6 +342,12 @@ int cmd_bench(int argc, char** argv) {
   if (ram_after_gbps > 0) std::snprintf(ram_text, sizeof(ram_text), ": %.1f before, %.1f after decode", ram_before_gbps, ram_after_gbps);
   std::printf("weights          %.2f GB/token active, %.1f GB/s streamed from RAM (roofline %.1f GB/s%s)\n",
               weight_bytes / 1e9, weight_gbps, ram.gb_per_s, ram_text);
+  if (paired.n_pairs > 0) {
+    std::printf("roofline pairs   %ld tokens, each right after a RAM probe: median %.1f GB/s streamed of %.1f GB/s "
+                "probed = %.0f%% (pairs %.0f-%.0f%%)\n",
+                static_cast<long>(paired.n_pairs), paired.weight_gbps, paired.roofline_gbps, 100 * paired.share,
+                100 * paired.share_low, 100 * paired.share_high);
+  }
   if (limit_tok_s > 0) {
     std::printf("physical limit   %.3f tok/s -> decode at %.0f%% of it\n", limit_tok_s, 100 * decode_tok_s / limit_tok_s);
     if (hindsight_limit_tok_s > 0) {
@@ -375,13 +397,15 @@ int cmd_bench(int argc, char** argv) {
                 "\"peak_rss_bytes\":%llu,\"cgroup_peak_bytes\":%llu,\"bytes_read_per_token\":%.0f,\"ssd_gbps\":%.4f,"
                 "\"ssd_probe_gbps\":%.4f,\"ssd_probe_before_gbps\":%.4f,\"ssd_probe_after_gbps\":%.4f,\"hit_rate\":%.4f,\"demand_hit_rate\":%.4f,\"oracle_hit_rate\":%.4f,\"held_out_hit_rate\":%.4f,"
                 "\"io_stall_share\":%.4f,\"limit_decode_tok_s\":%.4f,\"limit_hindsight_decode_tok_s\":%.4f,\"roofline_gbps\":%.3f,\"weight_gbps\":%.3f,"
-                "\"prefetch_precision\":%.4f,\"prefetch_recall\":%.4f,\"decode_tok_s_1thread\":%.4f}\n",
+                "\"prefetch_precision\":%.4f,\"prefetch_recall\":%.4f,\"decode_tok_s_1thread\":%.4f,"
+                "\"paired_roofline_gbps\":%.3f,\"paired_weight_gbps\":%.3f,\"paired_roofline_share\":%.4f}\n",
                 path.c_str(), residency_mode_name(lo->residency), m.streams() ? "true" : "false",
                 static_cast<unsigned long long>(m.plan().budget_bytes), static_cast<long>(*n_prompt), static_cast<long>(done),
                 s.pool().n_threads(), static_cast<long>(so.batch), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
                 static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
                 ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
-                scaling_1t);
+                scaling_1t, paired.n_pairs > 0 ? paired.roofline_gbps : -1.0, paired.n_pairs > 0 ? paired.weight_gbps : -1.0,
+                paired.n_pairs > 0 ? paired.share : -1.0);
   }
   return 0;
 }

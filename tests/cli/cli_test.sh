@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The CLI end to end: the stories260K reference text, inspect, logits against the reference
-# rows, synth, and bad input (missing file, wrong arch, bad flags, malformed files): each error
+# rows, synth, chat, bench, and bad input (missing file, wrong arch, bad flags, malformed files): each error
 # is one clear line on stderr and a non-zero exit, never a crash.
 # Usage: cli_test.sh SNIPER_BINARY SHARED_DIR
 set -uo pipefail
@@ -57,7 +57,22 @@ second=$(sed -n '2s/^\[\([0-9]*\) prompt tok.*/\1/p' "$tmp/chat.err")
 first=$(sed -n '1s/^\[\([0-9]*\) prompt tok.*/\1/p' "$tmp/chat.err")
 if [ -n "$second" ] && [ "$second" -lt $((first + 30)) ]; then pass; else fail "chat prefix reuse: first $first, second $second"; fi
 
-# 6. Bad input.
+# 6. bench, on the synth model of 4 (q8_0 KV needs head_dim % 32 == 0): every figure present and
+# sane in the JSON line, the depth points and the paired roofline included.
+"$bin" bench -m "$tmp/s.gguf" -p 8 -n 4 --depths 16,32 --depth-kv f16,q8_0 --json >"$tmp/bench" 2>"$tmp/bench.err"
+if [ $? -eq 0 ] && node - "$tmp/bench" <<'JS'
+const assert = require("assert");
+const j = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8").trim().split("\n").pop());
+assert(j.prefill_tok_s > 0 && j.decode_tok_s > 0 && j.gen_tokens === 4, JSON.stringify(j));
+assert(j.roofline_gbps > 0 && j.weight_gbps > 0, JSON.stringify(j));
+assert(j.paired_roofline_gbps > 0 && j.paired_weight_gbps > 0 && j.paired_roofline_share > 0, JSON.stringify(j));
+assert.deepStrictEqual(j.depth_decode.map((d) => d.kv + "@" + d.depth), ["f16@16", "f16@32", "q8_0@16", "q8_0@32"]);
+assert(j.depth_decode.every((d) => d.decode_tok_s > 0), JSON.stringify(j.depth_decode));
+JS
+then pass; else fail "bench: $(tail -3 "$tmp/bench.err") $(tail -1 "$tmp/bench")"; fi
+grep -q "^roofline pairs   4 tokens" "$tmp/bench" && pass || fail "bench: no paired roofline line: $(cat "$tmp/bench")"
+
+# 7. Bad input.
 expect_error "missing model file" "no-such.gguf" "$bin" run -m "$tmp/no-such.gguf" -p hi
 expect_error "no model flag" "-m" "$bin" run -p hi
 expect_error "unknown flag" "unknown flag '--bogus'" "$bin" run -m "$shared/models/stories260K.gguf" --bogus
@@ -77,6 +92,8 @@ expect_error "bad ids" "item 2" "$bin" logits -m "$shared/models/stories260K.ggu
 echo '[1, 99999]' >"$tmp/ids2.json"
 expect_error "id outside vocab" "outside the vocabulary" "$bin" logits -m "$shared/models/stories260K.gguf" --prompt-ids "$tmp/ids2.json" -o "$tmp/o.f32"
 [ ! -e "$tmp/o.f32" ] && pass || fail "a failed logits run left an output file"
+expect_error "bad bench depth" "--depths item '0'" "$bin" bench -m "$shared/models/stories260K.gguf" --depths 0,128 --no-probe
+expect_error "bad bench kv type" "q3" "$bin" bench -m "$shared/models/stories260K.gguf" --depths 128 --depth-kv f16,q3 --no-probe
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
