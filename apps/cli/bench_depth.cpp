@@ -2,17 +2,14 @@
 #include "bench_depth.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+
+#include "common.h"
 
 namespace sniper::cli {
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;

@@ -2,20 +2,16 @@
 #include "bench_paired.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
+#include "common.h"
 #include "engine/bandwidth_probe.h"
 
 namespace sniper::cli {
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The median (mean of the middle two for an even count); v is reordered.
+// The median (mean of the middle two for an even count).
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();

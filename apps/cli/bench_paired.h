@@ -14,13 +14,14 @@
 
 namespace sniper::cli {
 
+// -1: not measured (as in bench's JSON).
 struct PairedRoofline {
   int64_t n_pairs = 0;
-  double roofline_gbps = 0;  // median of the probes
-  double weight_gbps = 0;    // median over the tokens of weight bytes / the token's time
-  double share = 0;          // median of the pairs' weight GB/s / probed GB/s
-  double share_low = 0;      // the lowest pair's share
-  double share_high = 0;     // the highest pair's share
+  double roofline_gbps = -1;  // median of the probes
+  double weight_gbps = -1;    // median over the tokens of weight bytes / the token's time
+  double share = -1;          // median of the pairs' weight GB/s / probed GB/s
+  double share_low = -1;      // the lowest pair's share
+  double share_high = -1;     // the highest pair's share
 };
 
 // Decodes `tokens` one at a time in `session` (at its current position), each right after a RAM

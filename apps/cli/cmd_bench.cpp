@@ -6,7 +6,6 @@
 // read size and depth the engine uses, and the RAM read bandwidth (roofline), which a resident
 // run also probes right before each of a few extra decode tokens (bench_paired.h).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -26,10 +25,6 @@
 namespace sniper::cli {
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // Deterministic pseudo-random prompt ids in [3, vocab).
 std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab) {
@@ -404,8 +399,7 @@ int cmd_bench(int argc, char** argv) {
                 s.pool().n_threads(), static_cast<long>(so.batch), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
                 static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
                 ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
-                scaling_1t, paired.n_pairs > 0 ? paired.roofline_gbps : -1.0, paired.n_pairs > 0 ? paired.weight_gbps : -1.0,
-                paired.n_pairs > 0 ? paired.share : -1.0);
+                scaling_1t, paired.roofline_gbps, paired.weight_gbps, paired.share);
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -164,6 +165,10 @@ Result<std::vector<int32_t>> parse_id_list(const std::string& json_text, const s
     ids.push_back(static_cast<int32_t>(v));
   }
   return ids;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 int fail(const Error& error) {

@@ -36,6 +36,9 @@ Result<std::string> read_file(const std::string& path);
 // Parses a JSON array of integers (token ids).
 Result<std::vector<int32_t>> parse_id_list(const std::string& json_text, const std::string& what);
 
+// Seconds on the steady clock (for timing the commands' phases).
+double now_s();
+
 // Prints "error: <message>" to stderr and returns exit code 1.
 int fail(const Error& error);
 

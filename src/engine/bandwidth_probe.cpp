@@ -12,7 +12,8 @@ namespace sniper {
 
 namespace {
 
-// Thread t's part of n words, rounded down to whole 64-word blocks except at the end.
+// Where thread t's part of n words (a multiple of 64) starts: whole 64-word blocks; part nt
+// starts at n.
 size_t part_begin(size_t n, int t, int nt) { return n * static_cast<size_t>(t) / static_cast<size_t>(nt) / 64 * 64; }
 
 }  // namespace
@@ -24,7 +25,7 @@ MemoryReadProbe::MemoryReadProbe(ThreadPool& pool, uint64_t bytes) : pool_(pool)
   if (buf_ == nullptr) return;
   // Touch every page first (first-touch by the thread that will read it).
   pool_.run([&](int t, int nt) {
-    const size_t end = t + 1 == nt ? n_words_ : part_begin(n_words_, t + 1, nt);
+    const size_t end = part_begin(n_words_, t + 1, nt);
     for (size_t i = part_begin(n_words_, t, nt); i < end; ++i) buf_[i] = 0x3F8000003F800000ull;  // 1.0f pairs
   });
 }
@@ -44,7 +45,7 @@ BandwidthProbe MemoryReadProbe::measure(int reps) {
       // The widest f32 dot kernel of this CPU reads the slice (both operands are the same
       // memory, so each byte crosses the memory bus once).
       const size_t begin = part_begin(n_words_, t, nt);
-      const size_t end = t + 1 == nt ? n_words_ : part_begin(n_words_, t + 1, nt);
+      const size_t end = part_begin(n_words_, t + 1, nt);
       const float* f = reinterpret_cast<const float*>(buf_ + begin);
       const int64_t n_floats = static_cast<int64_t>(end - begin) * 2;
       float out = 0;
