@@ -40,7 +40,9 @@ struct BigramGreater {
 }  // namespace
 
 Result<BpeModel> BpeModel::from_gguf(const GgufFile& file, const Vocab& vocab) {
-  if (!file.has(kKeyMerges)) return make_error("%s is missing; a 'gpt2' tokenizer needs BPE merges", kKeyMerges);
+  if (!file.has(kKeyMerges)) {
+    return make_error("%s is missing; a '%s' tokenizer needs BPE merges", kKeyMerges, vocab.model.c_str());
+  }
   SNIPER_ASSIGN_OR_RETURN(const std::vector<std::string>* merges, file.get_string_array(kKeyMerges));
   return from_merges(*merges, vocab);
 }
@@ -81,6 +83,28 @@ int32_t BpeModel::rank(const Vocab& vocab, std::string_view left, std::string_vi
 }
 
 void BpeModel::encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) const {
+  if (vocab.pre.spm_style) {
+    std::string escaped;
+    escaped.reserve(text.size());
+    for (const char c : text) {
+      if (c == ' ') {
+        escaped += "\xE2\x96\x81";  // U+2581
+      } else {
+        escaped.push_back(c);
+      }
+    }
+    for (const std::string& word : pre_tokenize(vocab.pre.kind, escaped)) {
+      // As llama.cpp (its PR 21343): a run of newlines that is itself a token is not merged.
+      if (word.find_first_not_of('\n') == std::string::npos) {
+        if (const auto id = vocab.find(word)) {
+          out.push_back(*id);
+          continue;
+        }
+      }
+      encode_word(vocab, word, out);
+    }
+    return;
+  }
   std::string mapped;
   for (const std::string& word : pre_tokenize(vocab.pre.kind, text)) {
     mapped.clear();
@@ -137,9 +161,17 @@ void BpeModel::encode_word(const Vocab& vocab, std::string_view word, std::vecto
       out.push_back(*id);
       continue;
     }
-    // As llama.cpp: fall back to single-byte tokens of the mapped text, dropping bytes without one.
+    // As llama.cpp: fall back to single-byte tokens of the mapped text ("<0xXX>" tokens of the raw
+    // bytes for SentencePiece-style BPE), dropping bytes without one.
     for (const char c : piece) {
-      if (const auto id = vocab.find(std::string_view(&c, 1))) out.push_back(*id);
+      if (vocab.pre.spm_style) {
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        const auto byte = uint8_t(c);
+        const char name[6] = {'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>'};
+        if (const auto id = vocab.find(std::string_view(name, sizeof(name)))) out.push_back(*id);
+      } else if (const auto id = vocab.find(std::string_view(&c, 1))) {
+        out.push_back(*id);
+      }
     }
   }
 }

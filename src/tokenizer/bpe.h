@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Byte-level BPE (tokenizer.ggml.model "gpt2"), as llama.cpp's llm_tokenizer_bpe: pre-tokenize
 // into words, map each word's bytes through the GPT-2 byte map, then repeatedly merge the adjacent
-// pair with the lowest merge rank (ties: leftmost first) and emit the tokens.
+// pair with the lowest merge rank (ties: leftmost first) and emit the tokens. SentencePiece-style
+// BPE ("gemma4", Vocab::pre.spm_style) skips the byte map: spaces become U+2581, words are merged
+// as raw UTF-8 and unknown bytes fall back to "<0xXX>" tokens.
 // Merge ranks are keyed by the token-id pair, so a lookup costs two string_view hash probes and one
 // integer probe. Invariants: the model only reads the Vocab it was built from; thread-safe for
 // const use.

@@ -131,8 +131,14 @@ Segments split_gpt2(const Codepoints& cpts, const Segments& segments) {
 // Llama-3 (max_digits 3) and Qwen2 (max_digits 1):
 // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,N}| ?[^\s\p{L}\p{N}]+[\r\n]*|
 // \s*[\r\n]+|\s+(?!\S)|\s+
+// With `marks_are_letters` (Qwen3.5, llama.cpp's unicode_regex_split_custom_qwen35) the letter run
+// is [\p{L}\p{M}]+ and the symbol run excludes \p{M}; the optional lead character of a letter run
+// may itself be a mark, as in llama.cpp.
 Segments split_llama3(const Codepoints& cpts, const Segments& segments, size_t max_digits,
-                      CaseMode contraction_case) {
+                      CaseMode contraction_case, bool marks_are_letters = false) {
+  auto wordlike = [marks_are_letters](const CodepointFlags& f) {
+    return f.is_letter || (marks_are_letters && f.is_mark);
+  };
   Segments out;
   out.reserve(segments.size());
   size_t start = 0;
@@ -148,9 +154,9 @@ Segments split_llama3(const Codepoints& cpts, const Segments& segments, size_t m
         continue;
       }
       // [^\r\n\p{L}\p{N}]?\p{L}+
-      if (!(is_cr_or_lf(cpt) || flags.is_number) && (flags.is_letter || v.flags(pos + 1).is_letter)) {
+      if (!(is_cr_or_lf(cpt) || flags.is_number) && (wordlike(flags) || wordlike(v.flags(pos + 1)))) {
         ++pos;
-        while (v.flags(pos).is_letter) ++pos;
+        while (wordlike(v.flags(pos))) ++pos;
         sink.add(pos);
         continue;
       }
@@ -168,9 +174,9 @@ Segments split_llama3(const Codepoints& cpts, const Segments& segments, size_t m
       }
       // <space>?[^\s\p{L}\p{N}]+[\r\n]*
       CodepointFlags f2 = cpt == ' ' ? v.flags(pos + 1) : flags;
-      if (!(f2.is_whitespace || f2.is_letter || f2.is_number) && flags.defined) {
+      if (!(f2.is_whitespace || wordlike(f2) || f2.is_number) && flags.defined) {
         pos += cpt == ' ';
-        while (!(f2.is_whitespace || f2.is_letter || f2.is_number) && f2.defined) f2 = v.flags(++pos);
+        while (!(f2.is_whitespace || wordlike(f2) || f2.is_number) && f2.defined) f2 = v.flags(++pos);
         while (is_cr_or_lf(v.cpt(pos))) ++pos;
         sink.add(pos);
         continue;
@@ -337,6 +343,25 @@ Segments split_default(const Codepoints& cpts, Segments segs) {
   return segs;
 }
 
+// [^\n]+|[\n]+ (llama.cpp's unicode_regex_split_custom_newlines): alternating runs of '\n' and
+// of everything else.
+Segments split_newline_runs(const Codepoints& cpts, const Segments& segments) {
+  Segments out;
+  out.reserve(segments.size());
+  size_t start = 0;
+  for (const size_t seg_len : segments) {
+    const size_t end = start + seg_len;
+    for (size_t pos = start; pos < end;) {
+      const bool newline = cpts[pos] == '\n';
+      const size_t run_start = pos;
+      while (pos < end && (cpts[pos] == '\n') == newline) ++pos;
+      out.push_back(pos - run_start);
+    }
+    start = end;
+  }
+  return out;
+}
+
 struct NamedPre {
   const char* name;
   PreTokenizerConfig config;
@@ -354,6 +379,8 @@ constexpr PreTokenizerConfig kCfgQwen2Clean{PreTokenizerKind::kQwen2, false, fal
 constexpr PreTokenizerConfig kCfgStarcoder{PreTokenizerKind::kStarcoder, false, false, true};
 constexpr PreTokenizerConfig kCfgStarcoderNoClean{PreTokenizerKind::kStarcoder, false, false, false};
 constexpr PreTokenizerConfig kCfgDeepseekLlm{PreTokenizerKind::kDeepseekLlm, false, false, false};
+constexpr PreTokenizerConfig kCfgQwen35{PreTokenizerKind::kQwen35, false, false, false};
+constexpr PreTokenizerConfig kCfgGemma4{PreTokenizerKind::kNewlines, false, true, true, /*spm_style=*/true};
 
 constexpr NamedPre kPreTokenizers[] = {
     {"default", kCfgDefault},
@@ -404,6 +431,9 @@ constexpr NamedPre kPreTokenizers[] = {
     {"command-r", kCfgStarcoderNoClean},
     {"smollm", kCfgStarcoderNoClean},
     {"deepseek-llm", kCfgDeepseekLlm},
+    {"qwen35", kCfgQwen35},
+    {"gemma4", kCfgGemma4},
+    {"granite-embed-multi-311m", kCfgGemma4},
 };
 
 }  // namespace
@@ -447,6 +477,14 @@ std::vector<std::string> pre_tokenize(PreTokenizerKind kind, std::string_view te
       break;
     case PreTokenizerKind::kDeepseekLlm:
       segs = split_deepseek_llm(cpts, std::move(segs));
+      break;
+    case PreTokenizerKind::kQwen35:
+      // llama.cpp runs the [sS]-spelled Qwen3.5 regex through its custom matcher, which lowercases
+      // with the Unicode tables (unlike the std::regex path the Qwen2 spelling takes).
+      segs = split_llama3(cpts, segs, 1, CaseMode::kUnicodeLower, /*marks_are_letters=*/true);
+      break;
+    case PreTokenizerKind::kNewlines:
+      segs = split_newline_runs(cpts, segs);
       break;
   }
   std::vector<std::string> words;

@@ -22,6 +22,8 @@ enum class PreTokenizerKind {
   kLlama3,       // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
   kQwen2,        // like kLlama3 but \p{N} (one digit per word)
   kDeepseekLlm,  // deepseek-llm's six-stage split
+  kQwen35,       // like kQwen2 but letter runs also take combining marks: [\p{L}\p{M}]+, [^\s\p{L}\p{M}\p{N}]+
+  kNewlines,     // gemma4: [^\n]+|[\n]+ (runs of newlines and runs of anything else)
 };
 
 // What a tokenizer.ggml.pre value means: its splitter and the vocab flags llama.cpp ties to it.
@@ -30,6 +32,11 @@ struct PreTokenizerConfig {
   bool ignore_merges = false;  // a word that is itself a token is emitted without merging
   bool add_bos = false;        // default of tokenizer.ggml.add_bos_token
   bool clean_spaces = true;    // detokenize removes " ," " ." " 's" ... (clean_up_tokenization_spaces)
+  // SentencePiece-style BPE (gemma4): spaces become U+2581 before the split, words are merged as
+  // raw UTF-8 (no GPT-2 byte map), bytes without a token fall back to "<0xXX>" tokens, a word made
+  // only of newlines is one token when the vocab has it, and add_bos is forced on (llama.cpp
+  // overrides tokenizer.ggml.add_bos_token=false for this pre-tokenizer).
+  bool spm_style = false;
 };
 
 // Maps a tokenizer.ggml.pre value (with llama.cpp's aliases; "" means "default") to its config.

@@ -203,7 +203,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
   if (attr & (kTokenAttrUnknown | kTokenAttrControl)) return render_special ? text : std::string();
   if (attr & kTokenAttrUserDefined) return text;
   if (attr & kTokenAttrNormal) {
-    if (vocab_.kind == TokenizerKind::kBpe) return decode_byte_level(text);
+    if (vocab_.kind == TokenizerKind::kBpe && !vocab_.pre.spm_style) return decode_byte_level(text);
     std::string out;
     for (size_t i = 0; i < text.size(); ++i) {
       if (text.compare(i, 3, "\xE2\x96\x81") == 0) {

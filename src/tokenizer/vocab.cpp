@@ -188,9 +188,15 @@ Result<Vocab> load_vocab(const GgufFile& file) {
     SNIPER_ASSIGN_OR_RETURN(v.pre, pre_tokenizer_from_name(v.pre_name));
     v.add_bos = v.pre.add_bos;
     v.clean_spaces = v.pre.clean_spaces;
+  } else if (v.model == "gemma4") {
+    // SentencePiece-style BPE over merges; llama.cpp ignores tokenizer.ggml.pre for this model.
+    v.kind = TokenizerKind::kBpe;
+    SNIPER_ASSIGN_OR_RETURN(v.pre, pre_tokenizer_from_name("gemma4"));
+    v.clean_spaces = v.pre.clean_spaces;
   } else {
-    return make_error("%s is '%s' but must be 'llama' (SentencePiece) or 'gpt2' (byte-level BPE)", kKeyModel,
-                      v.model.c_str());
+    return make_error("%s is '%s' but must be 'llama' (SentencePiece), 'gpt2' (byte-level BPE) or 'gemma4' "
+                      "(SentencePiece-style BPE)",
+                      kKeyModel, v.model.c_str());
   }
   SNIPER_ASSIGN_OR_RETURN(v.add_space_prefix, file.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix));
 
@@ -214,6 +220,7 @@ Result<Vocab> load_vocab(const GgufFile& file) {
 
   SNIPER_ASSIGN_OR_RETURN(v.add_bos, file.get_bool_or("tokenizer.ggml.add_bos_token", v.add_bos));
   SNIPER_ASSIGN_OR_RETURN(v.add_eos, file.get_bool_or("tokenizer.ggml.add_eos_token", v.add_eos));
+  if (v.pre.spm_style) v.add_bos = true;  // llama.cpp overrides add_bos_token=false for Gemma 4
   if (v.add_bos && v.bos_id == -1) {
     return make_error("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set");
   }
@@ -245,6 +252,14 @@ Result<Vocab> load_vocab(const GgufFile& file) {
     }
   }
   build_eog_set(v, fim_pad, fim_rep, fim_sep);
+  if (v.pre.spm_style) {
+    // Gemma 4 writes its thinking and tool calls with these tokens; llama.cpp's server keeps them
+    // in the output (preserved tokens) so its chat parser can see them. Like gpt-oss's channel
+    // tokens above, they always render here, so the output parser gets them too.
+    for (const int32_t id : ids_with_text(v, {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|\"|>"})) {
+      v.attrs[size_t(id)] = kTokenAttrUserDefined;
+    }
+  }
 
   for (int32_t i = 0; i < n; ++i) {
     if (v.has_attr(i, kTokenAttrControl | kTokenAttrUserDefined | kTokenAttrUnknown)) v.special_tokens.push_back(i);

@@ -22,7 +22,8 @@ class GgufFile;
 
 enum class TokenizerKind {
   kSpm,  // tokenizer.ggml.model "llama": SentencePiece BPE over scores, byte fallback
-  kBpe,  // tokenizer.ggml.model "gpt2": byte-level BPE over merges
+  kBpe,  // tokenizer.ggml.model "gpt2": byte-level BPE over merges; "gemma4": SentencePiece-style
+         // BPE over merges (raw UTF-8, U+2581 for spaces, "<0xXX>" byte fallback; pre.spm_style)
 };
 
 // Token attribute bits (llama.cpp's llama_token_attr).

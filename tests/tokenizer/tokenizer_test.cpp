@@ -76,7 +76,7 @@ struct VocabCase {
   std::vector<int32_t> expected;
 };
 
-// .inp: texts each followed by "\n__ggml_vocab_test__\n"; .out: one line of ids per text.
+// .inp: texts each followed by "\n__ggml_vocab_test__\n" (the last one may lack it); .out: one line of ids per text.
 std::vector<VocabCase> load_cases(const std::string& name) {
   const std::string inp = read_file(vocab_path(name) + ".inp");
   const std::string out = read_file(vocab_path(name) + ".out");
@@ -89,6 +89,7 @@ std::vector<VocabCase> load_cases(const std::string& name) {
     cases.push_back(VocabCase{inp.substr(pos, next - pos), {}});
     pos = next + sep.size();
   }
+  if (pos < inp.size()) cases.push_back(VocabCase{inp.substr(pos), {}});  // gemma-4's last text has no separator
   std::istringstream lines(out);
   std::string line;
   size_t i = 0;
@@ -351,6 +352,106 @@ TEST(PreTokenizer, UnknownNameIsAnError) {
   EXPECT_EQ(pre_tokenizer_from_name("")->kind, PreTokenizerKind::kDefault);
 }
 
+// Expected splits from Python's `regex` module running Qwen3.5's original tokenizer.json regex
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|
+// \s*[\r\n]+|\s+(?!\S)|\s+ (never from this code). All but two differ from the Qwen2 split.
+TEST(PreTokenizer, Qwen35LetterRunsTakeCombiningMarks) {
+  const PreTokenizerKind k = PreTokenizerKind::kQwen35;
+  EXPECT_EQ(split(k, "re\u0301sume\u0301 x"), (Words{"re\u0301sume\u0301", " x"}));
+  EXPECT_EQ(split(PreTokenizerKind::kQwen2, "re\u0301sume\u0301 x"), (Words{"re", "\u0301sume", "\u0301", " x"}));
+  EXPECT_EQ(split(k, "नमस्ते दुनिया"), (Words{"नमस्ते", " दुनिया"}));
+  EXPECT_EQ(split(k, "I'VE 12345 ok!!\n\n x"), (Words{"I", "'VE", " ", "1", "2", "3", "4", "5", " ok", "!!\n\n", " x"}));
+  EXPECT_EQ(split(k, "😶\u200d🌫\ufe0f ok"), (Words{"😶\u200d🌫", "\ufe0f", " ok"}));
+  EXPECT_EQ(split(k, "\u0301a \u0301\u0301!"), (Words{"\u0301a", " \u0301\u0301", "!"}));
+  EXPECT_EQ(split(k, "x  \n\ty"), (Words{"x", "  \n", "\ty"}));
+  EXPECT_EQ(split(k, "\u1780\u17b6\u1793\u17cb"), (Words{"\u1780\u17b6\u1793\u17cb"}));
+  const auto cfg = pre_tokenizer_from_name("qwen35");
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_EQ(cfg->kind, PreTokenizerKind::kQwen35);
+  EXPECT_FALSE(cfg->clean_spaces);  // as llama.cpp's qwen35
+  EXPECT_FALSE(cfg->add_bos);
+  EXPECT_FALSE(cfg->spm_style);
+}
+
+TEST(PreTokenizer, Gemma4SplitsNewlineRuns) {
+  const PreTokenizerKind k = PreTokenizerKind::kNewlines;
+  EXPECT_EQ(split(k, "a b\n\nc\n"), (Words{"a b", "\n\n", "c", "\n"}));
+  EXPECT_EQ(split(k, "\n"), (Words{"\n"}));
+  EXPECT_EQ(split(k, "\t \r"), (Words{"\t \r"}));
+  EXPECT_TRUE(split(k, "").empty());
+  const auto cfg = pre_tokenizer_from_name("gemma4");
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_EQ(cfg->kind, PreTokenizerKind::kNewlines);
+  EXPECT_TRUE(cfg->spm_style);
+}
+
+// The Qwen3.5 vectors come without their vocab. Qwen3.5's vocabulary extends Qwen2's (every id in
+// ggml-vocab-qwen35.gguf.out is below Qwen2's 151,643 tokens, and the 46 texts both files share
+// have the same ids), so the Qwen2 vocab file with tokenizer.ggml.pre = "qwen35" must reproduce
+// all 50 vectors. What this cannot check: merges or tokens that only Qwen3.5's own vocab has.
+TEST(VocabVectorsQwen35, Qwen2VocabWithQwen35PreMatchesLlamaCpp) {
+  auto qwen2 = gguf_open(vocab_path("qwen2"));
+  ASSERT_TRUE(qwen2.ok()) << qwen2.error().message;
+  GgufFile file;
+  for (const auto& [key, value] : qwen2->metadata()) {
+    if (key == "tokenizer.ggml.pre") {
+      GgufValue pre = value;
+      pre.str = "qwen35";
+      file.add_kv(key, pre);
+    } else {
+      file.add_kv(key, value);
+    }
+  }
+  auto tok = Tokenizer::from_gguf(file);
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  EXPECT_EQ(tok->vocab().pre.kind, PreTokenizerKind::kQwen35);
+  const std::vector<VocabCase> cases = load_cases("qwen35");
+  ASSERT_EQ(cases.size(), 50u);
+  size_t passed = 0;
+  for (const VocabCase& c : cases) {
+    const std::vector<int32_t> got = tok->encode(c.text, /*add_special=*/false, /*parse_special=*/false);
+    if (got == c.expected) {
+      ++passed;
+    } else {
+      ADD_FAILURE() << "qwen35 text '" << c.text << "'\n  expected " << ids_to_string(c.expected) << "\n  got      "
+                    << ids_to_string(got);
+    }
+    // BPE never merges across words and every byte has a token: at least one id per word.
+    EXPECT_GE(c.expected.size(), split(PreTokenizerKind::kQwen35, c.text).size()) << c.text;
+  }
+  std::printf("[ vocab qwen35 (qwen2 vocab) ] %zu/%zu test vectors pass\n", passed, cases.size());
+}
+
+// The Gemma 4 vectors come without their vocab, so only what the split implies is checked: no
+// token crosses a newline-run boundary, so a text whose words are all vector texts themselves
+// tokenizes to the concatenation of their ids; and every word yields at least one id.
+TEST(VocabVectorsGemma4, SplitIsConsistentWithVectors) {
+  const std::vector<VocabCase> cases = load_cases("gemma-4");
+  ASSERT_GE(cases.size(), 40u);
+  std::map<std::string, std::vector<int32_t>> by_text;
+  for (const VocabCase& c : cases) by_text[c.text] = c.expected;
+  size_t composed = 0;
+  for (const VocabCase& c : cases) {
+    const Words words = split(PreTokenizerKind::kNewlines, c.text);
+    EXPECT_GE(c.expected.size(), words.size()) << c.text;
+    if (words.size() < 2) continue;
+    std::vector<int32_t> concatenated;
+    bool all_known = true;
+    for (const std::string& w : words) {
+      const auto it = by_text.find(w);
+      if (it == by_text.end()) {
+        all_known = false;
+        break;
+      }
+      concatenated.insert(concatenated.end(), it->second.begin(), it->second.end());
+    }
+    if (!all_known) continue;
+    ++composed;
+    EXPECT_EQ(ids_to_string(concatenated), ids_to_string(c.expected)) << c.text;
+  }
+  EXPECT_GE(composed, 2u);
+}
+
 // A tiny in-memory vocab: SentencePiece pieces with scores.
 GgufFile tiny_spm_file(const std::string& model) {
   GgufFile file;
@@ -416,6 +517,95 @@ TEST(TokenizerMetadata, ShortScoresIsAnError) {
   auto tok = Tokenizer::from_gguf(short_file);
   ASSERT_FALSE(tok.ok());
   EXPECT_NE(tok.error().message.find("tokenizer.ggml.scores has 2 entries"), std::string::npos);
+}
+
+GgufValue string_value(const std::string& text) {
+  GgufValue v;
+  v.type = GgufValueType::kString;
+  v.str = text;
+  return v;
+}
+
+// A tiny SentencePiece-style BPE vocab as Gemma 4's GGUF stores it (tokenizer.ggml.model "gemma4",
+// merges over '▁'-escaped raw UTF-8, "<0xXX>" byte tokens). Ids: see kGemma4Tokens.
+const std::vector<std::string> kGemma4Tokens = {
+    "<pad>", "<eos>", "<bos>", "<|channel>", "<channel|>", "\n", "\n\n", "\xE2\x96\x81", "a", "b", "ab",
+    "\xE2\x96\x81" "ab", "<0x0A>", "<0xC3>", "<0xA9>", "<turn|>", "<|tool_response>", "</s>", "<|\"|>"};
+GgufFile tiny_gemma4_file(const std::string& model, bool add_bos_key) {
+  GgufFile file;
+  file.add_kv("tokenizer.ggml.model", string_value(model));
+  file.add_kv("tokenizer.ggml.pre", string_value("gemma4"));
+  GgufValue tokens;
+  tokens.type = GgufValueType::kArray;
+  tokens.elem_type = GgufValueType::kString;
+  tokens.arr_str = kGemma4Tokens;
+  file.add_kv("tokenizer.ggml.tokens", tokens);
+  GgufValue types;
+  types.type = GgufValueType::kArray;
+  types.elem_type = GgufValueType::kInt32;
+  types.arr_int = {3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 6, 6, 3, 3, 1, 3};
+  file.add_kv("tokenizer.ggml.token_type", types);
+  GgufValue merges;
+  merges.type = GgufValueType::kArray;
+  merges.elem_type = GgufValueType::kString;
+  merges.arr_str = {"a b", "\xE2\x96\x81 ab"};
+  file.add_kv("tokenizer.ggml.merges", merges);
+  file.add_kv("tokenizer.ggml.bos_token_id", GgufValue::make_uint(GgufValueType::kUint32, 2));
+  file.add_kv("tokenizer.ggml.eos_token_id", GgufValue::make_uint(GgufValueType::kUint32, 1));
+  if (add_bos_key) {
+    file.add_kv("tokenizer.ggml.add_bos_token", GgufValue::make_bool(false));
+  }
+  return file;
+}
+
+using Ids = std::vector<int32_t>;
+
+TEST(TokenizerGemma4, SentencePieceStyleBpe) {
+  const GgufFile file = tiny_gemma4_file("gemma4", /*add_bos_key=*/true);
+  auto tok = Tokenizer::from_gguf(file);
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  // add_bos_token=false is overridden (as llama.cpp); spaces are '▁' and merge as raw UTF-8.
+  EXPECT_EQ(tok->encode("ab ab", true, false), (Ids{2, 10, 11}));
+  EXPECT_EQ(tok->encode(" ab", false, false), (Ids{11}));
+  EXPECT_EQ(tok->encode("  b", false, false), (Ids{7, 7, 9}));
+  // A run of newlines that is itself a token is taken whole (there is no "\n \n" merge); one that
+  // is not goes through the (absent) merges, newline by newline.
+  EXPECT_EQ(tok->encode("\n\n", false, false), (Ids{6}));
+  EXPECT_EQ(tok->encode("\n\n\n", false, false), (Ids{5, 5, 5}));
+  // No token crosses a newline.
+  EXPECT_EQ(tok->encode("ab\nab", false, false), (Ids{10, 5, 10}));
+  // Bytes without a token fall back to "<0xXX>" tokens of the raw UTF-8 (not GPT-2's byte map).
+  EXPECT_EQ(tok->encode("\xC3\xA9", false, false), (Ids{13, 14}));
+  // Special tokens are carved out first.
+  EXPECT_EQ(tok->encode("<|channel>ab<channel|>", false, true), (Ids{3, 10, 4}));
+  // Detokenize: '▁' -> ' ', byte tokens -> bytes.
+  EXPECT_EQ(tok->decode({2, 10, 11, 7, 13, 14}, false), "ab ab \xC3\xA9");
+  // The thinking / tool-call markers render without render_special (the chat parser needs them);
+  // other control tokens do not.
+  EXPECT_EQ(tok->token_to_piece(3, false), "<|channel>");
+  EXPECT_EQ(tok->token_to_piece(18, false), "<|\"|>");
+  EXPECT_EQ(tok->token_to_piece(15, false), "");
+  // End of generation: <eos>, <turn|>, <|tool_response>; "</s>" is not (llama.cpp's workaround).
+  EXPECT_TRUE(tok->is_eog(1));
+  EXPECT_TRUE(tok->is_eog(15));
+  EXPECT_TRUE(tok->is_eog(16));
+  EXPECT_FALSE(tok->is_eog(17));
+}
+
+TEST(TokenizerGemma4, GptTwoModelWithGemma4PreIsSpmStyleToo) {
+  auto tok = Tokenizer::from_gguf(tiny_gemma4_file("gpt2", /*add_bos_key=*/false));
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  EXPECT_EQ(tok->encode("ab ab", true, false), (Ids{2, 10, 11}));
+}
+
+TEST(TokenizerGemma4, UnknownModelOrPreStaysAnError) {
+  auto tok = Tokenizer::from_gguf(tiny_gemma4_file("gemma5", false));
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.error().message.find("tokenizer.ggml.model is 'gemma5'"), std::string::npos) << tok.error().message;
+  const auto pre = pre_tokenizer_from_name("qwen36");
+  ASSERT_FALSE(pre.ok());
+  EXPECT_NE(pre.error().message.find("'qwen36'"), std::string::npos);
+  EXPECT_NE(pre.error().message.find("qwen35"), std::string::npos);  // the list names the supported ones
 }
 
 // Construction of a 150k-token BPE vocab must stay cheap (budget 0.5 s in optimized builds).
