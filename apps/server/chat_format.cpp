@@ -223,13 +223,18 @@ Status validate_tools(const Json& tools) {
 
 ChatFormat detect_chat_format(std::string_view source) {
   ChatFormat format;
-  if (contains(source, "<tool_call>")) {
+  if (contains(source, "<|tool_call>call:")) {
+    format.tool_calls = ToolCallFormat::kGemma4;
+  } else if (contains(source, "<tool_call>") && contains(source, "<function=")) {
+    format.tool_calls = ToolCallFormat::kQwen35Xml;
+  } else if (contains(source, "<tool_call>")) {
     format.tool_calls = ToolCallFormat::kHermes;
   } else if (contains(source, "<|python_tag|>") ||
              (contains(source, "\"parameters\"") && (contains(source, "<|eom_id|>") || contains(source, "ipython")))) {
     format.tool_calls = ToolCallFormat::kLlama3;
   }
   format.supports_thinking = contains(source, "<think>") || contains(source, "enable_thinking");
+  if (contains(source, "<|channel>thought")) format.thinking = ThinkingSyntax::kGemma4Channel;
   return format;
 }
 
@@ -274,6 +279,21 @@ Result<RenderedChat> render_chat(const ChatTemplate& tmpl, const ChatFormat& for
 
   RenderedChat out;
   out.prompt = std::move(prompt.value());
+  if (context.contains("tools")) {
+    for (const Json& tool : context["tools"]) {
+      const Json& fn = tool["function"];
+      out.tool_schemas[fn["name"].get<std::string>()] = fn.contains("parameters") ? fn["parameters"] : Json(nullptr);
+    }
+  }
+  if (format.thinking == ThinkingSyntax::kGemma4Channel) {
+    if (input.add_generation_prompt) {
+      if (out.prompt.ends_with("<turn|>\n")) out.prompt += "<|turn>model\n";  // as llama.cpp
+      // The template closes an empty thought channel ("<|channel>thought\n<channel|>") when
+      // thinking is off; otherwise the model opens its own.
+      out.thinking_enabled = !rstrip(out.prompt).ends_with("<channel|>");
+    }
+    return out;
+  }
   if (input.add_generation_prompt) {
     const std::string_view tail = rstrip(out.prompt);
     if (tail.ends_with("<think>")) {

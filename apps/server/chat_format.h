@@ -23,13 +23,22 @@ namespace sniper::server {
 // How a model's template formats tool calls and thinking (detected from the template source).
 enum class ToolCallFormat {
   kNone,
-  kHermes,  // Qwen: <tool_call>\n{"name": .., "arguments": {..}}\n</tool_call>
-  kLlama3,  // {"name": .., "parameters": {..}} as the whole message, or after <|python_tag|>
+  kHermes,     // Qwen: <tool_call>\n{"name": .., "arguments": {..}}\n</tool_call>
+  kLlama3,     // {"name": .., "parameters": {..}} as the whole message, or after <|python_tag|>
+  kQwen35Xml,  // Qwen3.5: <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>
+  kGemma4,     // Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>
+};
+
+// How the model marks its reasoning.
+enum class ThinkingSyntax {
+  kThinkTags,      // <think>...</think> (Qwen3, Qwen3.5)
+  kGemma4Channel,  // <|channel>thought\n...<channel|> (Gemma 4)
 };
 
 struct ChatFormat {
   ToolCallFormat tool_calls = ToolCallFormat::kNone;
-  bool supports_thinking = false;  // template knows <think> (Qwen3)
+  bool supports_thinking = false;  // template knows <think> (Qwen3) or <|channel> (Gemma 4)
+  ThinkingSyntax thinking = ThinkingSyntax::kThinkTags;
 };
 
 // Detects the format from the template source text. Pure; thread-safe.
@@ -46,11 +55,17 @@ struct RenderedChat {
   std::string prompt;              // text to tokenize (special tokens parsed)
   bool thinking_open = false;      // the prompt ends inside an open <think> block
   bool thinking_enabled = false;   // the model may emit <think>...</think> first
+  // Function name -> its "parameters" JSON Schema, from the request's tools (empty without
+  // tools). The Qwen3.5 XML parser reads parameter types from it.
+  nlohmann::ordered_json tool_schemas = nlohmann::ordered_json::object();
 };
 
 // Validates messages (role in system|user|assistant|tool|developer, content string/null/array of
 // text parts, tool_calls shape, tool_call_id) and tools; renders through the template with
 // bos/eos tokens, `tools` (when non-empty) and template_kwargs as top-level variables.
+// Gemma 4: when a generation prompt is asked for but the template ended the prompt with a closed
+// turn ("<turn|>\n", after a tool response followed by content), "<|turn>model\n" is appended, as
+// llama.cpp does.
 // Errors name the offending field ("messages[2].role is 'robot' but must be one of ...").
 // Thread-safe (the template is const).
 [[nodiscard]] Result<RenderedChat> render_chat(const ChatTemplate& tmpl, const ChatFormat& format,
@@ -70,7 +85,8 @@ struct ChatDelta {
   std::string tool_id, tool_name, tool_arguments;
 };
 
-// Incremental parser of generated text: separates <think> reasoning, content and tool calls.
+// Incremental parser of generated text: separates reasoning (<think> or Gemma 4's thought
+// channel), content and tool calls (Hermes JSON, Qwen3.5 XML, Gemma 4 or Llama 3 syntax).
 // Holds back text that could be the start of a marker until it is decided. Tool calls are only
 // recognised when tools_requested and the format has a tool-call syntax. Thread-compatible.
 class ChatOutputParser {
@@ -81,7 +97,7 @@ class ChatOutputParser {
   // marker) and appends the deltas it decides to `out` (possibly none). A delta never ends
   // inside a UTF-8 sequence, so each delta's text is valid UTF-8 when the input is.
   void feed(std::string_view text, std::vector<ChatDelta>* out);
-  // Flushes held-back text; an unterminated <think> becomes reasoning, an unterminated or
+  // Flushes held-back text; an unterminated thinking block becomes reasoning, an unterminated or
   // invalid tool call becomes content. Call once after the last feed().
   void finish(std::vector<ChatDelta>* out);
 
@@ -96,8 +112,8 @@ class ChatOutputParser {
   enum class State {
     kStart,      // nothing decided yet: <think>, a Llama 3 JSON call or plain content may follow
     kThink,      // inside <think>...</think>
-    kContent,    // plain content (Hermes: watching for <tool_call>)
-    kToolCall,   // inside <tool_call>...</tool_call>
+    kContent,    // plain content (tagged tool formats: watching for the call's open marker)
+    kToolCall,   // inside a tagged call (<tool_call>...</tool_call>, <|tool_call>...<tool_call|>)
     kLlamaJson,  // the whole message is a Llama 3 JSON call (buffered until finish)
   };
   struct Call {
@@ -115,14 +131,24 @@ class ChatOutputParser {
   bool emit_calls(std::string_view body, std::vector<ChatDelta>* out);
   std::string make_call_id(size_t index) const;
 
-  bool think_allowed_ = false;     // recognise <think> at the start of the message
-  bool hermes_tools_ = false;      // recognise <tool_call> blocks
+  // Parses the body of one tagged call into {"name", "arguments"} (format-specific); false when
+  // it is not a well-formed call.
+  bool emit_tagged_call(std::string_view body, std::vector<ChatDelta>* out);
+
+  ToolCallFormat format_ = ToolCallFormat::kNone;
+  nlohmann::ordered_json tool_schemas_;  // RenderedChat::tool_schemas
+  std::string_view think_open_;    // the reasoning markers of the format
+  std::string_view think_close_;
+  std::string_view tool_open_;     // the tagged call markers of the format (empty: none)
+  std::string_view tool_close_;
+  bool think_allowed_ = false;     // recognise the reasoning open marker at the start of the message
+  bool hermes_tools_ = false;      // recognise tagged call blocks (Hermes, Qwen3.5 XML, Gemma 4)
   bool llama_tools_ = false;       // recognise a Llama 3 JSON call as the whole message
   uint64_t id_seed_ = 0;           // makes tool-call ids unique across parsers
   State state_ = State::kStart;
   std::string buf_;                // undecided text, not yet emitted
   bool strip_leading_ws_ = false;  // drop whitespace at the start of the next content
-  std::string ws_before_call_;     // whitespace dropped before <tool_call>, restored if it fails
+  std::string ws_before_call_;     // whitespace dropped before a call's open marker, restored if it fails
   std::string content_, reasoning_;
   std::vector<Call> calls_;
 };

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // ChatOutputParser: splits generated assistant text, fed in arbitrary pieces, into reasoning
-// (<think>...</think>), content and tool calls (Hermes <tool_call>{json}</tool_call> blocks, or
-// a Llama 3 {"name":..,"parameters":..} message), as OpenAI-style deltas.
+// (<think>...</think>, or Gemma 4's <|channel>thought...<channel|>), content and tool calls
+// (tagged blocks: Hermes <tool_call>{json}</tool_call>, Qwen3.5 <tool_call><function=..>..
+// </tool_call>, Gemma 4 <|tool_call>call:..{..}<tool_call|>; or a Llama 3
+// {"name":..,"parameters":..} message), as OpenAI-style deltas.
 // Invariants: text is emitted only once it is decided (a suffix that could still start a marker,
 // trailing whitespace that may turn out to separate a marker, and an incomplete UTF-8 sequence
 // are held back); every byte of input ends up in a delta except marker syntax and whitespace
@@ -10,11 +12,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "server/chat_format.h"
+#include "server/tool_call_syntax.h"
 
 namespace sniper::server {
 namespace {
@@ -23,8 +27,12 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
+constexpr std::string_view kGemmaThinkOpen = "<|channel>thought";
+constexpr std::string_view kGemmaThinkClose = "<channel|>";
 constexpr std::string_view kToolOpen = "<tool_call>";
 constexpr std::string_view kToolClose = "</tool_call>";
+constexpr std::string_view kGemmaToolOpen = "<|tool_call>";
+constexpr std::string_view kGemmaToolClose = "<tool_call|>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
@@ -127,8 +135,22 @@ uint64_t splitmix64(uint64_t x) {
 
 ChatOutputParser::ChatOutputParser(ChatFormat format, const RenderedChat& rendered, bool tools_requested)
 {
+  format_ = format.tool_calls;
+  tool_schemas_ = rendered.tool_schemas;
+  const bool gemma_thinking = format.thinking == ThinkingSyntax::kGemma4Channel;
+  think_open_ = gemma_thinking ? kGemmaThinkOpen : kThinkOpen;
+  think_close_ = gemma_thinking ? kGemmaThinkClose : kThinkClose;
+  if (format.tool_calls == ToolCallFormat::kGemma4) {
+    tool_open_ = kGemmaToolOpen;
+    tool_close_ = kGemmaToolClose;
+  } else {
+    tool_open_ = kToolOpen;
+    tool_close_ = kToolClose;
+  }
   think_allowed_ = format.supports_thinking || rendered.thinking_enabled || rendered.thinking_open;
-  hermes_tools_ = tools_requested && format.tool_calls == ToolCallFormat::kHermes;
+  hermes_tools_ = tools_requested && (format.tool_calls == ToolCallFormat::kHermes ||
+                                      format.tool_calls == ToolCallFormat::kQwen35Xml ||
+                                      format.tool_calls == ToolCallFormat::kGemma4);
   llama_tools_ = tools_requested && format.tool_calls == ToolCallFormat::kLlama3;
   if (rendered.thinking_open) state_ = State::kThink;
   // Ids only need to be unique among the calls a client sees; a process-wide counter mixed with
@@ -204,6 +226,21 @@ bool ChatOutputParser::emit_call(const Json& call, std::vector<ChatDelta>* out) 
   return true;
 }
 
+bool ChatOutputParser::emit_tagged_call(std::string_view body, std::vector<ChatDelta>* out) {
+  switch (format_) {
+    case ToolCallFormat::kQwen35Xml: {
+      const std::optional<Json> call = parse_qwen35_xml_call(body, tool_schemas_);
+      return call.has_value() && emit_call(*call, out);
+    }
+    case ToolCallFormat::kGemma4: {
+      const std::optional<Json> call = parse_gemma4_call(body);
+      return call.has_value() && emit_call(*call, out);
+    }
+    default:
+      return emit_call(Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false), out);
+  }
+}
+
 bool ChatOutputParser::emit_calls(std::string_view body, std::vector<ChatDelta>* out) {
   std::vector<Json> calls;
   const Json whole = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
@@ -246,12 +283,12 @@ void ChatOutputParser::process(bool final, std::vector<ChatDelta>* out) {
         const std::string_view rest = std::string_view(buf_).substr(space);
         if (rest.empty() && !final) return;  // only whitespace so far
         if (think_allowed_) {
-          if (rest.starts_with(kThinkOpen)) {
-            buf_.erase(0, space + kThinkOpen.size());
+          if (rest.starts_with(think_open_)) {
+            buf_.erase(0, space + think_open_.size());
             state_ = State::kThink;
             continue;
           }
-          if (!final && kThinkOpen.starts_with(rest)) return;
+          if (!final && think_open_.starts_with(rest)) return;
         }
         if (llama_tools_) {
           if (rest.starts_with(kPythonTag)) {
@@ -270,11 +307,11 @@ void ChatOutputParser::process(bool final, std::vector<ChatDelta>* out) {
       }
 
       case State::kThink: {
-        const size_t pos = buf_.find(kThinkClose);
+        const size_t pos = buf_.find(think_close_);
         if (pos != std::string::npos) {
           const std::string_view r = std::string_view(buf_).substr(0, pos);
           emit_reasoning(r.substr(0, r.size() - trailing_space(r)), out);
-          buf_.erase(0, pos + kThinkClose.size());
+          buf_.erase(0, pos + think_close_.size());
           state_ = State::kContent;
           strip_leading_ws_ = true;  // the "\n\n" after </think> is template syntax, not content
           continue;
@@ -285,7 +322,7 @@ void ChatOutputParser::process(bool final, std::vector<ChatDelta>* out) {
           buf_.clear();
           return;
         }
-        const size_t n = decided_length(buf_, kThinkClose, /*hold_space=*/true);
+        const size_t n = decided_length(buf_, think_close_, /*hold_space=*/true);
         emit_reasoning(std::string_view(buf_).substr(0, n), out);
         buf_.erase(0, n);
         return;
@@ -303,38 +340,37 @@ void ChatOutputParser::process(bool final, std::vector<ChatDelta>* out) {
           buf_.erase(0, n);
           return;
         }
-        const size_t pos = buf_.find(kToolOpen);
+        const size_t pos = buf_.find(tool_open_);
         if (pos != std::string::npos) {
           const std::string_view before = std::string_view(buf_).substr(0, pos);
           const size_t space = trailing_space(before);
           emit_content(before.substr(0, before.size() - space), out);
           ws_before_call_ = std::string(before.substr(before.size() - space));
-          buf_.erase(0, pos + kToolOpen.size());
+          buf_.erase(0, pos + tool_open_.size());
           state_ = State::kToolCall;
           continue;
         }
-        const size_t n = final ? buf_.size() : decided_length(buf_, kToolOpen, /*hold_space=*/true);
+        const size_t n = final ? buf_.size() : decided_length(buf_, tool_open_, /*hold_space=*/true);
         emit_content(std::string_view(buf_).substr(0, n), out);
         buf_.erase(0, n);
         return;
       }
 
       case State::kToolCall: {
-        const size_t pos = buf_.find(kToolClose);
+        const size_t pos = buf_.find(tool_close_);
         if (pos == std::string::npos && !final) return;  // hold the whole call until it closes
         const std::string_view body = std::string_view(buf_).substr(0, pos == std::string::npos ? buf_.size() : pos);
-        const Json call = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-        if (emit_call(call, out)) {
-          buf_.erase(0, pos == std::string::npos ? buf_.size() : pos + kToolClose.size());
+        if (emit_tagged_call(body, out)) {
+          buf_.erase(0, pos == std::string::npos ? buf_.size() : pos + tool_close_.size());
           strip_leading_ws_ = true;  // newlines between calls are syntax
         } else {
           // Not a valid call: give back the text verbatim as content.
           std::string raw = ws_before_call_;
-          raw.append(kToolOpen);
+          raw.append(tool_open_);
           raw.append(body);
-          if (pos != std::string::npos) raw.append(kToolClose);
+          if (pos != std::string::npos) raw.append(tool_close_);
           emit_content(raw, out);
-          buf_.erase(0, pos == std::string::npos ? buf_.size() : pos + kToolClose.size());
+          buf_.erase(0, pos == std::string::npos ? buf_.size() : pos + tool_close_.size());
         }
         ws_before_call_.clear();
         state_ = State::kContent;

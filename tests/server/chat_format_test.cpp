@@ -31,10 +31,20 @@ Json read_json(const std::string& path) {
   return Json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The model's chat template: <model>/tokenizer_config.json's chat_template, or
+// <model>/chat_template.jinja where the model ships it that way (Qwen3.5, Gemma 4).
 std::string template_source(const std::string& model) {
-  const Json config = read_json(shared_dir() + "/tokenizer/" + model + "/tokenizer_config.json");
-  if (!config.is_object() || !config.contains("chat_template")) return "";
-  return config["chat_template"].get<std::string>();
+  const std::string dir = shared_dir() + "/tokenizer/" + model;
+  const Json config = read_json(dir + "/tokenizer_config.json");
+  if (config.is_object() && config.contains("chat_template")) return config["chat_template"].get<std::string>();
+  return read_text(dir + "/chat_template.jinja");
 }
 
 ChatTemplate parse_template(const std::string& source) {
@@ -62,6 +72,22 @@ TEST(DetectChatFormat, RealTemplates) {
   EXPECT_FALSE(l.supports_thinking);
 }
 
+TEST(DetectChatFormat, Qwen35AndGemma4Templates) {
+  const std::string qwen35 = template_source("qwen35");
+  const std::string gemma4 = template_source("gemma4");
+  ASSERT_FALSE(qwen35.empty());
+  ASSERT_FALSE(gemma4.empty());
+  const ChatFormat q = detect_chat_format(qwen35);
+  EXPECT_EQ(q.tool_calls, ToolCallFormat::kQwen35Xml);
+  EXPECT_TRUE(q.supports_thinking);
+  EXPECT_EQ(q.thinking, ThinkingSyntax::kThinkTags);
+  const ChatFormat g = detect_chat_format(gemma4);
+  EXPECT_EQ(g.tool_calls, ToolCallFormat::kGemma4);
+  EXPECT_TRUE(g.supports_thinking);
+  EXPECT_EQ(g.thinking, ThinkingSyntax::kGemma4Channel);
+  EXPECT_EQ(detect_chat_format(template_source("qwen3")).thinking, ThinkingSyntax::kThinkTags);
+}
+
 TEST(DetectChatFormat, Llama31Markers) {
   EXPECT_EQ(detect_chat_format("{{- '<|python_tag|>' + x }}").tool_calls, ToolCallFormat::kLlama3);
   EXPECT_EQ(detect_chat_format("{\"name\": ..., \"parameters\": ...} {% if m.role == 'ipython' %}").tool_calls,
@@ -86,19 +112,58 @@ void run_golden_file(const std::string& model, size_t min_cases) {
                  c["add_generation_prompt"].dump() + " enable_thinking=" + c["enable_thinking"].dump());
     ChatRenderInput in;
     in.messages = c["messages"];
+    if (c.contains("tools")) in.tools = c["tools"];
     in.add_generation_prompt = c["add_generation_prompt"].get<bool>();
     if (!c["enable_thinking"].is_null()) in.template_kwargs["enable_thinking"] = c["enable_thinking"];
     auto r = render_chat(tmpl, format, in, cases["bos_token"].get<std::string>(), cases["eos_token"].get<std::string>());
     ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_EQ(r->prompt, c["expected"].get<std::string>());
-    EXPECT_FALSE(r->thinking_open);
-    const bool thinking_off = c["enable_thinking"] == false;
-    EXPECT_EQ(r->thinking_enabled, format.supports_thinking && in.add_generation_prompt && !thinking_off);
+    const std::string expected = c["expected"].get<std::string>();
+    EXPECT_EQ(r->prompt, expected);
+    if (format.thinking == ThinkingSyntax::kGemma4Channel) {
+      // Gemma 4 closes an empty thought channel when thinking is off (the default).
+      EXPECT_FALSE(r->thinking_open);
+      EXPECT_EQ(r->thinking_enabled, in.add_generation_prompt && !expected.ends_with("<channel|>"));
+      EXPECT_EQ(r->thinking_enabled, in.add_generation_prompt &&
+                                         (c["enable_thinking"] == true || expected.ends_with("<tool_response|>")));
+    } else {
+      // Qwen3.5 opens <think> in the generation prompt; Qwen3 leaves it to the model.
+      const bool opened = in.add_generation_prompt && expected.ends_with("<think>\n");
+      EXPECT_EQ(r->thinking_open, opened);
+      const bool thinking_off = c["enable_thinking"] == false;
+      EXPECT_EQ(r->thinking_enabled, format.supports_thinking && in.add_generation_prompt && !thinking_off);
+    }
+    const bool has_tools = c.contains("tools") && c["tools"].is_array() && !c["tools"].empty();
+    EXPECT_EQ(r->tool_schemas.empty(), !has_tools);
   }
 }
 
 TEST(RenderChat, Qwen3MatchesReference) { run_golden_file("qwen3", 36); }
 TEST(RenderChat, Llama3MatchesReference) { run_golden_file("llama3", 12); }
+TEST(RenderChat, Qwen35MatchesReference) { run_golden_file("qwen35", 60); }
+TEST(RenderChat, Gemma4MatchesReference) { run_golden_file("gemma4", 60); }
+
+// After a tool response the Gemma 4 template ends the turn when the assistant message also had
+// content, and then adds no generation prompt; render_chat opens the model turn (as llama.cpp).
+TEST(RenderChat, Gemma4OpensModelTurnAfterClosedToolTurn) {
+  const std::string source = template_source("gemma4");
+  const ChatTemplate tmpl = parse_template(source);
+  ChatRenderInput in;
+  in.messages = Json::parse(R"([
+    {"role": "user", "content": "Weather?"},
+    {"role": "assistant", "content": "Checking.",
+     "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"}])");
+  auto r = render_chat(tmpl, detect_chat_format(source), in, "<bos>", "<eos>");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->prompt,
+            "<bos><|turn>user\nWeather?<turn|>\n<|turn>model\n<|tool_call>call:w{}<tool_call|>"
+            "<|tool_response>response:w{value:<|\"|>sunny<|\"|>}<tool_response|>Checking.<turn|>\n<|turn>model\n");
+  EXPECT_TRUE(r->thinking_enabled);
+  in.add_generation_prompt = false;
+  r = render_chat(tmpl, detect_chat_format(source), in, "<bos>", "<eos>");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->prompt.ends_with("Checking.<turn|>\n"));
+}
 
 // The reference rendering (Python Jinja2 as transformers configures it) of a tool conversation;
 // the same string as tests/tokenizer/chat_template_test.cpp's kQwen3ToolsExpected.
@@ -500,6 +565,131 @@ TEST(ChatOutputParser, HoldsBackOnlyWhatCouldBeAMarker) {
   q.feed(smile.substr(2), &e);
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[1].text, smile);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Qwen3.5: <think> opened by the prompt, XML tool calls.
+
+const ChatFormat kQwen35{ToolCallFormat::kQwen35Xml, true};
+
+RenderedChat qwen35_rendered(bool open_think) {
+  RenderedChat r{"", open_think, true};
+  r.tool_schemas = Json::parse(R"({"get_weather": {"type": "object", "properties": {
+      "location": {"type": "string"}, "zip": {"type": "string"}, "days": {"type": "integer"}}}})");
+  return r;
+}
+
+TEST(ChatOutputParser, Qwen35ThinkingContentAndXmlCall) {
+  expect_all_splits(
+      kQwen35, qwen35_rendered(true), true,
+      "\nNeed the tool.\n</think>\n\nLet me check.\n\n<tool_call>\n<function=get_weather>\n<parameter=location>\n"
+      "Paris\n</parameter>\n<parameter=days>\n2\n</parameter>\n<parameter=zip>\n75001\n</parameter>\n</function>\n"
+      "</tool_call>",
+      msg(R"({"role": "assistant", "content": "Let me check.", "reasoning_content": "Need the tool.",
+              "tool_calls": [{"id": "ID", "type": "function", "function": {"name": "get_weather",
+                "arguments": "{\"location\":\"Paris\",\"days\":2,\"zip\":\"75001\"}"}}]})"));
+}
+
+TEST(ChatOutputParser, Qwen35ValuesWithoutSchemaAndSeveralCalls) {
+  // No schema for "f": JSON-looking values are JSON (and Python's True, which the template's
+  // `| string` writes), the rest strings; a multi-line value keeps its inner newlines.
+  expect_all_splits(
+      kQwen35, qwen35_rendered(false), true,
+      "<tool_call>\n<function=f>\n<parameter=n>\n-1.5\n</parameter>\n<parameter=flag>\nTrue\n</parameter>\n"
+      "<parameter=obj>\n{\"a\": [1, 2]}\n</parameter>\n<parameter=code>\nx = 1\n\ny = <b>\n</parameter>\n</function>\n"
+      "</tool_call>\n<tool_call>\n<function=g>\n</function>\n</tool_call>",
+      msg(R"({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "ID", "type": "function", "function": {"name": "f",
+              "arguments": "{\"n\":-1.5,\"flag\":true,\"obj\":{\"a\":[1,2]},\"code\":\"x = 1\\n\\ny = <b>\"}"}},
+            {"id": "ID", "type": "function", "function": {"name": "g", "arguments": "{}"}}]})"));
+}
+
+TEST(ChatOutputParser, Qwen35MalformedOutputDegradesToContent) {
+  // Missing </function>, an empty function name, text after </function>, an unclosed parameter:
+  // the block comes back verbatim as content.
+  for (const char* text : {
+           "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</tool_call>",
+           "<tool_call>\n<function=>\n</function>\n</tool_call>",
+           "<tool_call>\n<function=f>\n</function>\nextra\n</tool_call>",
+           "<tool_call>\n<function=f>\n<parameter=a>\n1\n</function>\n</tool_call>",
+           "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
+       }) {
+    expect_all_splits(kQwen35, qwen35_rendered(false), true, text, Json{{"role", "assistant"}, {"content", text}});
+  }
+  // Cut off inside the call: content. Cut off after </function> (end of turn): still a call.
+  expect_all_splits(kQwen35, qwen35_rendered(false), true, "Hm\n<tool_call>\n<function=f>\n<parameter=a",
+                    msg(R"({"role": "assistant", "content": "Hm\n<tool_call>\n<function=f>\n<parameter=a"})"));
+  expect_all_splits(kQwen35, qwen35_rendered(false), true, "<tool_call>\n<function=f>\n</function>\n",
+                    msg(R"({"role": "assistant", "content": null, "tool_calls": [
+                          {"id": "ID", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})"));
+  // Unterminated thinking is reasoning; without tools requested a call is content.
+  expect_all_splits(kQwen35, qwen35_rendered(true), true, "\nstill thinking <tool_call>",
+                    msg(R"({"role": "assistant", "content": "", "reasoning_content": "still thinking <tool_call>"})"));
+  const char* call = "<tool_call>\n<function=f>\n</function>\n</tool_call>";
+  expect_all_splits(kQwen35, qwen35_rendered(false), false, call, Json{{"role", "assistant"}, {"content", call}});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gemma 4: <|channel>thought ... <channel|> and <|tool_call>call:NAME{..}<tool_call|>.
+
+const ChatFormat kGemma4{ToolCallFormat::kGemma4, true, ThinkingSyntax::kGemma4Channel};
+
+TEST(ChatOutputParser, Gemma4ThoughtAndToolCall) {
+  // As the template renders an assistant turn with reasoning and a call (chat-gemma4.json).
+  expect_all_splits(
+      kGemma4, kThinking, true,
+      "<|channel>thought\nI should call get_weather.\n<channel|><|tool_call>call:get_weather{location:<|\"|>Paris<|\"|>,"
+      "unit:<|\"|>celsius<|\"|>}<tool_call|>",
+      msg(R"({"role": "assistant", "content": null, "reasoning_content": "I should call get_weather.",
+              "tool_calls": [{"id": "ID", "type": "function", "function": {"name": "get_weather",
+                "arguments": "{\"location\":\"Paris\",\"unit\":\"celsius\"}"}}]})"));
+  expect_all_splits(kGemma4, kThinking, false, "<|channel>thought\nplan<channel|>The answer is 4.",
+                    msg(R"({"role": "assistant", "content": "The answer is 4.", "reasoning_content": "plan"})"));
+  expect_all_splits(kGemma4, kNoThinking, false, "The answer is 4.",
+                    msg(R"({"role": "assistant", "content": "The answer is 4."})"));
+}
+
+TEST(ChatOutputParser, Gemma4ArgumentValues) {
+  expect_all_splits(
+      kGemma4, kNoThinking, true,
+      "Sure.<|tool_call>call:f{a:1,b:-2.5e3,c:true,d:null,e:[1, <|\"|>x,y}:<|\"|>],f:{g:<|\"|>h<|\"|>,<|\"|>k k<|\"|>:[]},"
+      "h:false}<tool_call|><|tool_call>call:g{}<tool_call|>",
+      msg(R"({"role": "assistant", "content": "Sure.", "tool_calls": [
+            {"id": "ID", "type": "function", "function": {"name": "f",
+              "arguments": "{\"a\":1,\"b\":-2500.0,\"c\":true,\"d\":null,\"e\":[1,\"x,y}:\"],\"f\":{\"g\":\"h\",\"k k\":[]},\"h\":false}"}},
+            {"id": "ID", "type": "function", "function": {"name": "g", "arguments": "{}"}}]})"));
+}
+
+TEST(ChatOutputParser, Gemma4MalformedOutputDegradesToContent) {
+  std::string deep = "<|tool_call>call:f{a:";
+  for (int i = 0; i < 200; ++i) deep += "[";
+  for (int i = 0; i < 200; ++i) deep += "]";
+  deep += "}<tool_call|>";
+  for (const std::string& text : {
+           std::string("<|tool_call>call:f{a:<|\"|>x}<tool_call|>"),      // unterminated string
+           std::string("<|tool_call>call:f{a:1} trailing<tool_call|>"),   // text after the arguments
+           std::string("<|tool_call>call:f{a:1,}<tool_call|>"),           // dangling comma
+           std::string("<|tool_call>call:f{a 1}<tool_call|>"),            // no ':'
+           std::string("<|tool_call>call:{a:1}<tool_call|>"),             // no name
+           std::string("<|tool_call>f{a:1}<tool_call|>"),                 // no "call:"
+           std::string("<|tool_call>call:f{a:[1,2}<tool_call|>"),         // unbalanced
+           std::string("<|tool_call>call:f{a:1e}<tool_call|>"),           // bad number
+           deep,                                                         // nesting beyond the limit
+       }) {
+    expect_all_splits(kGemma4, kNoThinking, true, text, Json{{"role", "assistant"}, {"content", text}});
+  }
+  // Cut off inside a call: content. Unterminated thought: reasoning.
+  expect_all_splits(kGemma4, kNoThinking, true, "Ok <|tool_call>call:f{a:<|\"|>Par",
+                    msg(R"({"role": "assistant", "content": "Ok <|tool_call>call:f{a:<|\"|>Par"})"));
+  expect_all_splits(kGemma4, kThinking, true, "<|channel>thought\nhmm <channel",
+                    msg(R"({"role": "assistant", "content": "", "reasoning_content": "hmm <channel"})"));
+  // Complete call whose closing marker never came (generation stopped): still a call.
+  expect_all_splits(kGemma4, kNoThinking, true, "<|tool_call>call:f{x:2}",
+                    msg(R"({"role": "assistant", "content": null, "tool_calls": [
+                          {"id": "ID", "type": "function", "function": {"name": "f", "arguments": "{\"x\":2}"}}]})"));
+  // No tools requested: the call is content.
+  const char* call = "<|tool_call>call:f{}<tool_call|>";
+  expect_all_splits(kGemma4, kNoThinking, false, call, Json{{"role", "assistant"}, {"content", call}});
 }
 
 TEST(ChatOutputParser, ToolIdsDifferAcrossParsers) {
