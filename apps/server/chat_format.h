@@ -144,6 +144,7 @@ class ChatOutputParser {
   bool think_allowed_ = false;     // recognise the reasoning open marker at the start of the message
   bool hermes_tools_ = false;      // recognise tagged call blocks (Hermes, Qwen3.5 XML, Gemma 4)
   bool llama_tools_ = false;       // recognise a Llama 3 JSON call as the whole message
+  bool gemma_channels_ = false;    // Gemma 4: thought blocks and stray <channel|> after content too
   uint64_t id_seed_ = 0;           // makes tool-call ids unique across parsers
   State state_ = State::kStart;
   std::string buf_;                // undecided text, not yet emitted

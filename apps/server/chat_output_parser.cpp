@@ -152,6 +152,7 @@ ChatOutputParser::ChatOutputParser(ChatFormat format, const RenderedChat& render
                                       format.tool_calls == ToolCallFormat::kQwen35Xml ||
                                       format.tool_calls == ToolCallFormat::kGemma4);
   llama_tools_ = tools_requested && format.tool_calls == ToolCallFormat::kLlama3;
+  gemma_channels_ = gemma_thinking;
   if (rendered.thinking_open) state_ = State::kThink;
   // Ids only need to be unique among the calls a client sees; a process-wide counter mixed with
   // the clock keeps them distinct across requests and server restarts.
@@ -334,23 +335,48 @@ void ChatOutputParser::process(bool final, std::vector<ChatDelta>* out) {
           if (buf_.empty()) return;
           strip_leading_ws_ = false;
         }
-        if (!hermes_tools_) {
+        if (!hermes_tools_ && !gemma_channels_) {
           const size_t n = final ? buf_.size() : decided_length(buf_, {}, /*hold_space=*/false);
           emit_content(std::string_view(buf_).substr(0, n), out);
           buf_.erase(0, n);
           return;
         }
-        const size_t pos = buf_.find(tool_open_);
+        // The markers that may interrupt content: a tagged call's open marker, and for Gemma 4
+        // another thought block or a stray <channel|> (llama.cpp's parser consumes both).
+        const std::string_view markers[3] = {hermes_tools_ ? tool_open_ : std::string_view(),
+                                             gemma_channels_ ? think_open_ : std::string_view(),
+                                             gemma_channels_ ? think_close_ : std::string_view()};
+        size_t pos = std::string::npos;
+        size_t which = 0;
+        for (size_t i = 0; i < 3; ++i) {
+          if (markers[i].empty()) continue;
+          const size_t p = buf_.find(markers[i]);
+          if (p < pos) {
+            pos = p;
+            which = i;
+          }
+        }
         if (pos != std::string::npos) {
           const std::string_view before = std::string_view(buf_).substr(0, pos);
           const size_t space = trailing_space(before);
           emit_content(before.substr(0, before.size() - space), out);
-          ws_before_call_ = std::string(before.substr(before.size() - space));
-          buf_.erase(0, pos + tool_open_.size());
-          state_ = State::kToolCall;
+          if (which == 0) {
+            ws_before_call_ = std::string(before.substr(before.size() - space));
+            state_ = State::kToolCall;
+          } else if (which == 1) {
+            state_ = State::kThink;
+          } else {
+            strip_leading_ws_ = true;  // a stray <channel|> is dropped with the whitespace around it
+          }
+          buf_.erase(0, pos + markers[which].size());
           continue;
         }
-        const size_t n = final ? buf_.size() : decided_length(buf_, tool_open_, /*hold_space=*/true);
+        size_t n = buf_.size();
+        if (!final) {
+          for (const std::string_view m : markers) {
+            if (!m.empty()) n = std::min(n, decided_length(buf_, m, /*hold_space=*/true));
+          }
+        }
         emit_content(std::string_view(buf_).substr(0, n), out);
         buf_.erase(0, n);
         return;

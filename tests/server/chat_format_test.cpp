@@ -649,6 +649,22 @@ TEST(ChatOutputParser, Gemma4ThoughtAndToolCall) {
                     msg(R"({"role": "assistant", "content": "The answer is 4."})"));
 }
 
+// Gemma 4 may write another (often empty) thought block or a stray <channel|> after content:
+// they are syntax, not content (as llama.cpp's Gemma 4 parser); text around them stays content.
+TEST(ChatOutputParser, Gemma4LaterThoughtBlocksAndStrayChannelClose) {
+  expect_all_splits(kGemma4, kNoThinking, false, "It is 4.\n<|channel>thought\n<channel|>",
+                    msg(R"({"role": "assistant", "content": "It is 4."})"));
+  expect_all_splits(kGemma4, kNoThinking, false, "It is 4.<channel|>\nreally",
+                    msg(R"({"role": "assistant", "content": "It is 4.really"})"));
+  expect_all_splits(kGemma4, kThinking, true,
+                    "<|channel>thought\na<channel|>Let me look.<|channel>thought\nb<channel|>"
+                    "<|tool_call>call:f{}<tool_call|>",
+                    msg(R"({"role": "assistant", "content": "Let me look.", "reasoning_content": "a\nb",
+                            "tool_calls": [{"id": "ID", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})"));
+  // Partial markers at the end are content.
+  expect_all_splits(kGemma4, kNoThinking, false, "x <|chan", msg(R"({"role": "assistant", "content": "x <|chan"})"));
+}
+
 TEST(ChatOutputParser, Gemma4ArgumentValues) {
   expect_all_splits(
       kGemma4, kNoThinking, true,
