@@ -200,7 +200,9 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
   CHECK(id >= 0 && id < n_vocab(), "token id %d outside [0, %d)", id, n_vocab());
   const uint32_t attr = vocab_.attrs[size_t(id)];
   const std::string& text = vocab_.texts[size_t(id)];
-  if (attr & (kTokenAttrUnknown | kTokenAttrControl)) return render_special ? text : std::string();
+  if (attr & (kTokenAttrUnknown | kTokenAttrControl)) {
+    return render_special || (attr & kTokenAttrRenderAlways) ? text : std::string();
+  }
   if (attr & kTokenAttrUserDefined) return text;
   if (attr & kTokenAttrNormal) {
     if (vocab_.kind == TokenizerKind::kBpe && !vocab_.pre.spm_style) return decode_byte_level(text);

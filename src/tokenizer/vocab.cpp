@@ -254,10 +254,10 @@ Result<Vocab> load_vocab(const GgufFile& file) {
   build_eog_set(v, fim_pad, fim_rep, fim_sep);
   if (v.pre.spm_style) {
     // Gemma 4 writes its thinking and tool calls with these tokens; llama.cpp's server keeps them
-    // in the output (preserved tokens) so its chat parser can see them. Like gpt-oss's channel
-    // tokens above, they always render here, so the output parser gets them too.
+    // in the output (preserved tokens) so its chat parser can see them. They render here without
+    // render_special too (tokenization is unchanged: they stay control tokens).
     for (const int32_t id : ids_with_text(v, {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|\"|>"})) {
-      v.attrs[size_t(id)] = kTokenAttrUserDefined;
+      v.attrs[size_t(id)] |= kTokenAttrRenderAlways;
     }
   }
 

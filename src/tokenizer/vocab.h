@@ -37,6 +37,9 @@ enum TokenAttr : uint32_t {
   kTokenAttrByte = 1u << 5,
   kTokenAttrLstrip = 1u << 7,
   kTokenAttrRstrip = 1u << 8,
+  // Not a llama.cpp attribute: a control token whose text token_to_piece renders even without
+  // render_special (Gemma 4's reasoning and tool-call markers, which the chat parser must see).
+  kTokenAttrRenderAlways = 1u << 16,
 };
 
 struct Vocab {

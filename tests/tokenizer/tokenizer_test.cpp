@@ -576,8 +576,10 @@ TEST(TokenizerGemma4, SentencePieceStyleBpe) {
   EXPECT_EQ(tok->encode("ab\nab", false, false), (Ids{10, 5, 10}));
   // Bytes without a token fall back to "<0xXX>" tokens of the raw UTF-8 (not GPT-2's byte map).
   EXPECT_EQ(tok->encode("\xC3\xA9", false, false), (Ids{13, 14}));
-  // Special tokens are carved out first.
+  // Special tokens are carved out first, and only when parsing specials (they stay control).
   EXPECT_EQ(tok->encode("<|channel>ab<channel|>", false, true), (Ids{3, 10, 4}));
+  const Ids plain = tok->encode("<|channel>", false, false);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), 3), 0);
   // Detokenize: '▁' -> ' ', byte tokens -> bytes.
   EXPECT_EQ(tok->decode({2, 10, 11, 7, 13, 14}, false), "ab ab \xC3\xA9");
   // The thinking / tool-call markers render without render_special (the chat parser needs them);
