@@ -130,7 +130,7 @@ class GemmaReader {
       *out = false;
       return true;
     }
-    if (consume(s_, &pos_, "null")) {
+    if (consume(s_, &pos_, "null") || consume(s_, &pos_, "None")) {  // the template writes None
       *out = nullptr;
       return true;
     }

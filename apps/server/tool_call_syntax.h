@@ -5,7 +5,7 @@
 //     <function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>
 //   Gemma 4 (between <|tool_call> and <tool_call|>):
 //     call:NAME{key:VALUE,...} with VALUE one of <|"|>text<|"|>, {..}, [..], number, true,
-//     false, null (keys bare or <|"|>-quoted).
+//     false, null or None (the template writes Python's None; keys bare or <|"|>-quoted).
 // Invariants: the input is untrusted model output: any malformed body (missing tags, unbalanced
 // brackets, trailing text, nesting deeper than kMaxToolCallDepth) is std::nullopt, never a crash
 // and never a partial call. Pure functions; thread-safe.

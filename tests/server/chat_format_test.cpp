@@ -708,6 +708,56 @@ TEST(ChatOutputParser, Gemma4MalformedOutputDegradesToContent) {
   expect_all_splits(kGemma4, kNoThinking, false, call, Json{{"role", "assistant"}, {"content", call}});
 }
 
+// What the real template writes for an assistant tool call, the parser reads back as the same
+// call: arguments of every JSON type survive Qwen3.5's XML (typed by the schema, or by
+// JSON/Python literals without one) and Gemma 4's syntax.
+void expect_template_round_trip(const std::string& model, const std::string& open, const std::string& close) {
+  SCOPED_TRACE(model);
+  const std::string source = template_source(model);
+  const ChatTemplate tmpl = parse_template(source);
+  const ChatFormat format = detect_chat_format(source);
+  const Json arguments = Json::parse(R"({"query": "ssd \"cache\"\nnext line", "code": "42", "limit": 3,
+      "score": -0.5, "exact": true, "off": false, "none": null, "tags": ["a", "b"],
+      "filters": {"year": 2024, "lang": "en"}})");
+  ChatRenderInput in;
+  in.messages = Json::array();
+  in.messages.push_back({{"role", "user"}, {"content", "Find it."}});
+  in.messages.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({
+      {{"id", "c1"}, {"type", "function"}, {"function", {{"name", "search"}, {"arguments", arguments.dump()}}}},
+      {{"id", "c2"}, {"type", "function"}, {"function", {{"name", "now"}, {"arguments", "{}"}}}}})}});
+  in.tools = Json::parse(R"([{"type": "function", "function": {"name": "search", "parameters": {"type": "object",
+      "properties": {"query": {"type": "string"}, "code": {"type": "string"}, "limit": {"type": "integer"}}}}},
+      {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}])");
+  in.add_generation_prompt = false;
+  auto r = render_chat(tmpl, format, in, "", "");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const size_t begin = r->prompt.find(open, r->prompt.find("Find it."));  // past the system prompt's example
+  const size_t end = r->prompt.rfind(close);
+  ASSERT_NE(begin, std::string::npos) << r->prompt;
+  ASSERT_NE(end, std::string::npos) << r->prompt;
+  const std::string written = r->prompt.substr(begin, end + close.size() - begin);
+  RenderedChat rendered;
+  rendered.tool_schemas = r->tool_schemas;
+  const Json got = check_deltas(parse_pieces(format, rendered, true, {written}));
+  ASSERT_TRUE(got.contains("tool_calls")) << written << "\n" << got.dump();
+  ASSERT_EQ(got["tool_calls"].size(), 2u) << written;
+  EXPECT_EQ(got["tool_calls"][0]["function"]["name"], "search");
+  const Json parsed = Json::parse(got["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  // Gemma 4's template sorts keys: compare as unordered JSON.
+  EXPECT_EQ(nlohmann::json(parsed), nlohmann::json(arguments)) << written;
+  EXPECT_EQ(got["tool_calls"][1]["function"]["name"], "now");
+  EXPECT_EQ(got["tool_calls"][1]["function"]["arguments"], "{}");
+  EXPECT_TRUE(got["content"].is_null());
+}
+
+TEST(ChatOutputParser, Qwen35ReadsBackWhatItsTemplateWrites) {
+  expect_template_round_trip("qwen35", "<tool_call>", "</tool_call>");
+}
+
+TEST(ChatOutputParser, Gemma4ReadsBackWhatItsTemplateWrites) {
+  expect_template_round_trip("gemma4", "<|tool_call>", "<tool_call|>");
+}
+
 TEST(ChatOutputParser, ToolIdsDifferAcrossParsers) {
   const std::string text = "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>";
   const Json a = parse_pieces(kQwen, kNoThinking, true, {text}).message;
