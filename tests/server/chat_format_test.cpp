@@ -4,6 +4,7 @@
 // conversations and validation errors) and ChatOutputParser (reasoning/content/tool-call
 // splitting, checked for every way of cutting the output into 2 and 3 pieces and byte by byte).
 #include "server/chat_format.h"
+#include "server/tool_call_syntax.h"
 
 #include <gtest/gtest.h>
 
@@ -423,6 +424,16 @@ void expect_all_splits(ChatFormat format, const RenderedChat& rendered, bool too
   }
 }
 
+// Whole and byte by byte only: for long texts whose point is the values, not the cut positions.
+void expect_whole_and_bytes(ChatFormat format, const RenderedChat& rendered, bool tools, const std::string& text,
+                            const Json& expected) {
+  SCOPED_TRACE(text);
+  ASSERT_EQ(check_deltas(parse_pieces(format, rendered, tools, {text})), expected);
+  std::vector<std::string> bytes;
+  for (char c : text) bytes.emplace_back(1, c);
+  ASSERT_EQ(check_deltas(parse_pieces(format, rendered, tools, bytes)), expected) << "byte by byte";
+}
+
 Json msg(const char* json) { return Json::parse(json); }
 
 const ChatFormat kQwen{ToolCallFormat::kHermes, true};
@@ -593,7 +604,7 @@ TEST(ChatOutputParser, Qwen35ThinkingContentAndXmlCall) {
 TEST(ChatOutputParser, Qwen35ValuesWithoutSchemaAndSeveralCalls) {
   // No schema for "f": JSON-looking values are JSON (and Python's True, which the template's
   // `| string` writes), the rest strings; a multi-line value keeps its inner newlines.
-  expect_all_splits(
+  expect_whole_and_bytes(
       kQwen35, qwen35_rendered(false), true,
       "<tool_call>\n<function=f>\n<parameter=n>\n-1.5\n</parameter>\n<parameter=flag>\nTrue\n</parameter>\n"
       "<parameter=obj>\n{\"a\": [1, 2]}\n</parameter>\n<parameter=code>\nx = 1\n\ny = <b>\n</parameter>\n</function>\n"
@@ -602,6 +613,12 @@ TEST(ChatOutputParser, Qwen35ValuesWithoutSchemaAndSeveralCalls) {
             {"id": "ID", "type": "function", "function": {"name": "f",
               "arguments": "{\"n\":-1.5,\"flag\":true,\"obj\":{\"a\":[1,2]},\"code\":\"x = 1\\n\\ny = <b>\"}"}},
             {"id": "ID", "type": "function", "function": {"name": "g", "arguments": "{}"}}]})"));
+  expect_all_splits(kQwen35, qwen35_rendered(false), true,
+                    "<tool_call>\n<function=f>\n<parameter=n>\n1\n</parameter>\n</function>\n</tool_call>\n"
+                    "<tool_call>\n<function=g>\n</function>\n</tool_call>",
+                    msg(R"({"role": "assistant", "content": null, "tool_calls": [
+                          {"id": "ID", "type": "function", "function": {"name": "f", "arguments": "{\"n\":1}"}},
+                          {"id": "ID", "type": "function", "function": {"name": "g", "arguments": "{}"}}]})"));
 }
 
 TEST(ChatOutputParser, Qwen35MalformedOutputDegradesToContent) {
@@ -666,7 +683,7 @@ TEST(ChatOutputParser, Gemma4LaterThoughtBlocksAndStrayChannelClose) {
 }
 
 TEST(ChatOutputParser, Gemma4ArgumentValues) {
-  expect_all_splits(
+  expect_whole_and_bytes(
       kGemma4, kNoThinking, true,
       "Sure.<|tool_call>call:f{a:1,b:-2.5e3,c:true,d:null,e:[1, <|\"|>x,y}:<|\"|>],f:{g:<|\"|>h<|\"|>,<|\"|>k k<|\"|>:[]},"
       "h:false}<tool_call|><|tool_call>call:g{}<tool_call|>",
@@ -674,12 +691,15 @@ TEST(ChatOutputParser, Gemma4ArgumentValues) {
             {"id": "ID", "type": "function", "function": {"name": "f",
               "arguments": "{\"a\":1,\"b\":-2500.0,\"c\":true,\"d\":null,\"e\":[1,\"x,y}:\"],\"f\":{\"g\":\"h\",\"k k\":[]},\"h\":false}"}},
             {"id": "ID", "type": "function", "function": {"name": "g", "arguments": "{}"}}]})"));
+  expect_all_splits(kGemma4, kNoThinking, true, "Ok.<|tool_call>call:f{a:<|\"|>x<|\"|>}<tool_call|>",
+                    msg(R"({"role": "assistant", "content": "Ok.", "tool_calls": [
+                          {"id": "ID", "type": "function", "function": {"name": "f", "arguments": "{\"a\":\"x\"}"}}]})"));
 }
 
 TEST(ChatOutputParser, Gemma4MalformedOutputDegradesToContent) {
   std::string deep = "<|tool_call>call:f{a:";
-  for (int i = 0; i < 200; ++i) deep += "[";
-  for (int i = 0; i < 200; ++i) deep += "]";
+  for (int i = 0; i < kMaxToolCallDepth + 2; ++i) deep += "[";
+  for (int i = 0; i < kMaxToolCallDepth + 2; ++i) deep += "]";
   deep += "}<tool_call|>";
   for (const std::string& text : {
            std::string("<|tool_call>call:f{a:<|\"|>x}<tool_call|>"),      // unterminated string
@@ -756,6 +776,15 @@ TEST(ChatOutputParser, Qwen35ReadsBackWhatItsTemplateWrites) {
 
 TEST(ChatOutputParser, Gemma4ReadsBackWhatItsTemplateWrites) {
   expect_template_round_trip("gemma4", "<|tool_call>", "<tool_call|>");
+}
+
+TEST(ToolCallSyntax, Gemma4NestingLimit) {
+  auto nested = [](int n_arrays) {
+    return "call:f{a:" + std::string(size_t(n_arrays), '[') + std::string(size_t(n_arrays), ']') + "}";
+  };
+  EXPECT_TRUE(parse_gemma4_call(nested(kMaxToolCallDepth - 1)).has_value());  // the call's {} is level 1
+  EXPECT_FALSE(parse_gemma4_call(nested(kMaxToolCallDepth)).has_value());
+  EXPECT_FALSE(parse_gemma4_call(nested(100000)).has_value());  // no stack overflow
 }
 
 TEST(ChatOutputParser, ToolIdsDifferAcrossParsers) {
