@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gguf/reader.h"
+#include "gguf/writer.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
@@ -592,6 +593,22 @@ TEST(TokenizerGemma4, SentencePieceStyleBpe) {
   EXPECT_TRUE(tok->is_eog(15));
   EXPECT_TRUE(tok->is_eog(16));
   EXPECT_FALSE(tok->is_eog(17));
+}
+
+// The same metadata written to a real file with the project's GGUF writer and read back.
+TEST(TokenizerGemma4, LoadsFromAGgufFileOnDisk) {
+  GgufWriter writer;
+  const GgufFile source = tiny_gemma4_file("gemma4", /*add_bos_key=*/false);
+  for (const auto& [key, value] : source.metadata()) writer.set_value(key, value);
+  const std::string path = ::testing::TempDir() + "tiny_gemma4_tokenizer.gguf";
+  ASSERT_TRUE(writer.write(path).ok());
+  auto file = gguf_open(path);
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  auto tok = Tokenizer::from_gguf(*file);
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  EXPECT_EQ(tok->vocab().model, "gemma4");
+  EXPECT_EQ(tok->encode("ab ab\n\n", true, false), (Ids{2, 10, 11, 6}));
+  std::remove(path.c_str());
 }
 
 TEST(TokenizerGemma4, GptTwoModelWithGemma4PreIsSpmStyleToo) {
