@@ -7,38 +7,14 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/ggml_math.h"
 #include "kernels/kernel_registry.h"
 #include "quant/q8_0.h"
 
 namespace sniper {
 
-namespace {
-
-// ggml's vectorised expf (ggml-cpu vec.h, AVX-512 variant), evaluated lane by lane with the
-// same fused multiply-adds, so results are bit-identical to the reference engine's. Max error
-// ~1.5 ulp against libm; |n| > 192 saturates to 0 or inf.
-inline float ggml_expf(float x) {
-  const float r = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, r);
-  const float n = z - r;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
-  const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
-  return std::ldexp(j, static_cast<int>(n));
-}
-
-// _mm512_reduce_add_ps's summation tree over 16 lanes.
-inline float reduce_add_16(const float* v) {
-  float t3[8], t6[4];
-  for (int i = 0; i < 8; ++i) t3[i] = v[i + 8] + v[i];
-  for (int i = 0; i < 4; ++i) t6[i] = t3[i + 4] + t3[i];
-  const float t8_0 = t6[0] + t6[2], t8_1 = t6[1] + t6[3];
-  return t8_0 + t8_1;
-}
-
-}  // namespace
+using kernels_internal::ggml_expf;
+using kernels_internal::reduce_add_16;
 
 void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps) {
   double sum = 0.0;  // ggml_float accumulation

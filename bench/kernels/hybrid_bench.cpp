@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+// Microbenchmark of the hybrid architectures' kernels, per ISA tier, one thread, best of several
+// passes: the gated delta net (kernels/delta_net.h) as ns per token per value head for decode
+// (1 token, every head's state read and written) and prefill (a chunk of tokens), at Qwen3.5's
+// shape by default (32 value heads, 16 key heads, head dim 128); and GELU / GEGLU
+// (kernels/activations.h) as GB/s of activations read and written.
+// Usage: hybrid_bench [heads=32] [key_heads=16] [head_dim=128] [prefill=512] [gelu_n=2112]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "bench_util.h"
+#include "base/cpu_features.h"
+#include "kernels/delta_net.h"
+
+namespace sniper {
+namespace {
+
+using bench::now_s;
+
+template <typename F>
+double best_of(int passes, F&& f) {
+  double best = 1e30;
+  for (int i = 0; i < passes; ++i) {
+    const double t0 = now_s();
+    f();
+    best = std::min(best, now_s() - t0);
+  }
+  return best;
+}
+
+void bench_delta_net(int64_t n_v, int64_t n_k, int64_t d, int64_t n_prefill) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  const int64_t channels = (2 * n_k + n_v) * d;
+  std::vector<float> qkv(static_cast<size_t>(n_prefill * channels)), g(static_cast<size_t>(n_prefill * n_v), -0.1f),
+      beta(g.size(), 0.5f), out(static_cast<size_t>(n_prefill * n_v * d)), state(static_cast<size_t>(n_v * d * d));
+  for (auto& x : qkv) x = normal(rng);
+  for (auto& x : state) x = normal(rng);
+  DeltaNetArgs a;
+  a.head_dim = d;
+  a.n_k_heads = n_k;
+  a.n_v_heads = n_v;
+  a.q = qkv.data();
+  a.k = qkv.data() + n_k * d;
+  a.v = qkv.data() + 2 * n_k * d;
+  a.q_stride = a.k_stride = a.v_stride = channels;
+  a.g = g.data();
+  a.beta = beta.data();
+  a.gb_stride = n_v;
+  a.out = out.data();
+  a.out_stride = n_v * d;
+  a.state = state.data();
+  const IsaTier tiers[] = {IsaTier::kRef, IsaTier::kAvx512};
+  for (IsaTier tier : tiers) {
+    if (tier > host_best_tier()) continue;
+    const DeltaNetFn fn = find_delta_net(tier);
+    a.n_tokens = 1;
+    const double dec = best_of(20, [&] { fn(a, 0, n_v); });
+    a.n_tokens = n_prefill;
+    const double pre = best_of(tier == IsaTier::kRef ? 1 : 5, [&] { fn(a, 0, n_v); });
+    std::printf("delta_net %-6s d=%ld heads=%ld: decode %.0f ns/token/head (%.1f us/token/layer), prefill(%ld) %.0f ns/token/head\n",
+                isa_tier_name(tier), static_cast<long>(d), static_cast<long>(n_v), dec * 1e9 / static_cast<double>(n_v),
+                dec * 1e6, static_cast<long>(n_prefill), pre * 1e9 / static_cast<double>(n_v * n_prefill));
+  }
+}
+
+}  // namespace
+}  // namespace sniper
+
+int main(int argc, char** argv) {
+  const auto arg = [&](int i, long def) { return argc > i ? std::atol(argv[i]) : def; };
+  sniper::bench_delta_net(arg(1, 32), arg(2, 16), arg(3, 128), arg(4, 512));
+  return 0;
+}
