@@ -13,6 +13,7 @@
 
 #include "bench_util.h"
 #include "base/cpu_features.h"
+#include "kernels/activations.h"
 #include "kernels/delta_net.h"
 
 namespace sniper {
@@ -67,11 +68,38 @@ void bench_delta_net(int64_t n_v, int64_t n_k, int64_t d, int64_t n_prefill) {
   }
 }
 
+// GELU over rows of n (Gemma 4's dense ff 2112 by default) and GEGLU, many rows so that the
+// activations come from L2 / L3 rather than L1: GB/s of floats read and written.
+void bench_gelu(int64_t n) {
+  const int64_t n_rows = 256;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(n * n_rows)), up(x.size()), y(x.size());
+  for (auto& v : x) v = normal(rng);
+  for (auto& v : up) v = normal(rng);
+  const IsaTier tiers[] = {IsaTier::kRef, IsaTier::kAvx512};
+  for (IsaTier tier : tiers) {
+    if (tier > host_best_tier()) continue;
+    const GeluOps& ops = find_gelu_ops(tier);
+    const double t_gelu = best_of(20, [&] {
+      for (int64_t r = 0; r < n_rows; ++r) ops.gelu(x.data() + r * n, y.data() + r * n, n);
+    });
+    const double t_geglu = best_of(20, [&] {
+      for (int64_t r = 0; r < n_rows; ++r) ops.geglu(x.data() + r * n, up.data() + r * n, y.data() + r * n, n);
+    });
+    const double floats = static_cast<double>(n * n_rows);
+    std::printf("gelu      %-6s n=%ld x %ld rows: gelu %.1f GB/s (%.2f ns/elem), geglu %.1f GB/s (%.2f ns/elem)\n",
+                isa_tier_name(tier), static_cast<long>(n), static_cast<long>(n_rows), 8.0 * floats / t_gelu * 1e-9,
+                t_gelu * 1e9 / floats, 12.0 * floats / t_geglu * 1e-9, t_geglu * 1e9 / floats);
+  }
+}
+
 }  // namespace
 }  // namespace sniper
 
 int main(int argc, char** argv) {
   const auto arg = [&](int i, long def) { return argc > i ? std::atol(argv[i]) : def; };
   sniper::bench_delta_net(arg(1, 32), arg(2, 16), arg(3, 128), arg(4, 512));
+  sniper::bench_gelu(arg(5, 2112));
   return 0;
 }

@@ -57,4 +57,10 @@ void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n
 void check_delta_net_args(const DeltaNetArgs& a, int64_t head_begin, int64_t head_end);
 void delta_net_avx512(const DeltaNetArgs& a, int64_t head_begin, int64_t head_end);
 
+// GELU (kernels/activations.h): the widened f16 GELU table (65536 floats, built on first use)
+// and the AVX-512 twins of gelu_ref / geglu_ref.
+const float* gelu_table_f32();
+void gelu_avx512(const float* x, float* y, int64_t n);
+void geglu_avx512(const float* gate, const float* up, float* out, int64_t n);
+
 }  // namespace sniper::kernels_internal
