@@ -41,6 +41,38 @@ void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const
   }
 }
 
+void rope_angles_multi(const int64_t pos[4], const int32_t sections[4], bool interleaved, int64_t n_rot, float base,
+                       float freq_scale, const float* freq_factors, float* cos_out, float* sin_out) {
+  CHECK(sections[0] >= 0 && sections[1] >= 0 && sections[2] >= 0 && sections[3] >= 0 &&
+            sections[0] + sections[1] + sections[2] + sections[3] > 0,
+        "rope_angles_multi: sections [%d, %d, %d, %d]", sections[0], sections[1], sections[2], sections[3]);
+  const int64_t sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
+  const int64_t sec_w = sections[0] + sections[1];  // first w sector (not interleaved)
+  const float theta_scale = std::pow(base, -2.0f / static_cast<float>(n_rot));
+  float theta[4];  // t, h, w, e
+  for (int c = 0; c < 4; ++c) theta[c] = static_cast<float>(pos[c]);
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    const int64_t sector = i % sect_dims;
+    int c = 3;
+    if (interleaved) {
+      if (sector % 3 == 1 && sector < 3 * sections[1]) {
+        c = 1;
+      } else if (sector % 3 == 2 && sector < 3 * sections[2]) {
+        c = 2;
+      } else if (sector % 3 == 0 && sector < 3 * sections[0]) {
+        c = 0;
+      }
+    } else {
+      c = sector < sections[0] ? 0 : sector < sec_w ? 1 : sector < sec_w + sections[2] ? 2 : 3;
+    }
+    const float ff = freq_factors != nullptr ? freq_factors[i] : 1.0f;
+    const float t = freq_scale * (theta[c] / ff);
+    cos_out[i] = std::cos(t);
+    sin_out[i] = std::sin(t);
+    for (float& th : theta) th *= theta_scale;
+  }
+}
+
 void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style,
                 const float* cos_t, const float* sin_t) {
   // ggml's rotate_pairs computes x0*cos - x1*sin and x0*sin + x1*cos; the reference build
