@@ -22,7 +22,7 @@ void ssm_conv_silu(const float* x, int64_t x_stride, int64_t n_tokens, int64_t c
       for (int64_t i = 0; i < kSsmConvWidth; ++i) {
         const int64_t s = t - kHist + i;  // input time step
         const float in = s >= 0 ? x[s * x_stride + c] : state[(kHist + s) * channels + c];
-        sum = std::fma(in, w[c * kSsmConvWidth + i], sum);
+        sum += in * w[c * kSsmConvWidth + i];
       }
       o[c] = sum;
     }
