@@ -55,7 +55,7 @@ int main() {
   ggml_init_params p{(size_t)1 << 30, nullptr, false};
   ctx = ggml_init(p);
   // A. gated delta net
-  for (int64_t d : {64, 128})
+  for (int64_t d : {64, 128, 80, 40, 46, 7})
     for (int64_t nt : {1, 7}) {
       const int64_t hk = 2, hv = 4;
       auto q = rnd(d * hk * nt, 1), k = rnd(d * hk * nt, 1), v = rnd(d * hv * nt, 1), st = rnd(d * d * hv, 0.3f);

@@ -2,7 +2,9 @@
 // Internal to kernels/: scalar forms of the reference engine's (ggml's) arithmetic building
 // blocks, shared by the `_ref` twins so that each is written once: its vectorised expf (AVX-512
 // variant, lane by lane), _mm512_reduce_add_ps's summation tree, and the 4 x 16-lane f32 dot
-// product of ggml_vec_dot_f32. Pure functions, thread-compatible.
+// product of ggml_vec_dot_f32. Pure functions, thread-compatible. Include only from translation
+// units compiled without FP contraction (baseline x86-64, or the ISA flags' -ffp-contract=off):
+// the unfused products below must stay unfused.
 #pragma once
 
 #include <cmath>
@@ -34,11 +36,14 @@ inline float reduce_add_16(const float* v) {
   return t8_0 + t8_1;
 }
 
-// ggml_vec_dot_f32 as the reference's AVX-512 build computes it: n rounded down to 64 goes
-// through four 16-lane accumulators (accumulator a takes elements 64 * b + 16 * a + lane, one
-// fused multiply-add per element), which are added pairwise (a0 + a2, a1 + a3, then the two)
-// and reduced by the tree above; the remaining n % 64 elements are fused-multiply-added one by
-// one into that float sum.
+// ggml_vec_dot_f32 as the reference's AVX-512 build (GCC 12, -march=native) computes it: n
+// rounded down to 64 goes through four 16-lane accumulators (accumulator a takes elements
+// 64 * b + 16 * a + lane, one fused multiply-add per element), which are added pairwise (a0 + a2,
+// a1 + a3, then the two) and reduced by the tree above. GCC vectorises the source's scalar
+// leftover loop as an in-order reduction: while 8 or more remain, 8 products rounded on their own
+// are added to the sum one by one; then, if 4 or more remain, 4 more the same way; the last
+// n % 4 are fused-multiply-added one by one (checked against the compiled ggml, see
+// scripts/ggml-parity.sh).
 inline float ggml_dot_f32(const float* x, const float* y, int64_t n) {
   float acc[4][16] = {};
   const int64_t n_vec = n - n % 64;
@@ -50,7 +55,21 @@ inline float ggml_dot_f32(const float* x, const float* y, int64_t n) {
   float lanes[16];
   for (int l = 0; l < 16; ++l) lanes[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
   float sum = reduce_add_16(lanes);
-  for (int64_t i = n_vec; i < n; ++i) sum = std::fma(x[i], y[i], sum);
+  int64_t i = n_vec;
+  for (; n - i >= 8; i += 8) {
+    for (int64_t j = i; j < i + 8; ++j) {
+      const float p = x[j] * y[j];
+      sum += p;
+    }
+  }
+  if (n - i >= 4) {
+    for (int64_t j = i; j < i + 4; ++j) {
+      const float p = x[j] * y[j];
+      sum += p;
+    }
+    i += 4;
+  }
+  for (; i < n; ++i) sum = std::fma(x[i], y[i], sum);
   return sum;
 }
 
