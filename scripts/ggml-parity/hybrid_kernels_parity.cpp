@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ggml-cpu.h"
@@ -88,7 +89,7 @@ int main() {
       a.out = out.data();
       a.out_stride = hv * d;
       a.state = s2.data();
-      for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx512}) {
+      for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
         if (tier > host_best_tier()) continue;
         std::vector<float> o2(out.size()), s3 = st;
         a.out = o2.data();
@@ -152,18 +153,18 @@ int main() {
     x[3] = -9.99f;
     auto up = rnd(x.size(), 1);
     const float* r = run(ggml_gelu(ctx, t4(x, 2112, 4)));
-    for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx512}) {
+    for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
       if (tier > host_best_tier()) continue;
       std::vector<float> y(x.size());
       find_gelu_ops(tier).gelu(x.data(), y.data(), 2112 * 4);
-      cmp(tier == IsaTier::kRef ? "gelu ref" : "gelu avx512", r, y.data(), y.size());
+      cmp((std::string("gelu ") + isa_tier_name(tier)).c_str(), r, y.data(), y.size());
     }
     const float* r2 = run(ggml_geglu_split(ctx, t4(x, 2112, 4), t4(up, 2112, 4)));
-    for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx512}) {
+    for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
       if (tier > host_best_tier()) continue;
       std::vector<float> y(x.size());
       find_gelu_ops(tier).geglu(x.data(), up.data(), y.data(), 2112 * 4);
-      cmp(tier == IsaTier::kRef ? "geglu ref" : "geglu avx512", r2, y.data(), y.size());
+      cmp((std::string("geglu ") + isa_tier_name(tier)).c_str(), r2, y.data(), y.size());
     }
     std::vector<float> all;
     for (uint32_t h = 0; h < 65536; ++h) {
