@@ -627,7 +627,9 @@ TEST(TokenizerGemma4, UnknownModelOrPreStaysAnError) {
   EXPECT_NE(pre.error().message.find("qwen35"), std::string::npos);  // the list names the supported ones
 }
 
-// Construction of a 150k-token BPE vocab must stay cheap (budget 0.5 s in optimized builds).
+// Construction of a 150k-token BPE vocab and encoding 100 kB must not be pathological (quadratic merges,
+// per-token rebuilds). The budgets only catch that: a loaded 2-core CI machine swings timings by several
+// times, and speed itself is measured by benchmarks, not by unit tests (on this machine under load: build 0.17-0.23 s, encode 0.02-0.04 s).
 TEST(TokenizerPerformance, BpeConstructionAndEncoding) {
   for (const std::string name : {"qwen2", "llama-bpe"}) {
     auto file = gguf_open(vocab_path(name));
@@ -645,11 +647,11 @@ TEST(TokenizerPerformance, BpeConstructionAndEncoding) {
     std::printf("[ perf ] %s: %d tokens, build %.3f s; encode %zu bytes -> %zu tokens in %.3f s\n", name.c_str(),
                 tok->n_vocab(), build_s, text.size(), ids.size(), encode_s);
 #if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
-    EXPECT_LT(build_s, 0.5) << name;
-    EXPECT_LT(encode_s, 0.5) << name;
+    EXPECT_LT(build_s, 5.0) << name;
+    EXPECT_LT(encode_s, 5.0) << name;
 #else
-    EXPECT_LT(build_s, 10.0) << name;  // unoptimized / sanitized builds: only catch pathologies
-    EXPECT_LT(encode_s, 20.0) << name;
+    EXPECT_LT(build_s, 30.0) << name;  // unoptimized / sanitized builds
+    EXPECT_LT(encode_s, 60.0) << name;
 #endif
   }
 }
