@@ -13,7 +13,7 @@ namespace sniper {
 
 namespace {
 
-constexpr int kTypeSlots = 32;  // GgmlType values are < 32
+constexpr int kTypeSlots = static_cast<int>(kGgmlTypeSlots);  // GgmlType values are below it
 constexpr int kTiers = 3;
 
 struct Tables {
