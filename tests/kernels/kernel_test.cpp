@@ -352,7 +352,6 @@ TEST(DispatchTest, HigherTiersReplaceHotEntries) {
   if (!host_has(IsaTier::kAvx2)) GTEST_SKIP() << "no AVX2";
   for (GgmlType type : kWeightTypes) {
     if (!is_supported_weight_type(type)) continue;
-    if (!has_ref_quantizer(type)) continue;  // TODO(iq): the i-quant SIMD tiers land in the next commit #22
     const KernelTable* ref = find_kernels(type, IsaTier::kRef);
     const KernelTable* avx2 = find_kernels(type, IsaTier::kAvx2);
     ASSERT_NE(avx2, nullptr);
