@@ -122,12 +122,9 @@ struct DecIQ3_XXS {
   static constexpr float kFactor = 0.25f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
-    const uint8_t* q = b.qs + 8 * c;
     const uint32_t w = load_u32(b.qs + 64 + 4 * c);
-    const __m256i mag = _mm256_set_epi32(
-        static_cast<int>(kIq3xxsGrid[q[7]]), static_cast<int>(kIq3xxsGrid[q[6]]), static_cast<int>(kIq3xxsGrid[q[5]]),
-        static_cast<int>(kIq3xxsGrid[q[4]]), static_cast<int>(kIq3xxsGrid[q[3]]), static_cast<int>(kIq3xxsGrid[q[2]]),
-        static_cast<int>(kIq3xxsGrid[q[1]]), static_cast<int>(kIq3xxsGrid[q[0]]));
+    const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * c)));
+    const __m256i mag = _mm256_i32gather_epi32(reinterpret_cast<const int*>(kIq3xxsGrid), idx, 4);
     const int s = 2 * static_cast<int>(w >> 28) + 1;
     return {mag, signs64x4(w), s, s};
   }
@@ -139,14 +136,12 @@ struct DecIQ3_S {
   static constexpr float kFactor = 1.0f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
-    const uint8_t* q = b.qs + 8 * c;
-    const int h = b.qh[c];
-    int idx[8];
-    for (int k = 0; k < 8; ++k) idx[k] = q[k] | (((h >> k) & 1) << 8);
-    const __m256i mag = _mm256_set_epi32(
-        static_cast<int>(kIq3sGrid[idx[7]]), static_cast<int>(kIq3sGrid[idx[6]]), static_cast<int>(kIq3sGrid[idx[5]]),
-        static_cast<int>(kIq3sGrid[idx[4]]), static_cast<int>(kIq3sGrid[idx[3]]), static_cast<int>(kIq3sGrid[idx[2]]),
-        static_cast<int>(kIq3sGrid[idx[1]]), static_cast<int>(kIq3sGrid[idx[0]]));
+    // index k = qs[8c + k] | bit k of qh[c] << 8 (9 bits, < 512)
+    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * c)));
+    const __m256i hi = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(b.qh[c]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), _mm256_set1_epi32(1));
+    const __m256i idx = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 8));
+    const __m256i mag = _mm256_i32gather_epi32(reinterpret_cast<const int*>(kIq3sGrid), idx, 4);
     const int s = 2 * ((b.scales[c / 2] >> (4 * (c % 2))) & 0xf) + 1;
     return {mag, sign_bits(b.signs + 4 * c), s, s};
   }
@@ -191,18 +186,46 @@ struct DecIQ1_M {
   // +1 / -1 bytes: the delta sign of each group of 8.
   static __m256i delta(const Block& b, int c) {
     const int h0 = b.qh[2 * c], h1 = b.qh[2 * c + 1];
-    auto one = [](int bit) { return static_cast<int64_t>(bit ? -1 : 0x0101010101010101); };
-    return _mm256_set_epi64x(one(h1 & 0x80), one(h1 & 0x08), one(h0 & 0x80), one(h0 & 0x08));
+    // One bit per group of 8 (group l: bit 3 + 4 (l % 2) of qh[2c + l / 2]) spread to its 8 bytes.
+    const uint32_t g = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
+    const uint32_t bits = (g & 1 ? 0xffu : 0u) | (g & 2 ? 0xff00u : 0u) | (g & 4 ? 0xff0000u : 0u) | (g & 8 ? 0xff000000u : 0u);
+    return _mm256_or_si256(bits_to_bytes(bits), _mm256_set1_epi8(1));
   }
 };
+
+// TQ1_0 trit n of every byte of x: q = x * 3^n mod 256 (16-bit multiplies of the even and odd
+// bytes), then t = (q * 3) >> 8, which is (q >= 86) + (q >= 171) for a byte q.
+inline __m256i trits(__m256i x, int pow3) {
+  const __m256i p = _mm256_set1_epi16(static_cast<int16_t>(pow3));
+  const __m256i lo = _mm256_and_si256(_mm256_mullo_epi16(x, p), _mm256_set1_epi16(0x00ff));
+  const __m256i hi = _mm256_slli_epi16(_mm256_mullo_epi16(_mm256_srli_epi16(x, 8), p), 8);
+  const __m256i q = _mm256_or_si256(lo, hi);
+  const __m256i ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8(86)), q);
+  const __m256i ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8(static_cast<char>(171))), q);
+  return _mm256_sub_epi8(_mm256_sub_epi8(_mm256_setzero_si256(), ge86), ge171);
+}
 
 // TQ digits (0..3) are unsigned: no sign vector (+1 bytes), scale 1.
 struct DecTQ1_0 {
   using Block = BlockTQ1_0;
   static constexpr IqFinish kFinish = IqFinish::kTernary;
   static float scale(const Block& b) { return h2f(b.d); }
-  // Decodes the whole block once (256 digits); chunk c = elements 32c..32c+31.
-  static void digits(const Block& b, int8_t* t) { decode_tq1_0_block(b, t); }
+  // Decodes the whole block once (256 digits; FORMATS.md 4.10 order); chunk c = elements 32c..32c+31.
+  static void digits(const Block& b, int8_t* t) {
+    constexpr int kPow3[5] = {1, 3, 9, 27, 81};
+    const __m256i x0 = load256(b.qs);
+    alignas(32) uint8_t tail[32] = {};
+    std::memcpy(tail, b.qs + 32, 16);
+    std::memcpy(tail + 16, b.qh, 4);
+    const __m256i x1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
+    for (int n = 0; n < 5; ++n) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(t + 32 * n), trits(x0, kPow3[n]));
+      alignas(32) int8_t d[32];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(d), trits(x1, kPow3[n]));
+      std::memcpy(t + 160 + 16 * n, d, 16);
+      if (n < 4) std::memcpy(t + 240 + 4 * n, d + 16, 4);
+    }
+  }
 };
 struct DecTQ2_0 {
   using Block = BlockTQ2_0;
@@ -251,11 +274,13 @@ struct DotIQ {
         for (int c = 0; c < 8; ++c) {
           const Chunk ch = D::chunk(b, c);
           const __m256i scale = Isa::scale_vec(ch.scale_lo, ch.scale_hi);
+          __m256i delta = _mm256_setzero_si256();
+          if constexpr (D::kFinish == IqFinish::kIq1m) delta = D::delta(b, c);
           for (int t = 0; t < NT; ++t) {
             const __m256i y = load256(a[t][i].qs + 32 * c);
             isum[t] = Isa::dot(isum[t], ch.mag, _mm256_sign_epi8(y, ch.sign), scale);
             if constexpr (D::kFinish == IqFinish::kIq1m) {
-              isum2[t] = Isa::dot(isum2[t], _mm256_set1_epi8(1), _mm256_sign_epi8(y, D::delta(b, c)), scale);
+              isum2[t] = Isa::dot(isum2[t], _mm256_set1_epi8(1), _mm256_sign_epi8(y, delta), scale);
             }
           }
         }
