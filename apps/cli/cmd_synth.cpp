@@ -46,7 +46,10 @@ int cmd_synth(int argc, char** argv) {
       {"--rope-base", nullptr, "X", "rope frequency base (default 10000)"},
       {"--eps", nullptr, "X", "RMS norm epsilon (default 1e-5)"},
       {"--type", nullptr, "T", "weight type or llama.cpp mix: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k "
-                               "q5_k q6_k iq4_nl iq4_xs q3_k_m q4_k_m q5_k_m (default q4_k_m)"},
+                               "q5_k q6_k iq4_nl iq4_xs q3_k_m q4_k_m q5_k_m, or an i-quant file type: iq1_s iq1_m "
+                               "iq2_xxs iq2_xs iq2_s iq2_m iq3_xxs iq3_xs iq3_s iq3_m q2_k_s tq1_0 tq2_0 (any case; "
+                               "default q4_k_m)"},
+      {"--ftype", nullptr, "T", "same as --type (llama-quantize's spelling, e.g. IQ2_M)"},
       {"--seed", nullptr, "S", "random seed (default 1)"},
       {"--fast", nullptr, nullptr, "write random quantized blocks directly (GB/s; default above 256 MiB)"},
       {"--exact", nullptr, nullptr, "quantize normal(0, 0.02) floats with the reference quantizers (slow)"},
@@ -112,7 +115,8 @@ int cmd_synth(int argc, char** argv) {
   if (args->has("--fast") && args->has("--exact")) return fail(make_error("--fast and --exact exclude each other"));
   if (args->has("--fast")) s.fill = SynthFill::kFast;
   if (args->has("--exact")) s.fill = SynthFill::kExact;
-  s.type = args->get_string("--type", s.type);
+  if (args->has("--type") && args->has("--ftype")) return fail(make_error("--type and --ftype exclude each other"));
+  s.type = args->get_string("--type", args->get_string("--ftype", s.type));
   s.vocab_from = args->get_string("--vocab-from", s.vocab_from);
   s.chat_template_from = args->get_string("--chat-template", "");
   if (!s.chat_template_from.empty() && s.vocab_from.empty()) {

@@ -2,7 +2,7 @@
 // Kernel microbenchmark: decode-style matvec (1 token) reported as achieved weight bandwidth
 // (GB/s), and prefill-style gemm (64 tokens) reported as GFLOP/s, per weight type, thread count
 // and ISA tier, next to a memcpy roofline. Plain wall-clock timing (best of several runs).
-// Usage: kernel_bench [n=4096] [rows=14336] [threads=1,2] [types=q4_0,q8_0,...] [tiers=ref,avx2,avx512]
+// Usage: kernel_bench [n=4096] [rows=14336] [threads=1,2] [types=q4_0,q8_0,...,iq2_s,iq3_xxs,...] [tiers=ref,avx2,avx512]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +16,7 @@
 #include "kernels/kernels.h"
 #include "kernels/matmul.h"
 #include "kernels/tensor.h"
+#include "quant/block_scale.h"
 #include "quant/quant.h"
 
 namespace sniper {
@@ -47,7 +48,7 @@ const GgmlTypeInfo* type_by_name(const std::string& name) {
 
 int run(int argc, char** argv) {
   int64_t n = 4096, rows = 14336;
-  std::string threads_arg = "1,2", types_arg = "q4_0,q8_0,q4_K,q5_K,q6_K,q3_K,q2_K,iq4_xs,f16,bf16";
+  std::string threads_arg = "1,2", types_arg = "q4_0,q8_0,q4_K,q5_K,q6_K,q3_K,q2_K,iq4_xs,f16,bf16,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,iq1_s,iq1_m,tq1_0,tq2_0";
   std::string tiers_arg = isa_tier_name(host_best_tier());
   if (argc > 1) n = std::atoll(argv[1]);
   if (argc > 2) rows = std::atoll(argv[2]);
@@ -107,8 +108,15 @@ int run(int argc, char** argv) {
       }
       const size_t rb = row_bytes(info->type, n);
       std::vector<uint8_t> w(rb * static_cast<size_t>(rows));
-      for (int64_t r = 0; r < rows; ++r) {
-        quantize_row_ref(info->type, x.data() + (r % kPrefillTokens) * n, w.data() + rb * r, n);
+      if (has_ref_quantizer(info->type)) {
+        for (int64_t r = 0; r < rows; ++r) {
+          quantize_row_ref(info->type, x.data() + (r % kPrefillTokens) * n, w.data() + rb * r, n);
+        }
+      } else {
+        // Types we only read (i-quants, TQ*): random valid blocks (any bytes, a finite scale).
+        uint32_t r32 = 777;
+        for (uint8_t& b : w) b = static_cast<uint8_t>((r32 = r32 * 1664525u + 1013904223u) >> 24);
+        for (size_t off = 0; off < w.size(); off += info->type_size) set_block_scale(info->type, w.data() + off, 0x211f);
       }
       QTensor wt;
       wt.type = info->type;

@@ -28,6 +28,15 @@ namespace {
 //   q8_K  = f32 d + 256 int8 + 16 i16 bsums                 = 4 + 256 + 32  = 292
 //   iq4_nl= f16 d + 16 nibble bytes                         = 2 + 16        = 18
 //   iq4_xs= f16 d + u16 scales_h + 4 scales_l + 128 qs      = 2+2+4+128     = 136
+//   iq2_xxs = f16 d + 32 u16 (grid bytes, signs+scales)     = 2 + 64        = 66
+//   iq2_xs  = f16 d + 32 u16 qs + 8 scales                  = 2 + 64 + 8    = 74
+//   iq2_s   = f16 d + 64 qs/signs + 8 qh + 8 scales         = 2+64+8+8      = 82
+//   iq3_xxs = f16 d + 64 grid bytes + 32 signs/scales       = 2 + 64 + 32   = 98
+//   iq3_s   = f16 d + 64 qs + 8 qh + 32 signs + 4 scales    = 2+64+8+32+4   = 110
+//   iq1_s   = f16 d + 32 qs + 8 u16 qh                      = 2 + 32 + 16   = 50
+//   iq1_m   = 32 qs + 16 qh + 8 scales (d inside scales)    = 32 + 16 + 8   = 56
+//   tq1_0   = 48 qs (5 trits/byte) + 4 qh (4 trits) + f16 d = 48 + 4 + 2    = 54
+//   tq2_0   = 64 qs (4 x 2 bits/byte) + f16 d               = 64 + 2        = 66
 constexpr GgmlTypeInfo kTypeTable[] = {
     {GgmlType::kF32, "f32", 1, 4},
     {GgmlType::kF16, "f16", 1, 2},
@@ -43,8 +52,17 @@ constexpr GgmlTypeInfo kTypeTable[] = {
     {GgmlType::kQ5_K, "q5_K", 256, 176},
     {GgmlType::kQ6_K, "q6_K", 256, 210},
     {GgmlType::kQ8_K, "q8_K", 256, 292},
+    {GgmlType::kIQ2_XXS, "iq2_xxs", 256, 66},
+    {GgmlType::kIQ2_XS, "iq2_xs", 256, 74},
+    {GgmlType::kIQ3_XXS, "iq3_xxs", 256, 98},
+    {GgmlType::kIQ1_S, "iq1_s", 256, 50},
     {GgmlType::kIQ4_NL, "iq4_nl", 32, 18},
+    {GgmlType::kIQ3_S, "iq3_s", 256, 110},
+    {GgmlType::kIQ2_S, "iq2_s", 256, 82},
     {GgmlType::kIQ4_XS, "iq4_xs", 256, 136},
+    {GgmlType::kIQ1_M, "iq1_m", 256, 56},
+    {GgmlType::kTQ1_0, "tq1_0", 256, 54},
+    {GgmlType::kTQ2_0, "tq2_0", 256, 66},
     {GgmlType::kI8, "i8", 1, 1},
     {GgmlType::kI16, "i16", 1, 2},
     {GgmlType::kI32, "i32", 1, 4},
@@ -52,6 +70,15 @@ constexpr GgmlTypeInfo kTypeTable[] = {
     {GgmlType::kF64, "f64", 1, 8},
     {GgmlType::kBF16, "bf16", 1, 2},
 };
+
+// ggml.h's GGML_TYPE_* names by number, including numbers ggml has retired (Q4_2, Q4_0_4_4, ...)
+// or that we cannot read (MXFP4, ...); nullptr where ggml never assigned the number.
+constexpr const char* kUpperNames[] = {
+    "F32",     "F16",     "Q4_0",  "Q4_1",  "Q4_2",   "Q4_3",     "Q5_0",     "Q5_1",     "Q8_0",       "Q8_1",
+    "Q2_K",    "Q3_K",    "Q4_K",  "Q5_K",  "Q6_K",   "Q8_K",     "IQ2_XXS",  "IQ2_XS",   "IQ3_XXS",    "IQ1_S",
+    "IQ4_NL",  "IQ3_S",   "IQ2_S", "IQ4_XS", "I8",    "I16",      "I32",      "I64",      "F64",        "IQ1_M",
+    "BF16",    "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8",
+    "MXFP4",   "NVFP4",   "Q1_0",  "Q2_0"};
 
 // Indexed by GgufValueType.
 constexpr const char* kValueTypeNames[] = {"u8",  "i8",     "u16",   "i16", "u32", "i32", "f32",
@@ -70,6 +97,10 @@ const GgmlTypeInfo* find_type_info(uint32_t type) {
     if (static_cast<uint32_t>(info.type) == type) return &info;
   }
   return nullptr;
+}
+
+const char* ggml_type_upper_name(uint32_t type) {
+  return type < std::size(kUpperNames) ? kUpperNames[type] : nullptr;
 }
 
 const GgmlTypeInfo& get_type_info(GgmlType type) {

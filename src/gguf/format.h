@@ -57,15 +57,27 @@ enum class GgmlType : uint32_t {
   kQ5_K = 13,
   kQ6_K = 14,
   kQ8_K = 15,
+  kIQ2_XXS = 16,
+  kIQ2_XS = 17,
+  kIQ3_XXS = 18,
+  kIQ1_S = 19,
   kIQ4_NL = 20,
+  kIQ3_S = 21,
+  kIQ2_S = 22,
   kIQ4_XS = 23,
   kI8 = 24,
   kI16 = 25,
   kI32 = 26,
   kI64 = 27,
   kF64 = 28,
+  kIQ1_M = 29,
   kBF16 = 30,
+  kTQ1_0 = 34,
+  kTQ2_0 = 35,
 };
+
+// One past the largest GgmlType value (tables indexed by type number are this long).
+constexpr uint32_t kGgmlTypeSlots = 36;
 
 // Static facts about one tensor type.
 struct GgmlTypeInfo {
@@ -79,6 +91,11 @@ struct GgmlTypeInfo {
 // Known types include ones we can store but not compute with (I8..F64); see quant/ for those we can.
 const GgmlTypeInfo* find_type_info(uint32_t type);
 const GgmlTypeInfo& get_type_info(GgmlType type);
+
+// ggml's upper-case name for any type number it has used, known to us or not ("IQ3_S",
+// "MXFP4", "Q4_0_4_4"), or nullptr for numbers ggml never assigned. For error messages such as
+// "IQ3_S (type 21)".
+const char* ggml_type_upper_name(uint32_t type);
 
 // Bytes of one row of n elements; CHECKs n % block_size == 0.
 size_t row_bytes(GgmlType type, int64_t n);

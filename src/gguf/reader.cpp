@@ -392,7 +392,11 @@ Status Parser::read_tensor_info(const GgufFile& file, GgufTensorInfo* info) {
   uint32_t type_raw = 0;
   SNIPER_TRY(read_le(&type_raw, "type"));
   const GgmlTypeInfo* type = find_type_info(type_raw);
-  if (type == nullptr) return fail(make_error("type %u is not a known ggml type", type_raw));
+  if (type == nullptr) {
+    const char* upper = ggml_type_upper_name(type_raw);
+    if (upper != nullptr) return fail(make_error("its type %s (type %u) is not supported", upper, type_raw));
+    return fail(make_error("type %u is not a known ggml type", type_raw));
+  }
   info->type = type->type;
   if (info->ne[0] % type->block_size != 0) {
     return fail(make_error("ne[0] is %lld but type %s needs a multiple of its block size %lld",

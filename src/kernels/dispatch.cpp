@@ -13,7 +13,7 @@ namespace sniper {
 
 namespace {
 
-constexpr int kTypeSlots = 32;  // GgmlType values are < 32
+constexpr int kTypeSlots = static_cast<int>(kGgmlTypeSlots);  // GgmlType values are below it
 constexpr int kTiers = 3;
 
 struct Tables {
@@ -36,11 +36,13 @@ Tables build_tables() {
         kernels_internal::patch_q32_avx2(t);
         kernels_internal::patch_kquants_avx2(t);
         kernels_internal::patch_float_avx2(t);
+        kernels_internal::patch_iquants_avx2(t);
       }
       if (tier >= static_cast<int>(IsaTier::kAvx512)) {
         kernels_internal::patch_q32_avx512(t);
         kernels_internal::patch_kquants_avx512(t);
         kernels_internal::patch_float_avx512(t, features);
+        kernels_internal::patch_iquants_avx512(t);
       }
       t.tier = static_cast<IsaTier>(tier);
       CHECK(t.dequant_row && t.quantize_act && t.vec_dot && t.gemm, "incomplete kernel table for type %d", slot);

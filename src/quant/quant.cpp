@@ -8,6 +8,9 @@
 #include "base/check.h"
 #include "quant/block_count.h"
 #include "quant/float.h"
+#include "quant/iq1.h"
+#include "quant/iq2.h"
+#include "quant/iq3.h"
 #include "quant/iq4_nl.h"
 #include "quant/iq4_xs.h"
 #include "quant/q2_k.h"
@@ -22,6 +25,7 @@
 #include "quant/q8_0.h"
 #include "quant/q8_1.h"
 #include "quant/q8_k.h"
+#include "quant/tq.h"
 
 namespace sniper {
 
@@ -50,7 +54,7 @@ struct RefCodec {
   GgmlType type;
   bool is_weight;         // usable as a weight type (has a vec_dot)
   GgmlType vec_dot_type;  // activation type (meaningful only when is_weight)
-  QuantizeFn quantize;
+  QuantizeFn quantize;     // nullptr for types we read but do not write (the i-quants, TQ*)
   DequantizeFn dequantize;
   VecDotFn vec_dot;  // nullptr for activation-only types
 };
@@ -59,6 +63,10 @@ struct RefCodec {
   RefCodec {                                                                                \
     GgmlType::TYPE, true, GgmlType::ACT, &quantize_as<BLOCK, QFN>, &dequantize_as<BLOCK, DFN>, \
         &vec_dot_as<BLOCK, ABLOCK, VFN>                                                     \
+  }
+#define SNIPER_READ_ROW(TYPE, ACT, BLOCK, ABLOCK, DFN, VFN)                                    \
+  RefCodec {                                                                                 \
+    GgmlType::TYPE, true, GgmlType::ACT, nullptr, &dequantize_as<BLOCK, DFN>, &vec_dot_as<BLOCK, ABLOCK, VFN> \
   }
 #define SNIPER_ACT_ROW(TYPE, BLOCK, QFN, DFN) \
   RefCodec { GgmlType::TYPE, false, GgmlType::TYPE, &quantize_as<BLOCK, QFN>, &dequantize_as<BLOCK, DFN>, nullptr }
@@ -94,12 +102,22 @@ constexpr RefCodec kCodecs[] = {
                       dequantize_row_iq4_nl_ref, vec_dot_iq4_nl_q8_0_ref),
     SNIPER_WEIGHT_ROW(kIQ4_XS, kQ8_K, BlockIQ4_XS, BlockQ8_K, quantize_row_iq4_xs_ref,
                       dequantize_row_iq4_xs_ref, vec_dot_iq4_xs_q8_K_ref),
+    SNIPER_READ_ROW(kIQ2_XXS, kQ8_K, BlockIQ2_XXS, BlockQ8_K, dequantize_row_iq2_xxs_ref, vec_dot_iq2_xxs_q8_K_ref),
+    SNIPER_READ_ROW(kIQ2_XS, kQ8_K, BlockIQ2_XS, BlockQ8_K, dequantize_row_iq2_xs_ref, vec_dot_iq2_xs_q8_K_ref),
+    SNIPER_READ_ROW(kIQ2_S, kQ8_K, BlockIQ2_S, BlockQ8_K, dequantize_row_iq2_s_ref, vec_dot_iq2_s_q8_K_ref),
+    SNIPER_READ_ROW(kIQ3_XXS, kQ8_K, BlockIQ3_XXS, BlockQ8_K, dequantize_row_iq3_xxs_ref, vec_dot_iq3_xxs_q8_K_ref),
+    SNIPER_READ_ROW(kIQ3_S, kQ8_K, BlockIQ3_S, BlockQ8_K, dequantize_row_iq3_s_ref, vec_dot_iq3_s_q8_K_ref),
+    SNIPER_READ_ROW(kIQ1_S, kQ8_K, BlockIQ1_S, BlockQ8_K, dequantize_row_iq1_s_ref, vec_dot_iq1_s_q8_K_ref),
+    SNIPER_READ_ROW(kIQ1_M, kQ8_K, BlockIQ1_M, BlockQ8_K, dequantize_row_iq1_m_ref, vec_dot_iq1_m_q8_K_ref),
+    SNIPER_READ_ROW(kTQ1_0, kQ8_K, BlockTQ1_0, BlockQ8_K, dequantize_row_tq1_0_ref, vec_dot_tq1_0_q8_K_ref),
+    SNIPER_READ_ROW(kTQ2_0, kQ8_K, BlockTQ2_0, BlockQ8_K, dequantize_row_tq2_0_ref, vec_dot_tq2_0_q8_K_ref),
     SNIPER_ACT_ROW(kQ8_1, BlockQ8_1, quantize_row_q8_1_ref, dequantize_row_q8_1_ref),
     SNIPER_ACT_ROW(kQ8_K, BlockQ8_K, quantize_row_q8_K_ref, dequantize_row_q8_K_ref),
 };
 
 #undef SNIPER_WEIGHT_ROW
 #undef SNIPER_ACT_ROW
+#undef SNIPER_READ_ROW
 
 const RefCodec* find_codec(GgmlType type) {
   for (const RefCodec& c : kCodecs) {
@@ -128,9 +146,16 @@ GgmlType vec_dot_type(GgmlType type) {
   return c.vec_dot_type;
 }
 
+bool has_ref_quantizer(GgmlType type) {
+  const RefCodec* c = find_codec(type);
+  return c != nullptr && c->quantize != nullptr;
+}
+
 void quantize_row_ref(GgmlType type, const float* src, void* dst, int64_t n) {
   block_count(n, get_type_info(type).block_size, "quantize_row_ref");
-  get_codec(type).quantize(src, dst, n);
+  const RefCodec& c = get_codec(type);
+  CHECK(c.quantize != nullptr, "no reference quantizer for %s", get_type_info(type).name);
+  c.quantize(src, dst, n);
 }
 
 void quantize_act_row_ref(GgmlType act_type, const float* src, void* dst, int64_t n) {

@@ -5,7 +5,7 @@
 //
 // Pairing of weight type and activation ("vec_dot") type, as the reference engine does it:
 //   F32->F32, F16->F16, BF16->BF16, Q4_0/Q5_0/Q8_0/IQ4_NL->Q8_0, Q4_1/Q5_1->Q8_1,
-//   Q2_K..Q6_K/IQ4_XS->Q8_K.
+//   Q2_K..Q6_K/IQ4_XS/IQ1_*/IQ2_*/IQ3_*/TQ1_0/TQ2_0->Q8_K.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +20,12 @@ bool is_supported_weight_type(GgmlType type);
 // The activation type a weight type's dot product consumes. CHECKs that `type` is supported.
 GgmlType vec_dot_type(GgmlType type);
 
-// Quantizes n floats (n a multiple of the block size) into `type` blocks. Defined for every
-// supported weight type and every activation type (Q8_0, Q8_1, Q8_K, F16, BF16, F32).
+// True if quantize_row_ref can write `type`: every supported weight type except the ones we
+// only read (IQ1_*, IQ2_*, IQ3_XXS, IQ3_S, TQ1_0, TQ2_0), and every activation type.
+bool has_ref_quantizer(GgmlType type);
+
+// Quantizes n floats (n a multiple of the block size) into `type` blocks; CHECKs
+// has_ref_quantizer(type).
 // For activation types the result matches ggml's quantize_row_*_ref bit for bit.
 void quantize_row_ref(GgmlType type, const float* src, void* dst, int64_t n);
 

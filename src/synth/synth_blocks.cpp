@@ -33,6 +33,7 @@
 #include "quant/q5_k.h"
 #include "quant/q6_k.h"
 #include "quant/q8_0.h"
+#include "synth/synth_iq_blocks.h"
 
 namespace sniper {
 
@@ -234,7 +235,7 @@ bool has_direct_blocks(GgmlType type) {
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
     case GgmlType::kQ6_K: return true;
-    default: return false;
+    default: return has_iq_random_blocks(type);
   }
 }
 
@@ -249,7 +250,9 @@ void fill_random_blocks(GgmlType type, SynthRng& rng, float target_std, uint8_t*
     case GgmlType::kQ4_K: return fill_q4_k(rng, target_std, dst, n_blocks);
     case GgmlType::kQ5_K: return fill_q5_k(rng, target_std, dst, n_blocks);
     case GgmlType::kQ6_K: return fill_q6_k(rng, target_std, dst, n_blocks);
-    default: CHECK(false, "no direct random blocks for type %s", get_type_info(type).name);
+    default:
+      CHECK(has_iq_random_blocks(type), "no direct random blocks for type %s", get_type_info(type).name);
+      return fill_iq_random_blocks(type, rng, target_std, dst, n_blocks);
   }
 }
 

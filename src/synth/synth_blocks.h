@@ -26,7 +26,9 @@ constexpr float kSynthWeightStd = 0.02f;
 constexpr float kSynthEmbeddingStd = 1.0f;
 
 // True if fill_random_blocks can generate `type` directly: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K
-// Q6_K. Other types need the exact path (normal floats through the `_ref` quantizer).
+// Q6_K, and the i-quant / ternary types (synth_iq_blocks.h), which have no quantizer and are
+// always generated this way. Other types need the exact path (normal floats through the `_ref`
+// quantizer).
 bool has_direct_blocks(GgmlType type);
 
 // Writes n_blocks consecutive random blocks of `type` to dst (n_blocks * block bytes), drawing

@@ -2,6 +2,8 @@
 // llama.cpp's quantization-mix rules for the tensors synthetic models contain.
 #include "synth/synth_mix.h"
 
+#include <cctype>
+
 namespace sniper {
 
 namespace {
@@ -36,8 +38,14 @@ constexpr MixName kMixes[] = {
 
 // The mix rule alone (no row-length fallback).
 GgmlType mix_rule(const SynthTypePlan& plan, SynthMatrix matrix, int64_t i, int64_t n, int64_t n_experts,
-                  int64_t row_len) {
+                  int64_t row_len, int64_t n_gqa) {
   const GgmlType base = plan.base;
+  if (plan.mix != kFtypeQ3_K_M && plan.mix != kFtypeQ4_K_M && plan.mix != kFtypeQ5_K_M) {
+    const GgmlType t = synth_iq_mix_rule(plan.mix, base, matrix, i, n, n_experts, n_gqa);
+    // Output head: Q8_0 when its row is not whole blocks of the type it would get.
+    if (matrix == SynthMatrix::kOutput && row_len % get_type_info(base).block_size != 0) return GgmlType::kQ8_0;
+    return t;
+  }
   const bool eight_experts = n_experts == 8;
   switch (matrix) {
     case SynthMatrix::kTokenEmbd:
@@ -75,7 +83,16 @@ GgmlType fit_row(GgmlType t, int64_t row_len) {
   switch (t) {
     case GgmlType::kQ2_K:
     case GgmlType::kQ3_K:
-    case GgmlType::kIQ4_XS: t = GgmlType::kIQ4_NL; break;
+    case GgmlType::kIQ4_XS:
+    case GgmlType::kIQ1_S:
+    case GgmlType::kIQ1_M:
+    case GgmlType::kIQ2_XXS:
+    case GgmlType::kIQ2_XS:
+    case GgmlType::kIQ2_S:
+    case GgmlType::kIQ3_XXS:
+    case GgmlType::kIQ3_S: t = GgmlType::kIQ4_NL; break;
+    case GgmlType::kTQ1_0:
+    case GgmlType::kTQ2_0: t = GgmlType::kQ4_0; break;
     case GgmlType::kQ4_K: t = GgmlType::kQ5_0; break;
     case GgmlType::kQ5_K: t = GgmlType::kQ5_1; break;
     case GgmlType::kQ6_K: t = GgmlType::kQ8_0; break;
@@ -88,7 +105,14 @@ GgmlType fit_row(GgmlType t, int64_t row_len) {
 
 bool synth_use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-Result<SynthTypePlan> resolve_synth_type(const std::string& name) {
+Result<SynthTypePlan> resolve_synth_type(const std::string& given) {
+  std::string name = given;
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  size_t n_iq = 0;
+  const SynthIqFileType* iq = synth_iq_file_types(&n_iq);
+  for (size_t k = 0; k < n_iq; ++k) {
+    if (name == iq[k].name) return SynthTypePlan{name, iq[k].base, iq[k].ftype, iq[k].ftype};
+  }
   for (const TypeName& t : kPlainTypes) {
     if (name == t.name) return SynthTypePlan{name, t.type, 0, t.file_type};
   }
@@ -98,12 +122,14 @@ Result<SynthTypePlan> resolve_synth_type(const std::string& name) {
   std::string known;
   for (const TypeName& t : kPlainTypes) known += std::string(known.empty() ? "" : ", ") + t.name;
   for (const MixName& m : kMixes) known += std::string(", ") + m.name;
-  return make_error("--type is '%s' but must be one of: %s", name.c_str(), known.c_str());
+  for (size_t k = 0; k < n_iq; ++k) known += std::string(", ") + iq[k].name;
+  return make_error("--type is '%s' but must be one of: %s", given.c_str(), known.c_str());
 }
 
 GgmlType synth_matrix_type(const SynthTypePlan& plan, SynthMatrix matrix, int64_t layer_idx, int64_t n_layers,
-                           int64_t n_experts, int64_t row_len) {
-  const GgmlType t = plan.mix == 0 ? plan.base : mix_rule(plan, matrix, layer_idx, n_layers, n_experts, row_len);
+                           int64_t n_experts, int64_t row_len, int64_t n_gqa) {
+  const GgmlType t =
+      plan.mix == 0 ? plan.base : mix_rule(plan, matrix, layer_idx, n_layers, n_experts, row_len, n_gqa);
   return fit_row(t, row_len);
 }
 

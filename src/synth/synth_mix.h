@@ -4,7 +4,9 @@
 // src/llama-quant.cpp) for the tensors our architectures have, and its fallback for rows that
 // are not a whole number of blocks. The rules decide the file size of a preset, so they follow
 // llama.cpp exactly for q3_k_m, q4_k_m and q5_k_m (without imatrix; the 70B-only attn_v rule
-// is not applied).
+// is not applied), and for the i-quant / ternary / 2-bit file types IQ1_S IQ1_M IQ2_XXS IQ2_XS
+// IQ2_S IQ2_M IQ3_XXS IQ3_XS IQ3_S IQ3_M Q2_K_S TQ1_0 TQ2_0 (as quantized with an importance
+// matrix, which the IQ1/IQ2/IQ3_XXS/Q2_K_S types require; see synth_mix_iq.cpp).
 #pragma once
 
 #include <cstdint>
@@ -19,25 +21,39 @@ namespace sniper {
 struct SynthTypePlan {
   std::string name;    // as given: "q4_k_m", "q8_0", ...
   GgmlType base;       // the type of every matrix a rule does not change
-  int mix = 0;         // 0 plain; else the llama.cpp ftype of the mix (12 Q3_K_M, 15 Q4_K_M, 17 Q5_K_M)
+  int mix = 0;         // 0 plain; else the llama.cpp ftype of the mix (12 Q3_K_M, 15 Q4_K_M, 17 Q5_K_M,
+                       // 19.. the i-quant file types, see synth_mix_iq.cpp)
   int file_type = -1;  // general.file_type to write (-1: none names this plain type exactly)
 };
 
 // The matrices a mix rule can tell apart (ffn_* covers the dense and the merged-expert form).
 enum class SynthMatrix { kTokenEmbd, kOutput, kAttnQ, kAttnK, kAttnV, kAttnOutput, kFfnGate, kFfnUp, kFfnDown };
 
-// Resolves a --type name; the Error lists the allowed names.
+// Resolves a --type name (case-insensitive: "q4_k_m", "IQ2_M"); the Error lists the allowed names.
 [[nodiscard]] Result<SynthTypePlan> resolve_synth_type(const std::string& name);
 
 // The type llama.cpp's quantizer gives this matrix: the mix rule for (layer_idx of n_layers,
 // n_experts), then the fallback when row_len is not a multiple of the type's block size
 // (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS -> IQ4_NL, then F16; the output
 // head goes to Q8_0). layer_idx is ignored for token_embd/output.
+// n_gqa = n_heads / n_kv_heads (the i-quant mixes raise attn_v at n_gqa >= 4).
 GgmlType synth_matrix_type(const SynthTypePlan& plan, SynthMatrix matrix, int64_t layer_idx, int64_t n_layers,
-                           int64_t n_experts, int64_t row_len);
+                           int64_t n_experts, int64_t row_len, int64_t n_gqa = 1);
 
 // llama.cpp's use_more_bits(i, n): the first and last eighth of the layers and every third
 // layer between them.
 bool synth_use_more_bits(int64_t layer_idx, int64_t n_layers);
+
+// Internal to synth/ (synth_mix_iq.cpp): the i-quant file types, by lower-case name.
+struct SynthIqFileType {
+  const char* name;  // "iq2_m"
+  int ftype;         // LLAMA_FTYPE_MOSTLY_*
+  GgmlType base;     // its default tensor type
+};
+const SynthIqFileType* synth_iq_file_types(size_t* count);
+// The llama_tensor_get_type_impl rule of i-quant file type `ftype` for this matrix (before the
+// row-length fallback).
+GgmlType synth_iq_mix_rule(int ftype, GgmlType base, SynthMatrix matrix, int64_t layer_idx, int64_t n_layers,
+                           int64_t n_experts, int64_t n_gqa);
 
 }  // namespace sniper

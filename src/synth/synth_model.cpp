@@ -167,7 +167,8 @@ std::vector<PlannedTensor> make_plan(const SynthSpec& s, const SynthTypePlan& tp
     plan.push_back({SynthTensor{name, type, std::move(ne), nbytes}, init});
   };
   auto matrix = [&](const std::string& name, SynthMatrix kind, int64_t layer_idx, std::vector<int64_t> ne) {
-    const GgmlType type = synth_matrix_type(tp, kind, layer_idx, s.n_layers, s.n_experts, ne[0]);
+    const GgmlType type =
+        synth_matrix_type(tp, kind, layer_idx, s.n_layers, s.n_experts, ne[0], s.n_heads / s.n_kv_heads);
     add(name, type, std::move(ne), Init::kWeight);
     plan.back().std = weight_std(kind, s.n_layers);
   };
@@ -240,7 +241,8 @@ void fill_chunk(const PlannedTensor& p, bool fast, SynthRng& rng, uint8_t* out, 
   const SynthTensor& t = p.t;
   const int64_t row = t.ne[0];
   const size_t rb = row_bytes(t.type, row);
-  if (fast && p.init == Init::kWeight && has_direct_blocks(t.type)) {
+  // Types without a quantizer (the i-quants, TQ*) are always written as direct random blocks.
+  if ((fast || !has_ref_quantizer(t.type)) && p.init == Init::kWeight && has_direct_blocks(t.type)) {
     fill_random_blocks(t.type, rng, p.std, out, n_rows * (row / get_type_info(t.type).block_size));
     return;
   }

@@ -46,6 +46,14 @@ ref=$shared/reference/syn-qwen3-Q4_K_M
 "$bin" synth --arch qwen3 --dim 128 --layers 2 --heads 2 --kv-heads 1 --head-dim 64 --ff 256 --type q8_0 -o "$tmp/s.gguf" >/dev/null 2>&1 \
   && "$bin" run -m "$tmp/s.gguf" -p "hello" -n 4 --temp 0 >/dev/null 2>&1 && pass || fail "synth + run"
 
+# 4b. i-quant file types: synth --ftype IQ2_M writes llama.cpp's mix (iq2_s experts, iq3_s attn_output
+# and token_embd), inspect names the types, the model runs; inspect names a fixture's iq1_m.
+"$bin" synth --preset qwen3moe-tiny --ftype IQ2_M -o "$tmp/iq2m.gguf" >/dev/null 2>&1 \
+  && "$bin" inspect "$tmp/iq2m.gguf" >"$tmp/inspect_iq" 2>&1 && grep -q "iq2_s" "$tmp/inspect_iq" \
+  && grep -q "iq3_s" "$tmp/inspect_iq" && "$bin" run -m "$tmp/iq2m.gguf" -p "hello" -n 4 --temp 0 >/dev/null 2>&1 \
+  && pass || fail "synth --ftype IQ2_M + inspect + run"
+"$bin" inspect "$shared/models/iq/syn-llama-IQ1_M.gguf" 2>&1 | grep -q "iq1_m" && pass || fail "inspect names iq1_m"
+
 # 5. chat: a synthetic Qwen3 model with the real Qwen3 tokenizer and chat template; two turns.
 "$bin" synth --arch qwen3 --dim 128 --layers 2 --heads 2 --kv-heads 1 --head-dim 64 --ff 256 --type q8_0 \
   --vocab-from "$shared/tokenizer/ggml-vocab-qwen2.gguf" --chat-template "$shared/tokenizer/qwen3/tokenizer_config.json" \
@@ -83,6 +91,7 @@ expect_error "bad residency" "--residency" "$bin" run -m "$shared/models/stories
 expect_error "bad mem" "--mem" "$bin" run -m "$shared/models/stories260K.gguf" -p hi --mem lots
 expect_error "vocab-only file" "token_embd" "$bin" run -m "$shared/tokenizer/ggml-vocab-qwen2.gguf" -p hi
 expect_error "wrong arch in synth" "--arch" "$bin" synth --arch gptj -o "$tmp/x.gguf"
+expect_error "unknown synth type" "iq2_m" "$bin" synth --preset qwen3moe-tiny --ftype IQ9_Q -o "$tmp/x.gguf"
 head -c 100000 "$shared/models/stories260K.gguf" >"$tmp/trunc.gguf"
 expect_error "truncated model" "trunc.gguf" "$bin" run -m "$tmp/trunc.gguf" -p hi
 printf 'GGUF\x03\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\x0f\x00\x00\x00\x00\x00\x00\x00\x00' >"$tmp/garbage.gguf"

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
 #include <string>
 
@@ -24,7 +25,9 @@ constexpr Expected kGgml[] = {
     {10, "q2_K", 256, 84},   {11, "q3_K", 256, 110},  {12, "q4_K", 256, 144}, {13, "q5_K", 256, 176},
     {14, "q6_K", 256, 210},  {15, "q8_K", 256, 292},  {20, "iq4_nl", 32, 18}, {23, "iq4_xs", 256, 136},
     {24, "i8", 1, 1},        {25, "i16", 1, 2},       {26, "i32", 1, 4},      {27, "i64", 1, 8},
-    {28, "f64", 1, 8},       {30, "bf16", 1, 2},
+    {28, "f64", 1, 8},       {30, "bf16", 1, 2},      {16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74},
+    {18, "iq3_xxs", 256, 98}, {19, "iq1_s", 256, 50}, {21, "iq3_s", 256, 110}, {22, "iq2_s", 256, 82},
+    {29, "iq1_m", 256, 56},  {34, "tq1_0", 256, 54},  {35, "tq2_0", 256, 66},
 };
 
 TEST(GgufFormat, TypeTableMatchesGgml) {
@@ -39,6 +42,22 @@ TEST(GgufFormat, TypeTableMatchesGgml) {
   }
 }
 
+TEST(GgufFormat, UpperNamesCoverEveryGgmlNumber) {
+  EXPECT_STREQ(ggml_type_upper_name(21), "IQ3_S");
+  EXPECT_STREQ(ggml_type_upper_name(4), "Q4_2");
+  EXPECT_STREQ(ggml_type_upper_name(39), "MXFP4");
+  EXPECT_STREQ(ggml_type_upper_name(42), "Q2_0");
+  EXPECT_EQ(ggml_type_upper_name(43), nullptr);
+  for (uint32_t t = 0; t < 43; ++t) {
+    const GgmlTypeInfo* info = find_type_info(t);
+    if (info == nullptr) continue;
+    // Our lower-case names are ggml's upper-case ones with "K" kept upper-case.
+    std::string lower = ggml_type_upper_name(t);
+    for (char& c : lower) c = c == 'K' ? 'K' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(lower, info->name) << t;
+  }
+}
+
 TEST(GgufFormat, UnknownTypeNumbersAreNotFound) {
   int known = 0;
   for (uint32_t t = 0; t < 64; ++t) {
@@ -47,7 +66,7 @@ TEST(GgufFormat, UnknownTypeNumbersAreNotFound) {
     EXPECT_EQ(find_type_info(t) != nullptr, expected) << t;
     known += expected ? 1 : 0;
   }
-  EXPECT_EQ(known, 22);
+  EXPECT_EQ(known, 31);
   EXPECT_EQ(find_type_info(0xFFFFFFFFu), nullptr);
 }
 

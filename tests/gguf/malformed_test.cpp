@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/gguf_test_util.h"
@@ -192,7 +193,15 @@ TEST_F(GgufMalformed, UnknownValueTypes) {
 }
 
 TEST_F(GgufMalformed, UnknownTensorTypes) {
-  for (uint64_t bad : {4ull, 5ull, 16ull, 17ull, 31ull, 999ull, 0xFFFFFFFFull}) {
+  // Numbers ggml assigned (retired ones and ones we cannot read) are named with their number.
+  const std::pair<uint64_t, const char*> named[] = {{4, "Q4_2"}, {5, "Q4_3"}, {31, "Q4_0_4_4"}, {39, "MXFP4"}};
+  for (const auto& [bad, name] : named) {
+    std::vector<uint8_t> img = img_;
+    poke(img, fields_.find(FieldKind::kTensorType, "blk.0.b"), bad);
+    expect_error(parse(img), "tensor 'blk.0.b': its type " + std::string(name) + " (type " + std::to_string(bad) +
+                                 ") is not supported");
+  }
+  for (uint64_t bad : {43ull, 999ull, 0xFFFFFFFFull}) {
     std::vector<uint8_t> img = img_;
     poke(img, fields_.find(FieldKind::kTensorType, "blk.0.b"), bad);
     expect_error(parse(img), "tensor 'blk.0.b': type " + std::to_string(bad) + " is not a known ggml type");

@@ -200,3 +200,37 @@ TEST(GgufRealFiles, QuantizedAndMoeShapes) {
 
 }  // namespace
 }  // namespace sniper
+
+namespace sniper {
+namespace {
+
+// The i-quant / ternary files (models/iq): every tensor's byte size follows from the type table
+// (block sizes of the new types), and a file cut inside its last tensor is an error at load that
+// names that tensor, never a short read later.
+TEST(GgufRealFiles, IqFilesParseAndTruncatedTensorsAreErrors) {
+  const fs::path dir = fs::path(shared_dir()) / "models" / "iq";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no " << dir;
+  int n_files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".gguf") continue;
+    ++n_files;
+    SCOPED_TRACE(entry.path().string());
+    std::vector<uint8_t> bytes = read_file_bytes(entry.path().string());
+    auto file = gguf_parse(bytes.data(), bytes.size());
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    const GgufTensorInfo* last = nullptr;
+    for (const GgufTensorInfo& t : file->tensors()) {
+      EXPECT_EQ(t.nbytes, t.row_bytes() * static_cast<uint64_t>(t.ne[1] * t.ne[2] * t.ne[3])) << t.name;
+      if (last == nullptr || t.file_offset > last->file_offset) last = &t;
+    }
+    ASSERT_NE(last, nullptr);
+    const size_t cut = static_cast<size_t>(last->file_offset + last->nbytes - 1);
+    auto truncated = gguf_parse(bytes.data(), cut);
+    ASSERT_FALSE(truncated.ok());
+    EXPECT_NE(truncated.error().message.find(last->name), std::string::npos) << truncated.error().message;
+  }
+  EXPECT_EQ(n_files, 14);
+}
+
+}  // namespace
+}  // namespace sniper

@@ -140,12 +140,18 @@ std::vector<std::string> reference_models() {
           "syn-llama-F16",      "syn-llama-Q2_K",     "syn-llama-Q3_K_M",   "syn-llama-Q4_0",
           "syn-llama-Q4_K_M",   "syn-llama-Q5_K_M",   "syn-llama-Q6_K",     "syn-llama-Q8_0",
           "syn-mixtral-Q4_K_M", "syn-qwen2",          "syn-qwen2-Q8_0",     "syn-qwen3",
-          "syn-qwen3-Q4_K_M",   "syn-qwen3moe-Q4_K_M", "syn-qwen3moe-Q6_K", "syn-qwen3moe-Q8_0"};
+          "syn-qwen3-Q4_K_M",   "syn-qwen3moe-Q4_K_M", "syn-qwen3moe-Q6_K", "syn-qwen3moe-Q8_0",
+          // The i-quant / ternary / 2-bit set (models/iq, reference/iq).
+          "iq/syn-llama-IQ1_M", "iq/syn-llama-IQ1_S", "iq/syn-llama-IQ2_M", "iq/syn-llama-IQ2_S",
+          "iq/syn-llama-IQ2_XS", "iq/syn-llama-IQ2_XXS", "iq/syn-llama-IQ3_M", "iq/syn-llama-IQ3_S",
+          "iq/syn-llama-IQ3_XXS", "iq/syn-llama-IQ4_NL", "iq/syn-llama-Q2_K_S", "iq/syn-llama-TQ1_0",
+          "iq/syn-llama-TQ2_0", "iq/syn-qwen3moe-IQ3_XXS"};
 }
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string s = info.param;
   std::replace(s.begin(), s.end(), '-', '_');
+  std::replace(s.begin(), s.end(), '/', '_');
   return s;
 }
 

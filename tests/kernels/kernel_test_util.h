@@ -3,6 +3,7 @@
 // quantization through the `_ref` codecs, the list of weight types and of host tiers.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "base/cpu_features.h"
 #include "gguf/format.h"
 #include "kernels/kernels.h"
+#include "quant/block_scale.h"
 #include "quant/quant.h"
 
 namespace sniper::test {
@@ -22,6 +24,8 @@ inline constexpr GgmlType kWeightTypes[] = {
     GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ4_0,   GgmlType::kQ4_1,
     GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kQ2_K,   GgmlType::kQ3_K,
     GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
+    GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS, GgmlType::kIQ3_S,
+    GgmlType::kIQ1_S, GgmlType::kIQ1_M, GgmlType::kTQ1_0, GgmlType::kTQ2_0,
 };
 
 inline constexpr GgmlType kActTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
@@ -60,10 +64,27 @@ inline std::vector<float> random_floats(int64_t n, uint32_t seed, Cond cond, int
   return x;
 }
 
-// Quantizes x (n_rows rows of n) to `type` with the reference quantizer.
+// Quantizes x (n_rows rows of n) to `type` with the reference quantizer. Types we only read
+// (no quantizer: the i-quants, TQ*) get random valid blocks instead, seeded from x, with each
+// block's scale taken from its slice of x (max |x| / 32), so x's conditioning (dynamic range,
+// all-zero blocks) carries over.
 inline std::vector<uint8_t> quantize_rows(GgmlType type, const std::vector<float>& x, int64_t n, int64_t n_rows) {
   const size_t rb = row_bytes(type, n);
   std::vector<uint8_t> q(rb * static_cast<size_t>(n_rows) + 64);
+  if (!has_ref_quantizer(type)) {
+    const GgmlTypeInfo& info = get_type_info(type);
+    uint32_t seed;
+    std::memcpy(&seed, x.data(), sizeof(seed));
+    std::mt19937 rng(seed ^ static_cast<uint32_t>(n * 2654435761u));
+    for (uint8_t& b : q) b = static_cast<uint8_t>(rng());
+    const int64_t n_blocks = n * n_rows / info.block_size;
+    for (int64_t i = 0; i < n_blocks; ++i) {
+      float amax = 0.0f;
+      for (int64_t j = 0; j < info.block_size; ++j) amax = std::max(amax, std::fabs(x[static_cast<size_t>(i * info.block_size + j)]));
+      set_block_scale(type, q.data() + info.type_size * i, fp32_to_fp16(amax / 32.0f));
+    }
+    return q;
+  }
   for (int64_t r = 0; r < n_rows; ++r) quantize_row_ref(type, x.data() + r * n, q.data() + rb * r, n);
   return q;
 }

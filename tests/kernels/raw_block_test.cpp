@@ -21,6 +21,7 @@
 
 #include "base/fp16.h"
 #include "kernels/kernel_test_util.h"
+#include "quant/block_scale.h"
 #include "quant/iq4_nl.h"
 #include "quant/iq4_xs.h"
 #include "quant/q2_k.h"
@@ -74,16 +75,17 @@ std::vector<uint8_t> raw_blocks(GgmlType type, int64_t n_blocks, Fill fill, std:
       const fp16_t h = fp32_to_fp16(scale(rng));
       std::memcpy(blk + off, &h, 2);
     }
+    if (has_settable_block_scale(type)) set_block_scale(type, blk, fp32_to_fp16(scale(rng)));
   }
   return out;
 }
 
 // Activations of type `act` for n elements: quants over the type's range (or all at one extreme,
 // clamped to it) and consistent group sums (q8_K bsums, q8_1 s).
-std::vector<uint8_t> raw_acts(GgmlType act, int64_t n, int extreme, std::mt19937& rng) {
+std::vector<uint8_t> raw_acts(GgmlType act, int64_t n, int extreme, std::mt19937& rng, int q8_k_min = -128) {
   std::uniform_real_distribution<float> d(1e-3f, 1.0f);
   if (act == GgmlType::kQ8_K) {
-    std::uniform_int_distribution<int> q(-128, 127);
+    std::uniform_int_distribution<int> q(q8_k_min, 127);
     std::vector<BlockQ8_K> blocks(static_cast<size_t>(n / 256));
     for (BlockQ8_K& b : blocks) {
       b.d = d(rng);
@@ -142,12 +144,18 @@ TEST_P(RawBlockTest, GemmEqualsRefTierBitwise) {
     int extreme;  // 0: random activations
   };
   const Case cases[] = {{Fill::kRandom, 0}, {Fill::kAllOnes, -128}, {Fill::kAllOnes, 127}, {Fill::kRandom, -128}};
+  // The i-quant / ternary kernels apply signs to the activations with vpsignb, as ggml's do, so
+  // they assume what quantize_row_q8_K guarantees: q8_K quants >= -127 (no -128 extreme).
+  const bool signs_on_acts = has_settable_block_scale(type);
   const int64_t block = static_cast<int64_t>(get_type_info(type).block_size);
   const GgmlType act = table->vec_dot_type;
   // Row lengths in blocks on both sides of the kernels' limits (see the file comment).
-  const std::vector<int64_t> lengths = block == 256 ? std::vector<int64_t>{1, 3, 8, 64, 65, 128, 129}
-                                                    : std::vector<int64_t>{1, 3, 8, 384, 385, 1024, 1025};
+  // The i-quant / ternary kernels have no block-count limits: a few lengths and one long row.
+  const std::vector<int64_t> lengths = signs_on_acts ? std::vector<int64_t>{1, 3, 8, 65}
+                                       : block == 256 ? std::vector<int64_t>{1, 3, 8, 64, 65, 128, 129}
+                                                      : std::vector<int64_t>{1, 3, 8, 384, 385, 1024, 1025};
   for (const Case& c : cases) {
+    if (signs_on_acts && c.extreme == -128) continue;
     for (int64_t n_blocks : lengths) {
       const int64_t n = block * n_blocks;
       for (int64_t n_rows : {7, 19}) {
@@ -155,7 +163,7 @@ TEST_P(RawBlockTest, GemmEqualsRefTierBitwise) {
         const auto w = raw_blocks(type, n_rows * n_blocks, c.fill, rng);
         const size_t wrb = row_bytes(type, n), arb = row_bytes(act, n);
         for (int64_t n_tok : {1, 2, 3, 8, 9}) {
-          const auto a = raw_acts(act, n * n_tok, c.extreme, rng);
+          const auto a = raw_acts(act, n * n_tok, c.extreme, rng, signs_on_acts ? -127 : -128);
           const int64_t stride = n_rows + 2;
           std::vector<float> got(static_cast<size_t>(stride * n_tok), nan_f()), want(got);
           table->gemm(n, n_rows, n_tok, w.data(), wrb, a.data(), arb, got.data(), stride);
@@ -188,7 +196,10 @@ INSTANTIATE_TEST_SUITE_P(Types, RawBlockTest,
                          ::testing::Combine(::testing::Values(GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
                                                               GgmlType::kQ6_K, GgmlType::kIQ4_XS, GgmlType::kQ4_0,
                                                               GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
-                                                              GgmlType::kQ8_0, GgmlType::kIQ4_NL),
+                                                              GgmlType::kQ8_0, GgmlType::kIQ4_NL, GgmlType::kIQ2_XXS,
+                                                              GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS,
+                                                              GgmlType::kIQ3_S, GgmlType::kIQ1_S, GgmlType::kIQ1_M,
+                                                              GgmlType::kTQ1_0, GgmlType::kTQ2_0),
                                             ::testing::Values(IsaTier::kAvx2, IsaTier::kAvx512)),
                          param_name);
 

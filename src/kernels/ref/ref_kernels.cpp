@@ -117,6 +117,15 @@ bool fill_ref_kernels(GgmlType type, KernelTable& t) {
     SNIPER_REF_CASE(kQ6_K)
     SNIPER_REF_CASE(kIQ4_NL)
     SNIPER_REF_CASE(kIQ4_XS)
+    SNIPER_REF_CASE(kIQ2_XXS)
+    SNIPER_REF_CASE(kIQ2_XS)
+    SNIPER_REF_CASE(kIQ2_S)
+    SNIPER_REF_CASE(kIQ3_XXS)
+    SNIPER_REF_CASE(kIQ3_S)
+    SNIPER_REF_CASE(kIQ1_S)
+    SNIPER_REF_CASE(kIQ1_M)
+    SNIPER_REF_CASE(kTQ1_0)
+    SNIPER_REF_CASE(kTQ2_0)
 #undef SNIPER_REF_CASE
     default: return false;
   }

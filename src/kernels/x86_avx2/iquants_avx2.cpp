@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: MIT
+// AVX2 kernels for the i-quants and ternary formats: instantiates x86/dot_iquants.h.
+#include "kernels/kernel_registry.h"
+#include "kernels/x86/dot_iquants.h"
+
+namespace sniper::kernels_internal {
+
+void patch_iquants_avx2(KernelTable& t) { x86::patch_iquants<x86::IqAvx2>(t); }
+
+}  // namespace sniper::kernels_internal
