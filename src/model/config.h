@@ -6,12 +6,44 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "gguf/reader.h"
 #include "kernels/ops.h"
+#include "kv/sequence_state.h"
 
 namespace sniper {
+
+// The token mixer of a layer (model/blocks/): what it reads from and keeps in the sequence state.
+enum class MixerKind : uint8_t {
+  kAttention,  // softmax attention over the layer's KV cache (model/blocks/attention.cpp)
+};
+
+// The feed-forward block of a layer.
+enum class FfnKind : uint8_t {
+  kDense,  // SwiGLU: down(silu(gate x) * up x)  (model/blocks/dense_ffn.cpp)
+  kMoe,    // routed experts (model/blocks/moe_ffn.cpp)
+};
+
+const char* mixer_kind_name(MixerKind kind);
+const char* ffn_kind_name(FfnKind kind);
+
+// One layer of the layer plan: which blocks it runs and the mixer's own shape (hybrid models
+// differ per layer). An architecture's finish() may fill ModelConfig::layers; when it does not,
+// every layer gets kAttention with the model-wide head shape and kMoe / kDense by expert_count.
+struct LayerPlan {
+  MixerKind mixer = MixerKind::kAttention;
+  FfnKind ffn = FfnKind::kDense;
+  int64_t n_heads = 0;      // attention: query heads
+  int64_t n_kv_heads = 0;   // attention: kv heads (divides n_heads)
+  int64_t head_dim = 0;     // attention: per-head width of q, k and v
+  int64_t sliding_window = 0;   // attention: 0 = every earlier position, else the last N
+  int64_t kv_shared_with = -1;  // attention: >= 0 reads that earlier layer's KV instead of its own
+
+  int64_t q_dim() const { return n_heads * head_dim; }
+  int64_t kv_dim() const { return n_kv_heads * head_dim; }
+};
 
 struct ModelConfig {
   std::string arch;            // general.architecture, e.g. "qwen3moe"
@@ -36,11 +68,22 @@ struct ModelConfig {
   bool qkv_bias = false;       // q/k/v projections carry biases (qwen2)
   bool qk_norm = false;        // per-head RMS norm on q and k (qwen3)
   bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
+  std::vector<LayerPlan> layers;  // [n_layers] the layer plan (validated by load_model_config)
 
   bool is_moe() const { return n_experts > 0; }
+  const LayerPlan& layer(int64_t layer_idx) const { return layers[static_cast<size_t>(layer_idx)]; }
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
 };
+
+// Fills `layers` with the default plan (every layer attention with the model-wide heads, the
+// FFN by expert_count) when it is empty, then checks it: one entry per layer, head counts that
+// divide, shared-KV layers pointing at an earlier attention layer of the same shape. Errors name
+// the layer and the key the value came from.
+[[nodiscard]] Status finish_layer_plan(ModelConfig& config);
+
+// The sequence state each layer keeps (kv/sequence_state.h), from the layer plan.
+std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& config);
 
 // Reads the config from a GGUF file through the registered spec of its general.architecture.
 // Errors name the missing or invalid key and its allowed range.

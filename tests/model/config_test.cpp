@@ -105,5 +105,85 @@ TEST(ModelConfig, BadMetadataNamesTheKey) {
   EXPECT_FALSE(config_of(qwen2_moe).ok());
 }
 
+TEST(LayerPlan, DefaultPlanAndStateSpecs) {
+  auto dense = config_of(base_writer("llama"));
+  ASSERT_TRUE(dense.ok()) << dense.error().message;
+  ASSERT_EQ(dense->layers.size(), 2u);
+  for (const LayerPlan& lp : dense->layers) {
+    EXPECT_EQ(lp.mixer, MixerKind::kAttention);
+    EXPECT_EQ(lp.ffn, FfnKind::kDense);
+    EXPECT_EQ(lp.n_heads, 4);
+    EXPECT_EQ(lp.n_kv_heads, 2);
+    EXPECT_EQ(lp.head_dim, 16);
+    EXPECT_EQ(lp.sliding_window, 0);
+    EXPECT_EQ(lp.kv_shared_with, -1);
+  }
+  const std::vector<LayerStateSpec> specs = layer_state_specs(*dense);
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[1].kind, LayerStateKind::kKv);
+  EXPECT_EQ(specs[1].n_kv_heads, 2);
+  EXPECT_EQ(specs[1].head_dim, 16);
+
+  GgufWriter w = base_writer("qwen3moe");
+  w.set_u32("qwen3moe.expert_count", 8);
+  w.set_u32("qwen3moe.expert_used_count", 2);
+  w.set_u32("qwen3moe.expert_feed_forward_length", 32);
+  auto moe = config_of(w);
+  ASSERT_TRUE(moe.ok()) << moe.error().message;
+  EXPECT_EQ(moe->layer(1).ffn, FfnKind::kMoe);
+  EXPECT_STREQ(ffn_kind_name(moe->layer(1).ffn), "moe");
+  EXPECT_STREQ(mixer_kind_name(moe->layer(0).mixer), "attention");
+}
+
+TEST(LayerPlan, BadPlansNameTheLayerAndKey) {
+  auto base = config_of(base_writer("llama"));
+  ASSERT_TRUE(base.ok()) << base.error().message;
+  auto expect_error = [](ModelConfig c, const char* needle) {
+    Status st = finish_layer_plan(c);
+    ASSERT_FALSE(st.ok()) << needle;
+    EXPECT_NE(st.error().message.find(needle), std::string::npos) << st.error().message;
+  };
+  {
+    ModelConfig c = *base;
+    c.layers.pop_back();
+    expect_error(c, "block_count");
+  }
+  {
+    ModelConfig c = *base;
+    c.layers[1].n_kv_heads = 3;  // 4 heads do not divide into 3 kv heads
+    expect_error(c, "head_count_kv");
+  }
+  {
+    ModelConfig c = *base;
+    c.layers[1].ffn = FfnKind::kMoe;  // no experts in the file
+    expect_error(c, "expert_count");
+  }
+  {
+    ModelConfig c = *base;
+    c.layers[0].kv_shared_with = 1;  // must share an earlier layer
+    expect_error(c, "earlier attention layer");
+  }
+  {
+    ModelConfig c = *base;
+    c.layers[1].kv_shared_with = 0;
+    c.layers[1].head_dim = 32;
+    c.layers[1].n_heads = 2;
+    expect_error(c, "differ");
+  }
+  {
+    ModelConfig c = *base;
+    c.layers[1].head_dim = 8;  // below rope.dimension_count (16)
+    expect_error(c, "rope.dimension_count");
+  }
+  {
+    ModelConfig c = *base;
+    c.layers[1].kv_shared_with = 0;
+    ASSERT_TRUE(finish_layer_plan(c).ok());
+    const std::vector<LayerStateSpec> specs = layer_state_specs(c);
+    EXPECT_EQ(specs[1].kind, LayerStateKind::kSharedKv);
+    EXPECT_EQ(specs[1].shared_with, 0);
+  }
+}
+
 }  // namespace
 }  // namespace sniper
