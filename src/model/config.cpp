@@ -33,6 +33,7 @@ Result<int64_t> int_in_range_or(const GgufFile& file, const std::string& key, in
 const char* mixer_kind_name(MixerKind kind) {
   switch (kind) {
     case MixerKind::kAttention: return "attention";
+    case MixerKind::kDeltaNet: return "delta-net";
   }
   return "?";
 }
@@ -68,7 +69,23 @@ Status finish_layer_plan(ModelConfig& c) {
     if (lp.ffn == FfnKind::kDense && c.hidden_dim <= 0) {
       return make_error("layer %ld has a dense FFN but %sfeed_forward_length is missing or 0", static_cast<long>(l), p.c_str());
     }
-    if (lp.mixer != MixerKind::kAttention) continue;
+    if (lp.shared_expert && (lp.ffn != FfnKind::kMoe || c.shared_expert_hidden_dim <= 0)) {
+      return make_error("layer %ld has a shared expert but %sexpert_shared_feed_forward_length is missing or 0 (or the "
+                        "layer has no routed experts)", static_cast<long>(l), p.c_str());
+    }
+    if (lp.mixer == MixerKind::kDeltaNet) {
+      const DeltaNetConfig& d = c.delta_net;
+      if (d.n_k_heads < 1 || d.n_v_heads < 1 || d.head_dim < 1 || d.n_v_heads % d.n_k_heads != 0) {
+        return make_error("layer %ld is a delta-net layer but %sssm.time_step_rank (%ld) must be a positive multiple of "
+                          "ssm.group_count (%ld) and ssm.state_size (%ld) positive", static_cast<long>(l), p.c_str(),
+                          static_cast<long>(d.n_v_heads), static_cast<long>(d.n_k_heads), static_cast<long>(d.head_dim));
+      }
+      if (d.conv_kernel < 2 || d.conv_kernel > 64) {
+        return make_error("layer %ld: %sssm.conv_kernel is %ld but must be in [2, 64]", static_cast<long>(l), p.c_str(),
+                          static_cast<long>(d.conv_kernel));
+      }
+      continue;
+    }
     if (lp.n_heads < 1 || lp.n_kv_heads < 1 || lp.head_dim < 1 || lp.n_heads % lp.n_kv_heads != 0) {
       return make_error("layer %ld: %sattention.head_count %ld must be a positive multiple of attention.head_count_kv %ld "
                         "(head_dim %ld)", static_cast<long>(l), p.c_str(), static_cast<long>(lp.n_heads),
@@ -114,6 +131,11 @@ std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
         s.n_kv_heads = lp.n_kv_heads;
         s.head_dim = lp.head_dim;
         s.window = lp.sliding_window;
+        break;
+      case MixerKind::kDeltaNet:
+        s.kind = LayerStateKind::kRecurrent;
+        s.conv_floats = c.delta_net.conv_state_floats();
+        s.recurrent_floats = c.delta_net.recurrent_state_floats();
         break;
     }
   }

@@ -12,6 +12,7 @@
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "model/blocks/attention.h"
+#include "model/blocks/delta_net.h"
 #include "model/blocks/dense_ffn.h"
 #include "model/tensor_names.h"
 
@@ -23,6 +24,7 @@ namespace {
 std::unique_ptr<MixerBlock> make_mixer(MixerKind kind, const ModelConfig& c, const ModelWeights& w, int64_t max_batch) {
   switch (kind) {
     case MixerKind::kAttention: return std::make_unique<AttentionBlock>(c, w.rope_freqs, max_batch);
+    case MixerKind::kDeltaNet: return std::make_unique<DeltaNetBlock>(c, max_batch);
   }
   CHECK(false, "unknown mixer kind %d", static_cast<int>(kind));
   return nullptr;
@@ -96,6 +98,23 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   floats += k * (2 * ff + dim);  // one decode step's experts together
   floats += 2 * B * k + 2 * static_cast<size_t>(c.n_experts) + 1;  // expert routing lists (int32)
   floats += B * static_cast<size_t>(c.vocab_size);  // logits of a full batch
+  // Blocks of hybrid plans: a gated attention's q | gate rows, the delta-net's projections and
+  // conv rows, the shared expert's rows.
+  bool gated = false, delta = false, shared = false;
+  size_t q_dim = 0;
+  for (const LayerPlan& lp : c.layers) {
+    gated = gated || (lp.mixer == MixerKind::kAttention && lp.attn_output_gate);
+    delta = delta || lp.mixer == MixerKind::kDeltaNet;
+    shared = shared || lp.shared_expert;
+    if (lp.mixer == MixerKind::kAttention) q_dim = std::max(q_dim, static_cast<size_t>(lp.q_dim()));
+  }
+  if (gated) floats += 3 * B * q_dim;
+  if (delta) {
+    const DeltaNetConfig& d = c.delta_net;
+    const size_t C = static_cast<size_t>(d.conv_channels()), vd = static_cast<size_t>(d.v_dim());
+    floats += B * (2 * C + 2 * vd + 4 * static_cast<size_t>(d.n_v_heads)) + vd;
+  }
+  if (shared) floats += B * (2 * static_cast<size_t>(c.shared_expert_hidden_dim) + dim);
   // Quantized activation buffers (at most ~1.2 bytes per float for any type, four buffers) and
   // attention scratch per thread (scores over the context plus a row).
   const size_t acts = 4 * B * std::max(dim, ff) * 2;

@@ -140,7 +140,9 @@ std::vector<std::string> reference_models() {
           "syn-llama-F16",      "syn-llama-Q2_K",     "syn-llama-Q3_K_M",   "syn-llama-Q4_0",
           "syn-llama-Q4_K_M",   "syn-llama-Q5_K_M",   "syn-llama-Q6_K",     "syn-llama-Q8_0",
           "syn-mixtral-Q4_K_M", "syn-qwen2",          "syn-qwen2-Q8_0",     "syn-qwen3",
-          "syn-qwen3-Q4_K_M",   "syn-qwen3moe-Q4_K_M", "syn-qwen3moe-Q6_K", "syn-qwen3moe-Q8_0"};
+          "syn-qwen3-Q4_K_M",   "syn-qwen3moe-Q4_K_M", "syn-qwen3moe-Q6_K", "syn-qwen3moe-Q8_0",
+          // Hybrid delta-net / attention models (../shared/reference/ARCHITECTURES.md).
+          "syn-qwen35moe-small", "syn-qwen3next-small", "syn-qwen35-small",  "syn-qwen35-Q4_K_M"};
 }
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {

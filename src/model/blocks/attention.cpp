@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 
 #include "base/check.h"
 #include "kernels/attention.h"
@@ -23,22 +24,28 @@ void add_bias(float* y, const QTensor& bias, int64_t n_tok, int64_t n) {
 AttentionBlock::AttentionBlock(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch)
     : config_(config), rope_freqs_(rope_freqs) {
   int64_t q_dim = 0, kv_dim = 0;
+  bool gated = false;
   for (const LayerPlan& lp : config.layers) {
     if (lp.mixer != MixerKind::kAttention) continue;
     q_dim = std::max(q_dim, lp.q_dim());
     kv_dim = std::max(kv_dim, lp.kv_dim());
+    gated = gated || lp.attn_output_gate;
   }
   const size_t B = static_cast<size_t>(max_batch);
   q_.resize(B * static_cast<size_t>(q_dim));
   k_.resize(B * static_cast<size_t>(kv_dim));
   v_.resize(B * static_cast<size_t>(kv_dim));
   att_.resize(B * static_cast<size_t>(q_dim));
+  if (gated) {
+    qg_.resize(2 * B * static_cast<size_t>(q_dim));
+    gate_.resize(B * static_cast<size_t>(q_dim));
+  }
   rope_cos_.resize(B * static_cast<size_t>(config.rope_dims / 2));
   rope_sin_.resize(B * static_cast<size_t>(config.rope_dims / 2));
 }
 
 size_t AttentionBlock::scratch_bytes() const {
-  return (q_.size() + k_.size() + v_.size() + att_.size() + rope_cos_.size() + rope_sin_.size()) * sizeof(float) +
+  return (q_.size() + qg_.size() + gate_.size() + k_.size() + v_.size() + att_.size() + rope_cos_.size() + rope_sin_.size()) * sizeof(float) +
          att_scratch_.size();
 }
 
@@ -69,10 +76,22 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   ActCache acts(io.buffers->act_bufs, 3);
   // q, k and v in one parallel pass (k and v are small: alone, each would pay a pass's
   // hand-out and barrier for a few chunks); results equal three matmul_q calls bit for bit.
-  const MatmulJob qkv[3] = {{&lw.wq, acts.get(lw.wq.type, io.xb, dim, n_tok, pool), q_.data(), q_dim},
-                            {&lw.wk, acts.get(lw.wk.type, io.xb, dim, n_tok, pool), k_.data(), kv_dim},
-                            {&lw.wv, acts.get(lw.wv.type, io.xb, dim, n_tok, pool), v_.data(), kv_dim}};
+  const bool gated = lp.attn_output_gate;
+  const MatmulJob qkv[3] = {
+      {&lw.wq, acts.get(lw.wq.type, io.xb, dim, n_tok, pool), gated ? qg_.data() : q_.data(), gated ? 2 * q_dim : q_dim},
+      {&lw.wk, acts.get(lw.wk.type, io.xb, dim, n_tok, pool), k_.data(), kv_dim},
+      {&lw.wv, acts.get(lw.wv.type, io.xb, dim, n_tok, pool), v_.data(), kv_dim}};
   matmul_q_multi(qkv, pool, selected_tier(), MatmulOrder::kAuto);
+  if (gated) {
+    // W_q's rows per head: [q (hd) | gate (hd)].
+    for (int64_t t = 0; t < n_tok; ++t) {
+      for (int64_t h = 0; h < n_heads; ++h) {
+        const float* src = qg_.data() + t * 2 * q_dim + h * 2 * hd;
+        std::memcpy(q_.data() + t * q_dim + h * hd, src, sizeof(float) * static_cast<size_t>(hd));
+        std::memcpy(gate_.data() + t * q_dim + h * hd, src + hd, sizeof(float) * static_cast<size_t>(hd));
+      }
+    }
+  }
   add_bias(q_.data(), lw.bq, n_tok, q_dim);
   add_bias(k_.data(), lw.bk, n_tok, kv_dim);
   add_bias(v_.data(), lw.bv, n_tok, kv_dim);
@@ -118,6 +137,12 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
     }
   });
 
+  if (gated) {
+    // TODO(blocks): a scalar sigmoid until kernels/ has the gate ops (ggml_sigmoid: 1 / (1 + expf(-x))).
+    for (int64_t i = 0; i < n_tok * q_dim; ++i) {
+      att_[static_cast<size_t>(i)] *= 1.0f / (1.0f + std::exp(-gate_[static_cast<size_t>(i)]));
+    }
+  }
   matmul(lw.wo, att_.data(), io.out, n_tok, io.buffers->act, pool);
   return ok_status();
 }

@@ -3,7 +3,8 @@
 // (LayerPlan n_heads / n_kv_heads / head_dim):
 //   q,k,v = W{q,k,v} xb (+ bias); [per-head RMS norm of q and k]; rope(q, k);
 //   store k,v at the chunk's positions in the layer's KV slot; att = softmax(q.K / sqrt(hd)) V;
-//   out = Wo att.
+//   out = Wo att, or with an output gate (LayerPlan::attn_output_gate, Qwen3.5: W_q's rows per
+//   head are [q | gate]) out = Wo (att * sigmoid(gate)).
 // Its sequence state is the layer's KV rows (kKv, or the rows of the layer it shares with).
 // Thread-compatible.
 #pragma once
@@ -29,6 +30,8 @@ class AttentionBlock final : public MixerBlock {
   const ModelConfig& config_;
   QTensor rope_freqs_;
   std::vector<float> q_;        // [B, q_dim]
+  std::vector<float> qg_;       // [B, 2 * q_dim] W_q's output when gated: per head [q | gate]
+  std::vector<float> gate_;     // [B, q_dim] the gate's logits
   std::vector<float> k_;        // [B, kv_dim]
   std::vector<float> v_;        // [B, kv_dim]
   std::vector<float> att_;      // [B, q_dim] attention output

@@ -2,6 +2,7 @@
 #include "model/blocks/moe_ffn.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/check.h"
@@ -32,6 +33,15 @@ MoeFfn::MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t m
   group_hb_.resize(k * ff);
   group_hb2_.resize(k * ff);
   group_down_.resize(k * dim);
+  bool shared = false;
+  for (const LayerPlan& lp : config.layers) shared = shared || lp.shared_expert;
+  if (shared) {
+    const size_t sff = static_cast<size_t>(config.shared_expert_hidden_dim);
+    sh_hb_.resize(B * sff);
+    sh_hb2_.resize(B * sff);
+    sh_out_.resize(B * dim);
+    sh_logit_.resize(B);
+  }
   union_.reserve(static_cast<size_t>(config.n_experts));
   used_.resize(static_cast<size_t>(config.n_experts));
   if (experts_ == nullptr) {
@@ -51,7 +61,8 @@ MoeFfn::MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t m
 
 size_t MoeFfn::scratch_bytes() const {
   const size_t floats = hb_.size() + hb2_.size() + router_.size() + sel_w_.size() + exp_out_.size() + gathered_.size() +
-                        down_.size() + group_hb_.size() + group_hb2_.size() + group_down_.size();
+                        down_.size() + group_hb_.size() + group_hb2_.size() + group_down_.size() + sh_hb_.size() +
+                        sh_hb2_.size() + sh_out_.size() + sh_logit_.size();
   const size_t ints = sel_.size() + route_start_.size() + route_next_.size() + route_tok_.size() + route_slot_.size();
   return floats * sizeof(float) + ints * sizeof(int32_t);
 }
@@ -61,7 +72,28 @@ Status MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo&
   xb_ = io.xb;
   out_ = io.out;
   bufs_ = io.buffers;
-  return moe_ffn(layer_idx, lw, io.n_tok, *io.pool);
+  SNIPER_TRY(moe_ffn(layer_idx, lw, io.n_tok, *io.pool));
+  if (config_.layer(layer_idx).shared_expert) shared_expert(lw, io.n_tok, *io.pool);
+  return ok_status();
+}
+
+void MoeFfn::shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
+  const int64_t dim = config_.dim, ff = config_.shared_expert_hidden_dim;
+  ActCache acts(bufs_->act_bufs, 3);
+  const MatmulJob gate_up[2] = {{&lw.shexp_gate, acts.get(lw.shexp_gate.type, xb_, dim, n_tok, pool), sh_hb_.data(), ff},
+                                {&lw.shexp_up, acts.get(lw.shexp_up.type, xb_, dim, n_tok, pool), sh_hb2_.data(), ff}};
+  matmul_q_multi(gate_up, pool, selected_tier(), MatmulOrder::kAuto);
+  for (int64_t t = 0; t < n_tok; ++t) silu_mul(sh_hb_.data() + t * ff, sh_hb2_.data() + t * ff, sh_hb_.data() + t * ff, ff);
+  matmul(lw.shexp_down, sh_hb_.data(), sh_out_.data(), n_tok, bufs_->act, pool);
+  // The gate's logit: ffn_gate_inp_shexp is one f32 row [dim -> 1].
+  matmul(lw.shexp_gate_inp, xb_, sh_logit_.data(), n_tok, bufs_->act, pool);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    // TODO(blocks): a scalar sigmoid until kernels/ has the gate ops (ggml_sigmoid: 1 / (1 + expf(-x))).
+    const float gate = 1.0f / (1.0f + std::exp(-sh_logit_[static_cast<size_t>(t)]));
+    float* out = out_ + t * dim;
+    const float* sh = sh_out_.data() + t * dim;
+    for (int64_t i = 0; i < dim; ++i) out[i] += sh[i] * gate;
+  }
 }
 
 void MoeFfn::after_layer(int64_t layer_idx, const BlockIo& io) {

@@ -4,7 +4,9 @@
 // selected expert is a SwiGLU of expert_hidden_dim; out = sum over slots of weight * expert(xb),
 // summed in slot order. Experts come from an ExpertSource (resident slices, or streamed through
 // the expert cache); the block also guesses later layers' experts for the source to prefetch.
-// Keeps no sequence state. Thread-compatible.
+// With LayerPlan::shared_expert (qwen35moe, qwen3next) a shared SwiGLU expert of
+// shared_expert_hidden_dim joins every token: out += sigmoid(ffn_gate_inp_shexp . xb) * shared(xb).
+// The shared expert stays resident. Keeps no sequence state. Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +50,8 @@ class MoeFfn final : public FfnBlock {
 
  private:
   [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+  // out_ += sigmoid(shexp_gate_inp . xb) * down(silu(gate xb) * up xb) for the shared expert.
+  void shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
   // route_tok_/route_slot_: the routed (token, slot) pairs of sel_'s first n_tok tokens,
   // grouped by expert (token-major within one), each expert's from route_start_[e].
   void route_by_expert(int64_t n_tok);
@@ -95,6 +99,10 @@ class MoeFfn final : public FfnBlock {
   std::vector<float> group_hb_;     // [k, ff] gate then activation, per expert
   std::vector<float> group_hb2_;    // [k, ff] up
   std::vector<float> group_down_;   // [k, dim]
+  std::vector<float> sh_hb_;        // [B, shared ff] shared expert gate then activation
+  std::vector<float> sh_hb2_;       // [B, shared ff] shared expert up
+  std::vector<float> sh_out_;       // [B, dim] shared expert output
+  std::vector<float> sh_logit_;     // [B] shared expert gate logits
 };
 
 }  // namespace sniper
