@@ -183,17 +183,22 @@ Result<const LayerWeights*> Transformer::layer_weights(int64_t layer_idx) {
   if (sources_.layers == nullptr) return &resident;
   SNIPER_TRY(sources_.layers->acquire(layer_idx));
   streamed_layer_ = resident;
+  // The tensors that may stream (weights/tensor_roles.cpp: attention and dense FFN; everything
+  // else stays resident), for the blocks this layer runs.
   struct Field {
     QTensor LayerWeights::*member;
     LayerTensor kind;
+    bool attention;  // else dense FFN
   };
   static constexpr Field kFields[] = {
-      {&LayerWeights::wq, LayerTensor::kAttnQ},         {&LayerWeights::wk, LayerTensor::kAttnK},
-      {&LayerWeights::wv, LayerTensor::kAttnV},         {&LayerWeights::wo, LayerTensor::kAttnOutput},
-      {&LayerWeights::ffn_gate, LayerTensor::kFfnGate}, {&LayerWeights::ffn_up, LayerTensor::kFfnUp},
-      {&LayerWeights::ffn_down, LayerTensor::kFfnDown},
+      {&LayerWeights::wq, LayerTensor::kAttnQ, true},           {&LayerWeights::wk, LayerTensor::kAttnK, true},
+      {&LayerWeights::wv, LayerTensor::kAttnV, true},           {&LayerWeights::wo, LayerTensor::kAttnOutput, true},
+      {&LayerWeights::ffn_gate, LayerTensor::kFfnGate, false}, {&LayerWeights::ffn_up, LayerTensor::kFfnUp, false},
+      {&LayerWeights::ffn_down, LayerTensor::kFfnDown, false},
   };
+  const LayerPlan& lp = config_.layer(layer_idx);
   for (const Field& f : kFields) {
+    if (f.attention ? lp.mixer != MixerKind::kAttention : lp.ffn != FfnKind::kDense) continue;
     QTensor& t = streamed_layer_.*f.member;
     if (t.data != nullptr) continue;
     const QTensor* v = sources_.layers->find(layer_tensor_name(layer_idx, f.kind));

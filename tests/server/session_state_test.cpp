@@ -72,6 +72,9 @@ TEST(SessionState, RoundTripGivesBitIdenticalLogits) {
   expect_round_trip_bitwise("stories260K.gguf", KvType::kF16);
   expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvType::kF16);
   expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvType::kQ8_0);
+  // Hybrid models: the delta-net layers' conv and recurrent states travel with the KV rows.
+  expect_round_trip_bitwise("syn-qwen35moe-small.gguf", KvType::kF16);
+  expect_round_trip_bitwise("syn-qwen35-Q4_K_M.gguf", KvType::kQ8_0);
 }
 
 TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {

@@ -3,7 +3,8 @@
 // is full attention when (l + 1) % full_attention_interval == 0 (q with a per-head output gate,
 // q/k RMS norms, NeoX rope over the first rope.dimension_count dims), else a gated delta-net
 // (ssm.* keys). The FFN's input norm is post_attention_norm; the FFN is dense SwiGLU (qwen35)
-// or routed experts plus a sigmoid-gated shared expert (qwen35moe, qwen3next).
+// or routed experts plus a sigmoid-gated shared expert (qwen35moe, qwen3next). MTP blocks
+// (nextn_predict_layers) are left out of the plan.
 #include <string>
 
 #include "model/arch/arch.h"
@@ -27,6 +28,15 @@ Result<int64_t> required_int(const GgufFile& file, const std::string& key, int64
 Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Family& family) {
   const std::string p = c.arch + ".";
   constexpr int64_t kMaxDim = int64_t{1} << 20;
+  // Real checkpoints may append next-token-prediction (MTP) blocks after the main stack
+  // (block_count counts them); the forward pass runs the main stack only.
+  auto nextn = file.get_int_or(p + "nextn_predict_layers", 0);
+  if (!nextn.ok()) return nextn.error();
+  if (*nextn < 0 || *nextn >= c.n_layers) {
+    return make_error("%snextn_predict_layers is %ld but must be in [0, block_count - 1 = %ld]", p.c_str(),
+                      static_cast<long>(*nextn), static_cast<long>(c.n_layers - 1));
+  }
+  c.n_layers -= *nextn;
   if (family.moe) {
     SNIPER_ASSIGN_OR_RETURN(c.expert_hidden_dim, required_int(file, p + "expert_feed_forward_length", 1, kMaxDim));
     SNIPER_ASSIGN_OR_RETURN(c.shared_expert_hidden_dim,
