@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/ssm_conv.h"
 #include "model/arch/arch.h"
 
 namespace sniper {
@@ -80,9 +81,9 @@ Status finish_layer_plan(ModelConfig& c) {
                           "ssm.group_count (%ld) and ssm.state_size (%ld) positive", static_cast<long>(l), p.c_str(),
                           static_cast<long>(d.n_v_heads), static_cast<long>(d.n_k_heads), static_cast<long>(d.head_dim));
       }
-      if (d.conv_kernel < 2 || d.conv_kernel > 64) {
-        return make_error("layer %ld: %sssm.conv_kernel is %ld but must be in [2, 64]", static_cast<long>(l), p.c_str(),
-                          static_cast<long>(d.conv_kernel));
+      if (d.conv_kernel != kSsmConvWidth) {
+        return make_error("layer %ld: %sssm.conv_kernel is %ld but only %ld is supported", static_cast<long>(l),
+                          p.c_str(), static_cast<long>(d.conv_kernel), static_cast<long>(kSsmConvWidth));
       }
       continue;
     }

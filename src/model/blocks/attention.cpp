@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "kernels/activations.h"
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
@@ -137,12 +138,7 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
     }
   });
 
-  if (gated) {
-    // TODO(blocks): a scalar sigmoid until kernels/ has the gate ops (ggml_sigmoid: 1 / (1 + expf(-x))).
-    for (int64_t i = 0; i < n_tok * q_dim; ++i) {
-      att_[static_cast<size_t>(i)] *= 1.0f / (1.0f + std::exp(-gate_[static_cast<size_t>(i)]));
-    }
-  }
+  if (gated) sigmoid_gate(gate_.data(), att_.data(), n_tok * q_dim);
   matmul(lw.wo, att_.data(), io.out, n_tok, io.buffers->act, pool);
   return ok_status();
 }

@@ -10,8 +10,10 @@
 //   o = rms(o) * ssm_norm * silu(z) per head; out = W_out o.
 // Tokens of a chunk run one after another through the recurrence (llama.cpp's fused CPU op, not
 // the chunked form), so a prompt gives the same state as the same tokens fed one by one.
-// Sequence state (kRecurrent): conv state [C][conv_kernel - 1] (the last inputs per channel,
-// oldest first) then S per value head, stored transposed (M[j][i] = S[i][j]), f32.
+// The arithmetic is the kernels' (kernels/ssm_conv.h, activations.h, delta_net.h), each the bits
+// of ggml's CPU op. Sequence state (kRecurrent), f32: the conv state [conv_kernel - 1][C] (the
+// last qkv rows, oldest first; kernels/ssm_conv.h) then S per value head, stored transposed
+// ([nv][d][d], kernels/delta_net.h).
 // Thread-compatible.
 #pragma once
 
@@ -32,11 +34,6 @@ class DeltaNetBlock final : public MixerBlock {
   size_t scratch_bytes() const override;
 
  private:
-  // The conv over the chunk's qkv rows and its state, then silu: conv_ = silu(conv(qkv_)).
-  void conv(const LayerWeights& lw, float* conv_state, int64_t n_tok, ThreadPool& pool);
-  // The recurrence of every value head over the chunk's tokens: o_ from conv_, beta_, g_.
-  void recur(float* heads_state, int64_t n_tok, ThreadPool& pool);
-
   const ModelConfig& config_;
   DeltaNetConfig d_;
   std::vector<float> qkv_;    // [B, C] projected q | k | v
@@ -46,8 +43,6 @@ class DeltaNetBlock final : public MixerBlock {
   std::vector<float> g_;      // [B, nv] alpha logits, then the log-decay g
   std::vector<float> ba_;     // [B, 2*nv] fused beta/alpha logits (fused_ba)
   std::vector<float> o_;      // [B, nv*d] per-head outputs, then gated and normed
-  std::vector<float> delta_;  // [nv, d] per-head scratch of the update
-  std::vector<float> ones_;   // [B, C] 1.0 (silu(x) = silu_mul(x, 1))
 };
 
 }  // namespace sniper

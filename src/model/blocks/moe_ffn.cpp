@@ -2,10 +2,10 @@
 #include "model/blocks/moe_ffn.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "base/check.h"
+#include "kernels/activations.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 
@@ -88,8 +88,7 @@ void MoeFfn::shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& po
   // The gate's logit: ffn_gate_inp_shexp is one f32 row [dim -> 1].
   matmul(lw.shexp_gate_inp, xb_, sh_logit_.data(), n_tok, bufs_->act, pool);
   for (int64_t t = 0; t < n_tok; ++t) {
-    // TODO(blocks): a scalar sigmoid until kernels/ has the gate ops (ggml_sigmoid: 1 / (1 + expf(-x))).
-    const float gate = 1.0f / (1.0f + std::exp(-sh_logit_[static_cast<size_t>(t)]));
+    const float gate = sigmoid(sh_logit_[static_cast<size_t>(t)]);
     float* out = out_ + t * dim;
     const float* sh = sh_out_.data() + t * dim;
     for (int64_t i = 0; i < dim; ++i) out[i] += sh[i] * gate;
