@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "model/blocks/delta_net.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/check.h"
@@ -68,19 +69,39 @@ Status DeltaNetBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequenc
   const int64_t d = d_.head_dim, nk = d_.n_k_heads, nv = d_.n_v_heads, C = d_.conv_channels(), vd = d_.v_dim();
   ThreadPool& pool = *io.pool;
 
-  // Projections of xb, in one parallel pass.
-  ActCache acts(io.buffers->act_bufs, 3);
-  MatmulJob jobs[4];
-  size_t n_jobs = 0;
-  jobs[n_jobs++] = {&lw.ssm_qkv, acts.get(lw.ssm_qkv.type, io.xb, dim, n_tok, pool), qkv_.data(), C};
-  jobs[n_jobs++] = {&lw.ssm_gate, acts.get(lw.ssm_gate.type, io.xb, dim, n_tok, pool), z_.data(), vd};
+  // Projections of xb, in one parallel pass (two when the weights need more activation types
+  // than the ActCache holds: a file may mix types freely).
+  struct Proj {
+    const QTensor* w;
+    float* y;
+    int64_t rows;
+  };
+  Proj projs[4];
+  size_t n_proj = 0;
+  projs[n_proj++] = {&lw.ssm_qkv, qkv_.data(), C};
+  projs[n_proj++] = {&lw.ssm_gate, z_.data(), vd};
   if (d_.fused_ba) {
-    jobs[n_jobs++] = {&lw.ssm_ba, acts.get(lw.ssm_ba.type, io.xb, dim, n_tok, pool), ba_.data(), 2 * nv};
+    projs[n_proj++] = {&lw.ssm_ba, ba_.data(), 2 * nv};
   } else {
-    jobs[n_jobs++] = {&lw.ssm_beta, acts.get(lw.ssm_beta.type, io.xb, dim, n_tok, pool), beta_.data(), nv};
-    jobs[n_jobs++] = {&lw.ssm_alpha, acts.get(lw.ssm_alpha.type, io.xb, dim, n_tok, pool), g_.data(), nv};
+    projs[n_proj++] = {&lw.ssm_beta, beta_.data(), nv};
+    projs[n_proj++] = {&lw.ssm_alpha, g_.data(), nv};
   }
-  matmul_q_multi(std::span<const MatmulJob>(jobs, n_jobs), pool, selected_tier(), MatmulOrder::kAuto);
+  GgmlType act_types[4];
+  size_t n_types = 0;
+  for (size_t i = 0; i < n_proj; ++i) {
+    const GgmlType t = vec_dot_type(projs[i].w->type);
+    if (std::find(act_types, act_types + n_types, t) == act_types + n_types) act_types[n_types++] = t;
+  }
+  const size_t per_pass = n_types <= 3 ? n_proj : 2;
+  for (size_t first = 0; first < n_proj; first += per_pass) {
+    ActCache acts(io.buffers->act_bufs, 3);
+    MatmulJob jobs[4];
+    size_t n_jobs = 0;
+    for (size_t i = first; i < std::min(n_proj, first + per_pass); ++i) {
+      jobs[n_jobs++] = {projs[i].w, acts.get(projs[i].w->type, io.xb, dim, n_tok, pool), projs[i].y, projs[i].rows};
+    }
+    matmul_q_multi(std::span<const MatmulJob>(jobs, n_jobs), pool, selected_tier(), MatmulOrder::kAuto);
+  }
 
   // Gates: beta = sigmoid(b), g = softplus(a + dt_bias) * ssm_a. A fused ssm_ba row holds, per
   // key head, [b of its nv/nk value heads | a of them].
