@@ -28,7 +28,9 @@ void silu_row(const float* x, float* y, int64_t n);
 // reference passes it). y may alias x.
 void l2_norm(const float* x, float* y, int64_t n, float eps);
 
+// 1 / (1 + expf(-x)) with libm's expf (ggml's sigmoid op).
 float sigmoid(float x);
+// x > 20 ? x : logf(1 + expf(x)) (ggml's softplus op, threshold included).
 float softplus(float x);
 
 // The delta-net gates of one token: beta[j] = sigmoid(b[j]);
