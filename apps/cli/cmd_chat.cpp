@@ -95,7 +95,7 @@ int cmd_chat(int argc, char** argv) {
     size_t common = 0;
     while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
     if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
-    session.truncate(static_cast<int64_t>(common));
+    common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
     std::vector<int32_t> fresh(ids.begin() + static_cast<long>(common), ids.end());
     GenerateOptions go;
     go.n_predict = *n_predict;

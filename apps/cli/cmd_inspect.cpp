@@ -79,6 +79,32 @@ int cmd_inspect(int argc, char** argv) {
       std::printf("experts: %ld, %ld active per token, expert ffn %ld\n", static_cast<long>(c.n_experts),
                   static_cast<long>(c.n_experts_active), static_cast<long>(c.expert_hidden_dim));
     }
+    if (c.shared_expert_hidden_dim > 0) std::printf("shared expert ffn %ld\n", static_cast<long>(c.shared_expert_hidden_dim));
+    // The layer plan, runs of equal layers merged: "0-2 delta-net + moe+shared, 3 attention(gated) + moe+shared".
+    auto describe = [&](int64_t l) {
+      const LayerPlan& lp = c.layer(l);
+      std::string d = mixer_kind_name(lp.mixer);
+      if (lp.mixer == MixerKind::kAttention && lp.attn_output_gate) d += "(gated)";
+      if (lp.mixer == MixerKind::kAttention && lp.sliding_window > 0) d += "(window " + std::to_string(lp.sliding_window) + ")";
+      if (lp.mixer == MixerKind::kAttention && lp.kv_shared_with >= 0) d += "(kv of " + std::to_string(lp.kv_shared_with) + ")";
+      d += std::string(" + ") + ffn_kind_name(lp.ffn) + (lp.shared_expert ? "+shared" : "");
+      return d;
+    };
+    std::string plan;
+    for (int64_t l = 0; l < c.n_layers;) {
+      int64_t end = l + 1;
+      while (end < c.n_layers && describe(end) == describe(l)) ++end;
+      plan += (plan.empty() ? "" : ", ") + std::to_string(l) + (end - l > 1 ? "-" + std::to_string(end - 1) : "") + " " +
+              describe(l);
+      l = end;
+    }
+    std::printf("layers: %s\n", plan.c_str());
+    if (c.delta_net.n_v_heads > 0) {
+      const DeltaNetConfig& d = c.delta_net;
+      std::printf("delta-net: %ld key / %ld value heads of %ld (%s), conv %ld\n", static_cast<long>(d.n_k_heads),
+                  static_cast<long>(d.n_v_heads), static_cast<long>(d.head_dim), d.grouped_heads ? "grouped" : "tiled",
+                  static_cast<long>(d.conv_kernel));
+    }
   } else {
     std::printf("config: not runnable: %s\n", config.error().message.c_str());
   }

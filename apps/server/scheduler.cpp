@@ -164,7 +164,9 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   }
   size_t common = common_prefix(session.history(), j.prompt);
   if (common == j.prompt.size()) --common;  // evaluate at least one token for fresh logits
-  session.truncate(static_cast<int64_t>(common));
+  // A hybrid model's recurrent state cannot be rewound: truncate() then keeps nothing and the
+  // whole prompt is evaluated again.
+  common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));
   slot.to_eval.assign(j.prompt.begin() + static_cast<long>(common), j.prompt.end());
   slot.result.n_prompt = static_cast<int64_t>(j.prompt.size());
   slot.result.n_cached = static_cast<int64_t>(common);
@@ -234,7 +236,7 @@ void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {
   }
   if (!r.error.empty()) {
     // A failed pass may have left rows half-written: forget the slot's history.
-    slot.session->truncate(0);
+    (void)slot.session->truncate(0);
   }
   // Free the slot (and its gauge) before the result is published: a client that has read the
   // whole response and then asks /metrics must find the slot idle.

@@ -71,7 +71,9 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   p.budget_bytes = req.budget_bytes;
   p.n_sessions = std::max<int64_t>(1, req.n_sessions);
   const uint64_t sessions = static_cast<uint64_t>(p.n_sessions);
-  p.kv_bytes = sessions * KvCache::bytes_for(c.n_layers, req.n_ctx, c.n_kv_heads, c.head_dim, req.kv_type);
+  // Each session's sequence state: KV rows of the attention layers (a window's ring for sliding
+  // layers, nothing for shared-KV ones) and the recurrent layers' states.
+  p.kv_bytes = sessions * SequenceState::bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type);
   p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
   p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;

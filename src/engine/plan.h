@@ -44,7 +44,7 @@ struct ExpertSlotLayout {
 
 struct MemoryPlan {
   uint64_t budget_bytes = 0;
-  uint64_t kv_bytes = 0;             // all sessions' KV caches
+  uint64_t kv_bytes = 0;             // all sessions' sequence states (KV rows, recurrent states)
   uint64_t scratch_bytes = 0;        // all sessions' activation scratch
   int64_t n_sessions = 1;
   uint64_t overhead_bytes = 0;       // runtime, tokenizer, metadata, I/O bookkeeping

@@ -40,9 +40,9 @@ Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOpti
     }
   }
   std::unique_ptr<Session> s(new Session(model, o));
-  auto kv = KvCache::create(c.n_layers, o.n_ctx, c.n_kv_heads, c.head_dim, o.kv_type);
-  if (!kv.ok()) return kv.error();
-  s->kv_ = std::move(kv).value();
+  auto state = SequenceState::create(layer_state_specs(c), o.n_ctx, o.kv_type);
+  if (!state.ok()) return state.error();
+  s->state_ = std::move(state).value();
   s->transformer_ = std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx,
                                                   model.sources());
   s->transformer_->set_routing_bias(o.routing_bias);
@@ -77,8 +77,16 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     } else {
       out = last_logits_.data();
     }
-    Status st = transformer_->forward(tokens.data() + start, m, n_past(), *kv_, all_logits != nullptr, out, pool_);
-    if (!st.ok()) return st;
+    Status st = transformer_->forward(tokens.data() + start, m, n_past(), *state_, all_logits != nullptr, out, pool_);
+    if (!st.ok()) {
+      // A recurrent state has absorbed part of the chunk: the evaluated prefix is kept only
+      // where the state can be rewound to it.
+      if (state_->has_recurrent()) {
+        history_.clear();
+        state_->reset_recurrent();
+      }
+      return st;
+    }
     if (ExpertCache* cache = model_.expert_cache()) cache->end_token();
     history_.insert(history_.end(), tokens.begin() + start, tokens.begin() + start + m);
   }
@@ -94,8 +102,15 @@ void Session::set_history(std::vector<int32_t> tokens) {
   history_ = std::move(tokens);
 }
 
-void Session::truncate(int64_t n) {
-  if (n < n_past()) history_.resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+int64_t Session::truncate(int64_t n) {
+  n = std::max<int64_t>(n, 0);
+  if (n >= n_past()) return n_past();
+  if (!state_->rewindable(n_past())) {
+    n = 0;
+    state_->reset_recurrent();
+  }
+  history_.resize(static_cast<size_t>(n));
+  return n;
 }
 
 }  // namespace sniper

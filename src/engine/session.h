@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Session: one conversation's state over a shared Model: the KV cache, the forward pass
-// scratch, the thread pool and the tokens evaluated so far. Prompts are evaluated in chunks of
+// Session: one conversation's state over a shared Model: the sequence state (KV cache rows,
+// recurrent states; kv/sequence_state.h), the forward pass scratch, the thread pool and the
+// tokens evaluated so far. Prompts are evaluated in chunks of
 // `batch` tokens through matrix-matrix kernels; decode is one token per call.
 // Thread-compatible: one call at a time.
 #pragma once
@@ -13,7 +14,7 @@
 #include "base/result.h"
 #include "base/thread_pool.h"
 #include "engine/model.h"
-#include "kv/kv_cache.h"
+#include "kv/sequence_state.h"
 #include "model/transformer.h"
 
 namespace sniper {
@@ -40,27 +41,30 @@ class Session {
 
   const std::vector<float>& last_logits() const { return last_logits_; }
   int64_t n_past() const { return static_cast<int64_t>(history_.size()); }
-  int64_t n_ctx() const { return kv_->n_ctx(); }
+  int64_t n_ctx() const { return state_->n_ctx(); }
   const std::vector<int32_t>& history() const { return history_; }
-  // Forgets tokens from position n on (n <= n_past()); the cache rows are overwritten later.
-  void truncate(int64_t n);
+  // Forgets tokens from position n on and returns how many tokens the session keeps: n (KV rows
+  // past n are overwritten later) when the state can be rewound there, else 0 (a recurrent
+  // state cannot be rewound: the session starts over and the caller re-evaluates the prefix).
+  // Keeping every token (n >= n_past()) always works.
+  [[nodiscard]] int64_t truncate(int64_t n);
   const Model& model() const { return model_; }
   ThreadPool& pool() { return pool_; }
-  const KvCache& kv() const { return *kv_; }
-  // For restoring a saved state (engine/session_state.h): the cache rows to write, then
-  // set_history() with the tokens those rows hold. last_logits() stays stale until the next
-  // eval(). Precondition of set_history: tokens.size() <= n_ctx() and rows [0, size) written.
-  KvCache& kv_mut() { return *kv_; }
+  const SequenceState& state() const { return *state_; }
+  // For restoring a saved state (engine/session_state.h): the state to write, then
+  // set_history() with the tokens it holds. last_logits() stays stale until the next eval().
+  // Precondition of set_history: tokens.size() <= n_ctx() and the state of [0, size) written.
+  SequenceState& state_mut() { return *state_; }
   void set_history(std::vector<int32_t> tokens);
   const RoutingStats& routing_stats() const { return transformer_->routing_stats(); }
-  size_t memory_bytes() const { return kv_->bytes() + transformer_->scratch_bytes(); }
+  size_t memory_bytes() const { return state_->bytes() + transformer_->scratch_bytes(); }
 
  private:
   Session(Model& model, const SessionOptions& options);
   Model& model_;
   SessionOptions options_;
   ThreadPool pool_;
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<SequenceState> state_;
   std::unique_ptr<Transformer> transformer_;
   std::vector<int32_t> history_;
   std::vector<float> last_logits_;

@@ -31,8 +31,17 @@ T get(std::string_view bytes, size_t at) {
   return v;
 }
 
-// Bytes of one layer's K (or V) rows for n positions.
-uint64_t layer_part_bytes(const SessionState& s) { return s.row_bytes * static_cast<uint64_t>(s.n_tokens()); }
+constexpr size_t kLayerRecordBytes = 64;
+
+const char* state_kind_name(LayerStateKind k) {
+  switch (k) {
+    case LayerStateKind::kNone: return "none";
+    case LayerStateKind::kKv: return "kv";
+    case LayerStateKind::kSharedKv: return "shared kv";
+    case LayerStateKind::kRecurrent: return "recurrent";
+  }
+  return "?";
+}
 
 }  // namespace
 
@@ -62,45 +71,58 @@ Result<uint64_t> model_fingerprint(const GgufFile& file) {
 }
 
 SessionState capture_session_state(const Session& session, uint64_t fingerprint) {
-  const KvCache& kv = session.kv();
-  const ModelConfig& c = session.model().config();
+  const SequenceState& st = session.state();
   SessionState s;
   s.model_fingerprint = fingerprint;
-  s.kv_type = kv.type();
-  s.n_layers = kv.n_layers();
-  s.n_kv_heads = c.n_kv_heads;
-  s.head_dim = c.head_dim;
-  s.n_ctx = kv.n_ctx();
-  s.row_bytes = kv.position_bytes();
+  s.kv_type = st.type();
+  s.n_layers = st.n_layers();
+  s.n_ctx = st.n_ctx();
   s.tokens = session.history();
   const int64_t n = s.n_tokens();
-  const size_t part = layer_part_bytes(s);
-  s.kv.resize(2 * part * static_cast<size_t>(s.n_layers));
-  for (int64_t l = 0; l < s.n_layers; ++l) kv.save_layer(l, n, s.kv.data() + 2 * part * static_cast<size_t>(l));
+  s.layers.assign(st.specs().begin(), st.specs().end());
+  size_t total = 0;
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    s.layer_bytes.push_back(st.saved_layer_bytes(l, n));
+    total += s.layer_bytes.back();
+  }
+  s.kv.resize(total);
+  size_t at = 0;
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    st.save_layer(l, n, s.kv.data() + at);
+    at += s.layer_bytes[static_cast<size_t>(l)];
+  }
   return s;
 }
 
 Status check_compatible(const SessionState& s, const Session& session, uint64_t fingerprint) {
-  const KvCache& kv = session.kv();
+  const SequenceState& st = session.state();
   const ModelConfig& c = session.model().config();
   if (s.model_fingerprint != fingerprint) {
     return make_error("the saved context was made with another model file (fingerprint %016llx, this model is %016llx)",
                       static_cast<unsigned long long>(s.model_fingerprint), static_cast<unsigned long long>(fingerprint));
   }
-  if (s.kv_type != kv.type()) {
+  if (s.kv_type != st.type()) {
     return make_error("the saved context has a %s KV cache but the server uses %s", kv_type_name(s.kv_type),
-                      kv_type_name(kv.type()));
+                      kv_type_name(st.type()));
   }
-  if (s.n_layers != kv.n_layers() || s.n_kv_heads != c.n_kv_heads || s.head_dim != c.head_dim ||
-      s.row_bytes != kv.position_bytes()) {
-    return make_error("the saved context's KV shape (layers %ld, kv heads %ld, head_dim %ld) differs from the model's "
-                      "(%ld, %ld, %ld)", static_cast<long>(s.n_layers), static_cast<long>(s.n_kv_heads),
-                      static_cast<long>(s.head_dim), static_cast<long>(kv.n_layers()), static_cast<long>(c.n_kv_heads),
-                      static_cast<long>(c.head_dim));
+  if (s.n_layers != st.n_layers()) {
+    return make_error("the saved context has %ld layers but the model has %ld", static_cast<long>(s.n_layers),
+                      static_cast<long>(st.n_layers()));
   }
-  if (s.n_tokens() > kv.n_ctx()) {
+  if (s.n_tokens() > st.n_ctx()) {
     return make_error("the saved context holds %ld tokens but the server's context is %ld", static_cast<long>(s.n_tokens()),
-                      static_cast<long>(kv.n_ctx()));
+                      static_cast<long>(st.n_ctx()));
+  }
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const LayerStateSpec& a = s.layers[static_cast<size_t>(l)];
+    const LayerStateSpec& b = st.spec(l);
+    if (!(a == b) || s.layer_bytes[static_cast<size_t>(l)] != st.saved_layer_bytes(l, s.n_tokens())) {
+      return make_error("the saved context's layer %ld state (%s, kv heads %ld, head_dim %ld, window %ld) differs from the "
+                        "model's (%s, kv heads %ld, head_dim %ld, window %ld)", static_cast<long>(l),
+                        state_kind_name(a.kind), static_cast<long>(a.n_kv_heads), static_cast<long>(a.head_dim),
+                        static_cast<long>(a.window), state_kind_name(b.kind), static_cast<long>(b.n_kv_heads),
+                        static_cast<long>(b.head_dim), static_cast<long>(b.window));
+    }
   }
   for (int32_t t : s.tokens) {
     if (t < 0 || t >= c.vocab_size) return make_error("the saved context holds token %d outside the vocabulary", t);
@@ -109,28 +131,44 @@ Status check_compatible(const SessionState& s, const Session& session, uint64_t 
 }
 
 void restore_session_state(const SessionState& s, Session& session) {
-  KvCache& kv = session.kv_mut();
-  CHECK(s.row_bytes == kv.position_bytes() && s.n_layers == kv.n_layers() && s.n_tokens() <= kv.n_ctx(),
-        "restore_session_state without check_compatible");
-  const size_t part = layer_part_bytes(s);
-  for (int64_t l = 0; l < s.n_layers; ++l) kv.load_layer(l, s.n_tokens(), s.kv.data() + 2 * part * static_cast<size_t>(l));
+  SequenceState& st = session.state_mut();
+  CHECK(s.n_layers == st.n_layers() && s.n_tokens() <= st.n_ctx(), "restore_session_state without check_compatible");
+  size_t at = 0;
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    CHECK(s.layer_bytes[static_cast<size_t>(l)] == st.saved_layer_bytes(l, s.n_tokens()),
+          "restore_session_state without check_compatible");
+    st.load_layer(l, s.n_tokens(), s.kv.data() + at);
+    at += s.layer_bytes[static_cast<size_t>(l)];
+  }
   session.set_history(s.tokens);
 }
 
 std::string serialize_session_state(const SessionState& s) {
   std::string out;
-  out.reserve(kHeaderBytes + s.tokens.size() * 4 + s.kv.size() + 8);
+  out.reserve(kHeaderBytes + s.tokens.size() * 4 + static_cast<size_t>(s.n_layers) * kLayerRecordBytes + s.kv.size() + 8);
   out.append(kMagic, sizeof(kMagic));
   put<uint32_t>(&out, kSessionStateVersion);
   put<uint32_t>(&out, s.kv_type == KvType::kF16 ? 0u : 1u);
   put<uint64_t>(&out, s.model_fingerprint);
   put<int64_t>(&out, s.n_layers);
-  put<int64_t>(&out, s.n_kv_heads);
-  put<int64_t>(&out, s.head_dim);
+  put<int64_t>(&out, 0);
+  put<int64_t>(&out, 0);
   put<int64_t>(&out, s.n_ctx);
   put<int64_t>(&out, s.n_tokens());
-  put<uint64_t>(&out, s.row_bytes);
+  put<uint64_t>(&out, s.kv.size());
   out.append(reinterpret_cast<const char*>(s.tokens.data()), s.tokens.size() * sizeof(int32_t));
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    const LayerStateSpec& spec = s.layers[l];
+    put<uint32_t>(&out, static_cast<uint32_t>(spec.kind));
+    put<uint32_t>(&out, 0);
+    put<int64_t>(&out, spec.n_kv_heads);
+    put<int64_t>(&out, spec.head_dim);
+    put<int64_t>(&out, spec.window);
+    put<int64_t>(&out, spec.shared_with);
+    put<int64_t>(&out, spec.conv_floats);
+    put<int64_t>(&out, spec.recurrent_floats);
+    put<uint64_t>(&out, s.layer_bytes[l]);
+  }
   out.append(reinterpret_cast<const char*>(s.kv.data()), s.kv.size());
   put<uint64_t>(&out, fnv1a64(out.data(), out.size()));
   return out;
@@ -142,6 +180,11 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
   }
   if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) return make_error("the file is not a sniper context (bad magic)");
   const uint32_t version = get<uint32_t>(bytes, 8);
+  if (version == 1) {
+    return make_error("the context file has version 1 (KV cache only, written by an older sniper) but this build reads "
+                      "version %u (per-layer sequence state); evaluate the prompt again and save a new context",
+                      kSessionStateVersion);
+  }
   if (version != kSessionStateVersion) {
     return make_error("the context file has version %u but this build reads version %u", version, kSessionStateVersion);
   }
@@ -157,27 +200,53 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
   s.kv_type = type == 0 ? KvType::kF16 : KvType::kQ8_0;
   s.model_fingerprint = get<uint64_t>(bytes, 16);
   s.n_layers = get<int64_t>(bytes, 24);
-  s.n_kv_heads = get<int64_t>(bytes, 32);
-  s.head_dim = get<int64_t>(bytes, 40);
   s.n_ctx = get<int64_t>(bytes, 48);
   const int64_t n_tokens = get<int64_t>(bytes, 56);
-  s.row_bytes = get<uint64_t>(bytes, 64);
+  const uint64_t state_bytes = get<uint64_t>(bytes, 64);
   constexpr int64_t kMaxDim = int64_t{1} << 24;
-  if (s.n_layers < 1 || s.n_layers > 4096 || s.n_kv_heads < 1 || s.n_kv_heads > 4096 || s.head_dim < 1 ||
-      s.head_dim > 65536 || n_tokens < 0 || n_tokens > kMaxDim || s.row_bytes == 0 || s.row_bytes > (uint64_t{1} << 32)) {
-    return make_error("the context file's shape is out of range (layers %ld, kv heads %ld, head_dim %ld, tokens %ld)",
-                      static_cast<long>(s.n_layers), static_cast<long>(s.n_kv_heads), static_cast<long>(s.head_dim),
-                      static_cast<long>(n_tokens));
+  if (s.n_layers < 1 || s.n_layers > 4096 || n_tokens < 0 || n_tokens > kMaxDim || state_bytes > bytes.size()) {
+    return make_error("the context file's shape is out of range (layers %ld, tokens %ld, state bytes %llu)",
+                      static_cast<long>(s.n_layers), static_cast<long>(n_tokens),
+                      static_cast<unsigned long long>(state_bytes));
   }
-  const uint64_t kv_bytes = 2 * s.row_bytes * static_cast<uint64_t>(n_tokens) * static_cast<uint64_t>(s.n_layers);
-  const uint64_t expect = kHeaderBytes + static_cast<uint64_t>(n_tokens) * 4 + kv_bytes + 8;
+  const uint64_t records = static_cast<uint64_t>(s.n_layers) * kLayerRecordBytes;
+  const uint64_t expect = kHeaderBytes + static_cast<uint64_t>(n_tokens) * 4 + records + state_bytes + 8;
   if (expect != bytes.size()) {
     return make_error("the context file is %zu bytes but its header describes %llu", bytes.size(),
                       static_cast<unsigned long long>(expect));
   }
   s.tokens.resize(static_cast<size_t>(n_tokens));
   std::memcpy(s.tokens.data(), bytes.data() + kHeaderBytes, s.tokens.size() * 4);
-  s.kv.assign(bytes.begin() + static_cast<long>(kHeaderBytes + s.tokens.size() * 4), bytes.end() - 8);
+  size_t at = kHeaderBytes + s.tokens.size() * 4;
+  uint64_t sum = 0;
+  for (int64_t l = 0; l < s.n_layers; ++l, at += kLayerRecordBytes) {
+    LayerStateSpec spec;
+    const uint32_t kind = get<uint32_t>(bytes, at);
+    if (kind > static_cast<uint32_t>(LayerStateKind::kRecurrent)) {
+      return make_error("the context file's layer %ld has state kind %u but must be in [0, 3]", static_cast<long>(l), kind);
+    }
+    spec.kind = static_cast<LayerStateKind>(kind);
+    spec.n_kv_heads = get<int64_t>(bytes, at + 8);
+    spec.head_dim = get<int64_t>(bytes, at + 16);
+    spec.window = get<int64_t>(bytes, at + 24);
+    spec.shared_with = get<int64_t>(bytes, at + 32);
+    spec.conv_floats = get<int64_t>(bytes, at + 40);
+    spec.recurrent_floats = get<int64_t>(bytes, at + 48);
+    const uint64_t section = get<uint64_t>(bytes, at + 56);
+    if (section > state_bytes - sum) {
+      return make_error("the context file's layer %ld section of %llu bytes overruns the state (%llu bytes)",
+                        static_cast<long>(l), static_cast<unsigned long long>(section),
+                        static_cast<unsigned long long>(state_bytes));
+    }
+    sum += section;
+    s.layers.push_back(spec);
+    s.layer_bytes.push_back(section);
+  }
+  if (sum != state_bytes) {
+    return make_error("the context file's layer sections add up to %llu bytes but its header says %llu",
+                      static_cast<unsigned long long>(sum), static_cast<unsigned long long>(state_bytes));
+  }
+  s.kv.assign(bytes.begin() + static_cast<long>(at), bytes.end() - 8);
   return s;
 }
 

@@ -1,18 +1,26 @@
 // SPDX-License-Identifier: MIT
-// SessionState: a Session's evaluated tokens and their KV cache rows, captured to memory and
+// SessionState: a Session's evaluated tokens and their sequence state (kv/sequence_state.h:
+// KV rows per attention layer, recurrent states per delta-net layer), captured to memory and
 // (de)serialized as a versioned binary file, so a long prompt is evaluated once and reloaded later.
 //
-// File layout (little-endian):
+// File layout (little-endian), version 2:
 //   0   char[8]  magic "SNPRKV1\0"
-//   8   u32      version (kSessionStateVersion)
+//   8   u32      version (kSessionStateVersion; version 1 files, KV-only, are refused by name)
 //   12  u32      kv type (0 = f16, 1 = q8_0)
 //   16  u64      model fingerprint (model_fingerprint())
-//   24  i64      n_layers, n_kv_heads, head_dim, n_ctx (of the saving session), n_tokens
-//   64  u64      row_bytes (one position's K row: n_kv_heads * head bytes)
+//   24  i64      n_layers
+//   32  i64      0 (reserved)
+//   40  i64      0 (reserved)
+//   48  i64      n_ctx (of the saving session, informational)
+//   56  i64      n_tokens
+//   64  u64      state bytes (the sum of the per-layer sections below)
 //   72  i32      tokens[n_tokens]
-//   ..  per layer: K rows [n_tokens][row_bytes], then V: q8_0 the same; f16 the cache's
-//       transposed layout restricted to live positions, [n_kv_heads * head_dim][n_tokens] fp16
-//       (n_tokens * row_bytes bytes either way)
+//   ..  per layer, 64 bytes: u32 kind (LayerStateKind), u32 0, i64 n_kv_heads, head_dim,
+//       window, shared_with, conv_floats, recurrent_floats, u64 section bytes
+//   ..  per layer, its section (SequenceState::save_layer): kKv: K rows [m][row], then V: q8_0
+//       the same, f16 the cache's transposed layout restricted to the m saved rows (m = n_tokens,
+//       or a ring's min(n_tokens, capacity) slots in slot order); kRecurrent: conv state then
+//       recurrent state, f32; others: nothing
 //   end u64      FNV-1a 64 of every byte before it
 // Only positions [0, n_tokens) are stored, so a state loads into a session of any context size
 // that holds n_tokens. Invariant: restore_session_state() runs only after check_compatible()
@@ -30,18 +38,17 @@
 
 namespace sniper {
 
-inline constexpr uint32_t kSessionStateVersion = 1;
+inline constexpr uint32_t kSessionStateVersion = 2;
 
 struct SessionState {
   uint64_t model_fingerprint = 0;
   KvType kv_type = KvType::kF16;
   int64_t n_layers = 0;
-  int64_t n_kv_heads = 0;
-  int64_t head_dim = 0;
   int64_t n_ctx = 0;               // context of the session it was captured from (informational)
-  uint64_t row_bytes = 0;
+  std::vector<LayerStateSpec> layers;    // [n_layers] what each layer keeps
+  std::vector<uint64_t> layer_bytes;     // [n_layers] bytes of each layer's section of `kv`
   std::vector<int32_t> tokens;
-  std::vector<uint8_t> kv;         // [n_layers][K rows, V rows] as in the file layout
+  std::vector<uint8_t> kv;         // the per-layer sections, in layer order, as in the file layout
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };
@@ -55,14 +62,14 @@ uint64_t fnv1a64(const void* data, size_t n, uint64_t hash = kFnvOffset);
 // name the path. Thread-safe.
 [[nodiscard]] Result<uint64_t> model_fingerprint(const GgufFile& file);
 
-// Copies the session's tokens and their KV rows. Thread-compatible with the session.
+// Copies the session's tokens and their sequence state. Thread-compatible with the session.
 SessionState capture_session_state(const Session& session, uint64_t model_fingerprint);
 
 // Ok when `state` can be restored into `session` of a model with `model_fingerprint`; the Error
-// names what differs (model, kv type, layers, heads, head_dim, or a context too small).
+// names what differs (model, kv type, a layer's state shape, or a context too small).
 [[nodiscard]] Status check_compatible(const SessionState& state, const Session& session, uint64_t model_fingerprint);
 
-// Writes the rows and the history into the session. Precondition: check_compatible() ok.
+// Writes the state and the history into the session. Precondition: check_compatible() ok.
 void restore_session_state(const SessionState& state, Session& session);
 
 // The file bytes of `state` (layout above, checksum included).

@@ -37,7 +37,7 @@ size_t KvCache::bytes_for(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads, i
 }
 
 Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads,
-                                                 int64_t head_dim, KvType type) {
+                                                 int64_t head_dim, KvType type, bool ring) {
   if (n_ctx < 1) return make_error("context size is %ld but must be at least 1", static_cast<long>(n_ctx));
   if (type == KvType::kQ8_0 && head_dim % 32 != 0) {
     return make_error("KV cache type q8_0 needs head_dim to be a multiple of 32, but head_dim is %ld",
@@ -48,6 +48,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx
   kv->n_ctx_ = n_ctx;
   kv->n_kv_heads_ = n_kv_heads;
   kv->type_ = type;
+  kv->ring_ = ring;
   kv->layout_.kv_type = ggml_type_of(type);
   kv->layout_.head_dim = head_dim;
   kv->layout_.head_bytes = row_bytes(kv->layout_.kv_type, head_dim);
@@ -79,6 +80,7 @@ KvCache::~KvCache() {
 }
 
 void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float* v) {
+  if (ring_) pos %= n_ctx_;
   DCHECK(layer_idx >= 0 && layer_idx < n_layers_ && pos >= 0 && pos < n_ctx_);
   const KernelTable& kt = get_kernels(layout_.kv_type);
   const int64_t hd = layout_.head_dim;

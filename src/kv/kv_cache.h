@@ -6,6 +6,8 @@
 // transposed, [n_kv_heads][head_dim][n_ctx], for f16 (llama.cpp's non-flash-attention layout,
 // which kernels/attention.h reads; see AttentionLayout::v_transposed), each V^T row padded to a
 // whole number of cache lines (kVtRowAlign positions; the padding is never read as a position).
+// A ring cache (create(..., ring = true)) keeps the last n_ctx positions of a longer sequence:
+// position p lives in row p % n_ctx (a sliding-window layer's state, see kv/sequence_state.h).
 // Saved contexts use a layout-independent order (save_layer / load_layer). All memory is
 // allocated in the constructor; nothing allocates per token. Thread-compatible; distinct
 // positions may be written concurrently.
@@ -28,9 +30,10 @@ const char* kv_type_name(KvType type);
 
 class KvCache {
  public:
-  // Validates the shape (q8_0 needs head_dim % 32 == 0) and allocates.
+  // Validates the shape (q8_0 needs head_dim % 32 == 0) and allocates. ring: positions wrap
+  // around the n_ctx rows (row = pos % n_ctx) instead of ending there.
   static Result<std::unique_ptr<KvCache>> create(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads,
-                                                 int64_t head_dim, KvType type);
+                                                 int64_t head_dim, KvType type, bool ring = false);
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
@@ -38,7 +41,8 @@ class KvCache {
   // Bytes the cache needs for this shape, without allocating.
   static size_t bytes_for(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim, KvType type);
 
-  // Converts and stores k, v ([n_kv_heads * head_dim] f32) at (layer_idx, pos).
+  // Converts and stores k, v ([n_kv_heads * head_dim] f32) at (layer_idx, pos) (row pos % n_ctx
+  // of a ring).
   void store(int64_t layer_idx, int64_t pos, const float* k, const float* v);
 
   // One layer's K and V in the layout() form (what attend_group reads).
@@ -56,6 +60,9 @@ class KvCache {
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_layers() const { return n_layers_; }
   KvType type() const { return type_; }
+  bool ring() const { return ring_; }
+  int64_t n_kv_heads() const { return n_kv_heads_; }
+  int64_t head_dim() const { return layout_.head_dim; }
   size_t bytes() const { return (layer_bytes_ + v_layer_bytes_) * static_cast<size_t>(n_layers_); }
   // Positions per V^T row of an f16 cache: n_ctx rounded up to whole 64-byte lines.
   static constexpr int64_t kVtRowAlign = 32;
@@ -70,6 +77,7 @@ class KvCache {
   int64_t n_ctx_ = 0;
   int64_t n_kv_heads_ = 0;
   KvType type_ = KvType::kF16;
+  bool ring_ = false;
   AttentionLayout layout_;
   size_t layer_bytes_ = 0;    // one layer's K (and q8_0 V)
   size_t v_layer_bytes_ = 0;  // one layer's V

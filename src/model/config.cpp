@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/ssm_conv.h"
 #include "model/arch/arch.h"
 
 namespace sniper {
@@ -29,6 +30,118 @@ Result<int64_t> int_in_range_or(const GgufFile& file, const std::string& key, in
 }
 
 }  // namespace
+
+const char* mixer_kind_name(MixerKind kind) {
+  switch (kind) {
+    case MixerKind::kAttention: return "attention";
+    case MixerKind::kDeltaNet: return "delta-net";
+  }
+  return "?";
+}
+
+const char* ffn_kind_name(FfnKind kind) {
+  switch (kind) {
+    case FfnKind::kDense: return "dense";
+    case FfnKind::kMoe: return "moe";
+  }
+  return "?";
+}
+
+Status finish_layer_plan(ModelConfig& c) {
+  const std::string p = c.arch + ".";
+  if (c.layers.empty()) {
+    LayerPlan plan;
+    plan.mixer = MixerKind::kAttention;
+    plan.ffn = c.is_moe() ? FfnKind::kMoe : FfnKind::kDense;
+    plan.n_heads = c.n_heads;
+    plan.n_kv_heads = c.n_kv_heads;
+    plan.head_dim = c.head_dim;
+    c.layers.assign(static_cast<size_t>(c.n_layers), plan);
+  }
+  if (static_cast<int64_t>(c.layers.size()) != c.n_layers) {
+    return make_error("the layer plan has %zu layers but %sblock_count is %ld", c.layers.size(), p.c_str(),
+                      static_cast<long>(c.n_layers));
+  }
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LayerPlan& lp = c.layer(l);
+    if (lp.ffn == FfnKind::kMoe && !c.is_moe()) {
+      return make_error("layer %ld has routed experts but %sexpert_count is 0", static_cast<long>(l), p.c_str());
+    }
+    if (lp.ffn == FfnKind::kDense && c.hidden_dim <= 0) {
+      return make_error("layer %ld has a dense FFN but %sfeed_forward_length is missing or 0", static_cast<long>(l), p.c_str());
+    }
+    if (lp.shared_expert && (lp.ffn != FfnKind::kMoe || c.shared_expert_hidden_dim <= 0)) {
+      return make_error("layer %ld has a shared expert but %sexpert_shared_feed_forward_length is missing or 0 (or the "
+                        "layer has no routed experts)", static_cast<long>(l), p.c_str());
+    }
+    if (lp.mixer == MixerKind::kDeltaNet) {
+      const DeltaNetConfig& d = c.delta_net;
+      if (d.n_k_heads < 1 || d.n_v_heads < 1 || d.head_dim < 1 || d.n_v_heads % d.n_k_heads != 0) {
+        return make_error("layer %ld is a delta-net layer but %sssm.time_step_rank (%ld) must be a positive multiple of "
+                          "ssm.group_count (%ld) and ssm.state_size (%ld) positive", static_cast<long>(l), p.c_str(),
+                          static_cast<long>(d.n_v_heads), static_cast<long>(d.n_k_heads), static_cast<long>(d.head_dim));
+      }
+      if (d.conv_kernel != kSsmConvWidth) {
+        return make_error("layer %ld: %sssm.conv_kernel is %ld but only %ld is supported", static_cast<long>(l),
+                          p.c_str(), static_cast<long>(d.conv_kernel), static_cast<long>(kSsmConvWidth));
+      }
+      continue;
+    }
+    if (lp.n_heads < 1 || lp.n_kv_heads < 1 || lp.head_dim < 1 || lp.n_heads % lp.n_kv_heads != 0) {
+      return make_error("layer %ld: %sattention.head_count %ld must be a positive multiple of attention.head_count_kv %ld "
+                        "(head_dim %ld)", static_cast<long>(l), p.c_str(), static_cast<long>(lp.n_heads),
+                        static_cast<long>(lp.n_kv_heads), static_cast<long>(lp.head_dim));
+    }
+    if (c.rope_dims > lp.head_dim) {
+      return make_error("layer %ld: %srope.dimension_count %ld exceeds the layer's head_dim %ld", static_cast<long>(l),
+                        p.c_str(), static_cast<long>(c.rope_dims), static_cast<long>(lp.head_dim));
+    }
+    if (lp.sliding_window < 0) {
+      return make_error("layer %ld: %sattention.sliding_window is %ld but must be >= 0", static_cast<long>(l), p.c_str(),
+                        static_cast<long>(lp.sliding_window));
+    }
+    if (lp.kv_shared_with >= 0) {
+      if (lp.kv_shared_with >= l || c.layer(lp.kv_shared_with).mixer != MixerKind::kAttention ||
+          c.layer(lp.kv_shared_with).kv_shared_with >= 0) {
+        return make_error("layer %ld shares the KV of layer %ld, which must be an earlier attention layer with its own KV",
+                          static_cast<long>(l), static_cast<long>(lp.kv_shared_with));
+      }
+      const LayerPlan& src = c.layer(lp.kv_shared_with);
+      if (src.n_kv_heads != lp.n_kv_heads || src.head_dim != lp.head_dim || src.sliding_window != lp.sliding_window) {
+        return make_error("layer %ld shares the KV of layer %ld but their kv heads, head_dim or window differ",
+                          static_cast<long>(l), static_cast<long>(lp.kv_shared_with));
+      }
+    }
+  }
+  return ok_status();
+}
+
+std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
+  std::vector<LayerStateSpec> specs(c.layers.size());
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    const LayerPlan& lp = c.layers[l];
+    LayerStateSpec& s = specs[l];
+    switch (lp.mixer) {
+      case MixerKind::kAttention:
+        if (lp.kv_shared_with >= 0) {
+          s.kind = LayerStateKind::kSharedKv;
+          s.shared_with = lp.kv_shared_with;
+        } else {
+          s.kind = LayerStateKind::kKv;
+        }
+        s.n_kv_heads = lp.n_kv_heads;
+        s.head_dim = lp.head_dim;
+        s.window = lp.sliding_window;
+        break;
+      case MixerKind::kDeltaNet:
+        s.kind = LayerStateKind::kRecurrent;
+        s.conv_floats = c.delta_net.conv_state_floats();
+        s.recurrent_floats = c.delta_net.recurrent_state_floats();
+        break;
+    }
+  }
+  return specs;
+}
 
 Result<ModelConfig> load_model_config(const GgufFile& file) {
   ModelConfig c;
@@ -124,6 +237,7 @@ Result<ModelConfig> load_model_config(const GgufFile& file) {
   if (c.n_experts == 0 && c.hidden_dim <= 0) {
     return make_error("%sfeed_forward_length is missing or 0", p.c_str());
   }
+  SNIPER_TRY(finish_layer_plan(c));
 
   // Vocabulary size comes from the embedding table (validated when weights bind).
   const GgufTensorInfo* embd = file.find_tensor("token_embd.weight");

@@ -6,12 +6,64 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "gguf/reader.h"
 #include "kernels/ops.h"
+#include "kv/sequence_state.h"
+#include "model/tensor_names.h"
 
 namespace sniper {
+
+// The token mixer of a layer (model/blocks/): what it reads from and keeps in the sequence state.
+enum class MixerKind : uint8_t {
+  kAttention,  // softmax attention over the layer's KV cache (model/blocks/attention.cpp)
+  kDeltaNet,   // gated delta-net linear attention with a recurrent state (model/blocks/delta_net.cpp)
+};
+
+// The feed-forward block of a layer.
+enum class FfnKind : uint8_t {
+  kDense,  // SwiGLU: down(silu(gate x) * up x)  (model/blocks/dense_ffn.cpp)
+  kMoe,    // routed experts (model/blocks/moe_ffn.cpp)
+};
+
+const char* mixer_kind_name(MixerKind kind);
+const char* ffn_kind_name(FfnKind kind);
+
+// One layer of the layer plan: which blocks it runs and the mixer's own shape (hybrid models
+// differ per layer). An architecture's finish() may fill ModelConfig::layers; when it does not,
+// every layer gets kAttention with the model-wide head shape and kMoe / kDense by expert_count.
+struct LayerPlan {
+  MixerKind mixer = MixerKind::kAttention;
+  FfnKind ffn = FfnKind::kDense;
+  int64_t n_heads = 0;      // attention: query heads
+  int64_t n_kv_heads = 0;   // attention: kv heads (divides n_heads)
+  int64_t head_dim = 0;     // attention: per-head width of q, k and v
+  int64_t sliding_window = 0;   // attention: 0 = every earlier position, else the last N
+  int64_t kv_shared_with = -1;  // attention: >= 0 reads that earlier layer's KV instead of its own
+  bool attn_output_gate = false;  // attention: attn_q rows per head are [q | gate]; out = Wo (att * sigmoid(gate))
+  bool shared_expert = false;     // kMoe: plus a shared SwiGLU expert scaled by sigmoid(ffn_gate_inp_shexp . x)
+
+  int64_t q_dim() const { return n_heads * head_dim; }
+  int64_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+// The gated delta-net's shape (the ssm.* keys of the qwen35 family).
+struct DeltaNetConfig {
+  int64_t n_k_heads = 0;    // ssm.group_count: query / key heads
+  int64_t n_v_heads = 0;    // ssm.time_step_rank: value heads (a multiple of n_k_heads)
+  int64_t head_dim = 0;     // ssm.state_size: width of every q, k and v head
+  int64_t conv_kernel = 0;  // ssm.conv_kernel: taps of the causal depthwise conv
+  bool grouped_heads = false;  // value head j reads key head j / (nv / nk) (qwen3next); else j % nk
+  bool fused_ba = false;       // beta and alpha come from one ssm_ba projection (qwen3next)
+
+  int64_t qk_dim() const { return n_k_heads * head_dim; }
+  int64_t v_dim() const { return n_v_heads * head_dim; }
+  int64_t conv_channels() const { return 2 * qk_dim() + v_dim(); }
+  int64_t conv_state_floats() const { return (conv_kernel - 1) * conv_channels(); }
+  int64_t recurrent_state_floats() const { return n_v_heads * head_dim * head_dim; }
+};
 
 struct ModelConfig {
   std::string arch;            // general.architecture, e.g. "qwen3moe"
@@ -36,11 +88,25 @@ struct ModelConfig {
   bool qkv_bias = false;       // q/k/v projections carry biases (qwen2)
   bool qk_norm = false;        // per-head RMS norm on q and k (qwen3)
   bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
+  int64_t shared_expert_hidden_dim = 0;  // expert_shared_feed_forward_length (layers with shared_expert)
+  DeltaNetConfig delta_net;      // kDeltaNet layers' shape
+  LayerTensor ffn_norm_tensor = LayerTensor::kFfnNorm;  // the FFN's input norm weight
+  std::vector<LayerPlan> layers;  // [n_layers] the layer plan (validated by load_model_config)
 
   bool is_moe() const { return n_experts > 0; }
+  const LayerPlan& layer(int64_t layer_idx) const { return layers[static_cast<size_t>(layer_idx)]; }
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
 };
+
+// Fills `layers` with the default plan (every layer attention with the model-wide heads, the
+// FFN by expert_count) when it is empty, then checks it: one entry per layer, head counts that
+// divide, shared-KV layers pointing at an earlier attention layer of the same shape. Errors name
+// the layer and the key the value came from.
+[[nodiscard]] Status finish_layer_plan(ModelConfig& config);
+
+// The sequence state each layer keeps (kv/sequence_state.h), from the layer plan.
+std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& config);
 
 // Reads the config from a GGUF file through the registered spec of its general.architecture.
 // Errors name the missing or invalid key and its allowed range.

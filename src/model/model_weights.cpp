@@ -68,29 +68,57 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
     SNIPER_ASSIGN_OR_RETURN(w.output, b.get(kOutputName, {c.dim, c.vocab_size, 1, 1}, false));
   }
   SNIPER_ASSIGN_OR_RETURN(w.rope_freqs, b.find(kRopeFreqsName, {c.rope_dims / 2, 1, 1, 1}, true));
-  const int64_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; ++l) {
     LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    const LayerPlan& lp = c.layer(l);
     auto name = [l](LayerTensor k) { return layer_tensor_name(l, k); };
     SNIPER_ASSIGN_OR_RETURN(lw.attn_norm, b.get(name(LayerTensor::kAttnNorm), {c.dim, 1, 1, 1}, true));
-    SNIPER_ASSIGN_OR_RETURN(lw.wq, b.get(name(LayerTensor::kAttnQ), {c.dim, q_dim, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.wk, b.get(name(LayerTensor::kAttnK), {c.dim, kv_dim, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.wv, b.get(name(LayerTensor::kAttnV), {c.dim, kv_dim, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.wo, b.get(name(LayerTensor::kAttnOutput), {q_dim, c.dim, 1, 1}, false));
-    if (c.qkv_bias) {
-      SNIPER_ASSIGN_OR_RETURN(lw.bq, b.get(name(LayerTensor::kAttnQBias), {q_dim, 1, 1, 1}, true));
-      SNIPER_ASSIGN_OR_RETURN(lw.bk, b.get(name(LayerTensor::kAttnKBias), {kv_dim, 1, 1, 1}, true));
-      SNIPER_ASSIGN_OR_RETURN(lw.bv, b.get(name(LayerTensor::kAttnVBias), {kv_dim, 1, 1, 1}, true));
+    if (lp.mixer == MixerKind::kAttention) {
+      const int64_t q_dim = lp.q_dim(), kv_dim = lp.kv_dim(), hd = lp.head_dim;
+      const int64_t q_rows = lp.attn_output_gate ? 2 * q_dim : q_dim;
+      SNIPER_ASSIGN_OR_RETURN(lw.wq, b.get(name(LayerTensor::kAttnQ), {c.dim, q_rows, 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.wk, b.get(name(LayerTensor::kAttnK), {c.dim, kv_dim, 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.wv, b.get(name(LayerTensor::kAttnV), {c.dim, kv_dim, 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.wo, b.get(name(LayerTensor::kAttnOutput), {q_dim, c.dim, 1, 1}, false));
+      if (c.qkv_bias) {
+        SNIPER_ASSIGN_OR_RETURN(lw.bq, b.get(name(LayerTensor::kAttnQBias), {q_dim, 1, 1, 1}, true));
+        SNIPER_ASSIGN_OR_RETURN(lw.bk, b.get(name(LayerTensor::kAttnKBias), {kv_dim, 1, 1, 1}, true));
+        SNIPER_ASSIGN_OR_RETURN(lw.bv, b.get(name(LayerTensor::kAttnVBias), {kv_dim, 1, 1, 1}, true));
+      }
+      if (c.qk_norm) {
+        SNIPER_ASSIGN_OR_RETURN(lw.q_norm, b.get(name(LayerTensor::kAttnQNorm), {hd, 1, 1, 1}, true));
+        SNIPER_ASSIGN_OR_RETURN(lw.k_norm, b.get(name(LayerTensor::kAttnKNorm), {hd, 1, 1, 1}, true));
+      }
+    } else {
+      const DeltaNetConfig& d = c.delta_net;
+      const int64_t nv = d.n_v_heads;
+      SNIPER_ASSIGN_OR_RETURN(lw.ssm_qkv, b.get(name(LayerTensor::kAttnQkv), {c.dim, d.conv_channels(), 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.ssm_gate, b.get(name(LayerTensor::kAttnGate), {c.dim, d.v_dim(), 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.ssm_conv1d,
+                              b.get(name(LayerTensor::kSsmConv1d), {d.conv_kernel, d.conv_channels(), 1, 1}, true));
+      SNIPER_ASSIGN_OR_RETURN(lw.ssm_dt_bias, b.get(name(LayerTensor::kSsmDtBias), {nv, 1, 1, 1}, true));
+      SNIPER_ASSIGN_OR_RETURN(lw.ssm_a, b.get(name(LayerTensor::kSsmA), {nv, 1, 1, 1}, true));
+      if (d.fused_ba) {
+        SNIPER_ASSIGN_OR_RETURN(lw.ssm_ba, b.get(name(LayerTensor::kSsmBa), {c.dim, 2 * nv, 1, 1}, false));
+      } else {
+        SNIPER_ASSIGN_OR_RETURN(lw.ssm_beta, b.get(name(LayerTensor::kSsmBeta), {c.dim, nv, 1, 1}, false));
+        SNIPER_ASSIGN_OR_RETURN(lw.ssm_alpha, b.get(name(LayerTensor::kSsmAlpha), {c.dim, nv, 1, 1}, false));
+      }
+      SNIPER_ASSIGN_OR_RETURN(lw.ssm_norm, b.get(name(LayerTensor::kSsmNorm), {d.head_dim, 1, 1, 1}, true));
+      SNIPER_ASSIGN_OR_RETURN(lw.ssm_out, b.get(name(LayerTensor::kSsmOut), {d.v_dim(), c.dim, 1, 1}, false));
     }
-    if (c.qk_norm) {
-      SNIPER_ASSIGN_OR_RETURN(lw.q_norm, b.get(name(LayerTensor::kAttnQNorm), {c.head_dim, 1, 1, 1}, true));
-      SNIPER_ASSIGN_OR_RETURN(lw.k_norm, b.get(name(LayerTensor::kAttnKNorm), {c.head_dim, 1, 1, 1}, true));
-    }
-    SNIPER_ASSIGN_OR_RETURN(lw.ffn_norm, b.get(name(LayerTensor::kFfnNorm), {c.dim, 1, 1, 1}, true));
-    if (c.is_moe()) {
+    SNIPER_ASSIGN_OR_RETURN(lw.ffn_norm, b.get(name(c.ffn_norm_tensor), {c.dim, 1, 1, 1}, true));
+    if (lp.ffn == FfnKind::kMoe) {
       const int64_t ff = c.expert_hidden_dim, ne = c.n_experts;
       SNIPER_ASSIGN_OR_RETURN(lw.router, b.get(name(LayerTensor::kFfnGateInp), {c.dim, ne, 1, 1}, false));
+      if (lp.shared_expert) {
+        const int64_t sff = c.shared_expert_hidden_dim;
+        SNIPER_ASSIGN_OR_RETURN(lw.shexp_gate_inp, b.get(name(LayerTensor::kFfnGateInpShexp), {c.dim, 1, 1, 1}, true));
+        SNIPER_ASSIGN_OR_RETURN(lw.shexp_gate, b.get(name(LayerTensor::kFfnGateShexp), {c.dim, sff, 1, 1}, false));
+        SNIPER_ASSIGN_OR_RETURN(lw.shexp_up, b.get(name(LayerTensor::kFfnUpShexp), {c.dim, sff, 1, 1}, false));
+        SNIPER_ASSIGN_OR_RETURN(lw.shexp_down, b.get(name(LayerTensor::kFfnDownShexp), {sff, c.dim, 1, 1}, false));
+      }
       if (store.find_tensor(name(LayerTensor::kFfnGateExps)) == nullptr &&
           store.find_tensor("blk." + std::to_string(l) + ".ffn_gate.0.weight") != nullptr) {
         // A packed file: one tensor per expert matrix, bound by bind_packed_experts().
@@ -114,6 +142,7 @@ Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig
   const int64_t ff = c.expert_hidden_dim;
   static const char* kSplit[3] = {"ffn_gate", "ffn_up", "ffn_down"};
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (c.layer(l).ffn != FfnKind::kMoe) continue;
     const std::string merged = layer_tensor_name(l, LayerTensor::kFfnGateExps);
     if (const QTensor* g = store.find_tensor(merged); g != nullptr) {
       const QTensor* u = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnUpExps));

@@ -24,6 +24,21 @@ const char* suffix(LayerTensor kind) {
     case LayerTensor::kFfnGateExps: return "ffn_gate_exps.weight";
     case LayerTensor::kFfnUpExps: return "ffn_up_exps.weight";
     case LayerTensor::kFfnDownExps: return "ffn_down_exps.weight";
+    case LayerTensor::kPostAttnNorm: return "post_attention_norm.weight";
+    case LayerTensor::kAttnQkv: return "attn_qkv.weight";
+    case LayerTensor::kAttnGate: return "attn_gate.weight";
+    case LayerTensor::kSsmConv1d: return "ssm_conv1d.weight";
+    case LayerTensor::kSsmDtBias: return "ssm_dt.bias";
+    case LayerTensor::kSsmA: return "ssm_a";
+    case LayerTensor::kSsmBeta: return "ssm_beta.weight";
+    case LayerTensor::kSsmAlpha: return "ssm_alpha.weight";
+    case LayerTensor::kSsmBa: return "ssm_ba.weight";
+    case LayerTensor::kSsmNorm: return "ssm_norm.weight";
+    case LayerTensor::kSsmOut: return "ssm_out.weight";
+    case LayerTensor::kFfnGateInpShexp: return "ffn_gate_inp_shexp.weight";
+    case LayerTensor::kFfnGateShexp: return "ffn_gate_shexp.weight";
+    case LayerTensor::kFfnUpShexp: return "ffn_up_shexp.weight";
+    case LayerTensor::kFfnDownShexp: return "ffn_down_shexp.weight";
   }
   return "?";
 }

@@ -18,6 +18,11 @@ bool is_packed_expert_name(std::string_view name) {
 TensorRole tensor_role(std::string_view name) {
   if (name == "token_embd.weight") return TensorRole::kEmbedding;
   if (name.find("_exps.") != std::string_view::npos || is_packed_expert_name(name)) return TensorRole::kExpert;
+  // Shared experts (ffn_{gate,up,down}_shexp, ffn_gate_inp_shexp) run for every token and the
+  // delta-net's tensors (attn_qkv, attn_gate, ssm_*) are small next to the experts: resident.
+  for (std::string_view always : {"_shexp.", ".attn_qkv.", ".attn_gate.", ".ssm_"}) {
+    if (name.find(always) != std::string_view::npos) return TensorRole::kAlways;
+  }
   for (std::string_view ffn : {".ffn_gate.", ".ffn_up.", ".ffn_down."}) {
     if (name.find(ffn) != std::string_view::npos) return TensorRole::kDenseFfn;
   }

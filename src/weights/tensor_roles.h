@@ -9,7 +9,8 @@
 namespace sniper {
 
 enum class TensorRole {
-  kAlways,     // norms, routers, output head, biases, rope factors: needed every token
+  kAlways,     // norms, routers, output head, biases, rope factors, shared experts (*_shexp),
+               // delta-net tensors (attn_qkv, attn_gate, ssm_*): needed every token
   kEmbedding,  // token_embd: one row per token
   kExpert,     // routed experts: ffn_*_exps, or a packed file's blk.L.ffn_*.E.weight
   kDenseFfn,   // blk.L.ffn_{gate,up,down}.weight

@@ -122,7 +122,9 @@ INSTANTIATE_TEST_SUITE_P(AllModels, StreamingTest,
                                            "syn-llama-Q8_0", "syn-mixtral-Q4_K_M", "syn-qwen2", "syn-qwen2-Q8_0",
                                            "syn-qwen3", "syn-qwen3-Q4_K_M", "syn-qwen3moe-Q4_K_M",
                                            "syn-qwen3moe-Q6_K", "syn-qwen3moe-Q8_0", "iq/syn-qwen3moe-IQ3_XXS",
-                                           "iq/syn-llama-IQ2_M", "iq/syn-llama-IQ1_M", "iq/syn-llama-TQ1_0"),
+                                           "iq/syn-llama-IQ2_M", "iq/syn-llama-IQ1_M", "iq/syn-llama-TQ1_0",
+                                           "syn-qwen35moe-small", "syn-qwen3next-small", "syn-qwen35-small",
+                                           "syn-qwen35-Q4_K_M"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string s = info.param;
                            for (char& ch : s) ch = (ch == '-' || ch == '/') ? '_' : ch;

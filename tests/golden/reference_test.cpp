@@ -145,7 +145,9 @@ std::vector<std::string> reference_models() {
           "iq/syn-llama-IQ1_M", "iq/syn-llama-IQ1_S", "iq/syn-llama-IQ2_M", "iq/syn-llama-IQ2_S",
           "iq/syn-llama-IQ2_XS", "iq/syn-llama-IQ2_XXS", "iq/syn-llama-IQ3_M", "iq/syn-llama-IQ3_S",
           "iq/syn-llama-IQ3_XXS", "iq/syn-llama-IQ4_NL", "iq/syn-llama-Q2_K_S", "iq/syn-llama-TQ1_0",
-          "iq/syn-llama-TQ2_0", "iq/syn-qwen3moe-IQ3_XXS"};
+          "iq/syn-llama-TQ2_0", "iq/syn-qwen3moe-IQ3_XXS",
+          // Hybrid delta-net / attention models (../shared/reference/ARCHITECTURES.md).
+          "syn-qwen35moe-small", "syn-qwen3next-small", "syn-qwen35-small",  "syn-qwen35-Q4_K_M"};
 }
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {

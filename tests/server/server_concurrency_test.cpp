@@ -143,5 +143,34 @@ TEST(ServerConcurrency, ExtendingAPromptReusesTheSlotsPrefix) {
   EXPECT_TRUE(wait_for_metric(server, "sniper_prompt_tokens_cached_total " + std::to_string(cached + n_b - 1) + "\n"));
 }
 
+// A hybrid model's delta-net state cannot be cut back to a shared prefix: a prompt that does not
+// extend the slot's whole history is evaluated from the start (cached_tokens 0), with the same
+// result as the first time.
+TEST(ServerConcurrency, HybridModelRecomputesInsteadOfRewinding) {
+  ServerOptions o;
+  o.n_slots = 1;
+  o.context_dir = ::testing::TempDir() + "/sniper_conc_ctx_hybrid";
+  TestServer server(models_dir() + "/syn-qwen35moe-small.gguf", o, 256);
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto cli = server.client();
+  auto complete = [&](const std::string& prompt) {
+    auto r = cli->Post("/v1/completions", TJson{{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}}.dump(),
+                       "application/json");
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    return TJson::parse(r->body);
+  };
+  const std::string base = "Once upon a time, there was a little girl named Lily";
+  auto a = complete(base);
+  EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  auto b = complete(base);  // would reuse all but the last token on a KV-only model
+  EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]);
+  auto c = complete(base + ". She loved to play");
+  EXPECT_EQ(c["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  auto d = complete(base);
+  EXPECT_EQ(d["choices"][0]["text"], a["choices"][0]["text"]);
+}
+
 }  // namespace
 }  // namespace sniper::server

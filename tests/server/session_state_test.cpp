@@ -72,6 +72,9 @@ TEST(SessionState, RoundTripGivesBitIdenticalLogits) {
   expect_round_trip_bitwise("stories260K.gguf", KvType::kF16);
   expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvType::kF16);
   expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvType::kQ8_0);
+  // Hybrid models: the delta-net layers' conv and recurrent states travel with the KV rows.
+  expect_round_trip_bitwise("syn-qwen35moe-small.gguf", KvType::kF16);
+  expect_round_trip_bitwise("syn-qwen35-Q4_K_M.gguf", KvType::kQ8_0);
 }
 
 TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {
@@ -113,6 +116,13 @@ TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {
   auto v = parse_session_state(future);
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.error().message.find("version"), std::string::npos) << v.error().message;
+  // A version 1 file (KV rows only, from before per-layer sequence state) is refused by name.
+  std::string v1 = bytes;
+  v1[8] = 1;
+  auto old = parse_session_state(v1);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().message.find("version 1"), std::string::npos) << old.error().message;
+  EXPECT_NE(old.error().message.find("older sniper"), std::string::npos) << old.error().message;
 
   // Another model file (same shape, other weights): refused, naming the model.
   auto b = new_session(*other, 128);
@@ -140,6 +150,15 @@ TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {
   Status s = check_compatible(state, *small, *fp);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("context"), std::string::npos) << s.error().message;
+  // A layer whose state shape differs (another head_dim) is refused, naming the layer.
+  {
+    SessionState reshaped = state;
+    reshaped.layers[1].head_dim *= 2;
+    auto c = new_session(*model, 128);
+    Status r = check_compatible(reshaped, *c, *fp);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("layer 1"), std::string::npos) << r.error().message;
+  }
 
   // Files are written atomically and read back equal.
   const std::string path = ::testing::TempDir() + "/sniper_state_test.ctx";
@@ -148,6 +167,8 @@ TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back->tokens, state.tokens);
   EXPECT_EQ(back->kv, state.kv);
+  EXPECT_EQ(back->layers, state.layers);
+  EXPECT_EQ(back->layer_bytes, state.layer_bytes);
   std::filesystem::remove(path);
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The architecture registry. An architecture is an ArchSpec: its GGUF name and the switches
-// that distinguish it inside the shared transformer forward (rope style, q/k norm, biases,
-// MoE routing). Adding an architecture = one file in model/arch/ defining a spec, plus one
-// line in registry.cpp.
+// The architecture registry. An architecture is an ArchSpec: its GGUF name, the switches
+// that distinguish it inside the shared blocks (rope style, q/k norm, biases, MoE routing) and a
+// finish() that reads its own keys and, for models whose layers differ, fills the layer plan
+// (ModelConfig::layers; see model/blocks/block.h). Adding an architecture = one file in
+// model/arch/ defining a spec, plus one line in registry.cpp.
 #pragma once
 
 #include <span>
@@ -29,6 +30,19 @@ extern const ArchSpec kLlamaArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
 extern const ArchSpec kQwen3MoeArch;
+extern const ArchSpec kQwen35Arch;
+extern const ArchSpec kQwen35MoeArch;
+extern const ArchSpec kQwen3NextArch;
+
+// The Qwen3.5 / Qwen3-Next hybrid plan (arch/qwen35_family.cpp): reads the ssm.*, interval,
+// rope-section and expert keys and fills config.layers. Errors name the key.
+struct Qwen35Family {
+  bool moe;             // routed + shared experts (else a dense SwiGLU FFN)
+  bool grouped_heads;   // delta-net value head j reads key head j / (nv / nk), else j % nk
+  bool fused_ba;        // ssm_ba instead of ssm_beta + ssm_alpha
+  bool rope_sections;   // rope.dimension_sections (IMRoPE) is required
+};
+[[nodiscard]] Status finish_qwen35_family(const GgufFile& file, ModelConfig& config, const Qwen35Family& family);
 
 // All registered architectures.
 std::span<const ArchSpec* const> registered_archs();

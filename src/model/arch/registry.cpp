@@ -12,6 +12,9 @@ constexpr const ArchSpec* kArchs[] = {
     &kQwen2Arch,
     &kQwen3Arch,
     &kQwen3MoeArch,
+    &kQwen35Arch,
+    &kQwen35MoeArch,
+    &kQwen3NextArch,
 };
 }  // namespace
 

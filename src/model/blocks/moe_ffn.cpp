@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: MIT
+#include "model/blocks/moe_ffn.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/activations.h"
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+
+namespace sniper {
+
+MoeFfn::MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, ExpertSource* experts)
+    : config_(config), weights_(weights), max_batch_(max_batch), experts_(experts) {
+  const size_t B = static_cast<size_t>(max_batch);
+  const size_t dim = static_cast<size_t>(config.dim);
+  const size_t ff = static_cast<size_t>(config.expert_hidden_dim);
+  const size_t k = static_cast<size_t>(config.n_experts_active);
+  hb_.resize(B * ff);
+  hb2_.resize(B * ff);
+  router_.resize(B * static_cast<size_t>(config.n_experts));
+  sel_.resize(B * k);
+  sel_w_.resize(B * k);
+  exp_out_.resize(B * k * dim);
+  gathered_.resize(B * dim);
+  down_.resize(B * dim);
+  group_.reserve(static_cast<size_t>(config.n_experts));
+  route_start_.resize(static_cast<size_t>(config.n_experts) + 1);
+  route_next_.resize(static_cast<size_t>(config.n_experts));
+  route_tok_.resize(B * k);
+  route_slot_.resize(B * k);
+  group_hb_.resize(k * ff);
+  group_hb2_.resize(k * ff);
+  group_down_.resize(k * dim);
+  bool shared = false;
+  for (const LayerPlan& lp : config.layers) shared = shared || lp.shared_expert;
+  if (shared) {
+    const size_t sff = static_cast<size_t>(config.shared_expert_hidden_dim);
+    sh_hb_.resize(B * sff);
+    sh_hb2_.resize(B * sff);
+    sh_out_.resize(B * dim);
+    sh_logit_.resize(B);
+  }
+  union_.reserve(static_cast<size_t>(config.n_experts));
+  used_.resize(static_cast<size_t>(config.n_experts));
+  if (experts_ == nullptr) {
+    std::vector<std::vector<ExpertView>> views(weights.layers.size());
+    for (size_t l = 0; l < weights.layers.size(); ++l) {
+      if (config.layers[l].ffn != FfnKind::kMoe) continue;
+      const LayerWeights& lw = weights.layers[l];
+      CHECK(lw.gate_exps.data != nullptr, "layer %zu: experts are not resident and no expert source was given", l);
+      for (int64_t e = 0; e < config.n_experts; ++e) {
+        views[l].push_back({lw.gate_exps.matrix(e), lw.up_exps.matrix(e), lw.down_exps.matrix(e)});
+      }
+    }
+    resident_experts_ = std::make_unique<ResidentExperts>(std::move(views));
+    experts_ = resident_experts_.get();
+  }
+}
+
+size_t MoeFfn::scratch_bytes() const {
+  const size_t floats = hb_.size() + hb2_.size() + router_.size() + sel_w_.size() + exp_out_.size() + gathered_.size() +
+                        down_.size() + group_hb_.size() + group_hb2_.size() + group_down_.size() + sh_hb_.size() +
+                        sh_hb2_.size() + sh_out_.size() + sh_logit_.size();
+  const size_t ints = sel_.size() + route_start_.size() + route_next_.size() + route_tok_.size() + route_slot_.size();
+  return floats * sizeof(float) + ints * sizeof(int32_t);
+}
+
+Status MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) {
+  x_ = io.x;
+  xb_ = io.xb;
+  out_ = io.out;
+  bufs_ = io.buffers;
+  SNIPER_TRY(moe_ffn(layer_idx, lw, io.n_tok, *io.pool));
+  if (config_.layer(layer_idx).shared_expert) shared_expert(lw, io.n_tok, *io.pool);
+  return ok_status();
+}
+
+void MoeFfn::shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
+  const int64_t dim = config_.dim, ff = config_.shared_expert_hidden_dim;
+  ActCache acts(bufs_->act_bufs, 3);
+  const MatmulJob gate_up[2] = {{&lw.shexp_gate, acts.get(lw.shexp_gate.type, xb_, dim, n_tok, pool), sh_hb_.data(), ff},
+                                {&lw.shexp_up, acts.get(lw.shexp_up.type, xb_, dim, n_tok, pool), sh_hb2_.data(), ff}};
+  matmul_q_multi(gate_up, pool, selected_tier(), MatmulOrder::kAuto);
+  for (int64_t t = 0; t < n_tok; ++t) silu_mul(sh_hb_.data() + t * ff, sh_hb2_.data() + t * ff, sh_hb_.data() + t * ff, ff);
+  matmul(lw.shexp_down, sh_hb_.data(), sh_out_.data(), n_tok, bufs_->act, pool);
+  // The gate's logit: ffn_gate_inp_shexp is one f32 row [dim -> 1].
+  matmul(lw.shexp_gate_inp, xb_, sh_logit_.data(), n_tok, bufs_->act, pool);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float gate = sigmoid(sh_logit_[static_cast<size_t>(t)]);
+    float* out = out_ + t * dim;
+    const float* sh = sh_out_.data() + t * dim;
+    for (int64_t i = 0; i < dim; ++i) out[i] += sh[i] * gate;
+  }
+}
+
+void MoeFfn::after_layer(int64_t layer_idx, const BlockIo& io) {
+  if (layer_idx + 1 >= config_.n_layers || !experts_->wants_prefetch()) return;
+  x_ = io.x;
+  bufs_ = io.buffers;
+  predict_next_experts(layer_idx, io.n_tok, *io.pool);
+}
+
+Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const int64_t dim = c.dim, n_exp = c.n_experts, k = c.n_experts_active;
+  // Routing: softmax over all experts, top-k, renormalise the selected weights.
+  matmul(lw.router, xb_, router_.data(), n_tok, bufs_->act, pool);
+  std::fill(used_.begin(), used_.end(), 0);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* probs = router_.data() + t * n_exp;
+    softmax(probs, n_exp);
+    int32_t* sel = sel_.data() + t * k;
+    float* w = sel_w_.data() + t * k;
+    top_k(probs, n_exp, k, sel);
+    if (routing_bias_.keep > 0) bias_routing(layer_idx, probs, sel);
+    double sum = 0.0;
+    for (int64_t i = 0; i < k; ++i) {
+      w[i] = probs[sel[i]];
+      sum += static_cast<double>(w[i]);
+      used_[static_cast<size_t>(sel[i])] = 1;
+    }
+    if (c.moe_norm_topk) {
+      const float s = static_cast<float>(sum);
+      for (int64_t i = 0; i < k; ++i) w[i] /= s;
+    }
+  }
+  union_.clear();
+  for (int64_t e = 0; e < n_exp; ++e) {
+    if (used_[static_cast<size_t>(e)]) union_.push_back(static_cast<int32_t>(e));
+  }
+  // Each expert runs once over the tokens routed to it, in whatever order the source delivers
+  // them; outputs land in their (token, slot) and are summed in slot order below, so the result
+  // does not depend on the delivery order.
+  // A decode step over views that stay valid runs all its experts together (two parallel passes).
+  // So does a chunk (run_experts); views that change with each next_ready() run one by one.
+  const bool together = experts_->views_stable();
+  if (!together || n_tok > 1) route_by_expert(n_tok);
+  group_.clear();
+  SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
+  // A decode step guesses the next layer's experts now, from the residual entering this FFN,
+  // so their reads queue behind this layer's and land while its experts compute (guessing only
+  // after the FFN left the SSD idle for the whole expert compute). The guess after the FFN
+  // below still adds what this one missed. A chunk's union covers most experts and its reads
+  // would compete with this layer's for slots, so chunks guess only after the FFN.
+  if (n_tok == 1 && layer_idx + 1 < c.n_layers && experts_->wants_prefetch()) predict_next_experts(layer_idx, n_tok, pool);
+  for (;;) {
+    auto ready = experts_->next_ready();
+    if (!ready.ok()) {
+      experts_->end_layer();
+      return ready.error();
+    }
+    if (ready->expert < 0) break;
+    if (together) {
+      group_.push_back(*ready);
+    } else {
+      const ReadyExpert one = *ready;
+      run_experts(std::span<const ReadyExpert>(&one, 1), pool);
+    }
+  }
+  if (together && n_tok == 1) run_experts_one_token(group_, pool);
+  if (together && n_tok > 1) run_experts(group_, pool);
+  experts_->end_layer();
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* out = out_ + t * dim;
+    std::memcpy(out, exp_out_.data() + t * k * dim, sizeof(float) * static_cast<size_t>(dim));
+    for (int64_t i = 1; i < k; ++i) add_inplace(out, exp_out_.data() + (t * k + i) * dim, dim);
+  }
+  return ok_status();
+}
+
+void MoeFfn::bias_routing(int64_t layer_idx, const float* probs, int32_t* sel) {
+  const int64_t k = config_.n_experts_active, keep = routing_bias_.keep, window = routing_bias_.window;
+  window_.resize(static_cast<size_t>(window));
+  top_k(probs, config_.n_experts, window, window_.data());
+  int32_t chosen[64];
+  int64_t n = 0;
+  auto taken = [&](int32_t e) { return std::find(chosen, chosen + n, e) != chosen + n; };
+  for (int64_t i = 0; i < keep; ++i) chosen[n++] = sel[i];
+  for (int64_t i = keep; i < window && n < k; ++i) {
+    const int32_t e = window_[static_cast<size_t>(i)];
+    if (!taken(e) && experts_->is_cached(layer_idx, e)) chosen[n++] = e;
+  }
+  for (int64_t i = keep; i < k && n < k; ++i) {
+    if (!taken(sel[i])) chosen[n++] = sel[i];
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    routing_stats_.selections++;
+    if (std::find(sel, sel + k, chosen[i]) == sel + k) routing_stats_.changed++;
+  }
+  std::copy(chosen, chosen + k, sel);
+}
+
+void MoeFfn::route_by_expert(int64_t n_tok) {
+  const int64_t k = config_.n_experts_active, n_exp = config_.n_experts;
+  std::fill(route_start_.begin(), route_start_.end(), 0);
+  for (int64_t i = 0; i < n_tok * k; ++i) ++route_start_[static_cast<size_t>(sel_[static_cast<size_t>(i)]) + 1];
+  for (int64_t e = 0; e < n_exp; ++e) route_start_[static_cast<size_t>(e) + 1] += route_start_[static_cast<size_t>(e)];
+  std::copy(route_start_.begin(), route_start_.end() - 1, route_next_.begin());
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t i = 0; i < k; ++i) {
+      const size_t at = static_cast<size_t>(route_next_[static_cast<size_t>(sel_[static_cast<size_t>(t * k + i)])]++);
+      route_tok_[at] = static_cast<int32_t>(t);
+      route_slot_[at] = static_cast<int32_t>(i);
+    }
+  }
+}
+
+void MoeFfn::run_experts(std::span<const ReadyExpert> experts, ThreadPool& pool) {
+  const int64_t dim = config_.dim, ff = config_.expert_hidden_dim, k = config_.n_experts_active;
+  auto first_row = [&](int32_t e) { return static_cast<int64_t>(route_start_[static_cast<size_t>(e)]); };
+  auto n_rows = [&](int32_t e) { return route_start_[static_cast<size_t>(e) + 1] - first_row(e); };
+
+  constexpr size_t kMaxGroup = kMaxMatmulJobs / 2;
+  MatmulJob jobs[kMaxMatmulJobs];
+  int64_t offset[kMaxGroup];
+  for (size_t g0 = 0; g0 < experts.size();) {
+    // The group [g0, g1): experts of the same types whose rows fit the [B] buffers (one expert's
+    // rows always do: a token routes to an expert at most once).
+    const ExpertView& first = experts[g0].view;
+    int64_t rows = 0;
+    size_t g1 = g0;
+    while (g1 < experts.size() && g1 - g0 < kMaxGroup) {
+      const ExpertView& v = experts[g1].view;
+      if (v.gate.type != first.gate.type || v.up.type != first.up.type || v.down.type != first.down.type) break;
+      const int64_t n = n_rows(experts[g1].expert);
+      if (g1 > g0 && rows + n > max_batch_) break;
+      offset[g1 - g0] = rows;
+      rows += n;
+      ++g1;
+    }
+    CHECK(rows <= max_batch_, "a group of experts has %ld routed rows, its buffers hold %ld", static_cast<long>(rows),
+          static_cast<long>(max_batch_));
+    const size_t ng = g1 - g0;
+    if (rows == 0) {  // handed out but routed no token (a source may deliver more than asked)
+      g0 = g1;
+      continue;
+    }
+    for (size_t i = 0; i < ng; ++i) {
+      const int64_t r0 = first_row(experts[g0 + i].expert), n = n_rows(experts[g0 + i].expert);
+      for (int64_t r = 0; r < n; ++r) {
+        std::memcpy(gathered_.data() + (offset[i] + r) * dim, xb_ + route_tok_[static_cast<size_t>(r0 + r)] * dim,
+                    sizeof(float) * static_cast<size_t>(dim));
+      }
+    }
+    // An expert's rows of a quantized group: rows [offset, offset + n) of all.
+    auto part = [](const QuantizedActs& all, int64_t off, int64_t n) {
+      QuantizedActs a = all;
+      a.n_tok = n;
+      a.data = all.data + static_cast<size_t>(off) * all.row_bytes;
+      return a;
+    };
+    ActCache acts(bufs_->act_bufs, 3);
+    const QuantizedActs& gate_in = acts.get(first.gate.type, gathered_.data(), dim, rows, pool);
+    const QuantizedActs& up_in = acts.get(first.up.type, gathered_.data(), dim, rows, pool);
+    size_t n_jobs = 0;
+    for (size_t i = 0; i < ng; ++i) {
+      const int64_t n = n_rows(experts[g0 + i].expert);
+      if (n == 0) continue;
+      const ExpertView& v = experts[g0 + i].view;
+      jobs[n_jobs++] = {&v.gate, part(gate_in, offset[i], n), hb_.data() + offset[i] * ff, ff};
+      jobs[n_jobs++] = {&v.up, part(up_in, offset[i], n), hb2_.data() + offset[i] * ff, ff};
+    }
+    matmul_q_multi(std::span<const MatmulJob>(jobs, n_jobs), pool, selected_tier(), MatmulOrder::kVecDot);
+    pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) silu_mul(hb_.data() + r * ff, hb2_.data() + r * ff, hb_.data() + r * ff, ff);
+    });
+    const QuantizedActs down_in =
+        quantize_acts(get_kernels(first.down.type).vec_dot_type, hb_.data(), ff, rows, ff, bufs_->act, pool);
+    n_jobs = 0;
+    for (size_t i = 0; i < ng; ++i) {
+      const int64_t n = n_rows(experts[g0 + i].expert);
+      if (n == 0) continue;
+      jobs[n_jobs++] = {&experts[g0 + i].view.down, part(down_in, offset[i], n), down_.data() + offset[i] * dim, dim};
+    }
+    matmul_q_multi(std::span<const MatmulJob>(jobs, n_jobs), pool, selected_tier(), MatmulOrder::kVecDot);
+    // Each row, scaled by its routing weight, to its (token, slot).
+    for (size_t i = 0; i < ng; ++i) {
+      const int64_t r0 = first_row(experts[g0 + i].expert), n = n_rows(experts[g0 + i].expert);
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t t = route_tok_[static_cast<size_t>(r0 + r)], slot = route_slot_[static_cast<size_t>(r0 + r)];
+        const float w = sel_w_[static_cast<size_t>(t * k + slot)];
+        float* dst = exp_out_.data() + (t * k + slot) * dim;
+        const float* src = down_.data() + (offset[i] + r) * dim;
+        for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+      }
+    }
+    g0 = g1;
+  }
+}
+
+void MoeFfn::run_experts_one_token(std::span<const ReadyExpert> experts, ThreadPool& pool) {
+  const int64_t dim = config_.dim, ff = config_.expert_hidden_dim, k = config_.n_experts_active;
+  const size_t n = experts.size();
+  if (n == 0) return;
+  CHECK(static_cast<int64_t>(n) <= k, "%zu experts for one token, at most %ld", n, static_cast<long>(k));
+  // The token's input row, quantized once per activation type (all experts of a layer share
+  // their types, but a packed file could mix them).
+  ActCache acts(bufs_->act_bufs, 3);
+  MatmulJob jobs[2 * 64];
+  for (size_t i = 0; i < n; ++i) {
+    const ExpertView& ex = experts[i].view;
+    jobs[2 * i] = {&ex.gate, acts.get(ex.gate.type, xb_, dim, 1, pool), group_hb_.data() + i * ff, ff};
+    jobs[2 * i + 1] = {&ex.up, acts.get(ex.up.type, xb_, dim, 1, pool), group_hb2_.data() + i * ff, ff};
+  }
+  matmul_q_multi(std::span<const MatmulJob>(jobs, 2 * n), pool, selected_tier(), MatmulOrder::kVecDot);
+  for (size_t i = 0; i < n; ++i) {
+    silu_mul(group_hb_.data() + i * ff, group_hb2_.data() + i * ff, group_hb_.data() + i * ff, ff);
+  }
+  // Down: each expert's activation row quantized for its down type, then all downs at once.
+  const GgmlType down_type = experts[0].view.down.type;
+  bool same_type = true;
+  for (size_t i = 1; i < n; ++i) same_type = same_type && experts[i].view.down.type == down_type;
+  if (same_type) {
+    const QuantizedActs all = quantize_acts(get_kernels(down_type).vec_dot_type, group_hb_.data(), ff,
+                                            static_cast<int64_t>(n), ff, bufs_->act, pool);
+    for (size_t i = 0; i < n; ++i) {
+      QuantizedActs row = all;
+      row.n_tok = 1;
+      row.data = all.data + i * all.row_bytes;
+      jobs[i] = {&experts[i].view.down, row, group_down_.data() + i * dim, dim};
+    }
+    matmul_q_multi(std::span<const MatmulJob>(jobs, n), pool, selected_tier(), MatmulOrder::kVecDot);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      matmul(experts[i].view.down, group_hb_.data() + i * ff, group_down_.data() + i * dim, 1, bufs_->act, pool,
+             selected_tier(), MatmulOrder::kVecDot);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    for (int64_t slot = 0; slot < k; ++slot) {
+      if (sel_[static_cast<size_t>(slot)] != experts[i].expert) continue;
+      const float w = sel_w_[static_cast<size_t>(slot)];
+      float* dst = exp_out_.data() + slot * dim;
+      const float* src = group_down_.data() + i * dim;
+      for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+    }
+  }
+}
+
+void MoeFfn::predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool) {
+  // Layer L+d's router applied to the hidden state leaving layer L: a cheap guess at the routing
+  // of the next prefetch_depth() layers, nearest first, so the SSD always has work queued.
+  // Wrong guesses cost bandwidth, never correctness.
+  const int64_t depth = std::max<int64_t>(1, experts_->prefetch_depth());
+  for (int64_t d = 1; d <= depth && layer_idx + d < config_.n_layers; ++d) predict_layer_experts(layer_idx + d, n_tok, pool);
+}
+
+void MoeFfn::predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  if (c.layer(target_layer).ffn != FfnKind::kMoe) return;
+  const LayerWeights& next = weights_.layers[static_cast<size_t>(target_layer)];
+  const int64_t dim = c.dim, n_exp = c.n_experts, k = c.n_experts_active;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    rms_norm(x_ + t * dim, f32_data(next.ffn_norm), gathered_.data() + t * dim, dim, c.norm_eps);
+  }
+  matmul(next.router, gathered_.data(), router_.data(), n_tok, bufs_->act, pool);
+  std::fill(used_.begin(), used_.end(), 0);
+  int32_t top[64];
+  const int64_t kk = std::min<int64_t>(k, 64);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    top_k(router_.data() + t * n_exp, n_exp, kk, top);
+    for (int64_t i = 0; i < kk; ++i) used_[static_cast<size_t>(top[i])] = 1;
+  }
+  union_.clear();
+  for (int64_t e = 0; e < n_exp; ++e) {
+    if (used_[static_cast<size_t>(e)]) union_.push_back(static_cast<int32_t>(e));
+  }
+  experts_->prefetch(target_layer, union_);
+}
+
+}  // namespace sniper

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// MoeFfn (FfnKind::kMoe): routed experts. Routing is softmax over all experts of the router's
+// logits, top-k, the selected weights optionally renormalised to sum 1 (moe_norm_topk); each
+// selected expert is a SwiGLU of expert_hidden_dim; out = sum over slots of weight * expert(xb),
+// summed in slot order. Experts come from an ExpertSource (resident slices, or streamed through
+// the expert cache); the block also guesses later layers' experts for the source to prefetch.
+// With LayerPlan::shared_expert (qwen35moe, qwen3next) a shared SwiGLU expert of
+// shared_expert_hidden_dim joins every token: out += sigmoid(ffn_gate_inp_shexp . xb) * shared(xb).
+// The shared expert stays resident. Keeps no sequence state. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/blocks/block.h"
+#include "weights/expert_source.h"
+
+namespace sniper {
+
+// Cache-aware routing (opt-in; changes outputs): each token keeps its true top-`keep` experts
+// and fills the remaining slots with experts already in memory from its top-`window`, falling
+// back to the true ranking where none is cached. keep == 0 disables it.
+struct RoutingBias {
+  int64_t keep = 0;
+  int64_t window = 0;
+};
+
+struct RoutingStats {
+  uint64_t selections = 0;  // (token, slot) choices made
+  uint64_t changed = 0;     // of those, experts that differ from the true top-k
+};
+
+class MoeFfn final : public FfnBlock {
+ public:
+  // experts: the routed experts' source, or null for slices of the resident ffn_*_exps tensors
+  // (CHECKed to be resident). weights must outlive the block.
+  MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, ExpertSource* experts);
+
+  [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) override;
+  // Guesses the next layers' experts from the residual leaving this layer (when the source
+  // wants prefetches).
+  void after_layer(int64_t layer_idx, const BlockIo& io) override;
+  size_t scratch_bytes() const override;
+
+  // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
+  void set_routing_bias(const RoutingBias& bias) { routing_bias_ = bias; }
+  const RoutingStats& routing_stats() const { return routing_stats_; }
+
+ private:
+  [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+  // out_ += sigmoid(shexp_gate_inp . xb) * down(silu(gate xb) * up xb) for the shared expert.
+  void shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+  // route_tok_/route_slot_: the routed (token, slot) pairs of sel_'s first n_tok tokens,
+  // grouped by expert (token-major within one), each expert's from route_start_[e].
+  void route_by_expert(int64_t n_tok);
+  // Runs `experts` (views valid for the call) over the tokens routed to them (route_by_expert),
+  // in groups whose rows fit the [B] buffers, each group in five parallel passes (quantize, gate
+  // and up of every expert together, SiLU, quantize, every down); outputs to exp_out_.
+  void run_experts(std::span<const ReadyExpert> experts, ThreadPool& pool);
+  // One token, all of its experts together: gate and up of every expert in one parallel pass,
+  // down of every expert in a second, the token's row quantized once. Results are bitwise those
+  // of run_experts() per expert.
+  void run_experts_one_token(std::span<const ReadyExpert> experts, ThreadPool& pool);
+  void predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool);
+  void predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPool& pool);
+  // Replaces sel[0, k) (the true top-k of probs) with the cache-aware choice.
+  void bias_routing(int64_t layer_idx, const float* probs, int32_t* sel);
+
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  int64_t max_batch_;
+  std::unique_ptr<ResidentExperts> resident_experts_;  // when no source was given
+  ExpertSource* experts_ = nullptr;
+  RoutingBias routing_bias_;
+  RoutingStats routing_stats_;
+  // The current call's buffers (set by forward / after_layer).
+  const float* x_ = nullptr;   // [n_tok, dim] residual
+  const float* xb_ = nullptr;  // [n_tok, dim] normed input
+  float* out_ = nullptr;       // [n_tok, dim]
+  BlockBuffers* bufs_ = nullptr;
+  std::vector<int32_t> window_;  // [window] candidates for cache-aware routing
+  std::vector<int32_t> union_;  // experts the chunk routes to, ascending
+  std::vector<uint8_t> used_;   // [n_experts] membership scratch
+  std::vector<float> hb_;       // [B, ff] gate / activation
+  std::vector<float> hb2_;      // [B, ff] up
+  std::vector<float> router_;   // [B, n_experts]
+  std::vector<int32_t> sel_;    // [B, k] selected experts
+  std::vector<float> sel_w_;    // [B, k] their weights
+  std::vector<float> exp_out_;  // [B, k, dim] per-slot expert outputs, summed in slot order
+  std::vector<float> gathered_; // [B, dim]
+  std::vector<float> down_;     // [B, dim]
+  std::vector<ReadyExpert> group_;  // a layer's experts run together (run_experts_one_token, run_experts)
+  std::vector<int32_t> route_start_;  // [n_experts + 1] route_by_expert: each expert's first row
+  std::vector<int32_t> route_next_;   // [n_experts] its fill cursor
+  std::vector<int32_t> route_tok_;    // [B, k] the routed (token, slot) pairs, grouped by expert
+  std::vector<int32_t> route_slot_;   // [B, k]
+  std::vector<float> group_hb_;     // [k, ff] gate then activation, per expert
+  std::vector<float> group_hb2_;    // [k, ff] up
+  std::vector<float> group_down_;   // [k, dim]
+  std::vector<float> sh_hb_;        // [B, shared ff] shared expert gate then activation
+  std::vector<float> sh_hb2_;       // [B, shared ff] shared expert up
+  std::vector<float> sh_out_;       // [B, dim] shared expert output
+  std::vector<float> sh_logit_;     // [B] shared expert gate logits
+};
+
+}  // namespace sniper
