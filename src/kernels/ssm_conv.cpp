@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The delta-net short convolution (kernels/ssm_conv.h). Scalar: a small share of a layer's time
-// next to its projections (4 FMAs per channel and token).
+// next to its projections (4 FMAs per channel and token, fused as the references need).
 #include "kernels/ssm_conv.h"
 
 #include <cmath>
@@ -22,7 +22,7 @@ void ssm_conv_silu(const float* x, int64_t x_stride, int64_t n_tokens, int64_t c
       for (int64_t i = 0; i < kSsmConvWidth; ++i) {
         const int64_t s = t - kHist + i;  // input time step
         const float in = s >= 0 ? x[s * x_stride + c] : state[(kHist + s) * channels + c];
-        sum += in * w[c * kSsmConvWidth + i];
+        sum = std::fma(in, w[c * kSsmConvWidth + i], sum);
       }
       o[c] = sum;
     }

@@ -3,9 +3,11 @@
 // short convolution (ggml_ssm_conv then ggml_silu) for kernel width 4, no bias.
 //   out[t][c] = silu(sum_{i=0..3} w[c][i] * in(t - 3 + i, c))
 // where in(s, c) = x[s][c] for s >= 0 and the carried state for s < 0, w[c][3] multiplies the
-// current token, and the sum is ((((0 + p0) + p1) + p2) + p3) with each product p_i rounded on
-// its own: the reference build (GCC 12, -march=native) vectorises the 4 products of its loop and
-// adds them in order, no FMA (checked bit for bit against ggml_ssm_conv). silu is silu_row
+// current token, and the sum is fma(p3, fma(p2, fma(p1, fma(p0, 0)))): a fused multiply-add chain
+// from 0 in tap order. That chain reproduces the shared llama.cpp references bit for bit (every
+// qwen35/qwen35moe/qwen3next fixture, NMSE 0); products rounded on their own, as a GCC 12 build of
+// ggml_ssm_conv on this host computes them (scripts/ggml-parity.sh), leave NMSE 1.6e-9 on
+// syn-qwen35moe-small: the reference build contracted `sumf += s * c` into an FMA. silu is silu_row
 // (kernels/activations.h) over each output row of `channels` values.
 // State layout: [3][channels] floats, the last 3 input rows in time order (row 2 = the latest);
 // zero at sequence start. After a call it holds the last 3 rows of (state, x) combined, so a

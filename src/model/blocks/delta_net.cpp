@@ -11,41 +11,6 @@
 
 namespace sniper {
 
-namespace {
-
-// TODO(blocks): kernels/ssm_conv.h's ssm_conv_silu adds the 4 products rounded on their own
-// (kern 4e2e4b5, from a ggml build on this host), but the reference logits in ../shared are
-// reproduced bit for bit only with a fused multiply-add chain from 0 (the reference build
-// contracts ggml_ssm_conv's `sumf += s * c`): with the kernel, syn-qwen35moe-small's worst row
-// NMSE is 1.6e-9, with this chain 0. Same contract and state layout as ssm_conv_silu; to move
-// into the kernel once the two are reconciled.
-void ssm_conv_silu_fma(const float* x, int64_t x_stride, int64_t n_tokens, int64_t channels, const float* w,
-                       float* state, float* out, int64_t out_stride) {
-  constexpr int64_t kHist = kSsmConvWidth - 1;
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    float* o = out + t * out_stride;
-    for (int64_t c = 0; c < channels; ++c) {
-      float sum = 0.0f;
-      for (int64_t i = 0; i < kSsmConvWidth; ++i) {
-        const int64_t s = t - kHist + i;  // input time step
-        const float in = s >= 0 ? x[s * x_stride + c] : state[(kHist + s) * channels + c];
-        sum = std::fma(in, w[c * kSsmConvWidth + i], sum);
-      }
-      o[c] = sum;
-    }
-    silu_row(o, o, channels);
-  }
-  // The new state: the last kHist rows of (state, x); a row only moves to a lower index.
-  for (int64_t r = 0; r < kHist; ++r) {
-    const int64_t s = n_tokens - kHist + r;
-    float* dst = state + r * channels;
-    const float* src = s >= 0 ? x + s * x_stride : state + (kHist + s) * channels;
-    for (int64_t c = 0; c < channels; ++c) dst[c] = src[c];
-  }
-}
-
-}  // namespace
-
 DeltaNetBlock::DeltaNetBlock(const ModelConfig& config, int64_t max_batch) : config_(config), d_(config.delta_net) {
   const size_t B = static_cast<size_t>(max_batch);
   const size_t C = static_cast<size_t>(d_.conv_channels()), nv = static_cast<size_t>(d_.n_v_heads);
@@ -121,7 +86,7 @@ Status DeltaNetBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequenc
   }
 
   // The causal conv (and silu) over the chunk, carrying the state; then L2-normalised q and k heads.
-  ssm_conv_silu_fma(qkv_.data(), C, n_tok, C, f32_data(lw.ssm_conv1d), state.conv_state(layer_idx), conv_.data(), C);
+  ssm_conv_silu(qkv_.data(), C, n_tok, C, f32_data(lw.ssm_conv1d), state.conv_state(layer_idx), conv_.data(), C);
   for (int64_t t = 0; t < n_tok; ++t) {
     float* row = conv_.data() + t * C;
     for (int64_t h = 0; h < 2 * nk; ++h) l2_norm(row + h * d, row + h * d, d, c.norm_eps);  // q heads, then k heads
