@@ -25,8 +25,10 @@ namespace sniper::x86 {
 namespace {
 
 struct Q4KRows {
-  // Measured (2 threads, 4096 x 4096): 6 tokens 197 GFLOP/s in the pair tiles against 154 here,
-  // 8 tokens 229-232 against 204-266, 64 tokens 275 against 477.
+  // Measured before the kernel took ggml's lane order (2 threads, 4096 x 4096): 6 tokens 197
+  // GFLOP/s in the pair tiles against 154 here, 8 tokens 229-232 against 204-266. In ggml's
+  // order (1 thread, 64 tokens, best of 6 on a shared host): 149 in the pair tiles, 217 here,
+  // 359 in the former single-accumulator order. The threshold was not measured again.
   static constexpr int kMinTokens = 8;
 
   // One super-block of 16 rows, rows in lanes.
