@@ -36,11 +36,10 @@ struct KernelTable {
                        const void* a, size_t a_row_bytes, float* out, int64_t out_stride);
   int64_t batched_k_multiple;  // meaningful when gemm_batched != nullptr
   // Quantized weights at some SIMD tiers (nullptr otherwise): the gemm contract for batches of
-  // n_tok >= rows_min_tokens, each output in the kernel's own float order (its scalar twin is
-  // named where the entry is set; Q4_K: dot_q4_K_q8_K_superblock_order_ref), which differs from
-  // vec_dot's by rounding only (the reference logits in ../shared were computed in vec_dot
-  // order; llama.cpp's own repacked CPU gemms also have orders of their own). n / block size
-  // must be at most rows_max_blocks.
+  // n_tok >= rows_min_tokens, a faster layout for large batches; every output is computed
+  // exactly as vec_dot computes it (its scalar twin is named where the entry is set), since the
+  // reference engine runs vec_dot for K-quant batches of any size. n / block size must be at
+  // most rows_max_blocks.
   void (*gemm_rows)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
                     size_t a_row_bytes, float* out, int64_t out_stride);
   int64_t rows_min_tokens;  // meaningful when gemm_rows != nullptr

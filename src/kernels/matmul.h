@@ -52,7 +52,7 @@ QuantizedActs quantize_acts(GgmlType type, const float* x, int64_t n, int64_t n_
 
 // Which per-output float order matmul_q reproduces for float weights (see
 // KernelTable::gemm_batched). Quantized batches of at least rows_min_tokens take the table's
-// gemm_rows, where it has one, in either order (see KernelTable::gemm_rows).
+// gemm_rows, where it has one, in either order (its outputs are vec_dot's).
 enum class MatmulOrder {
   kAuto,    // the reference engine's mul_mat: tinyBLAS order for batches when its shape rules allow
   kVecDot,  // always vec_dot order (the reference engine's mul_mat_id, i.e. MoE experts)

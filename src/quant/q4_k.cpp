@@ -130,30 +130,4 @@ float vec_dot_q4_K_q8_K_ref(int64_t n, const BlockQ4_K* w, const BlockQ8_K* a) {
   return hsum8_ordered(acc) + hsum4_ordered(acc_m);
 }
 
-float dot_q4_K_q8_K_superblock_order_ref(int64_t n, const BlockQ4_K* w, const BlockQ8_K* a) {
-  const int64_t nb = block_count(n, kQ4_KBlockSize, "dot_q4_K_q8_K_superblock_order_ref");
-  float acc = 0.0f;
-  for (int64_t i = 0; i < nb; ++i) {
-    int32_t isum = 0;
-    int32_t msum = 0;
-    for (int c = 0; c < 8; ++c) {
-      uint8_t scale = 0;
-      uint8_t min = 0;
-      get_scale_min_k4(c, w[i].scales, &scale, &min);
-      // Chunk c: the low nibbles of qs[32 (c / 2) ..] for even c, the high nibbles for odd c.
-      const uint8_t* q4 = w[i].qs + 32 * (c / 2);
-      const int shift = 4 * (c % 2);
-      int32_t sum = 0;
-      for (int l = 0; l < 32; ++l) sum += ((q4[l] >> shift) & 0xF) * a[i].qs[32 * c + l];
-      isum += scale * sum;
-      msum += min * (a[i].bsums[2 * c] + a[i].bsums[2 * c + 1]);
-    }
-    const float d = a[i].d * fp16_to_fp32(w[i].d);
-    const float dmin = a[i].d * fp16_to_fp32(w[i].dmin);
-    acc = fma_ordered(d, static_cast<float>(isum), acc);
-    acc = fma_ordered(-dmin, static_cast<float>(msum), acc);
-  }
-  return acc;
-}
-
 }  // namespace sniper

@@ -30,12 +30,4 @@ void dequantize_row_q4_K_ref(const BlockQ4_K* x, float* y, int64_t n);
 // the way ggml's scalar kernel orders it.
 float vec_dot_q4_K_q8_K_ref(int64_t n, const BlockQ4_K* w, const BlockQ8_K* a);
 
-// The same dot in super-block order, the order of the AVX-512 row-lane gemm
-// (kernels/x86/gemm_q4_k_rows512.h), which keeps one output per lane and so one float accumulator
-// per output: per super-block the exact integer sums isum = sum_c scale_c * (sum of q * a over
-// chunk c) and msum = sum_c min_c * (q8 sum of chunk c), then
-//   acc = fma(d_y * d, isum, acc);  acc = fma(-(d_y * dmin), msum, acc).
-// It differs from vec_dot_q4_K_q8_K_ref by float rounding only.
-float dot_q4_K_q8_K_superblock_order_ref(int64_t n, const BlockQ4_K* w, const BlockQ8_K* a);
-
 }  // namespace sniper

@@ -156,8 +156,7 @@ RowsTwin rows_twin(GgmlType type) {
   switch (type) {
     case GgmlType::kQ4_K:
       return [](int64_t n, const uint8_t* w, const uint8_t* a) {
-        return dot_q4_K_q8_K_superblock_order_ref(n, reinterpret_cast<const BlockQ4_K*>(w),
-                                                  reinterpret_cast<const BlockQ8_K*>(a));
+        return vec_dot_q4_K_q8_K_ref(n, reinterpret_cast<const BlockQ4_K*>(w), reinterpret_cast<const BlockQ8_K*>(a));
       };
     default: return nullptr;
   }

@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: MIT
-// The row-lane gemm (gemm_rows512.h) for Q4_K: each output equals
-// dot_q4_K_q8_K_superblock_order_ref (quant/q4_k.h) bit for bit.
+// The row-lane gemm (gemm_rows512.h) for Q4_K: each output equals vec_dot_q4_K_q8_K_ref
+// (quant/q4_k.h), i.e. ggml's AVX2 vec_dot order that the reference engine runs for a batch of
+// any size (llamafile's tinyBLAS takes no K-quant, so its mul_mat goes through vec_dot), bit
+// for bit. An earlier single-accumulator super-block order differed by rounding only, which a
+// 256-token prompt carried to a per-row NMSE of 4.6e-4 (syn-qwen3-Q4_K_M) and 4e-3 (MoE).
 //
-// Four vpdpbusd cover 16 elements of a chunk, a sum that fits 16 bits (|16 * 15 * 127| < 2^15),
-// so one vpdpwssd against [scale | 0] words applies the chunk's scale exactly. Per super-block,
-// 16 rows and one token that is 64 + 16 integer instructions for 4096 products, against 128 in
-// the pair tiles; the mins (8 vpdpwssd of [min | min] words against the token's 16-element sums,
-// straight from its block) and the float step (two converts, multiplies and FMAs) add 14. The transposed copy costs 24 shuffles and 24 logic ops
-// per 32-byte slice of 16 rows, once per call.
+// ggml keeps 8 float lanes per output, lane d holding bytes 4d..4d+3 of every 32-element chunk
+// times the chunk's scale (integer sum per super-block, then one FMA with d), and 4 float lanes
+// for the mins (a pair of chunks each). Here one vpmaddubsw gives lane d's 4 products of one
+// chunk for 16 rows as two words of 2 products (no accumulator register to clear, unlike
+// vpdpbusd), and one vpdpwssd against [scale | scale] words adds them times the chunk's scale
+// into lane d's exact integer sum. Per super-block, 16 rows and one token that is 64
+// + 64 integer instructions for 4096 products, against 128 in the pair tiles; the mins (8
+// vpdpwssd of [min | min] words against the token's 16-element sums, straight from its block)
+// and the float step (12 converts and FMAs) add 24. The transposed copy costs 24 shuffles and 24
+// logic ops per 32-byte slice of 16 rows, once per call.
 // Include only from AVX-512 TUs.
 #pragma once
 
@@ -18,14 +25,16 @@ namespace sniper::x86 {
 namespace {
 
 struct Q4KRows {
-  // Measured (2 threads, 4096 x 4096): 6 tokens 197 GFLOP/s in the pair tiles against 154 here,
-  // 8 tokens 229-232 against 204-266, 64 tokens 275 against 477.
+  // Measured before the kernel took ggml's lane order (2 threads, 4096 x 4096): 6 tokens 197
+  // GFLOP/s in the pair tiles against 154 here, 8 tokens 229-232 against 204-266. In ggml's
+  // order (1 thread, 64 tokens, best of 6 on a shared host): 149 in the pair tiles, 217 here,
+  // 359 in the former single-accumulator order. The threshold was not measured again.
   static constexpr int kMinTokens = 8;
 
   // One super-block of 16 rows, rows in lanes.
   struct alignas(64) Block {
     __m512i q[8][8];   // [chunk c][dword d]: lane r = row r's elements 32c + 4d .. 32c + 4d + 3 (0..15)
-    __m512i sc[8];     // [chunk c]: lane r = [scale c of row r | 0] as words
+    __m512i sc[8];     // [chunk c]: lane r = [scale c | scale c] of row r as words
     __m512i mins[8];   // [chunk c]: lane r = [min c | min c] of row r as words
     __m512 d, dmin;    // lane r = row r's d, dmin
   };
@@ -55,8 +64,9 @@ struct Q4KRows {
       }
       transpose_16x8(z, t);
       for (int p = 0; p < 4; ++p) {
-        b.sc[2 * p] = _mm512_and_si512(t[p], low_word);
-        b.sc[2 * p + 1] = _mm512_srli_epi32(t[p], 16);
+        const __m512i sc_lo = _mm512_and_si512(t[p], low_word), sc_hi = _mm512_srli_epi32(t[p], 16);
+        b.sc[2 * p] = _mm512_or_si512(sc_lo, _mm512_slli_epi32(sc_lo, 16));
+        b.sc[2 * p + 1] = _mm512_or_si512(sc_hi, _mm512_slli_epi32(sc_hi, 16));
         const __m512i min_lo = _mm512_and_si512(t[4 + p], low_word), min_hi = _mm512_srli_epi32(t[4 + p], 16);
         b.mins[2 * p] = _mm512_or_si512(min_lo, _mm512_slli_epi32(min_lo, 16));
         b.mins[2 * p + 1] = _mm512_or_si512(min_hi, _mm512_slli_epi32(min_hi, 16));
@@ -68,41 +78,53 @@ struct Q4KRows {
   }
 
   // The 16 rows of `blocks` against NT tokens a[t]; row r of token t to out[t * out_stride + r]
-  // for the rows in `lanes`.
+  // for the rows in `lanes`. ggml's order per output: 8 float accumulators (lane d: bytes
+  // 4d..4d+3 of every chunk) and 4 for the mins (chunk pair m), reduced at the end.
   template <int NT>
   static void tile(int64_t n_sb, const Block* blocks, const BlockQ8_K* const* a, float* out, int64_t out_stride,
                    __mmask16 lanes) {
-    __m512 acc[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    __m512 acc[NT][8], acc_m[NT][4];
+    for (int t = 0; t < NT; ++t) {
+      for (int d = 0; d < 8; ++d) acc[t][d] = _mm512_setzero_ps();
+      for (int m = 0; m < 4; ++m) acc_m[t][m] = _mm512_setzero_ps();
+    }
     for (int64_t i = 0; i < n_sb; ++i) {
       const Block& b = blocks[i];
-      __m512i isum[NT];
-      for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
-      for (int c = 0; c < 8; ++c) {
-        for (int half = 0; half < 2; ++half) {
-          const __m512i w0 = b.q[c][4 * half], w1 = b.q[c][4 * half + 1];
-          const __m512i w2 = b.q[c][4 * half + 2], w3 = b.q[c][4 * half + 3];
+      __m512 dd[NT];
+      for (int t = 0; t < NT; ++t) dd[t] = _mm512_mul_ps(_mm512_set1_ps(a[t][i].d), b.d);
+      for (int d = 0; d < 8; ++d) {
+        __m512i isum[NT];
+        for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
+        for (int c = 0; c < 8; ++c) {
+          const __m512i w = b.q[c][d], sc = b.sc[c];
           for (int t = 0; t < NT; ++t) {
-            const int8_t* y = a[t][i].qs + 32 * c + 16 * half;
-            __m512i x = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w0, bcast32(y));
-            x = _mm512_dpbusd_epi32(x, w1, bcast32(y + 4));
-            x = _mm512_dpbusd_epi32(x, w2, bcast32(y + 8));
-            x = _mm512_dpbusd_epi32(x, w3, bcast32(y + 12));
-            isum[t] = _mm512_dpwssd_epi32(isum[t], x, b.sc[c]);
+            // Two words of 2 products each (|sum| < 2^12), times the chunk's scale, summed exactly
+            // into the lane's int32.
+            const __m512i x = _mm512_maddubs_epi16(w, bcast32(a[t][i].qs + 32 * c + 4 * d));
+            isum[t] = _mm512_dpwssd_epi32(isum[t], x, sc);
           }
         }
+        for (int t = 0; t < NT; ++t) acc[t][d] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(isum[t]), acc[t][d]);
       }
       for (int t = 0; t < NT; ++t) {
-        // msum = sum_c min_c * (bsum 2c + bsum 2c + 1): [min c | min c] against the token's two
-        // 16-element sums of chunk c, read as one dword of its block.
-        __m512i m = _mm512_madd_epi16(b.mins[0], bcast32(a[t][i].bsums));
-        for (int c = 1; c < 8; ++c) m = _mm512_dpwssd_epi32(m, b.mins[c], bcast32(a[t][i].bsums + 2 * c));
-        const __m512 dy = _mm512_set1_ps(a[t][i].d);
-        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dy, b.d), _mm512_cvtepi32_ps(isum[t]), acc[t]);
-        acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dy, b.dmin), _mm512_cvtepi32_ps(m), acc[t]);
+        // Chunk pair m: min 2m * (bsum 4m + bsum 4m + 1) + min 2m+1 * (bsum 4m+2 + bsum 4m+3), from
+        // [min c | min c] words against the token's two 16-element sums of chunk c (one dword).
+        const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(a[t][i].d), b.dmin);
+        for (int m = 0; m < 4; ++m) {
+          __m512i p = _mm512_madd_epi16(b.mins[2 * m], bcast32(a[t][i].bsums + 4 * m));
+          p = _mm512_dpwssd_epi32(p, b.mins[2 * m + 1], bcast32(a[t][i].bsums + 4 * m + 2));
+          acc_m[t][m] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(p), acc_m[t][m]);
+        }
       }
     }
-    for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(out + t * out_stride, lanes, acc[t]);
+    for (int t = 0; t < NT; ++t) {
+      // hsum8 then hsum4 in ggml's order (quant/lane_order.h).
+      const __m512 h0 = _mm512_add_ps(acc[t][4], acc[t][0]), h1 = _mm512_add_ps(acc[t][5], acc[t][1]);
+      const __m512 h2 = _mm512_add_ps(acc[t][6], acc[t][2]), h3 = _mm512_add_ps(acc[t][7], acc[t][3]);
+      const __m512 s = _mm512_add_ps(_mm512_add_ps(h0, h2), _mm512_add_ps(h1, h3));
+      const __m512 sm = _mm512_add_ps(_mm512_add_ps(acc_m[t][0], acc_m[t][2]), _mm512_add_ps(acc_m[t][1], acc_m[t][3]));
+      _mm512_mask_storeu_ps(out + t * out_stride, lanes, _mm512_add_ps(s, sm));
+    }
   }
 };
 

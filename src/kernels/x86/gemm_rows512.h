@@ -6,9 +6,9 @@
 // then pairs to dwords). With 16 rows in the lanes, one vpdpbusd multiplies 4 weight bytes of
 // each row by the same 4 activation bytes (a broadcast from memory) and adds them into the row's
 // lane: 64 products per instruction, and the scale of a 16-element group is applied once per
-// four of them. Each output has a single float accumulator, its 16 rows are one 64-byte store,
-// and its order is the super-block order of the type's scalar twin
-// (dot_*_superblock_order_ref in quant/), which each kernel equals bit for bit.
+// four of them. Each output's float accumulators follow the reference's lane order (the type's
+// scalar vec_dot twin in quant/, which each kernel equals bit for bit), its 16 rows are one
+// 64-byte store.
 //
 // The price is a transposed copy of the weights: for each group of 16 rows, every super-block is
 // rewritten once per call into a kernel's Block (bytes 4d..4d+3 of chunk c of every row, decoded

@@ -33,7 +33,7 @@ void patch_kquants_avx512(KernelTable& t) {
     case GgmlType::kQ4_K:
       t.vec_dot = &x86::vec_dot_entry<x86::DotQ4_K512>;
       t.gemm = &x86::gemm_tiles<x86::TilesQ4_K, x86::DotQ4_K512, x86::matvec_q4_k>;
-      t.gemm_rows = &x86::gemm_rows<x86::Q4KRows>;  // twin: dot_q4_K_q8_K_superblock_order_ref
+      t.gemm_rows = &x86::gemm_rows<x86::Q4KRows>;  // twin: vec_dot_q4_K_q8_K_ref
       t.rows_min_tokens = x86::Q4KRows::kMinTokens;
       t.rows_max_blocks = x86::kRowsMaxSuperBlocks;
       t.rows_group = x86::kRowLanes;
