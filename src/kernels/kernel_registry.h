@@ -7,6 +7,7 @@
 #pragma once
 
 #include "base/cpu_features.h"
+#include "kernels/delta_net.h"
 #include "kernels/kernels.h"
 
 namespace sniper::kernels_internal {
@@ -50,5 +51,16 @@ bool attention_kq_q8_0_avx512(int64_t n, int64_t n_rows, int64_t n_heads, const 
                               const uint8_t* q, size_t q_row_bytes, float* scores, int64_t s_stride);
 void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
                                int64_t w_stride, int64_t n_w, float* out);
+
+// Gated delta net (kernels/delta_net.h). The check CHECKs a call's shape; the AVX-512 twin runs
+// head dims 64, 128, 192 and 256 itself and hands any other to delta_net_ref.
+void check_delta_net_args(const DeltaNetArgs& a, int64_t head_begin, int64_t head_end);
+void delta_net_avx512(const DeltaNetArgs& a, int64_t head_begin, int64_t head_end);
+
+// GELU (kernels/activations.h): the widened f16 GELU table (65536 floats, built on first use)
+// and the AVX-512 twins of gelu_ref / geglu_ref.
+const float* gelu_table_f32();
+void gelu_avx512(const float* x, float* y, int64_t n);
+void geglu_avx512(const float* gate, const float* up, float* out, int64_t n);
 
 }  // namespace sniper::kernels_internal

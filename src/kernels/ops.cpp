@@ -7,38 +7,14 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/ggml_math.h"
 #include "kernels/kernel_registry.h"
 #include "quant/q8_0.h"
 
 namespace sniper {
 
-namespace {
-
-// ggml's vectorised expf (ggml-cpu vec.h, AVX-512 variant), evaluated lane by lane with the
-// same fused multiply-adds, so results are bit-identical to the reference engine's. Max error
-// ~1.5 ulp against libm; |n| > 192 saturates to 0 or inf.
-inline float ggml_expf(float x) {
-  const float r = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, r);
-  const float n = z - r;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
-  const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
-  return std::ldexp(j, static_cast<int>(n));
-}
-
-// _mm512_reduce_add_ps's summation tree over 16 lanes.
-inline float reduce_add_16(const float* v) {
-  float t3[8], t6[4];
-  for (int i = 0; i < 8; ++i) t3[i] = v[i + 8] + v[i];
-  for (int i = 0; i < 4; ++i) t6[i] = t3[i + 4] + t3[i];
-  const float t8_0 = t6[0] + t6[2], t8_1 = t6[1] + t6[3];
-  return t8_0 + t8_1;
-}
-
-}  // namespace
+using kernels_internal::ggml_expf;
+using kernels_internal::reduce_add_16;
 
 void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps) {
   double sum = 0.0;  // ggml_float accumulation
@@ -62,6 +38,38 @@ void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const
     cos_out[i] = std::cos(t);
     sin_out[i] = std::sin(t);
     theta *= theta_scale;
+  }
+}
+
+void rope_angles_multi(const int64_t pos[4], const int32_t sections[4], bool interleaved, int64_t n_rot, float base,
+                       float freq_scale, const float* freq_factors, float* cos_out, float* sin_out) {
+  CHECK(sections[0] >= 0 && sections[1] >= 0 && sections[2] >= 0 && sections[3] >= 0 &&
+            sections[0] + sections[1] + sections[2] + sections[3] > 0,
+        "rope_angles_multi: sections [%d, %d, %d, %d]", sections[0], sections[1], sections[2], sections[3]);
+  const int64_t sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
+  const int64_t sec_w = sections[0] + sections[1];  // first w sector (not interleaved)
+  const float theta_scale = std::pow(base, -2.0f / static_cast<float>(n_rot));
+  float theta[4];  // t, h, w, e
+  for (int c = 0; c < 4; ++c) theta[c] = static_cast<float>(pos[c]);
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    const int64_t sector = i % sect_dims;
+    int c = 3;
+    if (interleaved) {
+      if (sector % 3 == 1 && sector < 3 * sections[1]) {
+        c = 1;
+      } else if (sector % 3 == 2 && sector < 3 * sections[2]) {
+        c = 2;
+      } else if (sector % 3 == 0 && sector < 3 * sections[0]) {
+        c = 0;
+      }
+    } else {
+      c = sector < sections[0] ? 0 : sector < sec_w ? 1 : sector < sec_w + sections[2] ? 2 : 3;
+    }
+    const float ff = freq_factors != nullptr ? freq_factors[i] : 1.0f;
+    const float t = freq_scale * (theta[c] / ff);
+    cos_out[i] = std::cos(t);
+    sin_out[i] = std::sin(t);
+    for (float& th : theta) th *= theta_scale;
   }
 }
 

@@ -22,8 +22,23 @@ enum class RopeStyle {
 // Precomputed per-position rotation for one head: cos/sin of n_rot/2 angles.
 // theta_i = pos * freq_scale * base^(-2i/n_rot) / freq_factors[i], computed by repeated float
 // multiplication exactly as ggml does (the rounding of theta is part of the reference numerics).
+// A freq factor of 1e30 (Gemma 4's rope_freqs for the pairs past partial_rotary_factor) gives
+// theta ~ 1e-26: cos 1, sin ~1e-26, so rope_apply leaves such a pair unchanged up to that
+// rounding (bit for bit unless the other element is ~1e26 times larger), as the reference does.
 void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const float* freq_factors,
                  float* cos_out, float* sin_out);
+
+// Multi-section rope angles (ggml_rope_multi) for one token with positions pos = {t, h, w, e}:
+// pair i (i < n_rot/2) lies in sector i % (sections[0] + ... + sections[3]) and takes its angle
+// from one component. Interleaved (IMRoPE, Qwen3.5's rope.dimension_sections): sector % 3 == 0
+// and sector < 3 * sections[0] -> t, % 3 == 1 and < 3 * sections[1] -> h, % 3 == 2 and
+// < 3 * sections[2] -> w, else e. Not interleaved (MRoPE): consecutive runs of sections[0] t,
+// sections[1] h, sections[2] w, then e. Each component's theta is advanced by the same repeated
+// float multiplication as rope_angles, so when every component a pair uses equals pos (a text
+// token: t = h = w = pos) the result is rope_angles(pos)'s bits. Sections must
+// be >= 0 with a positive sum (CHECKed). The pairs rotate NeoX-style (rope_apply kNeox).
+void rope_angles_multi(const int64_t pos[4], const int32_t sections[4], bool interleaved, int64_t n_rot, float base,
+                       float freq_scale, const float* freq_factors, float* cos_out, float* sin_out);
 
 // Rotates the first n_rot dims of each of n_heads heads (head_dim apart) in place.
 void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style,

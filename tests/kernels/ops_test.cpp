@@ -258,5 +258,86 @@ TEST(Ops, Q8_0WeightedRowsEveryTier) {
   }
 }
 
+// IMRoPE / MRoPE: text tokens (t = h = w) give rope_angles' bits for Qwen3.5's sections (the
+// small fixture's [3,3,2,0] at n_rot 16, the real [11,11,10,0] at n_rot 64), and distinct
+// positions follow the sector rule, transcribed here directly (ggml_mrope_cache_init).
+TEST(Ops, RopeMultiSections) {
+  const int32_t configs[][4] = {{3, 3, 2, 0}, {11, 11, 10, 0}, {2, 1, 1, 2}};
+  const int64_t n_rots[] = {16, 64, 24};
+  for (int ci = 0; ci < 3; ++ci) {
+    const int32_t* sec = configs[ci];
+    const int64_t n_rot = n_rots[ci];
+    const size_t half = static_cast<size_t>(n_rot / 2);
+    for (bool interleaved : {true, false}) {
+      for (int64_t pos : {0, 1, 37, 4095}) {
+        const int64_t p4[4] = {pos, pos, pos, interleaved && sec[3] == 0 ? 0 : pos};
+        std::vector<float> c(half), s(half), c1(half), s1(half);
+        rope_angles_multi(p4, sec, interleaved, n_rot, 1e7f, 1.0f, nullptr, c.data(), s.data());
+        rope_angles(pos, n_rot, 1e7f, 1.0f, nullptr, c1.data(), s1.data());
+        for (size_t i = 0; i < half; ++i) {
+          ASSERT_EQ(std::memcmp(&c[i], &c1[i], 4), 0) << ci << " pos " << pos << " pair " << i;
+          ASSERT_EQ(std::memcmp(&s[i], &s1[i], 4), 0) << ci << " pos " << pos << " pair " << i;
+        }
+      }
+      const int64_t p4[4] = {100, 7, 300, 11};
+      std::vector<float> c(half), s(half);
+      rope_angles_multi(p4, sec, interleaved, n_rot, 1e4f, 1.0f, nullptr, c.data(), s.data());
+      const int64_t sect_dims = sec[0] + sec[1] + sec[2] + sec[3];
+      for (int64_t i = 0; i < n_rot / 2; ++i) {
+        const int64_t sector = i % sect_dims;
+        int comp;
+        if (interleaved) {
+          comp = sector % 3 == 1 && sector < 3 * sec[1]   ? 1
+                 : sector % 3 == 2 && sector < 3 * sec[2] ? 2
+                 : sector % 3 == 0 && sector < 3 * sec[0] ? 0
+                                                          : 3;
+        } else {
+          comp = sector < sec[0] ? 0 : sector < sec[0] + sec[1] ? 1 : sector < sec[0] + sec[1] + sec[2] ? 2 : 3;
+        }
+        const double theta = static_cast<double>(p4[comp]) * std::pow(1e4, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+        EXPECT_NEAR(c[static_cast<size_t>(i)], std::cos(theta), 2e-4) << ci << " pair " << i;
+        EXPECT_NEAR(s[static_cast<size_t>(i)], std::sin(theta), 2e-4) << ci << " pair " << i;
+      }
+    }
+  }
+}
+
+// Gemma 4's partial rotation: rope_freqs = 16 x 1 then 48 x 1e30 on a 128-wide head (n_rot 128,
+// NeoX): the first 16 pairs rotate as theta / 1, the other 48 stay as they are bit for bit, and
+// a head dim beyond n_rot is untouched.
+TEST(Ops, RopeFreqFactorOf1e30LeavesThePairAlone) {
+  const int64_t n_rot = 128, head_dim = 160, n_heads = 2;
+  std::vector<float> ff(64, 1.0f);
+  for (size_t i = 16; i < 64; ++i) ff[i] = 1e30f;
+  for (int64_t pos : {1, 15, 511, 4000}) {
+    std::vector<float> c(64), s(64), c1(64), s1(64);
+    rope_angles(pos, n_rot, 1e6f, 1.0f, ff.data(), c.data(), s.data());
+    rope_angles(pos, n_rot, 1e6f, 1.0f, nullptr, c1.data(), s1.data());
+    const auto x = random_vec(static_cast<size_t>(head_dim * n_heads), 40 + static_cast<uint32_t>(pos));
+    auto y = x;
+    rope_apply(y.data(), n_heads, head_dim, n_rot, RopeStyle::kNeox, c.data(), s.data());
+    for (int64_t h = 0; h < n_heads; ++h) {
+      const float* xh = x.data() + h * head_dim;
+      const float* yh = y.data() + h * head_dim;
+      for (int64_t i = 0; i < 64; ++i) {
+        const size_t iu = static_cast<size_t>(i);
+        if (i < 16) {
+          ASSERT_EQ(c[iu], c1[iu]);
+          ASSERT_EQ(s[iu], s1[iu]);
+          const double th = static_cast<double>(pos) * std::pow(1e6, -2.0 * static_cast<double>(i) / 128.0);
+          // theta is a float advanced by repeated multiplication: its error grows with pos.
+          EXPECT_NEAR(yh[i], xh[i] * std::cos(th) - xh[i + 64] * std::sin(th), 1e-4 * (1.0 + static_cast<double>(pos) / 256.0));
+        } else {
+          EXPECT_EQ(c[iu], 1.0f);
+          EXPECT_LT(std::fabs(s[iu]), 1e-25f);
+          ASSERT_EQ(std::memcmp(&yh[i], &xh[i], 4), 0) << "pos " << pos << " pair " << i;
+          ASSERT_EQ(std::memcmp(&yh[i + 64], &xh[i + 64], 4), 0) << "pos " << pos << " pair " << i;
+        }
+      }
+      for (int64_t i = n_rot; i < head_dim; ++i) ASSERT_EQ(std::memcmp(&yh[i], &xh[i], 4), 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sniper
