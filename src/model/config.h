@@ -18,15 +18,20 @@ namespace sniper {
 // The token mixer of a layer (model/blocks/): what it reads from and keeps in the sequence state.
 enum class MixerKind : uint8_t {
   kAttention,  // softmax attention over the layer's KV cache (model/blocks/attention.cpp)
+  kGemma4Attention,  // q/k/v-normed attention, per-layer rope, window ring, post norm (model/blocks/gemma4_attention.cpp)
 };
 
 // The feed-forward block of a layer.
 enum class FfnKind : uint8_t {
   kDense,  // SwiGLU: down(silu(gate x) * up x)  (model/blocks/dense_ffn.cpp)
   kMoe,    // routed experts (model/blocks/moe_ffn.cpp)
+  kGeluDense,  // GELU FFN with a post norm (model/blocks/gelu_ffn.cpp)
+  kGemma4Moe,  // GELU FFN + routed GELU experts, each post-normed (model/blocks/gemma4_moe_ffn.cpp)
 };
 
 const char* mixer_kind_name(MixerKind kind);
+// kAttention or kGemma4Attention (both keep KV rows).
+bool is_attention(MixerKind kind);
 const char* ffn_kind_name(FfnKind kind);
 
 // One layer of the layer plan: which blocks it runs and the mixer's own shape (hybrid models
@@ -40,10 +45,20 @@ struct LayerPlan {
   int64_t head_dim = 0;     // attention: per-head width of q, k and v
   int64_t sliding_window = 0;   // attention: 0 = every earlier position, else the last N
   int64_t kv_shared_with = -1;  // attention: >= 0 reads that earlier layer's KV instead of its own
+  int64_t rope_dims = 0;        // kGemma4Attention: rotated dims of the layer (0: the model's rope_dims)
+  float rope_base = 0.0f;       // kGemma4Attention: the layer's rope base (0: the model's rope_base)
+  bool rope_freqs = false;      // kGemma4Attention: the layer divides theta by rope_freqs
+  int64_t ffn_dim = 0;          // kGeluDense / kGemma4Moe: the dense FFN's width (0: hidden_dim)
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
 };
+
+// A kGemma4Attention sliding layer keeps a ring of 2 * sliding_window positions (0: no window):
+// a forward chunk of up to sliding_window + 1 tokens then still finds every key of its first
+// token after the chunk's own rows were stored (the shared-KV layers read them later in the same
+// forward). Transformer::forward splits longer chunks.
+inline int64_t sliding_ring_slots(const LayerPlan& lp) { return 2 * lp.sliding_window; }
 
 struct ModelConfig {
   std::string arch;            // general.architecture, e.g. "qwen3moe"
@@ -68,6 +83,9 @@ struct ModelConfig {
   bool qkv_bias = false;       // q/k/v projections carry biases (qwen2)
   bool qk_norm = false;        // per-head RMS norm on q and k (qwen3)
   bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
+  float embd_scale = 0.0f;     // > 0: token embeddings are multiplied by it (gemma4: sqrt(dim))
+  float final_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap) (final_logit_softcapping)
+  int64_t per_layer_dim = 0;   // > 0: per-layer embedding inputs of this width (gemma4 E-models)
   std::vector<LayerPlan> layers;  // [n_layers] the layer plan (validated by load_model_config)
 
   bool is_moe() const { return n_experts > 0; }

@@ -29,6 +29,7 @@ extern const ArchSpec kLlamaArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
 extern const ArchSpec kQwen3MoeArch;
+extern const ArchSpec kGemma4Arch;
 
 // All registered architectures.
 std::span<const ArchSpec* const> registered_archs();

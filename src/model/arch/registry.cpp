@@ -12,6 +12,7 @@ constexpr const ArchSpec* kArchs[] = {
     &kQwen2Arch,
     &kQwen3Arch,
     &kQwen3MoeArch,
+    &kGemma4Arch,
 };
 }  // namespace
 
