@@ -8,6 +8,9 @@
 
 namespace sniper {
 
+// gemma4 E-models' per-layer embedding table ([n_layers * per_layer_dim] x vocab rows).
+inline constexpr const char* kPerLayerTokenEmbdName = "per_layer_token_embd.weight";
+
 enum class TensorRole {
   kAlways,     // norms, routers, output head, biases, rope factors: needed every token
   kEmbedding,  // token_embd: one row per token
