@@ -3,6 +3,10 @@
 //   xb = rms_norm(x) * attn_norm; x += Mixer(xb)    (attention: writes the layer's KV rows)
 //   xb = rms_norm(x) * ffn_norm;  x += FFN(xb)      (dense SwiGLU, or routed experts)
 // and finally logits = W_out (rms_norm(x) * output_norm).
+// gemma4 adds (per ModelConfig): embeddings * embd_scale; per-layer inputs (PerLayerEmbedding)
+// computed from them, whose branch joins x after the FFN; x *= layer_output_scale; the final
+// logit softcap. Its blocks post-norm their own outputs. A chunk longer than a sliding ring
+// allows runs in parts (forward -> forward_chunk).
 #include "model/transformer.h"
 
 #include <algorithm>
@@ -111,6 +115,16 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   floats += k * (2 * ff + dim);  // one decode step's experts together
   floats += 2 * B * k + 2 * static_cast<size_t>(c.n_experts) + 1;  // expert routing lists (int32)
   floats += B * static_cast<size_t>(c.vocab_size);  // logits of a full batch
+  if (c.per_layer_dim > 0) {  // gemma4 per-layer inputs: token rows, projection, gate, output
+    floats += B * (2 * static_cast<size_t>(c.n_layers * c.per_layer_dim) + static_cast<size_t>(c.per_layer_dim) + dim);
+  }
+  size_t gemma_ffn = 0;  // gemma4 blocks: the dense MLP beside the experts, router input, sums
+  for (const LayerPlan& lp : c.layers) {
+    if (lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe) {
+      gemma_ffn = std::max(gemma_ffn, B * (2 * static_cast<size_t>(lp.ffn_dim) + 4 * dim));
+    }
+  }
+  floats += gemma_ffn;
   // Quantized activation buffers (at most ~1.2 bytes per float for any type, four buffers) and
   // attention scratch per thread (scores over the context plus a row).
   const size_t acts = 4 * B * std::max(dim, ff) * 2;
