@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "engine/model.h"
+#include "weights/tensor_roles.h"
 
 #include <algorithm>
 
@@ -31,6 +32,7 @@ const char* residency_mode_name(ResidencyMode mode) {
 Model::~Model() {
   // Streaming sources drain their reads before the I/O engine and the file go away.
   embedding_rows_.reset();
+  per_layer_rows_.reset();
   layer_streamer_.reset();
   expert_cache_.reset();
   io_.reset();
@@ -132,6 +134,9 @@ Status Model::setup_streaming() {
   if (plan_.stream_embeddings) {
     embedding_rows_ = std::make_unique<StreamedRows>(gguf_.find_tensor(kTokenEmbdName), io_.get());
   }
+  if (plan_.stream_per_layer_embeddings) {
+    per_layer_rows_ = std::make_unique<StreamedRows>(gguf_.find_tensor(kPerLayerTokenEmbdName), io_.get());
+  }
   if (plan_.stream_experts) {
     auto located = locate_experts(gguf_, c.n_layers, c.n_experts);
     if (!located.ok()) return make_error("%s: %s", gguf_.path.c_str(), located.error().message.c_str());
@@ -168,6 +173,7 @@ WeightSources Model::sources() {
   s.experts = expert_cache_ ? static_cast<ExpertSource*>(expert_cache_.get()) : resident_experts_.get();
   s.layers = layer_streamer_.get();
   s.embeddings = embedding_rows_.get();
+  s.per_layer_embeddings = per_layer_rows_.get();
   return s;
 }
 

@@ -77,6 +77,7 @@ class Model {
   ExpertCache* expert_cache() { return expert_cache_.get(); }
   LayerStreamer* layer_streamer() { return layer_streamer_.get(); }
   StreamedRows* embedding_rows() { return embedding_rows_.get(); }
+  StreamedRows* per_layer_rows() { return per_layer_rows_.get(); }
   IoEngine* io() { return io_.get(); }
   // The model's tokenizer; an Error if the file carries no vocabulary.
   Result<const Tokenizer*> tokenizer() const;
@@ -103,6 +104,7 @@ class Model {
   std::unique_ptr<ExpertCache> expert_cache_;
   std::unique_ptr<LayerStreamer> layer_streamer_;
   std::unique_ptr<StreamedRows> embedding_rows_;
+  std::unique_ptr<StreamedRows> per_layer_rows_;  // gemma4's per_layer_token_embd when streamed
   std::unique_ptr<ResidentExperts> resident_experts_;
 };
 

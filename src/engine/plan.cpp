@@ -50,6 +50,7 @@ std::string MemoryPlan::describe() const {
     line("  of which dense FFN", resident_ffn_bytes, note);
   }
   if (stream_embeddings) line("token embeddings", 0, "(streamed: one row per token)");
+  if (stream_per_layer_embeddings) line("per-layer embeddings", 0, "(streamed: one row per token)");
   if (stream_experts) {
     char note[128];
     std::snprintf(note, sizeof(note), "(%ld slots of %llu KiB; all experts: %llu MiB)", static_cast<long>(n_expert_slots),
@@ -82,13 +83,17 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   uint64_t total = 0, always = 0, embd = 0, attention = 0;
   std::vector<uint64_t> ffn_layer(static_cast<size_t>(c.n_layers), 0), attn_layer(static_cast<size_t>(c.n_layers), 0);
   uint64_t max_gate = 0, max_up = 0, max_down = 0;
+  uint64_t per_layer_embd = 0;  // gemma4's per-layer embedding table (part of embd)
   const uint64_t n_exp = static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1));
   for (const GgufTensorInfo& t : file.tensors()) {
     total += t.nbytes;
     const int64_t l = tensor_layer(t.name);
     switch (tensor_role(t.name)) {
       case TensorRole::kAlways: always += t.nbytes; break;
-      case TensorRole::kEmbedding: embd += t.nbytes; break;
+      case TensorRole::kEmbedding:
+        embd += t.nbytes;
+        if (t.name == kPerLayerTokenEmbdName) per_layer_embd += t.nbytes;
+        break;
       case TensorRole::kExpert:
         p.total_expert_bytes += t.nbytes;
         {
@@ -120,8 +125,11 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   // Something streams. The output head is needed in full every token: when the embeddings are
   // tied to it they stay resident, otherwise they are read one row per token.
   p.stream_embeddings = !c.tied_embeddings;
-  const uint64_t always_bytes = always + attention + (p.stream_embeddings ? 0 : embd);
+  // A per-layer embedding table is no output head: it is read by rows whenever something streams.
+  p.stream_per_layer_embeddings = per_layer_embd > 0;
+  const uint64_t always_bytes = always + attention + (p.stream_embeddings ? 0 : embd - per_layer_embd);
   if (p.stream_embeddings) p.streamed_tensors.insert(kTokenEmbdName);
+  if (p.stream_per_layer_embeddings) p.streamed_tensors.insert(kPerLayerTokenEmbdName);
 
   if (c.is_moe()) {
     p.stream_experts = true;

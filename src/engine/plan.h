@@ -51,6 +51,7 @@ struct MemoryPlan {
   uint64_t resident_weight_bytes = 0;
   bool all_resident = false;         // nothing streams
   bool stream_embeddings = false;    // token_embd read one row per token
+  bool stream_per_layer_embeddings = false;  // gemma4's per_layer_token_embd read one row per token
   bool stream_experts = false;
   ExpertSlotLayout slot;
   int64_t n_expert_slots = 0;

@@ -2,6 +2,7 @@
 // GGUF metadata -> ModelConfig. Keys are "<arch>.<name>" as llama.cpp writes them.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -29,12 +30,34 @@ Result<int64_t> int_in_range_or(const GgufFile& file, const std::string& key, in
   return int_in_range(file, key, lo, hi);
 }
 
+// As int_in_range_or, but a per-layer array (gemma4's head_count_kv, feed_forward_length) gives
+// its largest item (the architecture's finish() reads the items per layer).
+Result<int64_t> int_or_array_max(const GgufFile& file, const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
+  const GgufValue* v = file.find(key);
+  if (v == nullptr || v->array_size() == 0 || v->is_integer()) return int_in_range_or(file, key, fallback, lo, hi);
+  auto items = file.get_int_array(key);
+  if (!items.ok()) return items.error();
+  if ((*items)->empty()) return make_error("%s is an empty array", key.c_str());
+  int64_t m = lo;
+  for (int64_t x : **items) {
+    if (x < lo || x > hi) {
+      return make_error("%s has an item %ld but each must be in [%ld, %ld]", key.c_str(), static_cast<long>(x),
+                        static_cast<long>(lo), static_cast<long>(hi));
+    }
+    m = std::max(m, x);
+  }
+  return m;
+}
+
 }  // namespace
+
+bool is_attention(MixerKind kind) { return kind == MixerKind::kAttention || kind == MixerKind::kGemma4Attention; }
 
 const char* mixer_kind_name(MixerKind kind) {
   switch (kind) {
     case MixerKind::kAttention: return "attention";
     case MixerKind::kDeltaNet: return "delta-net";
+    case MixerKind::kGemma4Attention: return "gemma4-attention";
   }
   return "?";
 }
@@ -43,6 +66,8 @@ const char* ffn_kind_name(FfnKind kind) {
   switch (kind) {
     case FfnKind::kDense: return "dense";
     case FfnKind::kMoe: return "moe";
+    case FfnKind::kGeluDense: return "gelu-dense";
+    case FfnKind::kGemma4Moe: return "gemma4-moe";
   }
   return "?";
 }
@@ -87,21 +112,26 @@ Status finish_layer_plan(ModelConfig& c) {
       }
       continue;
     }
+    if ((lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe) && lp.ffn_dim <= 0) {
+      return make_error("layer %ld has a dense FFN but its %sfeed_forward_length is missing or 0", static_cast<long>(l), p.c_str());
+    }
+    if (!is_attention(lp.mixer)) continue;
     if (lp.n_heads < 1 || lp.n_kv_heads < 1 || lp.head_dim < 1 || lp.n_heads % lp.n_kv_heads != 0) {
       return make_error("layer %ld: %sattention.head_count %ld must be a positive multiple of attention.head_count_kv %ld "
                         "(head_dim %ld)", static_cast<long>(l), p.c_str(), static_cast<long>(lp.n_heads),
                         static_cast<long>(lp.n_kv_heads), static_cast<long>(lp.head_dim));
     }
-    if (c.rope_dims > lp.head_dim) {
-      return make_error("layer %ld: %srope.dimension_count %ld exceeds the layer's head_dim %ld", static_cast<long>(l),
-                        p.c_str(), static_cast<long>(c.rope_dims), static_cast<long>(lp.head_dim));
+    const int64_t rope_dims = lp.rope_dims > 0 ? lp.rope_dims : c.rope_dims;
+    if (rope_dims > lp.head_dim || rope_dims % 2 != 0) {
+      return make_error("layer %ld: %srope.dimension_count %ld must be even and at most the layer's head_dim %ld",
+                        static_cast<long>(l), p.c_str(), static_cast<long>(rope_dims), static_cast<long>(lp.head_dim));
     }
     if (lp.sliding_window < 0) {
       return make_error("layer %ld: %sattention.sliding_window is %ld but must be >= 0", static_cast<long>(l), p.c_str(),
                         static_cast<long>(lp.sliding_window));
     }
     if (lp.kv_shared_with >= 0) {
-      if (lp.kv_shared_with >= l || c.layer(lp.kv_shared_with).mixer != MixerKind::kAttention ||
+      if (lp.kv_shared_with >= l || c.layer(lp.kv_shared_with).mixer != lp.mixer ||
           c.layer(lp.kv_shared_with).kv_shared_with >= 0) {
         return make_error("layer %ld shares the KV of layer %ld, which must be an earlier attention layer with its own KV",
                           static_cast<long>(l), static_cast<long>(lp.kv_shared_with));
@@ -138,6 +168,17 @@ std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
         s.conv_floats = c.delta_net.conv_state_floats();
         s.recurrent_floats = c.delta_net.recurrent_state_floats();
         break;
+      case MixerKind::kGemma4Attention:
+        if (lp.kv_shared_with >= 0) {
+          s.kind = LayerStateKind::kSharedKv;
+          s.shared_with = lp.kv_shared_with;
+        } else {
+          s.kind = LayerStateKind::kKv;
+        }
+        s.n_kv_heads = lp.n_kv_heads;
+        s.head_dim = lp.head_dim;
+        s.window = sliding_ring_slots(lp);
+        break;
     }
   }
   return specs;
@@ -165,7 +206,7 @@ Result<ModelConfig> load_model_config(const GgufFile& file) {
   SNIPER_ASSIGN_OR_RETURN(c.n_layers, int_in_range(file, p + "block_count", 1, 4096));
   SNIPER_ASSIGN_OR_RETURN(c.n_heads, int_in_range(file, p + "attention.head_count", 1, 4096));
   SNIPER_ASSIGN_OR_RETURN(c.n_kv_heads,
-                          int_in_range_or(file, p + "attention.head_count_kv", c.n_heads, 1, c.n_heads));
+                          int_or_array_max(file, p + "attention.head_count_kv", c.n_heads, 1, c.n_heads));
   if (c.n_heads % c.n_kv_heads != 0) {
     return make_error("%sattention.head_count (%ld) must be a multiple of head_count_kv (%ld)", p.c_str(),
                       static_cast<long>(c.n_heads), static_cast<long>(c.n_kv_heads));
@@ -183,7 +224,7 @@ Result<ModelConfig> load_model_config(const GgufFile& file) {
     return make_error("%sattention.value_length is %ld but only value_length == key_length (%ld) is supported",
                       p.c_str(), static_cast<long>(value_length), static_cast<long>(c.head_dim));
   }
-  SNIPER_ASSIGN_OR_RETURN(c.hidden_dim, int_in_range_or(file, p + "feed_forward_length", 0, 0, kMaxDim * 8));
+  SNIPER_ASSIGN_OR_RETURN(c.hidden_dim, int_or_array_max(file, p + "feed_forward_length", 0, 0, kMaxDim * 8));
   SNIPER_ASSIGN_OR_RETURN(c.n_ctx_train, int_in_range_or(file, p + "context_length", 4096, 1, int64_t{1} << 24));
 
   auto eps = file.get_float(p + "attention.layer_norm_rms_epsilon");

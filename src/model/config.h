@@ -20,15 +20,20 @@ namespace sniper {
 enum class MixerKind : uint8_t {
   kAttention,  // softmax attention over the layer's KV cache (model/blocks/attention.cpp)
   kDeltaNet,   // gated delta-net linear attention with a recurrent state (model/blocks/delta_net.cpp)
+  kGemma4Attention,  // q/k/v-normed attention, per-layer rope, window ring, post norm (model/blocks/gemma4_attention.cpp)
 };
 
 // The feed-forward block of a layer.
 enum class FfnKind : uint8_t {
   kDense,  // SwiGLU: down(silu(gate x) * up x)  (model/blocks/dense_ffn.cpp)
   kMoe,    // routed experts (model/blocks/moe_ffn.cpp)
+  kGeluDense,  // GELU FFN with a post norm (model/blocks/gelu_ffn.cpp)
+  kGemma4Moe,  // GELU FFN + routed GELU experts, each post-normed (model/blocks/gemma4_moe_ffn.cpp)
 };
 
 const char* mixer_kind_name(MixerKind kind);
+// kAttention or kGemma4Attention (both keep KV rows).
+bool is_attention(MixerKind kind);
 const char* ffn_kind_name(FfnKind kind);
 
 // One layer of the layer plan: which blocks it runs and the mixer's own shape (hybrid models
@@ -44,6 +49,10 @@ struct LayerPlan {
   int64_t kv_shared_with = -1;  // attention: >= 0 reads that earlier layer's KV instead of its own
   bool attn_output_gate = false;  // attention: attn_q rows per head are [q | gate]; out = Wo (att * sigmoid(gate))
   bool shared_expert = false;     // kMoe: plus a shared SwiGLU expert scaled by sigmoid(ffn_gate_inp_shexp . x)
+  int64_t rope_dims = 0;        // kGemma4Attention: rotated dims of the layer (0: the model's rope_dims)
+  float rope_base = 0.0f;       // kGemma4Attention: the layer's rope base (0: the model's rope_base)
+  bool rope_freqs = false;      // kGemma4Attention: the layer divides theta by rope_freqs
+  int64_t ffn_dim = 0;          // kGeluDense / kGemma4Moe: the dense FFN's width (0: hidden_dim)
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -64,6 +73,11 @@ struct DeltaNetConfig {
   int64_t conv_state_floats() const { return (conv_kernel - 1) * conv_channels(); }
   int64_t recurrent_state_floats() const { return n_v_heads * head_dim * head_dim; }
 };
+// A kGemma4Attention sliding layer keeps a ring of 2 * sliding_window positions (0: no window):
+// a forward chunk of up to sliding_window + 1 tokens then still finds every key of its first
+// token after the chunk's own rows were stored (the shared-KV layers read them later in the same
+// forward). Transformer::forward splits longer chunks.
+inline int64_t sliding_ring_slots(const LayerPlan& lp) { return 2 * lp.sliding_window; }
 
 struct ModelConfig {
   std::string arch;            // general.architecture, e.g. "qwen3moe"
@@ -91,6 +105,9 @@ struct ModelConfig {
   int64_t shared_expert_hidden_dim = 0;  // expert_shared_feed_forward_length (layers with shared_expert)
   DeltaNetConfig delta_net;      // kDeltaNet layers' shape
   LayerTensor ffn_norm_tensor = LayerTensor::kFfnNorm;  // the FFN's input norm weight
+  float embd_scale = 0.0f;     // > 0: token embeddings are multiplied by it (gemma4: sqrt(dim))
+  float final_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap) (final_logit_softcapping)
+  int64_t per_layer_dim = 0;   // > 0: per-layer embedding inputs of this width (gemma4 E-models)
   std::vector<LayerPlan> layers;  // [n_layers] the layer plan (validated by load_model_config)
 
   bool is_moe() const { return n_experts > 0; }

@@ -55,6 +55,50 @@ class Binder {
   const WeightStore& store_;
 };
 
+std::string blk(int64_t l, const char* suffix) { return "blk." + std::to_string(l) + "." + suffix; }
+
+// A gemma4 layer (model/arch/gemma4.cpp): per-layer head shape and FFN width, K/V only on layers
+// with their own KV (attn_v optional: V = K), the post norms, the experts' fused gate_up and
+// scales, the per-layer embedding branch.
+Status bind_gemma4_layer(const ModelConfig& c, const Binder& b, int64_t l, LayerWeights& lw) {
+  const LayerPlan& lp = c.layer(l);
+  const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), kv_dim = lp.kv_dim(), dim = c.dim;
+  SNIPER_ASSIGN_OR_RETURN(lw.attn_norm, b.get(blk(l, "attn_norm.weight"), {dim, 1, 1, 1}, true));
+  SNIPER_ASSIGN_OR_RETURN(lw.wq, b.get(blk(l, "attn_q.weight"), {dim, q_dim, 1, 1}, false));
+  SNIPER_ASSIGN_OR_RETURN(lw.wo, b.get(blk(l, "attn_output.weight"), {q_dim, dim, 1, 1}, false));
+  SNIPER_ASSIGN_OR_RETURN(lw.q_norm, b.get(blk(l, "attn_q_norm.weight"), {hd, 1, 1, 1}, true));
+  if (lp.kv_shared_with < 0) {
+    SNIPER_ASSIGN_OR_RETURN(lw.wk, b.get(blk(l, "attn_k.weight"), {dim, kv_dim, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.wv, b.find(blk(l, "attn_v.weight"), {dim, kv_dim, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.k_norm, b.get(blk(l, "attn_k_norm.weight"), {hd, 1, 1, 1}, true));
+  }
+  SNIPER_ASSIGN_OR_RETURN(lw.post_attn_norm, b.get(blk(l, "post_attention_norm.weight"), {dim, 1, 1, 1}, true));
+  SNIPER_ASSIGN_OR_RETURN(lw.out_scale, b.find(blk(l, "layer_output_scale.weight"), {1, 1, 1, 1}, true));
+  const int64_t ff = lp.ffn_dim;
+  SNIPER_ASSIGN_OR_RETURN(lw.ffn_norm, b.get(blk(l, "ffn_norm.weight"), {dim, 1, 1, 1}, true));
+  SNIPER_ASSIGN_OR_RETURN(lw.ffn_gate, b.get(blk(l, "ffn_gate.weight"), {dim, ff, 1, 1}, false));
+  SNIPER_ASSIGN_OR_RETURN(lw.ffn_up, b.get(blk(l, "ffn_up.weight"), {dim, ff, 1, 1}, false));
+  SNIPER_ASSIGN_OR_RETURN(lw.ffn_down, b.get(blk(l, "ffn_down.weight"), {ff, dim, 1, 1}, false));
+  SNIPER_ASSIGN_OR_RETURN(lw.post_ffw_norm, b.get(blk(l, "post_ffw_norm.weight"), {dim, 1, 1, 1}, true));
+  if (lp.ffn == FfnKind::kGemma4Moe) {
+    const int64_t eff = c.expert_hidden_dim, ne = c.n_experts;
+    SNIPER_ASSIGN_OR_RETURN(lw.router, b.get(blk(l, "ffn_gate_inp.weight"), {dim, ne, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.router_scale, b.get(blk(l, "ffn_gate_inp.scale"), {dim, 1, 1, 1}, true));
+    SNIPER_ASSIGN_OR_RETURN(lw.pre_ffw_norm_2, b.get(blk(l, "pre_ffw_norm_2.weight"), {dim, 1, 1, 1}, true));
+    SNIPER_ASSIGN_OR_RETURN(lw.post_ffw_norm_1, b.get(blk(l, "post_ffw_norm_1.weight"), {dim, 1, 1, 1}, true));
+    SNIPER_ASSIGN_OR_RETURN(lw.post_ffw_norm_2, b.get(blk(l, "post_ffw_norm_2.weight"), {dim, 1, 1, 1}, true));
+    SNIPER_ASSIGN_OR_RETURN(lw.gate_up_exps, b.get(blk(l, "ffn_gate_up_exps.weight"), {dim, 2 * eff, ne, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.down_exps, b.get(blk(l, "ffn_down_exps.weight"), {eff, dim, ne, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.down_exps_scale, b.get(blk(l, "ffn_down_exps.scale"), {ne, 1, 1, 1}, true));
+  }
+  if (c.per_layer_dim > 0) {
+    SNIPER_ASSIGN_OR_RETURN(lw.inp_gate, b.get(blk(l, "inp_gate.weight"), {dim, c.per_layer_dim, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.proj, b.get(blk(l, "proj.weight"), {c.per_layer_dim, dim, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(lw.post_norm, b.get(blk(l, "post_norm.weight"), {dim, 1, 1, 1}, true));
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore& store) {
@@ -68,10 +112,20 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
     SNIPER_ASSIGN_OR_RETURN(w.output, b.get(kOutputName, {c.dim, c.vocab_size, 1, 1}, false));
   }
   SNIPER_ASSIGN_OR_RETURN(w.rope_freqs, b.find(kRopeFreqsName, {c.rope_dims / 2, 1, 1, 1}, true));
+  if (c.per_layer_dim > 0) {
+    const int64_t n = c.n_layers * c.per_layer_dim;
+    SNIPER_ASSIGN_OR_RETURN(w.per_layer_token_embd, b.get("per_layer_token_embd.weight", {n, c.vocab_size, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(w.per_layer_model_proj, b.get("per_layer_model_proj.weight", {c.dim, n, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(w.per_layer_proj_norm, b.get("per_layer_proj_norm.weight", {c.per_layer_dim, 1, 1, 1}, true));
+  }
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; ++l) {
     LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     const LayerPlan& lp = c.layer(l);
+    if (lp.mixer == MixerKind::kGemma4Attention) {
+      SNIPER_TRY(bind_gemma4_layer(c, b, l, lw));
+      continue;
+    }
     auto name = [l](LayerTensor k) { return layer_tensor_name(l, k); };
     SNIPER_ASSIGN_OR_RETURN(lw.attn_norm, b.get(name(LayerTensor::kAttnNorm), {c.dim, 1, 1, 1}, true));
     if (lp.mixer == MixerKind::kAttention) {
@@ -142,7 +196,20 @@ Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig
   const int64_t ff = c.expert_hidden_dim;
   static const char* kSplit[3] = {"ffn_gate", "ffn_up", "ffn_down"};
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    if (c.layer(l).ffn != FfnKind::kMoe) continue;
+    if (c.layer(l).ffn != FfnKind::kMoe && c.layer(l).ffn != FfnKind::kGemma4Moe) continue;
+    if (const QTensor* gu = store.find_tensor(blk(l, "ffn_gate_up_exps.weight")); gu != nullptr) {
+      // gemma4: gate and up are the two halves of each expert's fused matrix.
+      const QTensor* d = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnDownExps));
+      if (d == nullptr) return make_error("layer %ld: ffn_down_exps is missing", static_cast<long>(l));
+      for (int64_t e = 0; e < c.n_experts; ++e) {
+        const QTensor m = gu->matrix(e);
+        ExpertView v{m, m, d->matrix(e)};
+        v.gate.ne[1] = v.up.ne[1] = ff;
+        v.up.data = m.data + m.row_bytes * static_cast<size_t>(ff);
+        views[static_cast<size_t>(l)].push_back(v);
+      }
+      continue;
+    }
     const std::string merged = layer_tensor_name(l, LayerTensor::kFfnGateExps);
     if (const QTensor* g = store.find_tensor(merged); g != nullptr) {
       const QTensor* u = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnUpExps));

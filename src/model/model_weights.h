@@ -46,6 +46,19 @@ struct LayerWeights {
   QTensor shexp_gate;   // shared expert: [dim -> shared_expert_hidden_dim]
   QTensor shexp_up;     // shared expert: [dim -> shared_expert_hidden_dim]
   QTensor shexp_down;   // shared expert: [shared_expert_hidden_dim -> dim]
+  // gemma4 (kGemma4Attention, kGeluDense, kGemma4Moe, per-layer embeddings):
+  QTensor post_attn_norm;   // [dim] f32 post_attention_norm
+  QTensor post_ffw_norm;    // [dim] f32 the FFN output's norm
+  QTensor post_ffw_norm_1;  // [dim] f32 MoE layers: the dense MLP's norm
+  QTensor pre_ffw_norm_2;   // [dim] f32 MoE layers: the experts' input norm
+  QTensor post_ffw_norm_2;  // [dim] f32 MoE layers: the experts' output norm
+  QTensor router_scale;     // [dim] f32 ffn_gate_inp.scale
+  QTensor gate_up_exps;     // [dim -> 2 * expert_hidden_dim] x n_experts (gate rows, then up rows)
+  QTensor down_exps_scale;  // [n_experts] f32 ffn_down_exps.scale
+  QTensor inp_gate;         // per-layer embeddings: [dim -> per_layer_dim]
+  QTensor proj;             // per-layer embeddings: [per_layer_dim -> dim]
+  QTensor post_norm;        // per-layer embeddings: [dim] f32
+  QTensor out_scale;        // [1] f32 layer_output_scale (optional)
 };
 
 struct ModelWeights {
@@ -53,6 +66,9 @@ struct ModelWeights {
   QTensor output_norm;  // [dim] f32
   QTensor output;       // [dim -> vocab_size] (token_embd when tied)
   QTensor rope_freqs;   // optional [rope_dims/2] f32 frequency factors
+  QTensor per_layer_token_embd;  // per_layer_dim > 0: [n_layers * per_layer_dim] x vocab_size rows
+  QTensor per_layer_model_proj;  // per_layer_dim > 0: [dim -> n_layers * per_layer_dim]
+  QTensor per_layer_proj_norm;   // per_layer_dim > 0: [per_layer_dim] f32
   std::vector<LayerWeights> layers;
 };
 

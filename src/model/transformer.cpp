@@ -3,6 +3,10 @@
 //   xb = rms_norm(x) * attn_norm; x += Mixer(xb)    (attention: writes the layer's KV rows)
 //   xb = rms_norm(x) * ffn_norm;  x += FFN(xb)      (dense SwiGLU, or routed experts)
 // and finally logits = W_out (rms_norm(x) * output_norm).
+// gemma4 adds (per ModelConfig): embeddings * embd_scale; per-layer inputs (PerLayerEmbedding)
+// computed from them, whose branch joins x after the FFN; x *= layer_output_scale; the final
+// logit softcap. Its blocks post-norm their own outputs. A chunk longer than a sliding ring
+// allows runs in parts (forward -> forward_chunk).
 #include "model/transformer.h"
 
 #include <algorithm>
@@ -14,6 +18,10 @@
 #include "model/blocks/attention.h"
 #include "model/blocks/delta_net.h"
 #include "model/blocks/dense_ffn.h"
+#include "model/blocks/gelu_ffn.h"
+#include "model/blocks/gemma4_attention.h"
+#include "model/blocks/gemma4_moe_ffn.h"
+#include "kernels/activations.h"
 #include "model/tensor_names.h"
 
 namespace sniper {
@@ -25,6 +33,7 @@ std::unique_ptr<MixerBlock> make_mixer(MixerKind kind, const ModelConfig& c, con
   switch (kind) {
     case MixerKind::kAttention: return std::make_unique<AttentionBlock>(c, w.rope_freqs, max_batch);
     case MixerKind::kDeltaNet: return std::make_unique<DeltaNetBlock>(c, max_batch);
+    case MixerKind::kGemma4Attention: return std::make_unique<Gemma4Attention>(c, w.rope_freqs, max_batch);
   }
   CHECK(false, "unknown mixer kind %d", static_cast<int>(kind));
   return nullptr;
@@ -35,6 +44,8 @@ std::unique_ptr<FfnBlock> make_ffn(FfnKind kind, const ModelConfig& c, const Mod
   switch (kind) {
     case FfnKind::kDense: return std::make_unique<DenseFfn>(c, max_batch);
     case FfnKind::kMoe: return std::make_unique<MoeFfn>(c, w, max_batch, sources.experts);
+    case FfnKind::kGeluDense: return std::make_unique<GeluFfn>(c, max_batch);
+    case FfnKind::kGemma4Moe: return std::make_unique<Gemma4MoeFfn>(c, w, max_batch, sources.experts);
   }
   CHECK(false, "unknown FFN kind %d", static_cast<int>(kind));
   return nullptr;
@@ -71,6 +82,13 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
       f = ffn_kinds.end() - 1;
     }
     ffns_.push_back(ffn_blocks_[static_cast<size_t>(f - ffn_kinds.begin())].get());
+    if (lp.sliding_window > 0 && lp.mixer == MixerKind::kGemma4Attention) {
+      const int64_t fits = sliding_ring_slots(lp) - lp.sliding_window + 1;
+      max_chunk_ = max_chunk_ == 0 ? fits : std::min(max_chunk_, fits);
+    }
+  }
+  if (config.per_layer_dim > 0) {
+    per_layer_ = std::make_unique<PerLayerEmbedding>(config, weights, max_batch, sources.per_layer_embeddings);
   }
 }
 
@@ -86,6 +104,7 @@ size_t Transformer::scratch_bytes() const {
   size_t bytes = (x_.size() + xb_.size() + out_.size()) * sizeof(float) + buffers_.act.capacity();
   for (const auto& b : mixer_blocks_) bytes += b->scratch_bytes();
   for (const auto& b : ffn_blocks_) bytes += b->scratch_bytes();
+  if (per_layer_ != nullptr) bytes += per_layer_->scratch_bytes();
   return bytes;
 }
 
@@ -115,6 +134,16 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
     floats += B * (2 * C + 2 * vd + 4 * static_cast<size_t>(d.n_v_heads)) + vd;
   }
   if (shared) floats += B * (2 * static_cast<size_t>(c.shared_expert_hidden_dim) + dim);
+  if (c.per_layer_dim > 0) {  // gemma4 per-layer inputs: token rows, projection, gate, output
+    floats += B * (2 * static_cast<size_t>(c.n_layers * c.per_layer_dim) + static_cast<size_t>(c.per_layer_dim) + dim);
+  }
+  size_t gemma_ffn = 0;  // gemma4 blocks: the dense MLP beside the experts, router input, sums
+  for (const LayerPlan& lp : c.layers) {
+    if (lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe) {
+      gemma_ffn = std::max(gemma_ffn, B * (2 * static_cast<size_t>(lp.ffn_dim) + 4 * dim));
+    }
+  }
+  floats += gemma_ffn;
   // Quantized activation buffers (at most ~1.2 bytes per float for any type, four buffers) and
   // attention scratch per thread (scores over the context plus a row).
   const size_t acts = 4 * B * std::max(dim, ff) * 2;
@@ -124,6 +153,27 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
 
 Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state, bool all_logits,
                             float* logits, ThreadPool& pool) {
+  // A sliding layer's ring holds the keys of a chunk's first token only for chunks of up to
+  // max_chunk_ tokens (model/config.h sliding_ring_slots): longer ones run in parts.
+  const int64_t part = max_chunk_ > 0 ? std::min(max_chunk_, max_batch_) : n_tok;
+  if (n_tok <= part) return forward_chunk(tokens, n_tok, pos0, state, all_logits, logits, pool);
+  for (int64_t t0 = 0; t0 < n_tok; t0 += part) {
+    const int64_t n = std::min(part, n_tok - t0);
+    const bool last = t0 + n == n_tok;
+    if (!all_logits && !last) {
+      // Only the last part's last token gives logits; the others still need a buffer.
+      part_logits_.resize(static_cast<size_t>(config_.vocab_size));
+      SNIPER_TRY(forward_chunk(tokens + t0, n, pos0 + t0, state, false, part_logits_.data(), pool));
+      continue;
+    }
+    float* out = all_logits ? logits + t0 * config_.vocab_size : logits;
+    SNIPER_TRY(forward_chunk(tokens + t0, n, pos0 + t0, state, all_logits, out, pool));
+  }
+  return ok_status();
+}
+
+Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
+                                  bool all_logits, float* logits, ThreadPool& pool) {
   const ModelConfig& c = config_;
   CHECK(n_tok >= 1 && n_tok <= max_batch_, "n_tok %ld, max_batch %ld", static_cast<long>(n_tok),
         static_cast<long>(max_batch_));
@@ -142,6 +192,10 @@ Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, 
     CHECK(sources_.embeddings != nullptr, "token_embd is not resident and no row source was given");
     SNIPER_TRY(sources_.embeddings->read(tokens, n_tok, x_.data()));
   }
+  if (c.embd_scale > 0.0f) {
+    for (int64_t i = 0; i < n_tok * dim; ++i) x_[static_cast<size_t>(i)] *= c.embd_scale;
+  }
+  if (per_layer_ != nullptr) SNIPER_TRY(per_layer_->begin_chunk(tokens, x_.data(), n_tok, buffers_, pool));
   for (const auto& b : mixer_blocks_) b->begin_chunk(pos0, n_tok);
 
   BlockIo io;
@@ -166,6 +220,11 @@ Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, 
     FfnBlock& ffn = *ffns_[static_cast<size_t>(l)];
     SNIPER_TRY(ffn.forward(l, lw, io));
     for (int64_t t = 0; t < n_tok; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
+    if (per_layer_ != nullptr) per_layer_->apply(l, lw, x_.data(), n_tok, buffers_, pool);
+    if (lw.out_scale.data != nullptr) {
+      const float s = f32_data(lw.out_scale)[0];
+      for (int64_t i = 0; i < n_tok * dim; ++i) x_[static_cast<size_t>(i)] *= s;
+    }
     ffn.after_layer(l, io);
   }
 
@@ -175,6 +234,7 @@ Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, 
     rms_norm(x_.data() + t * dim, f32_data(weights_.output_norm), xb_.data() + (t - first) * dim, dim, c.norm_eps);
   }
   matmul(weights_.output, xb_.data(), logits, n_out, buffers_.act, pool);
+  if (c.final_softcap > 0.0f) softcap(logits, n_out * c.vocab_size, c.final_softcap);
   return ok_status();
 }
 
@@ -198,9 +258,10 @@ Result<const LayerWeights*> Transformer::layer_weights(int64_t layer_idx) {
   };
   const LayerPlan& lp = config_.layer(layer_idx);
   for (const Field& f : kFields) {
-    if (f.attention ? lp.mixer != MixerKind::kAttention : lp.ffn != FfnKind::kDense) continue;
+    const bool dense_ffn = lp.ffn == FfnKind::kDense || lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe;
+    if (f.attention ? !is_attention(lp.mixer) : !dense_ffn) continue;
     QTensor& t = streamed_layer_.*f.member;
-    if (t.data != nullptr) continue;
+    if (t.data != nullptr || t.row_bytes == 0) continue;  // resident, or absent (gemma4: shared-KV layers' K/V)
     const QTensor* v = sources_.layers->find(layer_tensor_name(layer_idx, f.kind));
     CHECK(v != nullptr, "layer %ld: tensor %s is neither resident nor streamed", static_cast<long>(layer_idx),
           layer_tensor_name(layer_idx, f.kind).c_str());

@@ -18,6 +18,7 @@
 #include "kv/sequence_state.h"
 #include "model/blocks/block.h"
 #include "model/blocks/moe_ffn.h"
+#include "model/blocks/per_layer_embedding.h"
 #include "model/config.h"
 #include "model/model_weights.h"
 #include "weights/expert_source.h"
@@ -31,6 +32,7 @@ struct WeightSources {
   ExpertSource* experts = nullptr;       // routed experts (null: slices of the resident tensors)
   LayerStreamer* layers = nullptr;       // per-layer tensors whose data is null in ModelWeights
   StreamedRows* embeddings = nullptr;    // token_embd rows when token_embd is not resident
+  StreamedRows* per_layer_embeddings = nullptr;  // per_layer_token_embd rows when it is not resident
 };
 
 class Transformer {
@@ -63,6 +65,9 @@ class Transformer {
   static size_t estimate_scratch_bytes(const ModelConfig& config, int64_t max_batch, int64_t n_ctx, int n_threads);
 
  private:
+  // forward() for a chunk whose keys fit every sliding layer's ring (see sliding_ring_slots).
+  [[nodiscard]] Status forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
+                                     bool all_logits, float* logits, ThreadPool& pool);
   // Layer l's weights with streamed tensors filled in from the LayerStreamer.
   Result<const LayerWeights*> layer_weights(int64_t layer_idx);
 
@@ -78,11 +83,14 @@ class Transformer {
   std::vector<FfnBlock*> ffns_;      // [n_layers]
   MoeFfn* moe_ = nullptr;            // the routed-experts block, if any layer has one
   RoutingStats no_routing_stats_;
+  std::unique_ptr<PerLayerEmbedding> per_layer_;  // gemma4 E-models' per-layer inputs
+  int64_t max_chunk_ = 0;  // the most tokens forward_chunk() takes (sliding rings), 0 = max_batch
   LayerWeights streamed_layer_;  // layer_weights() result when tensors stream
   BlockBuffers buffers_;
   std::vector<float> x_;        // [B, dim] residual stream
   std::vector<float> xb_;       // [B, dim] normed input of a block
   std::vector<float> out_;      // [B, dim] a block's output
+  std::vector<float> part_logits_;  // [vocab] logits of a part forward() does not return
 };
 
 }  // namespace sniper

@@ -65,7 +65,23 @@ Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& 
   static const char* kMerged[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
   static const char* kSplit[3] = {"ffn_gate", "ffn_up", "ffn_down"};
   for (int64_t l = 0; l < n_layers; ++l) {
-    for (int p = 0; p < 3; ++p) {
+    const std::string fused = "blk." + std::to_string(l) + ".ffn_gate_up_exps.weight";
+    const GgufTensorInfo* gu = file.find_tensor(fused);
+    if (gu != nullptr) {
+      if (gu->ne[2] != n_experts || gu->ne[1] % 2 != 0) {
+        return make_error("tensor '%s' has shape [%ld, %ld, %ld] but must hold %ld experts of two equal halves",
+                          fused.c_str(), static_cast<long>(gu->ne[0]), static_cast<long>(gu->ne[1]),
+                          static_cast<long>(gu->ne[2]), static_cast<long>(n_experts));
+      }
+      const uint64_t slice = gu->nbytes / static_cast<uint64_t>(n_experts), half = slice / 2;
+      for (int64_t e = 0; e < n_experts; ++e) {
+        ExpertLocation& x = out[static_cast<size_t>(l)][static_cast<size_t>(e)];
+        const uint64_t at = gu->file_offset + slice * static_cast<uint64_t>(e);
+        x.part[0] = {at, half, gu->type, gu->ne[0], gu->ne[1] / 2};
+        x.part[1] = {at + half, half, gu->type, gu->ne[0], gu->ne[1] / 2};
+      }
+    }
+    for (int p = gu != nullptr ? 2 : 0; p < 3; ++p) {
       const std::string merged = "blk." + std::to_string(l) + "." + kMerged[p] + ".weight";
       if (const GgufTensorInfo* t = file.find_tensor(merged)) {
         if (t->ne[2] != n_experts) {
@@ -110,7 +126,14 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<std::vector
                                                      static_cast<unsigned long long>(span), static_cast<unsigned long long>(c->slot_bytes_));
         continue;
       }
-      for (int p = 0; p < 3; ++p) {
+      if (x.gate_up_adjacent()) {
+        const uint64_t span = io->span_for(x.part[0].file_offset, x.part[0].nbytes + x.part[1].nbytes).aligned_length;
+        if (span > regions[0] + regions[1]) {
+          return make_error("layer %zu: a fused gate_up expert of %llu bytes does not fit the %llu-byte slot regions", l,
+                            static_cast<unsigned long long>(span), static_cast<unsigned long long>(regions[0] + regions[1]));
+        }
+      }
+      for (int p = x.gate_up_adjacent() ? 2 : 0; p < 3; ++p) {
         if (io->span_for(x.part[p].file_offset, x.part[p].nbytes).aligned_length > regions[p]) {
           return make_error("layer %zu: an expert slice of %llu bytes does not fit the %llu-byte slot region", l,
                             static_cast<unsigned long long>(x.part[p].nbytes), static_cast<unsigned long long>(regions[p]));
@@ -200,7 +223,9 @@ Status ExpertCache::start_read(int32_t slot_idx, int64_t layer, int64_t expert) 
     reqs[n_reqs++] = {x.part[0].file_offset, len, base};
   } else {
     uint8_t* dst[3] = {base, base + options_.gate_region_bytes, base + options_.gate_region_bytes + options_.up_region_bytes};
-    for (int p = 0; p < 3; ++p) reqs[n_reqs++] = {x.part[p].file_offset, x.part[p].nbytes, dst[p]};
+    const bool fused = x.gate_up_adjacent();
+    if (fused) reqs[n_reqs++] = {x.part[0].file_offset, x.part[0].nbytes + x.part[1].nbytes, base};
+    for (int p = fused ? 2 : 0; p < 3; ++p) reqs[n_reqs++] = {x.part[p].file_offset, x.part[p].nbytes, dst[p]};
   }
   for (size_t i = 0; i < n_reqs; ++i) {
     stats_.layers[static_cast<size_t>(layer)].bytes_read += io_->span_for(reqs[i].offset, reqs[i].length).aligned_length;
@@ -251,8 +276,10 @@ ExpertView ExpertCache::view_of(int32_t slot_idx) const {
     out[p].type = sl.type;
     out[p].ne = {sl.ne0, sl.ne1, 1, 1};
     out[p].row_bytes = row_bytes(sl.type, sl.ne0);
-    out[p].data = merged ? base + merged_lead + (sl.file_offset - x.part[0].file_offset)
-                         : base + region_off[p] + io_->span_for(sl.file_offset, sl.nbytes).lead;
+    const bool in_gate_read = !merged && p == 1 && x.gate_up_adjacent();  // read with gate, right after it
+    out[p].data = merged         ? base + merged_lead + (sl.file_offset - x.part[0].file_offset)
+                  : in_gate_read ? out[0].data + x.part[0].nbytes
+                                 : base + region_off[p] + io_->span_for(sl.file_offset, sl.nbytes).lead;
   }
   return {out[0], out[1], out[2]};
 }

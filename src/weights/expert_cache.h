@@ -44,10 +44,14 @@ struct ExpertSlice {
 struct ExpertLocation {
   ExpertSlice part[3];
   bool contiguous() const;
+  // Gate and up are the two halves of one fused matrix (gemma4's ffn_gate_up_exps): the cache
+  // reads them with one request into the slot's gate region and onwards.
+  bool gate_up_adjacent() const { return part[1].file_offset == part[0].file_offset + part[0].nbytes; }
   uint64_t bytes() const { return part[0].nbytes + part[1].nbytes + part[2].nbytes; }
 };
 
-// Locates every expert of every layer: slices of the 3-D ffn_{gate,up,down}_exps tensors, or the
+// Locates every expert of every layer: slices of the 3-D ffn_{gate,up,down}_exps tensors (gate and
+// up may be the halves of a fused ffn_gate_up_exps), or the
 // per-expert tensors blk.L.ffn_{gate,up,down}.E.weight that `sniper pack` writes. Errors name a
 // missing tensor.
 Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& file, int64_t n_layers,

@@ -17,6 +17,9 @@ bool is_packed_expert_name(std::string_view name) {
 
 TensorRole tensor_role(std::string_view name) {
   if (name == "token_embd.weight") return TensorRole::kEmbedding;
+  if (name == kPerLayerTokenEmbdName) return TensorRole::kEmbedding;  // gemma4: read by rows when streamed
+  // gemma4's per-expert down scales ([n_experts] f32) are small and read by every token.
+  if (name.ends_with("_exps.scale")) return TensorRole::kAlways;
   if (name.find("_exps.") != std::string_view::npos || is_packed_expert_name(name)) return TensorRole::kExpert;
   // Shared experts (ffn_{gate,up,down}_shexp, ffn_gate_inp_shexp) run for every token and the
   // delta-net's tensors (attn_qkv, attn_gate, ssm_*) are small next to the experts: resident.

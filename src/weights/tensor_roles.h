@@ -8,6 +8,9 @@
 
 namespace sniper {
 
+// gemma4 E-models' per-layer embedding table ([n_layers * per_layer_dim] x vocab rows).
+inline constexpr const char* kPerLayerTokenEmbdName = "per_layer_token_embd.weight";
+
 enum class TensorRole {
   kAlways,     // norms, routers, output head, biases, rope factors, shared experts (*_shexp),
                // delta-net tensors (attn_qkv, attn_gate, ssm_*): needed every token

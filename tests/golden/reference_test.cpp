@@ -198,6 +198,13 @@ std::string test_name(const ::testing::TestParamInfo<Case>& info) {
 
 INSTANTIATE_TEST_SUITE_P(AllModels, ReferenceTest, ::testing::ValuesIn(reference_cases()), test_name);
 
+// gemma4 (issue 21): the MoE and the E-model (per-layer embeddings, shared KV, sliding window
+// shorter than the 56 compared positions).
+INSTANTIATE_TEST_SUITE_P(Gemma4, ReferenceTest,
+                         ::testing::Values(Case{"syn-gemma4moe-small", "syn-gemma4moe-small"},
+                                           Case{"syn-gemma4e-small", "syn-gemma4e-small"}),
+                         test_name);
+
 // The two stories prompts (and the 200-token run) by text: tokenize, generate greedily, compare.
 void check_greedy_text(const std::string& model_name, const std::string& ref_subdir, const std::string& prompt_text) {
   const std::string ref_dir = shared_dir() + "/reference/" + ref_subdir;

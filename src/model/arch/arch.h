@@ -43,6 +43,7 @@ struct Qwen35Family {
   bool rope_sections;   // rope.dimension_sections (IMRoPE) is required
 };
 [[nodiscard]] Status finish_qwen35_family(const GgufFile& file, ModelConfig& config, const Qwen35Family& family);
+extern const ArchSpec kGemma4Arch;
 
 // All registered architectures.
 std::span<const ArchSpec* const> registered_archs();

@@ -15,6 +15,7 @@ constexpr const ArchSpec* kArchs[] = {
     &kQwen35Arch,
     &kQwen35MoeArch,
     &kQwen3NextArch,
+    &kGemma4Arch,
 };
 }  // namespace
 
