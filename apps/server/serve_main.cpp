@@ -28,6 +28,10 @@ int serve_main(int argc, char** argv) {
       {"--queue", nullptr, "N", "requests waiting for a slot before the server answers 503 (default 16)"},
       {"--context-dir", nullptr, "DIR", "where /v1/context/save stores KV states (default $XDG_CACHE_HOME/sniper/contexts or ~/.cache/sniper/contexts)"},
       {"--max-body", nullptr, "SIZE", "largest request body (default 4M; larger -> 413)"},
+      {"--timeout", nullptr, "S", "seconds to receive a request body and for each write of a response (default 30; -> 408 / close)"},
+      {"--header-timeout", nullptr, "S", "seconds from a request's first byte to the end of its headers (default 10; -> 408)"},
+      {"--max-connections", nullptr, "N", "open connections in total; more are answered 503 at once (default 1024)"},
+      {"--max-connections-per-client", nullptr, "N", "open connections per client address; more are answered 503 at once (default 128)"},
       {"--alias", nullptr, "NAME", "model id to report (default: the file name without .gguf)"},
       {"--help", "-h", nullptr, "show this help"},
   });
@@ -58,6 +62,18 @@ int serve_main(int argc, char** argv) {
     so.max_body_bytes = static_cast<size_t>(*bytes);
   }
   so.model_id = args->get_string("--alias");
+  auto timeout = args->get_float("--timeout", 30, 0.1, 3600);
+  if (!timeout.ok()) return cli::fail(timeout.error());
+  so.timeout_s = *timeout;
+  auto header_timeout = args->get_float("--header-timeout", 10, 0.1, 3600);
+  if (!header_timeout.ok()) return cli::fail(header_timeout.error());
+  so.header_timeout_s = *header_timeout;
+  auto max_conn = args->get_int("--max-connections", 1024, 1, 65536);
+  if (!max_conn.ok()) return cli::fail(max_conn.error());
+  so.max_connections = static_cast<size_t>(*max_conn);
+  auto max_per_client = args->get_int("--max-connections-per-client", 128, 1, 65536);
+  if (!max_per_client.ok()) return cli::fail(max_per_client.error());
+  so.max_connections_per_client = static_cast<size_t>(*max_per_client);
 
   auto lo = cli::load_options_from_args(*args);
   if (!lo.ok()) return cli::fail(lo.error());
