@@ -140,4 +140,14 @@ template <class J>
   return {};
 }
 
+// J::parse(text, nullptr, /*allow_exceptions=*/false) within limits: the document, or a
+// discarded value when text is malformed or past the limits (for callers that only need
+// "valid or not", e.g. tool-call arguments).
+template <class J>
+[[nodiscard]] J parse_json_or_discarded(std::string_view text, const JsonLimits& limits = {}) {
+  J j;
+  if (!parse_json_bounded(text, &j, limits).empty()) return J(J::value_t::discarded);
+  return j;
+}
+
 }  // namespace sniper::server

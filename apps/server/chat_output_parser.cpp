@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "server/bounded_json.h"
 #include "server/chat_format.h"
 
 namespace sniper::server {
@@ -182,7 +183,7 @@ bool ChatOutputParser::emit_call(const Json& call, std::vector<ChatDelta>* out) 
     if (args->is_object()) {
       arguments = args->dump(-1, ' ', false, Json::error_handler_t::replace);
     } else if (args->is_string()) {  // arguments given as a JSON string: accept if it encodes an object
-      const Json parsed = Json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      const Json parsed = parse_json_or_discarded<Json>(args->get_ref<const std::string&>());
       if (parsed.is_discarded() || !parsed.is_object()) return false;
       arguments = parsed.dump(-1, ' ', false, Json::error_handler_t::replace);
     } else {
@@ -206,7 +207,7 @@ bool ChatOutputParser::emit_call(const Json& call, std::vector<ChatDelta>* out) 
 
 bool ChatOutputParser::emit_calls(std::string_view body, std::vector<ChatDelta>* out) {
   std::vector<Json> calls;
-  const Json whole = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  const Json whole = parse_json_or_discarded<Json>(body);
   if (whole.is_object()) {
     calls.push_back(whole);
   } else if (whole.is_array() && !whole.empty()) {
@@ -215,7 +216,7 @@ bool ChatOutputParser::emit_calls(std::string_view body, std::vector<ChatDelta>*
     std::vector<std::string_view> pieces;
     if (!split_objects(body, &pieces)) return false;
     for (std::string_view p : pieces) {
-      calls.push_back(Json::parse(p.begin(), p.end(), nullptr, /*allow_exceptions=*/false));
+      calls.push_back(parse_json_or_discarded<Json>(p));
     }
   }
   // All or nothing: validate every call before emitting any.
@@ -227,7 +228,7 @@ bool ChatOutputParser::emit_calls(std::string_view body, std::vector<ChatDelta>*
     if (args == c.end()) args = c.find("parameters");
     if (args != c.end() && !args->is_object()) {
       if (!args->is_string()) return false;
-      const Json parsed = Json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      const Json parsed = parse_json_or_discarded<Json>(args->get_ref<const std::string&>());
       if (!parsed.is_object()) return false;
     }
   }
@@ -323,7 +324,7 @@ void ChatOutputParser::process(bool final, std::vector<ChatDelta>* out) {
         const size_t pos = buf_.find(kToolClose);
         if (pos == std::string::npos && !final) return;  // hold the whole call until it closes
         const std::string_view body = std::string_view(buf_).substr(0, pos == std::string::npos ? buf_.size() : pos);
-        const Json call = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+        const Json call = parse_json_or_discarded<Json>(body);
         if (emit_call(call, out)) {
           buf_.erase(0, pos == std::string::npos ? buf_.size() : pos + kToolClose.size());
           strip_leading_ws_ = true;  // newlines between calls are syntax
