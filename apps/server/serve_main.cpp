@@ -30,7 +30,7 @@ int serve_main(int argc, char** argv) {
       {"--context-dir", nullptr, "DIR", "where /v1/context/save stores KV states (default $XDG_CACHE_HOME/sniper/contexts or ~/.cache/sniper/contexts)"},
       {"--max-body", nullptr, "SIZE", "largest request body (default 4M; larger -> 413)"},
       {"--timeout", nullptr, "S", "seconds to receive a request body and for each write of a response (default 30; -> 408 / close)"},
-      {"--header-timeout", nullptr, "S", "seconds from a request's first byte to the end of its headers (default 10; -> 408)"},
+      {"--header-timeout", nullptr, "S", "seconds for a request's headers to arrive, from the connection or a later request's first byte (default 10; -> 408)"},
       {"--max-connections", nullptr, "N", "open connections in total; more are answered 503 at once (default 1024)"},
       {"--max-connections-per-client", nullptr, "N", "open connections per client address; more are answered 503 at once (default 128)"},
       {"--alias", nullptr, "NAME", "model id to report (default: the file name without .gguf)"},
