@@ -58,6 +58,8 @@ void send_json(httplib::Response& res, const Json& body, int status) {
 
 void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error_json(error), error.status); }
 
+std::string last_path_segment(const httplib::Request& req) { return req.path.substr(req.path.rfind('/') + 1); }
+
 ApiError status_error(int status, std::string message) {
   ApiError e;
   e.status = status;
@@ -131,8 +133,17 @@ void HttpServer::stop() {
 
 ListenerStats HttpServer::connection_stats() const { return listener_->stats(); }
 
-void HttpServer::route(const char* method, const char* pattern, RouteHandler handler) {
-  routes_.push_back(Route{method, std::regex(pattern), std::move(handler)});
+void HttpServer::route(const char* method, std::string path, RouteHandler handler) {
+  constexpr std::string_view kName = "{name}";
+  const bool named = path.size() > kName.size() && path.compare(path.size() - kName.size(), kName.size(), kName) == 0;
+  if (named) path.resize(path.size() - kName.size());
+  routes_.push_back(Route{method, std::move(path), named, std::move(handler)});
+}
+
+bool HttpServer::Route::matches(const std::string& request_path) const {
+  if (!named) return request_path == path;
+  return request_path.size() > path.size() && request_path.compare(0, path.size(), path) == 0 &&
+         request_path.find('/', path.size()) == std::string::npos;
 }
 
 void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
@@ -153,7 +164,7 @@ void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
   }
   std::set<std::string> allowed;  // methods of the routes whose path matches
   for (const Route& r : routes_) {
-    if (!std::regex_match(req.path, req.matches, r.pattern)) continue;
+    if (!r.matches(req.path)) continue;
     if (req.method != r.method) {
       allowed.insert(r.method);
       continue;
@@ -170,7 +181,6 @@ void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
     }
     return;
   }
-  req.matches = std::smatch();
   if (allowed.empty()) return send_error(res, status_error(404, "no route " + req.method + " " + req.path));
   std::string methods;
   for (const std::string& m : allowed) methods += (methods.empty() ? "" : ", ") + m;
@@ -198,9 +208,10 @@ void HttpServer::install_routes() {
   route("GET", "/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
     send_json(res, Json{{"object", "list"}, {"data", Json::array({model_json()})}});
   });
-  route("GET", R"(/v1/models/([^/]+))", [c, model_json](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != c->model_id) {
-      ApiError e = bad_request("the model '" + std::string(req.matches[1]) + "' does not exist", "model", "model_not_found");
+  route("GET", "/v1/models/{name}", [c, model_json](const httplib::Request& req, httplib::Response& res) {
+    const std::string name = last_path_segment(req);
+    if (name != c->model_id) {
+      ApiError e = bad_request("the model '" + name + "' does not exist", "model", "model_not_found");
       e.status = 404;
       return send_error(res, e);
     }
@@ -230,7 +241,7 @@ void HttpServer::install_routes() {
   route("POST", "/v1/context/save", [c](const httplib::Request& req, httplib::Response& res) { handle_context_save(*c, req, res); });
   route("POST", "/v1/context/load", [c](const httplib::Request& req, httplib::Response& res) { handle_context_load(*c, req, res); });
   route("GET", "/v1/context", [c](const httplib::Request& req, httplib::Response& res) { handle_context_list(*c, req, res); });
-  route("DELETE", R"(/v1/context/([^/]+))", [c](const httplib::Request& req, httplib::Response& res) { handle_context_delete(*c, req, res); });
+  route("DELETE", "/v1/context/{name}", [c](const httplib::Request& req, httplib::Response& res) { handle_context_delete(*c, req, res); });
 }
 
 }  // namespace sniper::server

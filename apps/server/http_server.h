@@ -10,7 +10,6 @@
 
 #include <functional>
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -48,20 +47,23 @@ class HttpServer {
   ListenerStats connection_stats() const;
 
   // Routes one complete request: authentication, then the first route whose method and path
-  // regex match; 404/405 otherwise. Never throws. Called on connection threads.
+  // match; 404/405 otherwise. Never throws. Called on connection threads.
   void dispatch(httplib::Request& req, httplib::Response& res);
 
  private:
   using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
   struct Route {
     std::string method;
-    std::regex pattern;  // matched against the whole decoded path; groups land in req.matches
+    std::string path;  // the whole decoded path, or its prefix when named
+    bool named;        // the path ends in one more segment, the name (last_path_segment())
     RouteHandler handler;
+    bool matches(const std::string& request_path) const;
   };
 
   HttpServer() = default;
   void install_routes();
-  void route(const char* method, const char* pattern, RouteHandler handler);
+  // path: exact ("/v1/models"), or a prefix and one segment ("/v1/context/{name}").
+  void route(const char* method, std::string path, RouteHandler handler);
 
   std::unique_ptr<ServerContext> ctx_;
   std::vector<Route> routes_;

@@ -40,6 +40,8 @@ void send_error(httplib::Response& res, const ApiError& error);
 // An ApiError for an HTTP status: server_error type from 500 on; code request_too_large (413),
 // server_busy (503).
 ApiError status_error(int status, std::string message);
+// The name in a "/prefix/{name}" route: the path after its last '/'.
+std::string last_path_segment(const httplib::Request& req);
 
 // Route handlers (generation_routes.cpp, context_routes.cpp).
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
