@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
+  clang libclang-rt-dev
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libicu-dev liburing-dev
   libcpp-httplib-dev libedit-dev

@@ -7,6 +7,8 @@
 
 #include <chrono>
 
+#include "server/bounded_json.h"
+
 namespace sniper::agent {
 
 using nlohmann::json;
@@ -14,6 +16,15 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxErrorBody = 64 * 1024;
+
+// Backend replies are untrusted: parsed within bounds on nesting and counts (checked while
+// parsing), so a hostile backend cannot deepen the recursive walks (dump, copies) below.
+// Discarded when malformed or out of bounds.
+json parse_reply(std::string_view text) {
+  json j;
+  if (!server::parse_json_bounded(text, &j).empty()) return json(json::value_t::discarded);
+  return j;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -34,7 +45,7 @@ void set_timeouts(httplib::Client& cli, double connect_s, double read_s) {
 
 // The message of an OpenAI error body, or the body itself (shortened).
 std::string error_message(int status, const std::string& body) {
-  json j = json::parse(body, nullptr, false);
+  json j = parse_reply(body);
   std::string msg;
   if (j.is_object() && j.contains("error")) {
     const json& e = j["error"];
@@ -226,7 +237,7 @@ ChatResult BackendClient::chat(const ChatRequest& request, const DeltaFn& on_del
         saw_done = true;
         return;
       }
-      json j = json::parse(data, nullptr, false);
+      json j = parse_reply(data);
       if (j.is_discarded() || !apply_chunk(j, &r, on_delta, t0, &counted_usage)) {
         if (r.failure == FailureKind::kNone) {
           r.failure = FailureKind::kProtocol;
@@ -294,7 +305,7 @@ ChatResult BackendClient::chat(const ChatRequest& request, const DeltaFn& on_del
         r.error = "stream ended without data";
       }
     } else {
-      json j = json::parse(raw, nullptr, false);
+      json j = parse_reply(raw);
       if (j.is_discarded() || !apply_chunk(j, &r, on_delta, t0, &counted_usage) || !j.contains("choices")) {
         r.failure = FailureKind::kProtocol;
         r.error = "reply is not a chat completion: " + raw.substr(0, 120);
@@ -321,7 +332,7 @@ Result<std::vector<std::string>> BackendClient::list_models() const {
     auto res = cli.Get(endpoint_path(base, "models"), headers);
     if (!res) return make_error("GET models from %s failed: %s", config_.name.c_str(), httplib::to_string(res.error()).c_str());
     if (res->status != 200) return make_error("GET models from %s: %s", config_.name.c_str(), error_message(res->status, res->body).c_str());
-    json j = json::parse(res->body, nullptr, false);
+    json j = parse_reply(res->body);
     if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) return make_error("models reply has no data array");
     std::vector<std::string> ids;
     for (const json& m : j["data"]) {

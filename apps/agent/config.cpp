@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/bounded_json.h"
+
 namespace sniper::agent {
 
 const char* tier_name(Tier tier) {
@@ -151,8 +153,9 @@ Result<AgentConfig> parse_config_json(const json& root) {
 }  // namespace
 
 Result<AgentConfig> parse_config(const std::string& json_text) {
-  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
-  if (root.is_discarded()) return make_error("config is not valid JSON");
+  json root;  // bounded while parsing: the config may come from anywhere on disk
+  const std::string why = server::parse_json_bounded(json_text, &root, server::JsonLimits{}, /*ignore_comments=*/true);
+  if (!why.empty()) return make_error("config is not valid JSON: %s", why.c_str());
   return parse_config_json(root);
 }
 

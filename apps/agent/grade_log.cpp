@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/config.h"
+#include "server/bounded_json.h"
 
 namespace sniper::agent {
 
@@ -34,7 +35,8 @@ Result<GradeSummary> summarize_grades(const std::string& path) {
   std::string line;
   while (std::getline(f, line)) {
     if (line.empty()) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    nlohmann::json j;  // bounded while parsing (nesting, counts); a malformed line stays discarded
+    if (!server::parse_json_bounded(line, &j).empty()) j = nlohmann::json(nlohmann::json::value_t::discarded);
     if (!j.is_object() || !j.contains("grade") || !j["grade"].is_string()) {
       ++s.skipped_lines;
       continue;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "agent/failover.h"
+#include "server/bounded_json.h"
 
 namespace sniper::agent {
 
@@ -128,7 +129,8 @@ Result<std::vector<LabelledRequest>> parse_routing_set(const std::string& jsonl)
     ++line_no;
     size_t first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    nlohmann::json j;  // bounded while parsing (nesting, counts); a malformed line stays discarded
+    if (!server::parse_json_bounded(line, &j).empty()) j = nlohmann::json(nlohmann::json::value_t::discarded);
     if (!j.is_object() || !j.contains("text") || !j["text"].is_string() || !j.contains("route") || !j["route"].is_string())
       return make_error("routing set line %d must be {\"text\": string, \"route\": string}", line_no);
     LabelledRequest r;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <utility>
 
+#include "server/bounded_json.h"
+
 namespace sniper::server {
 namespace {
 
@@ -96,7 +98,7 @@ Result<Json> normalise_tool_call(const Json& call, const std::string& field) {
   if (fn.contains("arguments")) {
     const Json& a = fn["arguments"];
     if (a.is_string()) {
-      arguments = Json::parse(a.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      arguments = parse_json_or_discarded<Json>(a.get_ref<const std::string&>());
       if (arguments.is_discarded()) {
         return make_error("%s.function.arguments is %s, which is not valid JSON", field.c_str(), describe(a).c_str());
       }

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <utility>
 
+#include "server/bounded_json.h"
 #include "server/chat_format.h"
 #include "server/tool_call_syntax.h"
 
@@ -205,7 +206,7 @@ bool ChatOutputParser::emit_call(const Json& call, std::vector<ChatDelta>* out) 
     if (args->is_object()) {
       arguments = args->dump(-1, ' ', false, Json::error_handler_t::replace);
     } else if (args->is_string()) {  // arguments given as a JSON string: accept if it encodes an object
-      const Json parsed = Json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      const Json parsed = parse_json_or_discarded<Json>(args->get_ref<const std::string&>());
       if (parsed.is_discarded() || !parsed.is_object()) return false;
       arguments = parsed.dump(-1, ' ', false, Json::error_handler_t::replace);
     } else {
@@ -238,13 +239,13 @@ bool ChatOutputParser::emit_tagged_call(std::string_view body, std::vector<ChatD
       return call.has_value() && emit_call(*call, out);
     }
     default:
-      return emit_call(Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false), out);
+      return emit_call(parse_json_or_discarded<Json>(body), out);
   }
 }
 
 bool ChatOutputParser::emit_calls(std::string_view body, std::vector<ChatDelta>* out) {
   std::vector<Json> calls;
-  const Json whole = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  const Json whole = parse_json_or_discarded<Json>(body);
   if (whole.is_object()) {
     calls.push_back(whole);
   } else if (whole.is_array() && !whole.empty()) {
@@ -253,7 +254,7 @@ bool ChatOutputParser::emit_calls(std::string_view body, std::vector<ChatDelta>*
     std::vector<std::string_view> pieces;
     if (!split_objects(body, &pieces)) return false;
     for (std::string_view p : pieces) {
-      calls.push_back(Json::parse(p.begin(), p.end(), nullptr, /*allow_exceptions=*/false));
+      calls.push_back(parse_json_or_discarded<Json>(p));
     }
   }
   // All or nothing: validate every call before emitting any.
@@ -265,7 +266,7 @@ bool ChatOutputParser::emit_calls(std::string_view body, std::vector<ChatDelta>*
     if (args == c.end()) args = c.find("parameters");
     if (args != c.end() && !args->is_object()) {
       if (!args->is_string()) return false;
-      const Json parsed = Json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      const Json parsed = parse_json_or_discarded<Json>(args->get_ref<const std::string&>());
       if (!parsed.is_object()) return false;
     }
   }

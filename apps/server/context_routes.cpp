@@ -150,7 +150,7 @@ void handle_context_list(ServerContext& ctx, const httplib::Request&, httplib::R
 }
 
 void handle_context_delete(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  const std::string name = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
+  const std::string name = last_path_segment(req);
   Status st = ContextStore::validate_name(name);
   if (!st.ok()) return send_error(res, bad_request(st.error().message, "name"));
   auto removed = ctx.contexts->remove(name);

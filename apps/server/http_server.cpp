@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <exception>
+#include <set>
 
 #include "base/process_stats.h"
 #include "engine/session_state.h"
@@ -12,38 +13,6 @@
 namespace sniper::server {
 
 namespace {
-
-// Routes and their methods, for 405 answers (httplib itself only knows "not found").
-struct KnownRoute {
-  const char* path;
-  bool prefix;  // path is a prefix followed by a name
-  const char* methods;
-};
-constexpr KnownRoute kRoutes[] = {
-    {"/", false, "GET"},
-    {"/health", false, "GET"},
-    {"/props", false, "GET"},
-    {"/metrics", false, "GET"},
-    {"/v1/models", false, "GET"},
-    {"/v1/models/", true, "GET"},
-    {"/v1/chat/completions", false, "POST"},
-    {"/v1/completions", false, "POST"},
-    {"/v1/context", false, "GET"},
-    {"/v1/context/save", false, "POST"},
-    {"/v1/context/load", false, "POST"},
-    {"/v1/context/", true, "DELETE"},
-};
-
-const char* allowed_methods(const std::string& path) {
-  for (const KnownRoute& r : kRoutes) {
-    if (r.prefix ? (path.size() > std::strlen(r.path) && path.compare(0, std::strlen(r.path), r.path) == 0 &&
-                    path.find('/', std::strlen(r.path)) == std::string::npos)
-                 : path == r.path) {
-      return r.methods;
-    }
-  }
-  return nullptr;
-}
 
 // Compares without an early exit on the first differing byte.
 bool same_secret(const std::string& a, const std::string& b) {
@@ -64,6 +33,22 @@ const char* residency_name(const Model& m) {
   return m.streams() ? "stream" : "resident";
 }
 
+// Prometheus text for the connection counters (appended to the engine's metrics).
+std::string connection_metrics(const ListenerStats& s) {
+  std::string out;
+  auto metric = [&out](const char* name, const char* type, const char* help, uint64_t v) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + std::to_string(v) + "\n";
+  };
+  metric("sniper_http_connections_open", "gauge", "Open HTTP connections.", s.open_connections);
+  metric("sniper_http_connections_accepted_total", "counter", "HTTP connections admitted.", s.accepted);
+  out += "# HELP sniper_http_connections_rejected_total Connections answered 503 at a cap (--max-connections, "
+         "--max-connections-per-client).\n# TYPE sniper_http_connections_rejected_total counter\n"
+         "sniper_http_connections_rejected_total{cap=\"total\"} " + std::to_string(s.rejected_total_cap) +
+         "\nsniper_http_connections_rejected_total{cap=\"per_client\"} " + std::to_string(s.rejected_client_cap) + "\n";
+  metric("sniper_http_header_timeouts_total", "counter", "Connections closed because a request head was not complete in time.", s.header_timeouts);
+  return out;
+}
+
 }  // namespace
 
 void send_json(httplib::Response& res, const Json& body, int status) {
@@ -72,6 +57,18 @@ void send_json(httplib::Response& res, const Json& body, int status) {
 }
 
 void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error_json(error), error.status); }
+
+std::string last_path_segment(const httplib::Request& req) { return req.path.substr(req.path.rfind('/') + 1); }
+
+ApiError status_error(int status, std::string message) {
+  ApiError e;
+  e.status = status;
+  e.message = std::move(message);
+  if (status == 413) e.code = "request_too_large";
+  if (status == 503) e.code = "server_busy";
+  if (status >= 500) e.type = "server_error";
+  return e;
+}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const ServerOptions& options) {
   std::unique_ptr<HttpServer> s(new HttpServer());
@@ -98,13 +95,23 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const Serve
   so.session = options.session;
   so.model_fingerprint = ctx.fingerprint;
   SNIPER_ASSIGN_OR_RETURN(ctx.scheduler, Scheduler::create(model, tok, so, &ctx.metrics));
-  s->http_ = std::make_unique<httplib::Server>();
   s->install_routes();
+  ListenerOptions lo;
+  lo.max_connections = options.max_connections;
+  lo.max_connections_per_client = options.max_connections_per_client;
+  lo.header_timeout_s = options.header_timeout_s;
+  lo.timeout_s = options.timeout_s;
+  lo.wire.max_body_bytes = options.max_body_bytes;
+  HttpServer* raw = s.get();
+  s->listener_ = std::make_unique<HttpListener>(
+      lo, [raw](httplib::Request& req, httplib::Response& res) { raw->dispatch(req, res); },
+      [](int status, const std::string& message) { return dump_json(error_json(status_error(status, message))); });
   return s;
 }
 
 HttpServer::~HttpServer() {
   stop();
+  listener_.reset();  // waits until every connection thread has ended
   if (ctx_ != nullptr) ctx_->scheduler.reset();
 }
 
@@ -113,99 +120,83 @@ Metrics& HttpServer::metrics() { return ctx_->metrics; }
 const std::string& HttpServer::host() const { return ctx_->options.host; }
 
 Result<int> HttpServer::bind() {
-  const ServerOptions& o = ctx_->options;
-  if (o.port < 0 || o.port > 65535) return make_error("--port is %d but must be in [0, 65535]", o.port);
-  int port;
-  if (o.port == 0) {
-    port = http_->bind_to_any_port(o.host);
-  } else {
-    port = http_->bind_to_port(o.host, o.port) ? o.port : -1;
-  }
-  if (port <= 0) return make_error("cannot listen on %s:%d (address in use or not available)", o.host.c_str(), o.port);
-  port_ = port;
-  return port;
+  SNIPER_ASSIGN_OR_RETURN(port_, listener_->bind(ctx_->options.host, ctx_->options.port));
+  return port_;
 }
 
-void HttpServer::run() { http_->listen_after_bind(); }
+void HttpServer::run() { listener_->run(); }
 
 void HttpServer::stop() {
   if (ctx_ != nullptr && ctx_->scheduler != nullptr) ctx_->scheduler->stop();
-  if (http_ != nullptr) http_->stop();
+  if (listener_ != nullptr) listener_->stop();
+}
+
+ListenerStats HttpServer::connection_stats() const { return listener_->stats(); }
+
+void HttpServer::route(const char* method, std::string path, RouteHandler handler) {
+  constexpr std::string_view kName = "{name}";
+  const bool named = path.size() > kName.size() && path.compare(path.size() - kName.size(), kName.size(), kName) == 0;
+  if (named) path.resize(path.size() - kName.size());
+  routes_.push_back(Route{method, std::move(path), named, std::move(handler)});
+}
+
+bool HttpServer::Route::matches(const std::string& request_path) const {
+  if (!named) return request_path == path;
+  return request_path.size() > path.size() && request_path.compare(0, path.size(), path) == 0 &&
+         request_path.find('/', path.size()) == std::string::npos;
+}
+
+void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
+  const ServerContext& c = *ctx_;
+  // Authentication first: every route but the page and /health needs the key when one is set.
+  if (!c.options.api_key.empty() && req.path != "/" && req.path != "/health") {
+    const std::string auth = req.get_header_value("Authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    if (!(auth.size() > kBearer.size() && auth.compare(0, kBearer.size(), kBearer) == 0 &&
+          same_secret(auth.substr(kBearer.size()), c.options.api_key))) {
+      ApiError e;
+      e.status = 401;
+      e.type = "authentication_error";
+      e.code = "invalid_api_key";
+      e.message = auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "invalid API key";
+      return send_error(res, e);
+    }
+  }
+  std::set<std::string> allowed;  // methods of the routes whose path matches
+  for (const Route& r : routes_) {
+    if (!r.matches(req.path)) continue;
+    if (req.method != r.method) {
+      allowed.insert(r.method);
+      continue;
+    }
+    try {
+      r.handler(req, res);
+      if (res.status == -1) res.status = 200;  // httplib's convention: a handler that set no status succeeded
+    } catch (const std::exception& ex) {
+      res = httplib::Response();
+      send_error(res, status_error(500, std::string("internal error: ") + ex.what()));
+    } catch (...) {
+      res = httplib::Response();
+      send_error(res, status_error(500, "internal error"));
+    }
+    return;
+  }
+  if (allowed.empty()) return send_error(res, status_error(404, "no route " + req.method + " " + req.path));
+  std::string methods;
+  for (const std::string& m : allowed) methods += (methods.empty() ? "" : ", ") + m;
+  ApiError e = status_error(405, "method " + req.method + " is not allowed on " + req.path + " (allowed: " + methods + ")");
+  send_error(res, e);
+  res.set_header("Allow", methods);
 }
 
 void HttpServer::install_routes() {
   ServerContext* c = ctx_.get();
-  httplib::Server& h = *http_;
-  const ServerOptions& o = c->options;
-  // Every slot and queued request holds a worker while it streams; keep some for control.
-  const size_t n_workers = static_cast<size_t>(o.n_slots + o.queue_capacity + 8);
-  h.new_task_queue = [n_workers] { return new httplib::ThreadPool(n_workers); };
-  h.set_payload_max_length(o.max_body_bytes);
-  h.set_keep_alive_timeout(2);
-  h.set_read_timeout(30);
-  h.set_write_timeout(30);
-
-  h.set_pre_routing_handler([c](const httplib::Request& req, httplib::Response& res) {
-    if (c->options.api_key.empty() || req.path == "/" || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    constexpr std::string_view kBearer = "Bearer ";
-    if (auth.size() > kBearer.size() && auth.compare(0, kBearer.size(), kBearer) == 0 &&
-        same_secret(auth.substr(kBearer.size()), c->options.api_key)) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    ApiError e;
-    e.status = 401;
-    e.type = "authentication_error";
-    e.code = "invalid_api_key";
-    e.message = auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "invalid API key";
-    send_error(res, e);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-
-  h.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // our own error JSON
-    ApiError e;
-    e.status = res.status;
-    if (res.status == 404) {
-      if (const char* methods = allowed_methods(req.path)) {
-        e.status = 405;
-        e.message = "method " + req.method + " is not allowed on " + req.path + " (allowed: " + methods + ")";
-        res.set_header("Allow", methods);
-      } else {
-        e.message = "no route " + req.method + " " + req.path;
-      }
-    } else if (res.status == 413) {
-      e.message = "the request body is too large";
-      e.code = "request_too_large";
-    } else if (res.status >= 500) {
-      e.type = "server_error";
-      e.message = "internal server error";
-    } else {
-      e.message = "bad request";
-    }
-    send_error(res, e);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-
-  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    ApiError e;
-    e.status = 500;
-    e.type = "server_error";
-    e.message = "internal error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& ex) {
-      e.message = std::string("internal error: ") + ex.what();
-    } catch (...) {
-    }
-    send_error(res, e);
-  });
-
-  h.Get("/", [](const httplib::Request&, httplib::Response& res) {
+  HttpServer* self = this;
+  route("GET", "/", [](const httplib::Request&, httplib::Response& res) {
     const std::string_view page = webui_index_html();
     res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
   });
-  h.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, Json{{"status", "ok"}}); });
+  route("GET", "/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, Json{{"status", "ok"}}); });
   auto model_json = [c] {
     Json m = Json::object();
     m["id"] = c->model_id;
@@ -214,18 +205,19 @@ void HttpServer::install_routes() {
     m["owned_by"] = "sniper";
     return m;
   };
-  h.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
+  route("GET", "/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
     send_json(res, Json{{"object", "list"}, {"data", Json::array({model_json()})}});
   });
-  h.Get(R"(/v1/models/([^/]+))", [c, model_json](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != c->model_id) {
-      ApiError e = bad_request("the model '" + std::string(req.matches[1]) + "' does not exist", "model", "model_not_found");
+  route("GET", "/v1/models/{name}", [c, model_json](const httplib::Request& req, httplib::Response& res) {
+    const std::string name = last_path_segment(req);
+    if (name != c->model_id) {
+      ApiError e = bad_request("the model '" + name + "' does not exist", "model", "model_not_found");
       e.status = 404;
       return send_error(res, e);
     }
     send_json(res, model_json());
   });
-  h.Get("/props", [c](const httplib::Request&, httplib::Response& res) {
+  route("GET", "/props", [c](const httplib::Request&, httplib::Response& res) {
     const Model& m = *c->model;
     Json j = Json::object();
     j["model"] = c->model_id;
@@ -239,16 +231,17 @@ void HttpServer::install_routes() {
     j["chat_template"] = c->chat_template.has_value();
     send_json(res, j);
   });
-  h.Get("/metrics", [c](const httplib::Request&, httplib::Response& res) {
-    res.set_content(c->metrics.render(current_rss_bytes(), peak_rss_bytes(), c->model->options().mem_bytes),
+  route("GET", "/metrics", [c, self](const httplib::Request&, httplib::Response& res) {
+    res.set_content(c->metrics.render(current_rss_bytes(), peak_rss_bytes(), c->model->options().mem_bytes) +
+                        connection_metrics(self->connection_stats()),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
-  h.Post("/v1/chat/completions", [c](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(*c, req, res); });
-  h.Post("/v1/completions", [c](const httplib::Request& req, httplib::Response& res) { handle_completions(*c, req, res); });
-  h.Post("/v1/context/save", [c](const httplib::Request& req, httplib::Response& res) { handle_context_save(*c, req, res); });
-  h.Post("/v1/context/load", [c](const httplib::Request& req, httplib::Response& res) { handle_context_load(*c, req, res); });
-  h.Get("/v1/context", [c](const httplib::Request& req, httplib::Response& res) { handle_context_list(*c, req, res); });
-  h.Delete(R"(/v1/context/([^/]+))", [c](const httplib::Request& req, httplib::Response& res) { handle_context_delete(*c, req, res); });
+  route("POST", "/v1/chat/completions", [c](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(*c, req, res); });
+  route("POST", "/v1/completions", [c](const httplib::Request& req, httplib::Response& res) { handle_completions(*c, req, res); });
+  route("POST", "/v1/context/save", [c](const httplib::Request& req, httplib::Response& res) { handle_context_save(*c, req, res); });
+  route("POST", "/v1/context/load", [c](const httplib::Request& req, httplib::Response& res) { handle_context_load(*c, req, res); });
+  route("GET", "/v1/context", [c](const httplib::Request& req, httplib::Response& res) { handle_context_list(*c, req, res); });
+  route("DELETE", "/v1/context/{name}", [c](const httplib::Request& req, httplib::Response& res) { handle_context_delete(*c, req, res); });
 }
 
 }  // namespace sniper::server

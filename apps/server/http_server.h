@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: MIT
-// HttpServer: `sniper serve`'s HTTP front: routes, API-key authentication, body limits, the
-// OpenAI error shape for every failure (unknown route 404, wrong method 405, body too large
-// 413, handler exceptions 500), and the worker pool sized for slots + queue + control requests.
-// Owns the scheduler (slots over the model) and the metrics. Lifecycle: create() -> bind() ->
+// HttpServer: `sniper serve`'s HTTP front: routes, API-key authentication, the OpenAI error
+// shape for every failure (unknown route 404, wrong method 405, body too large 413, over a
+// connection cap 503, handler exceptions 500). Connections (admission caps, timeouts, one
+// thread per admitted connection) are HttpListener's. Owns the scheduler (slots over the
+// model), the metrics and the listener. Lifecycle: create() -> bind() ->
 // run() (blocks) until stop() from any thread; the destructor stops. Tests run it in-process on
 // port 0.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "engine/model.h"
+#include "server/http_listener.h"
 #include "server/server_options.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace sniper::server {
 
@@ -43,13 +43,31 @@ class HttpServer {
   Scheduler& scheduler();
   Metrics& metrics();
   const ServerContext& context() const { return *ctx_; }
+  // Connection counters (open, admitted, refused at a cap, header timeouts). Thread-safe.
+  ListenerStats connection_stats() const;
+
+  // Routes one complete request: authentication, then the first route whose method and path
+  // match; 404/405 otherwise. Never throws. Called on connection threads.
+  void dispatch(httplib::Request& req, httplib::Response& res);
 
  private:
+  using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  struct Route {
+    std::string method;
+    std::string path;  // the whole decoded path, or its prefix when named
+    bool named;        // the path ends in one more segment, the name (last_path_segment())
+    RouteHandler handler;
+    bool matches(const std::string& request_path) const;
+  };
+
   HttpServer() = default;
   void install_routes();
+  // path: exact ("/v1/models"), or a prefix and one segment ("/v1/context/{name}").
+  void route(const char* method, std::string path, RouteHandler handler);
 
   std::unique_ptr<ServerContext> ctx_;
-  std::unique_ptr<httplib::Server> http_;
+  std::vector<Route> routes_;
+  std::unique_ptr<HttpListener> listener_;  // after ctx_: destroyed (connections drained) first
   int port_ = 0;
 };
 

@@ -229,18 +229,11 @@ bool is_valid_utf8(std::string_view s) {
 std::optional<ApiError> parse_body(std::string_view body, Json* out) {
   if (body.empty()) return bad_request("the request body is empty; expected a JSON object");
   if (!is_valid_utf8(body)) return bad_request("the request body is not valid UTF-8");
-  Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // Parse again with exceptions for the position and reason (caught here, never escapes).
-    std::string why = "malformed JSON";
-    try {
-      const Json again = Json::parse(body.begin(), body.end());
-      (void)again;
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-    return bad_request("the request body is not valid JSON: " + why);
-  }
+  // Bounded while parsing: the DOM is at most kRequestJsonLimits.max_depth deep, so the
+  // recursive walks below (strings_valid, copies, dump, the template's from_json) are bounded.
+  Json j;
+  const std::string why = parse_json_bounded(body, &j, kRequestJsonLimits);
+  if (!why.empty()) return bad_request("the request body is not valid JSON: " + why);
   if (!j.is_object()) return bad_request(fmt("the request body must be a JSON object, got %s", type_name(j)));
   if (!strings_valid(j)) return bad_request("the request contains a string that is not valid UTF-8");
   *out = std::move(j);

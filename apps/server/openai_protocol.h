@@ -18,10 +18,14 @@
 #include <nlohmann/json.hpp>
 
 #include "sampling/sampler.h"
+#include "server/bounded_json.h"
 
 namespace sniper::server {
 
 using Json = nlohmann::ordered_json;
+
+// The bounds every request body is parsed within (see bounded_json.h).
+inline constexpr JsonLimits kRequestJsonLimits{};
 
 // An error to send: HTTP status and the OpenAI error object's fields.
 struct ApiError {
@@ -59,8 +63,9 @@ struct CompletionRequest {
   std::string prompt;
 };
 
-// Parses a request body (bytes) into JSON; malformed JSON, invalid UTF-8 and non-objects are
-// errors.
+// Parses a request body (bytes) into JSON; malformed JSON, invalid UTF-8, non-objects and
+// documents past kRequestJsonLimits (nesting 64, 256Ki values, 4096 members per object, 128Ki
+// elements per array; checked while parsing) are errors whose message names the limit.
 std::optional<ApiError> parse_body(std::string_view body, Json* out);
 // Validates and extracts a chat completion request.
 std::optional<ApiError> parse_chat_request(const Json& body, ChatRequest* out);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ServerContext: what the route handlers share (model, tokenizer, template, scheduler, metrics,
 // context store), plus the small helpers that write JSON and error responses. Owned by
-// HttpServer; handlers run on httplib's worker threads and only use thread-safe members.
+// HttpServer; handlers run on HttpListener's connection threads and only use thread-safe members.
 #pragma once
 
 #include <memory>
@@ -37,6 +37,11 @@ struct ServerContext {
 
 void send_json(httplib::Response& res, const Json& body, int status = 200);
 void send_error(httplib::Response& res, const ApiError& error);
+// An ApiError for an HTTP status: server_error type from 500 on; code request_too_large (413),
+// server_busy (503).
+ApiError status_error(int status, std::string message);
+// The name in a "/prefix/{name}" route: the path after its last '/'.
+std::string last_path_segment(const httplib::Request& req);
 
 // Route handlers (generation_routes.cpp, context_routes.cpp).
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);

@@ -18,6 +18,10 @@ struct ServerOptions {
   int n_slots = 1;
   int queue_capacity = 16;              // requests waiting beyond the slots (more -> 503)
   size_t max_body_bytes = 4u << 20;     // larger bodies -> 413
+  size_t max_connections = 1024;        // open connections in total; past it -> 503 at once
+  size_t max_connections_per_client = 128;  // open connections per client address; past it -> 503
+  double header_timeout_s = 10;         // a request head must be complete this long after it starts (408)
+  double timeout_s = 30;                // reading a request body; each write of a response
   std::string context_dir;              // empty: ContextStore::default_dir()
   SessionOptions session;               // per slot
   std::string model_id;                 // empty: the model file's base name without ".gguf"

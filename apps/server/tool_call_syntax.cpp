@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "server/bounded_json.h"
+
 namespace sniper::server {
 namespace {
 
@@ -64,7 +66,7 @@ Json convert_xml_value(std::string value, bool is_string) {
   if (value == "True") return Json(true);  // the template writes non-JSON scalars with Python's str()
   if (value == "False") return Json(false);
   if (value == "None") return Json(nullptr);
-  Json parsed = Json::parse(value, nullptr, /*allow_exceptions=*/false);
+  Json parsed = parse_json_or_discarded<Json>(value);  // bounded: model output can nest without end
   if (parsed.is_discarded()) return Json(std::move(value));
   return parsed;
 }

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "server/bounded_json.h"
 #include "server/prometheus_text.h"
 #include "server/serve_main.h"
 
@@ -154,7 +155,7 @@ Result<Snapshot> poll_server(httplib::Client& client, const TopOptions& opt) {
   SNIPER_ASSIGN_OR_RETURN(std::string metrics_text, http_get(client, opt, "/metrics"));
   SNIPER_ASSIGN_OR_RETURN(snap.metrics, parse_prometheus_text(metrics_text));
   SNIPER_ASSIGN_OR_RETURN(std::string props_text, http_get(client, opt, "/props"));
-  nlohmann::json props = nlohmann::json::parse(props_text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json props = parse_json_or_discarded<nlohmann::json>(props_text);  // bounded: any server may answer
   if (props.is_discarded() || !props.is_object()) {
     return make_error("GET %s/props did not return a JSON object", opt.url().c_str());
   }

@@ -106,6 +106,18 @@ TEST(BackendClient, PlainReplyAndRequestBody) {
   EXPECT_EQ(models.value(), std::vector<std::string>{"scripted"});
 }
 
+// A hostile backend's reply nested 100,000 deep is refused while parsing (issue 26): an
+// error, never a stack overflow in the walks after the parse.
+TEST(BackendClient, DeeplyNestedRepliesAreRefused) {
+  ScriptedServer server;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  server.add_page("/deep/models", R"({"data":)" + deep + "}", "application/json");
+  ASSERT_TRUE(server.start());
+  BackendClient client(backend("s", server.url() + "/deep"), 2, 5);
+  auto models = client.list_models();
+  EXPECT_FALSE(models.ok());
+}
+
 TEST(BackendClient, CancelStopsASlowStream) {
   ScriptedServer server;
   server.add_rule({{"long"}, {}, std::string(400, 'x'), 20, 2});  // 200 chunks, 20 ms apart = 4 s

@@ -140,6 +140,10 @@ TEST(Config, ParsesBackendsAndRejectsTypos) {
   EXPECT_FALSE(parse_config(R"({"backends": [{"name": "x", "url": "ftp://x"}]})").ok());
   EXPECT_FALSE(parse_config(R"({"backends": [{"name": "x", "url": "http://x", "role": "huge"}]})").ok());
   EXPECT_FALSE(parse_config(R"({"retries": -1})").ok());
+  // A config nested 100,000 deep is refused while parsing, naming the limit (issue 26).
+  auto deep = parse_config("{\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.error().message.find("max_depth"), std::string::npos) << deep.error().message;
 }
 
 TEST(Config, ExampleConfigParses) {

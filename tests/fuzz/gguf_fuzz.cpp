@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer entry point for the GGUF parser: any input must parse or fail cleanly, and an
 // accepted file's tensors must lie inside it. Build with Clang (see CMakeLists.txt) and run
-//   ./gguf_fuzz -max_len=65536 corpus/
+//   ./gguf_fuzz -max_len=65536 corpus/gguf_fuzz
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

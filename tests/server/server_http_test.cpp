@@ -219,6 +219,31 @@ TEST_F(ServerHttp, BadInputsGiveOpenAiErrors) {
   expect_error(cli->Get("/v1/models/gpt-4"), 404, "invalid_request_error", "model", "model_not_found");
 }
 
+// Issue 26: 100,000 nested objects (0.6 MB, under the body cap) or arrays used to
+// overflow the stack of a recursive walk. Now the parser stops at 64 levels: 400 naming the
+// limit, and the server keeps serving. The same for chat messages and tools.
+TEST_F(ServerHttp, DeepNestingIsRejectedWhileParsing) {
+  std::string objects = R"({"prompt":"hi","x":)";
+  for (int i = 0; i < 100000; ++i) objects += R"({"a":)";
+  objects += "1" + std::string(100000, '}') + "}";
+  ASSERT_GT(objects.size(), 600000u);
+  for (const std::string& body : {objects,
+                                  R"({"prompt":)" + std::string(100000, '[') + R"("hi")" + std::string(100000, ']') + "}",
+                                  R"({"messages":[{"role":"user","content":"hi"}],"tools":)" + std::string(100000, '[') +
+                                      std::string(100000, ']') + "}"}) {
+    for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+      auto r = post(path, body);
+      expect_error(r, 400, "invalid_request_error");
+      EXPECT_NE(r->body.find("deeper than 64 levels"), std::string::npos) << r->body.substr(0, 300);
+    }
+  }
+  // 64 levels are still parsed (and then judged on their fields).
+  std::string ok64 = R"({"prompt":"Once","max_tokens":2,"temperature":0,"x":)" + std::string(63, '[') + std::string(63, ']') + "}";
+  auto r = post("/v1/completions", ok64);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
 TEST_F(ServerHttp, InfoEndpoints) {
   auto cli = server_->client();
   auto h = cli->Get("/health");

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// libFuzzer entry point for chat-template rendering of arbitrary messages and tools, the way
+// POST /v1/chat/completions does it: the body is parsed within the request bounds, validated by
+// parse_chat_request, then rendered by render_chat (Jinja engine, from_json of messages and
+// tools). Any input must render or fail with an error, never crash or recurse without bound.
+// Templates: a built-in ChatML template with tools, plus the real Qwen3, Qwen3.5, Llama 3 and
+// Gemma 4 templates when SNIPER_SHARED_DIR (or ../shared) holds them. Build with Clang (see
+// CMakeLists.txt); run   ./chat_template_fuzz -max_len=65536 corpus/chat_template_fuzz
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include "server/chat_format.h"
+#include "server/openai_protocol.h"
+#include "tokenizer/chat_template.h"
+
+namespace {
+
+using sniper::ChatTemplate;
+using namespace sniper::server;
+
+// ChatML with a tools block and content parts: exercises tojson of arbitrary tools, loops over
+// message fields and nested content.
+constexpr const char* kChatml = R"TPL({%- if tools %}<|im_start|>system
+{%- for tool in tools %}
+{{ tool | tojson }}
+{%- endfor %}<|im_end|>
+{% endif %}
+{%- for message in messages %}<|im_start|>{{ message.role }}
+{%- if message.content is string %}{{ message.content }}
+{%- elif message.content %}{% for part in message.content %}{{ part.text if part.text is defined else part | tojson }}{% endfor %}
+{%- endif %}
+{%- if message.tool_calls %}{% for call in message.tool_calls %}<tool_call>{{ call | tojson }}</tool_call>{% endfor %}{% endif %}<|im_end|>
+{% endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %})TPL";
+
+struct Template {
+  ChatTemplate tmpl;
+  ChatFormat format;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::unique_ptr<Template>> load_templates() {
+  std::vector<std::string> sources = {kChatml};
+  const char* env = std::getenv("SNIPER_SHARED_DIR");
+  const std::string shared = env != nullptr ? env : "../shared";
+  for (const char* model : {"qwen3", "qwen35", "llama3", "gemma4"}) {
+    Json config;
+    if (!parse_json_bounded(read_file(shared + "/tokenizer/" + model + "/tokenizer_config.json"), &config).empty()) continue;
+    if (config.is_object() && config.contains("chat_template") && config["chat_template"].is_string()) {
+      sources.push_back(config["chat_template"].get<std::string>());
+    }
+  }
+  std::vector<std::unique_ptr<Template>> out;
+  for (const std::string& s : sources) {
+    auto t = ChatTemplate::parse(s);
+    if (!t.ok()) std::abort();  // the templates are fixed: one that does not parse is a bug here
+    out.push_back(std::make_unique<Template>(Template{std::move(t).value(), detect_chat_format(s)}));
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::vector<std::unique_ptr<Template>> templates = load_templates();
+  if (size == 0) return 0;
+  // The first byte picks the template and the generation prompt; the rest is the request body.
+  const Template& t = *templates[data[0] % templates.size()];
+  const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  Json j;
+  if (parse_body(body, &j)) return 0;
+  ChatRequest request;
+  if (parse_chat_request(j, &request)) return 0;
+  ChatRenderInput in;
+  in.messages = request.messages;
+  in.tools = request.tools;
+  in.template_kwargs = request.template_kwargs;
+  in.add_generation_prompt = (data[0] & 0x80) == 0;
+  auto rendered = render_chat(t.tmpl, t.format, in, "<s>", "</s>");
+  if (!rendered.ok() && rendered.error().message.empty()) std::abort();
+  return 0;
+}

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// libFuzzer entry point for the request bodies of every JSON endpoint: parse_body (bounded JSON,
+// UTF-8; the context routes use it too) and then the chat-completion and text-completion request
+// validators. Any input must be accepted or refused with an ApiError; an accepted request's
+// values must lie in their documented ranges. Build with Clang (see CMakeLists.txt); run
+//   ./request_json_fuzz -max_len=65536 corpus/request_json_fuzz
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "server/openai_protocol.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace sniper::server;
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  Json j;
+  if (auto e = parse_body(body, &j)) {
+    if (e->status != 400 || e->message.empty()) std::abort();
+    return 0;
+  }
+  if (!j.is_object()) std::abort();
+  (void)dump_json(j);  // the DOM is bounded: serializing it recurses at most 64 deep
+  ChatRequest chat;
+  if (!parse_chat_request(j, &chat)) {
+    if (!chat.messages.is_array() || chat.messages.empty()) std::abort();
+    const sniper::SamplerConfig& s = chat.params.sampler;
+    if (!(s.temperature >= 0 && s.temperature <= 2 && s.top_p > 0 && s.top_p <= 1)) std::abort();
+    if (chat.params.max_tokens == 0 || chat.params.max_tokens < -1 || chat.params.stop.size() > 16) std::abort();
+  }
+  CompletionRequest completion;
+  if (!parse_completion_request(j, &completion)) {
+    if (!is_valid_utf8(completion.prompt)) std::abort();
+  }
+  return 0;
+}
