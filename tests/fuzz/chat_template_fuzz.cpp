@@ -3,6 +3,7 @@
 // POST /v1/chat/completions does it: the body is parsed within the request bounds, validated by
 // parse_chat_request, then rendered by render_chat (Jinja engine, from_json of messages and
 // tools). Any input must render or fail with an error, never crash or recurse without bound.
+// The same bytes also go through the template's model-output parser as generated text.
 // Templates: a built-in ChatML template with tools, plus the real Qwen3, Qwen3.5, Llama 3 and
 // Gemma 4 templates when SNIPER_SHARED_DIR (or ../shared) holds them. Build with Clang (see
 // CMakeLists.txt); run   ./chat_template_fuzz -max_len=65536 corpus/chat_template_fuzz
@@ -80,6 +81,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The first byte picks the template and the generation prompt; the rest is the request body.
   const Template& t = *templates[data[0] % templates.size()];
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  {
+    // The same bytes as model output: the template's output parser (thinking, Hermes JSON,
+    // Qwen3.5 XML and Gemma 4 tool-call syntaxes) takes any text, split anywhere.
+    RenderedChat rendered;
+    rendered.thinking_enabled = (data[0] & 0x40) != 0;
+    ChatOutputParser parser(t.format, rendered, /*tools_requested=*/true);
+    std::vector<ChatDelta> deltas;
+    const size_t cut = body.size() / 2;
+    parser.feed(body.substr(0, cut), &deltas);
+    parser.feed(body.substr(cut), &deltas);
+    parser.finish(&deltas);
+    (void)parser.message();
+  }
   Json j;
   if (parse_body(body, &j)) return 0;
   ChatRequest request;
