@@ -11,9 +11,6 @@
 
 namespace sniper {
 
-namespace {
-
-// Reads an integer key and checks it against [lo, hi].
 Result<int64_t> int_in_range(const GgufFile& file, const std::string& key, int64_t lo, int64_t hi) {
   auto v = file.get_int(key);
   if (!v.ok()) return v.error();
@@ -23,6 +20,8 @@ Result<int64_t> int_in_range(const GgufFile& file, const std::string& key, int64
   }
   return *v;
 }
+
+namespace {
 
 Result<int64_t> int_in_range_or(const GgufFile& file, const std::string& key, int64_t fallback,
                                 int64_t lo, int64_t hi) {
@@ -153,21 +152,6 @@ std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
     LayerStateSpec& s = specs[l];
     switch (lp.mixer) {
       case MixerKind::kAttention:
-        if (lp.kv_shared_with >= 0) {
-          s.kind = LayerStateKind::kSharedKv;
-          s.shared_with = lp.kv_shared_with;
-        } else {
-          s.kind = LayerStateKind::kKv;
-        }
-        s.n_kv_heads = lp.n_kv_heads;
-        s.head_dim = lp.head_dim;
-        s.window = lp.sliding_window;
-        break;
-      case MixerKind::kDeltaNet:
-        s.kind = LayerStateKind::kRecurrent;
-        s.conv_floats = c.delta_net.conv_state_floats();
-        s.recurrent_floats = c.delta_net.recurrent_state_floats();
-        break;
       case MixerKind::kGemma4Attention:
         if (lp.kv_shared_with >= 0) {
           s.kind = LayerStateKind::kSharedKv;
@@ -177,7 +161,13 @@ std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
         }
         s.n_kv_heads = lp.n_kv_heads;
         s.head_dim = lp.head_dim;
-        s.window = sliding_ring_slots(lp);
+        // A gemma4 sliding layer's ring also holds the chunk its shared-KV readers attend over.
+        s.window = lp.mixer == MixerKind::kGemma4Attention ? sliding_ring_slots(lp) : lp.sliding_window;
+        break;
+      case MixerKind::kDeltaNet:
+        s.kind = LayerStateKind::kRecurrent;
+        s.conv_floats = c.delta_net.conv_state_floats();
+        s.recurrent_floats = c.delta_net.recurrent_state_floats();
         break;
     }
   }

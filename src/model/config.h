@@ -125,6 +125,10 @@ struct ModelConfig {
 // The sequence state each layer keeps (kv/sequence_state.h), from the layer plan.
 std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& config);
 
+// Reads the integer metadata value `key` and checks it against [lo, hi]. Errors name the key, the
+// value and the range (or say that the key is missing). Thread-safe.
+[[nodiscard]] Result<int64_t> int_in_range(const GgufFile& file, const std::string& key, int64_t lo, int64_t hi);
+
 // Reads the config from a GGUF file through the registered spec of its general.architecture.
 // Errors name the missing or invalid key and its allowed range.
 Result<ModelConfig> load_model_config(const GgufFile& file);

@@ -44,16 +44,6 @@ Result<int64_t> layer_int(const GgufFile& file, const std::string& key, int64_t 
   return x;
 }
 
-Result<int64_t> required_int(const GgufFile& file, const std::string& key, int64_t lo, int64_t hi) {
-  auto v = file.get_int(key);
-  if (!v.ok()) return v.error();
-  if (*v < lo || *v > hi) {
-    return make_error("%s is %ld but must be in [%ld, %ld]", key.c_str(), static_cast<long>(*v), static_cast<long>(lo),
-                      static_cast<long>(hi));
-  }
-  return *v;
-}
-
 Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
   const std::string p = c.arch + ".";
   const int64_t L = c.n_layers;
@@ -63,9 +53,9 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
     return make_error("%sattention.sliding_window_pattern has %zu items but block_count is %ld", p.c_str(),
                       (*pattern)->size(), static_cast<long>(L));
   }
-  SNIPER_ASSIGN_OR_RETURN(const int64_t window, required_int(file, p + "attention.sliding_window", 1, int64_t{1} << 24));
-  SNIPER_ASSIGN_OR_RETURN(const int64_t hd_swa, required_int(file, p + "attention.key_length_swa", 1, 4096));
-  SNIPER_ASSIGN_OR_RETURN(const int64_t vd_swa, required_int(file, p + "attention.value_length_swa", 1, 4096));
+  SNIPER_ASSIGN_OR_RETURN(const int64_t window, int_in_range(file, p + "attention.sliding_window", 1, int64_t{1} << 24));
+  SNIPER_ASSIGN_OR_RETURN(const int64_t hd_swa, int_in_range(file, p + "attention.key_length_swa", 1, 4096));
+  SNIPER_ASSIGN_OR_RETURN(const int64_t vd_swa, int_in_range(file, p + "attention.value_length_swa", 1, 4096));
   if (vd_swa != hd_swa) {
     return make_error("%sattention.value_length_swa is %ld but must equal key_length_swa %ld", p.c_str(),
                       static_cast<long>(vd_swa), static_cast<long>(hd_swa));
@@ -77,8 +67,8 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
   if (!(*base_swa > 1.0 && std::isfinite(*base_swa))) {
     return make_error("%srope.freq_base_swa is %g but must be a finite number > 1", p.c_str(), *base_swa);
   }
-  SNIPER_ASSIGN_OR_RETURN(const int64_t n_shared, required_int(file, p + "attention.shared_kv_layers", 0, L - 1));
-  SNIPER_ASSIGN_OR_RETURN(c.per_layer_dim, required_int(file, p + "embedding_length_per_layer_input", 0, 1 << 16));
+  SNIPER_ASSIGN_OR_RETURN(const int64_t n_shared, int_in_range(file, p + "attention.shared_kv_layers", 0, L - 1));
+  SNIPER_ASSIGN_OR_RETURN(c.per_layer_dim, int_in_range(file, p + "embedding_length_per_layer_input", 0, 1 << 16));
   auto cap = file.get_float_or(p + "final_logit_softcapping", 0.0);
   if (!cap.ok()) return cap.error();
   if (!(*cap >= 0.0 && std::isfinite(*cap))) {
@@ -87,7 +77,7 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
   c.final_softcap = static_cast<float>(*cap);
   c.embd_scale = std::sqrt(static_cast<float>(c.dim));
   if (c.n_experts > 0) {
-    SNIPER_ASSIGN_OR_RETURN(c.expert_hidden_dim, required_int(file, p + "expert_feed_forward_length", 1, 1 << 20));
+    SNIPER_ASSIGN_OR_RETURN(c.expert_hidden_dim, int_in_range(file, p + "expert_feed_forward_length", 1, 1 << 20));
   }
 
   const int64_t n_kv = L - n_shared;

@@ -11,20 +11,6 @@
 
 namespace sniper {
 
-namespace {
-
-Result<int64_t> required_int(const GgufFile& file, const std::string& key, int64_t lo, int64_t hi) {
-  auto v = file.get_int(key);
-  if (!v.ok()) return v.error();
-  if (*v < lo || *v > hi) {
-    return make_error("%s is %ld but must be in [%ld, %ld]", key.c_str(), static_cast<long>(*v), static_cast<long>(lo),
-                      static_cast<long>(hi));
-  }
-  return *v;
-}
-
-}  // namespace
-
 Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Family& family) {
   const std::string p = c.arch + ".";
   constexpr int64_t kMaxDim = int64_t{1} << 20;
@@ -38,27 +24,27 @@ Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Fa
   }
   c.n_layers -= *nextn;
   if (family.moe) {
-    SNIPER_ASSIGN_OR_RETURN(c.expert_hidden_dim, required_int(file, p + "expert_feed_forward_length", 1, kMaxDim));
+    SNIPER_ASSIGN_OR_RETURN(c.expert_hidden_dim, int_in_range(file, p + "expert_feed_forward_length", 1, kMaxDim));
     SNIPER_ASSIGN_OR_RETURN(c.shared_expert_hidden_dim,
-                            required_int(file, p + "expert_shared_feed_forward_length", 1, kMaxDim));
+                            int_in_range(file, p + "expert_shared_feed_forward_length", 1, kMaxDim));
   }
   DeltaNetConfig& d = c.delta_net;
-  SNIPER_ASSIGN_OR_RETURN(d.conv_kernel, required_int(file, p + "ssm.conv_kernel", 2, 64));
-  SNIPER_ASSIGN_OR_RETURN(d.head_dim, required_int(file, p + "ssm.state_size", 1, 4096));
-  SNIPER_ASSIGN_OR_RETURN(d.n_k_heads, required_int(file, p + "ssm.group_count", 1, 4096));
-  SNIPER_ASSIGN_OR_RETURN(d.n_v_heads, required_int(file, p + "ssm.time_step_rank", 1, 4096));
+  SNIPER_ASSIGN_OR_RETURN(d.conv_kernel, int_in_range(file, p + "ssm.conv_kernel", 2, 64));
+  SNIPER_ASSIGN_OR_RETURN(d.head_dim, int_in_range(file, p + "ssm.state_size", 1, 4096));
+  SNIPER_ASSIGN_OR_RETURN(d.n_k_heads, int_in_range(file, p + "ssm.group_count", 1, 4096));
+  SNIPER_ASSIGN_OR_RETURN(d.n_v_heads, int_in_range(file, p + "ssm.time_step_rank", 1, 4096));
   if (d.n_v_heads % d.n_k_heads != 0) {
     return make_error("%sssm.time_step_rank (%ld value heads) must be a multiple of ssm.group_count (%ld key heads)",
                       p.c_str(), static_cast<long>(d.n_v_heads), static_cast<long>(d.n_k_heads));
   }
-  SNIPER_ASSIGN_OR_RETURN(int64_t inner, required_int(file, p + "ssm.inner_size", 1, kMaxDim));
+  SNIPER_ASSIGN_OR_RETURN(int64_t inner, int_in_range(file, p + "ssm.inner_size", 1, kMaxDim));
   if (inner != d.v_dim()) {
     return make_error("%sssm.inner_size is %ld but ssm.time_step_rank * ssm.state_size is %ld", p.c_str(),
                       static_cast<long>(inner), static_cast<long>(d.v_dim()));
   }
   d.grouped_heads = family.grouped_heads;
   d.fused_ba = family.fused_ba;
-  SNIPER_ASSIGN_OR_RETURN(int64_t interval, required_int(file, p + "full_attention_interval", 1, c.n_layers));
+  SNIPER_ASSIGN_OR_RETURN(int64_t interval, int_in_range(file, p + "full_attention_interval", 1, c.n_layers));
   if (family.rope_sections) {
     // IMRoPE: every rotated pair takes the time, height or width position by its section; for
     // text all three are the token position, so it is NeoX rope over rope.dimension_count dims.
