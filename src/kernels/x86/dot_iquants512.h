@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // AVX-512 dot-product kernels for the grid i-quants with per-16-element odd scales (IQ2_XXS,
 // IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) against q8_K activations. Two 32-element chunks per 512-bit
-// step: a decoder yields the pair's unsigned grid magnitudes (one gather of the 8 (IQ2) or 16
-// (IQ3) grid entries from vectorised indices), a 64-bit negate mask (bit j negates element j;
-// applied to the activations with a masked byte subtract) and, once per superblock, the 16
-// half-chunk scales as i32 lanes. Integer lane k of the superblock sum is, as in the 256-bit
+// step: a decoder yields the superblock's unsigned grid magnitudes (IQ2: one vpgatherqq of the
+// 8 grid entries of a pair from vectorised indices; IQ3: scalar loads, see grid_copy32), a 64-bit
+// negate mask per pair (bit j negates element j; applied to the activations with a masked byte
+// subtract) and the 16 half-chunk scales as i32 lanes. Integer lane k of the superblock sum is, as in the 256-bit
 // kernels of dot_iquants.h, elements 4k..4k+3 of every chunk times their scale (the two 256-bit
 // halves of the 512-bit sum are added: exact i32), and the float steps are the same, so every
 // output is bitwise equal to the `_ref` twins in quant/ (iq2.h, iq3.h).
