@@ -208,11 +208,14 @@ struct DotIQ512 {
       D::decode(b, mag, neg);
       for (int p = 0; p < 4; ++p) {
         const __m512i m = _mm512_load_si512(mag + 64 * p);
-        const __m512i sc = _mm512_permutexvar_epi32(_mm512_add_epi32(sel, _mm512_set1_epi32(4 * p)), s16);
+        const __m512i sc32 = _mm512_permutexvar_epi32(_mm512_add_epi32(sel, _mm512_set1_epi32(4 * p)), s16);
+        const __m512i sc = _mm512_or_si512(sc32, _mm512_slli_epi32(sc32, 16));  // both i16 halves = scale
         for (int t = 0; t < NT; ++t) {
           const __m512i y = _mm512_loadu_si512(a[t][i].qs + 64 * p);
           const __m512i ys = _mm512_mask_sub_epi8(y, neg[p], zero, y);
-          isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero, m, ys), sc));
+          // |q| * y pairs as i16 (|q| <= 62, |y| <= 128: at most 15872, no saturation), then
+          // pairs times the scale into the i32 lanes (vpdpwssd: exact).
+          isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(m, ys), sc);
         }
       }
       const float dw = h2f(b.d);
