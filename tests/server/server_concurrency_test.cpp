@@ -25,6 +25,16 @@ bool wait_for_metric(TestServer& s, const std::string& line) {
   return false;
 }
 
+// POST /v1/completions: 8 greedy tokens after `prompt`; expects 200 and returns the response.
+TJson complete_greedy(httplib::Client& cli, const std::string& prompt) {
+  auto r = cli.Post("/v1/completions", TJson{{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}}.dump(),
+                    "application/json");
+  EXPECT_TRUE(r);
+  if (!r) return TJson::object();
+  EXPECT_EQ(r->status, 200);
+  return TJson::parse(r->body);
+}
+
 TEST(ServerConcurrency, FourClientsStreamAtOnce) {
   ServerOptions o;
   o.n_slots = 2;
@@ -118,13 +128,7 @@ TEST(ServerConcurrency, ExtendingAPromptReusesTheSlotsPrefix) {
   TestServer server(models_dir() + "/stories260K.gguf", o, 512);
   ASSERT_TRUE(server.ok()) << server.error();
   auto cli = server.client();
-  auto complete = [&](const std::string& prompt) {
-    auto r = cli->Post("/v1/completions", TJson{{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}}.dump(),
-                       "application/json");
-    EXPECT_TRUE(r);
-    EXPECT_EQ(r->status, 200);
-    return TJson::parse(r->body);
-  };
+  auto complete = [&](const std::string& prompt) { return complete_greedy(*cli, prompt); };
   const std::string base = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park";
   auto a = complete(base);
   EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
@@ -153,13 +157,7 @@ TEST(ServerConcurrency, HybridModelRecomputesInsteadOfRewinding) {
   TestServer server(models_dir() + "/syn-qwen35moe-small.gguf", o, 256);
   ASSERT_TRUE(server.ok()) << server.error();
   auto cli = server.client();
-  auto complete = [&](const std::string& prompt) {
-    auto r = cli->Post("/v1/completions", TJson{{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}}.dump(),
-                       "application/json");
-    EXPECT_TRUE(r);
-    EXPECT_EQ(r->status, 200);
-    return TJson::parse(r->body);
-  };
+  auto complete = [&](const std::string& prompt) { return complete_greedy(*cli, prompt); };
   const std::string base = "Once upon a time, there was a little girl named Lily";
   auto a = complete(base);
   EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
