@@ -66,6 +66,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
     req.batch = kShortPromptChunk;
   }
   req.n_sessions = options.n_sessions;
+  req.n_checkpoints = options.n_checkpoints;
   req.force_stream = options.residency == ResidencyMode::kStream;
   if (options.residency == ResidencyMode::kMmap) {
     m->plan_.all_resident = true;  // nothing streams through our engine; the kernel pages

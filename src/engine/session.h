@@ -62,6 +62,8 @@ class Session {
   // Takes a checkpoint after the n_past() tokens evaluated so far (when checkpoints are on, the
   // state needs them and there is not one there already).
   void checkpoint();
+  // True when checkpoints are on and the state needs them.
+  bool keeps_checkpoints() const { return checkpoints_ != nullptr; }
   // Checkpoints kept now, and the bytes allocated for them (0 when off).
   int64_t n_checkpoints() const { return checkpoints_ ? checkpoints_->count() : 0; }
   size_t checkpoint_bytes() const { return checkpoints_ ? checkpoints_->bytes() : 0; }

@@ -17,6 +17,7 @@
 #include "engine/model.h"
 #include "engine/session.h"
 #include "golden/shared_dir.h"
+#include "model/config.h"
 
 namespace sniper {
 namespace {
@@ -171,6 +172,31 @@ TEST(StateCheckpoints, HybridPrefixReuseEqualsAFreshEvaluation) {
     std::vector<float> again;
     ASSERT_TRUE(s->eval(first, &again).ok());
     EXPECT_EQ(again, fresh_logits(**model, first, 0));
+  }
+}
+
+// The memory plan counts every session's checkpoints at their largest; a model that can always
+// rewind plans none. A session's checkpoints stay within its share.
+TEST(StateCheckpoints, CountedInTheMemoryPlan) {
+  ModelLoadOptions lo;
+  lo.n_ctx = 96;
+  lo.n_sessions = 2;
+  lo.n_checkpoints = 3;
+  for (const char* name : {"syn-qwen35moe-small.gguf", "syn-gemma4e-small.gguf", "syn-qwen3.gguf"}) {
+    SCOPED_TRACE(name);
+    auto model = Model::load(shared_dir() + "/models/" + name, lo);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const MemoryPlan& p = (*model)->plan();
+    const size_t one = SequenceState::checkpoint_bytes_for(layer_state_specs((*model)->config()), 96, KvType::kF16);
+    EXPECT_EQ(p.checkpoint_bytes, 2 * 3 * one);
+    EXPECT_EQ(p.describe().find("state checkpoints") != std::string::npos, one > 0);
+    if (one == 0) continue;
+    auto s = make_session(**model, 3);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->eval(tokens(60, 4)).ok());
+    EXPECT_EQ(s->n_checkpoints(), 3);
+    EXPECT_GT(s->checkpoint_bytes(), 0u);
+    EXPECT_LE(s->checkpoint_bytes(), 3 * one);
   }
 }
 
