@@ -108,8 +108,9 @@ std::vector<int32_t> tokens(size_t n, int32_t salt) {
   return ids;
 }
 
-std::unique_ptr<Session> make_session(Model& model, int64_t n_checkpoints) {
+std::unique_ptr<Session> make_session(Model& model, int64_t n_checkpoints, KvType kv = KvType::kF16) {
   SessionOptions so;
+  so.kv_type = kv;
   so.n_ctx = 96;
   so.batch = 4;
   so.n_threads = 2;
@@ -121,8 +122,8 @@ std::unique_ptr<Session> make_session(Model& model, int64_t n_checkpoints) {
 }
 
 // Fresh evaluation of `ids` as the reusing session evaluates them: [0, c) then [c, end).
-std::vector<float> fresh_logits(Model& model, const std::vector<int32_t>& ids, int64_t c) {
-  auto s = make_session(model, 0);
+std::vector<float> fresh_logits(Model& model, const std::vector<int32_t>& ids, int64_t c, KvType kv = KvType::kF16) {
+  auto s = make_session(model, 0, kv);
   std::vector<float> all;
   if (s == nullptr) return all;
   if (c > 0) {
@@ -159,6 +160,19 @@ TEST(StateCheckpoints, HybridPrefixReuseEqualsAFreshEvaluation) {
       ASSERT_TRUE(s->eval(std::span<const int32_t>(second.data() + want, second.size() - static_cast<size_t>(want)),
                           &reused).ok());
       EXPECT_EQ(reused, fresh_logits(**model, second, want));
+    }
+    // q8_0 rings and KV rows come back the same way.
+    {
+      auto s = make_session(**model, 8, KvType::kQ8_0);
+      ASSERT_NE(s, nullptr);
+      ASSERT_TRUE(s->eval(first).ok());
+      ASSERT_EQ(s->truncate(23), 16);
+      std::vector<int32_t> second(first.begin(), first.begin() + 23);
+      const std::vector<int32_t> tail = tokens(13, 2);
+      second.insert(second.end(), tail.begin(), tail.end());
+      std::vector<float> reused;
+      ASSERT_TRUE(s->eval(std::span<const int32_t>(second.data() + 16, second.size() - 16), &reused).ok());
+      EXPECT_EQ(reused, fresh_logits(**model, second, 16, KvType::kQ8_0));
     }
     // Two checkpoints kept: the oldest are dropped, and a prefix before the kept ones starts over.
     auto s = make_session(**model, 2);
