@@ -205,6 +205,7 @@ void Scheduler::advance(Slot& slot) {
     slot.eval_pos += n;
     if (slot.eval_pos < slot.to_eval.size()) return;
     if (j.kind == JobKind::kSave) {
+      session.checkpoint();  // a saved prompt is a prefix the next requests come back to
       slot.result.state = std::make_shared<SessionState>(capture_session_state(session, options_.model_fingerprint));
       return finish(slot);
     }
