@@ -49,10 +49,12 @@ std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec
   return a;
 }
 
-Result<Loaded> load_model_and_session(const Args& args) {
+Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints) {
   if (!args.has("--model")) return make_error("no model given: pass -m PATH to a GGUF file");
   SNIPER_ASSIGN_OR_RETURN(ModelLoadOptions lo, load_options_from_args(args));
+  lo.n_checkpoints = n_checkpoints;
   SessionOptions so;
+  so.n_checkpoints = n_checkpoints;
   SNIPER_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--threads", 0, 0, 1024));
   so.n_threads = static_cast<int>(threads);
   so.n_ctx = lo.n_ctx;

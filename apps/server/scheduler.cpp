@@ -171,12 +171,11 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   // checkpoint at or before the shared prefix (0 without one) and the rest is evaluated again.
   common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));
   slot.to_eval.assign(j.prompt.begin() + static_cast<long>(common), j.prompt.end());
-  // The next turn of a conversation usually shares this prompt up to its generation prompt
-  // (a thinking model's reply is rendered again without its reasoning): checkpoint there.
+  // The next turn of a conversation usually shares this prompt up to its generation prompt:
+  // checkpoint kPromptCheckpointTail tokens before its end.
   slot.checkpoint_at = 0;
-  if (session.keeps_checkpoints() && slot.to_eval.size() > kCheckpointTail) {
-    slot.checkpoint_at = slot.to_eval.size() - kCheckpointTail;
-  }
+  constexpr size_t kTail = static_cast<size_t>(kPromptCheckpointTail);
+  if (session.keeps_checkpoints() && slot.to_eval.size() > kTail) slot.checkpoint_at = slot.to_eval.size() - kTail;
   slot.result.n_prompt = static_cast<int64_t>(j.prompt.size());
   slot.result.n_cached = static_cast<int64_t>(common);
   if (j.kind == JobKind::kGenerate) {

@@ -8,7 +8,7 @@
 // the shared prefix is not evaluated again (at least one token is, for fresh logits). On a
 // hybrid model (delta-net layers, sliding rings) the part kept is the latest state checkpoint at
 // or before the shared prefix (SessionOptions::n_checkpoints; each prompt also checkpoints
-// kCheckpointTail tokens before its end, where the next turn of a chat usually departs from it).
+// kPromptCheckpointTail tokens before its end, where the next turn of a chat usually departs).
 // A cancelled job stops before its next pass and frees its slot. A failing job
 // ends with an error and never touches another slot.
 // Thread-safe: submit() and the accessors may be called from any thread.
@@ -31,11 +31,6 @@
 #include "server/metrics.h"
 
 namespace sniper::server {
-
-// Tokens before the end of a prompt where a hybrid model's slot takes a state checkpoint: the
-// generation prompt of the chat templates ("<|im_start|>assistant\n<think>\n": 5 tokens,
-// "<|turn>model\n": 3) with room to spare.
-inline constexpr size_t kCheckpointTail = 8;
 
 struct SchedulerOptions {
   int n_slots = 1;

@@ -25,6 +25,13 @@
 
 namespace sniper {
 
+// Tokens before the end of a prompt where a front end (the server's slots, `sniper chat`) has a
+// hybrid session take a checkpoint (Session::checkpoint()): the next turn of a conversation
+// usually shares the prompt up to its generation prompt ("<|im_start|>assistant\n<think>\n" is
+// 5 tokens, gemma4's "<|turn>model\n" 3), since a thinking model's reply is rendered again
+// without its reasoning. 8 leaves room to spare.
+inline constexpr int64_t kPromptCheckpointTail = 8;
+
 struct SessionOptions {
   int64_t n_ctx = 0;     // 0: the context the model's memory plan was made for
   int64_t batch = 64;    // prefill chunk size

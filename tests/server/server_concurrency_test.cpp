@@ -172,7 +172,7 @@ TEST(ServerConcurrency, HybridModelRecomputesWithoutCheckpoints) {
 }
 
 // With state checkpoints a hybrid slot goes back to the checkpoint its prompt took
-// kCheckpointTail tokens before the end, evaluates only the rest, and answers as the first time
+// kPromptCheckpointTail tokens before the end, evaluates only the rest, and answers as the first time
 // (the same chunks from the same state: the same bits). The reuse shows in cached_tokens and the
 // /metrics counters, and the checkpoints' memory in their gauges.
 TEST(ServerConcurrency, HybridModelReusesAStateCheckpoint) {
@@ -189,19 +189,19 @@ TEST(ServerConcurrency, HybridModelReusesAStateCheckpoint) {
   auto a = complete(base);
   EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   const int64_t n_a = a["usage"]["prompt_tokens"];
-  ASSERT_GT(n_a, static_cast<int64_t>(kCheckpointTail));
+  ASSERT_GT(n_a, kPromptCheckpointTail);
   auto b = complete(base);  // all but the last token shared: back to the checkpoint before the tail
-  EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"], n_a - static_cast<int64_t>(kCheckpointTail));
+  EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"], n_a - kPromptCheckpointTail);
   EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]);
   auto c = complete(base + ". She loved to play");  // departs after the prompt: the same checkpoint
   const int64_t cached_c = c["usage"]["prompt_tokens_details"]["cached_tokens"];
-  EXPECT_EQ(cached_c, n_a - static_cast<int64_t>(kCheckpointTail));
+  EXPECT_EQ(cached_c, n_a - kPromptCheckpointTail);
   auto d = complete(base);
   EXPECT_EQ(d["choices"][0]["text"], a["choices"][0]["text"]);
   const int64_t cached_d = d["usage"]["prompt_tokens_details"]["cached_tokens"];
   EXPECT_GT(cached_d, 0);
   EXPECT_TRUE(wait_for_metric(server, "sniper_prompt_tokens_cached_total " +
-                                          std::to_string(2 * (n_a - static_cast<int64_t>(kCheckpointTail)) + cached_d) + "\n"));
+                                          std::to_string(2 * (n_a - kPromptCheckpointTail) + cached_d) + "\n"));
   auto metrics = cli->Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->body.find("sniper_state_checkpoints 0\n"), std::string::npos) << metrics->body;
