@@ -88,12 +88,13 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     }
     Status st = transformer_->forward(tokens.data() + start, m, n_past(), *state_, all_logits != nullptr, out, pool_);
     if (!st.ok()) {
-      // A recurrent state has absorbed part of the chunk: the evaluated prefix is kept only
-      // where the state can be rewound to it.
-      if (state_->has_recurrent()) {
-        history_.clear();
-        state_->reset_recurrent();
-        if (checkpoints_) checkpoints_->clear();
+      // A recurrent state has absorbed part of the chunk (or a ring has overwritten rows the
+      // window still needed): the evaluated prefix is kept only where the state can be rewound
+      // to it, else back to the latest checkpoint (or the start).
+      if (!state_->rewindable(n_past() + m)) {
+        const int64_t kept = checkpoints_ ? checkpoints_->restore(*state_, n_past()) : 0;
+        if (kept == 0) state_->reset_recurrent();
+        history_.resize(static_cast<size_t>(kept));
       }
       return st;
     }

@@ -51,7 +51,9 @@ class Session {
   // Evaluates `tokens` at positions n_past().. and appends them. When all_logits is non-null it
   // receives [tokens.size(), vocab] logits; last_logits() always holds the last row.
   // Errors (nothing is evaluated): empty input, a token id outside the vocabulary, or the
-  // context limit, with the numbers.
+  // context limit, with the numbers. A forward pass that fails (a streamed read) keeps the
+  // chunks evaluated before it, or for a state that cannot be rewound there, the latest
+  // checkpoint at or before them (n_past() says how many tokens remain).
   [[nodiscard]] Status eval(std::span<const int32_t> tokens, std::vector<float>* all_logits = nullptr);
 
   const std::vector<float>& last_logits() const { return last_logits_; }

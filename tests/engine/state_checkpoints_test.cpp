@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -212,6 +214,44 @@ TEST(StateCheckpoints, CountedInTheMemoryPlan) {
     EXPECT_GT(s->checkpoint_bytes(), 0u);
     EXPECT_LE(s->checkpoint_bytes(), 3 * one);
   }
+}
+
+// A streamed read that fails mid-prompt leaves a hybrid session at its latest checkpoint, from
+// which it continues exactly as a fresh session does.
+TEST(StateCheckpoints, FailedPassFallsBackToTheLatestCheckpoint) {
+  const std::string path = shared_dir() + "/models/syn-qwen35moe-small.gguf";
+  ModelLoadOptions lo;
+  lo.residency = ResidencyMode::kStream;
+  lo.mem_bytes = 1ull << 30;
+  lo.batch = 4;
+  lo.n_ctx = 96;
+  {
+    auto probe = Model::load(path, lo);
+    ASSERT_TRUE(probe.ok()) << probe.error().message;
+    lo.mem_bytes = (*probe)->plan().min_budget_bytes;  // the fewest expert slots: reads every pass
+  }
+  std::atomic<bool> failing{false};
+  lo.io_fault_injector = [&failing](uint64_t, uint64_t) {
+    FaultAction a;
+    if (failing) a.error = EIO;
+    return a;
+  };
+  auto streamed = Model::load(path, lo);
+  ASSERT_TRUE(streamed.ok()) << streamed.error().message;
+  ASSERT_TRUE((*streamed)->streams());
+  auto s = make_session(**streamed, 8);
+  ASSERT_NE(s, nullptr);
+  const std::vector<int32_t> ids = tokens(40, 5);
+  ASSERT_TRUE(s->eval(std::span<const int32_t>(ids.data(), 20)).ok());  // checkpoints at 8 and 16
+  failing = true;
+  ASSERT_FALSE(s->eval(std::span<const int32_t>(ids.data() + 20, 12)).ok());
+  failing = false;
+  EXPECT_EQ(s->n_past(), 16);
+  std::vector<float> after;
+  ASSERT_TRUE(s->eval(std::span<const int32_t>(ids.data() + 16, ids.size() - 16), &after).ok());
+  auto resident = Model::load(path, {});
+  ASSERT_TRUE(resident.ok());
+  EXPECT_EQ(after, fresh_logits(**resident, ids, 16));
 }
 
 // Without checkpoints (the default) a hybrid session starts over, as before.
