@@ -40,7 +40,7 @@ int cmd_chat(int argc, char** argv) {
       {"--n-predict", "-n", "N", "most tokens per reply (default 1024)"},
       {"--think", nullptr, nullptr, "let thinking models think (sets enable_thinking)"},
       {"--no-think", nullptr, nullptr, "ask thinking models not to think"},
-      {"--ctx-checkpoints", nullptr, "N", "state checkpoints for reusing earlier turns on hybrid models (delta-net layers, sliding windows), counted in --mem; 0 = none (default 8)"},
+      {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints for reusing earlier turns on hybrid models (delta-net layers, sliding windows), counted in --mem; 0 = none (default auto: 8, fewer if 8 take over 1/8 of --mem)"},
       {"--help", "-h", nullptr, "show this help"},
   });
   auto args = Args::parse("chat", argc, argv, 2, specs);
@@ -53,7 +53,7 @@ int cmd_chat(int argc, char** argv) {
   if (!n_predict.ok()) return fail(n_predict.error());
   auto sampler = sampler_from_args(*args);
   if (!sampler.ok()) return fail(sampler.error());
-  auto checkpoints = args->get_int("--ctx-checkpoints", 8, 0, 256);
+  auto checkpoints = parse_checkpoint_count(args->get_string("--ctx-checkpoints", "auto"));
   if (!checkpoints.ok()) return fail(checkpoints.error());
   auto loaded = load_model_and_session(*args, *checkpoints);
   if (!loaded.ok()) return fail(loaded.error());

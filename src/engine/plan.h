@@ -24,13 +24,23 @@
 
 namespace sniper {
 
+inline constexpr int64_t kAutoCheckpoints = -1;
+inline constexpr int64_t kMaxAutoCheckpoints = 8;
+
+// The checkpoint count kAutoCheckpoints resolves to: kMaxAutoCheckpoints, or fewer when the
+// sessions' checkpoints of checkpoint_bytes each would take more than an eighth of the budget
+// (a Gemma 4 26B checkpoint holds 400 MiB of window rings); 0 when the model needs none.
+int64_t auto_checkpoint_count(uint64_t budget_bytes, int64_t n_sessions, uint64_t checkpoint_bytes);
+
 struct PlanRequest {
   uint64_t budget_bytes = 0;  // what the process may use, page cache of our reads included
   int64_t n_ctx = 4096;
   KvType kv_type = KvType::kF16;
   int64_t batch = 64;
   int64_t n_sessions = 1;     // sessions (server slots) that each hold a KV cache and scratch
-  int64_t n_checkpoints = 0;  // state checkpoints per session (SessionOptions::n_checkpoints)
+  // State checkpoints per session (SessionOptions::n_checkpoints); kAutoCheckpoints: up to
+  // kMaxAutoCheckpoints, as many as fit an eighth of the budget (MemoryPlan::n_checkpoints).
+  int64_t n_checkpoints = 0;
   bool force_stream = false;  // stream experts / FFN even when everything would fit (tests, benchmarks)
 };
 
@@ -46,6 +56,7 @@ struct ExpertSlotLayout {
 struct MemoryPlan {
   uint64_t budget_bytes = 0;
   uint64_t kv_bytes = 0;             // all sessions' sequence states (KV rows, recurrent states)
+  int64_t n_checkpoints = 0;         // state checkpoints per session (the request's, auto resolved)
   uint64_t checkpoint_bytes = 0;     // all sessions' state checkpoints at most (hybrid models; else 0)
   uint64_t scratch_bytes = 0;        // all sessions' activation scratch
   int64_t n_sessions = 1;

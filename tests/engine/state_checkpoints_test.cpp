@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/plan.h"
 #include "engine/session.h"
 #include "golden/shared_dir.h"
 #include "model/config.h"
@@ -213,6 +214,29 @@ TEST(StateCheckpoints, CountedInTheMemoryPlan) {
     EXPECT_EQ(s->n_checkpoints(), 3);
     EXPECT_GT(s->checkpoint_bytes(), 0u);
     EXPECT_LE(s->checkpoint_bytes(), 3 * one);
+  }
+}
+
+// --ctx-checkpoints auto: 8, fewer when they would take over an eighth of the budget, none for a
+// model that needs none; whatever the residency.
+TEST(StateCheckpoints, AutomaticCountFitsTheBudget) {
+  constexpr uint64_t kMiB = 1 << 20;
+  EXPECT_EQ(auto_checkpoint_count(8192 * kMiB, 1, 63 * kMiB), 8);   // Qwen3.5-35B-A3B in 8 GiB
+  EXPECT_EQ(auto_checkpoint_count(8192 * kMiB, 1, 400 * kMiB), 2);  // Gemma 4 26B's rings
+  EXPECT_EQ(auto_checkpoint_count(8192 * kMiB, 2, 400 * kMiB), 1);
+  EXPECT_EQ(auto_checkpoint_count(1024 * kMiB, 1, 400 * kMiB), 0);
+  EXPECT_EQ(auto_checkpoint_count(8192 * kMiB, 1, 0), 0);
+  for (ResidencyMode mode : {ResidencyMode::kAuto, ResidencyMode::kMmap}) {
+    ModelLoadOptions lo;
+    lo.n_ctx = 96;
+    lo.residency = mode;
+    lo.n_checkpoints = kAutoCheckpoints;
+    auto hybrid = Model::load(shared_dir() + "/models/syn-qwen35moe-small.gguf", lo);
+    ASSERT_TRUE(hybrid.ok()) << hybrid.error().message;
+    EXPECT_EQ((*hybrid)->plan().n_checkpoints, kMaxAutoCheckpoints);
+    auto kv_only = Model::load(shared_dir() + "/models/syn-qwen3.gguf", lo);
+    ASSERT_TRUE(kv_only.ok()) << kv_only.error().message;
+    EXPECT_EQ((*kv_only)->plan().n_checkpoints, 0);
   }
 }
 
