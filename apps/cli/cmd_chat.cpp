@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // sniper chat -m MODEL: an interactive conversation rendered through the model's own chat
 // template. Each turn re-renders the whole conversation and evaluates only the tokens past
-// the prefix already in the KV cache.
+// the prefix already in the KV cache (for a hybrid model, past the latest state checkpoint at
+// or before it: each turn's prompt is checkpointed kPromptCheckpointTail tokens before its end).
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -38,6 +40,7 @@ int cmd_chat(int argc, char** argv) {
       {"--n-predict", "-n", "N", "most tokens per reply (default 1024)"},
       {"--think", nullptr, nullptr, "let thinking models think (sets enable_thinking)"},
       {"--no-think", nullptr, nullptr, "ask thinking models not to think"},
+      {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints for reusing earlier turns on hybrid models (delta-net layers, sliding windows), counted in --mem; 0 = none (default auto: 8, fewer if 8 take over 1/8 of --mem)"},
       {"--help", "-h", nullptr, "show this help"},
   });
   auto args = Args::parse("chat", argc, argv, 2, specs);
@@ -50,7 +53,9 @@ int cmd_chat(int argc, char** argv) {
   if (!n_predict.ok()) return fail(n_predict.error());
   auto sampler = sampler_from_args(*args);
   if (!sampler.ok()) return fail(sampler.error());
-  auto loaded = load_model_and_session(*args);
+  auto checkpoints = parse_checkpoint_count(args->get_string("--ctx-checkpoints", "auto"));
+  if (!checkpoints.ok()) return fail(checkpoints.error());
+  auto loaded = load_model_and_session(*args, *checkpoints);
   if (!loaded.ok()) return fail(loaded.error());
   auto tokenizer = loaded->model->tokenizer();
   if (!tokenizer.ok()) return fail(tokenizer.error());
@@ -97,6 +102,23 @@ int cmd_chat(int argc, char** argv) {
     if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
     common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
     std::vector<int32_t> fresh(ids.begin() + static_cast<long>(common), ids.end());
+    // A hybrid session checkpoints the prompt just before its generation prompt, where the next
+    // turn departs from it.
+    double head_ms = 0;
+    int64_t n_head = 0;
+    if (session.keeps_checkpoints() && static_cast<int64_t>(fresh.size()) > kPromptCheckpointTail) {
+      n_head = static_cast<int64_t>(fresh.size()) - kPromptCheckpointTail;
+      const auto t0 = std::chrono::steady_clock::now();
+      Status st = session.eval(std::span<const int32_t>(fresh.data(), static_cast<size_t>(n_head)));
+      if (!st.ok()) {
+        fail(st.error());
+        messages.erase(messages.end() - 1);
+        continue;
+      }
+      session.checkpoint();
+      head_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      fresh.erase(fresh.begin(), fresh.begin() + n_head);
+    }
     GenerateOptions go;
     go.n_predict = *n_predict;
     go.sampler = *sampler;
@@ -113,6 +135,8 @@ int cmd_chat(int argc, char** argv) {
       messages.erase(messages.end() - 1);
       continue;
     }
+    stats->n_prompt += n_head;
+    stats->prompt_ms += head_ms;
     std::fprintf(stderr, "[%ld prompt tok at %.1f tok/s, %ld tok at %.1f tok/s]\n", static_cast<long>(stats->n_prompt),
                  stats->prompt_tok_s(), static_cast<long>(stats->n_gen), stats->gen_tok_s());
     messages.push_back({{"role", "assistant"}, {"content", reply}});

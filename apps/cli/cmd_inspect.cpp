@@ -50,6 +50,7 @@ int cmd_inspect(int argc, char** argv) {
       {"--ctx", nullptr, "N", "context size for --plan (default min(model, 4096))"},
       {"--batch", nullptr, "N", "prefill chunk for --plan (default 64)"},
       {"--kv-type", nullptr, "f16|q8_0", "KV cache type for --plan (default f16)"},
+      {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints per session for --plan, as `serve --ctx-checkpoints` (default 0)"},
       {"--help", "-h", nullptr, "show this help"},
   };
   auto args = Args::parse("inspect", argc, argv, 2, specs);
@@ -160,6 +161,9 @@ int cmd_inspect(int argc, char** argv) {
     auto kv = parse_kv_type(args->get_string("--kv-type", "f16"));
     if (!kv.ok()) return fail(kv.error());
     req.kv_type = *kv;
+    auto checkpoints = parse_checkpoint_count(args->get_string("--ctx-checkpoints", "0"));
+    if (!checkpoints.ok()) return fail(checkpoints.error());
+    req.n_checkpoints = *checkpoints;
     auto plan = make_plan(*file, *config, req);
     if (!plan.ok()) return fail(plan.error());
     std::printf("\n%s", plan->describe().c_str());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -49,9 +50,10 @@ std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec
   return a;
 }
 
-Result<Loaded> load_model_and_session(const Args& args) {
+Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints) {
   if (!args.has("--model")) return make_error("no model given: pass -m PATH to a GGUF file");
   SNIPER_ASSIGN_OR_RETURN(ModelLoadOptions lo, load_options_from_args(args));
+  lo.n_checkpoints = n_checkpoints;
   SessionOptions so;
   SNIPER_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--threads", 0, 0, 1024));
   so.n_threads = static_cast<int>(threads);
@@ -62,6 +64,7 @@ Result<Loaded> load_model_and_session(const Args& args) {
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();
   so.batch = out.model->planned_batch();
+  so.n_checkpoints = out.model->plan().n_checkpoints;
   if (args.has("--routing-bias")) {
     SNIPER_ASSIGN_OR_RETURN(so.routing_bias, parse_routing_bias(args.get_string("--routing-bias"), out.model->config()));
   }
@@ -69,6 +72,16 @@ Result<Loaded> load_model_and_session(const Args& args) {
   if (!session.ok()) return session.error();
   out.session = std::move(session).value();
   return out;
+}
+
+Result<int64_t> parse_checkpoint_count(const std::string& text) {
+  if (text == "auto") return kAutoCheckpoints;
+  char* end = nullptr;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || n < 0 || n > 256) {
+    return make_error("--ctx-checkpoints is '%s' but must be an integer in [0, 256] or auto", text.c_str());
+  }
+  return static_cast<int64_t>(n);
 }
 
 Result<ModelLoadOptions> load_options_from_args(const Args& args) {

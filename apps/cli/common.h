@@ -24,7 +24,11 @@ struct Loaded {
   std::unique_ptr<Session> session;
 };
 
-Result<Loaded> load_model_and_session(const Args& args);
+// n_checkpoints: state checkpoints the session keeps (and the plan counts) for prefix reuse, or
+// kAutoCheckpoints (the plan's choice).
+Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints = 0);
+// --ctx-checkpoints N|auto: N in [0, 256], or kAutoCheckpoints. Errors name the value.
+Result<int64_t> parse_checkpoint_count(const std::string& text);
 // The model_flags() as ModelLoadOptions (budget resolved, enums parsed).
 Result<ModelLoadOptions> load_options_from_args(const Args& args);
 Result<SamplerConfig> sampler_from_args(const Args& args);

@@ -136,6 +136,10 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   value(&out, "sniper_ssd_read_gbps", rate_gbps_);
   metric(&out, "sniper_io_queue_depth", "gauge", "Reads in flight.");
   value_u(&out, "sniper_io_queue_depth", engine_.io_in_flight);
+  metric(&out, "sniper_state_checkpoints", "gauge", "State checkpoints the slots keep for prefix reuse (hybrid models).");
+  value_u(&out, "sniper_state_checkpoints", engine_.state_checkpoints);
+  metric(&out, "sniper_state_checkpoint_bytes", "gauge", "Bytes allocated for the slots' state checkpoints.");
+  value_u(&out, "sniper_state_checkpoint_bytes", engine_.state_checkpoint_bytes);
   metric(&out, "sniper_uptime_seconds", "gauge", "Seconds since the server started.");
   value(&out, "sniper_uptime_seconds", std::chrono::duration<double>(now - start_).count());
   return out;

@@ -33,6 +33,8 @@ struct EngineSnapshot {
   uint64_t expert_requests = 0;
   uint64_t ssd_read_bytes = 0;
   uint64_t io_in_flight = 0;
+  uint64_t state_checkpoints = 0;       // kept by all slots (hybrid models' prefix reuse)
+  uint64_t state_checkpoint_bytes = 0;  // allocated for them by all slots
 };
 
 class Metrics {

@@ -102,7 +102,10 @@ void Scheduler::loop() {
           if (taken) continue;
           if (lru == nullptr || slot.last_used < lru->last_used) lru = &slot;
           if (job->kind == JobKind::kLoad) continue;
-          const size_t prefix = common_prefix(slot.session->history(), job->prompt);
+          // What the slot can keep of the shared prefix: all of it, or for a hybrid model the
+          // latest state checkpoint at or before it.
+          const size_t prefix = static_cast<size_t>(slot.session->reusable_prefix(
+              static_cast<int64_t>(common_prefix(slot.session->history(), job->prompt))));
           if (prefix == 0 || 2 * prefix < slot.session->history().size()) continue;
           if (best == nullptr || prefix > best_prefix) {
             best = &slot;
@@ -164,10 +167,15 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   }
   size_t common = common_prefix(session.history(), j.prompt);
   if (common == j.prompt.size()) --common;  // evaluate at least one token for fresh logits
-  // A hybrid model's recurrent state cannot be rewound: truncate() then keeps nothing and the
-  // whole prompt is evaluated again.
+  // A hybrid model's recurrent state cannot be rewound: truncate() goes back to the latest state
+  // checkpoint at or before the shared prefix (0 without one) and the rest is evaluated again.
   common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));
   slot.to_eval.assign(j.prompt.begin() + static_cast<long>(common), j.prompt.end());
+  // The next turn of a conversation usually shares this prompt up to its generation prompt:
+  // checkpoint kPromptCheckpointTail tokens before its end.
+  slot.checkpoint_at = 0;
+  constexpr size_t kTail = static_cast<size_t>(kPromptCheckpointTail);
+  if (session.keeps_checkpoints() && slot.to_eval.size() > kTail) slot.checkpoint_at = slot.to_eval.size() - kTail;
   slot.result.n_prompt = static_cast<int64_t>(j.prompt.size());
   slot.result.n_cached = static_cast<int64_t>(common);
   if (j.kind == JobKind::kGenerate) {
@@ -186,14 +194,17 @@ void Scheduler::advance(Slot& slot) {
     return finish(slot);
   }
   if (!slot.decoding) {
-    const size_t n = std::min(static_cast<size_t>(batch_), slot.to_eval.size() - slot.eval_pos);
+    size_t n = std::min(static_cast<size_t>(batch_), slot.to_eval.size() - slot.eval_pos);
+    if (slot.eval_pos < slot.checkpoint_at) n = std::min(n, slot.checkpoint_at - slot.eval_pos);
     const auto t0 = std::chrono::steady_clock::now();
     Status st = session.eval(std::span<const int32_t>(slot.to_eval.data() + slot.eval_pos, n));
+    if (st.ok() && slot.eval_pos + n == slot.checkpoint_at) session.checkpoint();
     slot.result.prompt_ms += ms_since(t0);
     if (!st.ok()) return finish(slot, st.error().message, 500);
     slot.eval_pos += n;
     if (slot.eval_pos < slot.to_eval.size()) return;
     if (j.kind == JobKind::kSave) {
+      session.checkpoint();  // a saved prompt is a prefix the next requests come back to
       slot.result.state = std::make_shared<SessionState>(capture_session_state(session, options_.model_fingerprint));
       return finish(slot);
     }
@@ -263,6 +274,10 @@ void Scheduler::publish_engine_stats() {
   if (IoEngine* io = model_.io()) {
     s.ssd_read_bytes = io->stats().bytes_read;
     s.io_in_flight = io->n_outstanding();
+  }
+  for (const Slot& slot : slots_) {
+    s.state_checkpoints += static_cast<uint64_t>(slot.session->n_checkpoints());
+    s.state_checkpoint_bytes += slot.session->checkpoint_bytes();
   }
   metrics_->set_engine(s);
 }

@@ -5,7 +5,11 @@
 // several clients stream at once and a streaming model never sees two passes at the same time.
 // A job goes to the idle slot whose history shares the longest prefix with its prompt, if
 // that prefix is at least half the slot's history, else to the least recently used idle slot;
-// the shared prefix is not evaluated again (at least one token is, for fresh logits). A cancelled job stops before its next pass and frees its slot. A failing job
+// the shared prefix is not evaluated again (at least one token is, for fresh logits). On a
+// hybrid model (delta-net layers, sliding rings) the part kept is the latest state checkpoint at
+// or before the shared prefix (SessionOptions::n_checkpoints; each prompt also checkpoints
+// kPromptCheckpointTail tokens before its end, where the next turn of a chat usually departs).
+// A cancelled job stops before its next pass and frees its slot. A failing job
 // ends with an error and never touches another slot.
 // Thread-safe: submit() and the accessors may be called from any thread.
 #pragma once
@@ -60,6 +64,7 @@ class Scheduler {
     std::optional<Generator> generator;
     std::vector<int32_t> to_eval;  // prompt tokens still to evaluate
     size_t eval_pos = 0;
+    size_t checkpoint_at = 0;      // 0, or the to_eval index after which to take a state checkpoint
     bool decoding = false;
     JobResult result;
     std::chrono::steady_clock::time_point t_start;

@@ -27,6 +27,8 @@ int serve_main(int argc, char** argv) {
       {"--api-key", nullptr, "KEY", "require 'Authorization: Bearer KEY' on every request except GET / and /health"},
       {"--slots", nullptr, "N", "requests served at once, each with its own KV cache of --ctx tokens, all inside --mem (default 1)"},
       {"--queue", nullptr, "N", "requests waiting for a slot before the server answers 503 (default 16)"},
+      {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints per slot for prefix reuse on hybrid models (delta-net layers, sliding windows), counted in --mem; 0 = none (default auto: 8, fewer if 8 per slot take over 1/8 of --mem)"},
+      {"--checkpoint-every", nullptr, "N", "tokens of a prompt between two state checkpoints (default 512)"},
       {"--context-dir", nullptr, "DIR", "where /v1/context/save stores KV states (default $XDG_CACHE_HOME/sniper/contexts or ~/.cache/sniper/contexts)"},
       {"--max-body", nullptr, "SIZE", "largest request body (default 4M; larger -> 413)"},
       {"--timeout", nullptr, "S", "seconds to receive a request body and for each write of a response (default 30; -> 408 / close)"},
@@ -87,9 +89,16 @@ int serve_main(int argc, char** argv) {
   if (lo->batch == 0) lo->batch = kShortPromptChunk;
   so.session.batch = lo->batch;
   so.session.kv_type = lo->kv_type;
+  auto checkpoints = cli::parse_checkpoint_count(args->get_string("--ctx-checkpoints", "auto"));
+  if (!checkpoints.ok()) return cli::fail(checkpoints.error());
+  auto every = args->get_int("--checkpoint-every", 512, 1, int64_t{1} << 24);
+  if (!every.ok()) return cli::fail(every.error());
+  so.session.checkpoint_interval = *every;
   lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them
+  lo->n_checkpoints = *checkpoints;  // and its checkpoints (none for a model that can rewind)
   auto model = Model::load(args->get_string("--model"), *lo);
   if (!model.ok()) return cli::fail(model.error());
+  so.session.n_checkpoints = (*model)->plan().n_checkpoints;
   if (args->has("--routing-bias")) {
     auto bias = cli::parse_routing_bias(args->get_string("--routing-bias"), (*model)->config());
     if (!bias.ok()) return cli::fail(bias.error());

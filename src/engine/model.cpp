@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/memory_limit.h"
+#include "kv/sequence_state.h"
 #include "model/tensor_names.h"
 
 namespace sniper {
@@ -66,10 +67,15 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
     req.batch = kShortPromptChunk;
   }
   req.n_sessions = options.n_sessions;
+  req.n_checkpoints = options.n_checkpoints;
   req.force_stream = options.residency == ResidencyMode::kStream;
   if (options.residency == ResidencyMode::kMmap) {
     m->plan_.all_resident = true;  // nothing streams through our engine; the kernel pages
     m->plan_.budget_bytes = req.budget_bytes;
+    m->plan_.n_checkpoints = options.n_checkpoints == kAutoCheckpoints
+                                 ? auto_checkpoint_count(req.budget_bytes, req.n_sessions,
+                                                         SequenceState::checkpoint_bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type))
+                                 : options.n_checkpoints;
   } else {
     auto plan = make_plan(m->gguf_, c, req);
     if (auto_batch && req.batch != kShortPromptChunk && (!plan.ok() || !plan->all_resident)) {

@@ -46,6 +46,8 @@ struct ModelLoadOptions {
   int64_t n_ctx = 0;              // context to plan for; 0 = min(model, 4096)
   int64_t batch = 64;             // prefill chunk to plan scratch for; 0 = auto (see Model::load)
   int64_t n_sessions = 1;         // sessions to plan KV caches and scratch for (server slots)
+  int64_t n_checkpoints = 0;      // state checkpoints per session to plan for, or kAutoCheckpoints
+                                  // (plan().n_checkpoints is the count to give SessionOptions)
   KvType kv_type = KvType::kF16;
   CachePolicy cache_policy = CachePolicy::kLfru;
   bool prefetch = true;

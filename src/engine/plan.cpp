@@ -39,6 +39,12 @@ std::string MemoryPlan::describe() const {
   s.append(mib(budget_bytes));
   s.append("\n");
   line("KV cache", kv_bytes, n_sessions > 1 ? "(one per session)" : "");
+  if (checkpoint_bytes > 0) {
+    char note[96];
+    std::snprintf(note, sizeof(note), "(%ld per session: recurrent states / window rings, for prefix reuse)",
+                  static_cast<long>(n_checkpoints));
+    line("state checkpoints", checkpoint_bytes, note);
+  }
   line("activation scratch", scratch_bytes);
   line("runtime overhead", overhead_bytes);
   line("resident weights", resident_weight_bytes,
@@ -67,6 +73,12 @@ std::string MemoryPlan::describe() const {
   return s;
 }
 
+int64_t auto_checkpoint_count(uint64_t budget_bytes, int64_t n_sessions, uint64_t checkpoint_bytes) {
+  if (checkpoint_bytes == 0) return 0;
+  const uint64_t per_session = checkpoint_bytes * static_cast<uint64_t>(std::max<int64_t>(1, n_sessions));
+  return static_cast<int64_t>(std::min<uint64_t>(kMaxAutoCheckpoints, budget_bytes / 8 / per_session));
+}
+
 Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const PlanRequest& req) {
   MemoryPlan p;
   p.budget_bytes = req.budget_bytes;
@@ -75,10 +87,17 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   // Each session's sequence state: KV rows of the attention layers (a window's ring for sliding
   // layers, nothing for shared-KV ones) and the recurrent layers' states.
   p.kv_bytes = sessions * SequenceState::bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type);
+  // Each session's state checkpoints (kv/state_checkpoints.h): what forgetting positions cannot
+  // rewind, at most n_checkpoints copies; none for a model that can always rewind.
+  const uint64_t one_checkpoint = SequenceState::checkpoint_bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type);
+  p.n_checkpoints = req.n_checkpoints == kAutoCheckpoints
+                        ? auto_checkpoint_count(req.budget_bytes, p.n_sessions, one_checkpoint)
+                        : std::max<int64_t>(0, req.n_checkpoints);
+  p.checkpoint_bytes = sessions * static_cast<uint64_t>(p.n_checkpoints) * one_checkpoint;
   p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
   p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;
-  const uint64_t fixed = p.kv_bytes + p.scratch_bytes + p.overhead_bytes;
+  const uint64_t fixed = p.kv_bytes + p.checkpoint_bytes + p.scratch_bytes + p.overhead_bytes;
 
   uint64_t total = 0, always = 0, embd = 0, attention = 0;
   std::vector<uint64_t> ffn_layer(static_cast<size_t>(c.n_layers), 0), attn_layer(static_cast<size_t>(c.n_layers), 0);

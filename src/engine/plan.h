@@ -2,7 +2,7 @@
 // MemoryPlan: what stays in RAM and what streams from the SSD, decided once from the file's
 // tensor table and a memory budget (DESIGN.md "The Plan").
 //
-//   fixed      = KV cache + activation scratch + runtime overhead      (always in RAM)
+//   fixed      = KV cache + state checkpoints + activation scratch + runtime overhead (always in RAM)
 //   resident   = attention, norms, routers, output head, shared experts (always in RAM)
 //   embeddings = token_embd: resident if it fits, else read one row per token
 //   experts    = routed experts: an expert cache of whole-expert slots gets what remains
@@ -24,12 +24,23 @@
 
 namespace sniper {
 
+inline constexpr int64_t kAutoCheckpoints = -1;
+inline constexpr int64_t kMaxAutoCheckpoints = 8;
+
+// The checkpoint count kAutoCheckpoints resolves to: kMaxAutoCheckpoints, or fewer when the
+// sessions' checkpoints of checkpoint_bytes each would take more than an eighth of the budget
+// (a Gemma 4 26B checkpoint holds 400 MiB of window rings); 0 when the model needs none.
+int64_t auto_checkpoint_count(uint64_t budget_bytes, int64_t n_sessions, uint64_t checkpoint_bytes);
+
 struct PlanRequest {
   uint64_t budget_bytes = 0;  // what the process may use, page cache of our reads included
   int64_t n_ctx = 4096;
   KvType kv_type = KvType::kF16;
   int64_t batch = 64;
   int64_t n_sessions = 1;     // sessions (server slots) that each hold a KV cache and scratch
+  // State checkpoints per session (SessionOptions::n_checkpoints); kAutoCheckpoints: up to
+  // kMaxAutoCheckpoints, as many as fit an eighth of the budget (MemoryPlan::n_checkpoints).
+  int64_t n_checkpoints = 0;
   bool force_stream = false;  // stream experts / FFN even when everything would fit (tests, benchmarks)
 };
 
@@ -45,6 +56,8 @@ struct ExpertSlotLayout {
 struct MemoryPlan {
   uint64_t budget_bytes = 0;
   uint64_t kv_bytes = 0;             // all sessions' sequence states (KV rows, recurrent states)
+  int64_t n_checkpoints = 0;         // state checkpoints per session (the request's, auto resolved)
+  uint64_t checkpoint_bytes = 0;     // all sessions' state checkpoints at most (hybrid models; else 0)
   uint64_t scratch_bytes = 0;        // all sessions' activation scratch
   int64_t n_sessions = 1;
   uint64_t overhead_bytes = 0;       // runtime, tokenizer, metadata, I/O bookkeeping
@@ -67,7 +80,7 @@ struct MemoryPlan {
 
   uint64_t expert_cache_bytes() const { return slot.slot_bytes * static_cast<uint64_t>(n_expert_slots); }
   uint64_t planned_bytes() const {
-    return kv_bytes + scratch_bytes + overhead_bytes + resident_weight_bytes + expert_cache_bytes() +
+    return kv_bytes + checkpoint_bytes + scratch_bytes + overhead_bytes + resident_weight_bytes + expert_cache_bytes() +
            2 * layer_buffer_bytes;
   }
   // A multi-line table of the plan with byte counts (for `sniper inspect --plan`).

@@ -39,10 +39,19 @@ Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOpti
                         static_cast<long>(b.window), static_cast<long>(c.n_experts_active), static_cast<long>(c.n_experts));
     }
   }
+  if (o.n_checkpoints < 0 || o.n_checkpoints > 256) {
+    return make_error("checkpoint count is %ld but must be in [0, 256] (0 = none)", static_cast<long>(o.n_checkpoints));
+  }
+  if (o.checkpoint_interval < 1) {
+    return make_error("checkpoint interval is %ld tokens but must be at least 1", static_cast<long>(o.checkpoint_interval));
+  }
   std::unique_ptr<Session> s(new Session(model, o));
   auto state = SequenceState::create(layer_state_specs(c), o.n_ctx, o.kv_type);
   if (!state.ok()) return state.error();
   s->state_ = std::move(state).value();
+  if (o.n_checkpoints > 0 && s->state_->needs_checkpoints()) {
+    s->checkpoints_ = std::make_unique<StateCheckpoints>(o.n_checkpoints, s->state_->checkpoint_bytes(o.n_ctx));
+  }
   s->transformer_ = std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx,
                                                   model.sources());
   s->transformer_->set_routing_bias(o.routing_bias);
@@ -79,16 +88,19 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     }
     Status st = transformer_->forward(tokens.data() + start, m, n_past(), *state_, all_logits != nullptr, out, pool_);
     if (!st.ok()) {
-      // A recurrent state has absorbed part of the chunk: the evaluated prefix is kept only
-      // where the state can be rewound to it.
-      if (state_->has_recurrent()) {
-        history_.clear();
-        state_->reset_recurrent();
+      // A recurrent state has absorbed part of the chunk (or a ring has overwritten rows the
+      // window still needed): the evaluated prefix is kept only where the state can be rewound
+      // to it, else back to the latest checkpoint (or the start).
+      if (!state_->rewindable(n_past() + m)) {
+        const int64_t kept = checkpoints_ ? checkpoints_->restore(*state_, n_past()) : 0;
+        if (kept == 0) state_->reset_recurrent();
+        history_.resize(static_cast<size_t>(kept));
       }
       return st;
     }
     if (ExpertCache* cache = model_.expert_cache()) cache->end_token();
     history_.insert(history_.end(), tokens.begin() + start, tokens.begin() + start + m);
+    if (checkpoints_ && n > 1 && n_past() - checkpoints_->latest() >= options_.checkpoint_interval) checkpoint();
   }
   if (all_logits != nullptr) {
     std::memcpy(last_logits_.data(), all_logits->data() + static_cast<size_t>(n - 1) * vocab, vocab * sizeof(float));
@@ -100,15 +112,32 @@ void Session::set_history(std::vector<int32_t> tokens) {
   CHECK(static_cast<int64_t>(tokens.size()) <= n_ctx(), "history of %zu tokens exceeds the context %ld", tokens.size(),
         static_cast<long>(n_ctx()));
   history_ = std::move(tokens);
+  // A restored state is a prefix worth coming back to (a saved system prompt, a document).
+  if (checkpoints_) {
+    checkpoints_->clear();
+    checkpoint();
+  }
+}
+
+void Session::checkpoint() {
+  if (checkpoints_ && n_past() > 0 && checkpoints_->latest() != n_past()) checkpoints_->save(*state_, n_past());
+}
+
+int64_t Session::reusable_prefix(int64_t n) const {
+  n = std::max<int64_t>(n, 0);
+  if (n >= n_past()) return n_past();
+  if (state_->rewindable(n_past())) return n;
+  return checkpoints_ ? checkpoints_->latest_at_or_before(n) : 0;
 }
 
 int64_t Session::truncate(int64_t n) {
   n = std::max<int64_t>(n, 0);
   if (n >= n_past()) return n_past();
   if (!state_->rewindable(n_past())) {
-    n = 0;
-    state_->reset_recurrent();
+    n = checkpoints_ ? checkpoints_->restore(*state_, n) : 0;
+    if (n == 0) state_->reset_recurrent();
   }
+  if (checkpoints_) checkpoints_->drop_after(n);
   history_.resize(static_cast<size_t>(n));
   return n;
 }

@@ -3,6 +3,11 @@
 // recurrent states; kv/sequence_state.h), the forward pass scratch, the thread pool and the
 // tokens evaluated so far. Prompts are evaluated in chunks of
 // `batch` tokens through matrix-matrix kernels; decode is one token per call.
+// With n_checkpoints > 0, a model whose state cannot be rewound (delta-net layers, sliding
+// rings) keeps checkpoints of that part of the state (kv/state_checkpoints.h): one at the end of
+// a prompt chunk every checkpoint_interval tokens while a multi-token eval() runs, one after a
+// restored state, and one wherever the caller asks (checkpoint()); truncate() then goes back to
+// the latest checkpoint at or before the shared prefix instead of to the start.
 // Thread-compatible: one call at a time.
 #pragma once
 
@@ -15,9 +20,17 @@
 #include "base/thread_pool.h"
 #include "engine/model.h"
 #include "kv/sequence_state.h"
+#include "kv/state_checkpoints.h"
 #include "model/transformer.h"
 
 namespace sniper {
+
+// Tokens before the end of a prompt where a front end (the server's slots, `sniper chat`) has a
+// hybrid session take a checkpoint (Session::checkpoint()): the next turn of a conversation
+// usually shares the prompt up to its generation prompt ("<|im_start|>assistant\n<think>\n" is
+// 5 tokens, gemma4's "<|turn>model\n" 3), since a thinking model's reply is rendered again
+// without its reasoning. 8 leaves room to spare.
+inline constexpr int64_t kPromptCheckpointTail = 8;
 
 struct SessionOptions {
   int64_t n_ctx = 0;     // 0: the context the model's memory plan was made for
@@ -25,6 +38,8 @@ struct SessionOptions {
   KvType kv_type = KvType::kF16;
   int n_threads = 0;     // 0: all cores
   RoutingBias routing_bias;  // opt-in cache-aware routing (changes outputs); keep 0 = off
+  int64_t n_checkpoints = 0;          // state checkpoints kept for prefix reuse, [0, 256]; 0 = none
+  int64_t checkpoint_interval = 512;  // tokens between the checkpoints eval() takes, >= 1
 };
 
 class Session {
@@ -36,7 +51,9 @@ class Session {
   // Evaluates `tokens` at positions n_past().. and appends them. When all_logits is non-null it
   // receives [tokens.size(), vocab] logits; last_logits() always holds the last row.
   // Errors (nothing is evaluated): empty input, a token id outside the vocabulary, or the
-  // context limit, with the numbers.
+  // context limit, with the numbers. A forward pass that fails (a streamed read) keeps the
+  // chunks evaluated before it, or for a state that cannot be rewound there, the latest
+  // checkpoint at or before them (n_past() says how many tokens remain).
   [[nodiscard]] Status eval(std::span<const int32_t> tokens, std::vector<float>* all_logits = nullptr);
 
   const std::vector<float>& last_logits() const { return last_logits_; }
@@ -44,10 +61,21 @@ class Session {
   int64_t n_ctx() const { return state_->n_ctx(); }
   const std::vector<int32_t>& history() const { return history_; }
   // Forgets tokens from position n on and returns how many tokens the session keeps: n (KV rows
-  // past n are overwritten later) when the state can be rewound there, else 0 (a recurrent
-  // state cannot be rewound: the session starts over and the caller re-evaluates the prefix).
-  // Keeping every token (n >= n_past()) always works.
+  // past n are overwritten later) when the state can be rewound there; else the position of the
+  // latest checkpoint at or before n, restored (a recurrent state or a wrapped ring cannot be
+  // rewound), or 0 without one (the session starts over). The caller re-evaluates the tokens
+  // from the returned position on. Keeping every token (n >= n_past()) always works.
   [[nodiscard]] int64_t truncate(int64_t n);
+  // What truncate(n) would keep, without changing anything.
+  int64_t reusable_prefix(int64_t n) const;
+  // Takes a checkpoint after the n_past() tokens evaluated so far (when checkpoints are on, the
+  // state needs them and there is not one there already).
+  void checkpoint();
+  // True when checkpoints are on and the state needs them.
+  bool keeps_checkpoints() const { return checkpoints_ != nullptr; }
+  // Checkpoints kept now, and the bytes allocated for them (0 when off).
+  int64_t n_checkpoints() const { return checkpoints_ ? checkpoints_->count() : 0; }
+  size_t checkpoint_bytes() const { return checkpoints_ ? checkpoints_->bytes() : 0; }
   const Model& model() const { return model_; }
   ThreadPool& pool() { return pool_; }
   const SequenceState& state() const { return *state_; }
@@ -57,7 +85,7 @@ class Session {
   SequenceState& state_mut() { return *state_; }
   void set_history(std::vector<int32_t> tokens);
   const RoutingStats& routing_stats() const { return transformer_->routing_stats(); }
-  size_t memory_bytes() const { return state_->bytes() + transformer_->scratch_bytes(); }
+  size_t memory_bytes() const { return state_->bytes() + transformer_->scratch_bytes() + checkpoint_bytes(); }
 
  private:
   Session(Model& model, const SessionOptions& options);
@@ -65,6 +93,7 @@ class Session {
   SessionOptions options_;
   ThreadPool pool_;
   std::unique_ptr<SequenceState> state_;
+  std::unique_ptr<StateCheckpoints> checkpoints_;  // null when off or not needed
   std::unique_ptr<Transformer> transformer_;
   std::vector<int32_t> history_;
   std::vector<float> last_logits_;

@@ -160,6 +160,59 @@ bool SequenceState::rewindable(int64_t n_past) const {
   return true;
 }
 
+bool SequenceState::is_ring_layer(int64_t layer_idx) const {
+  return spec(layer_idx).kind == LayerStateKind::kKv && kv_slot(layer_idx).cache->ring();
+}
+
+bool SequenceState::needs_checkpoints() const {
+  if (has_recurrent()) return true;
+  for (const auto& g : groups_) {
+    if (g->ring()) return true;
+  }
+  return false;
+}
+
+size_t SequenceState::checkpoint_bytes(int64_t n) const {
+  size_t total = recurrent_.size() * sizeof(float);
+  for (int64_t l = 0; l < n_layers(); ++l) {
+    if (is_ring_layer(l)) total += saved_layer_bytes(l, n);
+  }
+  return total;
+}
+
+size_t SequenceState::checkpoint_bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, KvType type) {
+  size_t total = 0;
+  for (const LayerStateSpec& s : specs) {
+    if (s.kind == LayerStateKind::kRecurrent) total += sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
+    if (s.kind == LayerStateKind::kKv && key_of(s, n_ctx).ring) {
+      total += KvCache::bytes_for(1, capacity_of(s, n_ctx), s.n_kv_heads, s.head_dim, type);
+    }
+  }
+  return total;
+}
+
+void SequenceState::save_checkpoint(int64_t n, uint8_t* out) const {
+  const size_t recurrent_bytes = recurrent_.size() * sizeof(float);
+  if (recurrent_bytes > 0) std::memcpy(out, recurrent_.data(), recurrent_bytes);
+  size_t at = recurrent_bytes;
+  for (int64_t l = 0; l < n_layers(); ++l) {
+    if (!is_ring_layer(l)) continue;
+    save_layer(l, n, out + at);
+    at += saved_layer_bytes(l, n);
+  }
+}
+
+void SequenceState::load_checkpoint(int64_t n, const uint8_t* in) {
+  const size_t recurrent_bytes = recurrent_.size() * sizeof(float);
+  if (recurrent_bytes > 0) std::memcpy(recurrent_.data(), in, recurrent_bytes);
+  size_t at = recurrent_bytes;
+  for (int64_t l = 0; l < n_layers(); ++l) {
+    if (!is_ring_layer(l)) continue;
+    load_layer(l, n, in + at);
+    at += saved_layer_bytes(l, n);
+  }
+}
+
 size_t SequenceState::saved_layer_bytes(int64_t layer_idx, int64_t n) const {
   const LayerStateSpec& s = spec(layer_idx);
   if (s.kind == LayerStateKind::kKv) {

@@ -14,7 +14,10 @@
 //
 // Rewinding: KV rows are addressed by position, so forgetting positions >= n costs nothing. A
 // recurrent state cannot be rewound: rewindable() is false when any layer is kRecurrent (and
-// for a ring that has wrapped); Session then recomputes from the start instead.
+// for a ring that has wrapped). For those, save_checkpoint() copies exactly the part that
+// forgetting positions cannot cut back (every recurrent state, every ring's rows) after n tokens,
+// and load_checkpoint() puts it back: with the full-context KV rows of positions < n, which stay
+// valid, that is the state after those n tokens (kv/state_checkpoints.h keeps a few of them).
 // Thread-compatible.
 #pragma once
 
@@ -76,6 +79,21 @@ class SequenceState {
   bool rewindable(int64_t n_past) const;
   bool has_recurrent() const { return recurrent_floats_total_ > 0; }
 
+  // True when some layer's state cannot be cut back by forgetting positions (a recurrent layer
+  // or a ring), so prefix reuse needs checkpoints.
+  bool needs_checkpoints() const;
+  // Bytes of a checkpoint after n tokens: the recurrent states, then each ring layer's
+  // min(n, capacity) rows in the saved-context order (save_layer), in layer order. At most
+  // checkpoint_bytes(n_ctx()).
+  size_t checkpoint_bytes(int64_t n) const;
+  // An upper bound of checkpoint_bytes() for this shape, without allocating (the memory plan).
+  static size_t checkpoint_bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, KvType type);
+  // Copies the non-rewindable part of the state after n tokens into out[checkpoint_bytes(n)];
+  // load_checkpoint is the inverse (precondition: the KV rows of positions < n still hold the
+  // same tokens' rows). Thread-compatible.
+  void save_checkpoint(int64_t n, uint8_t* out) const;
+  void load_checkpoint(int64_t n, const uint8_t* in);
+
   // The bytes that hold layer_idx's state after n tokens in the saved-context order: kKv
   // 2 * min(n, capacity) * position_bytes (KvCache::save_layer's order, ring slots in slot
   // order), kRecurrent (conv_floats + recurrent_floats) * 4, others 0.
@@ -95,6 +113,8 @@ class SequenceState {
   std::vector<std::unique_ptr<KvCache>> groups_;
   std::vector<float> recurrent_;  // every kRecurrent layer's conv then recurrent state
   size_t recurrent_floats_total_ = 0;
+  // A kKv layer whose cache is a ring (a window shorter than the context).
+  bool is_ring_layer(int64_t layer_idx) const;
   int64_t n_ctx_ = 0;
   KvType type_ = KvType::kF16;
 };

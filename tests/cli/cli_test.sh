@@ -64,6 +64,17 @@ if [ $? -eq 0 ] && [ "$(grep -c 'prompt tok' "$tmp/chat.err")" -eq 2 ]; then pas
 second=$(sed -n '2s/^\[\([0-9]*\) prompt tok.*/\1/p' "$tmp/chat.err")
 first=$(sed -n '1s/^\[\([0-9]*\) prompt tok.*/\1/p' "$tmp/chat.err")
 if [ -n "$second" ] && [ "$second" -lt $((first + 30)) ]; then pass; else fail "chat prefix reuse: first $first, second $second"; fi
+# A hybrid model (delta-net layers) comes back to the state checkpoint taken 8 tokens before the
+# first prompt's end: its second turn evaluates fewer tokens than without checkpoints (all of it).
+for cp in 0 8; do
+  printf 'Hello there, tell me a story about a cat\nWhat is 2+2?\n' | "$bin" chat -m "$shared/models/syn-qwen35moe-small.gguf" \
+    -n 8 --temp 0 --ctx-checkpoints $cp >/dev/null 2>"$tmp/chat_cp$cp.err"
+done
+h_first=$(grep 'prompt tok' "$tmp/chat_cp8.err" | sed -n '1s/^\[\([0-9]*\) prompt tok.*/\1/p')
+h_off=$(grep 'prompt tok' "$tmp/chat_cp0.err" | sed -n '2s/^\[\([0-9]*\) prompt tok.*/\1/p')
+h_on=$(grep 'prompt tok' "$tmp/chat_cp8.err" | sed -n '2s/^\[\([0-9]*\) prompt tok.*/\1/p')
+if [ -n "$h_on" ] && [ -n "$h_off" ] && [ "$h_off" -gt "$h_first" ] && [ "$h_on" -eq $((h_off - h_first + 8)) ]; then pass
+else fail "hybrid chat reuse: first $h_first, second $h_off without checkpoints, $h_on with"; fi
 
 # 6. bench, on the synth model of 4 (q8_0 KV needs head_dim % 32 == 0): every figure present and
 # sane in the JSON line, the depth points and the paired roofline included.

@@ -147,12 +147,13 @@ TEST(ServerConcurrency, ExtendingAPromptReusesTheSlotsPrefix) {
   EXPECT_TRUE(wait_for_metric(server, "sniper_prompt_tokens_cached_total " + std::to_string(cached + n_b - 1) + "\n"));
 }
 
-// A hybrid model's delta-net state cannot be cut back to a shared prefix: a prompt that does not
-// extend the slot's whole history is evaluated from the start (cached_tokens 0), with the same
-// result as the first time.
-TEST(ServerConcurrency, HybridModelRecomputesInsteadOfRewinding) {
+// A hybrid model's delta-net state cannot be cut back to a shared prefix: without state
+// checkpoints (--ctx-checkpoints 0) a prompt that does not extend the slot's whole history is
+// evaluated from the start (cached_tokens 0), with the same result as the first time.
+TEST(ServerConcurrency, HybridModelRecomputesWithoutCheckpoints) {
   ServerOptions o;
   o.n_slots = 1;
+  o.session.n_checkpoints = 0;
   o.context_dir = ::testing::TempDir() + "/sniper_conc_ctx_hybrid";
   TestServer server(models_dir() + "/syn-qwen35moe-small.gguf", o, 256);
   ASSERT_TRUE(server.ok()) << server.error();
@@ -168,6 +169,47 @@ TEST(ServerConcurrency, HybridModelRecomputesInsteadOfRewinding) {
   EXPECT_EQ(c["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   auto d = complete(base);
   EXPECT_EQ(d["choices"][0]["text"], a["choices"][0]["text"]);
+}
+
+// With state checkpoints a hybrid slot goes back to the checkpoint its prompt took
+// kPromptCheckpointTail tokens before the end, evaluates only the rest, and answers as the first
+// time (the same chunks from the same state: the same bits). The reuse shows in cached_tokens and
+// the /metrics counters, and the checkpoints' memory in their gauges. gemma4: the 37-token prompt
+// and its reply wrap the sliding layers' 32-slot rings.
+TEST(ServerConcurrency, HybridModelReusesAStateCheckpoint) {
+  for (const char* name : {"syn-qwen35moe-small.gguf", "syn-gemma4e-small.gguf"}) {
+    SCOPED_TRACE(name);
+    ServerOptions o;
+    o.n_slots = 1;
+    o.session.n_checkpoints = 4;
+    o.session.checkpoint_interval = 512;  // only the prompt-end checkpoints
+    o.context_dir = ::testing::TempDir() + "/sniper_conc_ctx_hybrid_cp";
+    TestServer server(models_dir() + "/" + name, o, 256);
+    ASSERT_TRUE(server.ok()) << server.error();
+    auto cli = server.client();
+    auto complete = [&](const std::string& prompt) { return complete_greedy(*cli, prompt); };
+    const std::string base =
+        "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends";
+    auto a = complete(base);
+    EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    const int64_t n_a = a["usage"]["prompt_tokens"];
+    ASSERT_GT(n_a, 32);
+    const int64_t kept = n_a - kPromptCheckpointTail;
+    auto b = complete(base);  // all but the last token shared: back to the checkpoint before the tail
+    EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"], kept);
+    EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]);
+    auto c = complete(base + ". She saw a bird");  // departs after the prompt: the same checkpoint
+    EXPECT_EQ(c["usage"]["prompt_tokens_details"]["cached_tokens"], kept);
+    auto d = complete(base);
+    EXPECT_EQ(d["choices"][0]["text"], a["choices"][0]["text"]);
+    const int64_t cached_d = d["usage"]["prompt_tokens_details"]["cached_tokens"];
+    EXPECT_GT(cached_d, 0);
+    EXPECT_TRUE(wait_for_metric(server, "sniper_prompt_tokens_cached_total " + std::to_string(2 * kept + cached_d) + "\n"));
+    auto metrics = cli->Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->body.find("sniper_state_checkpoints 0\n"), std::string::npos) << metrics->body;
+    EXPECT_EQ(metrics->body.find("sniper_state_checkpoint_bytes 0\n"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -75,6 +75,11 @@ TEST(SessionState, RoundTripGivesBitIdenticalLogits) {
   // Hybrid models: the delta-net layers' conv and recurrent states travel with the KV rows.
   expect_round_trip_bitwise("syn-qwen35moe-small.gguf", KvType::kF16);
   expect_round_trip_bitwise("syn-qwen35-Q4_K_M.gguf", KvType::kQ8_0);
+  // gemma4: 150 tokens wrap the sliding layers' 32-slot rings (window 16) several times; the
+  // rings travel in slot order, the shared-KV layers read their source layer's rows.
+  expect_round_trip_bitwise("syn-gemma4e-small.gguf", KvType::kF16);
+  expect_round_trip_bitwise("syn-gemma4moe-small.gguf", KvType::kF16);
+  expect_round_trip_bitwise("syn-gemma4e-small.gguf", KvType::kQ8_0);
 }
 
 TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {
@@ -273,6 +278,42 @@ TEST(ContextHttp, SaveLoadListDeleteAndReuse) {
   auto ok = post(server, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3}});
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
+}
+
+// A hybrid model (delta-net layers) with state checkpoints: a saved or loaded context is
+// checkpointed at its end, so requests that continue it in different ways each reuse all of it.
+TEST(ContextHttp, HybridContextIsReusedByDifferentContinuations) {
+  const std::string dir = ::testing::TempDir() + "/sniper_ctx_hybrid";
+  std::filesystem::remove_all(dir);
+  ServerOptions o;
+  o.n_slots = 1;
+  o.context_dir = dir;
+  o.session.n_checkpoints = 4;
+  TestServer server(models_dir() + "/syn-qwen35moe-small.gguf", o, 256);
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::string doc = "Once upon a time, there was a little girl named Lily. She loved to play outside.";
+  auto save = post(server, "/v1/context/save", {{"name", "doc"}, {"prompt", doc}});
+  ASSERT_TRUE(save);
+  ASSERT_EQ(save->status, 200) << save->body;
+  const int64_t n_tokens = TJson::parse(save->body)["n_tokens"];
+  auto complete = [&](const std::string& prompt) {
+    auto r = post(server, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}});
+    EXPECT_TRUE(r);
+    return r ? TJson::parse(r->body) : TJson::object();
+  };
+  auto first = complete(doc + " One day");
+  EXPECT_EQ(first["usage"]["prompt_tokens_details"]["cached_tokens"], n_tokens);
+  auto other = complete(doc + " The sun");  // departs from the first request right after the doc
+  EXPECT_EQ(other["usage"]["prompt_tokens_details"]["cached_tokens"], n_tokens);
+  auto load = post(server, "/v1/context/load", {{"name", "doc"}});
+  ASSERT_TRUE(load);
+  ASSERT_EQ(load->status, 200) << load->body;
+  auto again = complete(doc + " One day");
+  EXPECT_EQ(again["usage"]["prompt_tokens_details"]["cached_tokens"], n_tokens);
+  EXPECT_EQ(again["choices"][0]["text"], first["choices"][0]["text"]);
+  auto other_again = complete(doc + " The sun");
+  EXPECT_EQ(other_again["usage"]["prompt_tokens_details"]["cached_tokens"], n_tokens);
+  EXPECT_EQ(other_again["choices"][0]["text"], other["choices"][0]["text"]);
 }
 
 TEST(ContextHttp, StateOfAnotherModelIsRefused) {
