@@ -44,9 +44,10 @@ class ContextStore {
   // Bytes of the stored file, 0 if absent.
   uint64_t file_bytes(const std::string& name) const;
   const std::string& dir() const { return dir_; }
+  // The file of context `name` (validate the name first).
+  std::string path_of(const std::string& name) const { return dir_ + "/" + name + ".ctx"; }
 
  private:
-  std::string path_of(const std::string& name) const { return dir_ + "/" + name + ".ctx"; }
   std::string dir_;
 };
 

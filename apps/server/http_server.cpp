@@ -240,6 +240,8 @@ void HttpServer::install_routes() {
   route("POST", "/v1/completions", [c](const httplib::Request& req, httplib::Response& res) { handle_completions(*c, req, res); });
   route("POST", "/v1/context/save", [c](const httplib::Request& req, httplib::Response& res) { handle_context_save(*c, req, res); });
   route("POST", "/v1/context/load", [c](const httplib::Request& req, httplib::Response& res) { handle_context_load(*c, req, res); });
+  route("POST", "/v1/context/upload", [c](const httplib::Request& req, httplib::Response& res) { handle_context_upload(*c, req, res); });
+  route("POST", "/v1/context/download", [c](const httplib::Request& req, httplib::Response& res) { handle_context_download(*c, req, res); });
   route("GET", "/v1/context", [c](const httplib::Request& req, httplib::Response& res) { handle_context_list(*c, req, res); });
   route("DELETE", "/v1/context/{name}", [c](const httplib::Request& req, httplib::Response& res) { handle_context_delete(*c, req, res); });
 }
