@@ -27,6 +27,7 @@ int serve_main(int argc, char** argv) {
       {"--api-key", nullptr, "KEY", "require 'Authorization: Bearer KEY' on every request except GET / and /health"},
       {"--slots", nullptr, "N", "requests served at once, each with its own KV cache of --ctx tokens, all inside --mem (default 1)"},
       {"--queue", nullptr, "N", "requests waiting for a slot before the server answers 503 (default 16)"},
+      {"--context-compression", nullptr, "TYPE", "none|q8_0|q4_0: KV rows of saved contexts exact (f16/q8_0 as the cache, default) or quantized (smaller, lossy)"},
       {"--context-dir", nullptr, "DIR", "where /v1/context/save stores KV states (default $XDG_CACHE_HOME/sniper/contexts or ~/.cache/sniper/contexts)"},
       {"--max-body", nullptr, "SIZE", "largest request body (default 4M; larger -> 413)"},
       {"--timeout", nullptr, "S", "seconds to receive a request body and for each write of a response (default 30; -> 408 / close)"},
@@ -57,6 +58,11 @@ int serve_main(int argc, char** argv) {
   if (!queue.ok()) return cli::fail(queue.error());
   so.queue_capacity = static_cast<int>(*queue);
   so.context_dir = args->get_string("--context-dir");
+  if (args->has("--context-compression")) {
+    auto c = parse_context_compression(args->get_string("--context-compression"));
+    if (!c.ok()) return cli::fail(c.error());
+    so.context_compression = *c;
+  }
   if (args->has("--max-body")) {
     auto bytes = parse_size(args->get_string("--max-body"));
     if (!bytes.ok()) return cli::fail(bytes.error());
