@@ -61,6 +61,14 @@ void f32_to_section(const float* k, const float* v, int64_t m, int64_t kv_dim, K
 
 }  // namespace
 
+bool kv_type_compressible(KvType type) {
+  switch (type) {
+    case KvType::kF16:
+    case KvType::kQ8_0: return true;
+  }
+  return false;
+}
+
 Result<ContextCompression> parse_context_compression(std::string_view text) {
   if (text == "none") return ContextCompression::kNone;
   if (text == "q8_0") return ContextCompression::kQ8_0;
@@ -87,7 +95,8 @@ size_t kv_position_bytes(int64_t n_kv_heads, int64_t head_dim, KvType type) {
 
 void compress_kv_section(const uint8_t* in, KvType type, int64_t m, int64_t n_kv_heads, int64_t head_dim,
                          ContextCompression c, uint8_t* out) {
-  CHECK(c != ContextCompression::kNone && head_dim % kBlock == 0 && m >= 0, "compress_kv_section preconditions");
+  CHECK(c != ContextCompression::kNone && head_dim % kBlock == 0 && m >= 0 && kv_type_compressible(type),
+        "compress_kv_section preconditions");
   const int64_t kv_dim = n_kv_heads * head_dim;
   std::vector<float> k(static_cast<size_t>(m * kv_dim)), v(k.size());
   section_to_f32(in, type, m, kv_dim, k.data(), v.data());
@@ -103,7 +112,8 @@ void compress_kv_section(const uint8_t* in, KvType type, int64_t m, int64_t n_kv
 
 void decompress_kv_section(const uint8_t* in, ContextCompression c, int64_t m, int64_t n_kv_heads, int64_t head_dim,
                            KvType type, uint8_t* out) {
-  CHECK(c != ContextCompression::kNone && head_dim % kBlock == 0 && m >= 0, "decompress_kv_section preconditions");
+  CHECK(c != ContextCompression::kNone && head_dim % kBlock == 0 && m >= 0 && kv_type_compressible(type),
+        "decompress_kv_section preconditions");
   const int64_t kv_dim = n_kv_heads * head_dim;
   const int64_t n = m * kv_dim;
   std::vector<float> k(static_cast<size_t>(n)), v(k.size());

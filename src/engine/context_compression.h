@@ -27,6 +27,10 @@ enum class ContextCompression : uint32_t { kNone = 0, kQ8_0 = 1, kQ4_0 = 2 };
 [[nodiscard]] Result<ContextCompression> parse_context_compression(std::string_view text);
 const char* context_compression_name(ContextCompression c);
 
+// True for the cache types whose saved layout the codec knows (f16 with transposed V, q8_0).
+// A switch without default: a new KvType fails to compile here until it is handled.
+bool kv_type_compressible(KvType type);
+
 // Bytes of one position's K and V (both) in the compressed form; 0 for kNone.
 // Precondition: head_dim % 32 == 0.
 size_t compressed_kv_position_bytes(int64_t n_kv_heads, int64_t head_dim, ContextCompression c);
@@ -34,7 +38,8 @@ size_t compressed_kv_position_bytes(int64_t n_kv_heads, int64_t head_dim, Contex
 size_t kv_position_bytes(int64_t n_kv_heads, int64_t head_dim, KvType type);
 
 // Encodes a section of m positions saved from a `type` cache into `out`
-// (m * compressed_kv_position_bytes bytes). Preconditions: c != kNone, head_dim % 32 == 0.
+// (m * compressed_kv_position_bytes bytes). Preconditions: c != kNone, head_dim % 32 == 0,
+// kv_type_compressible(type).
 void compress_kv_section(const uint8_t* in, KvType type, int64_t m, int64_t n_kv_heads, int64_t head_dim,
                          ContextCompression c, uint8_t* out);
 // The inverse, into the saved layout of a `type` cache (m * kv_position_bytes bytes).

@@ -47,6 +47,10 @@ const char* state_kind_name(LayerStateKind k) {
 // The compressed section sizes come from the file: each must be a whole number m <= n_tokens of
 // compressed positions of a valid shape.
 Status decompress_sections(SessionState* s, ContextCompression c) {
+  if (!kv_type_compressible(s->kv_type)) {
+    return make_error("the context file is compressed but has a %s KV cache, which compression does not support",
+                      kv_type_name(s->kv_type));
+  }
   std::vector<uint8_t> kv;
   size_t at = 0;
   for (size_t l = 0; l < s->layers.size(); ++l) {
@@ -184,6 +188,10 @@ void restore_session_state(const SessionState& s, Session& session) {
 
 Status check_compressible(const SessionState& s, ContextCompression c) {
   if (c == ContextCompression::kNone) return ok_status();
+  if (!kv_type_compressible(s.kv_type)) {
+    return make_error("--context-compression %s does not support a %s KV cache", context_compression_name(c),
+                      kv_type_name(s.kv_type));
+  }
   for (size_t l = 0; l < s.layers.size(); ++l) {
     const LayerStateSpec& spec = s.layers[l];
     if (spec.kind == LayerStateKind::kKv && (spec.head_dim % 32 != 0 || spec.head_dim <= 0)) {

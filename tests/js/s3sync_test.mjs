@@ -49,6 +49,9 @@ async function verifySignature(req, upstreamHost) {
   if (!m) return `malformed Authorization header '${auth}'`;
   if (m[1] !== KEY) return "";  // an unknown key id is s3rver's to refuse (InvalidAccessKeyId)
   const signed = m[4].split(";");
+  for (const h of ["host", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"]) {
+    if (req.headers[h] !== undefined && !signed.includes(h)) return `header ${h} is not signed (SignedHeaders=${m[4]})`;
+  }
   const headers = {};
   for (const h of signed) if (h !== "x-amz-date") headers[h] = req.headers[h];
   const url = new URL(req.url, `http://${req.headers.host}`);
@@ -64,7 +67,7 @@ async function verifySignature(req, upstreamHost) {
 }
 
 // The proxy: mode is "" (pass through), "cut-put", "cut-get" or "flip-get" (the .ctx data object only).
-const proxy = { mode: "", signed: 0, upstream: 0 };
+const proxy = { mode: "", signed: 0, upstream: 0, tokens: new Set() };
 const proxyServer = http.createServer(async (req, res) => {
   const isData = req.url.split("?")[0].endsWith(".ctx");
   const chunks = [];
@@ -81,6 +84,7 @@ const proxyServer = http.createServer(async (req, res) => {
   const why = await verifySignature(req);
   if (why) return s3Error(res, 403, "SignatureDoesNotMatch", why);
   proxy.signed++;
+  if (req.headers["x-amz-security-token"]) proxy.tokens.add(req.headers["x-amz-security-token"]);
   const claimed = req.headers["x-amz-content-sha256"] || "";
   if (/^[0-9a-f]{64}$/.test(claimed) && createHash("sha256").update(body).digest("hex") !== claimed) {
     return s3Error(res, 400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.");
@@ -208,6 +212,9 @@ async function main() {
     expectFail(c, "wrong secret", "403", "SignatureDoesNotMatch");
     c = await sniper(["context", "list", "--remote", remote], { AWS_ENDPOINT_URL: "http://127.0.0.1:1" });
     expectFail(c, "unreachable endpoint", "http://127.0.0.1:1");
+    // Temporary credentials: AWS_SESSION_TOKEN travels as a signed x-amz-security-token.
+    c = await sniper(["context", "list", "--remote", remote], { AWS_SESSION_TOKEN: "session-token-1" });
+    check(c.code === 0 && proxy.tokens.has("session-token-1"), `session token: ${c.err} ${[...proxy.tokens]}`);
     c = await sniper(["context", "list", "--remote", remote], { AWS_ACCESS_KEY_ID: "" });
     expectFail(c, "no credentials", "AWS_ACCESS_KEY_ID");
 
