@@ -2,7 +2,8 @@
 // ContextSync: copies saved contexts (ContextStore files) to and from S3-compatible object
 // storage, for `sniper context push|pull|list` and POST /v1/context/upload|download.
 //
-// Remote layout under s3://bucket/prefix/:
+// Remote layout under s3://bucket/prefix/ (the data object goes up in one PUT, or as a multipart
+// upload above SNIPER_S3_PART_BYTES, 64 MiB by default):
 //   NAME.ctx       the context file, byte for byte (engine/session_state.h), with user metadata
 //                  x-amz-meta-sha256 and x-amz-meta-model-fingerprint
 //   NAME.ctx.json  the manifest, written LAST: {"format": "sniper-context", "version": 1, "name",

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cinttypes>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -105,6 +107,15 @@ Result<S3Config> s3_config_from_env(const std::function<const char*(const char*)
   if (c.access_key_id.empty() || c.secret_access_key.empty()) {
     return make_error("S3 credentials are missing: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN "
                       "for temporary credentials)");
+  }
+  if (const std::string part = env("SNIPER_S3_PART_BYTES"); !part.empty()) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(part.c_str(), &end, 10);
+    if (end == part.c_str() || *end != '\0' || v < (64u << 10) || v > (uint64_t{5} << 30)) {
+      return make_error("SNIPER_S3_PART_BYTES is '%s' but must be a byte count in [65536, 5368709120] (S3 needs parts "
+                        "of at least 5 MiB)", part.c_str());
+    }
+    c.part_bytes = v;
   }
   c.region = env("AWS_REGION");
   if (c.region.empty()) c.region = env("AWS_DEFAULT_REGION");
@@ -219,8 +230,10 @@ struct S3Client::Request {
   std::string display;          // s3://bucket/key
   std::string payload_sha256 = kEmptySha256;
   std::vector<std::string> headers;
+  std::string* etag = nullptr;  // receives the reply's ETag header when set
   // Upload source: a file descriptor or bytes.
   int upload_fd = -1;
+  uint64_t upload_offset = 0;   // of the range of upload_fd sent
   std::string_view upload_bytes;
   uint64_t upload_size = 0;
   uint64_t upload_pos = 0;
@@ -281,7 +294,7 @@ size_t on_read(char* buf, size_t size, size_t nitems, void* user) {
     return want;
   }
   for (;;) {
-    const ssize_t n = ::pread(r->upload_fd, buf, want, static_cast<off_t>(r->upload_pos));
+    const ssize_t n = ::pread(r->upload_fd, buf, want, static_cast<off_t>(r->upload_offset + r->upload_pos));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       r->sink_error = n == 0 ? "the file shrank during the upload" : std::string("cannot read the file: ") + std::strerror(errno);
@@ -290,6 +303,23 @@ size_t on_read(char* buf, size_t size, size_t nitems, void* user) {
     r->upload_pos += static_cast<uint64_t>(n);
     return static_cast<size_t>(n);
   }
+}
+
+size_t on_header(char* data, size_t size, size_t nitems, void* user) {
+  auto* r = static_cast<S3Client::Request*>(user);
+  const size_t n = size * nitems;
+  std::string_view line(data, n);
+  if (r->etag != nullptr && line.size() > 5 && (line[0] == 'E' || line[0] == 'e') && line.find(':') == 4) {
+    std::string name(line.substr(0, 4));
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (name == "etag") {
+      std::string_view v = line.substr(5);
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.remove_suffix(1);
+      *r->etag = std::string(v);
+    }
+  }
+  return n;
 }
 
 int on_seek(void* user, curl_off_t offset, int origin) {
@@ -341,8 +371,12 @@ Status S3Client::perform(Request& req) {
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &req);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &req);
   if (req.upload) {
     curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    // PUT by default; POST for the multipart calls that carry a body (curl still streams it).
+    if (req.method != "PUT") curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, req.method.c_str());
     curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
     curl_easy_setopt(curl, CURLOPT_READDATA, &req);
     curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
@@ -390,9 +424,12 @@ Status S3Client::put_file(const std::string& bucket, const std::string& key, con
     ::close(fd);
     return make_error("cannot seek in '%s'", path.c_str());
   }
-  if (static_cast<uint64_t>(size) > kMaxPutBytes) {
+  std::vector<std::string> meta_headers = {"Content-Type: application/octet-stream"};
+  for (const auto& [k, v] : meta) meta_headers.push_back("x-amz-meta-" + k + ": " + v);
+  if (static_cast<uint64_t>(size) > std::min(config_.part_bytes, kMaxPutBytes)) {
+    Status st = put_multipart(bucket, key, fd, static_cast<uint64_t>(size), meta_headers);
     ::close(fd);
-    return make_error("'%s' is %lld bytes but one S3 PUT carries at most 5 GiB", path.c_str(), static_cast<long long>(size));
+    return st;
   }
   Request req;
   req.op = "upload to";
@@ -400,13 +437,112 @@ Status S3Client::put_file(const std::string& bucket, const std::string& key, con
   req.url = object_url(bucket, key, "");
   req.display = "s3://" + bucket + "/" + key;
   req.payload_sha256 = content_sha256;
-  req.headers.push_back("Content-Type: application/octet-stream");
-  for (const auto& [k, v] : meta) req.headers.push_back("x-amz-meta-" + k + ": " + v);
+  req.headers = meta_headers;
   req.upload = true;
   req.upload_fd = fd;
   req.upload_size = static_cast<uint64_t>(size);
   Status st = perform(req);
   ::close(fd);
+  return st;
+}
+
+Status S3Client::put_multipart(const std::string& bucket, const std::string& key, int fd, uint64_t size,
+                               const std::vector<std::string>& meta_headers) {
+  constexpr uint64_t kMaxParts = 10000;
+  const uint64_t part = std::max(config_.part_bytes, (size + kMaxParts - 1) / kMaxParts);
+  if (part > kMaxPutBytes) return make_error("s3://%s/%s: %" PRIu64 " bytes is past S3's object size limit", bucket.c_str(), key.c_str(), size);
+  const std::string display = "s3://" + bucket + "/" + key;
+  // CreateMultipartUpload: the metadata goes here; the reply names the upload.
+  std::string reply;
+  {
+    Request req;
+    req.op = "multipart upload to";
+    req.method = "POST";
+    req.url = object_url(bucket, key, "uploads=");
+    req.display = display;
+    req.headers = meta_headers;
+    req.upload = true;
+    req.sink_string = &reply;
+    req.max_bytes = kMaxErrorBodyBytes;
+    SNIPER_TRY(perform(req));
+  }
+  std::string_view id_view;
+  if (!xml_element(reply, "UploadId", 0, &id_view, nullptr) || id_view.empty()) {
+    return make_error("multipart upload to %s: the reply to CreateMultipartUpload has no <UploadId>", display.c_str());
+  }
+  const std::string upload_id = xml_unescape(id_view);
+  const std::string id_query = "uploadId=" + uri_encode(upload_id);
+  std::string complete = "<CompleteMultipartUpload>";
+  Status st = ok_status();
+  std::vector<char> buf;
+  for (uint64_t offset = 0, number = 1; offset < size && st.ok(); offset += part, ++number) {
+    const uint64_t n = std::min(part, size - offset);
+    // Each part carries its own SHA-256 (S3 checks it): one read to hash, one to send.
+    Sha256 hash;
+    buf.resize(static_cast<size_t>(std::min<uint64_t>(n, uint64_t{1} << 20)));
+    for (uint64_t done = 0; done < n;) {
+      const ssize_t r = ::pread(fd, buf.data(), static_cast<size_t>(std::min<uint64_t>(buf.size(), n - done)),
+                                static_cast<off_t>(offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        st = make_error("multipart upload to %s: cannot read the file at offset %" PRIu64, display.c_str(), offset + done);
+        break;
+      }
+      hash.update(buf.data(), static_cast<size_t>(r));
+      done += static_cast<uint64_t>(r);
+    }
+    if (!st.ok()) break;
+    std::string etag;
+    Request req;
+    req.op = "multipart upload to";
+    req.method = "PUT";
+    // Query parameters sorted (SigV4's canonical query string): partNumber < uploadId.
+    req.url = object_url(bucket, key, "partNumber=" + std::to_string(number) + "&" + id_query);
+    req.display = display + " (part " + std::to_string(number) + ")";
+    req.payload_sha256 = hash.hex_digest();
+    req.upload = true;
+    req.upload_fd = fd;
+    req.upload_offset = offset;
+    req.upload_size = n;
+    req.etag = &etag;
+    st = perform(req);
+    if (st.ok() && etag.empty()) st = make_error("multipart upload to %s: part %" PRIu64 " got no ETag", display.c_str(), number);
+    complete += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" + etag + "</ETag></Part>";
+  }
+  complete += "</CompleteMultipartUpload>";
+  if (st.ok()) {
+    reply.clear();
+    Request req;
+    req.op = "multipart upload to";
+    req.method = "POST";
+    req.url = object_url(bucket, key, id_query);
+    req.display = display;
+    req.payload_sha256 = sha256_hex(complete.data(), complete.size());
+    req.headers.push_back("Content-Type: application/xml");
+    req.upload = true;
+    req.upload_bytes = complete;
+    req.upload_size = complete.size();
+    req.sink_string = &reply;
+    req.max_bytes = kMaxErrorBodyBytes;
+    st = perform(req);
+    // CompleteMultipartUpload can fail after its 200 status line: the body is then an <Error>.
+    if (st.ok() && reply.find("<Error>") != std::string::npos) {
+      std::string code, message;
+      parse_s3_error(reply, &code, &message);
+      st = make_error("multipart upload to %s failed at completion: %s: %s", display.c_str(), code.c_str(), message.c_str());
+    }
+  }
+  if (!st.ok()) {
+    // Best effort: free the parts (an incomplete upload is never an object either way).
+    const long status = last_status_;
+    Request req;
+    req.op = "abort of";
+    req.method = "DELETE";
+    req.url = object_url(bucket, key, id_query);
+    req.display = display;
+    (void)perform(req);
+    last_status_ = status;
+  }
   return st;
 }
 

@@ -30,6 +30,10 @@ struct S3Config {
   std::string access_key_id;      // AWS_ACCESS_KEY_ID
   std::string secret_access_key;  // AWS_SECRET_ACCESS_KEY
   std::string session_token;      // AWS_SESSION_TOKEN, may be empty
+  // Files larger than this go up as a multipart upload in parts of this size (SNIPER_S3_PART_BYTES;
+  // S3 needs at least 5 MiB per part but the last, and at most 10,000 parts: larger files get
+  // larger parts).
+  uint64_t part_bytes = uint64_t{64} << 20;
 };
 
 // Reads the AWS_* variables through `getenv_fn` (std::getenv by default). Errors name the missing
@@ -64,9 +68,10 @@ class S3Client {
  public:
   explicit S3Client(S3Config config);
 
-  // Uploads the file at `path` as one PUT (objects up to 5 GiB, S3's single-PUT limit) with
-  // `content_sha256` (hex of the file's SHA-256: S3 checks the body against it) and user
-  // metadata `meta` (sent as x-amz-meta-<key>). An interrupted PUT leaves no object.
+  // Uploads the file at `path` with user metadata `meta` (sent as x-amz-meta-<key>): one PUT
+  // carrying `content_sha256` (hex of the file's SHA-256; S3 checks the body against it) up to
+  // config.part_bytes, else a multipart upload (each part with its own SHA-256, completed only
+  // when every part is in; aborted on failure). Either way an interrupted upload leaves no object.
   [[nodiscard]] Status put_file(const std::string& bucket, const std::string& key, const std::string& path,
                                 const std::string& content_sha256, const std::map<std::string, std::string>& meta);
   [[nodiscard]] Status put_bytes(const std::string& bucket, const std::string& key, std::string_view bytes,
@@ -88,6 +93,8 @@ class S3Client {
 
  private:
   [[nodiscard]] Status perform(Request& req);
+  [[nodiscard]] Status put_multipart(const std::string& bucket, const std::string& key, int fd, uint64_t size,
+                                     const std::vector<std::string>& meta_headers);
   std::string object_url(const std::string& bucket, const std::string& key, const std::string& query) const;
 
   S3Config config_;

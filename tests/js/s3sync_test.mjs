@@ -9,7 +9,7 @@
 // Sniper wrote (bytes, metadata, manifest); the server's POST /v1/context/upload|download then
 // /v1/context/load; wrong key id and wrong secret (403 with S3's code); an unreachable endpoint; a
 // push cut midway leaves no manifest (pull refuses, list omits it, even over an older complete
-// push); a pull cut midway or corrupted in transit or at rest leaves no file; a context of another
+// push); a multipart push (small parts) gives the same object, and one cut midway leaves nothing; a pull cut midway or corrupted in transit or at rest leaves no file; a context of another
 // model is refused.
 // usage: node s3sync_test.mjs <sniper binary> <shared dir>
 import S3rver from "s3rver";
@@ -241,6 +241,25 @@ async function main() {
     check(!existsSync(path.join(dir, "c", "demo.ctx")) && noTemps(path.join(dir, "c")), "a refused pull left a file");
     c = await sniper(["context", "push", "demo", "--remote", remote, "--context-dir", storeA]);
     check(c.code === 0, `push again: ${c.err}`);
+
+    // Multipart (64 KiB parts here; 64 MiB by default): the same object, and a cut part leaves
+    // neither an object nor a manifest.
+    const parts = { SNIPER_S3_PART_BYTES: "65536" };
+    const before = proxy.signed;
+    c = await sniper(["context", "push", "demo", "--remote", `s3://${BUCKET}/mp`, "--context-dir", storeA], parts);
+    check(c.code === 0, `multipart push: ${c.err}`);
+    check(proxy.signed - before >= 1 + 1 + 4 + 1 + 1, `multipart push made only ${proxy.signed - before} requests`);
+    const mp = await getObject("mp/demo.ctx");
+    check(mp.body.equals(local) && mp.meta.sha256 === sha, "the multipart object differs from the local file");
+    c = await sniper(["context", "pull", "demo", "--remote", `s3://${BUCKET}/mp`, "--context-dir", path.join(dir, "mp")]);
+    check(c.code === 0 && readFileSync(path.join(dir, "mp", "demo.ctx")).equals(local), `multipart pull: ${c.err}`);
+    proxy.mode = "cut-put";
+    c = await sniper(["context", "push", "cut", "--remote", `s3://${BUCKET}/mp`, "--context-dir", storeA], parts);
+    proxy.mode = "";
+    expectFail(c, "multipart push cut midway", "part");
+    check(!(await exists("mp/cut.ctx")) && !(await exists("mp/cut.ctx.json")), "a cut multipart push left an object");
+    c = await sniper(["context", "push", "demo", "--remote", remote, "--context-dir", storeA], { SNIPER_S3_PART_BYTES: "12" });
+    expectFail(c, "bad part size", "SNIPER_S3_PART_BYTES");
 
     // A pull cut midway, or corrupted in transit, or corrupted at rest: refused, no file left.
     for (const mode of ["cut-get", "flip-get"]) {

@@ -60,6 +60,22 @@ TEST(S3Config, ReadsTheStandardVariables) {
   EXPECT_TRUE(d->path_style);
 }
 
+TEST(S3Config, PartSizeForMultipartUploads) {
+  auto d = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}}));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->part_bytes, uint64_t{64} << 20);
+  auto p = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"},
+                                      {"SNIPER_S3_PART_BYTES", "8388608"}}));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->part_bytes, 8388608u);
+  for (const char* bad : {"12", "abc", "10MB", "99999999999"}) {
+    auto r = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"},
+                                        {"SNIPER_S3_PART_BYTES", bad}}));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("SNIPER_S3_PART_BYTES"), std::string::npos);
+  }
+}
+
 TEST(S3Config, ErrorsNameTheVariable) {
   auto none = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}}));
   ASSERT_FALSE(none.ok());
