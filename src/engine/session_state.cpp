@@ -232,8 +232,8 @@ std::string serialize_session_state(const SessionState& s, ContextCompression c)
   put<uint32_t>(&out, s.kv_type == KvType::kF16 ? 0u : 1u);
   put<uint64_t>(&out, s.model_fingerprint);
   put<int64_t>(&out, s.n_layers);
-  put<int64_t>(&out, static_cast<int64_t>(c));
   put<int64_t>(&out, 0);
+  put<int64_t>(&out, static_cast<int64_t>(c));
   put<int64_t>(&out, s.n_ctx);
   put<int64_t>(&out, s.n_tokens());
   put<uint64_t>(&out, sections.size());
@@ -281,7 +281,7 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
   s.kv_type = type == 0 ? KvType::kF16 : KvType::kQ8_0;
   s.model_fingerprint = get<uint64_t>(bytes, 16);
   s.n_layers = get<int64_t>(bytes, 24);
-  const int64_t compression = get<int64_t>(bytes, 32);
+  const int64_t compression = get<int64_t>(bytes, 40);
   if (compression < 0 || compression > static_cast<int64_t>(ContextCompression::kQ4_0)) {
     return make_error("the context file's compression is %ld but must be 0 (none), 1 (q8_0) or 2 (q4_0)",
                       static_cast<long>(compression));

@@ -9,9 +9,9 @@
 //   12  u32      kv type (0 = f16, 1 = q8_0)
 //   16  u64      model fingerprint (model_fingerprint())
 //   24  i64      n_layers
-//   32  i64      compression of the kv sections (ContextCompression: 0 none, 1 q8_0, 2 q4_0;
+//   32  i64      0 (reserved)
+//   40  i64      compression of the kv sections (ContextCompression: 0 none, 1 q8_0, 2 q4_0;
 //                engine/context_compression.h has their layout; loading restores the kv type)
-//   40  i64      0 (reserved)
 //   48  i64      n_ctx (of the saving session, informational)
 //   56  i64      n_tokens
 //   64  u64      state bytes (the sum of the per-layer sections below)

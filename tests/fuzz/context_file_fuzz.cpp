@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (uint64_t b : state->layer_bytes) sum += b;
     if (sum != state->kv.size() || state->layers.size() != static_cast<size_t>(state->n_layers)) std::abort();
     int64_t compression = 0;
-    std::memcpy(&compression, bytes.data() + 32, sizeof(compression));
+    std::memcpy(&compression, bytes.data() + 40, sizeof(compression));
     if (compression == 0 && serialize_session_state(*state).substr(0, 32) != bytes.substr(0, 32)) std::abort();
   }
   std::string token, code, message;

@@ -211,12 +211,12 @@ TEST(SessionState, RefusesMalformedCompressedFiles) {
     return b;
   };
   std::string bad = bytes;
-  bad[32] = 7;  // unknown compression
+  bad[40] = 7;  // unknown compression
   auto r = parse_session_state(reseal(bad));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("compression is 7"), std::string::npos) << r.error().message;
   bad = bytes;
-  bad[32] = 2;  // claims q4_0: q8_0-sized sections are not whole q4_0 positions, or too many
+  bad[40] = 2;  // claims q4_0: q8_0-sized sections are not whole q4_0 positions, or too many
   r = parse_session_state(reseal(bad));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("compressed context"), std::string::npos) << r.error().message;
@@ -466,11 +466,11 @@ TEST(ContextHttp, CompressedSaveLoadsAndSaysSo) {
                 b_q4 = TJson::parse(q4->body)["bytes"];
   EXPECT_LT(b_q8, b_exact);
   EXPECT_LT(b_q4, b_q8);
-  // The file says so (header byte 32), and it loads into the f16 slot.
+  // The file says so (header byte 40), and it loads into the f16 slot.
   std::ifstream f(dir + "/q4.ctx", std::ios::binary);
-  char header[40];
+  char header[48];
   ASSERT_TRUE(f.read(header, sizeof(header)));
-  EXPECT_EQ(header[32], static_cast<char>(ContextCompression::kQ4_0));
+  EXPECT_EQ(header[40], static_cast<char>(ContextCompression::kQ4_0));
   auto load = post(server, "/v1/context/load", {{"name", "q4"}});
   ASSERT_TRUE(load);
   EXPECT_EQ(load->status, 200) << load->body;
