@@ -282,6 +282,24 @@ async function main() {
     check(noTemps(storeB), "a refused pull left a temp file");
     const code = await server.stop();
     check(code === 0, `sniper serve exited with ${code}`);
+
+    // The server's own credentials and endpoint: refused (502 remote_forbidden) or unreachable
+    // (502 remote_unreachable), never a 200.
+    for (const [env, want] of [[{ AWS_ACCESS_KEY_ID: "WRONGKEY" }, "remote_forbidden"],
+                               [{ AWS_ENDPOINT_URL: "http://127.0.0.1:1" }, "remote_unreachable"]]) {
+      const saved = { ...process.env };
+      Object.assign(process.env, env);
+      const bad = await startServer(bin, ["-m", stories, "--context-dir", storeA]);
+      Object.assign(process.env, saved);
+      try {
+        const res = await fetch(`${bad.url}/v1/context/upload`, { method: "POST", body: JSON.stringify({ name: "demo", remote }) });
+        const j = await res.json();
+        check(res.status === 502 && j.error.code === want, `server upload with ${JSON.stringify(env)}: ${res.status} ${JSON.stringify(j)}`);
+        if (want === "remote_forbidden") check(j.error.message.includes("InvalidAccessKeyId"), j.error.message);
+      } finally {
+        await bad.stop();
+      }
+    }
   } catch (e) {
     console.error("--- server stderr (tail) ---\n" + server.stderr().slice(-4000));
     throw e;
