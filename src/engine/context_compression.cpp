@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "engine/context_compression.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -14,6 +15,7 @@ namespace sniper {
 namespace {
 
 constexpr int64_t kBlock = 32;
+constexpr int64_t kTile = 64;  // transpose tile: 64 x 64 f32 = 16 KiB, well inside L1+L2
 
 size_t block_bytes(ContextCompression c) {
   return c == ContextCompression::kQ8_0 ? sizeof(BlockQ8_0) : c == ContextCompression::kQ4_0 ? sizeof(BlockQ4_0) : 0;
@@ -38,8 +40,13 @@ void section_to_f32(const uint8_t* in, KvType type, int64_t m, int64_t kv_dim, f
   const auto* h = reinterpret_cast<const fp16_t*>(in);
   for (size_t i = 0; i < n; ++i) k[i] = fp16_to_fp32(h[i]);
   const fp16_t* vt = h + n;  // [kv_dim][m]
-  for (int64_t r = 0; r < kv_dim; ++r) {
-    for (int64_t p = 0; p < m; ++p) v[p * kv_dim + r] = fp16_to_fp32(vt[r * m + p]);
+  // Transposed in kTile x kTile tiles, so both sides stay in cache at long contexts.
+  for (int64_t r0 = 0; r0 < kv_dim; r0 += kTile) {
+    for (int64_t p0 = 0; p0 < m; p0 += kTile) {
+      for (int64_t r = r0; r < std::min(r0 + kTile, kv_dim); ++r) {
+        for (int64_t p = p0; p < std::min(p0 + kTile, m); ++p) v[p * kv_dim + r] = fp16_to_fp32(vt[r * m + p]);
+      }
+    }
   }
 }
 
@@ -54,8 +61,12 @@ void f32_to_section(const float* k, const float* v, int64_t m, int64_t kv_dim, K
   auto* h = reinterpret_cast<fp16_t*>(out);
   for (size_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(k[i]);
   fp16_t* vt = h + n;
-  for (int64_t r = 0; r < kv_dim; ++r) {
-    for (int64_t p = 0; p < m; ++p) vt[r * m + p] = fp32_to_fp16(v[p * kv_dim + r]);
+  for (int64_t r0 = 0; r0 < kv_dim; r0 += kTile) {
+    for (int64_t p0 = 0; p0 < m; p0 += kTile) {
+      for (int64_t r = r0; r < std::min(r0 + kTile, kv_dim); ++r) {
+        for (int64_t p = p0; p < std::min(p0 + kTile, m); ++p) vt[r * m + p] = fp32_to_fp16(v[p * kv_dim + r]);
+      }
+    }
   }
 }
 

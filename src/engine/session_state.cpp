@@ -52,6 +52,7 @@ Status decompress_sections(SessionState* s, ContextCompression c) {
                       kv_type_name(s->kv_type));
   }
   std::vector<uint8_t> kv;
+  kv.reserve(s->kv.size() * 4);  // at most 64/18 of a q4_0 section's bytes: one allocation
   size_t at = 0;
   for (size_t l = 0; l < s->layers.size(); ++l) {
     const LayerStateSpec& spec = s->layers[l];
@@ -207,6 +208,7 @@ std::string serialize_session_state(const SessionState& s, ContextCompression c)
   std::vector<uint8_t> packed;
   std::vector<uint64_t> packed_bytes = s.layer_bytes;
   if (c != ContextCompression::kNone) {
+    packed.reserve(s.kv.size());  // compressed sections are never larger than f16 or q8_0 ones
     CHECK(check_compressible(s, c).ok(), "serialize_session_state without check_compressible");
     size_t at = 0;
     for (size_t l = 0; l < s.layers.size(); ++l) {
