@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libicu-dev liburing-dev
   libcpp-httplib-dev libedit-dev
+  libcurl4-openssl-dev libssl-dev
   chromium tmux
 )
 

@@ -11,5 +11,6 @@ int cmd_logits(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_pack(int argc, char** argv);
+int cmd_context(int argc, char** argv);
 
 }  // namespace sniper::cli

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Context persistence routes: POST /v1/context/save {name, messages|prompt} evaluates the
+// Context persistence routes: POST /v1/context/save {name, messages|prompt, compression?}
+// (none|q8_0|q4_0, default serve --context-compression) evaluates the
 // prompt in a slot (reusing any cached prefix) and writes its KV state to the context store;
 // POST /v1/context/load {name} reads and verifies a saved state and restores it into an idle
 // slot, where the next request starting with those tokens reuses it; GET /v1/context lists;
@@ -56,6 +57,13 @@ void handle_context_save(ServerContext& ctx, const httplib::Request& req, httpli
   std::string name;
   if (auto e = read_name(body, &name)) return send_error(res, *e);
   if (auto e = check_model(ctx, body)) return send_error(res, *e);
+  ContextCompression compression = ctx.contexts->default_compression();
+  if (auto it = body.find("compression"); it != body.end() && !it->is_null()) {
+    auto c = it->is_string() ? parse_context_compression(it->get<std::string>())
+                             : Result<ContextCompression>(make_error("compression must be a string: none, q8_0 or q4_0"));
+    if (!c.ok()) return send_error(res, bad_request(c.error().message, "compression"));
+    compression = *c;
+  }
   std::vector<int32_t> ids;
   if (body.contains("messages")) {
     ChatRequest chat;
@@ -81,13 +89,17 @@ void handle_context_save(ServerContext& ctx, const httplib::Request& req, httpli
     return send_error(res, e);
   }
   const auto t_write = std::chrono::steady_clock::now();
-  Status st = ctx.contexts->save(name, *r.state);
+  if (Status ok = check_compressible(*r.state, compression); !ok.ok()) {
+    return send_error(res, bad_request(ok.error().message, "compression"));
+  }
+  Status st = ctx.contexts->save(name, *r.state, compression);
   if (!st.ok()) return send_error(res, with_status(bad_request(st.error().message), 500, "server_error"));
   Json out = Json::object();
   out["name"] = name;
   out["n_tokens"] = r.state->n_tokens();
   out["n_evaluated"] = r.n_prompt - r.n_cached;
   out["bytes"] = ctx.contexts->file_bytes(name);
+  out["compression"] = context_compression_name(compression);
   out["eval_ms"] = r.prompt_ms;
   out["write_ms"] = ms_since(t_write);
   out["ms"] = ms_since(t0);

@@ -30,12 +30,12 @@ std::string ContextStore::default_dir() {
   return std::string(home != nullptr && home[0] != '\0' ? home : "/tmp") + "/.cache/sniper/contexts";
 }
 
-Status ContextStore::save(const std::string& name, const SessionState& state) const {
+Status ContextStore::save(const std::string& name, const SessionState& state, ContextCompression compression) const {
   SNIPER_TRY(validate_name(name));
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return make_error("cannot create the context directory '%s': %s", dir_.c_str(), ec.message().c_str());
-  return write_session_state_file(path_of(name), state);
+  return write_session_state_file(path_of(name), state, compression);
 }
 
 bool ContextStore::exists(const std::string& name) const {

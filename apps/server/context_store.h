@@ -25,15 +25,22 @@ struct ContextInfo {
 
 class ContextStore {
  public:
-  // `dir` is created (with parents) on the first save.
-  explicit ContextStore(std::string dir) : dir_(std::move(dir)) {}
+  // `dir` is created (with parents) on the first save; saves use `compression` unless told
+  // otherwise (serve --context-compression).
+  explicit ContextStore(std::string dir, ContextCompression compression = ContextCompression::kNone)
+      : dir_(std::move(dir)), compression_(compression) {}
 
   // Ok when `name` matches [A-Za-z0-9._-]{1,64} and does not start with '.'.
   [[nodiscard]] static Status validate_name(const std::string& name);
   // The default directory: $XDG_CACHE_HOME/sniper/contexts, else ~/.cache/sniper/contexts.
   static std::string default_dir();
 
-  [[nodiscard]] Status save(const std::string& name, const SessionState& state) const;
+  // Errors name the path, or a model whose shape `compression` does not support.
+  [[nodiscard]] Status save(const std::string& name, const SessionState& state, ContextCompression compression) const;
+  [[nodiscard]] Status save(const std::string& name, const SessionState& state) const {
+    return save(name, state, compression_);
+  }
+  ContextCompression default_compression() const { return compression_; }
   // An Error whose message starts with "not found" when there is no such context.
   [[nodiscard]] Result<SessionState> load(const std::string& name) const;
   bool exists(const std::string& name) const;
@@ -44,10 +51,12 @@ class ContextStore {
   // Bytes of the stored file, 0 if absent.
   uint64_t file_bytes(const std::string& name) const;
   const std::string& dir() const { return dir_; }
+  // The file of context `name` (validate the name first).
+  std::string path_of(const std::string& name) const { return dir_ + "/" + name + ".ctx"; }
 
  private:
-  std::string path_of(const std::string& name) const { return dir_ + "/" + name + ".ctx"; }
   std::string dir_;
+  ContextCompression compression_ = ContextCompression::kNone;
 };
 
 }  // namespace sniper::server

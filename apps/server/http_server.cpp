@@ -88,7 +88,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const Serve
   if (tok.bos_id() >= 0) ctx.bos_token = tok.token_to_piece(tok.bos_id(), true);
   if (tok.eos_id() >= 0) ctx.eos_token = tok.token_to_piece(tok.eos_id(), true);
   SNIPER_ASSIGN_OR_RETURN(ctx.fingerprint, model_fingerprint(model.gguf()));
-  ctx.contexts = std::make_unique<ContextStore>(options.context_dir.empty() ? ContextStore::default_dir() : options.context_dir);
+  ctx.contexts = std::make_unique<ContextStore>(options.context_dir.empty() ? ContextStore::default_dir() : options.context_dir,
+                                                options.context_compression);
   SchedulerOptions so;
   so.n_slots = options.n_slots;
   so.queue_capacity = options.queue_capacity;
@@ -240,6 +241,8 @@ void HttpServer::install_routes() {
   route("POST", "/v1/completions", [c](const httplib::Request& req, httplib::Response& res) { handle_completions(*c, req, res); });
   route("POST", "/v1/context/save", [c](const httplib::Request& req, httplib::Response& res) { handle_context_save(*c, req, res); });
   route("POST", "/v1/context/load", [c](const httplib::Request& req, httplib::Response& res) { handle_context_load(*c, req, res); });
+  route("POST", "/v1/context/upload", [c](const httplib::Request& req, httplib::Response& res) { handle_context_upload(*c, req, res); });
+  route("POST", "/v1/context/download", [c](const httplib::Request& req, httplib::Response& res) { handle_context_download(*c, req, res); });
   route("GET", "/v1/context", [c](const httplib::Request& req, httplib::Response& res) { handle_context_list(*c, req, res); });
   route("DELETE", "/v1/context/{name}", [c](const httplib::Request& req, httplib::Response& res) { handle_context_delete(*c, req, res); });
 }

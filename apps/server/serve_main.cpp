@@ -29,6 +29,7 @@ int serve_main(int argc, char** argv) {
       {"--queue", nullptr, "N", "requests waiting for a slot before the server answers 503 (default 16)"},
       {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints per slot for prefix reuse on hybrid models (delta-net layers, sliding windows), counted in --mem; 0 = none (default auto: 8, fewer if 8 per slot take over 1/8 of --mem)"},
       {"--checkpoint-every", nullptr, "N", "tokens of a prompt between two state checkpoints (default 512)"},
+      {"--context-compression", nullptr, "TYPE", "none|q8_0|q4_0: KV rows of saved contexts exact (f16/q8_0 as the cache, default) or quantized (smaller, lossy)"},
       {"--context-dir", nullptr, "DIR", "where /v1/context/save stores KV states (default $XDG_CACHE_HOME/sniper/contexts or ~/.cache/sniper/contexts)"},
       {"--max-body", nullptr, "SIZE", "largest request body (default 4M; larger -> 413)"},
       {"--timeout", nullptr, "S", "seconds to receive a request body and for each write of a response (default 30; -> 408 / close)"},
@@ -59,6 +60,11 @@ int serve_main(int argc, char** argv) {
   if (!queue.ok()) return cli::fail(queue.error());
   so.queue_capacity = static_cast<int>(*queue);
   so.context_dir = args->get_string("--context-dir");
+  if (args->has("--context-compression")) {
+    auto c = parse_context_compression(args->get_string("--context-compression"));
+    if (!c.ok()) return cli::fail(c.error());
+    so.context_compression = *c;
+  }
   if (args->has("--max-body")) {
     auto bytes = parse_size(args->get_string("--max-body"));
     if (!bytes.ok()) return cli::fail(bytes.error());

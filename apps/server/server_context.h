@@ -50,6 +50,9 @@ void handle_context_save(ServerContext& ctx, const httplib::Request& req, httpli
 void handle_context_load(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_list(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_delete(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// context_sync_routes.cpp: POST /v1/context/upload and /v1/context/download (object storage).
+void handle_context_upload(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_context_download(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 // Shared by the generation and context routes: renders a chat (template or plain) or
 // tokenizes a prompt into ids. Returns an error to send on failure.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/context_compression.h"
 #include "engine/session.h"
 
 namespace sniper::server {
@@ -23,6 +24,7 @@ struct ServerOptions {
   double header_timeout_s = 10;         // a request head must be complete this long after it starts (408)
   double timeout_s = 30;                // reading a request body; each write of a response
   std::string context_dir;              // empty: ContextStore::default_dir()
+  ContextCompression context_compression = ContextCompression::kNone;  // of /v1/context/save
   SessionOptions session;               // per slot
   std::string model_id;                 // empty: the model file's base name without ".gguf"
 };

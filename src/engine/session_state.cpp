@@ -43,6 +43,50 @@ const char* state_kind_name(LayerStateKind k) {
   return "?";
 }
 
+// Replaces s->kv's compressed KV sections by the session layout of s->kv_type (context_compression.h).
+// The compressed section sizes come from the file: each must be a whole number m <= n_tokens of
+// compressed positions of a valid shape.
+Status decompress_sections(SessionState* s, ContextCompression c) {
+  if (!kv_type_compressible(s->kv_type)) {
+    return make_error("the context file is compressed but has a %s KV cache, which compression does not support",
+                      kv_type_name(s->kv_type));
+  }
+  std::vector<uint8_t> kv;
+  kv.reserve(s->kv.size() * 4);  // at most 64/18 of a q4_0 section's bytes: one allocation
+  size_t at = 0;
+  for (size_t l = 0; l < s->layers.size(); ++l) {
+    const LayerStateSpec& spec = s->layers[l];
+    const uint64_t section = s->layer_bytes[l];
+    if (spec.kind != LayerStateKind::kKv) {
+      kv.insert(kv.end(), s->kv.begin() + static_cast<long>(at), s->kv.begin() + static_cast<long>(at + section));
+      at += section;
+      continue;
+    }
+    constexpr int64_t kMaxHeads = 1 << 16;
+    if (spec.n_kv_heads < 1 || spec.n_kv_heads > kMaxHeads || spec.head_dim < 32 || spec.head_dim > kMaxHeads ||
+        spec.head_dim % 32 != 0) {
+      return make_error("the compressed context's layer %zu has kv heads %ld and head_dim %ld but needs kv heads in "
+                        "[1, %ld] and head_dim a multiple of 32 in [32, %ld]", l, static_cast<long>(spec.n_kv_heads),
+                        static_cast<long>(spec.head_dim), static_cast<long>(kMaxHeads), static_cast<long>(kMaxHeads));
+    }
+    const size_t per_pos = compressed_kv_position_bytes(spec.n_kv_heads, spec.head_dim, c);
+    const uint64_t m = section / per_pos;
+    if (section % per_pos != 0 || m > static_cast<uint64_t>(s->n_tokens())) {
+      return make_error("the compressed context's layer %zu section of %llu bytes is not a whole number of positions "
+                        "(%zu bytes each, at most %ld)", l, static_cast<unsigned long long>(section), per_pos,
+                        static_cast<long>(s->n_tokens()));
+    }
+    const size_t raw = static_cast<size_t>(m) * kv_position_bytes(spec.n_kv_heads, spec.head_dim, s->kv_type);
+    kv.resize(kv.size() + raw);
+    decompress_kv_section(s->kv.data() + at, c, static_cast<int64_t>(m), spec.n_kv_heads, spec.head_dim, s->kv_type,
+                          kv.data() + kv.size() - raw);
+    s->layer_bytes[l] = raw;
+    at += section;
+  }
+  s->kv = std::move(kv);
+  return ok_status();
+}
+
 }  // namespace
 
 uint64_t fnv1a64(const void* data, size_t n, uint64_t hash) {
@@ -143,19 +187,58 @@ void restore_session_state(const SessionState& s, Session& session) {
   session.set_history(s.tokens);
 }
 
-std::string serialize_session_state(const SessionState& s) {
+Status check_compressible(const SessionState& s, ContextCompression c) {
+  if (c == ContextCompression::kNone) return ok_status();
+  if (!kv_type_compressible(s.kv_type)) {
+    return make_error("--context-compression %s does not support a %s KV cache", context_compression_name(c),
+                      kv_type_name(s.kv_type));
+  }
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    const LayerStateSpec& spec = s.layers[l];
+    if (spec.kind == LayerStateKind::kKv && (spec.head_dim % 32 != 0 || spec.head_dim <= 0)) {
+      return make_error("--context-compression %s needs head_dim a multiple of 32 but layer %zu has head_dim %ld",
+                        context_compression_name(c), l, static_cast<long>(spec.head_dim));
+    }
+  }
+  return ok_status();
+}
+
+std::string serialize_session_state(const SessionState& s, ContextCompression c) {
+  // The per-layer sections as written: the state's own bytes, or its KV rows compressed.
+  std::vector<uint8_t> packed;
+  std::vector<uint64_t> packed_bytes = s.layer_bytes;
+  if (c != ContextCompression::kNone) {
+    packed.reserve(s.kv.size());  // compressed sections are never larger than f16 or q8_0 ones
+    CHECK(check_compressible(s, c).ok(), "serialize_session_state without check_compressible");
+    size_t at = 0;
+    for (size_t l = 0; l < s.layers.size(); ++l) {
+      const LayerStateSpec& spec = s.layers[l];
+      const size_t raw = s.layer_bytes[l];
+      if (spec.kind == LayerStateKind::kKv) {
+        const int64_t m = static_cast<int64_t>(raw / kv_position_bytes(spec.n_kv_heads, spec.head_dim, s.kv_type));
+        packed_bytes[l] = static_cast<uint64_t>(m) * compressed_kv_position_bytes(spec.n_kv_heads, spec.head_dim, c);
+        packed.resize(packed.size() + packed_bytes[l]);
+        compress_kv_section(s.kv.data() + at, s.kv_type, m, spec.n_kv_heads, spec.head_dim, c,
+                            packed.data() + packed.size() - packed_bytes[l]);
+      } else {
+        packed.insert(packed.end(), s.kv.begin() + static_cast<long>(at), s.kv.begin() + static_cast<long>(at + raw));
+      }
+      at += raw;
+    }
+  }
+  const std::vector<uint8_t>& sections = c == ContextCompression::kNone ? s.kv : packed;
   std::string out;
-  out.reserve(kHeaderBytes + s.tokens.size() * 4 + static_cast<size_t>(s.n_layers) * kLayerRecordBytes + s.kv.size() + 8);
+  out.reserve(kHeaderBytes + s.tokens.size() * 4 + static_cast<size_t>(s.n_layers) * kLayerRecordBytes + sections.size() + 8);
   out.append(kMagic, sizeof(kMagic));
   put<uint32_t>(&out, kSessionStateVersion);
   put<uint32_t>(&out, s.kv_type == KvType::kF16 ? 0u : 1u);
   put<uint64_t>(&out, s.model_fingerprint);
   put<int64_t>(&out, s.n_layers);
   put<int64_t>(&out, 0);
-  put<int64_t>(&out, 0);
+  put<int64_t>(&out, static_cast<int64_t>(c));
   put<int64_t>(&out, s.n_ctx);
   put<int64_t>(&out, s.n_tokens());
-  put<uint64_t>(&out, s.kv.size());
+  put<uint64_t>(&out, sections.size());
   out.append(reinterpret_cast<const char*>(s.tokens.data()), s.tokens.size() * sizeof(int32_t));
   for (size_t l = 0; l < s.layers.size(); ++l) {
     const LayerStateSpec& spec = s.layers[l];
@@ -167,9 +250,9 @@ std::string serialize_session_state(const SessionState& s) {
     put<int64_t>(&out, spec.shared_with);
     put<int64_t>(&out, spec.conv_floats);
     put<int64_t>(&out, spec.recurrent_floats);
-    put<uint64_t>(&out, s.layer_bytes[l]);
+    put<uint64_t>(&out, packed_bytes[l]);
   }
-  out.append(reinterpret_cast<const char*>(s.kv.data()), s.kv.size());
+  out.append(reinterpret_cast<const char*>(sections.data()), sections.size());
   put<uint64_t>(&out, fnv1a64(out.data(), out.size()));
   return out;
 }
@@ -200,6 +283,11 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
   s.kv_type = type == 0 ? KvType::kF16 : KvType::kQ8_0;
   s.model_fingerprint = get<uint64_t>(bytes, 16);
   s.n_layers = get<int64_t>(bytes, 24);
+  const int64_t compression = get<int64_t>(bytes, 40);
+  if (compression < 0 || compression > static_cast<int64_t>(ContextCompression::kQ4_0)) {
+    return make_error("the context file's compression is %ld but must be 0 (none), 1 (q8_0) or 2 (q4_0)",
+                      static_cast<long>(compression));
+  }
   s.n_ctx = get<int64_t>(bytes, 48);
   const int64_t n_tokens = get<int64_t>(bytes, 56);
   const uint64_t state_bytes = get<uint64_t>(bytes, 64);
@@ -247,11 +335,13 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
                       static_cast<unsigned long long>(sum), static_cast<unsigned long long>(state_bytes));
   }
   s.kv.assign(bytes.begin() + static_cast<long>(at), bytes.end() - 8);
+  if (compression != 0) SNIPER_TRY(decompress_sections(&s, static_cast<ContextCompression>(compression)));
   return s;
 }
 
-Status write_session_state_file(const std::string& path, const SessionState& state) {
-  const std::string bytes = serialize_session_state(state);
+Status write_session_state_file(const std::string& path, const SessionState& state, ContextCompression compression) {
+  SNIPER_TRY(check_compressible(state, compression));
+  const std::string bytes = serialize_session_state(state, compression);
   static std::atomic<uint64_t> counter{0};
   const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

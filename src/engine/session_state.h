@@ -10,7 +10,8 @@
 //   16  u64      model fingerprint (model_fingerprint())
 //   24  i64      n_layers
 //   32  i64      0 (reserved)
-//   40  i64      0 (reserved)
+//   40  i64      compression of the kv sections (ContextCompression: 0 none, 1 q8_0, 2 q4_0;
+//                engine/context_compression.h has their layout; loading restores the kv type)
 //   48  i64      n_ctx (of the saving session, informational)
 //   56  i64      n_tokens
 //   64  u64      state bytes (the sum of the per-layer sections below)
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "engine/context_compression.h"
 #include "engine/session.h"
 #include "gguf/reader.h"
 
@@ -72,13 +74,19 @@ SessionState capture_session_state(const Session& session, uint64_t model_finger
 // Writes the state and the history into the session. Precondition: check_compatible() ok.
 void restore_session_state(const SessionState& state, Session& session);
 
-// The file bytes of `state` (layout above, checksum included).
-std::string serialize_session_state(const SessionState& state);
-// Parses file bytes; Errors name the problem (magic, version, truncated, sizes, checksum).
+// Ok when `state` can be saved with `compression` (every KV layer's head_dim a multiple of 32).
+[[nodiscard]] Status check_compressible(const SessionState& state, ContextCompression compression);
+// The file bytes of `state` (layout above, checksum included), its KV rows quantized when
+// `compression` is not kNone. Precondition: check_compressible() ok.
+std::string serialize_session_state(const SessionState& state, ContextCompression compression = ContextCompression::kNone);
+// Parses file bytes (decompressing compressed KV rows into the file's kv type); Errors name the
+// problem (magic, version, truncated, sizes, checksum, compression).
 [[nodiscard]] Result<SessionState> parse_session_state(std::string_view bytes);
 
-// Writes atomically (temp file in the same directory, fsync, rename). Errors name the path.
-[[nodiscard]] Status write_session_state_file(const std::string& path, const SessionState& state);
+// Writes atomically (temp file in the same directory, fsync, rename). Errors name the path, or
+// a shape that `compression` does not support.
+[[nodiscard]] Status write_session_state_file(const std::string& path, const SessionState& state,
+                                              ContextCompression compression = ContextCompression::kNone);
 // Reads and parses a file. Errors name the path.
 [[nodiscard]] Result<SessionState> read_session_state_file(const std::string& path);
 
