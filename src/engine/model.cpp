@@ -162,7 +162,8 @@ Status Model::setup_streaming() {
     std::vector<std::vector<const GgufTensorInfo*>> groups(static_cast<size_t>(c.n_layers));
     for (int64_t l = 0; l < c.n_layers; ++l) {
       for (LayerTensor k : {LayerTensor::kAttnQ, LayerTensor::kAttnK, LayerTensor::kAttnV, LayerTensor::kAttnOutput,
-                            LayerTensor::kFfnGate, LayerTensor::kFfnUp, LayerTensor::kFfnDown}) {
+                            LayerTensor::kAttnQkv, LayerTensor::kAttnGate, LayerTensor::kSsmOut, LayerTensor::kFfnGate,
+                            LayerTensor::kFfnUp, LayerTensor::kFfnDown}) {
         const std::string name = layer_tensor_name(l, k);
         if (plan_.streamed_tensors.count(name)) groups[static_cast<size_t>(l)].push_back(gguf_.find_tensor(name));
       }

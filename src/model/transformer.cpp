@@ -243,23 +243,33 @@ Result<const LayerWeights*> Transformer::layer_weights(int64_t layer_idx) {
   if (sources_.layers == nullptr) return &resident;
   SNIPER_TRY(sources_.layers->acquire(layer_idx));
   streamed_layer_ = resident;
-  // The tensors that may stream (weights/tensor_roles.cpp: attention and dense FFN; everything
-  // else stays resident), for the blocks this layer runs.
+  // The tensors that may stream (weights/tensor_roles.cpp: the mixers' projections and the dense
+  // FFN; everything else stays resident), for the blocks this layer runs.
+  enum class Part { kAttention, kDeltaNet, kDenseFfn };
   struct Field {
     QTensor LayerWeights::*member;
     LayerTensor kind;
-    bool attention;  // else dense FFN
+    Part part;
   };
   static constexpr Field kFields[] = {
-      {&LayerWeights::wq, LayerTensor::kAttnQ, true},           {&LayerWeights::wk, LayerTensor::kAttnK, true},
-      {&LayerWeights::wv, LayerTensor::kAttnV, true},           {&LayerWeights::wo, LayerTensor::kAttnOutput, true},
-      {&LayerWeights::ffn_gate, LayerTensor::kFfnGate, false}, {&LayerWeights::ffn_up, LayerTensor::kFfnUp, false},
-      {&LayerWeights::ffn_down, LayerTensor::kFfnDown, false},
+      {&LayerWeights::wq, LayerTensor::kAttnQ, Part::kAttention},
+      {&LayerWeights::wk, LayerTensor::kAttnK, Part::kAttention},
+      {&LayerWeights::wv, LayerTensor::kAttnV, Part::kAttention},
+      {&LayerWeights::wo, LayerTensor::kAttnOutput, Part::kAttention},
+      {&LayerWeights::ssm_qkv, LayerTensor::kAttnQkv, Part::kDeltaNet},
+      {&LayerWeights::ssm_gate, LayerTensor::kAttnGate, Part::kDeltaNet},
+      {&LayerWeights::ssm_out, LayerTensor::kSsmOut, Part::kDeltaNet},
+      {&LayerWeights::ffn_gate, LayerTensor::kFfnGate, Part::kDenseFfn},
+      {&LayerWeights::ffn_up, LayerTensor::kFfnUp, Part::kDenseFfn},
+      {&LayerWeights::ffn_down, LayerTensor::kFfnDown, Part::kDenseFfn},
   };
   const LayerPlan& lp = config_.layer(layer_idx);
+  const bool dense_ffn = lp.ffn == FfnKind::kDense || lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe;
   for (const Field& f : kFields) {
-    const bool dense_ffn = lp.ffn == FfnKind::kDense || lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe;
-    if (f.attention ? !is_attention(lp.mixer) : !dense_ffn) continue;
+    const bool runs = f.part == Part::kAttention ? is_attention(lp.mixer)
+                      : f.part == Part::kDeltaNet ? lp.mixer == MixerKind::kDeltaNet
+                                                  : dense_ffn;
+    if (!runs) continue;
     QTensor& t = streamed_layer_.*f.member;
     if (t.data != nullptr || t.row_bytes == 0) continue;  // resident, or absent (gemma4: shared-KV layers' K/V)
     const QTensor* v = sources_.layers->find(layer_tensor_name(layer_idx, f.kind));

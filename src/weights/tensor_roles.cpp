@@ -21,11 +21,15 @@ TensorRole tensor_role(std::string_view name) {
   // gemma4's per-expert down scales ([n_experts] f32) are small and read by every token.
   if (name.ends_with("_exps.scale")) return TensorRole::kAlways;
   if (name.find("_exps.") != std::string_view::npos || is_packed_expert_name(name)) return TensorRole::kExpert;
-  // Shared experts (ffn_{gate,up,down}_shexp, ffn_gate_inp_shexp) run for every token and the
-  // delta-net's tensors (attn_qkv, attn_gate, ssm_*) are small next to the experts: resident.
-  for (std::string_view always : {"_shexp.", ".attn_qkv.", ".attn_gate.", ".ssm_"}) {
-    if (name.find(always) != std::string_view::npos) return TensorRole::kAlways;
+  // Shared experts (ffn_{gate,up,down}_shexp, ffn_gate_inp_shexp) run for every token: resident.
+  if (name.find("_shexp.") != std::string_view::npos) return TensorRole::kAlways;
+  // The delta-net's projections are its layer's mixer weights, like attention's: a dense hybrid
+  // (qwen35 27B: a third of the file) streams them when even its FFN does not fit. Its small
+  // tensors (conv, gates' a/dt/alpha/beta, norm) stay resident.
+  for (std::string_view mixer : {".attn_qkv.", ".attn_gate.", ".ssm_out."}) {
+    if (name.find(mixer) != std::string_view::npos) return TensorRole::kAttention;
   }
+  if (name.find(".ssm_") != std::string_view::npos) return TensorRole::kAlways;
   for (std::string_view ffn : {".ffn_gate.", ".ffn_up.", ".ffn_down."}) {
     if (name.find(ffn) != std::string_view::npos) return TensorRole::kDenseFfn;
   }

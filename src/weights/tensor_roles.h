@@ -13,11 +13,12 @@ inline constexpr const char* kPerLayerTokenEmbdName = "per_layer_token_embd.weig
 
 enum class TensorRole {
   kAlways,     // norms, routers, output head, biases, rope factors, shared experts (*_shexp),
-               // delta-net tensors (attn_qkv, attn_gate, ssm_*): needed every token
+               // the delta-net's small tensors (ssm_conv1d, ssm_a, ssm_dt, ssm_alpha/beta/ba, ssm_norm)
   kEmbedding,  // token_embd: one row per token
   kExpert,     // routed experts: ffn_*_exps, or a packed file's blk.L.ffn_*.E.weight
   kDenseFfn,   // blk.L.ffn_{gate,up,down}.weight
-  kAttention,  // blk.L.attn_{q,k,v,output}.weight
+  kAttention,  // a layer's mixer projections: blk.L.attn_{q,k,v,output}.weight, and the delta-net's
+               // blk.L.attn_qkv / attn_gate / ssm_out.weight
 };
 
 TensorRole tensor_role(std::string_view name);

@@ -141,6 +141,32 @@ INSTANTIATE_TEST_SUITE_P(Gemma4, StreamingTest, ::testing::Values("syn-gemma4moe
                            return s;
                          });
 
+// A dense hybrid (qwen35: delta-net projections are a third of a 27B file) under the smallest
+// budget streams its mixers' projections with the FFN, delta-net layers' included, and the
+// logits stay the resident ones (the parameterised test above runs the same budget).
+TEST(Streaming, DenseHybridStreamsDeltaNetProjectionsUnderTheMinimumBudget) {
+  for (const char* name : {"syn-qwen35-small", "syn-qwen35-Q4_K_M"}) {
+    SCOPED_TRACE(name);
+    const std::string path = model_path(name);
+    auto model = Model::load(path, streamed(min_stream_budget(path, 8)));
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const MemoryPlan& plan = (*model)->plan();
+    EXPECT_TRUE(plan.stream_attention);
+    for (const char* t : {"blk.0.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.0.ssm_out.weight",
+                          "blk.3.attn_q.weight", "blk.0.ffn_up.weight"}) {
+      EXPECT_EQ(plan.streamed_tensors.count(t), 1u) << t;
+    }
+    EXPECT_EQ(plan.streamed_tensors.count("blk.0.ssm_conv1d.weight"), 0u);
+    ModelLoadOptions resident;
+    resident.batch = 8;
+    auto base = run(path, resident);
+    ASSERT_TRUE(base.ok()) << base.error().message;
+    auto out = run(path, streamed(min_stream_budget(path, 8)));
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    EXPECT_TRUE(*out == *base) << "streamed delta-net projections changed the logits";
+  }
+}
+
 // A dense model with budget room beyond the two layer buffers keeps whole layers' FFN resident
 // (spread over the depth): fewer bytes stream per token, the logits stay the resident ones, and
 // the plan stays within the budget.

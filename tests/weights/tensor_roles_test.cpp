@@ -22,13 +22,17 @@ TEST(TensorRoles, ClassicNames) {
   EXPECT_EQ(tensor_layer("output.weight"), -1);
 }
 
-TEST(TensorRoles, HybridModelsKeepSharedExpertsAndDeltaNetResident) {
+TEST(TensorRoles, HybridModelsKeepSharedExpertsAndSmallDeltaNetTensorsResident) {
   for (const char* name : {"blk.0.ffn_gate_shexp.weight", "blk.0.ffn_up_shexp.weight", "blk.0.ffn_down_shexp.weight",
-                           "blk.0.ffn_gate_inp_shexp.weight", "blk.0.attn_qkv.weight", "blk.0.attn_gate.weight",
-                           "blk.0.ssm_conv1d.weight", "blk.0.ssm_dt.bias", "blk.0.ssm_a", "blk.0.ssm_beta.weight",
-                           "blk.0.ssm_alpha.weight", "blk.0.ssm_ba.weight", "blk.0.ssm_norm.weight",
-                           "blk.0.ssm_out.weight", "blk.0.post_attention_norm.weight"}) {
+                           "blk.0.ffn_gate_inp_shexp.weight", "blk.0.ssm_conv1d.weight", "blk.0.ssm_dt.bias",
+                           "blk.0.ssm_a", "blk.0.ssm_beta.weight", "blk.0.ssm_alpha.weight", "blk.0.ssm_ba.weight",
+                           "blk.0.ssm_norm.weight", "blk.0.post_attention_norm.weight"}) {
     EXPECT_EQ(tensor_role(name), TensorRole::kAlways) << name;
+  }
+  // The delta-net's projections are mixer weights: they stream with attention's in a dense
+  // hybrid under a small budget.
+  for (const char* name : {"blk.0.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.0.ssm_out.weight"}) {
+    EXPECT_EQ(tensor_role(name), TensorRole::kAttention) << name;
   }
   // The hybrid models' full-attention layers and routed experts stream like any other.
   EXPECT_EQ(tensor_role("blk.3.attn_k.weight"), TensorRole::kAttention);
