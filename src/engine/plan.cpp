@@ -53,7 +53,7 @@ std::string MemoryPlan::describe() const {
   if (!resident_ffn_layers.empty()) {
     char note[64];
     std::snprintf(note, sizeof(note), "(%zu layers kept in RAM, part of resident weights)", resident_ffn_layers.size());
-    line("  of which dense FFN", resident_ffn_bytes, note);
+    line(stream_attention ? "  of which whole layers" : "  of which dense FFN", resident_ffn_bytes, note);
   }
   if (stream_embeddings) line("token embeddings", 0, "(streamed: one row per token)");
   if (stream_per_layer_embeddings) line("per-layer embeddings", 0, "(streamed: one row per token)");
@@ -185,13 +185,11 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   const uint64_t need_ffn = fixed + always_bytes + 2 * max_ffn;
   const uint64_t need_both = fixed + always_bytes - attention + 2 * max_both;
   p.min_budget_bytes = std::min(need_ffn, need_both);
-  if (need_ffn <= req.budget_bytes) {
-    p.resident_weight_bytes = always_bytes;
-    p.layer_buffer_bytes = max_ffn;
-    // Room left after the two buffers keeps whole layers' FFN resident, spread evenly over the
-    // depth so that the streamed layers' reads overlap the resident layers' compute. With
-    // streaming forced, at least one layer still streams.
-    const uint64_t room = req.budget_bytes - need_ffn;
+  // Room left after the two buffers keeps whole layers resident (their FFN, and their mixer
+  // weights when those stream too), spread evenly over the depth so that the streamed layers'
+  // reads overlap the resident layers' compute. With streaming forced, at least one layer still
+  // streams.
+  auto keep_layers = [&](uint64_t room, bool with_mixers) {
     const int64_t n_layers = c.n_layers;
     for (int64_t k = req.force_stream ? n_layers - 1 : n_layers; k > 0; --k) {
       std::vector<int64_t> pick;
@@ -199,18 +197,24 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
       for (int64_t i = 0; i < k; ++i) {
         const int64_t l = (2 * i + 1) * n_layers / (2 * k);
         pick.push_back(l);
-        bytes += ffn_layer[static_cast<size_t>(l)];
+        bytes += ffn_layer[static_cast<size_t>(l)] + (with_mixers ? attn_layer[static_cast<size_t>(l)] : 0);
       }
       if (bytes > room) continue;
       p.resident_ffn_layers = pick;
       p.resident_ffn_bytes = bytes;
       p.resident_weight_bytes += bytes;
-      break;
+      return;
     }
+  };
+  if (need_ffn <= req.budget_bytes) {
+    p.resident_weight_bytes = always_bytes;
+    p.layer_buffer_bytes = max_ffn;
+    keep_layers(req.budget_bytes - need_ffn, /*with_mixers=*/false);
   } else if (need_both <= req.budget_bytes) {
     p.stream_attention = true;
     p.resident_weight_bytes = always_bytes - attention;
     p.layer_buffer_bytes = max_both;
+    keep_layers(req.budget_bytes - need_both, /*with_mixers=*/true);
   } else {
     return make_error("the memory budget %s is below the minimum %s for this model (KV %s, scratch %s, "
                       "norms and output head %s, two layer buffers of %s)",
@@ -222,7 +226,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     const TensorRole r = tensor_role(t.name);
     const bool kept = std::find(p.resident_ffn_layers.begin(), p.resident_ffn_layers.end(), tensor_layer(t.name)) !=
                       p.resident_ffn_layers.end();
-    if ((r == TensorRole::kDenseFfn && !kept) || (p.stream_attention && r == TensorRole::kAttention)) {
+    if (!kept && (r == TensorRole::kDenseFfn || (p.stream_attention && r == TensorRole::kAttention))) {
       p.streamed_tensors.insert(t.name);
     }
   }

@@ -72,7 +72,8 @@ struct MemoryPlan {
   bool stream_dense_ffn = false;
   bool stream_attention = false;     // dense models under very small budgets
   uint64_t layer_buffer_bytes = 0;   // one of the two dense stream buffers
-  std::vector<int64_t> resident_ffn_layers;  // dense layers whose FFN stays in RAM (budget room)
+  std::vector<int64_t> resident_ffn_layers;  // dense layers whose FFN (and, with stream_attention, mixer
+                                             // weights) stay in RAM (budget room)
   uint64_t resident_ffn_bytes = 0;           // their bytes (part of resident_weight_bytes)
   uint64_t min_budget_bytes = 0;     // the smallest budget any plan works with
   uint64_t all_resident_bytes = 0;   // the smallest budget that keeps every weight in RAM

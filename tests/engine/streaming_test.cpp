@@ -21,6 +21,8 @@
 #include "engine/plan.h"
 #include "engine/session.h"
 #include "golden/shared_dir.h"
+#include "model/tensor_names.h"
+#include "synth/synth_model.h"
 #include "weights/pack_experts.h"
 
 namespace sniper {
@@ -164,7 +166,64 @@ TEST(Streaming, DenseHybridStreamsDeltaNetProjectionsUnderTheMinimumBudget) {
     auto out = run(path, streamed(min_stream_budget(path, 8)));
     ASSERT_TRUE(out.ok()) << out.error().message;
     EXPECT_TRUE(*out == *base) << "streamed delta-net projections changed the logits";
+
   }
+}
+
+// When the mixers stream too, budget room keeps whole layers (mixer and FFN) resident, spread
+// over the depth; still exact. A 12-layer model whose FFN is as small as its attention, so that
+// the room between streaming both and streaming only the FFN holds whole layers.
+TEST(Streaming, WholeLayersKeptResidentWhileMixersStream) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("sniper_whole_layers_" + std::to_string(::getpid()) + ".gguf")).string();
+  SynthSpec spec;
+  spec.arch = "llama";
+  spec.dim = 128;
+  spec.n_layers = 12;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 4;
+  spec.head_dim = 32;
+  spec.hidden_dim = 96;
+  spec.vocab_size = 512;
+  spec.n_ctx = 256;
+  spec.type = "q8_0";
+  ASSERT_TRUE(write_synth_model(spec, path, nullptr).ok());
+  ModelLoadOptions resident;
+  resident.batch = 8;
+  auto base = run(path, resident);
+  ASSERT_TRUE(base.ok()) << base.error().message;
+  const uint64_t min_budget = min_stream_budget(path, 8);
+  auto at_min = Model::load(path, streamed(min_budget));
+  ASSERT_TRUE(at_min.ok()) << at_min.error().message;
+  ASSERT_TRUE((*at_min)->plan().stream_attention);
+  EXPECT_TRUE((*at_min)->plan().resident_ffn_layers.empty());
+  const uint64_t layer = (*at_min)->plan().layer_buffer_bytes;
+  uint64_t roomy = 0;
+  std::unique_ptr<Model> roomier;
+  for (int halves = 1; halves <= 16 && roomy == 0; ++halves) {
+    const uint64_t budget = min_budget + layer * halves / 2;
+    auto m = Model::load(path, streamed(budget));
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    if ((*m)->plan().stream_attention && !(*m)->plan().resident_ffn_layers.empty()) {
+      roomy = budget;
+      roomier = std::move(m).value();
+    }
+  }
+  ASSERT_NE(roomy, 0u) << "no budget keeps whole layers while the mixers stream";
+  const MemoryPlan& rp = roomier->plan();
+  EXPECT_LE(rp.planned_bytes(), roomy);
+  const int64_t kept = rp.resident_ffn_layers.front();
+  for (LayerTensor k : {LayerTensor::kFfnUp, LayerTensor::kAttnQ, LayerTensor::kAttnOutput}) {
+    EXPECT_EQ(rp.streamed_tensors.count(layer_tensor_name(kept, k)), 0u) << "a kept layer streams";
+  }
+  const int64_t other = kept == 0 ? 1 : 0;
+  EXPECT_EQ(rp.streamed_tensors.count(layer_tensor_name(other, LayerTensor::kAttnQ)), 1u);
+  EXPECT_NE(rp.describe().find("of which whole layers"), std::string::npos) << rp.describe();
+  roomier.reset();
+  auto out = run(path, streamed(roomy));
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_TRUE(*out == *base) << "whole resident layers changed the logits";
+  std::filesystem::remove(path);
 }
 
 // A dense model with budget room beyond the two layer buffers keeps whole layers' FFN resident
