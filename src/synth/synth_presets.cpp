@@ -33,6 +33,37 @@ SynthSpec with_experts(SynthSpec s, int64_t n_experts, int64_t n_active, int64_t
   return s;
 }
 
+// A Qwen3.5 / Qwen3-Next hybrid: delta-net heads (nk key, nv value, head dim d), rope over
+// n_rot of head_dim, shared expert width (MoE).
+SynthSpec hybrid(SynthSpec s, int64_t n_rot, int64_t nk, int64_t nv, int64_t d, int64_t shared_ff) {
+  s.n_rot = n_rot;
+  s.ssm_k_heads = nk;
+  s.ssm_v_heads = nv;
+  s.ssm_state = d;
+  s.ssm_conv = 4;
+  s.full_attention_interval = 4;
+  s.shared_expert_hidden_dim = shared_ff;
+  return s;
+}
+
+// Gemma 4: sliding layers of head_dim_swa with n_kv_heads, every period-th layer full (head_dim,
+// kv_full heads); per-layer embeddings and KV sharing for the E-models.
+SynthSpec gemma4(SynthSpec s, int64_t head_dim_swa, int64_t kv_full, int64_t window, int64_t period,
+                 bool k_eq_v, int64_t per_layer_dim, int64_t shared_kv_layers, bool double_ff) {
+  s.head_dim_swa = head_dim_swa;
+  s.n_kv_heads_full = kv_full;
+  s.sliding_window = window;
+  s.swa_period = period;
+  s.rope_base_swa = 10000.0f;
+  s.rope_partial = 0.25f;
+  s.final_softcap = 30.0f;
+  s.full_k_eq_v = k_eq_v;
+  s.per_layer_dim = per_layer_dim;
+  s.shared_kv_layers = shared_kv_layers;
+  s.shared_double_ff = double_ff;
+  return s;
+}
+
 std::vector<SynthPreset> make_presets() {
   std::vector<SynthPreset> p;
   // Qwen3-30B-A3B: 48 layers, 128 experts (8 active) of width 768; untied output.
@@ -48,6 +79,19 @@ std::vector<SynthPreset> make_presets() {
   // Qwen3-8B: dense, untied output. Real Qwen3-8B-Q4_K_M.gguf: 5.03 GB.
   p.push_back({"qwen3-8b", "Qwen3-8B shape, Q4_K_M, 5.03 GB / 4.68 GiB (real file 5.03 GB)",
                shape("qwen3", 4096, 36, 32, 8, 128, 12288, 151936, 40960, 1e6f, 1e-6f), 5'030'000'000ull});
+  // Qwen3.5-35B-A3B (config.json text_config): 40 layers (3 delta-net : 1 gated attention),
+  // dim 2048, 16 / 2 heads of 256 (rope 64, IMRoPE [11, 11, 10, 0]), delta net 16 key / 32 value
+  // heads of 128, 256 experts (8 active) of width 512 plus a shared expert of 512, vocab 248320,
+  // untied output, context 262144; 733 tensors like the real file (no MTP block).
+  // Real Qwen3.5-35B-A3B-Q4_K_M.gguf (unsloth/Qwen3.5-35B-A3B-GGUF, the base of
+  // huggingface.co/anthonymikinka/Qwen35-35B-Layers-Split, which lists it as 21.2 GB with 733
+  // tensors; GOBA-AI-Labs/PrunedHub-Qwen3.5-35B-A3B-80pct also cites "official Q4_K_M (21.2 GB)").
+  // Ours: 21,163,142,176 bytes. IQ2_M: 11.66 GB, IQ3_XXS: 13.62 GB with llama.cpp's default mixes
+  // (Unsloth's UD-IQ2_M 10.6 GB and UD-IQ3_XXS 13 GB are custom "dynamic" mixes, not comparable).
+  p.push_back({"qwen3.5-35b-a3b", "Qwen3.5-35B-A3B shape, Q4_K_M, 21.16 GB / 19.71 GiB (real file 21.2 GB)",
+               hybrid(with_experts(shape("qwen35moe", 2048, 40, 16, 2, 256, 512, 248320, 262144, 1e7f, 1e-6f), 256, 8, 512),
+                      64, 16, 32, 128, 512),
+               21'200'000'000ull});
   // A small Qwen3-MoE for tests: 32 experts so routing statistics mean something.
   p.push_back({"qwen3moe-tiny", "tiny Qwen3-MoE for tests (4 layers, dim 256, 32 experts), Q4_K_M, 16 MB",
                with_experts(shape("qwen3moe", 256, 4, 4, 2, 64, 512, 512, 512, 1e6f, 1e-6f), 32, 4, 256), 0});
@@ -55,6 +99,25 @@ std::vector<SynthPreset> make_presets() {
   // write in seconds. 24 layers x 128 experts x 3 x 512 x 1024.
   p.push_back({"qwen3moe-demo", "demo Qwen3-MoE (24 layers, dim 1024, 128 experts, 8 active), Q4_K_M, 3.06 GB",
                with_experts(shape("qwen3moe", 1024, 24, 16, 4, 128, 3072, 32000, 32768, 1e6f, 1e-6f), 128, 8, 512),
+               0});
+  // Small hybrids and Gemma 4 models for tests and `sniper synth --arch` (which starts from
+  // these): every tensor kind of the real models at dim 256.
+  p.push_back({"qwen35moe-tiny", "tiny Qwen3.5-MoE (4 layers: 3 delta-net + 1 attention, 32 experts), Q4_K_M",
+               hybrid(with_experts(shape("qwen35moe", 256, 4, 4, 2, 64, 512, 512, 512, 1e7f, 1e-6f), 32, 4, 128),
+                      16, 2, 4, 64, 128),
+               0});
+  p.push_back({"qwen35-tiny", "tiny dense Qwen3.5 (4 layers: 3 delta-net + 1 attention), Q4_K_M",
+               hybrid(shape("qwen35", 256, 4, 4, 2, 64, 512, 512, 512, 1e7f, 1e-6f), 16, 2, 4, 64, 0), 0});
+  p.push_back({"qwen3next-tiny", "tiny Qwen3-Next (4 layers: 3 delta-net + 1 attention, 32 experts), Q4_K_M",
+               hybrid(with_experts(shape("qwen3next", 256, 4, 4, 2, 64, 640, 512, 512, 1e7f, 1e-6f), 32, 4, 128),
+                      16, 2, 4, 64, 128),
+               0});
+  p.push_back({"gemma4moe-tiny", "tiny Gemma-4 MoE (6 layers: 5 sliding + 1 full, 32 experts), Q4_K_M",
+               gemma4(with_experts(shape("gemma4", 256, 6, 8, 4, 128, 128, 512, 512, 1e6f, 1e-6f), 32, 4, 64), 64, 1,
+                      16, 6, true, 0, 0, false),
+               0});
+  p.push_back({"gemma4e-tiny", "tiny Gemma-4 E-model (6 layers S S F S S F, per-layer embeddings, 3 KV-shared), Q4_K_M",
+               gemma4(shape("gemma4", 256, 6, 4, 2, 128, 256, 512, 512, 1e6f, 1e-6f), 64, 0, 16, 3, false, 64, 3, true),
                0});
   return p;
 }

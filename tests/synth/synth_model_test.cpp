@@ -118,6 +118,37 @@ TEST(SynthModel, FastFilledPresetsLoadAndRun) {
   }
 }
 
+TEST(SynthModel, HybridAndGemma4PresetsLoadAndRun) {
+  // The tiny presets of the new architectures (every tensor kind of the real models), with
+  // quantized (exact) and direct random blocks, and the i-quant mixes on qwen35moe.
+  struct Case {
+    const char* preset;
+    const char* type;
+    SynthFill fill;
+  };
+  const Case cases[] = {
+      {"qwen35moe-tiny", "q4_k_m", SynthFill::kExact}, {"qwen35moe-tiny", "q4_k_m", SynthFill::kFast},
+      {"qwen35moe-tiny", "iq2_m", SynthFill::kFast},   {"qwen35moe-tiny", "iq3_xxs", SynthFill::kFast},
+      {"qwen35-tiny", "q4_k_m", SynthFill::kExact},    {"qwen35-tiny", "q4_k_m", SynthFill::kFast},
+      {"qwen3next-tiny", "q4_k_m", SynthFill::kExact}, {"qwen3next-tiny", "q4_k_m", SynthFill::kFast},
+      {"gemma4moe-tiny", "q4_k_m", SynthFill::kExact}, {"gemma4moe-tiny", "q4_k_m", SynthFill::kFast},
+      {"gemma4e-tiny", "q4_k_m", SynthFill::kExact},   {"gemma4e-tiny", "q4_k_m", SynthFill::kFast},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.preset) + "/" + c.type + (c.fill == SynthFill::kFast ? "/fast" : "/exact"));
+    const SynthPreset* p = find_synth_preset(c.preset);
+    ASSERT_NE(p, nullptr);
+    SynthSpec s = p->spec;
+    s.type = c.type;
+    s.fill = c.fill;
+    const std::string path = temp_path(std::string(c.preset) + "_" + c.type + ".gguf");
+    Status st = write_synth_model(s, path, nullptr);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    expect_runs(path);
+    std::filesystem::remove(path);
+  }
+}
+
 TEST(SynthModel, DeterministicForASeed) {
   const std::string a = temp_path("det_a.gguf"), b = temp_path("det_b.gguf"), c = temp_path("det_c.gguf");
   SynthSpec s = small_spec("qwen3moe", "q4_k_m");
