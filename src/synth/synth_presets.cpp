@@ -92,6 +92,52 @@ std::vector<SynthPreset> make_presets() {
                hybrid(with_experts(shape("qwen35moe", 2048, 40, 16, 2, 256, 512, 248320, 262144, 1e7f, 1e-6f), 256, 8, 512),
                       64, 16, 32, 128, 512),
                21'200'000'000ull});
+  // Qwen3.5-27B: dense, 64 layers (3 delta-net : 1 gated attention), dim 5120, 24 / 4 heads of
+  // 256 (rope 64), SwiGLU 17408, delta net 16 key / 48 value heads of 128, vocab 248320.
+  // Real Q4_K_M: 15.404 GiB = 16.54 GB (mradermacher Qwen3.5-27B.i1-Q4_K_M, identical to the
+  // lmstudio-community standard Q4_K_M; r/LocalLLaMA "Qwen3.5-27B Q4 Quantization Comparison",
+  // 2026-03). Ours: 16,543,783,232 bytes.
+  p.push_back({"qwen3.5-27b", "Qwen3.5-27B shape, Q4_K_M, 16.54 GB / 15.41 GiB (real file 15.404 GiB)",
+               hybrid(shape("qwen35", 5120, 64, 24, 4, 256, 17408, 248320, 262144, 1e7f, 1e-6f), 64, 16, 48, 128, 0),
+               16'539'919'257ull});
+  // Qwen3.5-9B: dense, 32 layers, dim 4096, 16 / 4 heads of 256, SwiGLU 12288, delta net 16 key /
+  // 32 value heads of 128, vocab 248320, untied output.
+  // Real Q4_K_M: 5.6e9 bytes, "Q4_K_M with default embedding and output" in the comparison
+  // table of huggingface.co/steampunque/Qwen3.5-9B-MP-GGUF (two significant digits only).
+  // Ours: 5,625,493,248 bytes.
+  p.push_back({"qwen3.5-9b", "Qwen3.5-9B shape, Q4_K_M, 5.63 GB / 5.24 GiB (real file 5.6 GB)",
+               hybrid(shape("qwen35", 4096, 32, 16, 4, 256, 12288, 248320, 262144, 1e7f, 1e-6f), 64, 16, 32, 128, 0),
+               5'600'000'000ull});
+  // Qwen3-Next-80B-A3B: 48 layers (3 delta-net : 1 gated attention), dim 2048, 16 / 2 heads of
+  // 256 (NeoX rope over 64), 512 experts (10 active) of 512 plus a shared expert of 512,
+  // feed_forward_length 5120, delta net 16 key / 32 value heads of 128, vocab 151936.
+  // Real Q4_K_M: 48.5e9 bytes, "default embed and output" in the comparison table of
+  // huggingface.co/steampunque/Qwen3-Coder-Next-Hybrid-GGUF (Qwen3-Coder-Next has this exact
+  // shape; no standard-mix size of the Instruct file was found). Ours: 48,487,547,424 bytes.
+  p.push_back({"qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B shape, Q4_K_M, 48.49 GB / 45.16 GiB (real file 48.5 GB)",
+               hybrid(with_experts(shape("qwen3next", 2048, 48, 16, 2, 256, 5120, 151936, 262144, 1e7f, 1e-6f), 512, 10, 512),
+                      64, 16, 32, 128, 512),
+               48'500'000'000ull});
+  // Gemma-4-26B-A4B: 30 layers (5 sliding : 1 full), dim 2816, 16 heads, kv 8 (sliding, head 256,
+  // window 1024) / 2 (full, head 512, V = K), GELU MLP 2112 plus 128 experts (8 active) of 704,
+  // tied embedding of 262144, final softcap 30.
+  // Real gemma-4-26B-A4B-it-Q4_K_M.gguf (ggml-org/gemma-4-26B-A4B-it-GGUF): 16.80 GB on the HF
+  // file listing (cited by smeltcore.com's "Gemma 4 26B A4B-it on RTX 4090" recipe); 658 tensors,
+  // as ours. Ours: 16,787,976,064 bytes.
+  p.push_back({"gemma4-26b-a4b", "Gemma-4-26B-A4B shape, Q4_K_M, 16.79 GB / 15.64 GiB (real file 16.80 GB)",
+               gemma4(with_experts(shape("gemma4", 2816, 30, 16, 8, 512, 2112, 262144, 262144, 1e6f, 1e-6f), 128, 8, 704),
+                      256, 2, 1024, 6, true, 0, 0, false),
+               16'800'000'000ull});
+  // Gemma-4-E4B: 42 layers (5 sliding : 1 full), dim 2560, 8 / 2 heads of 256 (sliding, window
+  // 512) / 512 (full), GELU MLP 10240, per-layer embeddings of 256, the last 18 layers KV-shared,
+  // tied embedding of 262144.
+  // No published size of a standard Q4_K_M file was found, so real_file_bytes is 0. Cross-check
+  // of the shape: with --type q6_k ours is 6.22 GB, and steampunque/gemma-4-E4B-it-MP-GGUF lists
+  // its Q6_K (default embedding and output) at 6.2e9. Ours (Q4_K_M): 5,349,283,168 bytes.
+  p.push_back({"gemma4-e4b", "Gemma-4-E4B shape, Q4_K_M, 5.35 GB / 4.98 GiB (no real Q4_K_M size found)",
+               gemma4(shape("gemma4", 2560, 42, 8, 2, 512, 10240, 262144, 131072, 1e6f, 1e-6f), 256, 0, 512, 6, false,
+                      256, 18, false),
+               0});
   // A small Qwen3-MoE for tests: 32 experts so routing statistics mean something.
   p.push_back({"qwen3moe-tiny", "tiny Qwen3-MoE for tests (4 layers, dim 256, 32 experts), Q4_K_M, 16 MB",
                with_experts(shape("qwen3moe", 256, 4, 4, 2, 64, 512, 512, 512, 1e6f, 1e-6f), 32, 4, 256), 0});

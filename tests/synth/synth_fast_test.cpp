@@ -255,7 +255,8 @@ std::map<std::string, int> type_histogram(const std::vector<SynthTensor>& plan, 
 }
 
 TEST(SynthPresets, RealModelSizesWithinOnePercent) {
-  for (const char* name : {"qwen3-30b-a3b", "mixtral-8x7b", "qwen3-8b", "qwen3.5-35b-a3b"}) {
+  for (const char* name : {"qwen3-30b-a3b", "mixtral-8x7b", "qwen3-8b", "qwen3.5-35b-a3b", "qwen3.5-27b", "qwen3.5-9b",
+                           "qwen3-next-80b-a3b", "gemma4-26b-a4b"}) {
     SCOPED_TRACE(name);
     const SynthPreset* p = find_synth_preset(name);
     ASSERT_NE(p, nullptr);
@@ -381,6 +382,92 @@ TEST(SynthPresets, Qwen35MoeIQuantMixes) {
   EXPECT_EQ(type_histogram(*plan, "ssm_out.weight"), (H{{"iq3_xxs", 30}}));
   EXPECT_EQ(type_histogram(*plan, "token_embd.weight"), (H{{"iq3_s", 1}}));
   EXPECT_EQ(type_histogram(*plan, "output.weight"), (H{{"q5_K", 1}}));
+}
+
+// Q4_K_M on the dense qwen35 (64 layers): use_more_bits(i, 64) holds for i < 8, i >= 56 and
+// i = 10, 13, ..., 55 (32 layers). ffn_down (the counter equals the layer, one per layer) and the
+// attn_v-like tensors (attn_qkv on delta-net layers, attn_v on layers 3, 7, ..., 63) follow it.
+TEST(SynthPresets, Qwen35DenseUsesLlamaCppQ4KMRules) {
+  using H = std::map<std::string, int>;
+  auto plan = plan_synth_model(preset("qwen3.5-27b"));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(type_histogram(*plan, "ffn_down.weight"), (H{{"q4_K", 32}, {"q6_K", 32}}));
+  // Full layers with more bits: 3, 7, 19, 31, 43, 55, 59, 63.
+  EXPECT_EQ(type_histogram(*plan, "attn_v.weight"), (H{{"q4_K", 8}, {"q6_K", 8}}));
+  EXPECT_EQ(type_histogram(*plan, "attn_qkv.weight"), (H{{"q4_K", 24}, {"q6_K", 24}}));
+  EXPECT_EQ(type_histogram(*plan, "ffn_gate.weight"), (H{{"q4_K", 64}}));
+  EXPECT_EQ(type_histogram(*plan, "ssm_out.weight"), (H{{"q4_K", 48}}));
+  EXPECT_EQ(type_histogram(*plan, "output.weight"), (H{{"q6_K", 1}}));
+  for (const SynthTensor& t : *plan) {
+    if (t.name == "blk.0.attn_qkv.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{5120, 10240})); }
+    if (t.name == "blk.0.ssm_beta.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{5120, 48})); }
+    if (t.name == "blk.3.attn_q.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{5120, 12288})); }
+    EXPECT_EQ(t.name.find("exps"), std::string::npos) << t.name;
+  }
+}
+
+// Q4_K_M on qwen3next (48 layers): use_more_bits(i, 48) holds for 24 layers; full layers 3, 11,
+// 23, 35, 43, 47 among them. The fused ssm_ba [dim, 2 nv] takes the default Q4_K.
+TEST(SynthPresets, Qwen3NextUsesLlamaCppQ4KMRules) {
+  using H = std::map<std::string, int>;
+  auto plan = plan_synth_model(preset("qwen3-next-80b-a3b"));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(type_histogram(*plan, "attn_v.weight"), (H{{"q4_K", 6}, {"q6_K", 6}}));
+  EXPECT_EQ(type_histogram(*plan, "attn_qkv.weight"), (H{{"q4_K", 18}, {"q6_K", 18}}));
+  EXPECT_EQ(type_histogram(*plan, "ffn_down_exps.weight"), (H{{"q4_K", 24}, {"q6_K", 24}}));
+  EXPECT_EQ(type_histogram(*plan, "ffn_down_shexp.weight"), (H{{"q4_K", 24}, {"q6_K", 24}}));
+  EXPECT_EQ(type_histogram(*plan, "ssm_ba.weight"), (H{{"q4_K", 36}}));
+  EXPECT_EQ(type_histogram(*plan, "ssm_alpha.weight"), H{});
+  for (const SynthTensor& t : *plan) {
+    if (t.name == "blk.0.ssm_ba.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2048, 64})); }
+    if (t.name == "blk.0.ffn_gate_exps.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2048, 512, 512})); }
+  }
+}
+
+// Q4_K_M on gemma4 (llama_tensor_get_type_impl): the tied token_embd and per_layer_token_embd are
+// quantized like the output head (Q6_K); the attn_v counter runs over the layers that have attn_v
+// only (26B: the 25 sliding layers, use_more_bits(i, 25) for 13 of them; E4B: the 24 layers with
+// their own KV, 12 of them); rows of 2112 and 704 (26B FFNs) are not whole Q4_K / Q6_K blocks and
+// fall back to Q5_0 / Q8_0; per_layer_model_proj stays F32; inp_gate and proj take Q4_K.
+TEST(SynthPresets, Gemma4UsesLlamaCppQ4KMRules) {
+  using H = std::map<std::string, int>;
+  auto moe = plan_synth_model(preset("gemma4-26b-a4b"));
+  ASSERT_TRUE(moe.ok());
+  EXPECT_EQ(moe->size(), 658u);  // the real file's tensor count
+  EXPECT_EQ(type_histogram(*moe, "token_embd.weight"), (H{{"q6_K", 1}}));
+  EXPECT_EQ(type_histogram(*moe, "output.weight"), H{});
+  EXPECT_EQ(type_histogram(*moe, "attn_v.weight"), (H{{"q4_K", 12}, {"q6_K", 13}}));
+  EXPECT_EQ(type_histogram(*moe, "attn_k.weight"), (H{{"q4_K", 30}}));
+  // use_more_bits(l, 30): 14 layers get Q6_K, which rows of 2112 / 704 turn into Q8_0.
+  EXPECT_EQ(type_histogram(*moe, "ffn_down.weight"), (H{{"q5_0", 16}, {"q8_0", 14}}));
+  EXPECT_EQ(type_histogram(*moe, "ffn_down_exps.weight"), (H{{"q5_0", 16}, {"q8_0", 14}}));
+  EXPECT_EQ(type_histogram(*moe, "ffn_gate_up_exps.weight"), (H{{"q4_K", 30}}));
+  for (const char* f32 : {"ffn_gate_inp.weight", "ffn_gate_inp.scale", "ffn_down_exps.scale", "layer_output_scale.weight"}) {
+    EXPECT_EQ(type_histogram(*moe, f32), (H{{"f32", 30}})) << f32;
+  }
+  EXPECT_EQ(type_histogram(*moe, "rope_freqs.weight"), (H{{"f32", 1}}));
+  for (const SynthTensor& t : *moe) {
+    if (t.name == "blk.0.attn_k.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 2048})); }
+    if (t.name == "blk.5.attn_k.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 1024})); }
+    if (t.name == "blk.5.attn_q.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 8192})); }
+    if (t.name == "blk.0.ffn_gate_up_exps.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 1408, 128})); }
+    if (t.name == "rope_freqs.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{256})); }
+    EXPECT_NE(t.name, "blk.5.attn_v.weight");  // full layers: V = K
+  }
+  auto e4b = plan_synth_model(preset("gemma4-e4b"));
+  ASSERT_TRUE(e4b.ok());
+  EXPECT_EQ(type_histogram(*e4b, "token_embd.weight"), (H{{"q6_K", 1}}));
+  EXPECT_EQ(type_histogram(*e4b, "per_layer_token_embd.weight"), (H{{"q6_K", 1}}));
+  EXPECT_EQ(type_histogram(*e4b, "per_layer_model_proj.weight"), (H{{"f32", 1}}));
+  EXPECT_EQ(type_histogram(*e4b, "attn_v.weight"), (H{{"q4_K", 12}, {"q6_K", 12}}));
+  EXPECT_EQ(type_histogram(*e4b, "attn_k.weight"), (H{{"q4_K", 24}}));  // layers 24..41 share KV
+  EXPECT_EQ(type_histogram(*e4b, "ffn_down.weight"), (H{{"q4_K", 21}, {"q6_K", 21}}));
+  EXPECT_EQ(type_histogram(*e4b, "inp_gate.weight"), (H{{"q4_K", 42}}));
+  EXPECT_EQ(type_histogram(*e4b, "proj.weight"), (H{{"q4_K", 42}}));
+  for (const SynthTensor& t : *e4b) {
+    if (t.name == "per_layer_token_embd.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{42 * 256, 262144})); }
+    if (t.name == "per_layer_model_proj.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2560, 42 * 256})); }
+  }
 }
 
 TEST(SynthPresets, MixtralUsesEightExpertRules) {
