@@ -4,7 +4,10 @@
 // seed (the same bytes whatever the thread count). Matrix weights are zero-mean with std 0.02
 // (so MoE routing varies from token to token as in real models); norm weights are
 // 1 + 0.1 * normal, the MoE router normal(0, 0.02) in f32. Used by `sniper synth`, the README's
-// demo, benchmarks and tests.
+// demo, benchmarks and tests. Architectures: llama, qwen2, qwen3, qwen3moe (synth_model.cpp);
+// the Qwen3.5 / Qwen3-Next hybrids qwen35, qwen35moe, qwen3next (synth_hybrid.cpp) and gemma4
+// (synth_gemma4.cpp), whose special tensors (delta-net decay, conv kernel, gemma4 scales) are
+// drawn as the reference fixtures draw them.
 //
 // Two ways to fill a quantized matrix:
 //  - exact: normal(0, 0.02) floats through the `_ref` quantizer (a real quantization of a
