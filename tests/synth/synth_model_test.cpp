@@ -178,5 +178,40 @@ TEST(SynthModel, BadSpecsNameTheFlag) {
   EXPECT_NE(validate_synth_spec(s).error().message.find("--experts-active"), std::string::npos);
 }
 
+TEST(SynthModel, BadHybridAndGemma4SpecsNameTheFlag) {
+  auto message = [](const SynthSpec& spec) {
+    Status st = validate_synth_spec(spec);
+    return st.ok() ? std::string("ok") : st.error().message;
+  };
+  const SynthSpec q = find_synth_preset("qwen35moe-tiny")->spec;
+  const SynthSpec g = find_synth_preset("gemma4e-tiny")->spec;
+  EXPECT_EQ(message(q), "ok");
+  EXPECT_EQ(message(g), "ok");
+  SynthSpec s = q;
+  s.ssm_v_heads = 3;  // not a multiple of 2 key heads
+  EXPECT_NE(message(s).find("--ssm-v-heads"), std::string::npos) << message(s);
+  s = q;
+  s.full_attention_interval = 5;  // more than the 4 layers
+  EXPECT_NE(message(s).find("--full-attn-interval"), std::string::npos) << message(s);
+  s = q;
+  s.shared_expert_hidden_dim = 0;
+  EXPECT_NE(message(s).find("--shared-ff"), std::string::npos) << message(s);
+  s = q;
+  s.n_rot = 2;  // IMRoPE sections need 4 rotated dims
+  EXPECT_NE(message(s).find("--rope-dims"), std::string::npos) << message(s);
+  s = g;
+  s.shared_kv_layers = 5;  // leaves one layer with its own KV
+  EXPECT_NE(message(s).find("--shared-kv-layers"), std::string::npos) << message(s);
+  s = g;
+  s.swa_period = 4;  // layers 1, 2 (the last with own KV) would be sliding, sliding
+  EXPECT_NE(message(s).find("--shared-kv-layers"), std::string::npos) << message(s);
+  s = g;
+  s.n_kv_heads_full = 3;  // does not divide 4 heads
+  EXPECT_NE(message(s).find("--kv-heads-full"), std::string::npos) << message(s);
+  s = g;
+  s.head_dim_swa = 63;
+  EXPECT_NE(message(s).find("--head-dim-swa"), std::string::npos) << message(s);
+}
+
 }  // namespace
 }  // namespace sniper
