@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "engine/model.h"
+#include "golden/shared_dir.h"
+#include "gguf/reader.h"
 #include "engine/session.h"
 #include "kernels/ops.h"
 #include "synth/synth_presets.h"
@@ -126,13 +128,13 @@ TEST(SynthModel, HybridAndGemma4PresetsLoadAndRun) {
     const char* type;
     SynthFill fill;
   };
+  // (Exact fills of the MoE presets take seconds; the dense ones cover the quantizer path.)
   const Case cases[] = {
-      {"qwen35moe-tiny", "q4_k_m", SynthFill::kExact}, {"qwen35moe-tiny", "q4_k_m", SynthFill::kFast},
-      {"qwen35moe-tiny", "iq2_m", SynthFill::kFast},   {"qwen35moe-tiny", "iq3_xxs", SynthFill::kFast},
-      {"qwen35-tiny", "q4_k_m", SynthFill::kExact},    {"qwen35-tiny", "q4_k_m", SynthFill::kFast},
-      {"qwen3next-tiny", "q4_k_m", SynthFill::kExact}, {"qwen3next-tiny", "q4_k_m", SynthFill::kFast},
-      {"gemma4moe-tiny", "q4_k_m", SynthFill::kExact}, {"gemma4moe-tiny", "q4_k_m", SynthFill::kFast},
-      {"gemma4e-tiny", "q4_k_m", SynthFill::kExact},   {"gemma4e-tiny", "q4_k_m", SynthFill::kFast},
+      {"qwen35moe-tiny", "q4_k_m", SynthFill::kFast}, {"qwen35moe-tiny", "iq2_m", SynthFill::kFast},
+      {"qwen35moe-tiny", "iq3_xxs", SynthFill::kFast}, {"qwen35-tiny", "q4_k_m", SynthFill::kExact},
+      {"qwen35-tiny", "q4_k_m", SynthFill::kFast},     {"qwen3next-tiny", "q4_k_m", SynthFill::kFast},
+      {"gemma4moe-tiny", "q4_k_m", SynthFill::kFast},  {"gemma4e-tiny", "q4_k_m", SynthFill::kExact},
+      {"gemma4e-tiny", "q4_k_m", SynthFill::kFast},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.preset) + "/" + c.type + (c.fill == SynthFill::kFast ? "/fast" : "/exact"));
@@ -145,6 +147,52 @@ TEST(SynthModel, HybridAndGemma4PresetsLoadAndRun) {
     Status st = write_synth_model(s, path, nullptr);
     ASSERT_TRUE(st.ok()) << st.error().message;
     expect_runs(path);
+    std::filesystem::remove(path);
+  }
+}
+
+// The converter's metadata keys (in its order) and tensor names: each tiny preset against the
+// fixture of its architecture made by llama.cpp's converter (../shared/models).
+TEST(SynthModel, KeysAndTensorNamesMatchTheConverterFixtures) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"qwen35moe-tiny", "syn-qwen35moe-small"}, {"qwen3next-tiny", "syn-qwen3next-small"},
+      {"qwen35-tiny", "syn-qwen35-small"},       {"gemma4moe-tiny", "syn-gemma4moe-small"},
+      {"gemma4e-tiny", "syn-gemma4e-small"},
+  };
+  // Architecture keys in file order ("general.*" and "tokenizer.*" excluded).
+  auto arch_keys = [](const GgufFile& f) {
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : f.metadata()) {
+      if (key.rfind("general.", 0) != 0 && key.rfind("tokenizer.", 0) != 0) keys.push_back(key);
+    }
+    return keys;
+  };
+  // Names of the non-layer tensors and of layer `layer` with the block number removed.
+  auto names = [](const GgufFile& f, int64_t layer) {
+    std::set<std::string> out;
+    const std::string blk = "blk." + std::to_string(layer) + ".";
+    for (const GgufTensorInfo& t : f.tensors()) {
+      if (t.name.rfind("blk.", 0) != 0) out.insert(t.name);
+      if (t.name.rfind(blk, 0) == 0) out.insert("blk.N." + t.name.substr(blk.size()));
+    }
+    return out;
+  };
+  for (const auto& [preset, fixture] : cases) {
+    SCOPED_TRACE(preset);
+    auto ref = gguf_open(shared_dir() + "/models/" + fixture + ".gguf");
+    if (!ref.ok()) GTEST_SKIP() << "no fixture " << fixture;
+    const std::string path = temp_path(std::string(preset) + "_keys.gguf");
+    SynthSpec spec = find_synth_preset(preset)->spec;
+    spec.fill = SynthFill::kFast;  // the table and keys are what matter here
+    ASSERT_TRUE(write_synth_model(spec, path, nullptr).ok());
+    auto ours = gguf_open(path);
+    ASSERT_TRUE(ours.ok()) << ours.error().message;
+    EXPECT_EQ(arch_keys(*ours), arch_keys(*ref));
+    auto n_layers = [](const GgufFile& f) { return *f.get_int(f.get_string("general.architecture").value() + ".block_count"); };
+    const int64_t ref_layers = n_layers(*ref), our_layers = n_layers(*ours);
+    // Layer 0 (delta net / sliding) and the last layer (full attention) of each.
+    EXPECT_EQ(names(*ours, 0), names(*ref, 0));
+    EXPECT_EQ(names(*ours, our_layers - 1), names(*ref, ref_layers - 1));
     std::filesystem::remove(path);
   }
 }
