@@ -128,6 +128,15 @@ std::vector<SynthPreset> make_presets() {
                gemma4(with_experts(shape("gemma4", 2816, 30, 16, 8, 512, 2112, 262144, 262144, 1e6f, 1e-6f), 128, 8, 704),
                       256, 2, 1024, 6, true, 0, 0, false),
                16'800'000'000ull});
+  // Gemma-4-31B (dense): 60 layers (5 sliding : 1 full), dim 5376, 32 heads, kv 16 (sliding,
+  // head 256, window 1024) / 4 (full, head 512, V = K), GELU MLP 21504, tied embedding of
+  // 262144. Real Q4_K_M: 18.7e9 bytes (steampunque/gemma-4-31B-it-MP-GGUF comparison table; the
+  // TQPlus card's "17.4 GB" is the same file in GiB); 833 tensors of which 422 F32
+  // (CompressedGemma/gemma-4-31B-it-compressed), as ours. Ours: 18,679,022,720 bytes.
+  p.push_back({"gemma4-31b", "Gemma-4-31B dense shape, Q4_K_M, 18.68 GB / 17.40 GiB (real file 18.7 GB)",
+               gemma4(shape("gemma4", 5376, 60, 32, 16, 512, 21504, 262144, 262144, 1e6f, 1e-6f), 256, 4, 1024, 6, true,
+                      0, 0, false),
+               18'700'000'000ull});
   // Gemma-4-E4B: 42 layers (5 sliding : 1 full), dim 2560, 8 / 2 heads of 256 (sliding, window
   // 512) / 512 (full), GELU MLP 10240, per-layer embeddings of 256, the last 18 layers KV-shared,
   // tied embedding of 262144.

@@ -256,7 +256,7 @@ std::map<std::string, int> type_histogram(const std::vector<SynthTensor>& plan, 
 
 TEST(SynthPresets, RealModelSizesWithinOnePercent) {
   for (const char* name : {"qwen3-30b-a3b", "mixtral-8x7b", "qwen3-8b", "qwen3.5-35b-a3b", "qwen3.5-27b", "qwen3.5-9b",
-                           "qwen3-next-80b-a3b", "gemma4-26b-a4b"}) {
+                           "qwen3-next-80b-a3b", "gemma4-26b-a4b", "gemma4-31b"}) {
     SCOPED_TRACE(name);
     const SynthPreset* p = find_synth_preset(name);
     ASSERT_NE(p, nullptr);
