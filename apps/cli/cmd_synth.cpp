@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <system_error>
 
@@ -12,6 +13,7 @@
 #include "common.h"
 #include "synth/synth_model.h"
 #include "synth/synth_presets.h"
+#include "quant/quant.h"
 
 namespace sniper::cli {
 
@@ -29,7 +31,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int cmd_synth(int argc, char** argv) {
   const std::vector<FlagSpec> specs = {
       {"--preset", nullptr, "NAME", "a named shape (see below); other flags override its fields"},
-      {"--arch", nullptr, "A", "llama | qwen2 | qwen3 | qwen3moe (llama + --experts = Mixtral-style)"},
+      {"--arch", nullptr, "A", "llama | qwen2 | qwen3 | qwen3moe (llama + --experts = Mixtral-style) | qwen35 | "
+                               "qwen35moe | qwen3next | gemma4 (these four start from their -tiny preset)"},
       {"--dim", nullptr, "N", "embedding width (default 256)"},
       {"--layers", nullptr, "N", "layers (default 2)"},
       {"--heads", nullptr, "N", "attention heads (default 4)"},
@@ -38,7 +41,19 @@ int cmd_synth(int argc, char** argv) {
       {"--ff", nullptr, "N", "dense FFN width, also Mixtral expert width (default 512)"},
       {"--experts", nullptr, "N", "routed experts (default 0 = dense)"},
       {"--experts-active", nullptr, "N", "experts per token"},
-      {"--expert-ff", nullptr, "N", "qwen3moe expert FFN width"},
+      {"--expert-ff", nullptr, "N", "expert FFN width (qwen3moe, qwen35moe, qwen3next, gemma4)"},
+      {"--shared-ff", nullptr, "N", "shared expert FFN width (qwen35moe, qwen3next)"},
+      {"--ssm-state", nullptr, "N", "delta-net head width (qwen35*, qwen3next)"},
+      {"--ssm-k-heads", nullptr, "N", "delta-net key heads"},
+      {"--ssm-v-heads", nullptr, "N", "delta-net value heads"},
+      {"--full-attn-interval", nullptr, "N", "every N-th layer is full attention (qwen35*, qwen3next)"},
+      {"--rope-dims", nullptr, "N", "rotated dims per head (qwen35*, qwen3next; default head width)"},
+      {"--head-dim-swa", nullptr, "N", "sliding-layer head width (gemma4)"},
+      {"--kv-heads-full", nullptr, "N", "key/value heads of the full layers (gemma4)"},
+      {"--window", nullptr, "N", "sliding window (gemma4)"},
+      {"--swa-period", nullptr, "N", "every N-th layer is full attention (gemma4)"},
+      {"--per-layer-dim", nullptr, "N", "per-layer embedding width, 0 = none (gemma4)"},
+      {"--shared-kv-layers", nullptr, "N", "last N layers share KV (gemma4)"},
       {"--vocab", nullptr, "N", "synthetic vocabulary size (default 512)"},
       {"--vocab-from", nullptr, "GGUF", "copy the tokenizer (and chat template) of another GGUF"},
       {"--chat-template", nullptr, "FILE", "tokenizer_config.json (template, bos/eos) or a Jinja file, with --vocab-from"},
@@ -55,6 +70,7 @@ int cmd_synth(int argc, char** argv) {
       {"--exact", nullptr, nullptr, "quantize normal(0, 0.02) floats with the reference quantizers (slow)"},
       {"--threads", "-t", "N", "generator threads (default: all cores; the file does not depend on it)"},
       {"--output", "-o", "OUT.gguf", "output file"},
+      {"--dry-run", nullptr, nullptr, "print the file size and tensor-type mix without writing"},
       {"--help", "-h", nullptr, "show this help"},
   };
   auto args = Args::parse("synth", argc, argv, 2, specs);
@@ -65,7 +81,7 @@ int cmd_synth(int argc, char** argv) {
     for (const SynthPreset& p : synth_presets()) std::printf("  %-16s %s\n", p.name.c_str(), p.description.c_str());
     return 0;
   }
-  if (!args->has("--output")) return fail(make_error("--output (-o) OUT.gguf is required"));
+  if (!args->has("--output") && !args->has("--dry-run")) return fail(make_error("--output (-o) OUT.gguf is required"));
   SynthSpec s;
   if (args->has("--preset")) {
     const std::string name = args->get_string("--preset");
@@ -76,9 +92,12 @@ int cmd_synth(int argc, char** argv) {
     s = p->spec;
     s.arch = args->get_string("--arch", s.arch);
   } else {
-    if (!args->has("--arch")) return fail(make_error("--arch (llama, qwen2, qwen3, qwen3moe) or --preset is required"));
+    if (!args->has("--arch")) return fail(make_error("--arch (llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, qwen3next, gemma4) or --preset is required"));
     s.arch = args->get_string("--arch");
-    if (s.arch == "qwen3moe") {
+    const std::string tiny = (s.arch == "gemma4" ? std::string("gemma4moe") : s.arch) + "-tiny";
+    if (s.arch != "qwen3moe" && find_synth_preset(tiny) != nullptr) {
+      s = find_synth_preset(tiny)->spec;
+    } else if (s.arch == "qwen3moe") {
       s.n_experts = 16;
       s.n_experts_active = 4;
       s.expert_hidden_dim = 256;
@@ -94,6 +113,10 @@ int cmd_synth(int argc, char** argv) {
       {"--kv-heads", &s.n_kv_heads}, {"--head-dim", &s.head_dim},     {"--ff", &s.hidden_dim},
       {"--experts", &s.n_experts}, {"--experts-active", &s.n_experts_active}, {"--expert-ff", &s.expert_hidden_dim},
       {"--vocab", &s.vocab_size},  {"--ctx", &s.n_ctx},
+      {"--shared-ff", &s.shared_expert_hidden_dim}, {"--ssm-state", &s.ssm_state}, {"--ssm-k-heads", &s.ssm_k_heads},
+      {"--ssm-v-heads", &s.ssm_v_heads}, {"--full-attn-interval", &s.full_attention_interval}, {"--rope-dims", &s.n_rot},
+      {"--head-dim-swa", &s.head_dim_swa}, {"--kv-heads-full", &s.n_kv_heads_full}, {"--window", &s.sliding_window},
+      {"--swa-period", &s.swa_period}, {"--per-layer-dim", &s.per_layer_dim}, {"--shared-kv-layers", &s.shared_kv_layers},
   };
   for (const IntFlag& f : ints) {
     auto v = args->get_int(f.name, *f.dst, 0, kMax);
@@ -121,6 +144,25 @@ int cmd_synth(int argc, char** argv) {
   s.chat_template_from = args->get_string("--chat-template", "");
   if (!s.chat_template_from.empty() && s.vocab_from.empty()) {
     return fail(make_error("--chat-template needs --vocab-from (a real tokenizer for the template's special tokens)"));
+  }
+  if (args->has("--dry-run")) {
+    auto bytes = synth_model_bytes(s);
+    if (!bytes.ok()) return fail(bytes.error());
+    auto plan = plan_synth_model(s);
+    if (!plan.ok()) return fail(plan.error());
+    std::map<std::string, std::pair<int, uint64_t>> mix;  // type -> (tensors, bytes)
+    for (const SynthTensor& t : *plan) {
+      auto& m = mix[get_type_info(t.type).name];
+      ++m.first;
+      m.second += t.nbytes;
+    }
+    std::printf("%s (%s, %s): %llu bytes (%.2f GB, %.2f GiB), %zu tensors\n", s.arch.c_str(), s.type.c_str(),
+                args->has("--preset") ? args->get_string("--preset").c_str() : "custom",
+                static_cast<unsigned long long>(*bytes), *bytes / 1e9, *bytes / 1073741824.0, plan->size());
+    for (const auto& [type, m] : mix) {
+      std::printf("  %-8s %5d tensors %15llu bytes\n", type.c_str(), m.first, static_cast<unsigned long long>(m.second));
+    }
+    return 0;
   }
   const std::string out = args->get_string("--output");
 

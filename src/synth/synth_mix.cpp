@@ -37,26 +37,33 @@ constexpr MixName kMixes[] = {
 };
 
 // The mix rule alone (no row-length fallback).
-GgmlType mix_rule(const SynthTypePlan& plan, SynthMatrix matrix, int64_t i, int64_t n, int64_t n_experts,
+GgmlType mix_rule(const SynthTypePlan& plan, SynthMatrix matrix, const SynthTensorPos& pos, int64_t n_experts,
                   int64_t row_len, int64_t n_gqa) {
   const GgmlType base = plan.base;
+  const int64_t i = pos.layer_idx, n = pos.n_layers;
+  // A tied token_embd is quantized like the output head.
+  const bool head = matrix == SynthMatrix::kOutput || matrix == SynthMatrix::kTokenEmbdTied;
   if (plan.mix != kFtypeQ3_K_M && plan.mix != kFtypeQ4_K_M && plan.mix != kFtypeQ5_K_M) {
-    const GgmlType t = synth_iq_mix_rule(plan.mix, base, matrix, i, n, n_experts, n_gqa);
     // Output head: Q8_0 when its row is not whole blocks of the type it would get.
-    if (matrix == SynthMatrix::kOutput && row_len % get_type_info(base).block_size != 0) return GgmlType::kQ8_0;
-    return t;
+    if (head && row_len % get_type_info(base).block_size != 0) return GgmlType::kQ8_0;
+    return synth_iq_mix_rule(plan.mix, base, head ? SynthMatrix::kOutput : matrix, pos, n_experts, n_gqa);
   }
   const bool eight_experts = n_experts == 8;
   switch (matrix) {
     case SynthMatrix::kTokenEmbd:
+    case SynthMatrix::kOther:
       return base;
     case SynthMatrix::kOutput:
+    case SynthMatrix::kTokenEmbdTied:
       // Output head: Q6_K unless the row is not whole base blocks (then Q8_0).
       return row_len % get_type_info(base).block_size != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
     case SynthMatrix::kAttnV: {
+      // attn_v and attn_qkv, counted together (pos.wv_idx of pos.n_wv).
       GgmlType t = base;
-      if (plan.mix == kFtypeQ3_K_M) t = i < 2 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
-      if ((plan.mix == kFtypeQ4_K_M || plan.mix == kFtypeQ5_K_M) && synth_use_more_bits(i, n)) t = GgmlType::kQ6_K;
+      if (plan.mix == kFtypeQ3_K_M) t = pos.wv_idx < 2 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
+      if ((plan.mix == kFtypeQ4_K_M || plan.mix == kFtypeQ5_K_M) && synth_use_more_bits(pos.wv_idx, pos.n_wv)) {
+        t = GgmlType::kQ6_K;
+      }
       // "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
       if (eight_experts) t = GgmlType::kQ8_0;
       return t;
@@ -128,8 +135,12 @@ Result<SynthTypePlan> resolve_synth_type(const std::string& given) {
 
 GgmlType synth_matrix_type(const SynthTypePlan& plan, SynthMatrix matrix, int64_t layer_idx, int64_t n_layers,
                            int64_t n_experts, int64_t row_len, int64_t n_gqa) {
-  const GgmlType t =
-      plan.mix == 0 ? plan.base : mix_rule(plan, matrix, layer_idx, n_layers, n_experts, row_len, n_gqa);
+  return synth_tensor_type(plan, matrix, SynthTensorPos::layer(layer_idx, n_layers), n_experts, row_len, n_gqa);
+}
+
+GgmlType synth_tensor_type(const SynthTypePlan& plan, SynthMatrix matrix, const SynthTensorPos& pos,
+                           int64_t n_experts, int64_t row_len, int64_t n_gqa) {
+  const GgmlType t = plan.mix == 0 ? plan.base : mix_rule(plan, matrix, pos, n_experts, row_len, n_gqa);
   return fit_row(t, row_len);
 }
 

@@ -42,8 +42,9 @@ const SynthIqFileType* synth_iq_file_types(size_t* count) {
   return kIqFileTypes;
 }
 
-GgmlType synth_iq_mix_rule(int f, GgmlType base, SynthMatrix matrix, int64_t i, int64_t n, int64_t n_experts,
+GgmlType synth_iq_mix_rule(int f, GgmlType base, SynthMatrix matrix, const SynthTensorPos& pos, int64_t n_experts,
                            int64_t n_gqa) {
+  const int64_t i = pos.layer_idx, n = pos.n_layers;
   if (matrix == SynthMatrix::kOutput) {
     return one_of(f, {kIQ2_XXS, kIQ2_XS, kIQ3_XXS, kIQ1_S, kIQ2_S, kIQ2_M, kIQ1_M}) ? GgmlType::kQ5_K
                                                                                     : GgmlType::kQ6_K;
@@ -62,7 +63,8 @@ GgmlType synth_iq_mix_rule(int f, GgmlType base, SynthMatrix matrix, int64_t i, 
         return iq2_s_m ? GgmlType::kIQ3_S : GgmlType::kQ2_K;
       case SynthMatrix::kAttnK: return n_experts == 8 ? GgmlType::kQ4_K : base;
       case SynthMatrix::kFfnDown:
-        if (i < n / 8) return iq2_s_m ? GgmlType::kIQ3_S : GgmlType::kQ2_K;
+        // llama.cpp compares its running ffn_down counter (not the layer) with n_layers / 8.
+        if (pos.down_idx < n / 8) return iq2_s_m ? GgmlType::kIQ3_S : GgmlType::kQ2_K;
         return base;
       case SynthMatrix::kAttnOutput:
         if (n_experts == 8) return GgmlType::kQ5_K;

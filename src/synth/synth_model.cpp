@@ -26,6 +26,7 @@
 #include "quant/quant.h"
 #include "synth/synth_blocks.h"
 #include "synth/synth_mix.h"
+#include "synth/synth_plan.h"
 #include "synth/synth_rng.h"
 #include "synth/synth_vocab.h"
 
@@ -82,17 +83,6 @@ namespace {
 // the tensor's shape and type).
 constexpr size_t kChunkBytes = size_t{1} << 20;
 
-enum class Init {
-  kWeight,  // normal(0, std), or direct blocks with that std
-  kNorm,    // 1 + 0.1 * normal
-};
-
-struct PlannedTensor {
-  SynthTensor t;
-  Init init;
-  float std = kSynthWeightStd;
-};
-
 // Matrices that write into the residual stream (attention output, FFN down) get std
 // 0.02 / sqrt(2 * n_layers), GPT-2's initialisation. With plain 0.02 every layer adds a large
 // component that is nearly the same for all tokens (random attention averages V), deep hidden
@@ -101,9 +91,7 @@ struct PlannedTensor {
 float weight_std(SynthMatrix kind, int64_t n_layers) {
   // Token embeddings of unit scale keep the residual stream token-specific through deep stacks.
   if (kind == SynthMatrix::kTokenEmbd) return kSynthEmbeddingStd;
-  if (kind == SynthMatrix::kAttnOutput || kind == SynthMatrix::kFfnDown) {
-    return kSynthWeightStd / std::sqrt(2.0f * static_cast<float>(n_layers));
-  }
+  if (kind == SynthMatrix::kAttnOutput || kind == SynthMatrix::kFfnDown) return synth_residual_std(n_layers);
   return kSynthWeightStd;
 }
 
@@ -130,6 +118,12 @@ Result<int64_t> add_metadata(const SynthSpec& s, const SynthTypePlan& tp, GgufWr
     w.set_u32(p + "expert_used_count", static_cast<uint32_t>(s.n_experts_active));
     if (s.arch == "qwen3moe") w.set_u32(p + "expert_feed_forward_length", static_cast<uint32_t>(s.expert_hidden_dim));
   }
+  return synth_add_tokenizer(s, w);
+}
+
+}  // namespace
+
+Result<int64_t> synth_add_tokenizer(const SynthSpec& s, GgufWriter& w) {
   if (!s.vocab_from.empty()) {
     auto src = gguf_open(s.vocab_from);
     if (!src.ok()) return make_error("--vocab-from %s: %s", s.vocab_from.c_str(), src.error().message.c_str());
@@ -155,13 +149,15 @@ Result<int64_t> add_metadata(const SynthSpec& s, const SynthTypePlan& tp, GgufWr
   return s.vocab_size;
 }
 
+namespace {
+
 std::vector<PlannedTensor> make_plan(const SynthSpec& s, const SynthTypePlan& tp, int64_t vocab) {
   const ArchSpec* arch = find_arch(s.arch);
   CHECK(arch != nullptr, "unvalidated arch %s", s.arch.c_str());
   const bool moe = s.n_experts > 0;
   const int64_t ff_exp = s.arch == "qwen3moe" ? s.expert_hidden_dim : s.hidden_dim;
   std::vector<PlannedTensor> plan;
-  auto add = [&](const std::string& name, GgmlType type, std::vector<int64_t> ne, Init init) {
+  auto add = [&](const std::string& name, GgmlType type, std::vector<int64_t> ne, SynthInit init) {
     uint64_t nbytes = row_bytes(type, ne[0]);
     for (size_t d = 1; d < ne.size(); ++d) nbytes *= static_cast<uint64_t>(ne[d]);
     plan.push_back({SynthTensor{name, type, std::move(ne), nbytes}, init});
@@ -169,11 +165,11 @@ std::vector<PlannedTensor> make_plan(const SynthSpec& s, const SynthTypePlan& tp
   auto matrix = [&](const std::string& name, SynthMatrix kind, int64_t layer_idx, std::vector<int64_t> ne) {
     const GgmlType type =
         synth_matrix_type(tp, kind, layer_idx, s.n_layers, s.n_experts, ne[0], s.n_heads / s.n_kv_heads);
-    add(name, type, std::move(ne), Init::kWeight);
+    add(name, type, std::move(ne), SynthInit::kWeight);
     plan.back().std = weight_std(kind, s.n_layers);
   };
-  auto norm = [&](const std::string& name, int64_t n) { add(name, GgmlType::kF32, {n}, Init::kNorm); };
-  auto f32 = [&](const std::string& name, std::vector<int64_t> ne) { add(name, GgmlType::kF32, std::move(ne), Init::kWeight); };
+  auto norm = [&](const std::string& name, int64_t n) { add(name, GgmlType::kF32, {n}, SynthInit::kNorm); };
+  auto f32 = [&](const std::string& name, std::vector<int64_t> ne) { add(name, GgmlType::kF32, std::move(ne), SynthInit::kWeight); };
   const int64_t q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
   matrix(kTokenEmbdName, SynthMatrix::kTokenEmbd, 0, {s.dim, vocab});
   norm(kOutputNormName, s.dim);
@@ -230,6 +226,19 @@ struct Built {
 Result<Built> build(const SynthSpec& s, GgufWriter& w) {
   SNIPER_TRY(validate_synth_spec(s));
   Built b{resolve_synth_type(s.type).value(), 0, {}};
+  if (synth_is_hybrid_arch(s.arch) || s.arch == "gemma4") {
+    w.set_string("general.architecture", s.arch);
+    w.set_string("general.name", "sniper-synth-" + s.arch);
+    if (b.tp.file_type >= 0) w.set_u32("general.file_type", static_cast<uint32_t>(b.tp.file_type));
+    if (s.arch == "gemma4") {
+      add_gemma4_metadata(s, w);
+    } else {
+      add_hybrid_metadata(s, w);
+    }
+    SNIPER_ASSIGN_OR_RETURN(b.vocab, synth_add_tokenizer(s, w));
+    b.plan = s.arch == "gemma4" ? plan_gemma4(s, b.tp, b.vocab) : plan_hybrid(s, b.tp, b.vocab);
+    return b;
+  }
   SNIPER_ASSIGN_OR_RETURN(b.vocab, add_metadata(s, b.tp, w));
   b.plan = make_plan(s, b.tp, b.vocab);
   return b;
@@ -242,16 +251,34 @@ void fill_chunk(const PlannedTensor& p, bool fast, SynthRng& rng, uint8_t* out, 
   const int64_t row = t.ne[0];
   const size_t rb = row_bytes(t.type, row);
   // Types without a quantizer (the i-quants, TQ*) are always written as direct random blocks.
-  if ((fast || !has_ref_quantizer(t.type)) && p.init == Init::kWeight && has_direct_blocks(t.type)) {
+  if ((fast || !has_ref_quantizer(t.type)) && p.init == SynthInit::kWeight && has_direct_blocks(t.type)) {
     fill_random_blocks(t.type, rng, p.std, out, n_rows * (row / get_type_info(t.type).block_size));
     return;
   }
   buf.resize(static_cast<size_t>(row + 1));
   for (int64_t r = 0; r < n_rows; ++r) {
-    for (int64_t i = 0; i < row; i += 2) rng.normal_pair(&buf[static_cast<size_t>(i)], &buf[static_cast<size_t>(i + 1)]);
-    for (int64_t i = 0; i < row; ++i) {
-      float& x = buf[static_cast<size_t>(i)];
-      x = p.init == Init::kNorm ? 1.0f + 0.1f * x : p.std * x;
+    switch (p.init) {
+      case SynthInit::kWeight:
+      case SynthInit::kNorm:
+        for (int64_t i = 0; i < row; i += 2) {
+          rng.normal_pair(&buf[static_cast<size_t>(i)], &buf[static_cast<size_t>(i + 1)]);
+        }
+        for (int64_t i = 0; i < row; ++i) {
+          float& x = buf[static_cast<size_t>(i)];
+          x = p.init == SynthInit::kNorm ? p.a * (1.0f + 0.1f * x) : p.std * x;
+        }
+        break;
+      case SynthInit::kUniform:
+        for (int64_t i = 0; i < row; ++i) buf[static_cast<size_t>(i)] = static_cast<float>(p.a + (p.b - p.a) * rng.uniform());
+        break;
+      case SynthInit::kNegLogUniform: {
+        const double lo = std::log(static_cast<double>(p.a)), hi = std::log(static_cast<double>(p.b));
+        for (int64_t i = 0; i < row; ++i) buf[static_cast<size_t>(i)] = static_cast<float>(-std::exp(lo + (hi - lo) * rng.uniform()));
+        break;
+      }
+      case SynthInit::kRopeFreqs:
+        for (int64_t i = 0; i < row; ++i) buf[static_cast<size_t>(i)] = static_cast<float>(i) < p.a ? 1.0f : 1e30f;
+        break;
     }
     quantize_row_ref(t.type, buf.data(), out + rb * static_cast<size_t>(r), row);
   }
@@ -320,9 +347,14 @@ class Prefetcher {
 
 }  // namespace
 
+float synth_residual_std(int64_t n_layers) { return kSynthWeightStd / std::sqrt(2.0f * static_cast<float>(n_layers)); }
+
 Status validate_synth_spec(const SynthSpec& s) {
   const ArchSpec* arch = find_arch(s.arch);
-  if (arch == nullptr) return make_error("--arch is '%s' but must be one of: llama, qwen2, qwen3, qwen3moe", s.arch.c_str());
+  if (arch == nullptr) {
+    return make_error("--arch is '%s' but must be one of: llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, "
+                      "qwen3next, gemma4", s.arch.c_str());
+  }
   auto check = [](const char* name, int64_t v, int64_t lo, int64_t hi) -> Status {
     if (v < lo || v > hi) {
       return make_error("%s is %ld but must be in [%ld, %ld]", name, static_cast<long>(v), static_cast<long>(lo),
@@ -345,7 +377,7 @@ Status validate_synth_spec(const SynthSpec& s) {
   if (moe) {
     SNIPER_TRY(check("--experts", s.n_experts, 1, 4096));
     SNIPER_TRY(check("--experts-active", s.n_experts_active, 1, s.n_experts));
-    if (s.arch == "qwen3moe") SNIPER_TRY(check("--expert-ff", s.expert_hidden_dim, 1, 1 << 20));
+    if (s.arch != "llama") SNIPER_TRY(check("--expert-ff", s.expert_hidden_dim, 1, 1 << 20));
   }
   SNIPER_TRY(check("--ff", s.hidden_dim, 1, 1 << 20));
   if (!(s.rope_base > 1.0f)) return make_error("--rope-base is %g but must be > 1", static_cast<double>(s.rope_base));
@@ -353,6 +385,8 @@ Status validate_synth_spec(const SynthSpec& s) {
   SNIPER_TRY(check("--threads", s.n_threads, 0, 4096));
   auto type = resolve_synth_type(s.type);
   if (!type.ok()) return type.error();
+  if (synth_is_hybrid_arch(s.arch)) return validate_hybrid_spec(s);
+  if (s.arch == "gemma4") return validate_gemma4_spec(s);
   return ok_status();
 }
 

@@ -4,7 +4,10 @@
 // seed (the same bytes whatever the thread count). Matrix weights are zero-mean with std 0.02
 // (so MoE routing varies from token to token as in real models); norm weights are
 // 1 + 0.1 * normal, the MoE router normal(0, 0.02) in f32. Used by `sniper synth`, the README's
-// demo, benchmarks and tests.
+// demo, benchmarks and tests. Architectures: llama, qwen2, qwen3, qwen3moe (synth_model.cpp);
+// the Qwen3.5 / Qwen3-Next hybrids qwen35, qwen35moe, qwen3next (synth_hybrid.cpp) and gemma4
+// (synth_gemma4.cpp), whose special tensors (delta-net decay, conv kernel, gemma4 scales) are
+// drawn as the reference fixtures draw them.
 //
 // Two ways to fill a quantized matrix:
 //  - exact: normal(0, 0.02) floats through the `_ref` quantizer (a real quantization of a
@@ -35,7 +38,8 @@ enum class SynthFill {
 constexpr uint64_t kSynthAutoFastBytes = uint64_t{256} << 20;
 
 struct SynthSpec {
-  std::string arch = "llama";  // llama | qwen2 | qwen3 | qwen3moe (llama + experts = Mixtral-style)
+  std::string arch = "llama";  // llama | qwen2 | qwen3 | qwen3moe (llama + experts = Mixtral-style) |
+                               // qwen35 | qwen35moe | qwen3next | gemma4
   int64_t dim = 256;
   int64_t n_layers = 2;
   int64_t n_heads = 4;
@@ -44,7 +48,7 @@ struct SynthSpec {
   int64_t hidden_dim = 512;       // dense FFN (and Mixtral expert) width
   int64_t n_experts = 0;
   int64_t n_experts_active = 0;
-  int64_t expert_hidden_dim = 0;  // qwen3moe expert width
+  int64_t expert_hidden_dim = 0;  // expert width (every MoE arch but Mixtral-style llama)
   int64_t vocab_size = 512;       // synthetic vocabulary size (ignored with vocab_from)
   int64_t n_ctx = 2048;
   float rope_base = 10000.0f;
@@ -53,6 +57,30 @@ struct SynthSpec {
   uint64_t seed = 1;
   std::string vocab_from;         // copy tokenizer.* metadata from this GGUF (real tokenizer + template)
   std::string chat_template_from; // tokenizer_config.json (chat_template, bos/eos tokens) or a raw Jinja file
+  // Qwen3.5 / Qwen3-Next hybrids (qwen35, qwen35moe, qwen3next): a gated delta-net layer
+  // except every full_attention_interval-th, which is gated full attention.
+  int64_t shared_expert_hidden_dim = 0;  // shared expert width (qwen35moe, qwen3next)
+  int64_t ssm_state = 64;                // delta-net head dim (ssm.state_size)
+  int64_t ssm_k_heads = 2;               // delta-net key heads (ssm.group_count)
+  int64_t ssm_v_heads = 4;               // delta-net value heads (ssm.time_step_rank)
+  int64_t ssm_conv = 4;                  // conv1d kernel width (ssm.conv_kernel)
+  int64_t full_attention_interval = 4;
+  int64_t n_rot = 0;                     // rope.dimension_count (0 = head_dim); qwen35*: IMRoPE
+                                         // sections [11, 11, 10, 0] scaled to n_rot / 2
+  // gemma4: every swa_period-th layer is full attention (head_dim, n_kv_heads_full kv heads,
+  // rope over head_dim with rope_freqs rotating the first rope_partial of the pairs), the others
+  // sliding (head_dim_swa, n_kv_heads, window sliding_window, rope base rope_base_swa).
+  int64_t head_dim_swa = 0;
+  int64_t n_kv_heads_full = 0;           // 0 = n_kv_heads (then head_count_kv is one scalar)
+  int64_t sliding_window = 512;
+  int64_t swa_period = 6;
+  float rope_base_swa = 10000.0f;
+  float rope_partial = 0.25f;
+  float final_softcap = 30.0f;
+  bool full_k_eq_v = false;              // full layers have no attn_v (V = K; the 26B / 31B models)
+  int64_t per_layer_dim = 0;             // per-layer embedding width (E-models; 0 = none)
+  int64_t shared_kv_layers = 0;          // the last this many layers read an earlier layer's KV
+  bool shared_double_ff = false;         // the KV-shared layers have a 2 x hidden_dim FFN (E2B)
   SynthFill fill = SynthFill::kAuto;
   int n_threads = 0;              // worker threads counting the caller; 0 = all cores (output does not depend on it)
 };

@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "engine/model.h"
+#include "golden/shared_dir.h"
+#include "gguf/reader.h"
 #include "engine/session.h"
 #include "kernels/ops.h"
 #include "synth/synth_presets.h"
@@ -118,6 +120,88 @@ TEST(SynthModel, FastFilledPresetsLoadAndRun) {
   }
 }
 
+TEST(SynthModel, HybridAndGemma4PresetsLoadAndRun) {
+  // The tiny presets of the new architectures (every tensor kind of the real models), with
+  // quantized (exact) and direct random blocks, and the i-quant mixes on qwen35moe.
+  struct Case {
+    const char* preset;
+    const char* type;
+    SynthFill fill;
+  };
+  // (Exact fills of the MoE presets take seconds; the dense ones cover the quantizer path.)
+  const Case cases[] = {
+      {"qwen35moe-tiny", "q4_k_m", SynthFill::kFast}, {"qwen35moe-tiny", "iq2_m", SynthFill::kFast},
+      {"qwen35moe-tiny", "iq3_xxs", SynthFill::kFast}, {"qwen35-tiny", "q4_k_m", SynthFill::kExact},
+      {"qwen35-tiny", "q4_k_m", SynthFill::kFast},     {"qwen3next-tiny", "q4_k_m", SynthFill::kFast},
+      {"gemma4moe-tiny", "q4_k_m", SynthFill::kFast},  {"gemma4moe-tiny", "dense", SynthFill::kFast},
+      {"gemma4e-tiny", "q4_k_m", SynthFill::kExact},
+      {"gemma4e-tiny", "q4_k_m", SynthFill::kFast},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.preset) + "/" + c.type + (c.fill == SynthFill::kFast ? "/fast" : "/exact"));
+    const SynthPreset* p = find_synth_preset(c.preset);
+    ASSERT_NE(p, nullptr);
+    SynthSpec s = p->spec;
+    s.type = c.type;
+    s.fill = c.fill;
+    if (std::string(c.type) == "dense") {  // gemma4 without experts (the 31B's layout)
+      s.type = "q4_k_m";
+      s.n_experts = s.n_experts_active = 0;
+    }
+    const std::string path = temp_path(std::string(c.preset) + "_" + c.type + ".gguf");
+    Status st = write_synth_model(s, path, nullptr);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    expect_runs(path);
+    std::filesystem::remove(path);
+  }
+}
+
+// The converter's metadata keys (in its order) and tensor names: each tiny preset against the
+// fixture of its architecture made by llama.cpp's converter (../shared/models).
+TEST(SynthModel, KeysAndTensorNamesMatchTheConverterFixtures) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"qwen35moe-tiny", "syn-qwen35moe-small"}, {"qwen3next-tiny", "syn-qwen3next-small"},
+      {"qwen35-tiny", "syn-qwen35-small"},       {"gemma4moe-tiny", "syn-gemma4moe-small"},
+      {"gemma4e-tiny", "syn-gemma4e-small"},
+  };
+  // Architecture keys in file order ("general.*" and "tokenizer.*" excluded).
+  auto arch_keys = [](const GgufFile& f) {
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : f.metadata()) {
+      if (key.rfind("general.", 0) != 0 && key.rfind("tokenizer.", 0) != 0) keys.push_back(key);
+    }
+    return keys;
+  };
+  // Names of the non-layer tensors and of layer `layer` with the block number removed.
+  auto names = [](const GgufFile& f, int64_t layer) {
+    std::set<std::string> out;
+    const std::string blk = "blk." + std::to_string(layer) + ".";
+    for (const GgufTensorInfo& t : f.tensors()) {
+      if (t.name.rfind("blk.", 0) != 0) out.insert(t.name);
+      if (t.name.rfind(blk, 0) == 0) out.insert("blk.N." + t.name.substr(blk.size()));
+    }
+    return out;
+  };
+  for (const auto& [preset, fixture] : cases) {
+    SCOPED_TRACE(preset);
+    auto ref = gguf_open(shared_dir() + "/models/" + fixture + ".gguf");
+    if (!ref.ok()) GTEST_SKIP() << "no fixture " << fixture;
+    const std::string path = temp_path(std::string(preset) + "_keys.gguf");
+    SynthSpec spec = find_synth_preset(preset)->spec;
+    spec.fill = SynthFill::kFast;  // the table and keys are what matter here
+    ASSERT_TRUE(write_synth_model(spec, path, nullptr).ok());
+    auto ours = gguf_open(path);
+    ASSERT_TRUE(ours.ok()) << ours.error().message;
+    EXPECT_EQ(arch_keys(*ours), arch_keys(*ref));
+    auto n_layers = [](const GgufFile& f) { return *f.get_int(f.get_string("general.architecture").value() + ".block_count"); };
+    const int64_t ref_layers = n_layers(*ref), our_layers = n_layers(*ours);
+    // Layer 0 (delta net / sliding) and the last layer (full attention) of each.
+    EXPECT_EQ(names(*ours, 0), names(*ref, 0));
+    EXPECT_EQ(names(*ours, our_layers - 1), names(*ref, ref_layers - 1));
+    std::filesystem::remove(path);
+  }
+}
+
 TEST(SynthModel, DeterministicForASeed) {
   const std::string a = temp_path("det_a.gguf"), b = temp_path("det_b.gguf"), c = temp_path("det_c.gguf");
   SynthSpec s = small_spec("qwen3moe", "q4_k_m");
@@ -145,6 +229,41 @@ TEST(SynthModel, BadSpecsNameTheFlag) {
   s = small_spec("qwen3moe", "q4_k_m");
   s.n_experts_active = 9;
   EXPECT_NE(validate_synth_spec(s).error().message.find("--experts-active"), std::string::npos);
+}
+
+TEST(SynthModel, BadHybridAndGemma4SpecsNameTheFlag) {
+  auto message = [](const SynthSpec& spec) {
+    Status st = validate_synth_spec(spec);
+    return st.ok() ? std::string("ok") : st.error().message;
+  };
+  const SynthSpec q = find_synth_preset("qwen35moe-tiny")->spec;
+  const SynthSpec g = find_synth_preset("gemma4e-tiny")->spec;
+  EXPECT_EQ(message(q), "ok");
+  EXPECT_EQ(message(g), "ok");
+  SynthSpec s = q;
+  s.ssm_v_heads = 3;  // not a multiple of 2 key heads
+  EXPECT_NE(message(s).find("--ssm-v-heads"), std::string::npos) << message(s);
+  s = q;
+  s.full_attention_interval = 5;  // more than the 4 layers
+  EXPECT_NE(message(s).find("--full-attn-interval"), std::string::npos) << message(s);
+  s = q;
+  s.shared_expert_hidden_dim = 0;
+  EXPECT_NE(message(s).find("--shared-ff"), std::string::npos) << message(s);
+  s = q;
+  s.n_rot = 2;  // IMRoPE sections need 4 rotated dims
+  EXPECT_NE(message(s).find("--rope-dims"), std::string::npos) << message(s);
+  s = g;
+  s.shared_kv_layers = 5;  // leaves one layer with its own KV
+  EXPECT_NE(message(s).find("--shared-kv-layers"), std::string::npos) << message(s);
+  s = g;
+  s.swa_period = 4;  // layers 1, 2 (the last with own KV) would be sliding, sliding
+  EXPECT_NE(message(s).find("--shared-kv-layers"), std::string::npos) << message(s);
+  s = g;
+  s.n_kv_heads_full = 3;  // does not divide 4 heads
+  EXPECT_NE(message(s).find("--kv-heads-full"), std::string::npos) << message(s);
+  s = g;
+  s.head_dim_swa = 63;
+  EXPECT_NE(message(s).find("--head-dim-swa"), std::string::npos) << message(s);
 }
 
 }  // namespace
