@@ -41,8 +41,9 @@ inline uint32_t load_u32_t512(const void* p) {
 // (group j's bits at hi_shift lane j of h).
 inline __m512i iq1_pair_grid(const uint8_t* qs8, uint32_t h, __m512i hi_shift) {
   const __m512i lo = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs8)));
-  const __m512i hi = _mm512_and_si512(_mm512_srlv_epi64(_mm512_set1_epi64(h), hi_shift), _mm512_set1_epi64(7));
-  const __m512i idx = _mm512_or_si512(lo, _mm512_slli_epi64(hi, 8));
+  // ((h >> s) & 7) << 8 = ((h << 8) >> s) & 0x700; then | lo (vpternlogq 0xEA: (a & b) | c)
+  const __m512i hi = _mm512_srlv_epi64(_mm512_set1_epi64(static_cast<int64_t>(h) << 8), hi_shift);
+  const __m512i idx = _mm512_ternarylogic_epi64(hi, _mm512_set1_epi64(0x700), lo, 0xEA);
   return _mm512_i64gather_epi64(idx, reinterpret_cast<const long long*>(kIq1sGrid), 8);
 }
 
