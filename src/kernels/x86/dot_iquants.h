@@ -25,18 +25,12 @@ namespace sniper::x86 {
 // Internal linkage on purpose (see dot_q32.h): compiled once per ISA.
 namespace {
 
-// How a chunk's scaled byte dot accumulates (both exact, so both give the same integers):
-// AVX2: maddubs + madd with i16 scales; AVX-512 VNNI: vpdpbusd then one i32 multiply.
+// How a chunk's scaled byte dot accumulates: maddubs + madd with i16 scales (exact). The
+// AVX-512 tier has its own kernels for every type here (dot_iquants512.h, dot_ternary512.h).
 struct IqAvx2 {
   static __m256i scale_vec(int lo, int hi) { return scale_pair16(lo, hi); }
   static __m256i dot(__m256i acc, __m256i mag, __m256i ys, __m256i scale) {
     return _mm256_add_epi32(acc, dot_u8s8_scaled(mag, ys, scale));
-  }
-};
-struct IqVnni {
-  static __m256i scale_vec(int lo, int hi) { return _mm256_setr_m128i(_mm_set1_epi32(lo), _mm_set1_epi32(hi)); }
-  static __m256i dot(__m256i acc, __m256i mag, __m256i ys, __m256i scale) {
-    return _mm256_add_epi32(acc, _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), mag, ys), scale));
   }
 };
 
