@@ -21,6 +21,7 @@
 
 #include <cstring>
 
+#include "kernels/x86/gemm_entry8.h"
 #include "kernels/x86/x86_util.h"
 #include "quant/iq1.h"
 #include "quant/iq_grids.h"
@@ -250,10 +251,10 @@ struct DotTQ512 {
 template <class Table>
 void patch_ternary512(Table& t) {
   switch (t.type) {
-    case GgmlType::kIQ1_S: t.vec_dot = &vec_dot_entry<DotIQ1_S_512>; t.gemm = &gemm_entry<DotIQ1_S_512>; break;
-    case GgmlType::kIQ1_M: t.vec_dot = &vec_dot_entry<DotIQ1_M_512>; t.gemm = &gemm_entry<DotIQ1_M_512>; break;
-    case GgmlType::kTQ1_0: t.vec_dot = &vec_dot_entry<DotTQ512<Dec512TQ1_0>>; t.gemm = &gemm_entry<DotTQ512<Dec512TQ1_0>>; break;
-    case GgmlType::kTQ2_0: t.vec_dot = &vec_dot_entry<DotTQ512<Dec512TQ2_0>>; t.gemm = &gemm_entry<DotTQ512<Dec512TQ2_0>>; break;
+    case GgmlType::kIQ1_S: t.vec_dot = &vec_dot_entry<DotIQ1_S_512>; t.gemm = &gemm_entry8<DotIQ1_S_512>; break;
+    case GgmlType::kIQ1_M: t.vec_dot = &vec_dot_entry<DotIQ1_M_512>; t.gemm = &gemm_entry8<DotIQ1_M_512>; break;
+    case GgmlType::kTQ1_0: t.vec_dot = &vec_dot_entry<DotTQ512<Dec512TQ1_0>>; t.gemm = &gemm_entry8<DotTQ512<Dec512TQ1_0>>; break;
+    case GgmlType::kTQ2_0: t.vec_dot = &vec_dot_entry<DotTQ512<Dec512TQ2_0>>; t.gemm = &gemm_entry8<DotTQ512<Dec512TQ2_0>>; break;
     default: break;
   }
 }
