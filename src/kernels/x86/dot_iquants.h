@@ -29,6 +29,7 @@ namespace {
 // AVX-512 tier has its own kernels for every type here (dot_iquants512.h, dot_ternary512.h).
 struct IqAvx2 {
   static __m256i scale_vec(int lo, int hi) { return scale_pair16(lo, hi); }
+  static __m256i scale_vec(int s) { return _mm256_set1_epi16(static_cast<int16_t>(s)); }
   static __m256i dot(__m256i acc, __m256i mag, __m256i ys, __m256i scale) {
     return _mm256_add_epi32(acc, dot_u8s8_scaled(mag, ys, scale));
   }
@@ -71,6 +72,7 @@ enum class IqFinish { kScaled, kIq1s, kIq1m, kTernary };
 struct DecIQ2_XXS {
   using Block = BlockIQ2_XXS;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = true;  // true: both halves of a chunk share one scale (one broadcast)
   static constexpr float kFactor = 0.125f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -84,6 +86,7 @@ struct DecIQ2_XXS {
 struct DecIQ2_XS {
   using Block = BlockIQ2_XS;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = false;
   static constexpr float kFactor = 0.125f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -99,6 +102,7 @@ struct DecIQ2_XS {
 struct DecIQ2_S {
   using Block = BlockIQ2_S;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = false;
   static constexpr float kFactor = 0.125f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -113,6 +117,7 @@ struct DecIQ2_S {
 struct DecIQ3_XXS {
   using Block = BlockIQ3_XXS;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = true;  // true: both halves of a chunk share one scale (one broadcast)
   static constexpr float kFactor = 0.25f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -127,6 +132,7 @@ struct DecIQ3_XXS {
 struct DecIQ3_S {
   using Block = BlockIQ3_S;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = true;  // true: both halves of a chunk share one scale (one broadcast)
   static constexpr float kFactor = 1.0f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -147,6 +153,7 @@ inline Chunk ternary_chunk(__m256i q, int lo, int hi) { return {_mm256_sign_epi8
 struct DecIQ1_S {
   using Block = BlockIQ1_S;
   static constexpr IqFinish kFinish = IqFinish::kIq1s;
+  static constexpr bool kOneScale = true;  // true: both halves of a chunk share one scale (one broadcast)
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
     const uint8_t* q = b.qs + 4 * c;
@@ -170,6 +177,7 @@ struct DecIQ1_S {
 struct DecIQ1_M {
   using Block = BlockIQ1_M;
   static constexpr IqFinish kFinish = IqFinish::kIq1m;
+  static constexpr bool kOneScale = false;
   static float scale(const Block& b) { return h2f(iq1_m_scale_bits(b)); }
   static Chunk chunk(const Block& b, int c) {
     const uint8_t* q = b.qs + 4 * c;
@@ -275,7 +283,7 @@ struct DotIQ {
       } else {
         for (int c = 0; c < 8; ++c) {
           const Chunk ch = D::chunk(b, c);
-          const __m256i scale = Isa::scale_vec(ch.scale_lo, ch.scale_hi);
+          const __m256i scale = D::kOneScale ? Isa::scale_vec(ch.scale_lo) : Isa::scale_vec(ch.scale_lo, ch.scale_hi);
           __m256i dscale = _mm256_setzero_si256();
           if constexpr (D::kFinish == IqFinish::kIq1m) dscale = D::delta_scales(b, c, scale_pair16(ch.scale_lo, ch.scale_hi));
           for (int t = 0; t < NT; ++t) {
