@@ -48,11 +48,6 @@ inline __m512i iq1_pair_grid(const uint8_t* qs8, uint32_t h, __m512i hi_shift) {
   return _mm512_i64gather_epi64(idx, reinterpret_cast<const long long*>(kIq1sGrid), 8);
 }
 
-// i32 lanes -> both i16 halves of each lane hold the lane's low 16 bits (a signed scale).
-inline __m512i dup_i16(__m512i v) {
-  return _mm512_or_si512(_mm512_and_si512(v, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(v, 16));
-}
-
 // Adds the two 256-bit halves of a superblock's 512-bit integer sum: the 8 lanes of dot_iquants.h.
 inline __m256i fold_lanes(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
@@ -128,9 +123,12 @@ struct DotIQ1_M_512 {
     for (int t = 0; t < NT; ++t) acc[t] = acc2[t] = _mm256_setzero_ps();
     // group j of pair p: index bits 8..10 = bits 4j..4j+2 of the u32 qh[4p..4p+3], delta sign bit 4j+3
     const __m512i hi_shift = _mm512_setr_epi64(0, 4, 8, 12, 16, 20, 24, 28);
-    // i32 lane k of a pair (elements 4 (k % 8).. of chunk 2p + k / 8): scale bits 3 (k / 4) of
-    // the u16 scales[p], delta sign bit 4 (k / 2) + 3 of the pair's qh word
-    const __m512i sc_shift = _mm512_setr_epi32(0, 0, 0, 0, 3, 3, 3, 3, 6, 6, 6, 6, 9, 9, 9, 9);
+    // The block's 16 scale fields (field f: bits 3 (f % 4) of the u16 scales[f / 4]) as odd i32
+    // lanes; i32 lane k of pair p (elements 4 (k % 8).. of chunk 2p + k / 8) takes field 4p + k / 4,
+    // and its delta sign is bit 4 (k / 2) + 3 of the pair's qh word.
+    const __m512i field_word = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i field_shift = _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9);
+    const __m512i pair_sel = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const __m512i delta_bit = _mm512_setr_epi32(1 << 3, 1 << 3, 1 << 7, 1 << 7, 1 << 11, 1 << 11, 1 << 15, 1 << 15,
                                                 1 << 19, 1 << 19, 1 << 23, 1 << 23, 1 << 27, 1 << 27, static_cast<int>(0x80000000u),
                                                 static_cast<int>(0x80000000u));
@@ -140,19 +138,21 @@ struct DotIQ1_M_512 {
       const BlockIQ1_M& b = w[i];
       __m512i isum[NT], isum2[NT];
       for (int t = 0; t < NT; ++t) isum[t] = isum2[t] = zero;
+      const __m512i words = _mm512_zextsi128_si512(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales))));
+      const __m512i fields = _mm512_and_si512(
+          _mm512_srlv_epi32(_mm512_permutexvar_epi32(field_word, words), field_shift), _mm512_set1_epi32(7));
+      // both i16 halves of each lane = 2 field + 1 (at most 15: no carry into the high half)
+      const __m512i odd = _mm512_or_si512(_mm512_slli_epi32(fields, 1), _mm512_set1_epi32(1));
+      const __m512i scales16 = _mm512_or_si512(odd, _mm512_slli_epi32(odd, 16));
       for (int p = 0; p < 4; ++p) {
         const uint32_t h = load_u32_t512(b.qh + 4 * p);
         const __m512i g = iq1_pair_grid(b.qs + 8 * p, h, hi_shift);
         const __m512i mag = _mm512_abs_epi8(g);
         const __mmask64 neg = _mm512_movepi8_mask(g);
-        uint16_t sc16;
-        std::memcpy(&sc16, b.scales + 2 * p, 2);
-        const __m512i sc32 = _mm512_or_si512(
-            _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(sc16), sc_shift), _mm512_set1_epi32(7)), 1),
-            _mm512_set1_epi32(1));
-        const __mmask16 dneg = _mm512_test_epi32_mask(_mm512_set1_epi32(static_cast<int>(h)), delta_bit);
-        const __m512i s = dup_i16(sc32);
-        const __m512i ds = dup_i16(_mm512_mask_sub_epi32(sc32, dneg, zero, sc32));
+        const __m512i s = _mm512_permutexvar_epi32(_mm512_add_epi32(pair_sel, _mm512_set1_epi32(4 * p)), scales16);
+        // -s in both i16 halves where the lane's delta sign is set: (s ^ m) - m, m = -1 per i16
+        const __m512i m = _mm512_movm_epi32(_mm512_test_epi32_mask(_mm512_set1_epi32(static_cast<int>(h)), delta_bit));
+        const __m512i ds = _mm512_sub_epi16(_mm512_xor_si512(s, m), m);
         for (int t = 0; t < NT; ++t) {
           const __m512i y = _mm512_loadu_si512(a[t][i].qs + 64 * p);
           const __m512i ys = _mm512_mask_sub_epi8(y, neg, zero, y);
