@@ -25,18 +25,13 @@ namespace sniper::x86 {
 // Internal linkage on purpose (see dot_q32.h): compiled once per ISA.
 namespace {
 
-// How a chunk's scaled byte dot accumulates (both exact, so both give the same integers):
-// AVX2: maddubs + madd with i16 scales; AVX-512 VNNI: vpdpbusd then one i32 multiply.
+// How a chunk's scaled byte dot accumulates: maddubs + madd with i16 scales (exact). The
+// AVX-512 tier has its own kernels for every type here (dot_iquants512.h, dot_ternary512.h).
 struct IqAvx2 {
   static __m256i scale_vec(int lo, int hi) { return scale_pair16(lo, hi); }
+  static __m256i scale_vec(int s) { return _mm256_set1_epi16(static_cast<int16_t>(s)); }
   static __m256i dot(__m256i acc, __m256i mag, __m256i ys, __m256i scale) {
     return _mm256_add_epi32(acc, dot_u8s8_scaled(mag, ys, scale));
-  }
-};
-struct IqVnni {
-  static __m256i scale_vec(int lo, int hi) { return _mm256_setr_m128i(_mm_set1_epi32(lo), _mm_set1_epi32(hi)); }
-  static __m256i dot(__m256i acc, __m256i mag, __m256i ys, __m256i scale) {
-    return _mm256_add_epi32(acc, _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), mag, ys), scale));
   }
 };
 
@@ -77,6 +72,7 @@ enum class IqFinish { kScaled, kIq1s, kIq1m, kTernary };
 struct DecIQ2_XXS {
   using Block = BlockIQ2_XXS;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = true;  // true: both halves of a chunk share one scale (one broadcast)
   static constexpr float kFactor = 0.125f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -90,6 +86,7 @@ struct DecIQ2_XXS {
 struct DecIQ2_XS {
   using Block = BlockIQ2_XS;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = false;
   static constexpr float kFactor = 0.125f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -105,6 +102,7 @@ struct DecIQ2_XS {
 struct DecIQ2_S {
   using Block = BlockIQ2_S;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = false;
   static constexpr float kFactor = 0.125f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -119,6 +117,7 @@ struct DecIQ2_S {
 struct DecIQ3_XXS {
   using Block = BlockIQ3_XXS;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = true;  // true: both halves of a chunk share one scale (one broadcast)
   static constexpr float kFactor = 0.25f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -133,6 +132,7 @@ struct DecIQ3_XXS {
 struct DecIQ3_S {
   using Block = BlockIQ3_S;
   static constexpr IqFinish kFinish = IqFinish::kScaled;
+  static constexpr bool kOneScale = true;  // true: both halves of a chunk share one scale (one broadcast)
   static constexpr float kFactor = 1.0f;
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
@@ -153,6 +153,7 @@ inline Chunk ternary_chunk(__m256i q, int lo, int hi) { return {_mm256_sign_epi8
 struct DecIQ1_S {
   using Block = BlockIQ1_S;
   static constexpr IqFinish kFinish = IqFinish::kIq1s;
+  static constexpr bool kOneScale = true;  // true: both halves of a chunk share one scale (one broadcast)
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
     const uint8_t* q = b.qs + 4 * c;
@@ -162,16 +163,21 @@ struct DecIQ1_S {
                                   q[2] | ((h << 2) & 0x700), q[3] | ((h >> 1) & 0x700)),
                          s, s);
   }
-  // (2c+1) * e for the chunk (the delta term, applied through the q8_K bsums).
-  static int delta_scale(const Block& b, int c) {
-    const int h = b.qh[c];
-    return (h & 0x8000 ? -1 : 1) * (2 * ((h >> 12) & 7) + 1);
+  // i16 word 2c and 2c + 1: (2s+1) * e of chunk c (the delta term, applied through the q8_K
+  // bsums of its two halves with one vpmaddwd).
+  static __m256i delta_scales(const Block& b) {
+    const __m128i qh = load128(b.qh);
+    const __m128i sc = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
+                                    _mm_set1_epi16(1));
+    const __m128i dsc = _mm_sign_epi16(sc, _mm_or_si128(qh, _mm_set1_epi16(1)));  // qh < 0: bit 15, e = -1
+    return _mm256_setr_m128i(_mm_unpacklo_epi16(dsc, dsc), _mm_unpackhi_epi16(dsc, dsc));
   }
 };
 
 struct DecIQ1_M {
   using Block = BlockIQ1_M;
   static constexpr IqFinish kFinish = IqFinish::kIq1m;
+  static constexpr bool kOneScale = false;
   static float scale(const Block& b) { return h2f(iq1_m_scale_bits(b)); }
   static Chunk chunk(const Block& b, int c) {
     const uint8_t* q = b.qs + 4 * c;
@@ -183,62 +189,64 @@ struct DecIQ1_M {
                                   q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700)),
                          2 * ((sc >> r) & 7) + 1, 2 * ((sc >> (r + 3)) & 7) + 1);
   }
-  // +1 / -1 bytes: the delta sign of each group of 8.
-  static __m256i delta(const Block& b, int c) {
-    const int h0 = b.qh[2 * c], h1 = b.qh[2 * c + 1];
-    // One bit per group of 8 (group l: bit 3 + 4 (l % 2) of qh[2c + l / 2]) spread to its 8 bytes.
-    const uint32_t g = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
-    const uint32_t bits = (g & 1 ? 0xffu : 0u) | (g & 2 ? 0xff00u : 0u) | (g & 4 ? 0xff0000u : 0u) | (g & 8 ? 0xff000000u : 0u);
-    return _mm256_or_si256(bits_to_bytes(bits), _mm256_set1_epi8(1));
+  // The chunk's i16 scale pairs (scale16, as scale_pair16) times the delta sign of each group of
+  // 8 (i32 lanes 2l, 2l + 1; group l: bit 3 + 4 (l % 2) of qh[2c + l / 2], set = -1). A group's
+  // delta term over 4 elements is then +-scale * sum(y): vpmaddwd of the activations' byte-pair
+  // sums with these, no sign work per token.
+  static __m256i delta_scales(const Block& b, int c, __m256i scale16) {
+    const uint32_t h = static_cast<uint32_t>(b.qh[2 * c]) | static_cast<uint32_t>(b.qh[2 * c + 1]) << 8;
+    const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(h)), _mm256_setr_epi32(3, 3, 7, 7, 11, 11, 15, 15)),
+                                         _mm256_set1_epi32(1));
+    const __m256i neg = _mm256_sub_epi32(_mm256_setzero_si256(), bit);  // all ones where negative
+    return _mm256_sub_epi16(_mm256_xor_si256(scale16, neg), neg);      // -x = ~x + 1 per i16 word
   }
 };
 
-// TQ1_0 trit n of every byte of x: q = x * 3^n mod 256 (16-bit multiplies of the even and odd
-// bytes), then t = (q * 3) >> 8, which is (q >= 86) + (q >= 171) for a byte q.
-inline __m256i trits(__m256i x, int pow3) {
-  const __m256i p = _mm256_set1_epi16(static_cast<int16_t>(pow3));
-  const __m256i lo = _mm256_and_si256(_mm256_mullo_epi16(x, p), _mm256_set1_epi16(0x00ff));
-  const __m256i hi = _mm256_slli_epi16(_mm256_mullo_epi16(_mm256_srli_epi16(x, 8), p), 8);
-  const __m256i q = _mm256_or_si256(lo, hi);
-  const __m256i ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8(86)), q);
-  const __m256i ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8(static_cast<char>(171))), q);
-  return _mm256_sub_epi8(_mm256_sub_epi8(_mm256_setzero_si256(), ge86), ge171);
+// TQ1_0 trits of every byte of x: q = x * m mod 256 (m = 3^n, the multiplier of each 16-bit
+// word), then t = (q * 3) >> 8. Even bytes: q = low byte of x * m, t = high half of q * 768;
+// odd bytes: (x & 0xff00) * m = q << 8 exactly, and q * 3 = its high half times 768, whose high
+// byte is t.
+inline __m256i trits(__m256i x, __m256i m) {
+  const __m256i k768 = _mm256_set1_epi16(768);
+  const __m256i q_even = _mm256_and_si256(_mm256_mullo_epi16(x, m), _mm256_set1_epi16(0x00ff));
+  const __m256i q_odd = _mm256_mullo_epi16(_mm256_and_si256(x, _mm256_set1_epi16(static_cast<int16_t>(0xff00))), m);
+  const __m256i t_odd = _mm256_and_si256(_mm256_mulhi_epu16(q_odd, k768), _mm256_set1_epi16(static_cast<int16_t>(0xff00)));
+  return _mm256_or_si256(_mm256_mulhi_epu16(q_even, k768), t_odd);
 }
 
-// TQ digits (0..3) are unsigned: no sign vector (+1 bytes), scale 1.
+// TQ digits (0..3) are unsigned with scale 1: digits(b, d) = chunk c's 32 digits in d[c].
 struct DecTQ1_0 {
   using Block = BlockTQ1_0;
   static constexpr IqFinish kFinish = IqFinish::kTernary;
   static float scale(const Block& b) { return h2f(b.d); }
-  // Decodes the whole block once (256 digits; FORMATS.md 4.10 order); chunk c = elements 32c..32c+31.
-  static void digits(const Block& b, int8_t* t) {
-    constexpr int kPow3[5] = {1, 3, 9, 27, 81};
+  // FORMATS.md 4.10 order: chunk n < 5 = trit n of qs[0..31]; chunk 5 = trits 0, 1 of
+  // qs[32..47]; chunk 6 = trits 2, 3; chunk 7 = trit 4 of qs[32..47], then trit n of qh[m] =
+  // element 240 + 4n + m.
+  static void digits(const Block& b, __m256i* d) {
     const __m256i x0 = load256(b.qs);
-    alignas(32) uint8_t tail[32] = {};
-    std::memcpy(tail, b.qs + 32, 16);
-    std::memcpy(tail + 16, b.qh, 4);
-    const __m256i x1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
-    for (int n = 0; n < 5; ++n) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(t + 32 * n), trits(x0, kPow3[n]));
-      alignas(32) int8_t d[32];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(d), trits(x1, kPow3[n]));
-      std::memcpy(t + 160 + 16 * n, d, 16);
-      if (n < 4) std::memcpy(t + 240 + 4 * n, d + 16, 4);
-    }
+    const __m128i x1 = load128(b.qs + 32);
+    const __m256i x11 = _mm256_setr_m128i(x1, x1);
+    const __m256i tail = _mm256_setr_m128i(x1, _mm_set1_epi32(static_cast<int>(load_u32(b.qh))));
+    d[0] = trits(x0, _mm256_set1_epi16(1));
+    d[1] = trits(x0, _mm256_set1_epi16(3));
+    d[2] = trits(x0, _mm256_set1_epi16(9));
+    d[3] = trits(x0, _mm256_set1_epi16(27));
+    d[4] = trits(x0, _mm256_set1_epi16(81));
+    d[5] = trits(x11, scale_pair16(1, 3));
+    d[6] = trits(x11, scale_pair16(9, 27));
+    d[7] = trits(tail, _mm256_setr_epi32(0x00510051, 0x00510051, 0x00510051, 0x00510051, 0x00010001, 0x00030003,
+                                         0x00090009, 0x001b001b));
   }
 };
 struct DecTQ2_0 {
   using Block = BlockTQ2_0;
   static constexpr IqFinish kFinish = IqFinish::kTernary;
   static float scale(const Block& b) { return h2f(b.d); }
-  static void digits(const Block& b, int8_t* t) {
+  static void digits(const Block& b, __m256i* d) {
+    const __m256i m3 = _mm256_set1_epi8(3);
     for (int c = 0; c < 2; ++c) {
       const __m256i x = load256(b.qs + 32 * c);
-      const __m256i m3 = _mm256_set1_epi8(3);
-      for (int n = 0; n < 4; ++n) {
-        const __m256i v = _mm256_and_si256(_mm256_srli_epi16(x, 2 * n), m3);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(t + 128 * c + 32 * n), v);
-      }
+      for (int n = 0; n < 4; ++n) d[4 * c + n] = _mm256_and_si256(_mm256_srli_epi16(x, 2 * n), m3);
     }
   }
 };
@@ -263,29 +271,33 @@ struct DotIQ {
       __m256i isum[NT], isum2[NT];
       for (int t = 0; t < NT; ++t) isum[t] = isum2[t] = _mm256_setzero_si256();
       if constexpr (D::kFinish == IqFinish::kTernary) {
-        alignas(32) int8_t digits[256];
-        D::digits(b, digits);
-        const __m256i one = Isa::scale_vec(1, 1);
-        for (int c = 0; c < 8; ++c) {
-          const __m256i mag = load256(digits + 32 * c);
-          for (int t = 0; t < NT; ++t) isum[t] = Isa::dot(isum[t], mag, load256(a[t][i].qs + 32 * c), one);
+        __m256i dg[8];
+        D::digits(b, dg);
+        for (int t = 0; t < NT; ++t) {
+          // digit * y pairs summed over the 8 chunks stay within i16 (8 * 2 * 3 * 128 = 6144),
+          // then one vpmaddwd: the same i32 lanes as a per-chunk sum.
+          __m256i s16 = _mm256_maddubs_epi16(dg[0], load256(a[t][i].qs));
+          for (int c = 1; c < 8; ++c) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(dg[c], load256(a[t][i].qs + 32 * c)));
+          isum[t] = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
         }
       } else {
         for (int c = 0; c < 8; ++c) {
           const Chunk ch = D::chunk(b, c);
-          const __m256i scale = Isa::scale_vec(ch.scale_lo, ch.scale_hi);
-          __m256i delta = _mm256_setzero_si256();
-          if constexpr (D::kFinish == IqFinish::kIq1m) delta = D::delta(b, c);
+          const __m256i scale = D::kOneScale ? Isa::scale_vec(ch.scale_lo) : Isa::scale_vec(ch.scale_lo, ch.scale_hi);
+          __m256i dscale = _mm256_setzero_si256();
+          if constexpr (D::kFinish == IqFinish::kIq1m) dscale = D::delta_scales(b, c, scale_pair16(ch.scale_lo, ch.scale_hi));
           for (int t = 0; t < NT; ++t) {
             const __m256i y = load256(a[t][i].qs + 32 * c);
             isum[t] = Isa::dot(isum[t], ch.mag, _mm256_sign_epi8(y, ch.sign), scale);
             if constexpr (D::kFinish == IqFinish::kIq1m) {
-              isum2[t] = Isa::dot(isum2[t], _mm256_set1_epi8(1), _mm256_sign_epi8(y, delta), scale);
+              isum2[t] = _mm256_add_epi32(isum2[t], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), y), dscale));
             }
           }
         }
       }
       const float dw = D::scale(b);
+      __m256i dscale1 = _mm256_setzero_si256();
+      if constexpr (D::kFinish == IqFinish::kIq1s) dscale1 = D::delta_scales(b);
       for (int t = 0; t < NT; ++t) {
         const float d = dw * a[t][i].d;
         if constexpr (D::kFinish == IqFinish::kTernary) {
@@ -300,10 +312,7 @@ struct DotIQ {
           acc2[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum2[t]), acc2[t]);
         }
         if constexpr (D::kFinish == IqFinish::kIq1s) {
-          int sumi1 = 0;
-          for (int c = 0; c < 8; ++c) {
-            sumi1 += (a[t][i].bsums[2 * c] + a[t][i].bsums[2 * c + 1]) * D::delta_scale(b, c);
-          }
+          const int sumi1 = hsum_epi32(_mm256_madd_epi16(load256(a[t][i].bsums), dscale1));
           acc1[t] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(static_cast<float>(sumi1)), _mm_set_ss(acc1[t])));
         }
       }

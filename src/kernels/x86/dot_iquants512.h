@@ -15,6 +15,7 @@
 
 #include <cstring>
 
+#include "kernels/x86/gemm_entry8.h"
 #include "kernels/x86/x86_util.h"
 #include "quant/iq2.h"
 #include "quant/iq3.h"
@@ -234,11 +235,11 @@ struct DotIQ512 {
 template <class Table>
 void patch_iquants512(Table& t) {
   switch (t.type) {
-    case GgmlType::kIQ2_XXS: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_XXS>>; t.gemm = &gemm_entry<DotIQ512<Dec512IQ2_XXS>>; break;
-    case GgmlType::kIQ2_XS: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_XS>>; t.gemm = &gemm_entry<DotIQ512<Dec512IQ2_XS>>; break;
-    case GgmlType::kIQ2_S: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_S>>; t.gemm = &gemm_entry<DotIQ512<Dec512IQ2_S>>; break;
-    case GgmlType::kIQ3_XXS: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ3_XXS>>; t.gemm = &gemm_entry<DotIQ512<Dec512IQ3_XXS>>; break;
-    case GgmlType::kIQ3_S: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ3_S>>; t.gemm = &gemm_entry<DotIQ512<Dec512IQ3_S>>; break;
+    case GgmlType::kIQ2_XXS: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_XXS>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ2_XXS>>; break;
+    case GgmlType::kIQ2_XS: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_XS>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ2_XS>>; break;
+    case GgmlType::kIQ2_S: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_S>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ2_S>>; break;
+    case GgmlType::kIQ3_XXS: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ3_XXS>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ3_XXS>>; break;
+    case GgmlType::kIQ3_S: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ3_S>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ3_S>>; break;
     default: break;
   }
 }

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
-// AVX-512 tier kernels for the i-quants and ternary formats: x86/dot_iquants.h with the VNNI
-// byte dot (vpdpbusd, 256-bit AVX512VL form), then x86/dot_iquants512.h (two chunks per 512-bit
-// step) for IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S. Same integers and float steps as the AVX2 tier.
+// AVX-512 tier kernels for the i-quants and ternary formats, two chunks per 512-bit step:
+// x86/dot_iquants512.h for IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S, x86/dot_ternary512.h for
+// IQ1_S, IQ1_M, TQ1_0 and TQ2_0. Same integers and float steps as the AVX2 tier (x86/dot_iquants.h).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "kernels/kernel_registry.h"
-#include "kernels/x86/dot_iquants.h"
 #include "kernels/x86/dot_iquants512.h"
+#include "kernels/x86/dot_ternary512.h"
 
 namespace sniper::kernels_internal {
 
 void patch_iquants_avx512(KernelTable& t) {
-  x86::patch_iquants<x86::IqVnni>(t);
   x86::patch_iquants512(t);
+  x86::patch_ternary512(t);
 }
 
 }  // namespace sniper::kernels_internal
