@@ -46,7 +46,7 @@ struct ModelLoadOptions {
   int64_t n_ctx = 0;              // context to plan for; 0 = min(model, 4096)
   int64_t batch = 64;             // prefill chunk to plan scratch for; 0 = auto (see Model::load)
   int64_t n_sessions = 1;         // sessions to plan KV caches and scratch for (server slots)
-  KvType kv_type = KvType::kF16;
+  KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   CachePolicy cache_policy = CachePolicy::kLfru;
   bool prefetch = true;
   int prefetch_depth = 1;         // layers ahead the expert prefetcher predicts

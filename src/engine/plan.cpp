@@ -74,6 +74,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   const uint64_t sessions = static_cast<uint64_t>(p.n_sessions);
   // Each session's sequence state: KV rows of the attention layers (a window's ring for sliding
   // layers, nothing for shared-KV ones) and the recurrent layers' states.
+  SNIPER_TRY(SequenceState::validate(layer_state_specs(c), req.n_ctx, req.kv_type));
   p.kv_bytes = sessions * SequenceState::bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type);
   p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.

@@ -27,7 +27,7 @@ namespace sniper {
 struct PlanRequest {
   uint64_t budget_bytes = 0;  // what the process may use, page cache of our reads included
   int64_t n_ctx = 4096;
-  KvType kv_type = KvType::kF16;
+  KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   int64_t batch = 64;
   int64_t n_sessions = 1;     // sessions (server slots) that each hold a KV cache and scratch
   bool force_stream = false;  // stream experts / FFN even when everything would fit (tests, benchmarks)

@@ -74,7 +74,7 @@ SessionState capture_session_state(const Session& session, uint64_t fingerprint)
   const SequenceState& st = session.state();
   SessionState s;
   s.model_fingerprint = fingerprint;
-  s.kv_type = st.type();
+  s.kv_type = st.kv_config();
   s.n_layers = st.n_layers();
   s.n_ctx = st.n_ctx();
   s.tokens = session.history();
@@ -94,6 +94,13 @@ SessionState capture_session_state(const Session& session, uint64_t fingerprint)
   return s;
 }
 
+// The same cache bytes: types, V layout and rotation (flash_attn's auto resolved).
+// (Rotation matters only for a quantized K or V.)
+static bool same_cache(const KvConfig& a, const KvConfig& b) {
+  const bool rotated = kv_type_quantized(a.k) || kv_type_quantized(a.v);
+  return a.k == b.k && a.v == b.v && a.flash() == b.flash() && (!rotated || a.rotate == b.rotate);
+}
+
 Status check_compatible(const SessionState& s, const Session& session, uint64_t fingerprint) {
   const SequenceState& st = session.state();
   const ModelConfig& c = session.model().config();
@@ -101,9 +108,10 @@ Status check_compatible(const SessionState& s, const Session& session, uint64_t 
     return make_error("the saved context was made with another model file (fingerprint %016llx, this model is %016llx)",
                       static_cast<unsigned long long>(s.model_fingerprint), static_cast<unsigned long long>(fingerprint));
   }
-  if (s.kv_type != st.type()) {
-    return make_error("the saved context has a %s KV cache but the server uses %s", kv_type_name(s.kv_type),
-                      kv_type_name(st.type()));
+  if (!same_cache(s.kv_type, st.kv_config())) {
+    return make_error("the saved context has a KV cache of %s but this session uses %s (start it with the saved "
+                      "context's -ctk / -ctv / -fa to load it)", kv_config_name(s.kv_type).c_str(),
+                      kv_config_name(st.kv_config()).c_str());
   }
   if (s.n_layers != st.n_layers()) {
     return make_error("the saved context has %ld layers but the model has %ld", static_cast<long>(s.n_layers),
@@ -148,10 +156,11 @@ std::string serialize_session_state(const SessionState& s) {
   out.reserve(kHeaderBytes + s.tokens.size() * 4 + static_cast<size_t>(s.n_layers) * kLayerRecordBytes + s.kv.size() + 8);
   out.append(kMagic, sizeof(kMagic));
   put<uint32_t>(&out, kSessionStateVersion);
-  put<uint32_t>(&out, s.kv_type == KvType::kF16 ? 0u : 1u);
+  put<uint32_t>(&out, static_cast<uint32_t>(s.kv_type.k));
   put<uint64_t>(&out, s.model_fingerprint);
   put<int64_t>(&out, s.n_layers);
-  put<int64_t>(&out, 0);
+  put<uint32_t>(&out, static_cast<uint32_t>(s.kv_type.v));
+  put<uint32_t>(&out, (s.kv_type.flash() ? 1u : 0u) | (s.kv_type.rotate ? 2u : 0u));
   put<int64_t>(&out, 0);
   put<int64_t>(&out, s.n_ctx);
   put<int64_t>(&out, s.n_tokens());
@@ -185,7 +194,7 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
                       "version %u (per-layer sequence state); evaluate the prompt again and save a new context",
                       kSessionStateVersion);
   }
-  if (version != kSessionStateVersion) {
+  if (version != kSessionStateVersion && version != 2) {
     return make_error("the context file has version %u but this build reads version %u", version, kSessionStateVersion);
   }
   const uint64_t want = get<uint64_t>(bytes, bytes.size() - 8);
@@ -195,9 +204,22 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
                       static_cast<unsigned long long>(want), static_cast<unsigned long long>(got));
   }
   SessionState s;
-  const uint32_t type = get<uint32_t>(bytes, 12);
-  if (type > 1) return make_error("the context file's kv type is %u but must be 0 (f16) or 1 (q8_0)", type);
-  s.kv_type = type == 0 ? KvType::kF16 : KvType::kQ8_0;
+  const uint32_t k_code = get<uint32_t>(bytes, 12);
+  const uint32_t v_code = version == 2 ? k_code : get<uint32_t>(bytes, 32);
+  const uint32_t flags = version == 2 ? (k_code == 1 ? 1u : 0u) : get<uint32_t>(bytes, 36);
+  const uint32_t max_code = version == 2 ? 1 : kKvTypeCount - 1;
+  if (k_code > max_code || v_code > max_code) {
+    return make_error("the context file's KV cache types are %u (K) and %u (V) but must be in [0, %u]", k_code, v_code,
+                      max_code);
+  }
+  if (flags > 3) return make_error("the context file's KV flags are %u but must be in [0, 3]", flags);
+  s.kv_type = KvConfig(static_cast<KvType>(k_code), static_cast<KvType>(v_code),
+                       (flags & 1u) != 0 ? FlashAttn::kOn : FlashAttn::kOff);
+  s.kv_type.rotate = (flags & 2u) != 0;
+  if (!validate_kv_config(s.kv_type).ok()) {
+    return make_error("the context file's V cache type %s is quantized but its flags say no flash attention",
+                      kv_type_name(s.kv_type.v));
+  }
   s.model_fingerprint = get<uint64_t>(bytes, 16);
   s.n_layers = get<int64_t>(bytes, 24);
   s.n_ctx = get<int64_t>(bytes, 48);

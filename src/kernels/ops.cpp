@@ -158,13 +158,31 @@ void q8_0_weighted_rows_ref(const uint8_t* rows, size_t row_stride, int64_t n_ro
   }
 }
 
+void mad_f32_ref(float* y, const float* x, float v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::fma(x[i], v, y[i]);
+}
+
+void scale_f32_ref(float* y, float v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= v;
+}
+
+void mad_f16_ref(uint16_t* y, const uint16_t* x, float v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(std::fma(fp16_to_fp32(x[i]), v, fp16_to_fp32(y[i])));
+}
+
+void scale_f16_ref(uint16_t* y, float v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(fp16_to_fp32(y[i]) * v);
+}
+
 const RowOps& find_row_ops(IsaTier tier) {
   CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
   static const RowOps kRef = {silu_mul_ref, softmax_ref, round_fp16_row_ref, attention_weights_ref,
-                              q8_0_weighted_rows_ref};
+                              q8_0_weighted_rows_ref, mad_f32_ref, scale_f32_ref, mad_f16_ref, scale_f16_ref};
   static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512, kernels_internal::softmax_avx512,
                                  kernels_internal::round_fp16_row_avx512, kernels_internal::attention_weights_avx512,
-                                 kernels_internal::q8_0_weighted_rows_avx512};
+                                 kernels_internal::q8_0_weighted_rows_avx512, kernels_internal::mad_f32_avx512,
+                                 kernels_internal::scale_f32_avx512, kernels_internal::mad_f16_avx512,
+                                 kernels_internal::scale_f16_avx512};
   return tier >= IsaTier::kAvx512 ? kAvx512 : kRef;
 }
 

@@ -50,16 +50,20 @@ struct KvSlot {
 
 class SequenceState {
  public:
-  // Validates the specs (shapes > 0, shared_with an earlier kKv layer of the same shape, q8_0
-  // needs head_dim % 32 == 0) and allocates. Errors name the layer and the field.
+  // Validates the specs (shapes > 0, shared_with an earlier kKv layer of the same shape, the
+  // K / V types' block size divides every attention layer's head_dim, a quantized V only with
+  // flash attention) and allocates. Errors name the layer and the field.
   [[nodiscard]] static Result<std::unique_ptr<SequenceState>> create(std::span<const LayerStateSpec> specs,
-                                                                     int64_t n_ctx, KvType type);
-  // Bytes create() allocates for this shape (the memory plan's "KV cache" line), without allocating.
-  static size_t bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, KvType type);
+                                                                     int64_t n_ctx, const KvConfig& config);
+  // create()'s checks without allocating (the memory plan runs them before bytes_for).
+  [[nodiscard]] static Status validate(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config);
+  // Bytes create() allocates for this shape (the memory plan's "KV cache" line), without
+  // allocating. Precondition: validate() passed.
+  static size_t bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config);
 
   int64_t n_layers() const { return static_cast<int64_t>(specs_.size()); }
   int64_t n_ctx() const { return n_ctx_; }
-  KvType type() const { return type_; }
+  const KvConfig& kv_config() const { return config_; }
   const LayerStateSpec& spec(int64_t layer_idx) const { return specs_[static_cast<size_t>(layer_idx)]; }
   std::span<const LayerStateSpec> specs() const { return specs_; }
   size_t bytes() const;
@@ -77,7 +81,7 @@ class SequenceState {
   bool has_recurrent() const { return recurrent_floats_total_ > 0; }
 
   // The bytes that hold layer_idx's state after n tokens in the saved-context order: kKv
-  // 2 * min(n, capacity) * position_bytes (KvCache::save_layer's order, ring slots in slot
+  // KvCache::saved_bytes(min(n, capacity)) (KvCache::save_layer's order, ring slots in slot
   // order), kRecurrent (conv_floats + recurrent_floats) * 4, others 0.
   size_t saved_layer_bytes(int64_t layer_idx, int64_t n) const;
   void save_layer(int64_t layer_idx, int64_t n, uint8_t* out) const;
@@ -96,7 +100,7 @@ class SequenceState {
   std::vector<float> recurrent_;  // every kRecurrent layer's conv then recurrent state
   size_t recurrent_floats_total_ = 0;
   int64_t n_ctx_ = 0;
-  KvType type_ = KvType::kF16;
+  KvConfig config_;
 };
 
 }  // namespace sniper

@@ -16,6 +16,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -103,11 +104,15 @@ bool is_float_model(const nlohmann::json& meta) {
 
 // One reference: its directory under ../shared/reference and the model (../shared/models/<model>.gguf).
 struct Case {
+  Case(std::string ref_dir, std::string model_name, bool exact = false, KvConfig kv_config = {}, double bound = 0)
+      : ref(std::move(ref_dir)), model(std::move(model_name)), bit_exact(exact), kv(kv_config), nse_bound(bound) {}
   std::string ref;
   std::string model;
   // Every row must equal the reference bit for bit (at every tier): where the kernels follow the
   // reference's order exactly, so that an order change inside the bounds still shows.
   bool bit_exact = false;
+  KvConfig kv;            // the reference's KV setting (reference/kv/<model>/<setting>)
+  double nse_bound = 0;   // 0: the weight-type bound (1e-3 quantized, 1e-4 float)
 };
 
 // How gtest names a case in its messages.
@@ -127,6 +132,7 @@ TEST_P(ReferenceTest, PromptAndTeacherForcedLogits) {
   so.n_ctx = 512;
   so.n_threads = 2;
   so.batch = 512;
+  so.kv_type = GetParam().kv;
   auto session = Session::create(**model, so);
   ASSERT_TRUE(session.ok()) << session.error().message;
   const auto prompt = read_json(ref_dir + "/prompt_ids.json").get<std::vector<int32_t>>();
@@ -138,7 +144,7 @@ TEST_P(ReferenceTest, PromptAndTeacherForcedLogits) {
   ASSERT_EQ(ref_gen.size(), gen.size() * static_cast<size_t>(n_vocab));
   const auto& margins_prompt = meta["top1_margin"]["prompt_rows"];
   const auto& margins_gen = meta["top1_margin"]["gen_rows"];
-  const double bound = is_float_model(types_meta) ? 1e-4 : 1e-3;
+  const double bound = GetParam().nse_bound > 0 ? GetParam().nse_bound : is_float_model(types_meta) ? 1e-4 : 1e-3;
 
   RowReport rep;
   std::vector<float> logits;
@@ -186,6 +192,31 @@ std::vector<Case> reference_cases() {
   cases.push_back({"kv/stories260K/f16-fa0", "stories260K", false});
   cases.push_back({"kv/syn-llama-Q8_0/f16-fa0", "syn-llama-Q8_0", true});
   cases.push_back({"kv/syn-qwen3-Q4_K_M/f16-fa0", "syn-qwen3-Q4_K_M", true});
+  // Quantized KV caches and flash attention (reference/kv/README.md): with a quantized K or V,
+  // llama.cpp rotates Q/K/V (Hadamard), converts Q to K's vec_dot_type and runs the per-row
+  // online softmax for the batch and the steps alike, which kernels/flash_attention.cpp
+  // follows bit for bit. f16 with flash attention runs a tiled f32 kernel for the prompt
+  // batch and an f16-accumulator split-KV loop for the steps in llama.cpp; we run the
+  // per-row loop for both, so those rows are held to an NMSE bound instead.
+  const KvConfig f16_fa(KvType::kF16, KvType::kF16, FlashAttn::kOn);
+  const auto both = [](KvType t) { return KvConfig(t, t, FlashAttn::kOn); };
+  KvConfig q8k_f16v(KvType::kQ8_0, KvType::kF16, FlashAttn::kOff);
+  KvConfig q8_norot = both(KvType::kQ8_0), q4_norot = both(KvType::kQ4_0);
+  q8_norot.rotate = q4_norot.rotate = false;
+  for (const char* m : {"syn-llama-Q8_0", "syn-qwen3-Q4_K_M"}) {
+    const std::string dir = std::string("kv/") + m + "/";
+    cases.push_back({dir + "f16-fa1", m, false, f16_fa, 1e-3});
+    cases.push_back({dir + "q8_0-fa1", m, true, both(KvType::kQ8_0)});
+    cases.push_back({dir + "q4_0-fa1", m, true, both(KvType::kQ4_0)});
+    cases.push_back({dir + "q8_0k-f16v-fa0", m, true, q8k_f16v});
+  }
+  const std::string q3 = "kv/syn-qwen3-Q4_K_M/";
+  cases.push_back({q3 + "q4_1-fa1", "syn-qwen3-Q4_K_M", true, both(KvType::kQ4_1)});
+  cases.push_back({q3 + "q5_0-fa1", "syn-qwen3-Q4_K_M", true, both(KvType::kQ5_0)});
+  cases.push_back({q3 + "iq4_nl-fa1", "syn-qwen3-Q4_K_M", true, both(KvType::kIQ4_NL)});
+  cases.push_back({q3 + "q8_0-fa1-norot", "syn-qwen3-Q4_K_M", true, q8_norot});
+  cases.push_back({q3 + "q4_0-fa1-norot", "syn-qwen3-Q4_K_M", true, q4_norot});
+  cases.push_back({"kv/stories260K/f16-fa1", "stories260K", false, f16_fa, 1e-3});
   return cases;
 }
 
