@@ -387,9 +387,12 @@ int cmd_bench(int argc, char** argv) {
                     static_cast<long>(*depth_prefill));
       }
       char item[200];
-      std::snprintf(item, sizeof(item), "%s{\"kv\":\"%s\",\"depth\":%ld,\"decode_tok_s\":%.4f,\"prefill_tok_s\":%.4f}",
-                    depth_json.empty() ? "" : ",", kv_label(p.kv_type).c_str(), static_cast<long>(p.depth),
-                    p.decode_tok_s, p.prefill_tok_s);
+      KvConfig types = p.kv_type;  // "kv": the types alone (K, or K/V); flash attention apart
+      types.flash_attn = FlashAttn::kOff;
+      std::snprintf(item, sizeof(item),
+                    "%s{\"kv\":\"%s\",\"flash_attn\":%s,\"depth\":%ld,\"decode_tok_s\":%.4f,\"prefill_tok_s\":%.4f}",
+                    depth_json.empty() ? "" : ",", kv_label(types).c_str(), p.kv_type.flash() ? "true" : "false",
+                    static_cast<long>(p.depth), p.decode_tok_s, p.prefill_tok_s);
       depth_json += item;
     }
   }

@@ -143,10 +143,12 @@ void attend_group_bf16_v(const AttentionLayout& layout, const float* q, const ui
 
 }  // namespace
 
-AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok) {
+AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok, int64_t n_threads) {
   AttentionBatch b;
   b.n_kv_padded = std::min(layout.n_ctx, std::max(kKvPad, round_up(pos0 + n_tok, kKvPad)));
   b.batched = n_tok >= 2;
+  b.n_tok = n_tok;
+  b.n_threads = std::max<int64_t>(1, n_threads);
   return b;
 }
 
@@ -167,7 +169,7 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
                   uint8_t* scratch, IsaTier tier) {
   DCHECK(group >= 1 && n_kv >= 1 && n_kv <= batch.n_kv_padded);
   if (layout.flash) {
-    flash_attend_group(layout, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, scratch, tier);
+    flash_attend_group(layout, batch, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, scratch, tier);
     return;
   }
   const GroupScratch s = carve(layout, batch.n_kv_padded, group, scratch);

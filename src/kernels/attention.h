@@ -54,10 +54,13 @@ struct AttentionLayout {
 struct AttentionBatch {
   int64_t n_kv_padded = 0;  // the reference engine's n_kv for this call
   bool batched = false;     // n_tok >= 2: tinyBLAS order where the reference's shape rules allow
+  int64_t n_tok = 1;        // tokens in the call (flash attention: >= 64 with f16 K and V is the tiled path)
+  int64_t n_threads = 1;    // the pool's threads (flash attention: split-KV decode chunks, as llama.cpp)
 };
 
-// Returns the batch parameters for n_tok tokens at positions [pos0, pos0 + n_tok).
-AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok);
+// Returns the batch parameters for n_tok tokens at positions [pos0, pos0 + n_tok), attended by
+// a pool of n_threads threads.
+AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok, int64_t n_threads = 1);
 
 // Bytes of scratch attend_group needs for `group` query heads and a batch with this n_kv_padded.
 size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group);

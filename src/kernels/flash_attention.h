@@ -12,9 +12,11 @@
 //     ggml_vec_mad_f16 / ggml_vec_scale_f16); any other V type is decoded to f32 (to_float)
 //     and accumulated with f32 FMAs (ggml_vec_mad_f32);
 //   * out = acc * (1 / S), then Hadamard-rotated back when layout.v_rot.
-// llama.cpp also has a tiled f32 kernel (f16 K and V, >= 64 query rows) and a split-KV decode
-// for f16; this file runs the per-row loop for every case (f16 results then agree with the
-// reference within its own batch-vs-step disagreement, not bit for bit).
+// With f16 K and V llama.cpp picks two other kernels, and so does this file: calls of >= 64
+// query rows run its tiled f32 kernel (unrounded query, f32 scores and V products by in-order
+// fused multiply-adds, a softmax per 64-cell tile), and single-row decode over >= 512 padded
+// cells its split-KV loop (the padded range in batch.n_threads chunks, merged in order). The
+// result then depends on the thread count, as llama.cpp's does.
 // K and V are read once per group of query heads sharing a kv head: scores come a tile of
 // cells at a time for the whole group (K's gemm, each output exactly its vec_dot), and each V
 // row is decoded once for the group. Thread-compatible (scratch is per call).
@@ -34,8 +36,8 @@ size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t grou
 // attend_group's contract (kernels/attention.h) for a layout.flash cache: out[g * head_dim + d]
 // for the `group` query heads of kv_head over positions [0, n_kv). scratch: 64-byte aligned,
 // flash_attention_scratch_bytes(layout, group) bytes. Every tier gives the same bits.
-void flash_attend_group(const AttentionLayout& layout, const float* q, const uint8_t* k_rows, const uint8_t* v_rows,
-                        int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out, uint8_t* scratch,
-                        IsaTier tier);
+void flash_attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q,
+                        const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_kv,
+                        float scale, float* out, uint8_t* scratch, IsaTier tier);
 
 }  // namespace sniper

@@ -87,6 +87,12 @@ struct RowOps {
   void (*scale_f32)(float* y, float v, int64_t n);
   void (*mad_f16)(uint16_t* y, const uint16_t* x, float v, int64_t n);
   void (*scale_f16)(uint16_t* y, float v, int64_t n);
+  // x[i] = expf(x[i] - max) in ggml_vec_soft_max_f32's order (ggml's vectorised expf on 16-lane
+  // blocks, libm on the tail) and the sum of the results (block sums in double), as softmax.
+  double (*exp_sum)(float* x, int64_t n, float max);
+  // Flash attention's tiled f32 scores (ggml simd_gemm): s[t] = sum over i of q[i] * kt[i * tile
+  // + t], one fused multiply-add per i in order starting from 0; kt is [n][tile].
+  void (*dot_tile_f32)(const float* kt, int64_t n, int64_t tile, const float* q, float* s);
 };
 // The row operations of `tier` (lower tiers fill gaps). CHECKs the host can run the tier.
 const RowOps& find_row_ops(IsaTier tier);

@@ -270,4 +270,31 @@ void scale_f16_avx512(uint16_t* y, float v, int64_t n) {
   for (; i < n; ++i) y[i] = fp32_to_fp16(fp16_to_fp32(y[i]) * v);
 }
 
+double exp_sum_avx512(float* x, int64_t n, float max) { return exp_and_sum(x, n, max); }
+
+void dot_tile_f32_avx512(const float* kt, int64_t n, int64_t tile, const float* q, float* s) {
+  // Sixteen cells per register, each lane its own in-order chain of fused multiply-adds.
+  int64_t t = 0;
+  for (; t + 64 <= tile; t += 64) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < n; ++i) {
+      const __m512 qi = _mm512_set1_ps(q[i]);
+      const float* row = kt + i * tile + t;
+      a0 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row), a0);
+      a1 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + 16), a1);
+      a2 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + 32), a2);
+      a3 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + 48), a3);
+    }
+    _mm512_storeu_ps(s + t, a0);
+    _mm512_storeu_ps(s + t + 16, a1);
+    _mm512_storeu_ps(s + t + 32, a2);
+    _mm512_storeu_ps(s + t + 48, a3);
+  }
+  for (; t < tile; ++t) {
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n; ++i) acc = std::fma(q[i], kt[i * tile + t], acc);
+    s[t] = acc;
+  }
+}
+
 }  // namespace sniper::kernels_internal

@@ -102,7 +102,7 @@ void Gemma4Attention::attend_full(const LayerPlan& lp, const KvCache& kv, int64_
   // As AttentionBlock, with gemma4's attention scale 1.0: one item per (token, kv head).
   const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), n_kv_heads = lp.n_kv_heads;
   const AttentionLayout& layout = kv.layout();
-  const AttentionBatch batch = attention_batch(layout, pos0, n_tok);
+  const AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
   const int64_t group = lp.n_heads / n_kv_heads;
   const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded, group);
   const size_t stride = (need + 63) / 64 * 64;
