@@ -57,9 +57,9 @@ Filled fill(const KvConfig& config, int64_t n_kv_heads, int64_t hd, int64_t n_ct
 }
 
 std::vector<float> run(const Filled& f, const std::vector<float>& q, int64_t kv_head, int64_t group, int64_t pos0,
-                       int64_t n_tok, int64_t n_kv, float scale, IsaTier tier) {
+                       int64_t n_tok, int64_t n_kv, float scale, IsaTier tier, int64_t n_threads = 1) {
   const AttentionLayout& lay = f.cache->layout();
-  const AttentionBatch batch = attention_batch(lay, pos0, n_tok);
+  const AttentionBatch batch = attention_batch(lay, pos0, n_tok, n_threads);
   std::vector<float> out(static_cast<size_t>(group * lay.head_dim), nan_f());
   Scratch s(attention_scratch_bytes(lay, batch.n_kv_padded, group));
   attend_group(lay, batch, q.data(), f.cache->k_rows(0), f.cache->v_rows(0), kv_head, group, n_kv, scale, out.data(),
@@ -103,7 +103,7 @@ double bound_for(const KvConfig& c) {
 }
 
 void check(const KvConfig& config, int64_t hd, int64_t n_kv_heads, int64_t group, int64_t n_ctx,
-           std::initializer_list<int64_t> positions, std::initializer_list<int64_t> n_toks) {
+           std::initializer_list<int64_t> positions, std::initializer_list<int64_t> n_toks, int64_t n_threads = 1) {
   SCOPED_TRACE(kv_config_name(config) + " hd " + std::to_string(hd) + " group " + std::to_string(group));
   const Filled f = fill(config, n_kv_heads, hd, n_ctx, 17);
   ASSERT_NE(f.cache, nullptr);
@@ -119,7 +119,7 @@ void check(const KvConfig& config, int64_t hd, int64_t n_kv_heads, int64_t group
         std::vector<float> want;
         for (int64_t g = 0; g < group; ++g) {
           const std::vector<float> qg(q.begin() + g * hd, q.begin() + (g + 1) * hd);
-          const std::vector<float> o = run(f, qg, kvh, 1, pos0, n_tok, n_kv, scale, IsaTier::kRef);
+          const std::vector<float> o = run(f, qg, kvh, 1, pos0, n_tok, n_kv, scale, IsaTier::kRef, n_threads);
           want.insert(want.end(), o.begin(), o.end());
           const std::vector<double> plain = naive(f, qg.data(), kvh, n_kv, scale);
           double num = 0, den = 0;
@@ -132,7 +132,7 @@ void check(const KvConfig& config, int64_t hd, int64_t n_kv_heads, int64_t group
         }
         for (IsaTier tier : kAllTiers) {
           if (!host_has(tier)) continue;
-          const std::vector<float> got = run(f, q, kvh, group, pos0, n_tok, n_kv, scale, tier);
+          const std::vector<float> got = run(f, q, kvh, group, pos0, n_tok, n_kv, scale, tier, n_threads);
           ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * want.size()))
               << "tier " << isa_tier_name(tier) << " n_kv " << n_kv << " n_tok " << n_tok << " kv head " << kvh;
         }
@@ -151,6 +151,18 @@ TEST(FlashAttention, EveryTypeMatchesRefPerHeadAndPlainAttention) {
     // head_dim 96: no rotation (96 % 64 != 0), an odd number of 32-element blocks.
     check(KvConfig(t, t, FlashAttn::kOn), 96, 1, 3, 80, {0, 79}, {1});
   }
+}
+
+TEST(FlashAttention, F16TiledAndSplitKv) {
+  const KvConfig f16_fa(KvType::kF16, KvType::kF16, FlashAttn::kOn);
+  // Calls of >= 64 tokens: the tiled f32 kernel (tiles of 64 cells, the last one partial).
+  check(f16_fa, 64, 2, 4, 300, {63, 64, 100, 299}, {64, 100});
+  check(f16_fa, 128, 1, 3, 200, {150}, {70});
+  // Decode over >= 512 padded cells: split-KV over 1, 2 and 3 threads (chunks past the query's
+  // position hold masked cells only); below 512 the per-row loop.
+  for (int64_t threads : {1, 2, 3}) check(f16_fa, 64, 2, 4, 700, {255, 256, 300, 511, 512, 699}, {1}, threads);
+  // head_dim 80 (not a multiple of 16): never tiled.
+  check(f16_fa, 80, 1, 2, 150, {100}, {64});
 }
 
 TEST(FlashAttention, MixedTypesGroupsAndNoRotation) {
