@@ -38,7 +38,7 @@ std::string MemoryPlan::describe() const {
   s.append("memory plan for a budget of ");
   s.append(mib(budget_bytes));
   s.append("\n");
-  line("KV cache", kv_bytes, n_sessions > 1 ? "(one per session)" : "");
+  line("KV cache", kv_bytes, "(" + kv_config_name(kv_config) + (n_sessions > 1 ? "; one per session)" : ")"));
   line("activation scratch", scratch_bytes);
   line("runtime overhead", overhead_bytes);
   line("resident weights", resident_weight_bytes,
@@ -76,6 +76,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   // layers, nothing for shared-KV ones) and the recurrent layers' states.
   SNIPER_TRY(SequenceState::validate(layer_state_specs(c), req.n_ctx, req.kv_type));
   p.kv_bytes = sessions * SequenceState::bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type);
+  p.kv_config = req.kv_type;
   p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
   p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;

@@ -45,6 +45,7 @@ struct ExpertSlotLayout {
 struct MemoryPlan {
   uint64_t budget_bytes = 0;
   uint64_t kv_bytes = 0;             // all sessions' sequence states (KV rows, recurrent states)
+  KvConfig kv_config = KvConfig();   // the cache types kv_bytes was counted for
   uint64_t scratch_bytes = 0;        // all sessions' activation scratch
   int64_t n_sessions = 1;
   uint64_t overhead_bytes = 0;       // runtime, tokenizer, metadata, I/O bookkeeping

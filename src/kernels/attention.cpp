@@ -62,7 +62,9 @@ GroupScratch carve(const AttentionLayout& layout, int64_t n_kv_padded, int64_t g
   g.weights = reinterpret_cast<float*>(scratch + align64(row));
   g.q = scratch + 2 * align64(row);
   g.state = reinterpret_cast<float*>(g.q + align64(query_bytes(layout, group)));
-  g.qrot = g.state + align64(sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim, group))) / sizeof(float);
+  const size_t state_bytes =
+      align64(sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim, group)));
+  g.qrot = g.state + state_bytes / sizeof(float);
   return g;
 }
 
@@ -156,10 +158,11 @@ size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padde
   // scores and weights [group][stride] f32, the query [group][head_dim] in f32 (covers f16 and
   // q8_0 heads too).
   const int64_t stride = round_up(std::max<int64_t>(n_kv_padded, 1), 16);
-  // Plus the AVX-512 KQV's parked accumulators.
-  // Plus the rotated query.
-  const size_t plain = 2 * align64(sizeof(float) * static_cast<size_t>(stride * group)) + align64(query_bytes(layout, group)) +
-                       align64(sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim, group))) +
+  // Plus the AVX-512 KQV's parked accumulators, and the rotated query.
+  const size_t state_bytes =
+      align64(sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim, group)));
+  const size_t plain = 2 * align64(sizeof(float) * static_cast<size_t>(stride * group)) +
+                       align64(query_bytes(layout, group)) + state_bytes +
                        sizeof(float) * static_cast<size_t>(layout.head_dim * group);
   return layout.flash ? flash_attention_scratch_bytes(layout, group) : plain;
 }

@@ -240,9 +240,10 @@ void tiled(const FlashCall& f, const float* q, int64_t n_kv, float* out) {
     const int64_t nt = std::min(kTile, n_kv - c0);
     // K tile widened and transposed ([hd][kTile], cells past nt zero), V tile widened ([nt][hd]).
     for (int64_t t = 0; t < nt; ++t) {
-      f.kk.dequant_row(f.k + layout.row_bytes * static_cast<size_t>(c0 + t), s.v32, hd);
+      f.ops.widen_f16(reinterpret_cast<const uint16_t*>(f.k + layout.row_bytes * static_cast<size_t>(c0 + t)), s.v32, hd);
       for (int64_t d = 0; d < hd; ++d) s.ktile[d * kTile + t] = s.v32[d];
-      f.kv.dequant_row(f.v + layout.v_row_bytes * static_cast<size_t>(c0 + t), s.vtile + t * hd, hd);
+      f.ops.widen_f16(reinterpret_cast<const uint16_t*>(f.v + layout.v_row_bytes * static_cast<size_t>(c0 + t)),
+                      s.vtile + t * hd, hd);
     }
     for (int64_t t = nt; t < kTile; ++t) {
       for (int64_t d = 0; d < hd; ++d) s.ktile[d * kTile + t] = 0.0f;

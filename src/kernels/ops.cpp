@@ -133,6 +133,10 @@ void dot_tile_f32_ref(const float* kt, int64_t n, int64_t tile, const float* q, 
   }
 }
 
+void widen_f16_ref(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+}
+
 void softmax_ref(float* x, int64_t n) {
   float max = -INFINITY;
   for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
@@ -190,13 +194,13 @@ const RowOps& find_row_ops(IsaTier tier) {
   CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
   static const RowOps kRef = {silu_mul_ref, softmax_ref, round_fp16_row_ref, attention_weights_ref,
                               q8_0_weighted_rows_ref, mad_f32_ref, scale_f32_ref, mad_f16_ref, scale_f16_ref,
-                              exp_sum_ref, dot_tile_f32_ref};
+                              exp_sum_ref, dot_tile_f32_ref, widen_f16_ref};
   static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512, kernels_internal::softmax_avx512,
                                  kernels_internal::round_fp16_row_avx512, kernels_internal::attention_weights_avx512,
                                  kernels_internal::q8_0_weighted_rows_avx512, kernels_internal::mad_f32_avx512,
                                  kernels_internal::scale_f32_avx512, kernels_internal::mad_f16_avx512,
                                  kernels_internal::scale_f16_avx512, kernels_internal::exp_sum_avx512,
-                                 kernels_internal::dot_tile_f32_avx512};
+                                 kernels_internal::dot_tile_f32_avx512, kernels_internal::widen_f16_avx512};
   return tier >= IsaTier::kAvx512 ? kAvx512 : kRef;
 }
 

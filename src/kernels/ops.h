@@ -93,6 +93,8 @@ struct RowOps {
   // Flash attention's tiled f32 scores (ggml simd_gemm): s[t] = sum over i of q[i] * kt[i * tile
   // + t], one fused multiply-add per i in order starting from 0; kt is [n][tile].
   void (*dot_tile_f32)(const float* kt, int64_t n, int64_t tile, const float* q, float* s);
+  // y[i] = the f16 x[i] as f32 (exact).
+  void (*widen_f16)(const uint16_t* x, float* y, int64_t n);
 };
 // The row operations of `tier` (lower tiers fill gaps). CHECKs the host can run the tier.
 const RowOps& find_row_ops(IsaTier tier);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -220,6 +221,23 @@ TEST(FlashAttention, AccumulatorStepsMatchTheirScalarTwins) {
       ref.scale_f16(ah.data(), v, n);
       ops.scale_f16(bh.data(), v, n);
       EXPECT_EQ(ah, bh) << "scale_f16 n " << n;
+      std::vector<float> wa(x.size()), wb(x.size());
+      ref.widen_f16(xh.data(), wa.data(), n);
+      ops.widen_f16(xh.data(), wb.data(), n);
+      EXPECT_EQ(wa, wb) << "widen_f16 n " << n;
+      // exp_sum and dot_tile_f32 (the tiled path's scores) against their scalar twins.
+      std::vector<float> ea(x), eb(x);
+      const float mx = *std::max_element(x.begin(), x.end());
+      EXPECT_EQ(ref.exp_sum(ea.data(), n, mx), ops.exp_sum(eb.data(), n, mx)) << "exp_sum n " << n;
+      EXPECT_EQ(ea, eb) << "exp_sum n " << n;
+      for (int64_t tile : {16, 64, 70}) {
+        std::vector<float> kt(static_cast<size_t>(n * tile)), qv(x.size()), sa(static_cast<size_t>(tile)), sb(sa.size());
+        for (float& e : kt) e = dist(rng);
+        for (float& e : qv) e = dist(rng);
+        ref.dot_tile_f32(kt.data(), n, tile, qv.data(), sa.data());
+        ops.dot_tile_f32(kt.data(), n, tile, qv.data(), sb.data());
+        EXPECT_EQ(0, std::memcmp(sa.data(), sb.data(), sizeof(float) * sa.size())) << "dot_tile_f32 n " << n;
+      }
     }
   }
 }

@@ -297,4 +297,10 @@ void dot_tile_f32_avx512(const float* kt, int64_t n, int64_t tile, const float* 
   }
 }
 
+void widen_f16_avx512(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_f16(x + i));
+  for (; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+}
+
 }  // namespace sniper::kernels_internal
