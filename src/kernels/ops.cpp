@@ -201,7 +201,13 @@ const RowOps& find_row_ops(IsaTier tier) {
                                  kernels_internal::scale_f32_avx512, kernels_internal::mad_f16_avx512,
                                  kernels_internal::scale_f16_avx512, kernels_internal::exp_sum_avx512,
                                  kernels_internal::dot_tile_f32_avx512, kernels_internal::widen_f16_avx512};
-  return tier >= IsaTier::kAvx512 ? kAvx512 : kRef;
+  // AVX2: the scalar twins, with flash attention's accumulator steps in AVX2.
+  static const RowOps kAvx2 = {silu_mul_ref, softmax_ref, round_fp16_row_ref, attention_weights_ref,
+                               q8_0_weighted_rows_ref, kernels_internal::mad_f32_avx2,
+                               kernels_internal::scale_f32_avx2, kernels_internal::mad_f16_avx2,
+                               kernels_internal::scale_f16_avx2, exp_sum_ref, kernels_internal::dot_tile_f32_avx2,
+                               kernels_internal::widen_f16_avx2};
+  return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
