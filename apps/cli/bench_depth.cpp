@@ -47,28 +47,45 @@ Result<std::vector<int64_t>> parse_depths(const std::string& text) {
   return depths;
 }
 
-Result<std::vector<KvType>> parse_kv_types(const std::string& text) {
-  std::vector<KvType> types;
+Result<std::vector<KvConfig>> parse_kv_configs(const std::string& text, const KvConfig& base) {
+  std::vector<KvConfig> configs;
   for (const std::string& item : split_commas(text)) {
-    SNIPER_ASSIGN_OR_RETURN(KvType t, parse_kv_type(item));
-    types.push_back(t);
+    KvConfig c = base;
+    const size_t slash = item.find('/');
+    SNIPER_ASSIGN_OR_RETURN(c.k, parse_kv_type(item.substr(0, slash)));
+    c.v = c.k;
+    if (slash != std::string::npos) {
+      SNIPER_ASSIGN_OR_RETURN(c.v, parse_kv_type(item.substr(slash + 1)));
+    }
+    if (Status st = validate_kv_config(c); !st.ok()) {
+      return make_error("--depth-kv item '%s': %s", item.c_str(), st.error().message.c_str());
+    }
+    configs.push_back(c);
   }
-  return types;
+  return configs;
+}
+
+std::string kv_label(const KvConfig& c) {
+  std::string s = kv_type_name(c.k);
+  if (c.v != c.k) s = s + "/" + kv_type_name(c.v);
+  if (c.flash()) s += " fa";
+  return s;
 }
 
 Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOptions& base, const std::vector<int64_t>& depths,
-                                               const std::vector<KvType>& kv_types, int64_t n_decode) {
+                                               const std::vector<KvConfig>& kv_types, int64_t n_decode,
+                                               int64_t n_prefill) {
   std::vector<DepthPoint> points;
   if (depths.empty() || kv_types.empty() || n_decode < 1) return points;
   const int64_t vocab = model.config().vocab_size;
   uint64_t x = 0xD1B54A32D192ED03ull;
   // One session per point, each filled to its depth.
   std::vector<std::unique_ptr<Session>> sessions;
-  for (KvType kv : kv_types) {
+  for (const KvConfig& kv : kv_types) {
     for (int64_t depth : depths) {
       SessionOptions so = base;
       so.kv_type = kv;
-      so.n_ctx = depth + n_decode + 1;
+      so.n_ctx = depth + std::max(n_decode, n_prefill) + 1;
       SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, so));
       DepthPoint p;
       p.kv_type = kv;
@@ -79,10 +96,21 @@ Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOption
         std::vector<int32_t> chunk(static_cast<size_t>(n));
         for (int32_t& t : chunk) t = filler_token(x, vocab);
         SNIPER_TRY(session->eval(chunk));
-        std::fprintf(stderr, "\rdepth %s: filling %ld/%ld   ", kv_type_name(kv), static_cast<long>(session->n_past()),
+        std::fprintf(stderr, "\rdepth %s: filling %ld/%ld   ", kv_label(kv).c_str(), static_cast<long>(session->n_past()),
                      static_cast<long>(depth));
       }
       p.fill_s = now_s() - t_fill;
+      if (n_prefill > 0) {
+        std::vector<int32_t> chunk(static_cast<size_t>(n_prefill));
+        for (int32_t& t : chunk) t = filler_token(x, vocab);
+        const double t0 = now_s();
+        SNIPER_TRY(session->eval(chunk));
+        p.prefill_tok_s = static_cast<double>(n_prefill) / (now_s() - t0);
+        if (session->truncate(depth) != depth) {
+          return make_error("the model's state cannot be cut back to depth %ld after the prefill measurement",
+                            static_cast<long>(depth));
+        }
+      }
       sessions.push_back(std::move(session));
       points.push_back(p);
     }

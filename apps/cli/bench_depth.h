@@ -15,22 +15,30 @@
 namespace sniper::cli {
 
 struct DepthPoint {
-  KvType kv_type = KvType::kF16;
+  KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   int64_t depth = 0;        // tokens in the context when decoding starts
   double decode_tok_s = 0;  // over n_decode tokens at that depth
   double fill_s = 0;        // prompt evaluation time to reach the depth (incremental)
+  double prefill_tok_s = 0; // n_prefill tokens evaluated in one call at that depth (0: not measured)
 };
 
-// Parses "128,4096" (ascending after sorting, each >= 1) or "f16,q8_0". Errors name the item.
+// Parses "128,4096" (ascending after sorting, each >= 1). Errors name the item.
 Result<std::vector<int64_t>> parse_depths(const std::string& text);
-Result<std::vector<KvType>> parse_kv_types(const std::string& text);
+// Parses "f16,q8_0,q8_0/f16": each item a type for K and V, or K/V; flash attention and
+// rotation come from `base`. Errors name the item (and a quantized V with -fa off).
+Result<std::vector<KvConfig>> parse_kv_configs(const std::string& text, const KvConfig& base);
+// "q8_0 fa", "q8_0/f16": the KV types, and "fa" when flash attention is on.
+std::string kv_label(const KvConfig& config);
 
-// One session per (KV type, depth), each filled with pseudo-random prompt tokens to its depth;
+// One session per (KV config, depth), each filled with pseudo-random prompt tokens to its depth;
 // then n_decode rounds in which every session decodes one token, so that every point sees the
-// same machine (the ratios are what matters). The sessions live at once: their KV caches add up
+// same machine (the ratios are what matters). With n_prefill > 0, each session first evaluates
+// n_prefill more tokens in one call at its depth (prefill speed at depth, llama-bench -d -p)
+// and is cut back to the depth. The sessions live at once: their KV caches add up
 // (f16 and q8_0 at 4096 tokens of Qwen3-30B-A3B: 0.6 GB). Prints progress to stderr.
 // Thread-compatible (uses the model exclusively while running).
 Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOptions& base, const std::vector<int64_t>& depths,
-                                               const std::vector<KvType>& kv_types, int64_t n_decode);
+                                               const std::vector<KvConfig>& kv_types, int64_t n_decode,
+                                               int64_t n_prefill = 0);
 
 }  // namespace sniper::cli

@@ -67,7 +67,8 @@ int cmd_bench(int argc, char** argv) {
                                      "stream, so a random-weight model cannot collapse into repeating one token and make "
                                      "every cache look perfect)"},
       {"--depths", nullptr, "N,N", "also decode at these context depths, e.g. 128,4096 (attention at long context)"},
-      {"--depth-kv", nullptr, "T,T", "KV cache types for --depths, e.g. f16,q8_0 (default: --kv-type)"},
+      {"--depth-kv", nullptr, "T,T", "KV cache types for --depths, e.g. f16,q8_0,q8_0/f16 (K/V; default: -ctk/-ctv; -fa applies)"},
+      {"--depth-prefill", nullptr, "N", "also time N prompt tokens in one call at each depth (llama-bench -d D -p N; default 0)"},
       {"--no-probe", nullptr, nullptr, "skip the SSD and RAM bandwidth probes"},
       {"--json", nullptr, nullptr, "end with one line of JSON"},
       {"--help", "-h", nullptr, "show this help"},
@@ -89,23 +90,25 @@ int cmd_bench(int argc, char** argv) {
   auto lo = load_options_from_args(*args);
   if (!lo.ok()) return fail(lo.error());
   std::vector<int64_t> depths;
-  std::vector<KvType> depth_kv = {lo->kv_type};
+  std::vector<KvConfig> depth_kv = {lo->kv_type};
   if (args->has("--depths")) {
     auto d = parse_depths(args->get_string("--depths"));
     if (!d.ok()) return fail(d.error());
     depths = *d;
   }
   if (args->has("--depth-kv")) {
-    auto k = parse_kv_types(args->get_string("--depth-kv"));
+    auto k = parse_kv_configs(args->get_string("--depth-kv"), lo->kv_type);
     if (!k.ok()) return fail(k.error());
     depth_kv = *k;
   }
   const int64_t depth_decode = std::min<int64_t>(*n_gen, 16);
+  auto depth_prefill = args->get_int("--depth-prefill", 0, 0, 1 << 16);
+  if (!depth_prefill.ok()) return fail(depth_prefill.error());
   // Decode tokens paired with a RAM probe each (bench_paired.h), after the timed decode.
   const int64_t roofline_pairs = std::min<int64_t>(*n_gen, 16);
   if (lo->n_ctx == 0) {
     lo->n_ctx = *n_prompt + *n_gen + roofline_pairs + 8;
-    if (!depths.empty()) lo->n_ctx = std::max(lo->n_ctx, depths.back() + depth_decode + 8);
+    if (!depths.empty()) lo->n_ctx = std::max(lo->n_ctx, depths.back() + std::max(depth_decode, *depth_prefill) + 8);
   }
   auto threads = args->get_int("--threads", 0, 0, 1024);
   if (!threads.ok()) return fail(threads.error());
@@ -371,16 +374,25 @@ int cmd_bench(int argc, char** argv) {
 
   std::string depth_json;
   if (!depths.empty()) {
-    auto points = measure_depths(m, so, depths, depth_kv, depth_decode);
+    auto points = measure_depths(m, so, depths, depth_kv, depth_decode, *depth_prefill);
     if (!points.ok()) return fail(points.error());
     for (const DepthPoint& p : *points) {
       const DepthPoint& first = points->front();
-      std::printf("decode at depth  %-5s %6ld tokens of context: %.3f tok/s (%.0f%% of %s at %ld)\n", kv_type_name(p.kv_type),
-                  static_cast<long>(p.depth), p.decode_tok_s, 100 * p.decode_tok_s / first.decode_tok_s,
-                  kv_type_name(first.kv_type), static_cast<long>(first.depth));
-      char item[160];
-      std::snprintf(item, sizeof(item), "%s{\"kv\":\"%s\",\"depth\":%ld,\"decode_tok_s\":%.4f}", depth_json.empty() ? "" : ",",
-                    kv_type_name(p.kv_type), static_cast<long>(p.depth), p.decode_tok_s);
+      std::printf("decode at depth  %-10s %6ld tokens of context: %.3f tok/s (%.0f%% of %s at %ld)\n",
+                  kv_label(p.kv_type).c_str(), static_cast<long>(p.depth), p.decode_tok_s,
+                  100 * p.decode_tok_s / first.decode_tok_s, kv_label(first.kv_type).c_str(), static_cast<long>(first.depth));
+      if (p.prefill_tok_s > 0) {
+        std::printf("prefill at depth %-10s %6ld tokens of context: %.2f tok/s (%ld tokens in one call)\n",
+                    kv_label(p.kv_type).c_str(), static_cast<long>(p.depth), p.prefill_tok_s,
+                    static_cast<long>(*depth_prefill));
+      }
+      char item[200];
+      KvConfig types = p.kv_type;  // "kv": the types alone (K, or K/V); flash attention apart
+      types.flash_attn = FlashAttn::kOff;
+      std::snprintf(item, sizeof(item),
+                    "%s{\"kv\":\"%s\",\"flash_attn\":%s,\"depth\":%ld,\"decode_tok_s\":%.4f,\"prefill_tok_s\":%.4f}",
+                    depth_json.empty() ? "" : ",", kv_label(types).c_str(), p.kv_type.flash() ? "true" : "false",
+                    static_cast<long>(p.depth), p.decode_tok_s, p.prefill_tok_s);
       depth_json += item;
     }
   }

@@ -49,7 +49,11 @@ int cmd_inspect(int argc, char** argv) {
       {"--mem", nullptr, "SIZE|auto", "memory budget for --plan (default auto)"},
       {"--ctx", nullptr, "N", "context size for --plan (default min(model, 4096))"},
       {"--batch", nullptr, "N", "prefill chunk for --plan (default 64)"},
-      {"--kv-type", nullptr, "f16|q8_0", "KV cache type for --plan (default f16)"},
+      {"--kv-type", nullptr, "TYPE", "KV cache type of K and V for --plan (default f16)"},
+      {"--cache-type-k", "-ctk", "TYPE", "K cache type for --plan"},
+      {"--cache-type-v", "-ctv", "TYPE", "V cache type for --plan"},
+      {"--flash-attn", "-fa", "on|off|auto", "flash attention for --plan (decides V's layout)"},
+      {"--no-kv-rotation", nullptr, nullptr, "(accepted for symmetry with run; no effect on the plan)"},
       {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints per session for --plan, as `serve --ctx-checkpoints` (default 0)"},
       {"--help", "-h", nullptr, "show this help"},
   };
@@ -158,7 +162,7 @@ int cmd_inspect(int argc, char** argv) {
     auto batch = args->get_int("--batch", 64, 1, 4096);
     if (!batch.ok()) return fail(batch.error());
     req.batch = *batch;
-    auto kv = parse_kv_type(args->get_string("--kv-type", "f16"));
+    auto kv = kv_config_from_args(*args);
     if (!kv.ok()) return fail(kv.error());
     req.kv_type = *kv;
     auto checkpoints = parse_checkpoint_count(args->get_string("--ctx-checkpoints", "0"));

@@ -18,7 +18,11 @@ std::vector<FlagSpec> model_flags() {
       {"--threads", "-t", "N", "threads (default: all cores)"},
       {"--ctx", "-c", "N", "context size in tokens (default: min(model, 4096))"},
       {"--batch", "-b", "N|auto", "prompt chunk size (default auto: 512 when every weight stays in RAM, else 64)"},
-      {"--kv-type", nullptr, "f16|q8_0", "KV cache type (default f16)"},
+      {"--kv-type", nullptr, "TYPE", "KV cache type for K and V (shorthand for -ctk TYPE -ctv TYPE; default f16)"},
+      {"--cache-type-k", "-ctk", "TYPE", "K cache type: f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (default f16)"},
+      {"--cache-type-v", "-ctv", "TYPE", "V cache type, as -ctk; a quantized V needs flash attention (default f16)"},
+      {"--flash-attn", "-fa", "on|off|auto", "flash attention (default auto: on when the V cache is quantized, else off)"},
+      {"--no-kv-rotation", nullptr, nullptr, "do not Hadamard-rotate quantized K/V (llama.cpp's LLAMA_ATTN_ROT_DISABLE=1)"},
       {"--residency", nullptr, "auto|resident|mmap|stream", "where weights live (default auto: resident if they fit --mem)"},
       {"--mem", nullptr, "SIZE|auto", "memory budget, e.g. 8G, 512M, auto = cgroup limit or MemAvailable (default auto)"},
       {"--cache-policy", nullptr, "lru|lfru", "expert cache eviction (default lfru)"},
@@ -96,7 +100,7 @@ Result<ModelLoadOptions> load_options_from_args(const Args& args) {
     if (!batch.ok()) return make_error("%s, or auto", batch.error().message.c_str());
     lo.batch = *batch;
   }
-  SNIPER_ASSIGN_OR_RETURN(lo.kv_type, parse_kv_type(args.get_string("--kv-type", "f16")));
+  SNIPER_ASSIGN_OR_RETURN(lo.kv_type, kv_config_from_args(args));
   SNIPER_ASSIGN_OR_RETURN(lo.cache_policy, parse_cache_policy(args.get_string("--cache-policy", "lfru")));
   lo.prefetch = !args.has("--no-prefetch");
   SNIPER_ASSIGN_OR_RETURN(int64_t prefetch_depth, args.get_int("--prefetch-depth", 1, 1, 8));
@@ -115,6 +119,21 @@ Result<ModelLoadOptions> load_options_from_args(const Args& args) {
   lo.queue_depth = static_cast<uint32_t>(depth);
   lo.direct = args.has("--buffered-io") ? DirectMode::kForceBuffered : DirectMode::kAuto;
   return lo;
+}
+
+Result<KvConfig> kv_config_from_args(const Args& args) {
+  SNIPER_ASSIGN_OR_RETURN(KvType both, parse_kv_type(args.get_string("--kv-type", "f16")));
+  KvConfig c(both);
+  if (args.has("--cache-type-k")) {
+    SNIPER_ASSIGN_OR_RETURN(c.k, parse_kv_type(args.get_string("--cache-type-k")));
+  }
+  if (args.has("--cache-type-v")) {
+    SNIPER_ASSIGN_OR_RETURN(c.v, parse_kv_type(args.get_string("--cache-type-v")));
+  }
+  SNIPER_ASSIGN_OR_RETURN(c.flash_attn, parse_flash_attn(args.get_string("--flash-attn", "auto")));
+  c.rotate = !args.has("--no-kv-rotation");
+  SNIPER_TRY(validate_kv_config(c));
+  return c;
 }
 
 Result<RoutingBias> parse_routing_bias(const std::string& text, const ModelConfig& c) {

@@ -13,7 +13,7 @@
 
 namespace sniper::cli {
 
-// -m, -t, --ctx, --batch, --kv-type, --residency
+// -m, -t, --ctx, --batch, --kv-type, -ctk, -ctv, -fa, --no-kv-rotation, --residency
 std::vector<FlagSpec> model_flags();
 // --temp, --seed, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty
 std::vector<FlagSpec> sampling_flags();
@@ -32,6 +32,8 @@ Result<int64_t> parse_checkpoint_count(const std::string& text);
 // The model_flags() as ModelLoadOptions (budget resolved, enums parsed).
 Result<ModelLoadOptions> load_options_from_args(const Args& args);
 Result<SamplerConfig> sampler_from_args(const Args& args);
+// --kv-type (both), then -ctk / -ctv, -fa and --no-kv-rotation, validated (validate_kv_config).
+Result<KvConfig> kv_config_from_args(const Args& args);
 // "KEEP:WINDOW" or "auto" (keep half the active experts, window twice as many).
 Result<RoutingBias> parse_routing_bias(const std::string& text, const ModelConfig& config);
 

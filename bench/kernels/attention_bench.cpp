@@ -45,7 +45,7 @@ Layer make_layer(const AttentionLayout& layout, int64_t n_kv_heads, std::mt19937
       for (int kv = 0; kv < 2; ++kv) {
         for (float& x : row) x = dist(rng);
         uint8_t* dst = (kv == 0 ? l.k : l.v).data() + at;
-        if (layout.kv_type == GgmlType::kQ8_0) {
+        if (layout.k_type == GgmlType::kQ8_0) {
           quantize_row_q8_0_ref(row.data(), reinterpret_cast<BlockQ8_0*>(dst), hd);
         } else if (kv == 0) {
           auto* k = reinterpret_cast<fp16_t*>(dst);
@@ -98,14 +98,19 @@ int run(int argc, char** argv) {
         return 2;
       }
       AttentionLayout layout;
-      layout.kv_type = type_name == "f16" ? GgmlType::kF16 : GgmlType::kQ8_0;
+      layout.k_type = type_name == "f16" ? GgmlType::kF16 : GgmlType::kQ8_0;
+      layout.v_type = layout.k_type;
+      layout.flash = layout.k_type == GgmlType::kQ8_0;  // a q8_0 V needs flash attention
       layout.head_dim = hd;
       layout.n_ctx = (n_kv + 255) / 256 * 256;
-      layout.head_bytes = layout.kv_type == GgmlType::kF16 ? sizeof(fp16_t) * static_cast<size_t>(hd)
+      layout.head_bytes = layout.k_type == GgmlType::kF16 ? sizeof(fp16_t) * static_cast<size_t>(hd)
                                                            : sizeof(BlockQ8_0) * static_cast<size_t>(hd / 32);
       layout.row_bytes = by_head ? layout.head_bytes : layout.head_bytes * static_cast<size_t>(n_kv_heads);
       layout.head_stride = by_head ? layout.head_bytes * static_cast<size_t>(layout.n_ctx) : layout.head_bytes;
-      layout.v_transposed = layout.kv_type == GgmlType::kF16;
+      layout.v_head_bytes = layout.head_bytes;
+      layout.v_row_bytes = layout.row_bytes;
+      layout.v_head_stride = layout.head_stride;
+      layout.v_transposed = layout.k_type == GgmlType::kF16;
       if (layout.v_transposed) layout.vt_row_bytes = sizeof(fp16_t) * static_cast<size_t>((layout.n_ctx + 31) / 32 * 32);
       std::mt19937 rng(7);
       std::vector<Layer> layers;

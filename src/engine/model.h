@@ -48,7 +48,7 @@ struct ModelLoadOptions {
   int64_t n_sessions = 1;         // sessions to plan KV caches and scratch for (server slots)
   int64_t n_checkpoints = 0;      // state checkpoints per session to plan for, or kAutoCheckpoints
                                   // (plan().n_checkpoints is the count to give SessionOptions)
-  KvType kv_type = KvType::kF16;
+  KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   CachePolicy cache_policy = CachePolicy::kLfru;
   bool prefetch = true;
   int prefetch_depth = 1;         // layers ahead the expert prefetcher predicts

@@ -38,7 +38,7 @@ std::string MemoryPlan::describe() const {
   s.append("memory plan for a budget of ");
   s.append(mib(budget_bytes));
   s.append("\n");
-  line("KV cache", kv_bytes, n_sessions > 1 ? "(one per session)" : "");
+  line("KV cache", kv_bytes, "(" + kv_config_name(kv_config) + (n_sessions > 1 ? "; one per session)" : ")"));
   if (checkpoint_bytes > 0) {
     char note[96];
     std::snprintf(note, sizeof(note), "(%ld per session: recurrent states / window rings, for prefix reuse)",
@@ -86,6 +86,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   const uint64_t sessions = static_cast<uint64_t>(p.n_sessions);
   // Each session's sequence state: KV rows of the attention layers (a window's ring for sliding
   // layers, nothing for shared-KV ones) and the recurrent layers' states.
+  SNIPER_TRY(SequenceState::validate(layer_state_specs(c), req.n_ctx, req.kv_type));
   p.kv_bytes = sessions * SequenceState::bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type);
   // Each session's state checkpoints (kv/state_checkpoints.h): what forgetting positions cannot
   // rewind, at most n_checkpoints copies; none for a model that can always rewind.
@@ -94,6 +95,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
                         ? auto_checkpoint_count(req.budget_bytes, p.n_sessions, one_checkpoint)
                         : std::max<int64_t>(0, req.n_checkpoints);
   p.checkpoint_bytes = sessions * static_cast<uint64_t>(p.n_checkpoints) * one_checkpoint;
+  p.kv_config = req.kv_type;
   p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
   p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;

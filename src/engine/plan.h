@@ -35,7 +35,7 @@ int64_t auto_checkpoint_count(uint64_t budget_bytes, int64_t n_sessions, uint64_
 struct PlanRequest {
   uint64_t budget_bytes = 0;  // what the process may use, page cache of our reads included
   int64_t n_ctx = 4096;
-  KvType kv_type = KvType::kF16;
+  KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   int64_t batch = 64;
   int64_t n_sessions = 1;     // sessions (server slots) that each hold a KV cache and scratch
   // State checkpoints per session (SessionOptions::n_checkpoints); kAutoCheckpoints: up to
@@ -58,6 +58,7 @@ struct MemoryPlan {
   uint64_t kv_bytes = 0;             // all sessions' sequence states (KV rows, recurrent states)
   int64_t n_checkpoints = 0;         // state checkpoints per session (the request's, auto resolved)
   uint64_t checkpoint_bytes = 0;     // all sessions' state checkpoints at most (hybrid models; else 0)
+  KvConfig kv_config = KvConfig();   // the cache types kv_bytes was counted for
   uint64_t scratch_bytes = 0;        // all sessions' activation scratch
   int64_t n_sessions = 1;
   uint64_t overhead_bytes = 0;       // runtime, tokenizer, metadata, I/O bookkeeping

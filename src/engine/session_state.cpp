@@ -49,7 +49,7 @@ const char* state_kind_name(LayerStateKind k) {
 Status decompress_sections(SessionState* s, ContextCompression c) {
   if (!kv_type_compressible(s->kv_type)) {
     return make_error("the context file is compressed but has a %s KV cache, which compression does not support",
-                      kv_type_name(s->kv_type));
+                      kv_config_name(s->kv_type).c_str());
   }
   std::vector<uint8_t> kv;
   kv.reserve(s->kv.size() * 4);  // at most 64/18 of a q4_0 section's bytes: one allocation
@@ -118,7 +118,7 @@ SessionState capture_session_state(const Session& session, uint64_t fingerprint)
   const SequenceState& st = session.state();
   SessionState s;
   s.model_fingerprint = fingerprint;
-  s.kv_type = st.type();
+  s.kv_type = st.kv_config();
   s.n_layers = st.n_layers();
   s.n_ctx = st.n_ctx();
   s.tokens = session.history();
@@ -138,6 +138,13 @@ SessionState capture_session_state(const Session& session, uint64_t fingerprint)
   return s;
 }
 
+// The same cache bytes: types, V layout and rotation (flash_attn's auto resolved).
+// (Rotation matters only for a quantized K or V.)
+static bool same_cache(const KvConfig& a, const KvConfig& b) {
+  const bool rotated = kv_type_quantized(a.k) || kv_type_quantized(a.v);
+  return a.k == b.k && a.v == b.v && a.flash() == b.flash() && (!rotated || a.rotate == b.rotate);
+}
+
 Status check_compatible(const SessionState& s, const Session& session, uint64_t fingerprint) {
   const SequenceState& st = session.state();
   const ModelConfig& c = session.model().config();
@@ -145,9 +152,10 @@ Status check_compatible(const SessionState& s, const Session& session, uint64_t 
     return make_error("the saved context was made with another model file (fingerprint %016llx, this model is %016llx)",
                       static_cast<unsigned long long>(s.model_fingerprint), static_cast<unsigned long long>(fingerprint));
   }
-  if (s.kv_type != st.type()) {
-    return make_error("the saved context has a %s KV cache but the server uses %s", kv_type_name(s.kv_type),
-                      kv_type_name(st.type()));
+  if (!same_cache(s.kv_type, st.kv_config())) {
+    return make_error("the saved context has a KV cache of %s but this session uses %s (start it with the saved "
+                      "context's -ctk / -ctv / -fa to load it)", kv_config_name(s.kv_type).c_str(),
+                      kv_config_name(st.kv_config()).c_str());
   }
   if (s.n_layers != st.n_layers()) {
     return make_error("the saved context has %ld layers but the model has %ld", static_cast<long>(s.n_layers),
@@ -190,8 +198,8 @@ void restore_session_state(const SessionState& s, Session& session) {
 Status check_compressible(const SessionState& s, ContextCompression c) {
   if (c == ContextCompression::kNone) return ok_status();
   if (!kv_type_compressible(s.kv_type)) {
-    return make_error("--context-compression %s does not support a %s KV cache", context_compression_name(c),
-                      kv_type_name(s.kv_type));
+    return make_error("--context-compression %s supports f16 and q8_0 K/V caches, not %s", context_compression_name(c),
+                      kv_config_name(s.kv_type).c_str());
   }
   for (size_t l = 0; l < s.layers.size(); ++l) {
     const LayerStateSpec& spec = s.layers[l];
@@ -231,10 +239,11 @@ std::string serialize_session_state(const SessionState& s, ContextCompression c)
   out.reserve(kHeaderBytes + s.tokens.size() * 4 + static_cast<size_t>(s.n_layers) * kLayerRecordBytes + sections.size() + 8);
   out.append(kMagic, sizeof(kMagic));
   put<uint32_t>(&out, kSessionStateVersion);
-  put<uint32_t>(&out, s.kv_type == KvType::kF16 ? 0u : 1u);
+  put<uint32_t>(&out, static_cast<uint32_t>(s.kv_type.k));
   put<uint64_t>(&out, s.model_fingerprint);
   put<int64_t>(&out, s.n_layers);
-  put<int64_t>(&out, 0);
+  put<uint32_t>(&out, static_cast<uint32_t>(s.kv_type.v));
+  put<uint32_t>(&out, (s.kv_type.flash() ? 1u : 0u) | (s.kv_type.rotate ? 2u : 0u));
   put<int64_t>(&out, static_cast<int64_t>(c));
   put<int64_t>(&out, s.n_ctx);
   put<int64_t>(&out, s.n_tokens());
@@ -268,7 +277,7 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
                       "version %u (per-layer sequence state); evaluate the prompt again and save a new context",
                       kSessionStateVersion);
   }
-  if (version != kSessionStateVersion) {
+  if (version != kSessionStateVersion && version != 2) {
     return make_error("the context file has version %u but this build reads version %u", version, kSessionStateVersion);
   }
   const uint64_t want = get<uint64_t>(bytes, bytes.size() - 8);
@@ -278,9 +287,22 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
                       static_cast<unsigned long long>(want), static_cast<unsigned long long>(got));
   }
   SessionState s;
-  const uint32_t type = get<uint32_t>(bytes, 12);
-  if (type > 1) return make_error("the context file's kv type is %u but must be 0 (f16) or 1 (q8_0)", type);
-  s.kv_type = type == 0 ? KvType::kF16 : KvType::kQ8_0;
+  const uint32_t k_code = get<uint32_t>(bytes, 12);
+  const uint32_t v_code = version == 2 ? k_code : get<uint32_t>(bytes, 32);
+  const uint32_t flags = version == 2 ? (k_code == 1 ? 1u : 0u) : get<uint32_t>(bytes, 36);
+  const uint32_t max_code = version == 2 ? 1 : kKvTypeCount - 1;
+  if (k_code > max_code || v_code > max_code) {
+    return make_error("the context file's KV cache types are %u (K) and %u (V) but must be in [0, %u]", k_code, v_code,
+                      max_code);
+  }
+  if (flags > 3) return make_error("the context file's KV flags are %u but must be in [0, 3]", flags);
+  s.kv_type = KvConfig(static_cast<KvType>(k_code), static_cast<KvType>(v_code),
+                       (flags & 1u) != 0 ? FlashAttn::kOn : FlashAttn::kOff);
+  s.kv_type.rotate = (flags & 2u) != 0;
+  if (!validate_kv_config(s.kv_type).ok()) {
+    return make_error("the context file's V cache type %s is quantized but its flags say no flash attention",
+                      kv_type_name(s.kv_type.v));
+  }
   s.model_fingerprint = get<uint64_t>(bytes, 16);
   s.n_layers = get<int64_t>(bytes, 24);
   const int64_t compression = get<int64_t>(bytes, 40);

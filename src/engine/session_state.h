@@ -3,13 +3,19 @@
 // KV rows per attention layer, recurrent states per delta-net layer), captured to memory and
 // (de)serialized as a versioned binary file, so a long prompt is evaluated once and reloaded later.
 //
-// File layout (little-endian), version 2:
+// File layout (little-endian), version 3:
 //   0   char[8]  magic "SNPRKV1\0"
-//   8   u32      version (kSessionStateVersion; version 1 files, KV-only, are refused by name)
-//   12  u32      kv type (0 = f16, 1 = q8_0)
+//   8   u32      version (kSessionStateVersion; version 1 files, KV-only, are refused by name;
+//                version 2 files, whose u32 at 12 was 0 = f16 or 1 = q8_0 for K and V and whose
+//                bytes 32..39 were zero, are read: f16 as f16 without flash attention, q8_0 as
+//                q8_0 with flash attention and no rotation, which is what those caches held)
+//   12  u32      K cache type (KvType code: 0 f16, 1 q8_0, 2 bf16, 3 q4_0, 4 q4_1, 5 iq4_nl,
+//                6 q5_0, 7 q5_1)
 //   16  u64      model fingerprint (model_fingerprint())
 //   24  i64      n_layers
-//   32  i64      0 (reserved)
+//   32  u32      V cache type (KvType code)
+//   36  u32      flags: bit 0 flash attention (V stored in rows, else transposed), bit 1
+//                Hadamard rotation of quantized K / V (kv/kv_cache.h); other bits 0
 //   40  i64      compression of the kv sections (ContextCompression: 0 none, 1 q8_0, 2 q4_0;
 //                engine/context_compression.h has their layout; loading restores the kv type)
 //   48  i64      n_ctx (of the saving session, informational)
@@ -18,13 +24,15 @@
 //   72  i32      tokens[n_tokens]
 //   ..  per layer, 64 bytes: u32 kind (LayerStateKind), u32 0, i64 n_kv_heads, head_dim,
 //       window, shared_with, conv_floats, recurrent_floats, u64 section bytes
-//   ..  per layer, its section (SequenceState::save_layer): kKv: K rows [m][row], then V: q8_0
-//       the same, f16 the cache's transposed layout restricted to the m saved rows (m = n_tokens,
+//   ..  per layer, its section (SequenceState::save_layer): kKv: K rows [m][row], then V: rows
+//       the same (flash attention), else the transposed layout restricted to the m saved rows (m = n_tokens,
 //       or a ring's min(n_tokens, capacity) slots in slot order); kRecurrent: conv state then
 //       recurrent state, f32; others: nothing
 //   end u64      FNV-1a 64 of every byte before it
 // Only positions [0, n_tokens) are stored, so a state loads into a session of any context size
-// that holds n_tokens. Invariant: restore_session_state() runs only after check_compatible()
+// that holds n_tokens. A state loads only into a session with the same KV config (K type, V
+// type, flash attention, rotation): the bytes are the cache's own, and converting between
+// types would change the logits silently, so another config is a clear error naming both. Invariant: restore_session_state() runs only after check_compatible()
 // passed, and cannot fail part way (no half-restored session).
 #pragma once
 
@@ -40,11 +48,11 @@
 
 namespace sniper {
 
-inline constexpr uint32_t kSessionStateVersion = 2;
+inline constexpr uint32_t kSessionStateVersion = 3;
 
 struct SessionState {
   uint64_t model_fingerprint = 0;
-  KvType kv_type = KvType::kF16;
+  KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   int64_t n_layers = 0;
   int64_t n_ctx = 0;               // context of the session it was captured from (informational)
   std::vector<LayerStateSpec> layers;    // [n_layers] what each layer keeps
@@ -68,7 +76,7 @@ uint64_t fnv1a64(const void* data, size_t n, uint64_t hash = kFnvOffset);
 SessionState capture_session_state(const Session& session, uint64_t model_fingerprint);
 
 // Ok when `state` can be restored into `session` of a model with `model_fingerprint`; the Error
-// names what differs (model, kv type, a layer's state shape, or a context too small).
+// names what differs (model, KV config, a layer's state shape, or a context too small).
 [[nodiscard]] Status check_compatible(const SessionState& state, const Session& session, uint64_t model_fingerprint);
 
 // Writes the state and the history into the session. Precondition: check_compatible() ok.

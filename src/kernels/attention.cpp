@@ -4,9 +4,10 @@
 // x86_avx512/attention_avx512.cpp (K rows widened once per tile, sixteen horizontal sums in one
 // transposed tree, V^T read in L1-sized chunks); otherwise they run through the F16 KernelTable
 // (vec_dot order in `gemm`, tinyBLAS order in `gemm_batched`, their `_wide` forms at the AVX2
-// tier) with the group's heads as the tokens of one gemm call. A q8_0 cache's KQ runs at the
+// tier) with the group's heads as the tokens of one gemm call. A q8_0 K's scores run at the
 // AVX-512 tier as x86_avx512/attention_q8_0_avx512.cpp (eight heads per pass over K, two rows
-// per register), its V product as RowOps::q8_0_weighted_rows. Every tier gives the same bits.
+// per register); other K types through their KernelTable's gemm. Flash attention is
+// kernels/flash_attention.cpp. Every tier gives the same bits.
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/flash_attention.h"
+#include "kernels/hadamard.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
@@ -47,6 +50,7 @@ struct GroupScratch {
   float* weights;  // [group][stride]: the softmax rounded to f16 (widened, or as halves)
   uint8_t* q;      // [group][head_dim] f32 (wide kernels), f16 or q8_0
   float* state;    // the AVX-512 KQV's parked accumulators (kqv_state_floats(head_dim, group))
+  float* qrot;     // [group][head_dim] the rotated query (layout.k_rot)
   int64_t stride;
 };
 
@@ -58,26 +62,36 @@ GroupScratch carve(const AttentionLayout& layout, int64_t n_kv_padded, int64_t g
   g.weights = reinterpret_cast<float*>(scratch + align64(row));
   g.q = scratch + 2 * align64(row);
   g.state = reinterpret_cast<float*>(g.q + align64(query_bytes(layout, group)));
+  const size_t state_bytes =
+      align64(sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim, group)));
+  g.qrot = g.state + state_bytes / sizeof(float);
   return g;
 }
 
-void attend_group_q8_0(const AttentionLayout& layout, const float* q, const uint8_t* k_rows, const uint8_t* v_rows,
-                       int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out, const GroupScratch& s,
-                       IsaTier tier) {
+// Scores of the group's heads over K positions [0, n_kv) of a K cache that is not f16: Q
+// (rotated when layout.k_rot) converted to K's vec_dot_type, each score that type's vec_dot
+// (llama.cpp's mul_mat(K, Q) with a quantized or bf16 K). q8_0 at the AVX-512 tier runs the
+// dedicated kernel (eight heads per pass over K), with the same bits.
+void scores_converted_k(const AttentionLayout& layout, const float* q, const uint8_t* k_rows, int64_t kv_head,
+                        int64_t group, int64_t n_kv, const GroupScratch& s, IsaTier tier) {
   const int64_t hd = layout.head_dim;
-  const KernelTable& kt = *find_kernels(GgmlType::kQ8_0, tier);
-  const RowOps& ops = find_row_ops(tier);
-  for (int64_t g = 0; g < group; ++g) kt.quantize_act(q + g * hd, s.q + layout.head_bytes * static_cast<size_t>(g), hd);
-  const size_t head_off = layout.head_stride * static_cast<size_t>(kv_head);
-  if (tier < IsaTier::kAvx512 ||
-      !kernels_internal::attention_kq_q8_0_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q,
-                                                   layout.head_bytes, s.scores, s.stride)) {
-    kt.gemm(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, layout.head_bytes, s.scores, s.stride);
-  }
+  const KernelTable& kt = *find_kernels(layout.k_type, tier);
+  const size_t q_row = row_bytes(kt.vec_dot_type, hd);
   for (int64_t g = 0; g < group; ++g) {
-    ops.attention_weights(s.scores + g * s.stride, n_kv, n_kv, scale, s.weights + g * s.stride, n_kv);
+    const float* qg = q + g * hd;
+    if (layout.k_rot > 0) {
+      std::memcpy(s.qrot + g * hd, qg, sizeof(float) * static_cast<size_t>(hd));
+      hadamard_rotate(s.qrot + g * hd, hd, layout.k_rot);
+      qg = s.qrot + g * hd;
+    }
+    kt.quantize_act(qg, s.q + q_row * static_cast<size_t>(g), hd);
   }
-  ops.q8_0_weighted_rows(v_rows + head_off, layout.row_bytes, n_kv, hd, s.weights, s.stride, group, out);
+  const uint8_t* k = k_rows + layout.head_stride * static_cast<size_t>(kv_head);
+  if (layout.k_type == GgmlType::kQ8_0 && tier >= IsaTier::kAvx512 &&
+      kernels_internal::attention_kq_q8_0_avx512(hd, n_kv, group, k, layout.row_bytes, s.q, q_row, s.scores, s.stride)) {
+    return;
+  }
+  kt.gemm(hd, n_kv, group, k, layout.row_bytes, s.q, q_row, s.scores, s.stride);
 }
 
 // ggml_vec_dot_f16's scalar tail over positions [i0, i1) of each V^T row, after its main loop's
@@ -100,12 +114,43 @@ void add_vec_dot_f16_tail(int64_t i0, int64_t i1, int64_t hd, int64_t group, con
   }
 }
 
+// No flash attention with a bf16 V^T (not a reference configuration): scores as above, the
+// softmax (kernels/ops.h) rounded to bf16 (bf16's vec_dot_type), and each output that bf16 dot
+// over the V^T row.
+void attend_group_bf16_v(const AttentionLayout& layout, const float* q, const uint8_t* k_rows, const uint8_t* v_rows,
+                         int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out, const GroupScratch& s,
+                         IsaTier tier) {
+  const int64_t hd = layout.head_dim;
+  if (layout.k_type == GgmlType::kF16) {
+    // f16 K: the query rounded to f16, K's vec_dot order.
+    const KernelTable& kk = *find_kernels(GgmlType::kF16, tier);
+    for (int64_t g = 0; g < group; ++g) kk.quantize_act(q + g * hd, s.q + layout.head_bytes * static_cast<size_t>(g), hd);
+    kk.gemm(hd, n_kv, group, k_rows + layout.head_stride * static_cast<size_t>(kv_head), layout.row_bytes, s.q,
+            layout.head_bytes, s.scores, s.stride);
+  } else {
+    scores_converted_k(layout, q, k_rows, kv_head, group, n_kv, s, tier);
+  }
+  const KernelTable& kv = *find_kernels(GgmlType::kBF16, tier);
+  const RowOps& ops = find_row_ops(tier);
+  const size_t p_row = sizeof(uint16_t) * static_cast<size_t>(s.stride);
+  for (int64_t g = 0; g < group; ++g) {
+    float* sc = s.scores + g * s.stride;
+    for (int64_t j = 0; j < n_kv; ++j) sc[j] *= scale;
+    ops.softmax(sc, n_kv);
+    kv.quantize_act(sc, reinterpret_cast<uint8_t*>(s.weights) + p_row * static_cast<size_t>(g), n_kv);
+  }
+  const uint8_t* vt = v_rows + layout.vt_row_bytes * static_cast<size_t>(hd * kv_head);
+  kv.gemm(n_kv, hd, group, vt, layout.vt_row_bytes, s.weights, p_row, out, hd);
+}
+
 }  // namespace
 
-AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok) {
+AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok, int64_t n_threads) {
   AttentionBatch b;
   b.n_kv_padded = std::min(layout.n_ctx, std::max(kKvPad, round_up(pos0 + n_tok, kKvPad)));
   b.batched = n_tok >= 2;
+  b.n_tok = n_tok;
+  b.n_threads = std::max<int64_t>(1, n_threads);
   return b;
 }
 
@@ -113,46 +158,58 @@ size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padde
   // scores and weights [group][stride] f32, the query [group][head_dim] in f32 (covers f16 and
   // q8_0 heads too).
   const int64_t stride = round_up(std::max<int64_t>(n_kv_padded, 1), 16);
-  // Plus the AVX-512 KQV's parked accumulators.
-  return 2 * align64(sizeof(float) * static_cast<size_t>(stride * group)) + align64(query_bytes(layout, group)) +
-         sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim, group));
+  // Plus the AVX-512 KQV's parked accumulators, and the rotated query.
+  const size_t state_bytes =
+      align64(sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(layout.head_dim, group)));
+  const size_t plain = 2 * align64(sizeof(float) * static_cast<size_t>(stride * group)) +
+                       align64(query_bytes(layout, group)) + state_bytes +
+                       sizeof(float) * static_cast<size_t>(layout.head_dim * group);
+  return layout.flash ? flash_attention_scratch_bytes(layout, group) : plain;
 }
 
 void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,
                   const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out,
                   uint8_t* scratch, IsaTier tier) {
   DCHECK(group >= 1 && n_kv >= 1 && n_kv <= batch.n_kv_padded);
-  const GroupScratch s = carve(layout, batch.n_kv_padded, group, scratch);
-  if (layout.kv_type != GgmlType::kF16) {
-    attend_group_q8_0(layout, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, s, tier);
+  if (layout.flash) {
+    flash_attend_group(layout, batch, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, scratch, tier);
     return;
   }
+  const GroupScratch s = carve(layout, batch.n_kv_padded, group, scratch);
   DCHECK(layout.v_transposed && layout.vt_row_bytes >= sizeof(fp16_t) * static_cast<size_t>(layout.n_ctx));
   const int64_t hd = layout.head_dim;
   const int64_t n_full = batch.n_kv_padded;
   const KernelTable& kt = *find_kernels(GgmlType::kF16, tier);
   const RowOps& ops = find_row_ops(tier);
+  if (layout.v_type == GgmlType::kBF16) {
+    attend_group_bf16_v(layout, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, s, tier);
+    return;
+  }
   // The wide kernels take the f16-rounded query and weights as f32 (widened once here); the
   // ref tier takes them as halves. Same bits either way.
   const bool wide = kt.gemm_wide != nullptr;
+  const bool k_f16 = layout.k_type == GgmlType::kF16;
   const size_t q_row = wide ? sizeof(float) * static_cast<size_t>(hd) : layout.head_bytes;
-  for (int64_t g = 0; g < group; ++g) {
-    if (wide) {
-      ops.round_fp16_row(q + g * hd, reinterpret_cast<float*>(s.q) + g * hd, hd);
-    } else {
-      kt.quantize_act(q + g * hd, s.q + q_row * static_cast<size_t>(g), hd);
-    }
-  }
-
-  // KQ: one output per cached position and head (mul_mat(k, q): m = n_kv_padded, k = head_dim).
-  const size_t head_off = layout.head_stride * static_cast<size_t>(kv_head);
-  const bool kq_tiny = batch.batched && hd % 16 == 0 && n_full % 4 == 0;
   const bool avx512 = tier >= IsaTier::kAvx512;
-  if (!avx512 || !kernels_internal::attention_kq_f16_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes,
-                                                           reinterpret_cast<const float*>(s.q), s.scores, s.stride,
-                                                           kq_tiny)) {
-    const auto kq = wide ? (kq_tiny ? kt.gemm_batched_wide : kt.gemm_wide) : (kq_tiny ? kt.gemm_batched : kt.gemm);
-    kq(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, q_row, s.scores, s.stride);
+  if (!k_f16) {
+    scores_converted_k(layout, q, k_rows, kv_head, group, n_kv, s, tier);
+  } else {
+    for (int64_t g = 0; g < group; ++g) {
+      if (wide) {
+        ops.round_fp16_row(q + g * hd, reinterpret_cast<float*>(s.q) + g * hd, hd);
+      } else {
+        kt.quantize_act(q + g * hd, s.q + q_row * static_cast<size_t>(g), hd);
+      }
+    }
+    // KQ: one output per cached position and head (mul_mat(k, q): m = n_kv_padded, k = head_dim).
+    const size_t head_off = layout.head_stride * static_cast<size_t>(kv_head);
+    const bool kq_tiny = batch.batched && hd % 16 == 0 && n_full % 4 == 0;
+    if (!avx512 || !kernels_internal::attention_kq_f16_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes,
+                                                             reinterpret_cast<const float*>(s.q), s.scores, s.stride,
+                                                             kq_tiny)) {
+      const auto kq = wide ? (kq_tiny ? kt.gemm_batched_wide : kt.gemm_wide) : (kq_tiny ? kt.gemm_batched : kt.gemm);
+      kq(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, q_row, s.scores, s.stride);
+    }
   }
 
   // soft_max_ext: x * scale + mask, over 16-lane blocks of the padded row (masked cells -inf);

@@ -11,8 +11,11 @@
 //   * KQV is a dot over the cached V transposed ([head_dim][n_ctx] per kv head, as llama.cpp
 //     stores V without flash attention), in tinyBLAS order for batches (n_kv_padded % 16 == 0,
 //     head_dim % 4 == 0), vec_dot order otherwise.
-// For a q8_0 cache (not a reference configuration) K is q8_0 and V is stored in rows; the V
-// product accumulates rows in position order (kernels/ops.h q8_0_weighted_rows).
+// Without flash attention K may also be bf16 or a block type (llama.cpp's q8_0k-f16v-fa0): Q
+// (rotated first when layout.k_rot) is converted to K's vec_dot_type and every score is that
+// type's vec_dot; V^T is f16 as above, or bf16 (its vec_dot, weights rounded to bf16).
+// With flash attention (layout.flash, V in rows of any cache type) attend_group runs
+// kernels/flash_attention.h: llama.cpp's one_chunk online softmax.
 // K (and row-layout V) of kv head h, position j is at h * head_stride + j * row_bytes: a cache
 // may interleave the heads per position (row_bytes = n_kv_heads * head_bytes, head_stride =
 // head_bytes) or keep each head's positions contiguous (row_bytes = head_bytes), which is what
@@ -29,25 +32,35 @@
 namespace sniper {
 
 struct AttentionLayout {
-  GgmlType kv_type = GgmlType::kF16;  // kF16 or kQ8_0
+  GgmlType k_type = GgmlType::kF16;  // f16, bf16 or a 32-element block type
+  GgmlType v_type = GgmlType::kF16;  // f16 or bf16 (transposed); any of K's types in rows (flash)
+  bool flash = false;                // flash attention (kernels/flash_attention.h); V in rows
   int64_t head_dim = 0;
   int64_t n_ctx = 0;      // cache cells per layer
-  size_t head_bytes = 0;   // one kv head's K (and row-layout V) at one position
+  size_t head_bytes = 0;   // one kv head's K at one position
   size_t row_bytes = 0;    // from one cached position to the next within a kv head
-  size_t head_stride = 0;  // from one kv head's K (and row-layout V) to the next kv head's
-  bool v_transposed = false;  // f16 caches: V is [n_kv_heads][head_dim][n_ctx] per layer
-  size_t vt_row_bytes = 0;    // f16 caches: from one V^T row to the next (>= 2 * n_ctx; kv/kv_cache.h
+  size_t head_stride = 0;  // from one kv head's K to the next kv head's
+  size_t v_head_bytes = 0;   // one kv head's V at one position (rows; 2 * head_dim when transposed)
+  size_t v_row_bytes = 0;    // row-layout V: from one position to the next within a kv head
+  size_t v_head_stride = 0;  // row-layout V: from one kv head to the next
+  bool v_transposed = false;  // no flash attention: V is [n_kv_heads][head_dim][n_ctx] per layer
+  size_t vt_row_bytes = 0;    // transposed V: from one V^T row to the next (>= 2 * n_ctx; kv/kv_cache.h
                               // pads rows to whole cache lines so the V product's loads stay aligned)
+  int64_t k_rot = 0;  // K stored Hadamard-rotated in chunks of k_rot (kernels/hadamard.h); 0 = not
+  int64_t v_rot = 0;  // V likewise in chunks of v_rot (flash only); attend_group un-rotates its output
 };
 
 // What one forward call of n_tok tokens starting at pos0 shares across its (token, head) items.
 struct AttentionBatch {
   int64_t n_kv_padded = 0;  // the reference engine's n_kv for this call
   bool batched = false;     // n_tok >= 2: tinyBLAS order where the reference's shape rules allow
+  int64_t n_tok = 1;        // tokens in the call (flash attention: >= 64 with f16 K and V is the tiled path)
+  int64_t n_threads = 1;    // the pool's threads (flash attention: split-KV decode chunks, as llama.cpp)
 };
 
-// Returns the batch parameters for n_tok tokens at positions [pos0, pos0 + n_tok).
-AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok);
+// Returns the batch parameters for n_tok tokens at positions [pos0, pos0 + n_tok), attended by
+// a pool of n_threads threads.
+AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok, int64_t n_threads = 1);
 
 // Bytes of scratch attend_group needs for `group` query heads and a batch with this n_kv_padded.
 size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group);
@@ -55,7 +68,9 @@ size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padde
 // For the `group` consecutive query heads that share kv head kv_head (grouped-query attention):
 // out[g * head_dim + d] = (softmax(scale * q_g.K[0..n_kv)) . V[0..n_kv))[d], each head computed
 // exactly as the reference engine computes it alone (the order of every sum is per head), while
-// K and V are read once for the whole group. n_kv (the query's position + 1) <=
+// K and V are read once for the whole group. q is the query as the model computed it (rotated
+// here when layout.k_rot), out the attention output as the model consumes it (un-rotated here
+// when layout.v_rot). n_kv (the query's position + 1) <=
 // batch.n_kv_padded. q is f32 [group][head_dim]. scratch must hold attention_scratch_bytes(layout,
 // batch.n_kv_padded, group) bytes, 64-byte aligned. `tier` picks the kernels (every tier gives
 // the same bits; tests compare them).

@@ -110,9 +110,7 @@ void silu_mul_ref(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
-void softmax_ref(float* x, int64_t n) {
-  float max = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+double exp_sum_ref(float* x, int64_t n, float max) {
   // ggml_vec_soft_max_f32: blocks of 16 use ggml's expf and a lane-tree sum, the tail libm.
   double sum = 0.0;
   int64_t i = 0;
@@ -125,6 +123,24 @@ void softmax_ref(float* x, int64_t n) {
     x[i] = e;
     sum += static_cast<double>(e);
   }
+  return sum;
+}
+
+void dot_tile_f32_ref(const float* kt, int64_t n, int64_t tile, const float* q, float* s) {
+  for (int64_t t = 0; t < tile; ++t) s[t] = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t t = 0; t < tile; ++t) s[t] = std::fma(q[i], kt[i * tile + t], s[t]);
+  }
+}
+
+void widen_f16_ref(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+}
+
+void softmax_ref(float* x, int64_t n) {
+  float max = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+  const double sum = exp_sum_ref(x, n, max);
   const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
@@ -158,14 +174,40 @@ void q8_0_weighted_rows_ref(const uint8_t* rows, size_t row_stride, int64_t n_ro
   }
 }
 
+void mad_f32_ref(float* y, const float* x, float v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::fma(x[i], v, y[i]);
+}
+
+void scale_f32_ref(float* y, float v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= v;
+}
+
+void mad_f16_ref(uint16_t* y, const uint16_t* x, float v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(std::fma(fp16_to_fp32(x[i]), v, fp16_to_fp32(y[i])));
+}
+
+void scale_f16_ref(uint16_t* y, float v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(fp16_to_fp32(y[i]) * v);
+}
+
 const RowOps& find_row_ops(IsaTier tier) {
   CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
   static const RowOps kRef = {silu_mul_ref, softmax_ref, round_fp16_row_ref, attention_weights_ref,
-                              q8_0_weighted_rows_ref};
+                              q8_0_weighted_rows_ref, mad_f32_ref, scale_f32_ref, mad_f16_ref, scale_f16_ref,
+                              exp_sum_ref, dot_tile_f32_ref, widen_f16_ref};
   static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512, kernels_internal::softmax_avx512,
                                  kernels_internal::round_fp16_row_avx512, kernels_internal::attention_weights_avx512,
-                                 kernels_internal::q8_0_weighted_rows_avx512};
-  return tier >= IsaTier::kAvx512 ? kAvx512 : kRef;
+                                 kernels_internal::q8_0_weighted_rows_avx512, kernels_internal::mad_f32_avx512,
+                                 kernels_internal::scale_f32_avx512, kernels_internal::mad_f16_avx512,
+                                 kernels_internal::scale_f16_avx512, kernels_internal::exp_sum_avx512,
+                                 kernels_internal::dot_tile_f32_avx512, kernels_internal::widen_f16_avx512};
+  // AVX2: the scalar twins, with flash attention's accumulator steps in AVX2.
+  static const RowOps kAvx2 = {silu_mul_ref, softmax_ref, round_fp16_row_ref, attention_weights_ref,
+                               q8_0_weighted_rows_ref, kernels_internal::mad_f32_avx2,
+                               kernels_internal::scale_f32_avx2, kernels_internal::mad_f16_avx2,
+                               kernels_internal::scale_f16_avx2, exp_sum_ref, kernels_internal::dot_tile_f32_avx2,
+                               kernels_internal::widen_f16_avx2};
+  return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {

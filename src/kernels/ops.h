@@ -80,6 +80,21 @@ struct RowOps {
   void (*attention_weights)(float* x, int64_t n_kv, int64_t n_soft, float scale, float* w, int64_t n_dot);
   void (*q8_0_weighted_rows)(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
                              int64_t w_stride, int64_t n_w, float* out);
+  // Flash attention's accumulator steps (ggml vec.h): y[i] = fma(x[i], v, y[i]) (ggml_vec_mad_f32);
+  // y[i] *= v (ggml_vec_scale_f32); the f16 forms widen, compute in f32 (one rounding: fma, or
+  // the product) and round back to f16 (ggml_vec_mad_f16, ggml_vec_scale_f16).
+  void (*mad_f32)(float* y, const float* x, float v, int64_t n);
+  void (*scale_f32)(float* y, float v, int64_t n);
+  void (*mad_f16)(uint16_t* y, const uint16_t* x, float v, int64_t n);
+  void (*scale_f16)(uint16_t* y, float v, int64_t n);
+  // x[i] = expf(x[i] - max) in ggml_vec_soft_max_f32's order (ggml's vectorised expf on 16-lane
+  // blocks, libm on the tail) and the sum of the results (block sums in double), as softmax.
+  double (*exp_sum)(float* x, int64_t n, float max);
+  // Flash attention's tiled f32 scores (ggml simd_gemm): s[t] = sum over i of q[i] * kt[i * tile
+  // + t], one fused multiply-add per i in order starting from 0; kt is [n][tile].
+  void (*dot_tile_f32)(const float* kt, int64_t n, int64_t tile, const float* q, float* s);
+  // y[i] = the f16 x[i] as f32 (exact).
+  void (*widen_f16)(const uint16_t* x, float* y, int64_t n);
 };
 // The row operations of `tier` (lower tiers fill gaps). CHECKs the host can run the tier.
 const RowOps& find_row_ops(IsaTier tier);

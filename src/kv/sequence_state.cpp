@@ -23,8 +23,9 @@ GroupKey key_of(const LayerStateSpec& s, int64_t n_ctx) {
   return {s.n_kv_heads, s.head_dim, capacity_of(s, n_ctx), s.window > 0 && s.window < n_ctx};
 }
 
-Status validate(std::span<const LayerStateSpec> specs, int64_t n_ctx, KvType type) {
+Status validate_specs(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config) {
   if (n_ctx < 1) return make_error("context size is %ld but must be at least 1", static_cast<long>(n_ctx));
+  SNIPER_TRY(validate_kv_config(config));
   if (specs.empty()) return make_error("a sequence state needs at least one layer");
   for (size_t l = 0; l < specs.size(); ++l) {
     const LayerStateSpec& s = specs[l];
@@ -36,9 +37,8 @@ Status validate(std::span<const LayerStateSpec> specs, int64_t n_ctx, KvType typ
           return make_error("layer %zu: KV state needs n_kv_heads >= 1, head_dim >= 1 and window >= 0 (got %ld, %ld, %ld)",
                             l, static_cast<long>(s.n_kv_heads), static_cast<long>(s.head_dim), static_cast<long>(s.window));
         }
-        if (type == KvType::kQ8_0 && s.head_dim % 32 != 0) {
-          return make_error("KV cache type q8_0 needs head_dim to be a multiple of 32, but layer %zu's head_dim is %ld", l,
-                            static_cast<long>(s.head_dim));
+        if (Status st = validate_kv_head_dim(config, s.head_dim); !st.ok()) {
+          return make_error("layer %zu: %s", l, st.error().message.c_str());
         }
         break;
       case LayerStateKind::kSharedKv: {
@@ -82,13 +82,17 @@ void make_groups(std::span<const LayerStateSpec> specs, int64_t n_ctx, std::vect
 
 }  // namespace
 
-size_t SequenceState::bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, KvType type) {
+Status SequenceState::validate(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config) {
+  return validate_specs(specs, n_ctx, config);
+}
+
+size_t SequenceState::bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config) {
   std::vector<GroupKey> keys;
   std::vector<int64_t> sizes, group_of, index_in;
   make_groups(specs, n_ctx, &keys, &sizes, &group_of, &index_in);
   size_t total = 0;
   for (size_t g = 0; g < keys.size(); ++g) {
-    total += KvCache::bytes_for(sizes[g], keys[g].capacity, keys[g].n_kv_heads, keys[g].head_dim, type);
+    total += KvCache::bytes_for(sizes[g], keys[g].capacity, keys[g].n_kv_heads, keys[g].head_dim, config);
   }
   for (const LayerStateSpec& s : specs) {
     if (s.kind == LayerStateKind::kRecurrent) total += sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
@@ -97,17 +101,17 @@ size_t SequenceState::bytes_for(std::span<const LayerStateSpec> specs, int64_t n
 }
 
 Result<std::unique_ptr<SequenceState>> SequenceState::create(std::span<const LayerStateSpec> specs, int64_t n_ctx,
-                                                             KvType type) {
-  SNIPER_TRY(validate(specs, n_ctx, type));
+                                                             const KvConfig& config) {
+  SNIPER_TRY(validate_specs(specs, n_ctx, config));
   std::unique_ptr<SequenceState> st(new SequenceState());
   st->specs_.assign(specs.begin(), specs.end());
   st->n_ctx_ = n_ctx;
-  st->type_ = type;
+  st->config_ = config;
   std::vector<GroupKey> keys;
   std::vector<int64_t> sizes, group_of, index_in;
   make_groups(specs, n_ctx, &keys, &sizes, &group_of, &index_in);
   for (size_t g = 0; g < keys.size(); ++g) {
-    auto cache = KvCache::create(sizes[g], keys[g].capacity, keys[g].n_kv_heads, keys[g].head_dim, type, keys[g].ring);
+    auto cache = KvCache::create(sizes[g], keys[g].capacity, keys[g].n_kv_heads, keys[g].head_dim, config, keys[g].ring);
     if (!cache.ok()) return cache.error();
     st->groups_.push_back(std::move(cache).value());
   }
@@ -180,12 +184,12 @@ size_t SequenceState::checkpoint_bytes(int64_t n) const {
   return total;
 }
 
-size_t SequenceState::checkpoint_bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, KvType type) {
+size_t SequenceState::checkpoint_bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config) {
   size_t total = 0;
   for (const LayerStateSpec& s : specs) {
     if (s.kind == LayerStateKind::kRecurrent) total += sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
     if (s.kind == LayerStateKind::kKv && key_of(s, n_ctx).ring) {
-      total += KvCache::bytes_for(1, capacity_of(s, n_ctx), s.n_kv_heads, s.head_dim, type);
+      total += KvCache::bytes_for(1, capacity_of(s, n_ctx), s.n_kv_heads, s.head_dim, config);
     }
   }
   return total;
@@ -217,7 +221,7 @@ size_t SequenceState::saved_layer_bytes(int64_t layer_idx, int64_t n) const {
   const LayerStateSpec& s = spec(layer_idx);
   if (s.kind == LayerStateKind::kKv) {
     const KvSlot slot = kv_slot(layer_idx);
-    return 2 * slot.cache->position_bytes() * static_cast<size_t>(std::min(n, slot.cache->n_ctx()));
+    return slot.cache->saved_bytes(std::min(n, slot.cache->n_ctx()));
   }
   if (s.kind == LayerStateKind::kRecurrent) return sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
   return 0;

@@ -53,16 +53,20 @@ struct KvSlot {
 
 class SequenceState {
  public:
-  // Validates the specs (shapes > 0, shared_with an earlier kKv layer of the same shape, q8_0
-  // needs head_dim % 32 == 0) and allocates. Errors name the layer and the field.
+  // Validates the specs (shapes > 0, shared_with an earlier kKv layer of the same shape, the
+  // K / V types' block size divides every attention layer's head_dim, a quantized V only with
+  // flash attention) and allocates. Errors name the layer and the field.
   [[nodiscard]] static Result<std::unique_ptr<SequenceState>> create(std::span<const LayerStateSpec> specs,
-                                                                     int64_t n_ctx, KvType type);
-  // Bytes create() allocates for this shape (the memory plan's "KV cache" line), without allocating.
-  static size_t bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, KvType type);
+                                                                     int64_t n_ctx, const KvConfig& config);
+  // create()'s checks without allocating (the memory plan runs them before bytes_for).
+  [[nodiscard]] static Status validate(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config);
+  // Bytes create() allocates for this shape (the memory plan's "KV cache" line), without
+  // allocating. Precondition: validate() passed.
+  static size_t bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config);
 
   int64_t n_layers() const { return static_cast<int64_t>(specs_.size()); }
   int64_t n_ctx() const { return n_ctx_; }
-  KvType type() const { return type_; }
+  const KvConfig& kv_config() const { return config_; }
   const LayerStateSpec& spec(int64_t layer_idx) const { return specs_[static_cast<size_t>(layer_idx)]; }
   std::span<const LayerStateSpec> specs() const { return specs_; }
   size_t bytes() const;
@@ -87,7 +91,7 @@ class SequenceState {
   // checkpoint_bytes(n_ctx()).
   size_t checkpoint_bytes(int64_t n) const;
   // An upper bound of checkpoint_bytes() for this shape, without allocating (the memory plan).
-  static size_t checkpoint_bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, KvType type);
+  static size_t checkpoint_bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config);
   // Copies the non-rewindable part of the state after n tokens into out[checkpoint_bytes(n)];
   // load_checkpoint is the inverse (precondition: the KV rows of positions < n still hold the
   // same tokens' rows). Thread-compatible.
@@ -95,7 +99,7 @@ class SequenceState {
   void load_checkpoint(int64_t n, const uint8_t* in);
 
   // The bytes that hold layer_idx's state after n tokens in the saved-context order: kKv
-  // 2 * min(n, capacity) * position_bytes (KvCache::save_layer's order, ring slots in slot
+  // KvCache::saved_bytes(min(n, capacity)) (KvCache::save_layer's order, ring slots in slot
   // order), kRecurrent (conv_floats + recurrent_floats) * 4, others 0.
   size_t saved_layer_bytes(int64_t layer_idx, int64_t n) const;
   void save_layer(int64_t layer_idx, int64_t n, uint8_t* out) const;
@@ -116,7 +120,7 @@ class SequenceState {
   // A kKv layer whose cache is a ring (a window shorter than the context).
   bool is_ring_layer(int64_t layer_idx) const;
   int64_t n_ctx_ = 0;
-  KvType type_ = KvType::kF16;
+  KvConfig config_;
 };
 
 }  // namespace sniper

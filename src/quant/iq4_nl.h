@@ -28,5 +28,10 @@ void dequantize_row_iq4_nl_ref(const BlockIQ4_NL* x, float* y, int64_t n);
 // Returns sum_i w[i] * a[i] over n elements, a quantized to q8_0, in float accumulation
 // the way ggml's scalar kernel orders it.
 float vec_dot_iq4_nl_q8_0_ref(int64_t n, const BlockIQ4_NL* w, const BlockQ8_0* a);
+// The same dot in the order of ggml's single-row AVX2 kernel (ggml_vec_dot_iq4_nl_q8_0, which
+// flash attention calls per KV cell): pairs of blocks into two 8-lane accumulators (even blocks
+// in one, odd in the other), summed lane-wise and reduced; an odd last block added as
+// fma(d, sum, total).
+float vec_dot_iq4_nl_q8_0_row_ref(int64_t n, const BlockIQ4_NL* w, const BlockQ8_0* a);
 
 }  // namespace sniper

@@ -86,10 +86,23 @@ assert(j.prefill_tok_s > 0 && j.decode_tok_s > 0 && j.gen_tokens === 4, JSON.str
 assert(j.roofline_gbps > 0 && j.weight_gbps > 0, JSON.stringify(j));
 assert(j.paired_roofline_gbps > 0 && j.paired_weight_gbps > 0 && j.paired_roofline_share > 0, JSON.stringify(j));
 assert.deepStrictEqual(j.depth_decode.map((d) => d.kv + "@" + d.depth), ["f16@16", "f16@32", "q8_0@16", "q8_0@32"]);
+// --kv-type auto: flash attention exactly for the quantized V.
+assert.deepStrictEqual(j.depth_decode.map((d) => d.flash_attn), [false, false, true, true]);
 assert(j.depth_decode.every((d) => d.decode_tok_s > 0), JSON.stringify(j.depth_decode));
 JS
 then pass; else fail "bench: $(tail -3 "$tmp/bench.err") $(tail -1 "$tmp/bench")"; fi
 grep -q "^roofline pairs   4 tokens" "$tmp/bench" && pass || fail "bench: no paired roofline line: $(cat "$tmp/bench")"
+
+# 6b. KV cache types (-ctk/-ctv/-fa): a quantized cache with flash attention runs, prefill at
+# depth is timed, and llama.cpp's refusals are errors naming the flag.
+"$bin" run -m "$tmp/s.gguf" -p hi -n 4 --temp 0 -ctk q4_0 -ctv q5_1 -fa on >/dev/null 2>"$tmp/kv.err" && pass \
+  || fail "run -ctk q4_0 -ctv q5_1 -fa on: $(tail -2 "$tmp/kv.err")"
+"$bin" bench -m "$tmp/s.gguf" -p 8 -n 4 --depths 64 --depth-kv q8_0/f16,iq4_nl -fa on --depth-prefill 16 --no-probe \
+  >"$tmp/bench_kv" 2>"$tmp/bench_kv.err" && grep -q "^prefill at depth iq4_nl fa" "$tmp/bench_kv" \
+  && grep -q "^decode at depth  q8_0/f16 fa" "$tmp/bench_kv" && pass \
+  || fail "bench --depth-kv with -fa on: $(tail -2 "$tmp/bench_kv.err") $(cat "$tmp/bench_kv")"
+expect_error "quantized V without flash attention" "needs flash attention" "$bin" run -m "$tmp/s.gguf" -p hi -ctv q8_0 -fa off
+expect_error "unknown cache type" "must be one of" "$bin" run -m "$tmp/s.gguf" -p hi -ctk q3_k
 
 # 7. Bad input.
 expect_error "missing model file" "no-such.gguf" "$bin" run -m "$tmp/no-such.gguf" -p hi

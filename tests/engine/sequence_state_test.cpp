@@ -132,7 +132,7 @@ TEST(SequenceState, BadSpecsAreErrorsNamingTheLayer) {
   expect_error({kv(2, 32), shared(1)}, KvType::kF16, "layer 1 shares");
   expect_error({recurrent(1, 1), shared(0)}, KvType::kF16, "layer 1 shares");
   expect_error({kv(0, 32)}, KvType::kF16, "layer 0");
-  expect_error({kv(1, 32), kv(1, 16)}, KvType::kQ8_0, "layer 1's head_dim is 16");
+  expect_error({kv(1, 32), kv(1, 16)}, KvType::kQ8_0, "layer 1: K cache type q8_0 has block size 32, which does not divide head_dim 16");
   expect_error({recurrent(2, 0)}, KvType::kF16, "recurrent_floats");
   expect_error({}, KvType::kF16, "at least one layer");
   auto zero = SequenceState::create(std::vector<LayerStateSpec>{kv(1, 32)}, 0, KvType::kF16);

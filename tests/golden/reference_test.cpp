@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Every model in ../shared/models against what llama.cpp computed (../shared/reference), and the
-// 256-token prompts of ../shared/reference/kv (f16 KV cache, no flash attention: our default) for
-// the models it covers: prompt logits (one batch) and teacher-forced generation logits, row by row:
+// 256-token prompts of ../shared/reference/kv (f16 KV cache without flash attention, our default,
+// and every quantized-KV / flash-attention setting there) for the models it covers: prompt logits (one batch) and teacher-forced generation logits, row by row:
 //   normalized squared error sum((a-b)^2)/sum(b^2) <= 1e-3 (quantized) or 1e-4 (float weights),
 //   and the same top-1 token wherever the reference's top-1 margin is >= 0.03.
 // stories260K must also reproduce its 200-token greedy generation exactly (ids and text).
@@ -16,6 +16,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -103,11 +104,14 @@ bool is_float_model(const nlohmann::json& meta) {
 
 // One reference: its directory under ../shared/reference and the model (../shared/models/<model>.gguf).
 struct Case {
+  Case(std::string ref_dir, std::string model_name, bool exact = false, KvConfig kv_config = {})
+      : ref(std::move(ref_dir)), model(std::move(model_name)), bit_exact(exact), kv(kv_config) {}
   std::string ref;
   std::string model;
   // Every row must equal the reference bit for bit (at every tier): where the kernels follow the
   // reference's order exactly, so that an order change inside the bounds still shows.
   bool bit_exact = false;
+  KvConfig kv;            // the reference's KV setting (reference/kv/<model>/<setting>)
 };
 
 // How gtest names a case in its messages.
@@ -127,6 +131,7 @@ TEST_P(ReferenceTest, PromptAndTeacherForcedLogits) {
   so.n_ctx = 512;
   so.n_threads = 2;
   so.batch = 512;
+  so.kv_type = GetParam().kv;
   auto session = Session::create(**model, so);
   ASSERT_TRUE(session.ok()) << session.error().message;
   const auto prompt = read_json(ref_dir + "/prompt_ids.json").get<std::vector<int32_t>>();
@@ -186,6 +191,31 @@ std::vector<Case> reference_cases() {
   cases.push_back({"kv/stories260K/f16-fa0", "stories260K", false});
   cases.push_back({"kv/syn-llama-Q8_0/f16-fa0", "syn-llama-Q8_0", true});
   cases.push_back({"kv/syn-qwen3-Q4_K_M/f16-fa0", "syn-qwen3-Q4_K_M", true});
+  // Quantized KV caches and flash attention (reference/kv/README.md), every setting bit-exact:
+  // with a quantized K or V, llama.cpp rotates Q/K/V (Hadamard), converts Q to K's vec_dot_type
+  // and runs the per-row online softmax for the batch and the steps alike; with f16 K and V and
+  // flash attention, the prompt batch runs its tiled f32 kernel and the steps its split-KV
+  // decode over 2 threads (n_threads above); kernels/flash_attention.cpp follows all three.
+  // stories260K (F32 weights) differs from row 0 on as its f16-fa0 rows do.
+  const KvConfig f16_fa(KvType::kF16, KvType::kF16, FlashAttn::kOn);
+  const auto both = [](KvType t) { return KvConfig(t, t, FlashAttn::kOn); };
+  KvConfig q8k_f16v(KvType::kQ8_0, KvType::kF16, FlashAttn::kOff);
+  KvConfig q8_norot = both(KvType::kQ8_0), q4_norot = both(KvType::kQ4_0);
+  q8_norot.rotate = q4_norot.rotate = false;
+  for (const char* m : {"syn-llama-Q8_0", "syn-qwen3-Q4_K_M"}) {
+    const std::string dir = std::string("kv/") + m + "/";
+    cases.push_back({dir + "f16-fa1", m, true, f16_fa});
+    cases.push_back({dir + "q8_0-fa1", m, true, both(KvType::kQ8_0)});
+    cases.push_back({dir + "q4_0-fa1", m, true, both(KvType::kQ4_0)});
+    cases.push_back({dir + "q8_0k-f16v-fa0", m, true, q8k_f16v});
+  }
+  const std::string q3 = "kv/syn-qwen3-Q4_K_M/";
+  cases.push_back({q3 + "q4_1-fa1", "syn-qwen3-Q4_K_M", true, both(KvType::kQ4_1)});
+  cases.push_back({q3 + "q5_0-fa1", "syn-qwen3-Q4_K_M", true, both(KvType::kQ5_0)});
+  cases.push_back({q3 + "iq4_nl-fa1", "syn-qwen3-Q4_K_M", true, both(KvType::kIQ4_NL)});
+  cases.push_back({q3 + "q8_0-fa1-norot", "syn-qwen3-Q4_K_M", true, q8_norot});
+  cases.push_back({q3 + "q4_0-fa1-norot", "syn-qwen3-Q4_K_M", true, q4_norot});
+  cases.push_back({"kv/stories260K/f16-fa1", "stories260K", false, f16_fa});
   return cases;
 }
 

@@ -3,7 +3,8 @@
 // the scalar ref tier run one head at a time (the order of operations is per head, so grouping
 // the heads that share a kv head must not change a bit), and those results agree with a plain
 // double-precision attention over the same cached values. f16 caches (transposed V, vec_dot
-// and tinyBLAS orders, padded lengths) and q8_0 caches (V in rows).
+// and tinyBLAS orders, padded lengths) and q8_0 caches with flash attention (V in rows; every
+// other type and the rotation are in flash_attention_test.cpp).
 #include "kernels/attention.h"
 
 #include <gtest/gtest.h>
@@ -40,7 +41,9 @@ Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, u
                  int64_t vt_pad = 0) {
   Cache c;
   c.n_kv_heads = n_kv_heads;
-  c.layout.kv_type = type;
+  c.layout.k_type = type;
+  c.layout.v_type = type;
+  c.layout.flash = type != GgmlType::kF16;
   c.layout.head_dim = hd;
   c.layout.n_ctx = n_ctx;
   c.layout.head_bytes = type == GgmlType::kF16 ? sizeof(fp16_t) * static_cast<size_t>(hd)
@@ -51,6 +54,9 @@ Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, u
   const auto at_k = [&c](int64_t p, int64_t h) {
     return c.layout.row_bytes * static_cast<size_t>(p) + c.layout.head_stride * static_cast<size_t>(h);
   };
+  c.layout.v_head_bytes = c.layout.head_bytes;
+  c.layout.v_row_bytes = c.layout.row_bytes;
+  c.layout.v_head_stride = c.layout.head_stride;
   c.layout.v_transposed = type == GgmlType::kF16;
   if (c.layout.v_transposed) c.layout.vt_row_bytes = sizeof(fp16_t) * static_cast<size_t>(n_ctx + vt_pad);
   const int64_t width = n_kv_heads * hd;
@@ -107,13 +113,13 @@ std::vector<float> run(const Cache& c, const AttentionBatch& batch, const std::v
 }
 
 // Plain attention in double over the decoded cache and the query rounded as the kernels round
-// it: the results above must be close to it (they also round the softmax weights to f16).
+// it: the results above must be close to it (the f16 path also rounds the softmax weights).
 std::vector<double> naive(const Cache& c, const float* q, int64_t kv_head, int64_t n_kv) {
   const int64_t hd = c.layout.head_dim, width = c.n_kv_heads * hd;
   std::vector<double> s(static_cast<size_t>(n_kv)), out(static_cast<size_t>(hd), 0.0);
   // The query as the kernels see it: rounded to f16, or through q8_0.
   std::vector<float> qk(q, q + hd);
-  if (c.layout.kv_type == GgmlType::kQ8_0) {
+  if (c.layout.k_type == GgmlType::kQ8_0) {
     std::vector<BlockQ8_0> blocks(static_cast<size_t>(hd / 32));
     quantize_row_q8_0_ref(q, blocks.data(), hd);
     dequantize_row_q8_0_ref(blocks.data(), qk.data(), hd);

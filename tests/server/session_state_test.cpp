@@ -26,7 +26,7 @@ std::unique_ptr<Model> load_model(const std::string& name, int64_t n_ctx = 512) 
   return m.ok() ? std::move(m).value() : nullptr;
 }
 
-std::unique_ptr<Session> new_session(Model& model, int64_t n_ctx, KvType kv = KvType::kF16) {
+std::unique_ptr<Session> new_session(Model& model, int64_t n_ctx, KvConfig kv = KvConfig()) {
   SessionOptions so;
   so.n_ctx = n_ctx;
   so.n_threads = 2;
@@ -42,8 +42,8 @@ std::vector<int32_t> prompt_ids(int n, int32_t vocab) {
   return ids;
 }
 
-void expect_round_trip_bitwise(const std::string& name, KvType kv) {
-  SCOPED_TRACE(name);
+void expect_round_trip_bitwise(const std::string& name, KvConfig kv) {
+  SCOPED_TRACE(name + " " + kv_config_name(kv));
   auto model = load_model(name);
   ASSERT_NE(model, nullptr);
   auto fp = model_fingerprint(model->gguf());
@@ -225,6 +225,96 @@ TEST(SessionState, RefusesMalformedCompressedFiles) {
   r = parse_session_state(reseal(bad));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("compressed context"), std::string::npos) << r.error().message;
+}
+
+TEST(SessionState, RoundTripEveryKvType) {
+  // Every K / V cache type, with and without flash attention where llama.cpp allows it, and
+  // K and V of different types: the file stores the types and the bytes as they are.
+  for (KvType t : {KvType::kBF16, KvType::kQ4_0, KvType::kQ4_1, KvType::kIQ4_NL, KvType::kQ5_0, KvType::kQ5_1}) {
+    expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", t);
+  }
+  expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvConfig(KvType::kF16, KvType::kF16, FlashAttn::kOn));
+  expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvConfig(KvType::kQ8_0, KvType::kF16, FlashAttn::kOff));
+  expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvConfig(KvType::kBF16, KvType::kBF16, FlashAttn::kOff));
+  expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", KvConfig(KvType::kQ4_0, KvType::kQ8_0, FlashAttn::kOn));
+  KvConfig norot(KvType::kQ4_1, KvType::kQ5_1, FlashAttn::kOn);
+  norot.rotate = false;
+  expect_round_trip_bitwise("syn-qwen3-Q4_K_M.gguf", norot);
+  // A hybrid model's attention layers take the types too.
+  expect_round_trip_bitwise("syn-qwen35-Q4_K_M.gguf", KvConfig(KvType::kQ4_0, KvType::kQ4_0, FlashAttn::kOn));
+}
+
+TEST(SessionState, KvConfigTravelsAndMismatchesAreRefused) {
+  auto model = load_model("syn-qwen3-Q4_K_M.gguf");
+  ASSERT_NE(model, nullptr);
+  auto fp = model_fingerprint(model->gguf());
+  ASSERT_TRUE(fp.ok());
+  const KvConfig saved_kv(KvType::kQ4_1, KvType::kQ8_0, FlashAttn::kOn);
+  auto a = new_session(*model, 64, saved_kv);
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(a->eval(prompt_ids(20, 512)).ok());
+  auto parsed = parse_session_state(serialize_session_state(capture_session_state(*a, *fp)));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->kv_type.k, KvType::kQ4_1);
+  EXPECT_EQ(parsed->kv_type.v, KvType::kQ8_0);
+  EXPECT_TRUE(parsed->kv_type.flash());
+  EXPECT_TRUE(parsed->kv_type.rotate);
+  // Other types, another V, no rotation: each refused with both configs named.
+  KvConfig norot = saved_kv;
+  norot.rotate = false;
+  for (const KvConfig& other : {KvConfig(KvType::kQ4_0, KvType::kQ8_0, FlashAttn::kOn),
+                                KvConfig(KvType::kQ4_1, KvType::kQ4_1, FlashAttn::kOn), norot}) {
+    auto b = new_session(*model, 64, other);
+    ASSERT_NE(b, nullptr);
+    Status st = check_compatible(*parsed, *b, *fp);
+    ASSERT_FALSE(st.ok()) << kv_config_name(other);
+    EXPECT_NE(st.error().message.find("K q4_1, V q8_0, flash attention"), std::string::npos) << st.error().message;
+    EXPECT_NE(st.error().message.find(kv_config_name(other)), std::string::npos) << st.error().message;
+  }
+  // f16 with -fa auto and with -fa off hold the same bytes (auto resolves to off for f16).
+  auto f16 = new_session(*model, 64, KvConfig(KvType::kF16, KvType::kF16, FlashAttn::kOff));
+  ASSERT_TRUE(f16->eval(prompt_ids(5, 512)).ok());
+  auto f16_state = parse_session_state(serialize_session_state(capture_session_state(*f16, *fp)));
+  ASSERT_TRUE(f16_state.ok());
+  auto f16_auto = new_session(*model, 64);
+  EXPECT_TRUE(check_compatible(*f16_state, *f16_auto, *fp).ok());
+  auto f16_fa = new_session(*model, 64, KvConfig(KvType::kF16, KvType::kF16, FlashAttn::kOn));
+  EXPECT_FALSE(check_compatible(*f16_state, *f16_fa, *fp).ok());  // V rows, not V^T
+}
+
+TEST(SessionState, ReadsVersion2Files) {
+  // A version 2 file (kv type 0 = f16 or 1 = q8_0 at byte 12, zeros at 32..39) is what this
+  // build writes for f16 without flash attention, apart from the version: rewrite the version,
+  // fix the checksum, and it loads as f16 / f16 without flash attention.
+  auto model = load_model("syn-qwen3-Q4_K_M.gguf");
+  ASSERT_NE(model, nullptr);
+  auto fp = model_fingerprint(model->gguf());
+  ASSERT_TRUE(fp.ok());
+  auto a = new_session(*model, 64);
+  ASSERT_TRUE(a->eval(prompt_ids(12, 512)).ok());
+  std::string bytes = serialize_session_state(capture_session_state(*a, *fp));
+  const uint32_t v2 = 2;
+  std::memcpy(bytes.data() + 8, &v2, sizeof(v2));
+  std::memset(bytes.data() + 32, 0, 8);
+  const uint64_t sum = fnv1a64(bytes.data(), bytes.size() - 8);
+  std::memcpy(bytes.data() + bytes.size() - 8, &sum, sizeof(sum));
+  auto parsed = parse_session_state(bytes);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->kv_type.k, KvType::kF16);
+  EXPECT_EQ(parsed->kv_type.v, KvType::kF16);
+  EXPECT_FALSE(parsed->kv_type.flash());
+  auto b = new_session(*model, 64);
+  EXPECT_TRUE(check_compatible(*parsed, *b, *fp).ok());
+  // A version 2 q8_0 file held unrotated q8_0 rows for K and V.
+  uint32_t q8 = 1;
+  std::memcpy(bytes.data() + 12, &q8, sizeof(q8));
+  const uint64_t sum2 = fnv1a64(bytes.data(), bytes.size() - 8);
+  std::memcpy(bytes.data() + bytes.size() - 8, &sum2, sizeof(sum2));
+  auto parsed_q8 = parse_session_state(bytes);
+  ASSERT_TRUE(parsed_q8.ok()) << parsed_q8.error().message;
+  EXPECT_EQ(parsed_q8->kv_type.v, KvType::kQ8_0);
+  EXPECT_TRUE(parsed_q8->kv_type.flash());
+  EXPECT_FALSE(parsed_q8->kv_type.rotate);
 }
 
 TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {

@@ -225,4 +225,82 @@ void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n
   }
 }
 
+// Flash attention's accumulator steps: the scalar twins' operations lane by lane (one FMA, or
+// one product, per element; f16 rounding to nearest even as fp32_to_fp16), masked tails.
+void mad_f32_avx512(float* y, const float* x, float v, int64_t n) {
+  const __m512 vv = _mm512_set1_ps(v);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(_mm512_loadu_ps(x + i), vv, _mm512_loadu_ps(y + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), vv, _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+void scale_f32_avx512(float* y, float v, int64_t n) {
+  const __m512 vv = _mm512_set1_ps(v);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), vv));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + i), vv));
+  }
+}
+
+namespace {
+inline __m512 load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline void store_f16(uint16_t* p, __m512 x) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+}  // namespace
+
+void mad_f16_avx512(uint16_t* y, const uint16_t* x, float v, int64_t n) {
+  const __m512 vv = _mm512_set1_ps(v);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store_f16(y + i, _mm512_fmadd_ps(load_f16(x + i), vv, load_f16(y + i)));
+  for (; i < n; ++i) y[i] = fp32_to_fp16(std::fma(fp16_to_fp32(x[i]), v, fp16_to_fp32(y[i])));
+}
+
+void scale_f16_avx512(uint16_t* y, float v, int64_t n) {
+  const __m512 vv = _mm512_set1_ps(v);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store_f16(y + i, _mm512_mul_ps(load_f16(y + i), vv));
+  for (; i < n; ++i) y[i] = fp32_to_fp16(fp16_to_fp32(y[i]) * v);
+}
+
+double exp_sum_avx512(float* x, int64_t n, float max) { return exp_and_sum(x, n, max); }
+
+void dot_tile_f32_avx512(const float* kt, int64_t n, int64_t tile, const float* q, float* s) {
+  // Sixteen cells per register, each lane its own in-order chain of fused multiply-adds.
+  int64_t t = 0;
+  for (; t + 64 <= tile; t += 64) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < n; ++i) {
+      const __m512 qi = _mm512_set1_ps(q[i]);
+      const float* row = kt + i * tile + t;
+      a0 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row), a0);
+      a1 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + 16), a1);
+      a2 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + 32), a2);
+      a3 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + 48), a3);
+    }
+    _mm512_storeu_ps(s + t, a0);
+    _mm512_storeu_ps(s + t + 16, a1);
+    _mm512_storeu_ps(s + t + 32, a2);
+    _mm512_storeu_ps(s + t + 48, a3);
+  }
+  for (; t < tile; ++t) {
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n; ++i) acc = std::fma(q[i], kt[i * tile + t], acc);
+    s[t] = acc;
+  }
+}
+
+void widen_f16_avx512(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_f16(x + i));
+  for (; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+}
+
 }  // namespace sniper::kernels_internal

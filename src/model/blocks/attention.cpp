@@ -114,7 +114,7 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   // Attention: one work item per (token, kv head): the query heads sharing a kv head read its K
   // and V once. Items are spread over the pool.
   const AttentionLayout& layout = kv.layout();
-  const AttentionBatch batch = attention_batch(layout, pos0, n_tok);
+  const AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
   const int64_t group = n_heads / n_kv_heads;
   const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded, group);
   const size_t stride = (need + 63) / 64 * 64;

@@ -8,6 +8,7 @@
 #include "base/check.h"
 #include "base/fp16.h"
 #include "kernels/attention.h"
+#include "kernels/hadamard.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 
@@ -101,7 +102,7 @@ void Gemma4Attention::attend_full(const LayerPlan& lp, const KvCache& kv, int64_
   // As AttentionBlock, with gemma4's attention scale 1.0: one item per (token, kv head).
   const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), n_kv_heads = lp.n_kv_heads;
   const AttentionLayout& layout = kv.layout();
-  const AttentionBatch batch = attention_batch(layout, pos0, n_tok);
+  const AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
   const int64_t group = lp.n_heads / n_kv_heads;
   const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded, group);
   const size_t stride = (need + 63) / 64 * 64;
@@ -133,7 +134,11 @@ void Gemma4Attention::attend_window(const LayerPlan& lp, const KvCache& kv, int6
   // probabilities rounded to f16 for the V product, V summed in position order. The reference
   // attends over its full-size cache with a mask: the same terms, summed in another order.
   const AttentionLayout& layout = kv.layout();
-  const KernelTable& kt = get_kernels(layout.kv_type);
+  // K and V may have different types; a quantized K is stored Hadamard-rotated (layout.k_rot),
+  // so the query is rotated the same way, and a rotated V's output is rotated back.
+  const KernelTable& kt = get_kernels(layout.k_type);
+  const KernelTable& vt_kernels = get_kernels(layout.v_type);
+  const bool vt_bf16 = layout.v_type == GgmlType::kBF16;
   const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), W = lp.sliding_window, cap = kv.n_ctx();
   const int64_t group = lp.n_heads / lp.n_kv_heads;
   const size_t per_thread = static_cast<size_t>(W + 3 * hd);
@@ -156,7 +161,13 @@ void Gemma4Attention::attend_window(const LayerPlan& lp, const KvCache& kv, int6
       CHECK(p - first < cap, "the ring holds %ld positions, the window needs %ld", static_cast<long>(cap),
             static_cast<long>(n));
       const float* q = q_.data() + t * q_dim + h * hd;
-      for (int64_t d = 0; d < hd; ++d) qr[d] = round_fp16(q[d]);
+      if (layout.k_rot > 0) {
+        std::memcpy(qr, q, sizeof(float) * static_cast<size_t>(hd));
+        hadamard_rotate(qr, hd, layout.k_rot);
+        for (int64_t d = 0; d < hd; ++d) qr[d] = round_fp16(qr[d]);
+      } else {
+        for (int64_t d = 0; d < hd; ++d) qr[d] = round_fp16(q[d]);
+      }
       for (int64_t j = 0; j < n; ++j) {
         const int64_t s = (first + j) % cap;
         kt.dequant_row(k_rows + layout.head_stride * static_cast<size_t>(kvh) + layout.row_bytes * static_cast<size_t>(s),
@@ -175,14 +186,15 @@ void Gemma4Attention::attend_window(const LayerPlan& lp, const KvCache& kv, int6
             fp16_t v;
             std::memcpy(&v, v_rows + layout.vt_row_bytes * static_cast<size_t>(kvh * hd + d) + sizeof(fp16_t) * static_cast<size_t>(s),
                         sizeof(v));
-            acc[d] += w * fp16_to_fp32(v);
+            acc[d] += w * (vt_bf16 ? bf16_to_fp32(v) : fp16_to_fp32(v));
           }
         } else {
-          kt.dequant_row(v_rows + layout.head_stride * static_cast<size_t>(kvh) + layout.row_bytes * static_cast<size_t>(s),
-                         row, hd);
+          vt_kernels.dequant_row(
+              v_rows + layout.v_head_stride * static_cast<size_t>(kvh) + layout.v_row_bytes * static_cast<size_t>(s), row, hd);
           for (int64_t d = 0; d < hd; ++d) acc[d] += w * row[d];
         }
       }
+      if (layout.v_rot > 0) hadamard_rotate(acc, hd, layout.v_rot);
       std::memcpy(att_.data() + t * q_dim + h * hd, acc, sizeof(float) * static_cast<size_t>(hd));
     }
   });

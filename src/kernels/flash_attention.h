@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// Flash attention over a KV cache whose V is stored in rows (AttentionLayout::flash), computed
+// the way llama.cpp's CPU backend computes it per query row
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk), bit for bit:
+//   * the query (Hadamard-rotated first when layout.k_rot) is converted to K's vec_dot_type
+//     (f16 for f16 K, bf16 for bf16, q8_0 for q8_0 / q4_0 / q5_0 / iq4_nl, q8_1 for q4_1 /
+//     q5_1) and every score is K's vec_dot with it, times scale;
+//   * online softmax one cell at a time in position order: a new maximum M rescales the
+//     accumulator and the sum S by expf(M_old - M), otherwise the cell's weight is
+//     expf(s - M) (libm expf); S = fma(S, ms, vs) (ggml's S*ms + vs, contracted by its build);
+//   * an f16 V accumulates in an f16 accumulator (load, FMA in f32, round to f16 per cell:
+//     ggml_vec_mad_f16 / ggml_vec_scale_f16); any other V type is decoded to f32 (to_float)
+//     and accumulated with f32 FMAs (ggml_vec_mad_f32);
+//   * out = acc * (1 / S), then Hadamard-rotated back when layout.v_rot.
+// With f16 K and V llama.cpp picks two other kernels, and so does this file: calls of >= 64
+// query rows run its tiled f32 kernel (unrounded query, f32 scores and V products by in-order
+// fused multiply-adds, a softmax per 64-cell tile), and single-row decode over >= 512 padded
+// cells its split-KV loop (the padded range in batch.n_threads chunks, merged in order). The
+// result then depends on the thread count, as llama.cpp's does.
+// K and V are read once per group of query heads sharing a kv head: scores come a tile of
+// cells at a time for the whole group (K's gemm, each output exactly its vec_dot), and each V
+// row is decoded once for the group. Thread-compatible (scratch is per call).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "base/cpu_features.h"
+#include "kernels/attention.h"
+
+namespace sniper {
+
+// Bytes of scratch flash_attend_group needs for `group` query heads.
+size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t group);
+
+// attend_group's contract (kernels/attention.h) for a layout.flash cache: out[g * head_dim + d]
+// for the `group` query heads of kv_head over positions [0, n_kv). scratch: 64-byte aligned,
+// flash_attention_scratch_bytes(layout, group) bytes. Every tier gives the same bits.
+void flash_attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q,
+                        const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_kv,
+                        float scale, float* out, uint8_t* scratch, IsaTier tier);
+
+}  // namespace sniper

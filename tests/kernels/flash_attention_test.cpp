@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+// Attention over every K / V cache type (kernels/flash_attention.h with flash attention, the
+// converted-K path of kernels/attention.h without it), with the caches written by
+// kv/kv_cache.h (rotation included): every tier and every group size gives the bits of the
+// scalar ref tier run one head at a time, and the result is close to a plain double-precision
+// attention over the unquantized K and V (the bound scales with the type's precision). The
+// accumulator steps (RowOps mad/scale, f32 and f16) match their scalar twins bit for bit, tails
+// included.
+#include "kernels/flash_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/fp16.h"
+#include "kernels/attention.h"
+#include "kernels/kernel_test_util.h"
+#include "kernels/ops.h"
+#include "kv/kv_cache.h"
+
+namespace sniper {
+namespace {
+
+using test::host_has;
+using test::kAllTiers;
+using test::nan_f;
+
+struct Scratch {
+  explicit Scratch(size_t bytes) : buf(bytes + 64) {}
+  uint8_t* get() { return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63}); }
+  std::vector<uint8_t> buf;
+};
+
+struct Filled {
+  std::unique_ptr<KvCache> cache;
+  std::vector<float> k, v;  // [pos][kv_head][d] what was stored
+};
+
+Filled fill(const KvConfig& config, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, uint32_t seed) {
+  Filled f;
+  auto made = KvCache::create(1, n_ctx, n_kv_heads, hd, config);
+  EXPECT_TRUE(made.ok()) << made.error().message;
+  f.cache = std::move(made).value();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t width = static_cast<size_t>(n_kv_heads * hd);
+  f.k.resize(width * static_cast<size_t>(n_ctx));
+  f.v.resize(f.k.size());
+  for (float& x : f.k) x = dist(rng);
+  for (float& x : f.v) x = dist(rng);
+  for (int64_t p = 0; p < n_ctx; ++p) f.cache->store(0, p, f.k.data() + width * p, f.v.data() + width * p);
+  return f;
+}
+
+std::vector<float> run(const Filled& f, const std::vector<float>& q, int64_t kv_head, int64_t group, int64_t pos0,
+                       int64_t n_tok, int64_t n_kv, float scale, IsaTier tier, int64_t n_threads = 1) {
+  const AttentionLayout& lay = f.cache->layout();
+  const AttentionBatch batch = attention_batch(lay, pos0, n_tok, n_threads);
+  std::vector<float> out(static_cast<size_t>(group * lay.head_dim), nan_f());
+  Scratch s(attention_scratch_bytes(lay, batch.n_kv_padded, group));
+  attend_group(lay, batch, q.data(), f.cache->k_rows(0), f.cache->v_rows(0), kv_head, group, n_kv, scale, out.data(),
+               s.get(), tier);
+  return out;
+}
+
+// softmax(scale * q.K) . V in double over the values as given (before any quantization).
+std::vector<double> naive(const Filled& f, const float* q, int64_t kv_head, int64_t n_kv, float scale) {
+  const int64_t hd = f.cache->head_dim(), width = f.cache->n_kv_heads() * hd;
+  std::vector<double> s(static_cast<size_t>(n_kv)), out(static_cast<size_t>(hd), 0.0);
+  double max = -INFINITY;
+  for (int64_t j = 0; j < n_kv; ++j) {
+    double d = 0;
+    for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(q[i]) * f.k[static_cast<size_t>(j * width + kv_head * hd + i)];
+    s[static_cast<size_t>(j)] = scale * d;
+    max = std::max(max, s[static_cast<size_t>(j)]);
+  }
+  double sum = 0;
+  for (double& x : s) sum += (x = std::exp(x - max));
+  for (int64_t j = 0; j < n_kv; ++j) {
+    for (int64_t i = 0; i < hd; ++i) {
+      out[static_cast<size_t>(i)] += s[static_cast<size_t>(j)] / sum * f.v[static_cast<size_t>(j * width + kv_head * hd + i)];
+    }
+  }
+  return out;
+}
+
+// Relative RMS error allowed against the unquantized attention: about the types' precision.
+double bound_for(const KvConfig& c) {
+  const auto err = [](KvType t) {
+    switch (t) {
+      case KvType::kF16: return 0.01;
+      case KvType::kBF16: return 0.04;
+      case KvType::kQ8_0: return 0.03;
+      case KvType::kQ5_0: case KvType::kQ5_1: return 0.12;
+      default: return 0.25;  // 4-bit
+    }
+  };
+  return err(c.k) + err(c.v);
+}
+
+void check(const KvConfig& config, int64_t hd, int64_t n_kv_heads, int64_t group, int64_t n_ctx,
+           std::initializer_list<int64_t> positions, std::initializer_list<int64_t> n_toks, int64_t n_threads = 1) {
+  SCOPED_TRACE(kv_config_name(config) + " hd " + std::to_string(hd) + " group " + std::to_string(group));
+  const Filled f = fill(config, n_kv_heads, hd, n_ctx, 17);
+  ASSERT_NE(f.cache, nullptr);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::mt19937 rng(23);
+  std::normal_distribution<float> dist(0.0f, 1.5f);
+  for (int64_t n_tok : n_toks) {
+    for (int64_t pos : positions) {
+      const int64_t pos0 = std::max<int64_t>(0, pos - n_tok + 1), n_kv = pos + 1;
+      for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh) {
+        std::vector<float> q(static_cast<size_t>(group * hd));
+        for (float& x : q) x = dist(rng);
+        std::vector<float> want;
+        for (int64_t g = 0; g < group; ++g) {
+          const std::vector<float> qg(q.begin() + g * hd, q.begin() + (g + 1) * hd);
+          const std::vector<float> o = run(f, qg, kvh, 1, pos0, n_tok, n_kv, scale, IsaTier::kRef, n_threads);
+          want.insert(want.end(), o.begin(), o.end());
+          const std::vector<double> plain = naive(f, qg.data(), kvh, n_kv, scale);
+          double num = 0, den = 0;
+          for (int64_t d = 0; d < hd; ++d) {
+            const double e = o[static_cast<size_t>(d)] - plain[static_cast<size_t>(d)];
+            num += e * e;
+            den += plain[static_cast<size_t>(d)] * plain[static_cast<size_t>(d)];
+          }
+          ASSERT_LE(std::sqrt(num / den), bound_for(config)) << "n_kv " << n_kv << " head " << g;
+        }
+        for (IsaTier tier : kAllTiers) {
+          if (!host_has(tier)) continue;
+          const std::vector<float> got = run(f, q, kvh, group, pos0, n_tok, n_kv, scale, tier, n_threads);
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * want.size()))
+              << "tier " << isa_tier_name(tier) << " n_kv " << n_kv << " n_tok " << n_tok << " kv head " << kvh;
+        }
+      }
+    }
+  }
+}
+
+constexpr KvType kAllTypes[] = {KvType::kF16,  KvType::kBF16,   KvType::kQ8_0, KvType::kQ4_0,
+                                KvType::kQ4_1, KvType::kIQ4_NL, KvType::kQ5_0, KvType::kQ5_1};
+
+TEST(FlashAttention, EveryTypeMatchesRefPerHeadAndPlainAttention) {
+  for (KvType t : kAllTypes) {
+    // Rotated (head_dim 128: K in one 128 chunk, V in two 64 chunks), across the 64-cell tiles.
+    check(KvConfig(t, t, FlashAttn::kOn), 128, 2, 4, 200, {0, 1, 63, 64, 130, 199}, {1, 3});
+    // head_dim 96: no rotation (96 % 64 != 0), an odd number of 32-element blocks.
+    check(KvConfig(t, t, FlashAttn::kOn), 96, 1, 3, 80, {0, 79}, {1});
+  }
+}
+
+TEST(FlashAttention, F16TiledAndSplitKv) {
+  const KvConfig f16_fa(KvType::kF16, KvType::kF16, FlashAttn::kOn);
+  // Calls of >= 64 tokens: the tiled f32 kernel (tiles of 64 cells, the last one partial).
+  check(f16_fa, 64, 2, 4, 300, {63, 64, 100, 299}, {64, 100});
+  check(f16_fa, 128, 1, 3, 200, {150}, {70});
+  // Decode over >= 512 padded cells: split-KV over 1, 2 and 3 threads (chunks past the query's
+  // position hold masked cells only); below 512 the per-row loop.
+  for (int64_t threads : {1, 2, 3}) check(f16_fa, 64, 2, 4, 700, {255, 256, 300, 511, 512, 699}, {1}, threads);
+  // head_dim 80 (not a multiple of 16): never tiled.
+  check(f16_fa, 80, 1, 2, 150, {100}, {64});
+}
+
+TEST(FlashAttention, MixedTypesGroupsAndNoRotation) {
+  check(KvConfig(KvType::kQ8_0, KvType::kF16, FlashAttn::kOn), 64, 2, 8, 150, {0, 100, 149}, {1, 2});
+  check(KvConfig(KvType::kF16, KvType::kQ4_0, FlashAttn::kOn), 64, 1, 12, 100, {5, 99}, {1});
+  check(KvConfig(KvType::kIQ4_NL, KvType::kQ5_1, FlashAttn::kOn), 64, 1, 5, 70, {69}, {1});
+  KvConfig norot(KvType::kQ4_1, KvType::kQ4_1, FlashAttn::kOn);
+  norot.rotate = false;
+  check(norot, 64, 2, 2, 90, {0, 89}, {1});
+  // A group of 20 heads (more than one pass of any grouped kernel) and head_dim 256.
+  check(KvConfig(KvType::kQ8_0, KvType::kQ8_0, FlashAttn::kOn), 256, 1, 20, 70, {69}, {1});
+}
+
+TEST(FlashAttention, ConvertedKWithoutFlashAttention) {
+  // No flash attention: any K type (Q rotated and converted to K's vec_dot_type), f16 or bf16 V^T.
+  for (KvType t : kAllTypes) {
+    check(KvConfig(t, KvType::kF16, FlashAttn::kOff), 64, 2, 4, 300, {0, 70, 255, 256, 299}, {1, 5});
+  }
+  check(KvConfig(KvType::kBF16, KvType::kBF16, FlashAttn::kOff), 64, 1, 3, 100, {0, 99}, {1, 2});
+  check(KvConfig(KvType::kQ4_0, KvType::kBF16, FlashAttn::kOff), 128, 1, 2, 100, {50}, {1});
+}
+
+TEST(FlashAttention, AccumulatorStepsMatchTheirScalarTwins) {
+  const RowOps& ref = find_row_ops(IsaTier::kRef);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (IsaTier tier : kAllTiers) {
+    if (!host_has(tier)) continue;
+    const RowOps& ops = find_row_ops(tier);
+    for (int64_t n : {1, 15, 16, 17, 64, 100, 128}) {
+      std::vector<float> x(static_cast<size_t>(n)), y(x.size());
+      std::vector<uint16_t> xh(x.size()), yh(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = dist(rng);
+        y[i] = dist(rng) * 100.0f;
+        xh[i] = fp32_to_fp16(dist(rng));
+        yh[i] = fp32_to_fp16(dist(rng) * 10.0f);
+      }
+      const float v = dist(rng);
+      std::vector<float> a = y, b = y;
+      ref.mad_f32(a.data(), x.data(), v, n);
+      ops.mad_f32(b.data(), x.data(), v, n);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * a.size())) << "mad_f32 n " << n;
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(test::bits(a[i]), test::bits(std::fma(x[i], v, y[i])));
+      ref.scale_f32(a.data(), v, n);
+      ops.scale_f32(b.data(), v, n);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * a.size())) << "scale_f32 n " << n;
+      std::vector<uint16_t> ah = yh, bh = yh;
+      ref.mad_f16(ah.data(), xh.data(), v, n);
+      ops.mad_f16(bh.data(), xh.data(), v, n);
+      EXPECT_EQ(ah, bh) << "mad_f16 n " << n;
+      for (size_t i = 0; i < ah.size(); ++i) {
+        EXPECT_EQ(ah[i], fp32_to_fp16(std::fma(fp16_to_fp32(xh[i]), v, fp16_to_fp32(yh[i]))));
+      }
+      ref.scale_f16(ah.data(), v, n);
+      ops.scale_f16(bh.data(), v, n);
+      EXPECT_EQ(ah, bh) << "scale_f16 n " << n;
+      std::vector<float> wa(x.size()), wb(x.size());
+      ref.widen_f16(xh.data(), wa.data(), n);
+      ops.widen_f16(xh.data(), wb.data(), n);
+      EXPECT_EQ(wa, wb) << "widen_f16 n " << n;
+      // exp_sum and dot_tile_f32 (the tiled path's scores) against their scalar twins.
+      std::vector<float> ea(x), eb(x);
+      const float mx = *std::max_element(x.begin(), x.end());
+      EXPECT_EQ(ref.exp_sum(ea.data(), n, mx), ops.exp_sum(eb.data(), n, mx)) << "exp_sum n " << n;
+      EXPECT_EQ(ea, eb) << "exp_sum n " << n;
+      for (int64_t tile : {16, 64, 70}) {
+        std::vector<float> kt(static_cast<size_t>(n * tile)), qv(x.size()), sa(static_cast<size_t>(tile)), sb(sa.size());
+        for (float& e : kt) e = dist(rng);
+        for (float& e : qv) e = dist(rng);
+        ref.dot_tile_f32(kt.data(), n, tile, qv.data(), sa.data());
+        ops.dot_tile_f32(kt.data(), n, tile, qv.data(), sb.data());
+        EXPECT_EQ(0, std::memcmp(sa.data(), sb.data(), sizeof(float) * sa.size())) << "dot_tile_f32 n " << n;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sniper
