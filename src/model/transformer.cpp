@@ -55,7 +55,7 @@ std::unique_ptr<FfnBlock> make_ffn(FfnKind kind, const ModelConfig& c, const Mod
 
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx,
                          const WeightSources& sources)
-    : config_(config), weights_(weights), max_batch_(max_batch), n_ctx_(n_ctx), sources_(sources) {
+    : config_(config), weights_(weights), max_batch_(max_batch), sources_(sources) {
   CHECK(max_batch >= 1);
   CHECK(static_cast<int64_t>(config.layers.size()) == config.n_layers, "the config has no layer plan");
   const size_t B = static_cast<size_t>(max_batch);

@@ -74,7 +74,6 @@ class Transformer {
   const ModelConfig& config_;
   const ModelWeights& weights_;
   int64_t max_batch_;
-  int64_t n_ctx_;
   WeightSources sources_;
   // One block per kind in use, shared by the layers of that kind; mixers_/ffns_ index them per layer.
   std::vector<std::unique_ptr<MixerBlock>> mixer_blocks_;

@@ -3,8 +3,10 @@
 // geglu_ref: 16 lanes are rounded to f16 (vcvtps2ph, nearest even, as fp32_to_fp16), their bits
 // index the widened f16 GELU table through a gather, and the |x| >= 10 lanes are blended in.
 // (A NaN lane indexes a NaN entry either way: every NaN of one sign has the same table entry.)
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only: Clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 

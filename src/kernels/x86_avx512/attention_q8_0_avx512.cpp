@@ -11,8 +11,10 @@
 //     hsum_ps adds ((i, i+4), then (i, i+2), then (i, i+1)), leaving 16 scores in one register.
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
 // -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only: Clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 

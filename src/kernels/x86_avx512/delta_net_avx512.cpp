@@ -5,8 +5,10 @@
 // b % 4, added a0 + a2, a1 + a3, then the two, then _mm512_reduce_add_ps), updated with one FMA
 // per element, stored, and dotted with q the same way. A prefill passes a block of tokens over a
 // group of rows at a time, so the state is read from L2 once per block, not once per token.
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only: Clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 

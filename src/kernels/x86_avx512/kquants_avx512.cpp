@@ -8,8 +8,10 @@
 //   Q2_K, Q3_K, IQ4_XS: x86/dot_kquants512_low.h
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
 // -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only: Clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_kquants512.h"
 #include "kernels/x86/dot_kquants512_low.h"

@@ -5,8 +5,10 @@
 // longer than the row-lane path takes. Every entry gives the ref tier's bits.
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
 // -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only: Clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_q32.h"
 #include "kernels/x86/gemm_q32_rows512.h"
