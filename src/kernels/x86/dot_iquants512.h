@@ -67,7 +67,21 @@ struct Pair {
 
 // Decoder interface: scales(b) = i32 lane 2c + h: odd scale of chunk c, elements 16h..16h+15;
 // pair(b, p) = magnitudes and negate mask of chunks 2p, 2p + 1.
-struct Dec512IQ2_XXS {
+// Decoders that produce a chunk pair at a time (pair(b, p)) get the whole-superblock decode from
+// this base: the four pairs stored one after another.
+template <class D>
+struct PairDecoder {
+  template <class Block>
+  static void decode(const Block& b, uint8_t* mag, uint64_t* neg) {
+    for (int p = 0; p < 4; ++p) {
+      const Pair pr = D::pair(b, p);
+      _mm512_store_si512(mag + 64 * p, pr.mag);
+      neg[p] = pr.neg;
+    }
+  }
+};
+
+struct Dec512IQ2_XXS : PairDecoder<Dec512IQ2_XXS> {
   using Block = BlockIQ2_XXS;
   static constexpr float kFactor = 0.125f;
   static __m512i scales(const Block& b) {
@@ -75,13 +89,6 @@ struct Dec512IQ2_XXS {
     const __m512i q = _mm512_loadu_si512(b.qs);
     const __m512i w = _mm512_permutexvar_epi32(_mm512_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15), q);
     return odd_scale(_mm512_srli_epi32(w, 28));
-  }
-  static void decode(const Block& b, uint8_t* mag, uint64_t* neg) {
-    for (int p = 0; p < 4; ++p) {
-      const Pair pr = pair(b, p);
-      _mm512_store_si512(mag + 64 * p, pr.mag);
-      neg[p] = pr.neg;
-    }
   }
   static Pair pair(const Block& b, int p) {
     const auto* q = reinterpret_cast<const uint8_t*>(b.qs) + 16 * p;
@@ -94,17 +101,10 @@ struct Dec512IQ2_XXS {
   }
 };
 
-struct Dec512IQ2_XS {
+struct Dec512IQ2_XS : PairDecoder<Dec512IQ2_XS> {
   using Block = BlockIQ2_XS;
   static constexpr float kFactor = 0.125f;
   static __m512i scales(const Block& b) { return odd_scale(nibbles16(b.scales)); }
-  static void decode(const Block& b, uint8_t* mag, uint64_t* neg) {
-    for (int p = 0; p < 4; ++p) {
-      const Pair pr = pair(b, p);
-      _mm512_store_si512(mag + 64 * p, pr.mag);
-      neg[p] = pr.neg;
-    }
-  }
   static Pair pair(const Block& b, int p) {
     const uint16_t* q = b.qs + 8 * p;
     const __m512i idx = _mm512_and_si512(_mm512_cvtepu16_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))),
@@ -116,17 +116,10 @@ struct Dec512IQ2_XS {
   }
 };
 
-struct Dec512IQ2_S {
+struct Dec512IQ2_S : PairDecoder<Dec512IQ2_S> {
   using Block = BlockIQ2_S;
   static constexpr float kFactor = 0.125f;
   static __m512i scales(const Block& b) { return odd_scale(nibbles16(b.scales)); }
-  static void decode(const Block& b, uint8_t* mag, uint64_t* neg) {
-    for (int p = 0; p < 4; ++p) {
-      const Pair pr = pair(b, p);
-      _mm512_store_si512(mag + 64 * p, pr.mag);
-      neg[p] = pr.neg;
-    }
-  }
   static Pair pair(const Block& b, int p) {
     // group j of the pair: qs[8p + j] | bits 2(j % 4)..2(j % 4)+1 of qh[2p + j / 4] << 8
     const __m512i lo = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qs + 8 * p)));
