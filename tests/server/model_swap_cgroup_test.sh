@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Several models behind one server under a real memory cap (issue 25 point 3): two synthetic
-# models, each about 55% of a cgroup cap (page cache included), served by one `sniper serve
-# --max-loaded 1 --mem auto` (the budget is the cap). Alternating requests swap them many
-# times; every request must succeed, the kernel must never OOM-kill, and the cgroup's peak must
-# stay under the cap. Two models resident at once, or an unload that kept its memory, would
-# not fit. Skips (exit 77) where cgroups cannot be used (not root).
+# models, each about 45% of a cgroup cap (page cache included), served by one `sniper serve
+# --max-loaded 1 --mem BUDGET` (2.1 models: one plans all-resident) in a cgroup capped at 2.2.
+# Alternating requests swap them many times; every request must succeed, the kernel must never OOM-kill, and the cgroup's peak must
+# stay under the budget and under two models' weights: two models resident at once, or an
+# unload that kept its memory, would not. Skips (exit 77) where cgroups cannot be used (not root).
 # Usage: model_swap_cgroup_test.sh SNIPER_BINARY SOURCE_DIR [SWAPS]
 set -euo pipefail
 bin=$1
@@ -16,9 +16,12 @@ command -v curl >/dev/null || { echo "SKIP: needs curl"; exit 77; }
 tmp=$(mktemp -d /var/tmp/sniper-swap-test.XXXXXX)
 server_pid=  # run-capped.sh
 sniper_pid=  # the server inside its cgroup
+cg=
 cleanup() {
+  set +e
+  [ -z "$sniper_pid" ] && [ -n "$cg" ] && sniper_pid=$(head -1 "$cg/cgroup.procs" 2>/dev/null)
   [ -n "$sniper_pid" ] && kill "$sniper_pid" 2>/dev/null
-  [ -n "$server_pid" ] && wait "$server_pid" 2>/dev/null
+  [ -n "$server_pid" ] && { [ -n "$sniper_pid" ] || kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -28,11 +31,12 @@ for seed in 1 2; do
     --type q4_k_m --fast --seed $seed -o "$tmp/models/m$seed.gguf" >/dev/null
 done
 size=$(stat -c %s "$tmp/models/m1.gguf")
-cap=$(( size * 9 / 5 ))
-echo "models $size bytes each, cap $cap bytes"
+cap=$(( size * 22 / 10 ))
+budget=$(( size * 21 / 10 ))  # enough to plan one model all-resident (the plan reserves runtime overhead)
+echo "models $size bytes each, budget $budget bytes, cap $cap bytes"
 fifo=$tmp/out
 mkfifo "$fifo"
-"$src/scripts/run-capped.sh" "$cap" "$bin" serve --models "$tmp/models" --port 0 --mem auto --ctx 256 --max-loaded 1 \
+"$src/scripts/run-capped.sh" "$cap" "$bin" serve --models "$tmp/models" --port 0 --mem "$budget" --ctx 256 --max-loaded 1 \
   --keep-alive -1 >"$fifo" 2>"$tmp/serve.err" &
 server_pid=$!
 port=
@@ -44,7 +48,9 @@ if [ -z "$port" ]; then
   if [ "${status:-0}" -eq 3 ]; then echo "SKIP: no usable cgroup memory controller"; exit 77; fi
   echo "FAIL: the server did not start"; exit 1
 fi
-cg=$(ls -d /sys/fs/cgroup/sniper-capped-"$server_pid" /sys/fs/cgroup/memory/sniper-capped-"$server_pid" 2>/dev/null | head -1)
+for d in /sys/fs/cgroup/sniper-capped-"$server_pid" /sys/fs/cgroup/memory/sniper-capped-"$server_pid"; do
+  if [ -d "$d" ]; then cg=$d; fi
+done
 [ -n "$cg" ] || { echo "FAIL: no cgroup sniper-capped-$server_pid"; exit 1; }
 sniper_pid=$(head -1 "$cg/cgroup.procs")
 for i in $(seq 0 "$swaps"); do
@@ -70,4 +76,6 @@ peak=$(sed -n 's/.*cgroup peak \([0-9]*\) bytes.*/\1/p' "$tmp/serve.err")
 [ "$loaded" = 1 ] || { echo "FAIL: $loaded models loaded at the end, expected 1"; exit 1; }
 [ "${oom:-0}" = 0 ] || { echo "FAIL: $oom OOM kills in the cgroup"; exit 1; }
 [ "$peak" -lt "$cap" ] || { echo "FAIL: peak $peak >= cap $cap"; exit 1; }
-echo "PASS: $swapped swaps, peak $peak < cap (budget) $cap, two models would need $(( 2 * size ))+"
+[ "$peak" -lt "$budget" ] || { echo "FAIL: peak $peak >= budget $budget"; exit 1; }
+[ "$peak" -lt $(( 2 * size )) ] || { echo "FAIL: peak $peak >= two models' weights $(( 2 * size )): an unload kept its memory"; exit 1; }
+echo "PASS: $swapped swaps, cgroup peak $peak < budget $budget < cap $cap; two models' weights alone are $(( 2 * size ))"
