@@ -51,8 +51,14 @@ Result<Args> Args::parse(const std::string& command, int argc, char** argv, int 
       if (i + 1 >= argc) return make_error("flag %s needs a value (%s)", spec->name, spec->value_name);
       args.values_[spec->name] = argv[++i];
     }
+    args.all_values_[spec->name].push_back(args.values_[spec->name]);
   }
   return args;
+}
+
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  auto it = all_values_.find(name);
+  return it == all_values_.end() ? std::vector<std::string>() : it->second;
 }
 
 std::string Args::get_string(const std::string& name, const std::string& fallback) const {

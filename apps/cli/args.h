@@ -31,9 +31,12 @@ class Args {
   Result<int64_t> get_int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const;
   Result<double> get_float(const std::string& name, double fallback, double lo, double hi) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
+  // Every value a flag was given, in order, for flags that may repeat (get_string: the last).
+  std::vector<std::string> get_all(const std::string& name) const;
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::vector<std::string> positionals_;
 };
 

@@ -5,7 +5,8 @@
 // POST /v1/context/load {name} reads and verifies a saved state and restores it into an idle
 // slot, where the next request starting with those tokens reuses it; GET /v1/context lists;
 // DELETE /v1/context/{name} removes. Errors: bad names/bodies 400, unknown names 404, a state
-// made for another model or KV shape 409, a corrupt or foreign file 400.
+// made for another model or KV shape 409, a corrupt or foreign file 400. Save and load act on
+// the body's "model" (default: the pool's default model), loading it if needed.
 #include <chrono>
 
 #include "server/server_context.h"
@@ -34,16 +35,6 @@ std::optional<ApiError> read_name(const Json& body, std::string* name) {
   return std::nullopt;
 }
 
-std::optional<ApiError> check_model(const ServerContext& ctx, const Json& body) {
-  auto it = body.find("model");
-  if (it == body.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string() || it->get<std::string>() != ctx.model_id) {
-    return with_status(bad_request("the model does not exist; this server serves '" + ctx.model_id + "'", "model",
-                                   "model_not_found"), 404);
-  }
-  return std::nullopt;
-}
-
 ApiError busy() {
   return with_status(bad_request("the server is busy: all slots and the queue are full; retry later"), 503, "server_error");
 }
@@ -56,7 +47,10 @@ void handle_context_save(ServerContext& ctx, const httplib::Request& req, httpli
   if (auto e = parse_body(req.body, &body)) return send_error(res, *e);
   std::string name;
   if (auto e = read_name(body, &name)) return send_error(res, *e);
-  if (auto e = check_model(ctx, body)) return send_error(res, *e);
+  ApiError lease_error;
+  std::shared_ptr<ModelLease> lease = lease_model(ctx, body, &lease_error);
+  if (lease == nullptr) return send_error(res, lease_error);
+  const ServedModel& m = lease->model();
   ContextCompression compression = ctx.contexts->default_compression();
   if (auto it = body.find("compression"); it != body.end() && !it->is_null()) {
     auto c = it->is_string() ? parse_context_compression(it->get<std::string>())
@@ -69,18 +63,18 @@ void handle_context_save(ServerContext& ctx, const httplib::Request& req, httpli
     ChatRequest chat;
     if (auto e = parse_chat_request(body, &chat)) return send_error(res, *e);
     PromptTokens pt;
-    if (auto e = chat_prompt_tokens(ctx, chat, &pt, /*add_generation_prompt=*/false)) return send_error(res, *e);
+    if (auto e = chat_prompt_tokens(m, chat, &pt, /*add_generation_prompt=*/false)) return send_error(res, *e);
     ids = std::move(pt.ids);
   } else if (auto it = body.find("prompt"); it != body.end() && it->is_string()) {
-    ids = text_prompt_tokens(ctx, it->get<std::string>());
+    ids = text_prompt_tokens(m, it->get<std::string>());
   } else {
     return send_error(res, bad_request("messages (an array) or prompt (a string) is required", "prompt"));
   }
-  if (auto e = check_prompt_length(ctx, ids.size())) return send_error(res, *e);
+  if (auto e = check_prompt_length(m, ids.size())) return send_error(res, *e);
   auto job = std::make_shared<Job>();
   job->kind = JobKind::kSave;
   job->prompt = std::move(ids);
-  if (!ctx.scheduler->submit(job)) return send_error(res, busy());
+  if (!m.scheduler->submit(job)) return send_error(res, busy());
   const JobResult& r = job->wait_done();
   if (!r.error.empty()) {
     ApiError e = bad_request(r.error);
@@ -112,25 +106,28 @@ void handle_context_load(ServerContext& ctx, const httplib::Request& req, httpli
   if (auto e = parse_body(req.body, &body)) return send_error(res, *e);
   std::string name;
   if (auto e = read_name(body, &name)) return send_error(res, *e);
-  if (auto e = check_model(ctx, body)) return send_error(res, *e);
+  ApiError lease_error;
+  std::shared_ptr<ModelLease> lease = lease_model(ctx, body, &lease_error);
+  if (lease == nullptr) return send_error(res, lease_error);
+  const ServedModel& m = lease->model();
   if (!ctx.contexts->exists(name)) {
     return send_error(res, with_status(bad_request("no saved context named '" + name + "'", "name", "context_not_found"), 404));
   }
   auto state = ctx.contexts->load(name);
   if (!state.ok()) return send_error(res, bad_request(state.error().message, "name", "invalid_context_file"));
   const double read_ms = ms_since(t0);
-  if (state->model_fingerprint != ctx.fingerprint) {
+  if (state->model_fingerprint != m.fingerprint) {
     char msg[256];
     std::snprintf(msg, sizeof(msg),
                   "context '%s' was saved with another model file (fingerprint %016llx, this model is %016llx)",
                   name.c_str(), static_cast<unsigned long long>(state->model_fingerprint),
-                  static_cast<unsigned long long>(ctx.fingerprint));
+                  static_cast<unsigned long long>(m.fingerprint));
     return send_error(res, with_status(bad_request(msg, "name", "context_model_mismatch"), 409));
   }
   auto job = std::make_shared<Job>();
   job->kind = JobKind::kLoad;
   job->load = std::make_shared<SessionState>(std::move(state).value());
-  if (!ctx.scheduler->submit(job)) return send_error(res, busy());
+  if (!m.scheduler->submit(job)) return send_error(res, busy());
   const JobResult& r = job->wait_done();
   if (!r.error.empty()) {
     ApiError e = bad_request("context '" + name + "': " + r.error, "name", r.error_status == 409 ? "context_shape_mismatch" : "");

@@ -19,6 +19,7 @@ namespace {
 struct SyncRequest {
   std::string name;
   S3Location where;
+  std::string model;  // empty: the pool's default
 };
 
 std::optional<ApiError> parse_sync_request(const httplib::Request& req, const ServerContext& ctx, SyncRequest* out) {
@@ -38,8 +39,9 @@ std::optional<ApiError> parse_sync_request(const httplib::Request& req, const Se
   if (!where.ok()) return bad_request(where.error().message, "remote");
   out->where = std::move(where).value();
   if (auto model = body.find("model"); model != body.end() && !model->is_null()) {
-    if (!model->is_string() || model->get<std::string>() != ctx.model_id) {
-      ApiError e = bad_request("the model does not exist; this server serves '" + ctx.model_id + "'", "model", "model_not_found");
+    out->model = model->is_string() ? model->get<std::string>() : "";
+    if (!model->is_string() || !ctx.models->has(model->get<std::string>())) {
+      ApiError e = bad_request("the model does not exist on this server (GET /v1/models lists them)", "model", "model_not_found");
       e.status = 404;
       return e;
     }
@@ -103,7 +105,10 @@ void handle_context_download(ServerContext& ctx, const httplib::Request& req, ht
   if (auto e = parse_sync_request(req, ctx, &r)) return send_error(res, *e);
   std::optional<ContextSync> sync;
   if (auto e = make_sync(r, &sync)) return send_error(res, *e);
-  auto t = sync->pull(*ctx.contexts, r.name, ctx.fingerprint);
+  ApiError lease_error;
+  std::shared_ptr<ModelLease> lease = ctx.models->acquire(r.model, &lease_error);  // its fingerprint checks the file
+  if (lease == nullptr) return send_error(res, lease_error);
+  auto t = sync->pull(*ctx.contexts, r.name, lease->model().fingerprint);
   if (!t.ok()) return send_error(res, sync_error(sync->last_failure(), t.error()));
   send_json(res, transfer_json(*t));
 }

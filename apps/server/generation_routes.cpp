@@ -30,16 +30,10 @@ ApiError job_error(const JobResult& r) {
   return e;
 }
 
-// Validates the model name and builds the job for `prompt`.
-std::optional<ApiError> make_job(const ServerContext& ctx, const GenerationParams& p, std::vector<int32_t> prompt,
+// Builds the job for `prompt` on model `m`.
+std::optional<ApiError> make_job(const ServedModel& m, const GenerationParams& p, std::vector<int32_t> prompt,
                                  std::shared_ptr<Job>* out) {
-  if (!p.model.empty() && p.model != ctx.model_id) {
-    ApiError e = bad_request("the model '" + p.model + "' does not exist; this server serves '" + ctx.model_id + "'",
-                             "model", "model_not_found");
-    e.status = 404;
-    return e;
-  }
-  if (auto e = check_prompt_length(ctx, prompt.size())) return e;
+  if (auto e = check_prompt_length(m, prompt.size())) return e;
   auto job = std::make_shared<Job>();
   job->kind = JobKind::kGenerate;
   job->generator.sampler = p.sampler;
@@ -52,9 +46,10 @@ std::optional<ApiError> make_job(const ServerContext& ctx, const GenerationParam
   return std::nullopt;
 }
 
-void run_job(ServerContext& ctx, Endpoint endpoint, const GenerationParams& p, std::shared_ptr<Job> job,
-             std::shared_ptr<Formatter> fmt, httplib::Response& res) {
-  if (!ctx.scheduler->submit(job)) {
+// The lease keeps the model loaded until the response is written (captured by the providers).
+void run_job(ServerContext& ctx, std::shared_ptr<ModelLease> lease, Endpoint endpoint, const GenerationParams& p,
+             std::shared_ptr<Job> job, std::shared_ptr<Formatter> fmt, httplib::Response& res) {
+  if (!(*lease)->scheduler->submit(job)) {
     ApiError e;
     e.status = 503;
     e.type = "server_error";
@@ -68,7 +63,7 @@ void run_job(ServerContext& ctx, Endpoint endpoint, const GenerationParams& p, s
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [c, endpoint, job, fmt, include_usage](size_t, httplib::DataSink& sink) {
+        [c, lease, endpoint, job, fmt, include_usage](size_t, httplib::DataSink& sink) {
           auto write = [&](const std::string& s) {
             if (sink.write(s.data(), s.size())) return true;
             job->cancel();
@@ -109,7 +104,7 @@ void run_job(ServerContext& ctx, Endpoint endpoint, const GenerationParams& p, s
           if (ok) sink.done();
           return ok;
         },
-        [job](bool) { job->cancel(); });
+        [lease, job](bool) { job->cancel(); });
     return;
   }
   // Non-streaming: most requests finish within a second and get an ordinary response. Longer
@@ -129,7 +124,7 @@ void run_job(ServerContext& ctx, Endpoint endpoint, const GenerationParams& p, s
   }
   res.set_chunked_content_provider(
       "application/json",
-      [c, endpoint, job, fmt](size_t, httplib::DataSink& sink) {
+      [c, lease, endpoint, job, fmt](size_t, httplib::DataSink& sink) {
         bool finished = false;
         auto last_beat = std::chrono::steady_clock::now();
         while (!finished) {
@@ -153,7 +148,7 @@ void run_job(ServerContext& ctx, Endpoint endpoint, const GenerationParams& p, s
         sink.done();
         return true;
       },
-      [job](bool) { job->cancel(); });
+      [lease, job](bool) { job->cancel(); });
 }
 
 // Plain chat rendering for models without a template ("System: ...\nUser: ...\nAssistant:").
@@ -190,13 +185,13 @@ std::optional<ApiError> plain_chat(const Json& messages, std::string* out) {
 
 }  // namespace
 
-std::optional<ApiError> chat_prompt_tokens(ServerContext& ctx, const ChatRequest& request, PromptTokens* out,
+std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatRequest& request, PromptTokens* out,
                                            bool add_generation_prompt) {
-  if (!ctx.chat_template) {
+  if (!m.chat_template) {
     std::string prompt;
     if (auto e = plain_chat(request.messages, &prompt)) return e;
     if (!add_generation_prompt) prompt.resize(prompt.size() - std::string_view("Assistant:").size());
-    out->ids = ctx.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
+    out->ids = m.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
     return std::nullopt;
   }
   ChatRenderInput in;
@@ -204,20 +199,34 @@ std::optional<ApiError> chat_prompt_tokens(ServerContext& ctx, const ChatRequest
   in.tools = request.tools;
   in.template_kwargs = request.template_kwargs;
   in.add_generation_prompt = add_generation_prompt;
-  auto rendered = render_chat(*ctx.chat_template, ctx.chat_format, in, ctx.bos_token, ctx.eos_token);
+  auto rendered = render_chat(*m.chat_template, m.chat_format, in, m.bos_token, m.eos_token);
   if (!rendered.ok()) return bad_request(rendered.error().message, "messages");
   out->rendered = std::move(rendered).value();
-  out->ids = ctx.tokenizer->encode(out->rendered.prompt, /*add_special=*/false, /*parse_special=*/true);
+  out->ids = m.tokenizer->encode(out->rendered.prompt, /*add_special=*/false, /*parse_special=*/true);
   return std::nullopt;
 }
 
-std::vector<int32_t> text_prompt_tokens(const ServerContext& ctx, const std::string& prompt) {
-  return ctx.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+std::vector<int32_t> text_prompt_tokens(const ServedModel& m, const std::string& prompt) {
+  return m.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
 }
 
-std::optional<ApiError> check_prompt_length(const ServerContext& ctx, size_t n_prompt) {
+std::shared_ptr<ModelLease> lease_model(ServerContext& ctx, const Json& body, ApiError* error) {
+  std::string name;
+  if (body.is_object()) {
+    if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
+      if (!it->is_string()) {
+        *error = bad_request("model must be a string", "model");
+        return nullptr;
+      }
+      name = it->get<std::string>();
+    }
+  }
+  return ctx.models->acquire(name, error);
+}
+
+std::optional<ApiError> check_prompt_length(const ServedModel& m, size_t n_prompt) {
   if (n_prompt == 0) return bad_request("the prompt encodes to no tokens", "prompt");
-  const int64_t n_ctx = ctx.scheduler->n_ctx();
+  const int64_t n_ctx = m.scheduler->n_ctx();
   if (static_cast<int64_t>(n_prompt) >= n_ctx) {
     return bad_request("the prompt has " + std::to_string(n_prompt) + " tokens but the context holds " +
                            std::to_string(n_ctx) + " (at least one token must be left for the reply)",
@@ -235,13 +244,17 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   if (auto e = parse_body(req.body, &body)) return fail(*e);
   ChatRequest request;
   if (auto e = parse_chat_request(body, &request)) return fail(*e);
+  ApiError lease_error;
+  std::shared_ptr<ModelLease> lease = ctx.models->acquire(request.params.model, &lease_error);
+  if (lease == nullptr) return fail(lease_error);
+  const ServedModel& m = lease->model();
   PromptTokens prompt;
-  if (auto e = chat_prompt_tokens(ctx, request, &prompt)) return fail(*e);
+  if (auto e = chat_prompt_tokens(m, request, &prompt)) return fail(*e);
   std::shared_ptr<Job> job;
-  if (auto e = make_job(ctx, request.params, std::move(prompt.ids), &job)) return fail(*e);
+  if (auto e = make_job(m, request.params, std::move(prompt.ids), &job)) return fail(*e);
   const bool tools = request.tools.is_array() && !request.tools.empty();
-  auto fmt = std::make_shared<ChatFormatter>(ctx.model_id, ctx.chat_format, prompt.rendered, tools);
-  run_job(ctx, Endpoint::kChat, request.params, std::move(job), std::move(fmt), res);
+  auto fmt = std::make_shared<ChatFormatter>(m.id, m.chat_format, prompt.rendered, tools);
+  run_job(ctx, std::move(lease), Endpoint::kChat, request.params, std::move(job), std::move(fmt), res);
 }
 
 void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -253,12 +266,17 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   if (auto e = parse_body(req.body, &body)) return fail(*e);
   CompletionRequest request;
   if (auto e = parse_completion_request(body, &request)) return fail(*e);
+  ApiError lease_error;
+  std::shared_ptr<ModelLease> lease = ctx.models->acquire(request.params.model, &lease_error);
+  if (lease == nullptr) return fail(lease_error);
+  const ServedModel& m = lease->model();
   std::shared_ptr<Job> job;
-  if (auto e = make_job(ctx, request.params, text_prompt_tokens(ctx, request.prompt), &job)) {
+  if (auto e = make_job(m, request.params, text_prompt_tokens(m, request.prompt), &job)) {
     if (e->code == "context_length_exceeded") e->param = "prompt";
     return fail(*e);
   }
-  run_job(ctx, Endpoint::kCompletions, request.params, std::move(job), std::make_shared<CompletionFormatter>(ctx.model_id), res);
+  auto fmt = std::make_shared<CompletionFormatter>(m.id);
+  run_job(ctx, std::move(lease), Endpoint::kCompletions, request.params, std::move(job), std::move(fmt), res);
 }
 
 }  // namespace sniper::server

@@ -6,7 +6,6 @@
 #include <set>
 
 #include "base/process_stats.h"
-#include "engine/session_state.h"
 #include "server/server_context.h"
 #include "server/webui_asset.h"
 
@@ -49,6 +48,29 @@ std::string connection_metrics(const ListenerStats& s) {
   return out;
 }
 
+// A /v1/models entry: OpenAI's fields, then the pool's state of the model.
+Json model_json(const ModelStatus& s) {
+  Json m = Json::object();
+  m["id"] = s.name;
+  m["object"] = "model";
+  m["created"] = s.loaded_at_unix;
+  m["owned_by"] = "sniper";
+  m["loaded"] = s.state == ModelState::kLoaded;
+  m["state"] = model_state_name(s.state);
+  m["path"] = s.path;
+  m["size_bytes"] = s.size_bytes;
+  m["memory_bytes"] = s.memory_bytes;
+  m["budget_bytes"] = s.budget_bytes;
+  m["loaded_at"] = s.loaded_at_unix;
+  m["expires_at"] = s.expires_at_unix;
+  m["load_ms"] = s.load_ms;
+  m["loads"] = s.n_loads;
+  m["requests_active"] = s.n_active;
+  m["requests_waiting"] = s.n_waiting;
+  if (!s.last_error.empty()) m["last_error"] = s.last_error;
+  return m;
+}
+
 }  // namespace
 
 void send_json(httplib::Response& res, const Json& body, int status) {
@@ -71,31 +93,36 @@ ApiError status_error(int status, std::string message) {
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const ServerOptions& options) {
+  auto ctx = std::make_unique<ServerContext>();
+  ctx->options = options;
+  const std::string id = options.model_id.empty() ? model_id_from_path(model.gguf().path) : options.model_id;
+  SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<ServedModel> served, ServedModel::create(id, &model, nullptr, options, &ctx->metrics));
+  ctx->models = ModelPool::create_pinned(std::move(served), model.gguf().path);
+  return assemble(std::move(ctx));
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::create(std::vector<ModelSource> sources, const ModelPoolOptions& pool,
+                                                       ModelFileLoader loader, const ServerOptions& options) {
+  auto ctx = std::make_unique<ServerContext>();
+  ctx->options = options;
+  Metrics* metrics = &ctx->metrics;
+  ModelLoader load_served = [loader = std::move(loader), options, metrics](const ModelSource& source, uint64_t mem_bytes)
+      -> Result<std::unique_ptr<ServedModel>> {
+    ServerOptions o = options;
+    SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, loader(source, mem_bytes, &o.session));
+    Model* raw = model.get();
+    return ServedModel::create(source.name, raw, std::move(model), o, metrics);
+  };
+  SNIPER_ASSIGN_OR_RETURN(ctx->models, ModelPool::create(std::move(sources), pool, std::move(load_served)));
+  return assemble(std::move(ctx));
+}
+
+std::unique_ptr<HttpServer> HttpServer::assemble(std::unique_ptr<ServerContext> ctx) {
   std::unique_ptr<HttpServer> s(new HttpServer());
-  s->ctx_ = std::make_unique<ServerContext>();
-  ServerContext& ctx = *s->ctx_;
-  ctx.model = &model;
-  ctx.options = options;
-  SNIPER_ASSIGN_OR_RETURN(ctx.tokenizer, model.tokenizer());
-  ctx.model_id = options.model_id.empty() ? model_id_from_path(model.gguf().path) : options.model_id;
-  if (!model.chat_template().empty()) {
-    auto tmpl = ChatTemplate::parse(model.chat_template());
-    if (!tmpl.ok()) return make_error("the model's chat template: %s", tmpl.error().message.c_str());
-    ctx.chat_template.emplace(std::move(tmpl).value());
-    ctx.chat_format = detect_chat_format(model.chat_template());
-  }
-  const Tokenizer& tok = *ctx.tokenizer;
-  if (tok.bos_id() >= 0) ctx.bos_token = tok.token_to_piece(tok.bos_id(), true);
-  if (tok.eos_id() >= 0) ctx.eos_token = tok.token_to_piece(tok.eos_id(), true);
-  SNIPER_ASSIGN_OR_RETURN(ctx.fingerprint, model_fingerprint(model.gguf()));
-  ctx.contexts = std::make_unique<ContextStore>(options.context_dir.empty() ? ContextStore::default_dir() : options.context_dir,
-                                                options.context_compression);
-  SchedulerOptions so;
-  so.n_slots = options.n_slots;
-  so.queue_capacity = options.queue_capacity;
-  so.session = options.session;
-  so.model_fingerprint = ctx.fingerprint;
-  SNIPER_ASSIGN_OR_RETURN(ctx.scheduler, Scheduler::create(model, tok, so, &ctx.metrics));
+  s->ctx_ = std::move(ctx);
+  const ServerOptions& options = s->ctx_->options;
+  s->ctx_->contexts = std::make_unique<ContextStore>(options.context_dir.empty() ? ContextStore::default_dir() : options.context_dir,
+                                                     options.context_compression);
   s->install_routes();
   ListenerOptions lo;
   lo.max_connections = options.max_connections;
@@ -112,11 +139,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const Serve
 
 HttpServer::~HttpServer() {
   stop();
-  listener_.reset();  // waits until every connection thread has ended
-  if (ctx_ != nullptr) ctx_->scheduler.reset();
+  listener_.reset();  // waits until every connection thread has ended (and released its lease)
+  if (ctx_ != nullptr) ctx_->models.reset();
 }
 
-Scheduler& HttpServer::scheduler() { return *ctx_->scheduler; }
+ModelPool& HttpServer::models() { return *ctx_->models; }
 Metrics& HttpServer::metrics() { return ctx_->metrics; }
 const std::string& HttpServer::host() const { return ctx_->options.host; }
 
@@ -128,7 +155,7 @@ Result<int> HttpServer::bind() {
 void HttpServer::run() { listener_->run(); }
 
 void HttpServer::stop() {
-  if (ctx_ != nullptr && ctx_->scheduler != nullptr) ctx_->scheduler->stop();
+  if (ctx_ != nullptr && ctx_->models != nullptr) ctx_->models->stop();
   if (listener_ != nullptr) listener_->stop();
 }
 
@@ -198,43 +225,45 @@ void HttpServer::install_routes() {
     res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
   });
   route("GET", "/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, Json{{"status", "ok"}}); });
-  auto model_json = [c] {
-    Json m = Json::object();
-    m["id"] = c->model_id;
-    m["object"] = "model";
-    m["created"] = 0;
-    m["owned_by"] = "sniper";
-    return m;
-  };
-  route("GET", "/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
-    send_json(res, Json{{"object", "list"}, {"data", Json::array({model_json()})}});
+  route("GET", "/v1/models", [c](const httplib::Request&, httplib::Response& res) {
+    Json data = Json::array();
+    for (const ModelStatus& m : c->models->status()) data.push_back(model_json(m));
+    send_json(res, Json{{"object", "list"}, {"data", data}});
   });
-  route("GET", "/v1/models/{name}", [c, model_json](const httplib::Request& req, httplib::Response& res) {
+  route("GET", "/v1/models/{name}", [c](const httplib::Request& req, httplib::Response& res) {
     const std::string name = last_path_segment(req);
-    if (name != c->model_id) {
-      ApiError e = bad_request("the model '" + name + "' does not exist", "model", "model_not_found");
-      e.status = 404;
-      return send_error(res, e);
+    for (const ModelStatus& m : c->models->status()) {
+      if (m.name == name) return send_json(res, model_json(m));
     }
-    send_json(res, model_json());
+    ApiError e = bad_request("the model '" + name + "' does not exist", "model", "model_not_found");
+    e.status = 404;
+    send_error(res, e);
   });
+  // The default model; details that need it loaded are left out when it is not (no load here).
   route("GET", "/props", [c](const httplib::Request&, httplib::Response& res) {
-    const Model& m = *c->model;
+    const std::string name = c->models->default_name();
     Json j = Json::object();
-    j["model"] = c->model_id;
-    j["model_path"] = m.gguf().path;
-    j["n_ctx"] = c->scheduler->n_ctx();
-    j["slots"] = c->scheduler->n_slots();
-    j["residency"] = residency_name(m);
-    j["memory_budget_bytes"] = m.options().mem_bytes;
-    j["arch"] = m.config().arch;
-    j["n_params"] = count_params(m.gguf());
-    j["chat_template"] = c->chat_template.has_value();
+    j["model"] = name;
+    j["slots"] = c->options.n_slots;
+    j["memory_budget_bytes"] = c->models->options().mem_bytes;
+    j["models"] = c->models->status().size();
+    std::shared_ptr<ModelLease> lease = c->models->acquire_if_loaded(name);
+    j["loaded"] = lease != nullptr;
+    if (lease != nullptr) {
+      const Model& m = *lease->model().model;
+      j["model_path"] = m.gguf().path;
+      j["n_ctx"] = lease->model().scheduler->n_ctx();
+      j["residency"] = residency_name(m);
+      j["memory_budget_bytes"] = m.options().mem_bytes;
+      j["arch"] = m.config().arch;
+      j["n_params"] = count_params(m.gguf());
+      j["chat_template"] = lease->model().chat_template.has_value();
+    }
     send_json(res, j);
   });
   route("GET", "/metrics", [c, self](const httplib::Request&, httplib::Response& res) {
-    res.set_content(c->metrics.render(current_rss_bytes(), peak_rss_bytes(), c->model->options().mem_bytes) +
-                        connection_metrics(self->connection_stats()),
+    res.set_content(c->metrics.render(current_rss_bytes(), peak_rss_bytes(), c->models->options().mem_bytes) +
+                        c->models->metrics_text() + connection_metrics(self->connection_stats()),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   route("POST", "/v1/chat/completions", [c](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(*c, req, res); });

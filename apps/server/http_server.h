@@ -16,19 +16,30 @@
 #include "base/result.h"
 #include "engine/model.h"
 #include "server/http_listener.h"
+#include "server/model_pool.h"
 #include "server/server_options.h"
 
 namespace sniper::server {
 
 struct ServerContext;
-class Scheduler;
 class Metrics;
+
+// Loads a model file for a memory budget (bytes; 0: unlimited) for the pool; may adjust the
+// session options its slots get (checkpoints from its plan, routing bias). Runs on the pool's
+// thread.
+using ModelFileLoader =
+    std::function<Result<std::unique_ptr<Model>>(const ModelSource& source, uint64_t mem_bytes, SessionOptions* session)>;
 
 class HttpServer {
  public:
   // The model must outlive the server. Errors: the model has no tokenizer, its chat template
   // does not parse, the slots cannot be created, the fingerprint cannot be computed.
+  // One borrowed model, always loaded (named options.model_id or its file stem).
   static Result<std::unique_ptr<HttpServer>> create(Model& model, const ServerOptions& options);
+  // Several models loaded on demand by `loader` under pool's limits (model_pool.h). Errors: no
+  // source, duplicate names, bad pool options.
+  static Result<std::unique_ptr<HttpServer>> create(std::vector<ModelSource> sources, const ModelPoolOptions& pool,
+                                                    ModelFileLoader loader, const ServerOptions& options);
   ~HttpServer();
 
   // Binds options.host:options.port (port 0 picks a free one); returns the port.
@@ -40,7 +51,7 @@ class HttpServer {
 
   const std::string& host() const;
   int port() const { return port_; }
-  Scheduler& scheduler();
+  ModelPool& models();
   Metrics& metrics();
   const ServerContext& context() const { return *ctx_; }
   // Connection counters (open, admitted, refused at a cap, header timeouts). Thread-safe.
@@ -61,6 +72,8 @@ class HttpServer {
   };
 
   HttpServer() = default;
+  // The context, the routes and the listener around ctx_->models (set by the caller).
+  static std::unique_ptr<HttpServer> assemble(std::unique_ptr<ServerContext> ctx);
   void install_routes();
   // path: exact ("/v1/models"), or a prefix and one segment ("/v1/context/{name}").
   void route(const char* method, std::string path, RouteHandler handler);

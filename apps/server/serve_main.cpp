@@ -3,6 +3,10 @@
 // model, starts the OpenAI-compatible HTTP server and prints exactly one line to stdout when
 // it accepts connections: "sniper serve: listening on http://HOST:PORT/". SIGINT and SIGTERM
 // stop it cleanly (exit 0). (`sniper top` lives in top.cpp.)
+// Several models: `--models DIR` and/or repeated `--model NAME=PATH` give a pool (model_pool.h)
+// that loads each on demand within --mem, at most --max-loaded at once, unloading after
+// --keep-alive. One model with neither --keep-alive nor --max-loaded (plain `-m FILE`) is
+// loaded before listening and stays loaded, as it always did.
 #include "server/serve_main.h"
 
 #include <malloc.h>
@@ -15,6 +19,7 @@
 #include "base/memory_limit.h"
 #include "cli/common.h"
 #include "server/http_server.h"
+#include "server/model_sources.h"
 #include "server/server_context.h"
 
 namespace sniper::server {
@@ -36,16 +41,47 @@ int serve_main(int argc, char** argv) {
       {"--header-timeout", nullptr, "S", "seconds for a request's headers to arrive, from the connection or a later request's first byte (default 10; -> 408)"},
       {"--max-connections", nullptr, "N", "open connections in total; more are answered 503 at once (default 1024)"},
       {"--max-connections-per-client", nullptr, "N", "open connections per client address; more are answered 503 at once (default 128)"},
-      {"--alias", nullptr, "NAME", "model id to report (default: the file name without .gguf)"},
+      {"--alias", nullptr, "NAME", "model id to report for a single model (default: the file name without .gguf)"},
+      {"--models", nullptr, "DIR", "serve every *.gguf in DIR, named by file stem (split X-00001-of-0000N.gguf: X); -m/--model NAME=PATH may repeat and add to it"},
+      {"--max-loaded", nullptr, "N", "models in memory at once, each planned for --mem / N (default 1)"},
+      {"--keep-alive", nullptr, "DURATION", "unload a model idle this long: 30s, 5m, 1h; 0 = right after its request; -1 = never (default 5m)"},
+      {"--load-timeout", nullptr, "DURATION", "how long a request waits for its model to load or for room to load it (default 10m; then 503)"},
       {"--help", "-h", nullptr, "show this help"},
   });
   auto args = cli::Args::parse("serve", argc, argv, 2, specs);
   if (!args.ok()) return cli::fail(args.error());
   if (args->has("--help")) {
-    cli::print_usage("serve", "-m MODEL [--host 127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]", specs);
+    cli::print_usage("serve", "-m MODEL | --model NAME=PATH ... | --models DIR [--host 127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]", specs);
     return 0;
   }
-  if (!args->has("--model")) return cli::fail(make_error("no model given: pass -m PATH to a GGUF file"));
+  std::vector<ModelSource> sources;
+  if (args->has("--models")) {
+    auto found = scan_models_dir(args->get_string("--models"));
+    if (!found.ok()) return cli::fail(found.error());
+    sources = std::move(found).value();
+  }
+  for (const std::string& spec : args->get_all("--model")) {
+    auto src = parse_model_spec(spec);
+    if (!src.ok()) return cli::fail(src.error());
+    sources.push_back(std::move(src).value());
+  }
+  if (Status st = check_unique_names(sources); !st.ok()) return cli::fail(st.error());
+  const bool pinned = sources.size() == 1 && !args->has("--models") && !args->has("--keep-alive") && !args->has("--max-loaded");
+  if (args->has("--alias")) {
+    if (sources.size() != 1) return cli::fail(make_error("--alias names a single model; name several with --model NAME=PATH"));
+    sources[0].name = args->get_string("--alias");
+  }
+  ModelPoolOptions po;
+  auto max_loaded = args->get_int("--max-loaded", 1, 1, 256);
+  if (!max_loaded.ok()) return cli::fail(max_loaded.error());
+  po.max_loaded = static_cast<int>(*max_loaded);
+  auto keep_alive = parse_duration_s(args->get_string("--keep-alive", "5m"), "--keep-alive");
+  if (!keep_alive.ok()) return cli::fail(keep_alive.error());
+  po.keep_alive_s = *keep_alive;
+  auto load_timeout = parse_duration_s(args->get_string("--load-timeout", "10m"), "--load-timeout");
+  if (!load_timeout.ok()) return cli::fail(load_timeout.error());
+  if (!(*load_timeout > 0)) return cli::fail(make_error("--load-timeout must be positive"));
+  po.load_timeout_s = *load_timeout;
   ServerOptions so;
   so.host = args->get_string("--host", "127.0.0.1");
   auto port = args->get_int("--port", 8000, 0, 65535);
@@ -70,7 +106,7 @@ int serve_main(int argc, char** argv) {
     if (!bytes.ok()) return cli::fail(bytes.error());
     so.max_body_bytes = static_cast<size_t>(*bytes);
   }
-  so.model_id = args->get_string("--alias");
+  so.model_id = sources[0].name;
   auto timeout = args->get_float("--timeout", 30, 0.1, 3600);
   if (!timeout.ok()) return cli::fail(timeout.error());
   so.timeout_s = *timeout;
@@ -102,13 +138,26 @@ int serve_main(int argc, char** argv) {
   so.session.checkpoint_interval = *every;
   lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them
   lo->n_checkpoints = *checkpoints;  // and its checkpoints (none for a model that can rewind)
-  auto model = Model::load(args->get_string("--model"), *lo);
-  if (!model.ok()) return cli::fail(model.error());
-  so.session.n_checkpoints = (*model)->plan().n_checkpoints;
-  if (args->has("--routing-bias")) {
-    auto bias = cli::parse_routing_bias(args->get_string("--routing-bias"), (*model)->config());
-    if (!bias.ok()) return cli::fail(bias.error());
-    so.session.routing_bias = *bias;
+  po.mem_bytes = lo->mem_bytes;
+  const std::string routing_bias = args->get_string("--routing-bias");
+  // Loads one model for a budget (the pool's share of --mem, or all of it when pinned).
+  const ModelLoadOptions base_lo = *lo;
+  ModelFileLoader loader = [base_lo, routing_bias](const ModelSource& source, uint64_t mem_bytes,
+                                                   SessionOptions* session) -> Result<std::unique_ptr<Model>> {
+    ModelLoadOptions o = base_lo;
+    o.mem_bytes = mem_bytes;
+    SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(source.path, o));
+    session->n_checkpoints = model->plan().n_checkpoints;
+    if (!routing_bias.empty()) {
+      SNIPER_ASSIGN_OR_RETURN(session->routing_bias, cli::parse_routing_bias(routing_bias, model->config()));
+    }
+    return model;
+  };
+  std::unique_ptr<Model> pinned_model;  // -m FILE: loaded now, before listening
+  if (pinned) {
+    auto model = loader(sources[0], lo->mem_bytes, &so.session);
+    if (!model.ok()) return cli::fail(model.error());
+    pinned_model = std::move(model).value();
   }
 
   // Block the stop signals in every thread (the server's threads inherit the mask); one thread
@@ -126,7 +175,7 @@ int serve_main(int argc, char** argv) {
   // test (tests/js/soak_test.mjs) without any leak. Pinning the threshold at its initial 128 KiB
   // keeps large transient buffers on mmap, returned on free (RSS within 10% after the soak).
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  auto server = HttpServer::create(**model, so);
+  auto server = pinned ? HttpServer::create(*pinned_model, so) : HttpServer::create(sources, po, loader, so);
   if (!server.ok()) return cli::fail(server.error());
   auto bound = (*server)->bind();
   if (!bound.ok()) return cli::fail(bound.error());
@@ -137,9 +186,14 @@ int serve_main(int argc, char** argv) {
     std::fprintf(stderr, "sniper serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     srv->stop();
   });
-  std::fprintf(stderr, "sniper serve: model '%s', %d slot(s) of %ld tokens, context dir %s\n",
-               srv->context().model_id.c_str(), so.n_slots, static_cast<long>(srv->context().scheduler->n_ctx()),
-               srv->context().contexts->dir().c_str());
+  if (pinned) {
+    std::fprintf(stderr, "sniper serve: model '%s', %d slot(s) of %ld tokens, context dir %s\n", sources[0].name.c_str(),
+                 so.n_slots, static_cast<long>(srv->models().acquire_if_loaded(sources[0].name)->model().scheduler->n_ctx()), srv->context().contexts->dir().c_str());
+  } else {
+    std::fprintf(stderr, "sniper serve: %zu model(s) loaded on demand, at most %d at once in %.1f GiB, keep-alive %s, context dir %s\n",
+                 sources.size(), po.max_loaded, static_cast<double>(lo->mem_bytes) / (1u << 30),
+                 args->get_string("--keep-alive", "5m").c_str(), srv->context().contexts->dir().c_str());
+  }
   std::printf("sniper serve: listening on http://%s:%d/\n", so.host.c_str(), *bound);
   std::fflush(stdout);
   srv->run();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// ServerContext: what the route handlers share (model, tokenizer, template, scheduler, metrics,
-// context store), plus the small helpers that write JSON and error responses. Owned by
+// ServerContext: what the route handlers share (options, metrics, context store, and the model
+// pool a request leases its model from: tokenizer, template and scheduler are per model, in
+// ServedModel), plus the small helpers that write JSON and error responses. Owned by
 // HttpServer; handlers run on HttpListener's connection threads and only use thread-safe members.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "server/chat_format.h"
 #include "server/context_store.h"
 #include "server/metrics.h"
+#include "server/model_pool.h"
 #include "server/openai_protocol.h"
 #include "server/scheduler.h"
 #include "server/server_options.h"
@@ -22,17 +24,10 @@
 namespace sniper::server {
 
 struct ServerContext {
-  Model* model = nullptr;
-  const Tokenizer* tokenizer = nullptr;
   ServerOptions options;
-  std::string model_id;
-  std::optional<ChatTemplate> chat_template;  // absent: the model carries none
-  ChatFormat chat_format;
-  std::string bos_token, eos_token;
-  uint64_t fingerprint = 0;
   Metrics metrics;
   std::unique_ptr<ContextStore> contexts;
-  std::unique_ptr<Scheduler> scheduler;  // last: stopped before the rest is destroyed
+  std::unique_ptr<ModelPool> models;  // last: its schedulers stop before the rest is destroyed
 };
 
 void send_json(httplib::Response& res, const Json& body, int status = 200);
@@ -60,10 +55,14 @@ struct PromptTokens {
   std::vector<int32_t> ids;
   RenderedChat rendered;  // chat only
 };
-std::optional<ApiError> chat_prompt_tokens(ServerContext& ctx, const ChatRequest& request, PromptTokens* out,
+std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatRequest& request, PromptTokens* out,
                                            bool add_generation_prompt = true);
-std::vector<int32_t> text_prompt_tokens(const ServerContext& ctx, const std::string& prompt);
+std::vector<int32_t> text_prompt_tokens(const ServedModel& m, const std::string& prompt);
 // 400 context_length_exceeded unless 0 < n_prompt < n_ctx.
-std::optional<ApiError> check_prompt_length(const ServerContext& ctx, size_t n_prompt);
+std::optional<ApiError> check_prompt_length(const ServedModel& m, size_t n_prompt);
+// The model a request names in body["model"] (absent or null: the pool's default), leased
+// (loaded on demand, waiting at most --load-timeout). Null with *error set on failure: not a
+// string (400), unknown (404 model_not_found), or the pool's errors.
+std::shared_ptr<ModelLease> lease_model(ServerContext& ctx, const Json& body, ApiError* error);
 
 }  // namespace sniper::server

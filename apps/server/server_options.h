@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/result.h"
 #include "engine/context_compression.h"
 #include "engine/session.h"
 
@@ -31,5 +32,9 @@ struct ServerOptions {
 
 // "dir/stories260K.gguf" -> "stories260K".
 std::string model_id_from_path(const std::string& path);
+
+// A duration for `flag`: "-1" (never: returns -1), "0", seconds ("30", "2.5"), or a number with
+// a unit: "500ms", "30s", "5m", "1h". Errors name the flag and the value.
+[[nodiscard]] Result<double> parse_duration_s(const std::string& text, const char* flag);
 
 }  // namespace sniper::server

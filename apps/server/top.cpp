@@ -222,6 +222,8 @@ std::string bar(double fraction, int width, bool ansi) {
   return s + "]";
 }
 
+constexpr int kMaxModelLines = 8;  // models listed one per line; more are left out
+
 // Renders one frame. `prev` (may be null) gives rates between polls; `error` (may be empty) is
 // the last poll's failure, shown instead of stale data being mistaken for live. Pure function.
 std::string render_frame(const Snapshot& now, const Snapshot* prev, const TopOptions& opt, bool ansi, int columns,
@@ -246,6 +248,23 @@ std::string render_frame(const Snapshot& now, const Snapshot* prev, const TopOpt
   line("model", fmt("%s  %s(%s, %s params, ctx %.0f, template %s)%s", prop_string(p, "model").c_str(), dim,
                     prop_string(p, "arch").c_str(), human_count(n_params).c_str(), prop_number(p, "n_ctx"),
                     prop_string(p, "chat_template").c_str(), reset));
+  // The model pool (several models behind one server): one line, then one per model.
+  if (m.find("sniper_models_loaded").has_value()) {
+    line("models", fmt("%.0f/%.0f loaded   swaps %.0f   idle unloads %.0f   load failures %.0f   timeouts %.0f",
+                       m.get("sniper_models_loaded"), m.get("sniper_models_max_loaded"), m.get("sniper_model_swaps_total"),
+                       m.get("sniper_model_unloads_total", 0, {{"reason", "keep_alive"}}),
+                       m.get("sniper_model_load_failures_total"), m.get("sniper_model_wait_timeouts_total")));
+    int shown = 0;
+    for (const PromSample& s : m.samples) {
+      if (s.name != "sniper_model_loaded" || s.labels.empty() || s.labels[0].first != "model") continue;
+      if (++shown > kMaxModelLines) break;
+      const PromLabels who = {s.labels[0]};
+      line("", fmt("%-24s %-8s %9s   load %.2f s   loads %.0f   active %.0f   waiting %.0f", s.labels[0].second.c_str(),
+                   s.value > 0 ? "loaded" : "-", s.value > 0 ? human_bytes(m.get("sniper_model_memory_bytes", 0, who)).c_str() : "",
+                   m.get("sniper_model_load_seconds", 0, who), m.get("sniper_model_loads_total", 0, who),
+                   m.get("sniper_model_requests_active", 0, who), m.get("sniper_model_requests_waiting", 0, who)));
+    }
+  }
   double rss = m.get("sniper_rss_bytes");
   double peak = m.get("sniper_peak_rss_bytes");
   double budget = m.get("sniper_memory_budget_bytes", prop_number(p, "memory_budget_bytes"));

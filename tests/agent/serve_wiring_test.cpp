@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "agent/agent.h"
@@ -36,13 +37,13 @@ TEST(LocalServer, ChildThatExitsEarlyIsAnError) {
 
 class ServeWiring : public ::testing::Test {
  protected:
-  static std::string synth_qwen3() {
-    std::string out = "/tmp/sniper-agent-wiring-" + std::to_string(::getpid()) + ".gguf";
+  static std::string synth_qwen3(const std::string& suffix = "", int seed = 1) {
+    std::string out = "/tmp/sniper-agent-wiring-" + std::to_string(::getpid()) + suffix + ".gguf";
     std::string tok = shared_dir() + "/tokenizer";
     std::string cmd = std::string(SNIPER_CLI_PATH) +
                       " synth --arch qwen3 --dim 64 --layers 2 --heads 2 --kv-heads 1 --head-dim 32 --ff 128 --type q8_0"
                       " --vocab-from " + tok + "/ggml-vocab-qwen2.gguf --chat-template " + tok +
-                      "/qwen3/tokenizer_config.json -o " + out + " > /dev/null 2>&1";
+                      "/qwen3/tokenizer_config.json --seed " + std::to_string(seed) + " -o " + out + " > /dev/null 2>&1";
     return std::system(cmd.c_str()) == 0 ? out : "";
   }
 };
@@ -96,6 +97,63 @@ TEST_F(ServeWiring, RawChatTurnThroughTheAgent) {
   EXPECT_EQ(agent.stats().turns, 1) << out.str();
   EXPECT_NE(out.str().find("[local · "), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("tok/s"), std::string::npos);
+}
+
+// Two tiers on one URL: `sniper serve --model fast=... --model primary=...` and two backends
+// that differ only in "model". Each request reaches its own model (the server's log shows both
+// loaded, one at a time with --max-loaded 1).
+TEST_F(ServeWiring, TiersNameModelsOnOneUrl) {
+  std::string fast = synth_qwen3("-fast", 1), primary = synth_qwen3("-primary", 2);
+  ASSERT_FALSE(fast.empty() || primary.empty()) << "sniper synth failed";
+  std::string log = fast + ".log";
+  struct Cleanup {
+    std::vector<std::string> files;
+    ~Cleanup() {
+      for (const std::string& f : files) std::remove(f.c_str());
+    }
+  } cleanup{{fast, primary, log}};
+  auto server = LocalServer::start(SNIPER_CLI_PATH, {"serve", "--model", "fast=" + fast, "--model", "primary=" + primary,
+                                                     "--max-loaded", "1", "--keep-alive", "-1", "--port", "0", "--ctx", "256"},
+                                   120, log);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  AgentConfig config;
+  BackendConfig f;
+  f.name = "fast";
+  f.url = (*server)->url();
+  f.model = "fast";
+  f.role = Tier::kFast;
+  BackendConfig p = f;
+  p.name = "primary";
+  p.model = "primary";
+  p.role = Tier::kPrimary;
+  for (const BackendConfig& b : {f, p, f}) {
+    ChatRequest req;
+    req.messages = nlohmann::json::array({{{"role", "user"}, {"content", "Hello!"}}});
+    req.max_tokens = 4;
+    req.temperature = 0.0;
+    req.thinking = false;
+    ChatResult r = BackendClient(b, 2, 60).chat(req, {}, nullptr);
+    ASSERT_TRUE(r.ok()) << b.name << ": " << r.error;
+  }
+  auto models = BackendClient(f, 2, 60).list_models();
+  ASSERT_TRUE(models.ok()) << models.error().message;
+  EXPECT_EQ(models->size(), 2u);
+  // An unknown model is the client's error, not a failover-worthy server failure.
+  BackendConfig unknown = f;
+  unknown.model = "nope";
+  ChatRequest req;
+  req.messages = nlohmann::json::array({{{"role", "user"}, {"content", "Hello!"}}});
+  req.max_tokens = 4;
+  ChatResult bad = BackendClient(unknown, 2, 60).chat(req, {}, nullptr);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.failure, FailureKind::kClient) << failure_name(bad.failure) << ": " << bad.error;
+  server->reset();  // stops the server and flushes its log
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("loaded model 'fast'"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("loaded model 'primary'"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("unloaded model 'fast'"), std::string::npos) << text.str();
 }
 
 TEST_F(ServeWiring, TemplateLessModelAnswersOrRejectsCleanly) {

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+#include "server/served_model.h"
+
+#include "base/check.h"
+#include "engine/session_state.h"
+
+namespace sniper::server {
+
+Result<std::unique_ptr<ServedModel>> ServedModel::create(std::string id, Model* model, std::unique_ptr<Model> owned,
+                                                         const ServerOptions& options, Metrics* metrics) {
+  auto m = std::make_unique<ServedModel>();
+  m->id = std::move(id);
+  m->owned = std::move(owned);
+  m->model = m->owned != nullptr ? m->owned.get() : model;
+  CHECK(m->model != nullptr, "ServedModel::create needs a model");
+  SNIPER_ASSIGN_OR_RETURN(m->tokenizer, m->model->tokenizer());
+  if (!m->model->chat_template().empty()) {
+    auto tmpl = ChatTemplate::parse(m->model->chat_template());
+    if (!tmpl.ok()) return make_error("the model's chat template: %s", tmpl.error().message.c_str());
+    m->chat_template.emplace(std::move(tmpl).value());
+    m->chat_format = detect_chat_format(m->model->chat_template());
+  }
+  const Tokenizer& tok = *m->tokenizer;
+  if (tok.bos_id() >= 0) m->bos_token = tok.token_to_piece(tok.bos_id(), true);
+  if (tok.eos_id() >= 0) m->eos_token = tok.token_to_piece(tok.eos_id(), true);
+  SNIPER_ASSIGN_OR_RETURN(m->fingerprint, model_fingerprint(m->model->gguf()));
+  SchedulerOptions so;
+  so.n_slots = options.n_slots;
+  so.queue_capacity = options.queue_capacity;
+  so.session = options.session;
+  so.model_fingerprint = m->fingerprint;
+  SNIPER_ASSIGN_OR_RETURN(m->scheduler, Scheduler::create(*m->model, tok, so, metrics));
+  return m;
+}
+
+ServedModel::~ServedModel() {
+  if (scheduler != nullptr) scheduler->stop();
+  scheduler.reset();
+}
+
+}  // namespace sniper::server
