@@ -154,7 +154,7 @@ AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int6
   return b;
 }
 
-size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group) {
+size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group, int64_t n_tok_tile) {
   // scores and weights [group][stride] f32, the query [group][head_dim] in f32 (covers f16 and
   // q8_0 heads too).
   const int64_t stride = round_up(std::max<int64_t>(n_kv_padded, 1), 16);
@@ -164,7 +164,26 @@ size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padde
   const size_t plain = 2 * align64(sizeof(float) * static_cast<size_t>(stride * group)) +
                        align64(query_bytes(layout, group)) + state_bytes +
                        sizeof(float) * static_cast<size_t>(layout.head_dim * group);
-  return layout.flash ? flash_attention_scratch_bytes(layout, group) : plain;
+  return layout.flash ? flash_attention_scratch_bytes(layout, group, n_tok_tile) : plain;
+}
+
+int64_t attention_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group) {
+  return layout.flash ? flash_token_tile(layout, batch, group) : 1;
+}
+
+void attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, int64_t q_stride,
+                   const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
+                   int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch, IsaTier tier) {
+  DCHECK(n_tok >= 1 && n_kv0 >= 1 && n_kv0 + n_tok - 1 <= batch.n_kv_padded);
+  if (layout.flash) {
+    flash_attend_tokens(layout, batch, q, q_stride, k_rows, v_rows, kv_head, group, n_tok, n_kv0, scale, out,
+                        out_stride, scratch, tier);
+    return;
+  }
+  for (int64_t i = 0; i < n_tok; ++i) {
+    attend_group(layout, batch, q + i * q_stride, k_rows, v_rows, kv_head, group, n_kv0 + i, scale,
+                 out + i * out_stride, scratch, tier);
+  }
 }
 
 void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,

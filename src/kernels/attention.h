@@ -62,8 +62,14 @@ struct AttentionBatch {
 // a pool of n_threads threads.
 AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok, int64_t n_threads = 1);
 
-// Bytes of scratch attend_group needs for `group` query heads and a batch with this n_kv_padded.
-size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group);
+// Bytes of scratch attend_group needs for `group` query heads and a batch with this n_kv_padded,
+// and attend_tokens for up to n_tok_tile tokens.
+size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group,
+                               int64_t n_tok_tile = 1);
+
+// Tokens one attend_tokens call should take for this batch: > 1 where their query rows share
+// each K/V tile (flash attention's tiled f16 path), else 1.
+int64_t attention_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group);
 
 // For the `group` consecutive query heads that share kv head kv_head (grouped-query attention):
 // out[g * head_dim + d] = (softmax(scale * q_g.K[0..n_kv)) . V[0..n_kv))[d], each head computed
@@ -77,5 +83,14 @@ size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padde
 void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,
                   const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out,
                   uint8_t* scratch, IsaTier tier = selected_tier());
+
+// attend_group for n_tok consecutive tokens of the batch (n_tok <= attention_token_tile(...)):
+// token i's group query at q + i * q_stride attends to n_kv0 + i cells and writes out + i *
+// out_stride. The same bits as n_tok attend_group calls. scratch: attention_scratch_bytes(layout,
+// batch.n_kv_padded, group, n_tok) bytes, 64-byte aligned.
+void attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, int64_t q_stride,
+                   const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
+                   int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch,
+                   IsaTier tier = selected_tier());
 
 }  // namespace sniper

@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/flash_attention_tiled.h"
 #include "kernels/hadamard.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/kernels.h"
@@ -36,8 +37,6 @@ struct FlashScratch {
   float* sum;      // [group] running sum
   float* m_final;  // [group] split-KV: merged maximum
   float* sum_final;  // [group] split-KV: merged sum
-  float* ktile;    // [head_dim][kTile] tiled path: K widened, transposed
-  float* vtile;    // [kTile][head_dim] tiled path: V widened
 };
 
 size_t q_row_bytes(const AttentionLayout& layout) {
@@ -66,21 +65,28 @@ FlashScratch carve(const AttentionLayout& layout, int64_t group, uint8_t* p) {
   s.m_final = reinterpret_cast<float*>(p);
   p += align64(sizeof(float) * g);
   s.sum_final = reinterpret_cast<float*>(p);
-  p += align64(sizeof(float) * g);
-  s.ktile = reinterpret_cast<float*>(p);
-  p += align64(sizeof(float) * hd * static_cast<size_t>(kTile));
-  s.vtile = reinterpret_cast<float*>(p);
   return s;
+}
+
+bool tiled_path(const AttentionLayout& layout, const AttentionBatch& batch) {
+  return layout.k_type == GgmlType::kF16 && layout.v_type == GgmlType::kF16 && batch.n_tok >= kTiledMinRows &&
+         layout.head_dim % 16 == 0;
 }
 
 }  // namespace
 
-size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t group) {
+size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t group, int64_t n_tok_tile) {
   const size_t hd = static_cast<size_t>(layout.head_dim), g = static_cast<size_t>(group);
-  return align64(sizeof(float) * hd * g) + align64(q_row_bytes(layout) * g) +
-         align64(sizeof(float) * static_cast<size_t>(kTile) * g) + align64(sizeof(float) * hd * g) +
-         align64(sizeof(fp16_t) * hd * g) + align64(sizeof(float) * hd) + 4 * align64(sizeof(float) * g) +
-         2 * align64(sizeof(float) * hd * static_cast<size_t>(kTile));
+  const size_t one_chunk = align64(sizeof(float) * hd * g) + align64(q_row_bytes(layout) * g) +
+                           align64(sizeof(float) * static_cast<size_t>(kTile) * g) + align64(sizeof(float) * hd * g) +
+                           align64(sizeof(fp16_t) * hd * g) + align64(sizeof(float) * hd) + 4 * align64(sizeof(float) * g);
+  const bool f16_kv = layout.k_type == GgmlType::kF16 && layout.v_type == GgmlType::kF16;
+  const size_t tiled = f16_kv ? flash_tiled_scratch_bytes(layout.head_dim, group * std::max<int64_t>(1, n_tok_tile)) : 0;
+  return std::max(one_chunk, tiled);
+}
+
+int64_t flash_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group) {
+  return tiled_path(layout, batch) ? std::max<int64_t>(1, kFlashTileRows / group) : 1;
 }
 
 namespace {
@@ -221,57 +227,6 @@ void split_kv(const FlashCall& f, const AttentionBatch& batch, int64_t n_kv, flo
   }
 }
 
-// llama.cpp's tiled kernel (f16 K and V, >= 64 query rows): per 64-cell tile, f32 scores (the
-// query unrounded, K widened; in-order fused multiply-adds), scaled; the tile's maximum
-// rescales the accumulator and the sum; expf of the tile against the running maximum
-// (ggml_vec_soft_max_f32, its sum in double added to S); V widened and accumulated with one
-// fused multiply-add per cell in order.
-void tiled(const FlashCall& f, const float* q, int64_t n_kv, float* out) {
-  const AttentionLayout& layout = f.layout;
-  const FlashScratch& s = f.s;
-  const int64_t hd = layout.head_dim, group = f.group;
-  float* acc = out;  // [group][hd] f32 accumulators, normalised in place at the end
-  std::fill(acc, acc + group * hd, 0.0f);
-  for (int64_t g = 0; g < group; ++g) {
-    s.m[g] = -INFINITY;
-    s.sum[g] = 0.0f;
-  }
-  for (int64_t c0 = 0; c0 < n_kv; c0 += kTile) {
-    const int64_t nt = std::min(kTile, n_kv - c0);
-    // K tile widened and transposed ([hd][kTile], cells past nt zero), V tile widened ([nt][hd]).
-    for (int64_t t = 0; t < nt; ++t) {
-      f.ops.widen_f16(reinterpret_cast<const uint16_t*>(f.k + layout.row_bytes * static_cast<size_t>(c0 + t)), s.v32, hd);
-      for (int64_t d = 0; d < hd; ++d) s.ktile[d * kTile + t] = s.v32[d];
-      f.ops.widen_f16(reinterpret_cast<const uint16_t*>(f.v + layout.v_row_bytes * static_cast<size_t>(c0 + t)),
-                      s.vtile + t * hd, hd);
-    }
-    for (int64_t t = nt; t < kTile; ++t) {
-      for (int64_t d = 0; d < hd; ++d) s.ktile[d * kTile + t] = 0.0f;
-    }
-    for (int64_t g = 0; g < group; ++g) {
-      float* sc = s.scores + g * kTile;
-      f.ops.dot_tile_f32(s.ktile, hd, kTile, q + g * hd, sc);
-      f.ops.scale_f32(sc, f.scale, kTile);
-      for (int64_t t = nt; t < kTile; ++t) sc[t] = -INFINITY;  // masked cells
-      float tile_max = -INFINITY;
-      for (int64_t t = 0; t < kTile; ++t) tile_max = std::fmax(tile_max, sc[t]);
-      if (tile_max == -INFINITY) continue;
-      const float m_new = std::fmax(s.m[g], tile_max);
-      if (m_new > s.m[g]) {
-        const float ms = std::exp(s.m[g] - m_new);
-        f.ops.scale_f32(acc + g * hd, ms, hd);
-        s.sum[g] *= ms;
-      }
-      s.m[g] = m_new;
-      s.sum[g] = static_cast<float>(static_cast<double>(s.sum[g]) + f.ops.exp_sum(sc, kTile, m_new));
-      for (int64_t t = 0; t < nt; ++t) f.ops.mad_f32(acc + g * hd, s.vtile + t * hd, sc[t], hd);
-    }
-  }
-  for (int64_t g = 0; g < group; ++g) {
-    f.ops.scale_f32(acc + g * hd, s.sum[g] == 0.0f ? 0.0f : 1.0f / s.sum[g], hd);
-  }
-}
-
 }  // namespace
 
 void flash_attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q,
@@ -293,8 +248,9 @@ void flash_attend_group(const AttentionLayout& layout, const AttentionBatch& bat
               v_rows + layout.v_head_stride * static_cast<size_t>(kv_head),
               scale};
   const bool f16_kv = layout.k_type == GgmlType::kF16 && layout.v_type == GgmlType::kF16;
-  if (f16_kv && batch.n_tok >= kTiledMinRows && hd % 16 == 0) {
-    tiled(f, q, n_kv, out);
+  if (tiled_path(layout, batch)) {
+    flash_tiled_rows(layout, f.ops, q, group * hd, k_rows, v_rows, kv_head, group, 1, n_kv, scale, out, group * hd,
+                     scratch);
     return;
   }
   for (int64_t g = 0; g < group; ++g) {
@@ -319,6 +275,21 @@ void flash_attend_group(const AttentionLayout& layout, const AttentionBatch& bat
     const float inv = f.s.sum[g] == 0.0f ? 0.0f : 1.0f / f.s.sum[g];
     f.ops.scale_f32(o, inv, hd);
     if (layout.v_rot > 0) hadamard_rotate(o, hd, layout.v_rot);
+  }
+}
+
+void flash_attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, int64_t q_stride,
+                         const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
+                         int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch, IsaTier tier) {
+  DCHECK(layout.flash && n_tok >= 1 && n_tok <= flash_token_tile(layout, batch, group));
+  if (tiled_path(layout, batch)) {
+    flash_tiled_rows(layout, find_row_ops(tier), q, q_stride, k_rows, v_rows, kv_head, group, n_tok, n_kv0, scale, out,
+                     out_stride, scratch);
+    return;
+  }
+  for (int64_t i = 0; i < n_tok; ++i) {
+    flash_attend_group(layout, batch, q + i * q_stride, k_rows, v_rows, kv_head, group, n_kv0 + i, scale,
+                       out + i * out_stride, scratch, tier);
   }
 }
 

@@ -13,8 +13,9 @@
 //     and accumulated with f32 FMAs (ggml_vec_mad_f32);
 //   * out = acc * (1 / S), then Hadamard-rotated back when layout.v_rot.
 // With f16 K and V llama.cpp picks two other kernels, and so does this file: calls of >= 64
-// query rows run its tiled f32 kernel (unrounded query, f32 scores and V products by in-order
-// fused multiply-adds, a softmax per 64-cell tile), and single-row decode over >= 512 padded
+// query rows run its tiled f32 kernel (kernels/flash_attention_tiled.h: unrounded query, f32
+// scores and V products by in-order fused multiply-adds, a softmax per 64-cell tile; there the
+// tokens of a call share each K/V tile, see flash_attend_tokens), and single-row decode over >= 512 padded
 // cells its split-KV loop (the padded range in batch.n_threads chunks, merged in order). The
 // result then depends on the thread count, as llama.cpp's does.
 // K and V are read once per group of query heads sharing a kv head: scores come a tile of
@@ -30,8 +31,13 @@
 
 namespace sniper {
 
-// Bytes of scratch flash_attend_group needs for `group` query heads.
-size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t group);
+// Bytes of scratch flash_attend_group needs for `group` query heads, and flash_attend_tokens for
+// up to n_tok_tile tokens of them.
+size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t group, int64_t n_tok_tile = 1);
+
+// Tokens flash_attend_tokens takes at once for this batch: > 1 only on the tiled path (f16 K and
+// V, >= 64 tokens in the call, head_dim % 16 == 0), where their rows share each K/V tile.
+int64_t flash_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group);
 
 // attend_group's contract (kernels/attention.h) for a layout.flash cache: out[g * head_dim + d]
 // for the `group` query heads of kv_head over positions [0, n_kv). scratch: 64-byte aligned,
@@ -39,5 +45,13 @@ size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t grou
 void flash_attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q,
                         const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_kv,
                         float scale, float* out, uint8_t* scratch, IsaTier tier);
+
+// flash_attend_group for n_tok <= flash_token_tile(...) consecutive tokens of the batch: token i's
+// group query at q + i * q_stride attends to n_kv0 + i cells, its output goes to
+// out + i * out_stride. The same bits as n_tok flash_attend_group calls. scratch:
+// flash_attention_scratch_bytes(layout, group, n_tok) bytes, 64-byte aligned.
+void flash_attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, int64_t q_stride,
+                         const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
+                         int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch, IsaTier tier);
 
 }  // namespace sniper

@@ -51,23 +51,24 @@ void attention_kqv_f16_avx512(int64_t n, int64_t hd, int64_t n_heads, const uint
 // written) unless n % 32 == 0 and n <= 256.
 bool attention_kq_q8_0_avx512(int64_t n, int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes,
                               const uint8_t* q, size_t q_row_bytes, float* scores, int64_t s_stride);
-void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
-                               int64_t w_stride, int64_t n_w, float* out);
-// Flash attention's accumulator steps (RowOps::mad_f32 ... scale_f16; x86_avx512/ops_avx512.cpp).
+// Flash attention's row steps (RowOps::mad_f32 ... gemm_f32; x86/flash_ops.h instantiated in
+// x86_avx512/flash_ops_avx512.cpp; exp_sum in x86_avx512/ops_avx512.cpp).
 void mad_f32_avx512(float* y, const float* x, float v, int64_t n);
 void scale_f32_avx512(float* y, float v, int64_t n);
 void mad_f16_avx512(uint16_t* y, const uint16_t* x, float v, int64_t n);
 void scale_f16_avx512(uint16_t* y, float v, int64_t n);
 double exp_sum_avx512(float* x, int64_t n, float max);
-void dot_tile_f32_avx512(const float* kt, int64_t n, int64_t tile, const float* q, float* s);
 void widen_f16_avx512(const uint16_t* x, float* y, int64_t n);
+void gemm_f32_avx512(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n);
+void widen_f16_cols_avx512(const uint8_t* rows, size_t row_bytes, int64_t n_rows, int64_t n, float* out,
+                           int64_t out_stride);
 // The same steps at the AVX2 tier (x86_avx2/flash_ops_avx2.cpp).
 void mad_f32_avx2(float* y, const float* x, float v, int64_t n);
 void scale_f32_avx2(float* y, float v, int64_t n);
 void mad_f16_avx2(uint16_t* y, const uint16_t* x, float v, int64_t n);
 void scale_f16_avx2(uint16_t* y, float v, int64_t n);
 void widen_f16_avx2(const uint16_t* x, float* y, int64_t n);
-void dot_tile_f32_avx2(const float* kt, int64_t n, int64_t tile, const float* q, float* s);
+void gemm_f32_avx2(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n);
 
 // Gated delta net (kernels/delta_net.h). The check CHECKs a call's shape; the AVX2 and AVX-512
 // twins run head dims 64, 128, 192 and 256 themselves and hand any other to delta_net_ref.

@@ -126,10 +126,21 @@ double exp_sum_ref(float* x, int64_t n, float max) {
   return sum;
 }
 
-void dot_tile_f32_ref(const float* kt, int64_t n, int64_t tile, const float* q, float* s) {
-  for (int64_t t = 0; t < tile; ++t) s[t] = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t t = 0; t < tile; ++t) s[t] = std::fma(q[i], kt[i * tile + t], s[t]);
+void gemm_f32_ref(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = c[i * n + j];
+      for (int64_t kk = 0; kk < k; ++kk) acc = std::fma(a[i * k + kk], b[kk * n + j], acc);
+      c[i * n + j] = acc;
+    }
+  }
+}
+
+void widen_f16_cols_ref(const uint8_t* rows, size_t row_bytes, int64_t n_rows, int64_t n, float* out,
+                        int64_t out_stride) {
+  for (int64_t t = 0; t < n_rows; ++t) {
+    const auto* row = reinterpret_cast<const uint16_t*>(rows + row_bytes * static_cast<size_t>(t));
+    for (int64_t d = 0; d < n; ++d) out[d * out_stride + t] = fp16_to_fp32(row[d]);
   }
 }
 
@@ -157,23 +168,6 @@ void attention_weights_ref(float* x, int64_t n_kv, int64_t n_soft, float scale, 
   for (int64_t i = n_kv; i < n_dot; ++i) w[i] = 0.0f;
 }
 
-void q8_0_weighted_rows_ref(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
-                            int64_t w_stride, int64_t n_w, float* out) {
-  CHECK(n % kQ8_0BlockSize == 0, "q8_0_weighted_rows: n=%ld", static_cast<long>(n));
-  for (int64_t g = 0; g < n_w; ++g) {
-    float* o = out + g * n;
-    for (int64_t d = 0; d < n; ++d) o[d] = 0.0f;
-    for (int64_t j = 0; j < n_rows; ++j) {
-      const auto* blocks = reinterpret_cast<const BlockQ8_0*>(rows + row_stride * static_cast<size_t>(j));
-      const float wj = w[g * w_stride + j];
-      for (int64_t d = 0; d < n; ++d) {
-        const BlockQ8_0& b = blocks[d / kQ8_0BlockSize];
-        o[d] = std::fma(wj, fp16_to_fp32(b.d) * static_cast<float>(b.qs[d % kQ8_0BlockSize]), o[d]);
-      }
-    }
-  }
-}
-
 void mad_f32_ref(float* y, const float* x, float v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::fma(x[i], v, y[i]);
 }
@@ -192,21 +186,28 @@ void scale_f16_ref(uint16_t* y, float v, int64_t n) {
 
 const RowOps& find_row_ops(IsaTier tier) {
   CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
-  static const RowOps kRef = {silu_mul_ref, softmax_ref, round_fp16_row_ref, attention_weights_ref,
-                              q8_0_weighted_rows_ref, mad_f32_ref, scale_f32_ref, mad_f16_ref, scale_f16_ref,
-                              exp_sum_ref, dot_tile_f32_ref, widen_f16_ref};
-  static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512, kernels_internal::softmax_avx512,
+  static const RowOps kRef = {silu_mul_ref,   softmax_ref,   round_fp16_row_ref, attention_weights_ref,
+                              mad_f32_ref,    scale_f32_ref, mad_f16_ref,        scale_f16_ref,
+                              exp_sum_ref,    widen_f16_ref, gemm_f32_ref,       widen_f16_cols_ref};
+  static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512,   kernels_internal::softmax_avx512,
                                  kernels_internal::round_fp16_row_avx512, kernels_internal::attention_weights_avx512,
-                                 kernels_internal::q8_0_weighted_rows_avx512, kernels_internal::mad_f32_avx512,
-                                 kernels_internal::scale_f32_avx512, kernels_internal::mad_f16_avx512,
-                                 kernels_internal::scale_f16_avx512, kernels_internal::exp_sum_avx512,
-                                 kernels_internal::dot_tile_f32_avx512, kernels_internal::widen_f16_avx512};
-  // AVX2: the scalar twins, with flash attention's accumulator steps in AVX2.
-  static const RowOps kAvx2 = {silu_mul_ref, softmax_ref, round_fp16_row_ref, attention_weights_ref,
-                               q8_0_weighted_rows_ref, kernels_internal::mad_f32_avx2,
-                               kernels_internal::scale_f32_avx2, kernels_internal::mad_f16_avx2,
-                               kernels_internal::scale_f16_avx2, exp_sum_ref, kernels_internal::dot_tile_f32_avx2,
-                               kernels_internal::widen_f16_avx2};
+                                 kernels_internal::mad_f32_avx512,    kernels_internal::scale_f32_avx512,
+                                 kernels_internal::mad_f16_avx512,    kernels_internal::scale_f16_avx512,
+                                 kernels_internal::exp_sum_avx512,    kernels_internal::widen_f16_avx512,
+                                 kernels_internal::gemm_f32_avx512,   kernels_internal::widen_f16_cols_avx512};
+  // AVX2: the scalar twins, with flash attention's accumulator steps and gemm in AVX2.
+  static const RowOps kAvx2 = {silu_mul_ref,
+                               softmax_ref,
+                               round_fp16_row_ref,
+                               attention_weights_ref,
+                               kernels_internal::mad_f32_avx2,
+                               kernels_internal::scale_f32_avx2,
+                               kernels_internal::mad_f16_avx2,
+                               kernels_internal::scale_f16_avx2,
+                               exp_sum_ref,
+                               kernels_internal::widen_f16_avx2,
+                               kernels_internal::gemm_f32_avx2,
+                               widen_f16_cols_ref};
   return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
 }
 

@@ -66,20 +66,11 @@ void round_fp16_row_ref(const float* x, float* y, int64_t n);
 // (it holds the softmax afterwards, or is scratch). n_kv <= n_soft, n_kv <= n_dot.
 void attention_weights_ref(float* x, int64_t n_kv, int64_t n_soft, float scale, float* w, int64_t n_dot);
 
-// Weighted sum of q8_0 rows for n_w weight vectors: for g < n_w, d < n,
-//   out[g * n + d] = sum over j = 0, 1, ..., n_rows - 1 of w[g * w_stride + j] * v_j[d],
-// accumulated from 0 in that order with one fused multiply-add per term, where v_j is row j
-// (rows row_stride bytes apart, n / 32 BlockQ8_0 each) decoded exactly (d * q). n % 32 == 0.
-void q8_0_weighted_rows_ref(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
-                            int64_t w_stride, int64_t n_w, float* out);
-
 struct RowOps {
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   void (*softmax)(float* x, int64_t n);
   void (*round_fp16_row)(const float* x, float* y, int64_t n);
   void (*attention_weights)(float* x, int64_t n_kv, int64_t n_soft, float scale, float* w, int64_t n_dot);
-  void (*q8_0_weighted_rows)(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
-                             int64_t w_stride, int64_t n_w, float* out);
   // Flash attention's accumulator steps (ggml vec.h): y[i] = fma(x[i], v, y[i]) (ggml_vec_mad_f32);
   // y[i] *= v (ggml_vec_scale_f32); the f16 forms widen, compute in f32 (one rounding: fma, or
   // the product) and round back to f16 (ggml_vec_mad_f16, ggml_vec_scale_f16).
@@ -90,11 +81,16 @@ struct RowOps {
   // x[i] = expf(x[i] - max) in ggml_vec_soft_max_f32's order (ggml's vectorised expf on 16-lane
   // blocks, libm on the tail) and the sum of the results (block sums in double), as softmax.
   double (*exp_sum)(float* x, int64_t n, float max);
-  // Flash attention's tiled f32 scores (ggml simd_gemm): s[t] = sum over i of q[i] * kt[i * tile
-  // + t], one fused multiply-add per i in order starting from 0; kt is [n][tile].
-  void (*dot_tile_f32)(const float* kt, int64_t n, int64_t tile, const float* q, float* s);
   // y[i] = the f16 x[i] as f32 (exact).
   void (*widen_f16)(const uint16_t* x, float* y, int64_t n);
+  // Flash attention's tiled products (ggml simd_gemm): C[m x n] += A[m x k] * B[k x n], all
+  // row-major and dense (strides k, n, n); c[i * n + j] is one chain of fused multiply-adds
+  // fma(a[i * k + kk], b[kk * n + j], acc) for kk = 0, 1, ..., k - 1, started from its value.
+  void (*gemm_f32)(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n);
+  // The tiled path's K tile: out[d * out_stride + t] = the f16 rows[t][d] as f32 for t < n_rows,
+  // d < n (rows row_bytes apart). Exact.
+  void (*widen_f16_cols)(const uint8_t* rows, size_t row_bytes, int64_t n_rows, int64_t n, float* out,
+                         int64_t out_stride);
 };
 // The row operations of `tier` (lower tiers fill gaps). CHECKs the host can run the tier.
 const RowOps& find_row_ops(IsaTier tier);

@@ -166,6 +166,70 @@ TEST(FlashAttention, F16TiledAndSplitKv) {
   check(f16_fa, 80, 1, 2, 150, {100}, {64});
 }
 
+// attend_tokens: a tile of tokens whose rows share each K/V tile gives, on every tier, the bits
+// of one attend_group call per token at the ref tier (the causal mask per row: the tile's first
+// tokens see fewer cells, some of them none of a later K tile). Other paths loop attend_group.
+void check_tokens(const KvConfig& config, int64_t hd, int64_t group, int64_t n_ctx, int64_t pos0, int64_t n_tok_call) {
+  SCOPED_TRACE(kv_config_name(config) + " hd " + std::to_string(hd) + " group " + std::to_string(group) + " pos0 " +
+               std::to_string(pos0));
+  const int64_t n_kv_heads = 2;
+  const Filled f = fill(config, n_kv_heads, hd, n_ctx, 31);
+  ASSERT_NE(f.cache, nullptr);
+  const AttentionLayout& lay = f.cache->layout();
+  const AttentionBatch batch = attention_batch(lay, pos0, n_tok_call, 2);
+  const int64_t tile = attention_token_tile(lay, batch, group);
+  if (config.flash() && config.k == KvType::kF16 && config.v == KvType::kF16 && n_tok_call >= 64 && hd % 16 == 0) {
+    EXPECT_EQ(tile, std::max<int64_t>(1, 64 / group));
+  } else {
+    EXPECT_EQ(tile, 1);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t q_dim = n_kv_heads * group * hd;
+  std::mt19937 rng(41);
+  std::normal_distribution<float> dist(0.0f, 1.5f);
+  std::vector<float> q(static_cast<size_t>(n_tok_call * q_dim));
+  for (float& x : q) x = dist(rng);
+  // Want: one attend_group per (token, kv head) at the ref tier.
+  std::vector<float> want(q.size(), nan_f());
+  Scratch one(attention_scratch_bytes(lay, batch.n_kv_padded, group));
+  for (int64_t t = 0; t < n_tok_call; ++t) {
+    for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh) {
+      const int64_t off = t * q_dim + kvh * group * hd;
+      attend_group(lay, batch, q.data() + off, f.cache->k_rows(0), f.cache->v_rows(0), kvh, group, pos0 + t + 1, scale,
+                   want.data() + off, one.get(), IsaTier::kRef);
+    }
+  }
+  for (IsaTier tier : kAllTiers) {
+    if (!host_has(tier)) continue;
+    std::vector<float> got(q.size(), nan_f());
+    Scratch s(attention_scratch_bytes(lay, batch.n_kv_padded, group, tile));
+    for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh) {
+      for (int64_t t = 0; t < n_tok_call; t += tile) {
+        const int64_t nt = std::min(tile, n_tok_call - t), off = t * q_dim + kvh * group * hd;
+        attend_tokens(lay, batch, q.data() + off, q_dim, f.cache->k_rows(0), f.cache->v_rows(0), kvh, group, nt,
+                      pos0 + t + 1, scale, got.data() + off, q_dim, s.get(), tier);
+      }
+    }
+    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * want.size())) << "tier " << isa_tier_name(tier);
+  }
+}
+
+TEST(FlashAttention, TokenTilesShareKvTilesBitExactly) {
+  const KvConfig f16_fa(KvType::kF16, KvType::kF16, FlashAttn::kOn);
+  // A prompt from position 0 (the first tokens see a handful of cells), a chunk deep into the
+  // cache (partial last K tile), groups 4 (16 tokens per tile), 3 (21, a partial last tile of
+  // tokens), 8 and 1 (64), head_dims 64 and 128.
+  check_tokens(f16_fa, 64, 4, 300, 0, 100);
+  check_tokens(f16_fa, 128, 3, 400, 170, 70);
+  check_tokens(f16_fa, 64, 8, 300, 37, 64);
+  check_tokens(f16_fa, 64, 1, 260, 100, 130);
+  // Below 64 tokens, other K/V types and head_dim % 16 != 0: one token per call, same bits.
+  check_tokens(f16_fa, 64, 4, 200, 10, 40);
+  check_tokens(KvConfig(KvType::kQ8_0, KvType::kQ8_0, FlashAttn::kOn), 64, 4, 200, 20, 70);
+  check_tokens(f16_fa, 80, 2, 200, 5, 64);
+  check_tokens(KvConfig(KvType::kF16, KvType::kF16, FlashAttn::kOff), 64, 4, 300, 0, 70);
+}
+
 TEST(FlashAttention, MixedTypesGroupsAndNoRotation) {
   check(KvConfig(KvType::kQ8_0, KvType::kF16, FlashAttn::kOn), 64, 2, 8, 150, {0, 100, 149}, {1, 2});
   check(KvConfig(KvType::kF16, KvType::kQ4_0, FlashAttn::kOn), 64, 1, 12, 100, {5, 99}, {1});
@@ -225,18 +289,77 @@ TEST(FlashAttention, AccumulatorStepsMatchTheirScalarTwins) {
       ref.widen_f16(xh.data(), wa.data(), n);
       ops.widen_f16(xh.data(), wb.data(), n);
       EXPECT_EQ(wa, wb) << "widen_f16 n " << n;
-      // exp_sum and dot_tile_f32 (the tiled path's scores) against their scalar twins.
+      // exp_sum against its scalar twin.
       std::vector<float> ea(x), eb(x);
       const float mx = *std::max_element(x.begin(), x.end());
       EXPECT_EQ(ref.exp_sum(ea.data(), n, mx), ops.exp_sum(eb.data(), n, mx)) << "exp_sum n " << n;
       EXPECT_EQ(ea, eb) << "exp_sum n " << n;
-      for (int64_t tile : {16, 64, 70}) {
-        std::vector<float> kt(static_cast<size_t>(n * tile)), qv(x.size()), sa(static_cast<size_t>(tile)), sb(sa.size());
-        for (float& e : kt) e = dist(rng);
-        for (float& e : qv) e = dist(rng);
-        ref.dot_tile_f32(kt.data(), n, tile, qv.data(), sa.data());
-        ops.dot_tile_f32(kt.data(), n, tile, qv.data(), sb.data());
-        EXPECT_EQ(0, std::memcmp(sa.data(), sb.data(), sizeof(float) * sa.size())) << "dot_tile_f32 n " << n;
+    }
+  }
+}
+
+// The tiled path's products: gemm_f32 on every tier is the scalar twin's in-order FMA chains
+// (started from C's value), for shapes with row and column tails; NaN-free random inputs.
+TEST(FlashAttention, GemmF32MatchesItsScalarTwin) {
+  const RowOps& ref = find_row_ops(IsaTier::kRef);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (IsaTier tier : kAllTiers) {
+    if (!host_has(tier)) continue;
+    const RowOps& ops = find_row_ops(tier);
+    for (int64_t m : {1, 3, 4, 5, 13, 64}) {
+      for (int64_t k : {1, 17, 64, 128}) {
+        for (int64_t n : {1, 8, 15, 16, 64, 70, 128}) {
+          std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+          for (float& e : a) e = dist(rng);
+          for (float& e : b) e = dist(rng);
+          for (float& e : c) e = dist(rng);
+          std::vector<float> want = c, got = c;
+          ref.gemm_f32(want.data(), a.data(), b.data(), m, k, n);
+          ops.gemm_f32(got.data(), a.data(), b.data(), m, k, n);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
+              << isa_tier_name(tier) << " m " << m << " k " << k << " n " << n;
+          // The scalar twin is the definition: one element checked by hand.
+          float acc = c[static_cast<size_t>(n - 1)];
+          for (int64_t kk = 0; kk < k; ++kk) acc = std::fma(a[static_cast<size_t>(kk)], b[static_cast<size_t>(kk * n + n - 1)], acc);
+          ASSERT_EQ(test::bits(acc), test::bits(want[static_cast<size_t>(n - 1)]));
+        }
+      }
+    }
+  }
+}
+
+// widen_f16_cols: the K tile transposed, every element written exactly once, nothing else
+// touched (NaN-filled output, padding columns past n_rows kept).
+TEST(FlashAttention, WidenF16ColsTransposesExactly) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (IsaTier tier : kAllTiers) {
+    if (!host_has(tier)) continue;
+    const RowOps& ops = find_row_ops(tier);
+    for (int64_t n_rows : {1, 15, 16, 17, 40, 64}) {
+      for (int64_t n : {8, 16, 31, 64, 128}) {
+        const int64_t out_stride = 64;
+        const size_t row_bytes = sizeof(uint16_t) * static_cast<size_t>(n + 3);  // rows wider than n
+        std::vector<uint8_t> rows(row_bytes * static_cast<size_t>(n_rows));
+        for (int64_t t = 0; t < n_rows; ++t) {
+          auto* r = reinterpret_cast<uint16_t*>(rows.data() + row_bytes * static_cast<size_t>(t));
+          for (int64_t d = 0; d < n + 3; ++d) r[d] = fp32_to_fp16(dist(rng));
+        }
+        std::vector<float> out(static_cast<size_t>(n * out_stride), std::nanf(""));
+        ops.widen_f16_cols(rows.data(), row_bytes, n_rows, n, out.data(), out_stride);
+        for (int64_t d = 0; d < n; ++d) {
+          for (int64_t t = 0; t < out_stride; ++t) {
+            const float got = out[static_cast<size_t>(d * out_stride + t)];
+            if (t >= n_rows) {
+              ASSERT_TRUE(std::isnan(got)) << isa_tier_name(tier) << " wrote padding d " << d << " t " << t;
+              continue;
+            }
+            const auto* r = reinterpret_cast<const uint16_t*>(rows.data() + row_bytes * static_cast<size_t>(t));
+            ASSERT_EQ(test::bits(fp16_to_fp32(r[d])), test::bits(got))
+                << isa_tier_name(tier) << " n_rows " << n_rows << " n " << n << " d " << d << " t " << t;
+          }
+        }
       }
     }
   }

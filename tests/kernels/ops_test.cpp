@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "base/fp16.h"
-#include "quant/q8_0.h"
 
 namespace sniper {
 namespace {
@@ -214,45 +213,6 @@ TEST(Ops, RoundFp16RowEveryTier) {
       for (size_t i = 0; i < n; ++i) {
         const float want = round_fp16(x[i]);
         ASSERT_EQ(0, std::memcmp(&y[i], &want, sizeof(float))) << isa_tier_name(tier) << " x=" << x[i];
-      }
-    }
-  }
-}
-
-// q8_0_weighted_rows: every tier gives the scalar twin's bits, which are within rounding of
-// the double-precision weighted sum.
-TEST(Ops, Q8_0WeightedRowsEveryTier) {
-  for (int64_t n : {32, 64, 96, 128}) {
-    for (int64_t n_w : {1, 3, 4, 6}) {
-      const int64_t n_rows = 77, row_blocks = n / 32 + 1;  // rows wider than n (a strided view)
-      const size_t row_stride = sizeof(BlockQ8_0) * static_cast<size_t>(row_blocks);
-      std::vector<uint8_t> rows(row_stride * n_rows);
-      std::vector<float> dense(static_cast<size_t>(n_rows * n));
-      for (int64_t j = 0; j < n_rows; ++j) {
-        const auto v = random_vec(static_cast<size_t>(row_blocks * 32), static_cast<uint32_t>(j + 1), 2.0f);
-        auto* b = reinterpret_cast<BlockQ8_0*>(rows.data() + row_stride * static_cast<size_t>(j));
-        quantize_row_q8_0_ref(v.data(), b, row_blocks * 32);
-        std::vector<float> back(v.size());
-        dequantize_row_q8_0_ref(b, back.data(), row_blocks * 32);
-        std::copy(back.begin(), back.begin() + n, dense.begin() + j * n);
-      }
-      const int64_t w_stride = n_rows + 5;
-      const auto w = random_vec(static_cast<size_t>(w_stride * n_w), 9);
-      std::vector<float> want(static_cast<size_t>(n_w * n));
-      q8_0_weighted_rows_ref(rows.data(), row_stride, n_rows, n, w.data(), w_stride, n_w, want.data());
-      for (int64_t g = 0; g < n_w; ++g) {
-        for (int64_t d = 0; d < n; ++d) {
-          double sum = 0;
-          for (int64_t j = 0; j < n_rows; ++j) sum += static_cast<double>(w[static_cast<size_t>(g * w_stride + j)]) * dense[static_cast<size_t>(j * n + d)];
-          ASSERT_NEAR(want[static_cast<size_t>(g * n + d)], sum, 1e-4 * (1 + std::fabs(sum)));
-        }
-      }
-      for (IsaTier tier : {IsaTier::kAvx2, IsaTier::kAvx512}) {
-        if (tier > host_best_tier()) continue;
-        std::vector<float> got(want.size(), -1.0f);
-        find_row_ops(tier).q8_0_weighted_rows(rows.data(), row_stride, n_rows, n, w.data(), w_stride, n_w, got.data());
-        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * want.size()))
-            << isa_tier_name(tier) << " n=" << n << " n_w=" << n_w;
       }
     }
   }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // AVX-512 twins of the row operations whose cost grows with context or width: softmax (the
-// attention scores of every head, every layer), the f16 rounding of attention weights, the q8_0
-// V product, and SwiGLU. They compute exactly what the scalar
+// attention scores of every head, every layer), the f16 rounding of attention weights, flash
+// attention's exp-and-sum, and SwiGLU (the flash attention row steps are flash_ops_avx512.cpp). They compute exactly what the scalar
 // ops_ref twins compute — ggml's vectorised expf (ggml-cpu vec.h, AVX-512 variant) on 16-lane
 // blocks, _mm512_reduce_add_ps for the block sums, libm expf on the tail — so every tier gives
 // the same bits (tests/kernels/ops_test.cpp checks this).
@@ -20,9 +20,7 @@
 #include "base/fp16.h"
 
 #include "kernels/kernel_registry.h"
-#include "kernels/x86/count_dispatch.h"
 #include "kernels/x86/transposed_tree512.h"
-#include "quant/q8_0.h"
 
 namespace sniper::kernels_internal {
 
@@ -162,147 +160,6 @@ void attention_weights_avx512(float* x, int64_t n_kv, int64_t n_soft, float scal
   for (; i < n_dot; ++i) w[i] = 0.0f;
 }
 
-namespace {
-
-constexpr int kRowHeads = 8;       // weight vectors per pass: 16 accumulators
-constexpr int64_t kRowChunk = 128;  // rows per chunk: their blocks stay in L1 across passes
-
-// One 32-element block column of rows [j0, j1) for NG weight vectors, continuing the sums in
-// out (parked there between chunks: the same FMAs in the same order as one long loop).
-template <int NG>
-void q8_0_rows_block(const uint8_t* rows, size_t row_stride, int64_t j0, int64_t j1, bool first, const float* w,
-                     int64_t w_stride, float* out, int64_t out_stride) {
-  __m512 acc[NG][2];
-  for (int g = 0; g < NG; ++g) {
-    for (int h = 0; h < 2; ++h) {
-      acc[g][h] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(out + g * out_stride + 16 * h);
-    }
-  }
-  for (int64_t j = j0; j < j1; ++j) {
-    const auto& blk = *reinterpret_cast<const BlockQ8_0*>(rows + row_stride * static_cast<size_t>(j));
-    const __m512 d = _mm512_set1_ps(_cvtsh_ss(blk.d));
-    __m512 v[2];
-    for (int h = 0; h < 2; ++h) {
-      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs + 16 * h));
-      v[h] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
-    }
-    for (int g = 0; g < NG; ++g) {
-      const __m512 wj = _mm512_set1_ps(w[g * w_stride + j]);
-      for (int h = 0; h < 2; ++h) acc[g][h] = _mm512_fmadd_ps(wj, v[h], acc[g][h]);
-    }
-  }
-  for (int g = 0; g < NG; ++g) {
-    for (int h = 0; h < 2; ++h) _mm512_storeu_ps(out + g * out_stride + 16 * h, acc[g][h]);
-  }
-}
-
-template <int NG>
-void q8_0_rows_heads(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
-                     int64_t w_stride, float* out) {
-  for (int64_t j0 = 0; j0 < n_rows; j0 += kRowChunk) {
-    const int64_t j1 = j0 + kRowChunk < n_rows ? j0 + kRowChunk : n_rows;
-    for (int64_t d0 = 0; d0 < n; d0 += 32) {
-      q8_0_rows_block<NG>(rows + sizeof(BlockQ8_0) * static_cast<size_t>(d0 / 32), row_stride, j0, j1, j0 == 0, w,
-                          w_stride, out + d0, n);
-    }
-  }
-}
-
-}  // namespace
-
-void q8_0_weighted_rows_avx512(const uint8_t* rows, size_t row_stride, int64_t n_rows, int64_t n, const float* w,
-                               int64_t w_stride, int64_t n_w, float* out) {
-  // Each lane's sum runs over j in order with one FMA per term, as in the scalar twin. Up to
-  // eight weight vectors share each decoded block; rows go in chunks so that a head's blocks are
-  // read from memory once however many block columns and passes there are.
-  if (n_rows <= 0) {
-    for (int64_t i = 0; i < n_w * n; ++i) out[i] = 0.0f;
-    return;
-  }
-  for (int64_t g0 = 0; g0 < n_w; g0 += kRowHeads) {
-    const float* wg = w + g0 * w_stride;
-    float* og = out + g0 * n;
-    x86::with_count<kRowHeads>(static_cast<int>(n_w - g0 < kRowHeads ? n_w - g0 : kRowHeads),
-                               [&](auto c) { q8_0_rows_heads<c.value>(rows, row_stride, n_rows, n, wg, w_stride, og); });
-  }
-}
-
-// Flash attention's accumulator steps: the scalar twins' operations lane by lane (one FMA, or
-// one product, per element; f16 rounding to nearest even as fp32_to_fp16), masked tails.
-void mad_f32_avx512(float* y, const float* x, float v, int64_t n) {
-  const __m512 vv = _mm512_set1_ps(v);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(_mm512_loadu_ps(x + i), vv, _mm512_loadu_ps(y + i)));
-  }
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), vv, _mm512_maskz_loadu_ps(m, y + i)));
-  }
-}
-
-void scale_f32_avx512(float* y, float v, int64_t n) {
-  const __m512 vv = _mm512_set1_ps(v);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), vv));
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + i), vv));
-  }
-}
-
-namespace {
-inline __m512 load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-inline void store_f16(uint16_t* p, __m512 x) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-}  // namespace
-
-void mad_f16_avx512(uint16_t* y, const uint16_t* x, float v, int64_t n) {
-  const __m512 vv = _mm512_set1_ps(v);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) store_f16(y + i, _mm512_fmadd_ps(load_f16(x + i), vv, load_f16(y + i)));
-  for (; i < n; ++i) y[i] = fp32_to_fp16(std::fma(fp16_to_fp32(x[i]), v, fp16_to_fp32(y[i])));
-}
-
-void scale_f16_avx512(uint16_t* y, float v, int64_t n) {
-  const __m512 vv = _mm512_set1_ps(v);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) store_f16(y + i, _mm512_mul_ps(load_f16(y + i), vv));
-  for (; i < n; ++i) y[i] = fp32_to_fp16(fp16_to_fp32(y[i]) * v);
-}
-
 double exp_sum_avx512(float* x, int64_t n, float max) { return exp_and_sum(x, n, max); }
-
-void dot_tile_f32_avx512(const float* kt, int64_t n, int64_t tile, const float* q, float* s) {
-  // Sixteen cells per register, each lane its own in-order chain of fused multiply-adds.
-  int64_t t = 0;
-  for (; t + 64 <= tile; t += 64) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = 0; i < n; ++i) {
-      const __m512 qi = _mm512_set1_ps(q[i]);
-      const float* row = kt + i * tile + t;
-      a0 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row), a0);
-      a1 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + 16), a1);
-      a2 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + 32), a2);
-      a3 = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + 48), a3);
-    }
-    _mm512_storeu_ps(s + t, a0);
-    _mm512_storeu_ps(s + t + 16, a1);
-    _mm512_storeu_ps(s + t + 32, a2);
-    _mm512_storeu_ps(s + t + 48, a3);
-  }
-  for (; t < tile; ++t) {
-    float acc = 0.0f;
-    for (int64_t i = 0; i < n; ++i) acc = std::fma(q[i], kt[i * tile + t], acc);
-    s[t] = acc;
-  }
-}
-
-void widen_f16_avx512(const uint16_t* x, float* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, load_f16(x + i));
-  for (; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
-}
 
 }  // namespace sniper::kernels_internal

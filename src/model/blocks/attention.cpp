@@ -111,12 +111,16 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
     if (own_kv) kv.store(slot.index, pos0 + t, kt, v_.data() + t * kv_dim);
   }
 
-  // Attention: one work item per (token, kv head): the query heads sharing a kv head read its K
-  // and V once. Items are spread over the pool.
+  // Attention: one work item per (tile of tokens, kv head): the query heads sharing a kv head
+  // (and, on flash attention's tiled path, the tokens of a tile) read its K and V once. Items
+  // are spread over the pool.
   const AttentionLayout& layout = kv.layout();
   const AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
   const int64_t group = n_heads / n_kv_heads;
-  const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded, group);
+  // Items of up to tok_tile tokens of one kv head (tok_tile > 1 where their rows share K/V tiles).
+  const int64_t tok_tile = attention_token_tile(layout, batch, group);
+  const int64_t n_tiles = (n_tok + tok_tile - 1) / tok_tile;
+  const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded, group, tok_tile);
   const size_t stride = (need + 63) / 64 * 64;
   const size_t n_threads = static_cast<size_t>(pool.n_threads());
   if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
@@ -124,17 +128,18 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const uint8_t* k_rows = kv.k_rows(slot.index);
   const uint8_t* v_rows = kv.v_rows(slot.index);
-  const int64_t n_items = n_tok * n_kv_heads;
+  const int64_t n_items = n_tiles * n_kv_heads;
   std::atomic<int64_t> next{0};
   pool.run([&](int thread_idx, int) {
     uint8_t* scratch = scratch_base + stride * static_cast<size_t>(thread_idx);
     for (;;) {
       const int64_t item = next.fetch_add(1, std::memory_order_relaxed);
       if (item >= n_items) break;
-      const int64_t t = item / n_kv_heads, kvh = item % n_kv_heads;
+      // kv head major: consecutive items read the same head's K and V.
+      const int64_t kvh = item / n_tiles, t = item % n_tiles * tok_tile, nt = std::min(tok_tile, n_tok - t);
       const int64_t off = t * q_dim + kvh * group * hd;
-      attend_group(layout, batch, q_.data() + off, k_rows, v_rows, kvh, group, pos0 + t + 1, scale, att_.data() + off,
-                   scratch);
+      attend_tokens(layout, batch, q_.data() + off, q_dim, k_rows, v_rows, kvh, group, nt, pos0 + t + 1, scale,
+                    att_.data() + off, q_dim, scratch);
     }
   });
 
