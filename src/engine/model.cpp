@@ -75,11 +75,13 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
     Result<MemoryPlan> plan = make_error("no plan");
     if (auto_batch) {
       auto choice = choose_prefill_chunk(m->gguf_, c, req);
-      if (choice.ok()) {
+      if (!choice.ok()) {
+        plan = choice.error();
+      } else if (options.residency == ResidencyMode::kResident && !choice->plan.all_resident) {
+        plan = make_plan(m->gguf_, c, req);  // the 64-token chunk's plan names the least budget that would do
+      } else {
         req.batch = choice->batch;
         plan = std::move(choice->plan);
-      } else {
-        plan = choice.error();
       }
     } else {
       plan = make_plan(m->gguf_, c, req);

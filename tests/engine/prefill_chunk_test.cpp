@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/memory_limit.h"
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/prefill_chunk.h"
@@ -104,6 +105,28 @@ TEST(PrefillChunk, MinimumBudgetFallsBackTo64AndBelowItIsAnError) {
   auto below = choose_prefill_chunk(f.file, f.config, stream_request(min_plan->min_budget_bytes - 4096, 256));
   ASSERT_FALSE(below.ok());
   EXPECT_NE(below.error().message.find("minimum"), std::string::npos) << below.error().message;
+}
+
+// --residency resident with --batch auto under too small a budget: the error names the budget the
+// shortest automatic chunk would need (not a streaming chunk's).
+TEST(PrefillChunk, ResidentOnlyErrorNamesTheShortChunksBudget) {
+  const std::string path = model_path("syn-qwen3moe-Q8_0");
+  ModelLoadOptions lo;
+  lo.residency = ResidencyMode::kResident;
+  lo.batch = kShortPromptChunk;
+  auto at64 = Model::load(path, lo);
+  ASSERT_TRUE(at64.ok()) << at64.error().message;
+  const uint64_t need = (*at64)->plan().all_resident_bytes;
+  lo.batch = 0;
+  lo.mem_bytes = need - 4096;
+  auto small = Model::load(path, lo);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.error().message.find("needs a budget of " + format_bytes(need)), std::string::npos)
+      << small.error().message;
+  lo.mem_bytes = need;
+  auto exact = Model::load(path, lo);
+  ASSERT_TRUE(exact.ok()) << exact.error().message;
+  EXPECT_EQ((*exact)->planned_batch(), kShortPromptChunk);
 }
 
 // Over a sweep of budgets: the chosen chunk obeys the rule, the next longer one does not, the
