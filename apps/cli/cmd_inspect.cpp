@@ -12,6 +12,7 @@
 #include "model/config.h"
 #include "weights/tensor_roles.h"
 #include "engine/plan.h"
+#include "engine/prefill_chunk.h"
 #include <algorithm>
 
 namespace sniper::cli {
@@ -48,7 +49,7 @@ int cmd_inspect(int argc, char** argv) {
       {"--plan", nullptr, nullptr, "print the memory plan: what stays in RAM, what streams"},
       {"--mem", nullptr, "SIZE|auto", "memory budget for --plan (default auto)"},
       {"--ctx", nullptr, "N", "context size for --plan (default min(model, 4096))"},
-      {"--batch", nullptr, "N", "prefill chunk for --plan (default 64)"},
+      {"--batch", nullptr, "N|auto", "prefill chunk for --plan (default auto, as run/bench choose it)"},
       {"--kv-type", nullptr, "TYPE", "KV cache type of K and V for --plan (default f16)"},
       {"--cache-type-k", "-ctk", "TYPE", "K cache type for --plan"},
       {"--cache-type-v", "-ctv", "TYPE", "V cache type for --plan"},
@@ -159,18 +160,30 @@ int cmd_inspect(int argc, char** argv) {
     auto ctx = args->get_int("--ctx", std::min<int64_t>(config->n_ctx_train, 4096), 1, int64_t{1} << 24);
     if (!ctx.ok()) return fail(ctx.error());
     req.n_ctx = *ctx;
-    auto batch = args->get_int("--batch", 64, 1, 4096);
-    if (!batch.ok()) return fail(batch.error());
-    req.batch = *batch;
+    const bool auto_batch = args->get_string("--batch", "auto") == "auto";
+    if (!auto_batch) {
+      auto batch = args->get_int("--batch", 64, 1, 4096);
+      if (!batch.ok()) return fail(make_error("%s, or auto", batch.error().message.c_str()));
+      req.batch = *batch;
+    }
     auto kv = kv_config_from_args(*args);
     if (!kv.ok()) return fail(kv.error());
     req.kv_type = *kv;
     auto checkpoints = parse_checkpoint_count(args->get_string("--ctx-checkpoints", "0"));
     if (!checkpoints.ok()) return fail(checkpoints.error());
     req.n_checkpoints = *checkpoints;
-    auto plan = make_plan(*file, *config, req);
+    Result<MemoryPlan> plan = make_error("no plan");
+    if (auto_batch) {
+      auto choice = choose_prefill_chunk(*file, *config, req);
+      if (!choice.ok()) return fail(choice.error());
+      req.batch = choice->batch;
+      plan = std::move(choice->plan);
+    } else {
+      plan = make_plan(*file, *config, req);
+    }
     if (!plan.ok()) return fail(plan.error());
     std::printf("\n%s", plan->describe().c_str());
+    std::printf("  prefill chunk %ld tokens%s\n", static_cast<long>(req.batch), auto_batch ? " (--batch auto)" : "");
   }
   return 0;
 }

@@ -17,7 +17,7 @@ std::vector<FlagSpec> model_flags() {
       {"--model", "-m", "PATH", "GGUF model file"},
       {"--threads", "-t", "N", "threads (default: all cores)"},
       {"--ctx", "-c", "N", "context size in tokens (default: min(model, 4096))"},
-      {"--batch", "-b", "N|auto", "prompt chunk size (default auto: 512 when every weight stays in RAM, else 64)"},
+      {"--batch", "-b", "N|auto", "prompt chunk size (default auto: 512 when every weight stays in RAM; when weights stream, the longest chunk up to 4096 whose scratch takes at most 1/8 of --mem and leaves two layers of expert slots, else 64)"},
       {"--kv-type", nullptr, "TYPE", "KV cache type for K and V (shorthand for -ctk TYPE -ctv TYPE; default f16)"},
       {"--cache-type-k", "-ctk", "TYPE", "K cache type: f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (default f16)"},
       {"--cache-type-v", "-ctv", "TYPE", "V cache type, as -ctk; a quantized V needs flash attention (default f16)"},

@@ -52,20 +52,15 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   const ModelConfig& c = m->config_;
   m->n_ctx_ = options.n_ctx > 0 ? options.n_ctx : std::min<int64_t>(c.n_ctx_train, 4096);
 
-  // Automatic prefill chunk: long when every weight stays in RAM, so that each expert of an MoE
-  // model gets enough of the chunk's tokens to fill its GEMM tiles (qwen3-30b-a3b prefill of 256
-  // tokens: 24.3 tok/s in chunks of 64, 29.8 in one chunk; dense models are indifferent); short
-  // otherwise, where a chunk's experts must share the cache slots and its scratch the budget.
-  constexpr int64_t kResidentBatch = 512;
+  // Automatic prefill chunk (engine/prefill_chunk.h): long when every weight stays in RAM; when
+  // weights stream, as long as the budget allows scratch for (each chunk reads the streamed
+  // weights once); 64 through mmap, where the kernel pages whatever a chunk touches.
   const bool auto_batch = options.batch == 0;
   PlanRequest req;
   req.budget_bytes = options.mem_bytes > 0 ? options.mem_bytes : UINT64_MAX / 4;
   req.n_ctx = m->n_ctx_;
   req.kv_type = options.kv_type;
-  req.batch = auto_batch ? kResidentBatch : options.batch;
-  if (auto_batch && (options.residency == ResidencyMode::kStream || options.residency == ResidencyMode::kMmap)) {
-    req.batch = kShortPromptChunk;
-  }
+  req.batch = auto_batch ? kShortPromptChunk : options.batch;
   req.n_sessions = options.n_sessions;
   req.n_checkpoints = options.n_checkpoints;
   req.force_stream = options.residency == ResidencyMode::kStream;
@@ -77,9 +72,18 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
                                                          SequenceState::checkpoint_bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type))
                                  : options.n_checkpoints;
   } else {
-    auto plan = make_plan(m->gguf_, c, req);
-    if (auto_batch && req.batch != kShortPromptChunk && (!plan.ok() || !plan->all_resident)) {
-      req.batch = kShortPromptChunk;
+    Result<MemoryPlan> plan = make_error("no plan");
+    if (auto_batch) {
+      auto choice = choose_prefill_chunk(m->gguf_, c, req);
+      if (!choice.ok()) {
+        plan = choice.error();
+      } else if (options.residency == ResidencyMode::kResident && !choice->plan.all_resident) {
+        plan = make_plan(m->gguf_, c, req);  // the 64-token chunk's plan names the least budget that would do
+      } else {
+        req.batch = choice->batch;
+        plan = std::move(choice->plan);
+      }
+    } else {
       plan = make_plan(m->gguf_, c, req);
     }
     if (!plan.ok()) return make_error("%s: %s", path.c_str(), plan.error().message.c_str());

@@ -13,6 +13,7 @@
 
 #include "base/result.h"
 #include "engine/plan.h"
+#include "engine/prefill_chunk.h"
 #include "gguf/reader.h"
 #include "io/direct_file.h"
 #include "io/io_engine.h"
@@ -36,9 +37,8 @@ enum class ResidencyMode {
 Result<ResidencyMode> parse_residency_mode(std::string_view text);
 const char* residency_mode_name(ResidencyMode mode);
 
-// Prompt chunk when weights stream (a chunk's experts share the cache slots and its scratch the
-// budget) and for the server (one slot's chunk runs between the others' decode steps).
-inline constexpr int64_t kShortPromptChunk = 64;
+// The automatic prompt chunk is engine/prefill_chunk.h's; the server keeps kShortPromptChunk
+// (one slot's chunk runs between the others' decode steps).
 
 struct ModelLoadOptions {
   ResidencyMode residency = ResidencyMode::kAuto;

@@ -422,11 +422,23 @@ void ExpertCache::prefetch(int64_t layer_idx, std::span<const int32_t> experts) 
   if (layer_ >= 0 && !deferred_.empty()) return;
   LayerCacheStats& ls = stats_.layers[static_cast<size_t>(layer_idx)];
   has_prediction_[static_cast<size_t>(layer_idx)] = 1;
+  // The hint's experts are pinned while it runs, so that none of its own reads evicts another
+  // (a just-landed prefetch scores lowest under LFRU: it has no requests yet).
+  hint_pinned_.clear();
+  auto hold = [&](int32_t slot) {
+    Slot& s = slots_[static_cast<size_t>(slot)];
+    if (s.pinned) return;
+    s.pinned = true;
+    hint_pinned_.push_back(slot);
+  };
   for (int32_t e : experts) {
     uint8_t& was_predicted = predicted_[static_cast<size_t>(layer_idx * n_experts_ + e)];
     if (!was_predicted) ++ls.predicted;  // a key hinted twice (early, then refined) counts once
     was_predicted = 1;
-    if (slot_of(layer_idx, e) >= 0) continue;
+    if (const int32_t held = slot_of(layer_idx, e); held >= 0) {
+      hold(held);
+      continue;
+    }
     const int32_t v = find_victim();
     if (v < 0) break;
     if (!start_read(v, layer_idx, e).ok()) break;  // the real request will report the error
@@ -434,7 +446,10 @@ void ExpertCache::prefetch(int64_t layer_idx, std::span<const int32_t> experts) 
     s.from_prefetch = true;
     s.last_use = clock_;
     ++ls.prefetch_issued;
+    hold(v);
   }
+  for (int32_t slot : hint_pinned_) slots_[static_cast<size_t>(slot)].pinned = false;
+  hint_pinned_.clear();
 }
 
 void ExpertCache::end_token() {

@@ -163,6 +163,7 @@ class ExpertCache final : public ExpertSource {
   std::vector<int32_t> deferred_;  // experts with no free slot yet
   int32_t handed_out_ = -1;        // slot handed out by the last next_ready()
   std::vector<int32_t> pinned_;    // slots pinned for this layer
+  std::vector<int32_t> hint_pinned_;  // slots pinned while one prefetch() runs
   ExpertCacheStats stats_;
 };
 

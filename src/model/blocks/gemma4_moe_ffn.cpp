@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "model/blocks/gemma4_moe_ffn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -38,7 +39,7 @@ std::vector<std::vector<ExpertView>> Gemma4MoeFfn::resident_views(const ModelCon
 
 Gemma4MoeFfn::Gemma4MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch,
                            ExpertSource* experts)
-    : config_(config), mlp_(config, max_batch), experts_(experts) {
+    : config_(config), weights_(weights), mlp_(config, max_batch), experts_(experts) {
   const size_t B = static_cast<size_t>(max_batch), dim = static_cast<size_t>(config.dim);
   const size_t k = static_cast<size_t>(config.n_experts_active), eff = static_cast<size_t>(config.expert_hidden_dim);
   m_.resize(B * dim);
@@ -49,6 +50,7 @@ Gemma4MoeFfn::Gemma4MoeFfn(const ModelConfig& config, const ModelWeights& weight
   sel_w_.resize(B * k);
   used_.resize(static_cast<size_t>(config.n_experts));
   union_.reserve(static_cast<size_t>(config.n_experts));
+  predicted_.reserve(static_cast<size_t>(config.n_experts));
   rows_tok_.resize(B);
   rows_slot_.resize(B);
   gathered_.resize(B * dim);
@@ -110,6 +112,9 @@ Status Gemma4MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const Bl
   // Each expert once over its tokens, in the order the source delivers them; outputs land in
   // their (token, slot) and are summed in slot order below.
   SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
+  // The next layers' experts, guessed now so that their reads land while this layer's experts
+  // compute (rin_ and router_ are free again: routing is done).
+  if (experts_->wants_prefetch()) predict_next_experts(layer_idx, io.x, n_tok, *io.buffers, pool);
   for (;;) {
     auto ready = experts_->next_ready();
     if (!ready.ok()) {
@@ -132,6 +137,43 @@ Status Gemma4MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const Bl
     rms_norm(out, f32_data(lw.post_ffw_norm), out, dim, c.norm_eps);
   }
   return ok_status();
+}
+
+void Gemma4MoeFfn::after_layer(int64_t layer_idx, const BlockIo& io) {
+  if (experts_->wants_prefetch()) predict_next_experts(layer_idx, io.x, io.n_tok, *io.buffers, *io.pool);
+}
+
+void Gemma4MoeFfn::predict_next_experts(int64_t layer_idx, const float* x, int64_t n_tok, BlockBuffers& bufs,
+                                        ThreadPool& pool) {
+  // The router input as forward() forms it (rms(x) / sqrt(dim) * ffn_gate_inp.scale), with the
+  // target layer's scale; top-k of the logits (softmax keeps their order). Wrong guesses cost
+  // bandwidth, never correctness.
+  const ModelConfig& c = config_;
+  const int64_t dim = c.dim, n_exp = c.n_experts, k = std::min<int64_t>(c.n_experts_active, 64);
+  const float inv_sqrt_dim = 1.0f / std::sqrt(static_cast<float>(dim));
+  const int64_t depth = std::max<int64_t>(1, experts_->prefetch_depth());
+  for (int64_t target = layer_idx + 1; target <= layer_idx + depth && target < c.n_layers; ++target) {
+    if (c.layer(target).ffn != FfnKind::kGemma4Moe) continue;
+    const LayerWeights& next = weights_.layers[static_cast<size_t>(target)];
+    const float* rscale = f32_data(next.router_scale);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      float* r = rin_.data() + t * dim;
+      rms_norm(x + t * dim, nullptr, r, dim, c.norm_eps);
+      for (int64_t i = 0; i < dim; ++i) r[i] = (r[i] * inv_sqrt_dim) * rscale[i];
+    }
+    matmul(next.router, rin_.data(), router_.data(), n_tok, bufs.act, pool);
+    std::fill(used_.begin(), used_.end(), 0);
+    int32_t top[64];
+    for (int64_t t = 0; t < n_tok; ++t) {
+      top_k(router_.data() + t * n_exp, n_exp, k, top);
+      for (int64_t i = 0; i < k; ++i) used_[static_cast<size_t>(top[i])] = 1;
+    }
+    predicted_.clear();
+    for (int64_t e = 0; e < n_exp; ++e) {
+      if (used_[static_cast<size_t>(e)]) predicted_.push_back(static_cast<int32_t>(e));
+    }
+    experts_->prefetch(target, predicted_);
+  }
 }
 
 void Gemma4MoeFfn::run_expert(const ReadyExpert& ex, const LayerWeights& lw, ThreadPool& pool, BlockBuffers& bufs) {

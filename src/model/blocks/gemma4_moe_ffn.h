@@ -9,7 +9,9 @@
 //            (gate, up: the two halves of ffn_gate_up_exps[e]); summed in slot order
 //   out    = rms(m + rms(sum) * post_ffw_norm_2) * post_ffw_norm
 // Routed experts come from an ExpertSource (resident slices, or streamed through the expert
-// cache: a fused expert is one contiguous gate_up read). Keeps no sequence state.
+// cache: a fused expert is one contiguous gate_up read). When the source wants prefetches, the
+// block guesses the next layers' experts (their routers applied to this layer's residual) before
+// running this layer's experts and again after the layer. Keeps no sequence state.
 // Thread-compatible.
 #pragma once
 
@@ -29,7 +31,9 @@ class Gemma4MoeFfn final : public FfnBlock {
   Gemma4MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, ExpertSource* experts);
 
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) override;
-  void after_layer(int64_t, const BlockIo&) override {}
+  // Guesses the next layers' experts from the residual leaving this layer (when the source wants
+  // prefetches).
+  void after_layer(int64_t layer_idx, const BlockIo& io) override;
   size_t scratch_bytes() const override;
 
   // The resident experts of a gemma4 model as views[layer][expert] (gate and up: the halves of
@@ -39,8 +43,12 @@ class Gemma4MoeFfn final : public FfnBlock {
  private:
   // Runs one expert over the tokens routed to it; writes their scaled, weighted rows to exp_out_.
   void run_expert(const ReadyExpert& ex, const LayerWeights& lw, ThreadPool& pool, BlockBuffers& bufs);
+  // Layer L+d's router (d = 1 .. prefetch_depth()) applied to the residual x [n_tok, dim]; the
+  // union of each token's top-k goes to the source as a prefetch hint. Uses rin_ and router_.
+  void predict_next_experts(int64_t layer_idx, const float* x, int64_t n_tok, BlockBuffers& bufs, ThreadPool& pool);
 
   const ModelConfig& config_;
+  const ModelWeights& weights_;
   GeluFfn mlp_;
   std::unique_ptr<ResidentExperts> resident_;
   ExpertSource* experts_;
@@ -52,6 +60,7 @@ class Gemma4MoeFfn final : public FfnBlock {
   std::vector<float> sel_w_;     // [B, k]
   std::vector<uint8_t> used_;    // [n_experts]
   std::vector<int32_t> union_;
+  std::vector<int32_t> predicted_;  // a prefetch hint's experts, ascending
   std::vector<int32_t> rows_tok_;   // tokens routed to the current expert
   std::vector<int32_t> rows_slot_;  // their slots
   std::vector<float> gathered_;  // [B, dim]

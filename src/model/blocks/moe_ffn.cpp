@@ -139,12 +139,14 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   if (!together || n_tok > 1) route_by_expert(n_tok);
   group_.clear();
   SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
-  // A decode step guesses the next layer's experts now, from the residual entering this FFN,
-  // so their reads queue behind this layer's and land while its experts compute (guessing only
-  // after the FFN left the SSD idle for the whole expert compute). The guess after the FFN
-  // below still adds what this one missed. A chunk's union covers most experts and its reads
-  // would compete with this layer's for slots, so chunks guess only after the FFN.
-  if (n_tok == 1 && layer_idx + 1 < c.n_layers && experts_->wants_prefetch()) predict_next_experts(layer_idx, n_tok, pool);
+  // Guess the next layers' experts now, from the residual entering this FFN, so their reads
+  // queue behind this layer's and land while its experts compute (guessing only after the FFN
+  // left the SSD idle for the whole expert compute). The guess after the FFN below still adds
+  // what this one missed. For a chunk too: the cache gives a hint only slots that are neither
+  // pinned by this layer nor owed to its deferred experts, so a hint never delays this layer,
+  // and with the chunk planner's two layers of slots (engine/prefill_chunk.h) the next layer's
+  // union is read while this one's experts compute.
+  if (layer_idx + 1 < c.n_layers && experts_->wants_prefetch()) predict_next_experts(layer_idx, n_tok, pool);
   for (;;) {
     auto ready = experts_->next_ready();
     if (!ready.ok()) {
