@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+// Speculative decoding: greedy output with drafts (n-gram lookup, the model drafting for itself,
+// an oracle that drafts the right continuation with a wrong token mixed in) equals greedy output
+// without, on stories260K (trained: lookup and self-draft really accept), a synthetic MoE, a
+// hybrid (delta-net) model and a hybrid MoE, resident and streamed; rollback after a rejection
+// leaves the KV cache and recurrent state of a run that never saw the rejected tokens; bad
+// configurations and incompatible draft vocabularies are clear errors.
+#include "engine/speculative.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/draft_model.h"
+#include "engine/generate.h"
+#include "engine/model.h"
+#include "engine/ngram_draft.h"
+#include "engine/plan.h"
+#include "golden/shared_dir.h"
+
+namespace sniper {
+namespace {
+
+const std::vector<int32_t> kIds = {1, 501, 500, 505, 196, 90, 472, 56, 136, 73, 165, 275, 63, 408, 126, 403, 165};
+constexpr int64_t kBatch = 16;
+constexpr int64_t kPredict = 40;
+
+std::string model_path(const std::string& name) { return shared_dir() + "/models/" + name; }
+
+uint64_t min_stream_budget(const std::string& path) {
+  auto file = gguf_open(path);
+  EXPECT_TRUE(file.ok());
+  auto config = load_model_config(*file);
+  EXPECT_TRUE(config.ok());
+  PlanRequest req;
+  req.budget_bytes = UINT64_MAX / 4;
+  req.force_stream = true;
+  req.n_ctx = std::min<int64_t>(config->n_ctx_train, 4096);
+  req.batch = kBatch;
+  req.n_checkpoints = 2;
+  auto plan = make_plan(*file, *config, req);
+  EXPECT_TRUE(plan.ok());
+  return plan->min_budget_bytes;
+}
+
+ModelLoadOptions load_options(const std::string& path, bool streamed) {
+  ModelLoadOptions lo;
+  lo.batch = kBatch;
+  lo.n_checkpoints = 2;
+  if (streamed) {
+    lo.residency = ResidencyMode::kStream;
+    lo.mem_bytes = min_stream_budget(path);
+  }
+  return lo;
+}
+
+std::unique_ptr<Session> new_session(Model& model) {
+  SessionOptions so;
+  so.n_ctx = 256;
+  so.batch = kBatch;
+  so.n_threads = 2;
+  so.n_checkpoints = 2;
+  auto s = Session::create(model, so);
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+struct Output {
+  std::string text;
+  std::vector<int32_t> history;  // prompt + every generated token but the last
+  GenerateStats stats;
+};
+
+Output decode(Model& model, DraftSource* draft, const SpecConfig& spec = SpecConfig{8, 0, true}) {
+  auto session = new_session(model);
+  auto tok = model.tokenizer();
+  EXPECT_TRUE(tok.ok());
+  GenerateOptions go;
+  go.n_predict = kPredict;
+  go.sampler.temperature = 0;
+  go.stop_at_eog = false;
+  go.draft = draft;
+  go.spec = spec;
+  Output out;
+  auto stats = generate(*session, **tok, kIds, go, [&](std::string_view t) {
+    out.text.append(t);
+    return true;
+  });
+  EXPECT_TRUE(stats.ok()) << stats.error().message;
+  if (stats.ok()) out.stats = *stats;
+  out.history = session->history();
+  return out;
+}
+
+// Drafts the plain run's continuation, with one token changed at a seeded random position in
+// most drafts: every round keeps a prefix and rejects the rest.
+class OracleDraft final : public DraftSource {
+ public:
+  explicit OracleDraft(std::vector<int32_t> truth, int32_t n_vocab) : truth_(std::move(truth)), n_vocab_(n_vocab) {}
+  Status draft(std::span<const int32_t> context, int64_t n_max, Draft* out) override {
+    out->tokens.clear();
+    out->q.clear();
+    for (size_t i = context.size(); i < truth_.size() && static_cast<int64_t>(out->tokens.size()) < n_max; ++i) {
+      out->tokens.push_back(truth_[i]);
+    }
+    rng_ = rng_ * 6364136223846793005ull + 1442695040888963407ull;
+    if (!out->tokens.empty() && (rng_ >> 60) < 12) {
+      const size_t at = (rng_ >> 33) % out->tokens.size();
+      out->tokens[at] = (out->tokens[at] + 1 + static_cast<int32_t>((rng_ >> 20) % 7)) % n_vocab_;
+    }
+    return ok_status();
+  }
+  const char* name() const override { return "oracle"; }
+
+ private:
+  std::vector<int32_t> truth_;
+  int32_t n_vocab_;
+  uint64_t rng_ = 42;
+};
+
+struct Fixture {
+  const char* file;
+  bool streamed;
+};
+
+class SpeculativeGreedy : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(SpeculativeGreedy, EqualsPlainGreedy) {
+  const Fixture f = GetParam();
+  const std::string path = model_path(f.file);
+  auto model = Model::load(path, load_options(path, f.streamed));
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  ASSERT_EQ((*model)->streams(), f.streamed);
+  const Output plain = decode(**model, nullptr);
+  ASSERT_EQ(plain.stats.n_gen, kPredict);
+
+  {
+    SCOPED_TRACE("n-gram lookup");
+    NgramDraft ngram(kDefaultNgramSize);
+    const Output spec = decode(**model, &ngram);
+    EXPECT_EQ(spec.text, plain.text);
+    EXPECT_EQ(spec.history, plain.history);
+  }
+  {
+    SCOPED_TRACE("oracle with a wrong token in most drafts");
+    OracleDraft oracle(plain.history, static_cast<int32_t>((*model)->config().vocab_size));
+    const Output spec = decode(**model, &oracle);
+    EXPECT_EQ(spec.text, plain.text);
+    EXPECT_EQ(spec.history, plain.history);
+    EXPECT_GT(spec.stats.spec.n_accepted, 0);
+    EXPECT_LT(spec.stats.spec.n_accepted, spec.stats.spec.n_drafted);
+    // A hybrid state cannot be rewound: every rejection restores a checkpoint and re-evaluates.
+    if (new_session(**model)->state().needs_checkpoints()) EXPECT_GT(spec.stats.spec.n_rollback_evals, 0);
+  }
+  {
+    SCOPED_TRACE("the model drafting for itself");
+    auto draft_model = Model::load(path, load_options(path, false));
+    ASSERT_TRUE(draft_model.ok()) << draft_model.error().message;
+    auto tt = (*model)->tokenizer();
+    auto dt = (*draft_model)->tokenizer();
+    ASSERT_TRUE(tt.ok() && dt.ok());
+    ASSERT_TRUE(check_draft_vocab(**tt, **dt).ok());
+    SamplerConfig greedy;
+    greedy.temperature = 0;
+    auto dm = DraftModel::create(**draft_model, 256, 2, static_cast<int32_t>((*model)->config().vocab_size), greedy);
+    ASSERT_TRUE(dm.ok()) << dm.error().message;
+    const Output spec = decode(**model, dm->get());
+    EXPECT_EQ(spec.text, plain.text);
+    EXPECT_EQ(spec.history, plain.history);
+    // Same weights (batched and single-token kernels round alike to the argmax): nearly all kept.
+    EXPECT_GT(spec.stats.spec.acceptance(), 0.8);
+    EXPECT_GT(spec.stats.spec.tokens_per_forward(), 3.0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SpeculativeGreedy,
+                         ::testing::Values(Fixture{"stories260K.gguf", false}, Fixture{"syn-qwen3moe-Q4_K_M.gguf", false},
+                                           Fixture{"syn-qwen3moe-Q4_K_M.gguf", true},
+                                           Fixture{"syn-qwen35-Q4_K_M.gguf", false},
+                                           Fixture{"syn-qwen35-Q4_K_M.gguf", true},
+                                           Fixture{"syn-qwen35moe-small.gguf", true}),
+                         [](const auto& info) {
+                           std::string n = info.param.file;
+                           n = n.substr(0, n.find(".gguf"));
+                           for (char& c : n) {
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return n + (info.param.streamed ? "_streamed" : "_resident");
+                         });
+
+TEST(Speculative, NgramLookupAcceptsOnTheTrainedModel) {
+  auto model = Model::load(model_path("stories260K.gguf"), load_options("", false));
+  ASSERT_TRUE(model.ok());
+  NgramDraft ngram(kDefaultNgramSize);
+  const Output spec = decode(**model, &ngram);
+  EXPECT_GT(spec.stats.spec.n_accepted, 0);
+  EXPECT_GT(spec.stats.spec.tokens_per_forward(), 1.0);
+}
+
+// The state bytes of every layer after n tokens.
+std::vector<uint8_t> state_bytes(const Session& s) {
+  std::vector<uint8_t> out;
+  for (int64_t l = 0; l < s.state().n_layers(); ++l) {
+    const size_t n = s.state().saved_layer_bytes(l, s.n_past());
+    const size_t at = out.size();
+    out.resize(at + n);
+    s.state().save_layer(l, s.n_past(), out.data() + at);
+  }
+  return out;
+}
+
+TEST(Speculative, RollbackEqualsARunThatNeverSawTheRejectedTokens) {
+  for (const char* name : {"stories260K.gguf", "syn-qwen35-Q4_K_M.gguf", "syn-qwen3next-small.gguf"}) {
+    SCOPED_TRACE(name);
+    auto model = Model::load(model_path(name), load_options("", false));
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const std::vector<int32_t> verify = {165, 63, 408, 126, 403};  // pending + 4 drafts
+    constexpr int64_t kKeep = 2;                                   // pending + 1 accepted
+    // A: verify all five, reject the last three.
+    auto a = new_session(**model);
+    ASSERT_TRUE(a->eval(kIds).ok());
+    if (!a->state().rewindable(a->n_past() + 5)) a->checkpoint();
+    ASSERT_TRUE(a->eval(verify).ok());
+    std::vector<int32_t> scratch;
+    int64_t n_redo = 0;
+    ASSERT_TRUE(rollback_session(*a, static_cast<int64_t>(kIds.size()) + kKeep, scratch, &n_redo).ok());
+    EXPECT_EQ(n_redo, a->state().needs_checkpoints() ? kKeep : 0);
+    // B: only ever the kept tokens, in one forward pass as A's re-evaluation (or A's verify pass
+    // for a state that rewinds, whose rows of the kept positions do not depend on later tokens).
+    auto b = new_session(**model);
+    ASSERT_TRUE(b->eval(kIds).ok());
+    ASSERT_TRUE(b->eval(std::span<const int32_t>(verify).first(kKeep)).ok());
+    ASSERT_EQ(a->n_past(), b->n_past());
+    EXPECT_EQ(a->history(), b->history());
+    EXPECT_TRUE(state_bytes(*a) == state_bytes(*b)) << "the state after rollback differs";
+    // And the next token sees the same thing.
+    const int32_t next[1] = {7};
+    ASSERT_TRUE(a->eval(next).ok());
+    ASSERT_TRUE(b->eval(next).ok());
+    EXPECT_TRUE(a->last_logits() == b->last_logits());
+  }
+}
+
+TEST(Speculative, BadConfigurationsAreClearErrors) {
+  EXPECT_FALSE((SpecConfig{0, 0, true}).validate().ok());
+  EXPECT_FALSE((SpecConfig{-3, 0, true}).validate().ok());
+  EXPECT_FALSE((SpecConfig{300, 0, true}).validate().ok());
+  const Status st = SpecConfig{4, 5, true}.validate();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("--draft-min is 5"), std::string::npos) << st.error().message;
+  EXPECT_FALSE((SpecConfig{4, -1, true}).validate().ok());
+
+  auto model = Model::load(model_path("syn-qwen35-Q4_K_M.gguf"), load_options("", false));
+  ASSERT_TRUE(model.ok());
+  NgramDraft ngram(3);
+  SessionOptions so;
+  so.n_ctx = 256;
+  so.batch = kBatch;
+  auto no_ckpt = Session::create(**model, so);
+  ASSERT_TRUE(no_ckpt.ok());
+  auto r = SpeculativeDecoder::create(**no_ckpt, ngram, SpecConfig{4, 0, true});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("checkpoints"), std::string::npos) << r.error().message;
+  auto s = new_session(**model);
+  r = SpeculativeDecoder::create(*s, ngram, SpecConfig{kBatch, 0, true});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("--batch"), std::string::npos) << r.error().message;
+}
+
+TEST(Speculative, IncompatibleDraftVocabularyIsAClearError) {
+  auto stories = Model::load(model_path("stories260K.gguf"), {});
+  auto qwen = Model::load(model_path("syn-qwen3-Q4_K_M.gguf"), {});
+  auto llama = Model::load(model_path("syn-llama-Q4_0.gguf"), {});
+  ASSERT_TRUE(stories.ok() && qwen.ok() && llama.ok());
+  auto ts = (*stories)->tokenizer();
+  auto tq = (*qwen)->tokenizer();
+  auto tl = (*llama)->tokenizer();
+  ASSERT_TRUE(ts.ok() && tq.ok() && tl.ok());
+  EXPECT_TRUE(check_draft_vocab(**ts, **ts).ok());
+  for (const Tokenizer* other : {*tq, *tl}) {
+    const Status st = check_draft_vocab(**ts, *other);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message.find("incompatible"), std::string::npos) << st.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace sniper
