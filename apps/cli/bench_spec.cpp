@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/memory_limit.h"
 #include "base/process_stats.h"
 #include "common.h"
 #include "engine/generate.h"

@@ -17,6 +17,8 @@
 #include "engine/ngram_draft.h"
 #include "engine/plan.h"
 #include "golden/shared_dir.h"
+#include "gguf/reader.h"
+#include "tokenizer/tokenizer.h"
 
 namespace sniper {
 namespace {
@@ -150,7 +152,9 @@ TEST_P(SpeculativeGreedy, EqualsPlainGreedy) {
     EXPECT_GT(spec.stats.spec.n_accepted, 0);
     EXPECT_LT(spec.stats.spec.n_accepted, spec.stats.spec.n_drafted);
     // A hybrid state cannot be rewound: every rejection restores a checkpoint and re-evaluates.
-    if (new_session(**model)->state().needs_checkpoints()) EXPECT_GT(spec.stats.spec.n_rollback_evals, 0);
+    if (new_session(**model)->state().needs_checkpoints()) {
+      EXPECT_GT(spec.stats.spec.n_rollback_evals, 0);
+    }
   }
   {
     SCOPED_TRACE("the model drafting for itself");
@@ -267,20 +271,35 @@ TEST(Speculative, BadConfigurationsAreClearErrors) {
   EXPECT_NE(r.error().message.find("--batch"), std::string::npos) << r.error().message;
 }
 
+Tokenizer tokenizer_of(const std::string& path) {
+  auto file = gguf_open(path);
+  EXPECT_TRUE(file.ok()) << path;
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_TRUE(tok.ok()) << path;
+  return std::move(tok).value();
+}
+
 TEST(Speculative, IncompatibleDraftVocabularyIsAClearError) {
-  auto stories = Model::load(model_path("stories260K.gguf"), {});
-  auto qwen = Model::load(model_path("syn-qwen3-Q4_K_M.gguf"), {});
-  auto llama = Model::load(model_path("syn-llama-Q4_0.gguf"), {});
-  ASSERT_TRUE(stories.ok() && qwen.ok() && llama.ok());
-  auto ts = (*stories)->tokenizer();
-  auto tq = (*qwen)->tokenizer();
-  auto tl = (*llama)->tokenizer();
-  ASSERT_TRUE(ts.ok() && tq.ok() && tl.ok());
-  EXPECT_TRUE(check_draft_vocab(**ts, **ts).ok());
-  for (const Tokenizer* other : {*tq, *tl}) {
-    const Status st = check_draft_vocab(**ts, *other);
-    ASSERT_FALSE(st.ok());
+  const Tokenizer stories = tokenizer_of(model_path("stories260K.gguf"));
+  const Tokenizer spm = tokenizer_of(shared_dir() + "/tokenizer/ggml-vocab-llama-spm.gguf");
+  const Tokenizer phi3 = tokenizer_of(shared_dir() + "/tokenizer/ggml-vocab-phi-3.gguf");
+  const Tokenizer qwen2 = tokenizer_of(shared_dir() + "/tokenizer/ggml-vocab-qwen2.gguf");
+  EXPECT_TRUE(check_draft_vocab(stories, tokenizer_of(model_path("stories260K-Q8_0.gguf"))).ok());
+  struct Case {
+    const Tokenizer* target;
+    const Tokenizer* draft;
+    const char* says;
+  };
+  const Case cases[] = {
+      {&stories, &qwen2, "tokenizer model"},  // SPM vs BPE
+      {&stories, &spm, "tokens but the target has"},  // 32000 vs 512 tokens
+      {&spm, &phi3, "special tokens differ"},  // phi-3: eos is its added <|endoftext|>
+  };
+  for (const Case& c : cases) {
+    const Status st = check_draft_vocab(*c.target, *c.draft);
+    ASSERT_FALSE(st.ok()) << c.says;
     EXPECT_NE(st.error().message.find("incompatible"), std::string::npos) << st.error().message;
+    EXPECT_NE(st.error().message.find(c.says), std::string::npos) << st.error().message;
   }
 }
 
