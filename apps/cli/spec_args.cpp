@@ -36,14 +36,14 @@ Result<SpecRequest> parse_spec_args(const Args& args) {
   } else {
     return make_error("--spec-type is '%s' but must be one of: none, ngram, draft, mtp", type.c_str());
   }
+  if (has_md && r.kind != SpecKind::kDraftModel) {
+    return make_error("-md/--model-draft is given but --spec-type is '%s' (use --spec-type draft, or drop -md)", type.c_str());
+  }
   if (r.kind == SpecKind::kNone) {
     for (const char* f : {"--mem-draft", "--draft-max", "--draft-min", "--spec-ngram-size-n", "--no-draft-adaptive"}) {
       if (args.has(f)) return make_error("%s needs a draft source: pass --spec-type ngram or -md DRAFT_MODEL", f);
     }
     return r;
-  }
-  if (has_md && r.kind != SpecKind::kDraftModel) {
-    return make_error("-md/--model-draft is given but --spec-type is '%s' (use --spec-type draft, or drop -md)", type.c_str());
   }
   if (r.kind == SpecKind::kDraftModel && !has_md) {
     return make_error("--spec-type draft needs a draft model: pass -md PATH");
@@ -93,6 +93,7 @@ Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const Sampl
   } else if (req.kind == SpecKind::kDraftModel) {
     ModelLoadOptions lo = target.model->options();
     lo.mem_bytes = req.draft_mem_bytes;
+    lo.residency = ResidencyMode::kAuto;  // resident when it fits its own budget (or has none)
     lo.n_ctx = target.session->n_ctx();
     lo.n_sessions = 1;
     lo.n_checkpoints = req.checkpoints();
