@@ -6,6 +6,8 @@
 #include "engine/draft_model.h"
 #include "engine/ngram_draft.h"
 #include "engine/plan.h"
+#include "gguf/reader.h"
+#include "tokenizer/tokenizer.h"
 
 namespace sniper::cli {
 
@@ -98,14 +100,19 @@ Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const Sampl
     lo.n_sessions = 1;
     lo.n_checkpoints = req.checkpoints();
     lo.batch = 0;
+    // The vocabulary first: a draft that cannot serve this target is refused before it loads.
+    SNIPER_ASSIGN_OR_RETURN(const Tokenizer* tt, target.model->tokenizer());
+    {
+      auto file = gguf_open(req.draft_path);
+      if (!file.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), file.error().message.c_str());
+      auto dt = Tokenizer::from_gguf(*file);
+      if (!dt.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), dt.error().message.c_str());
+      Status compat = check_draft_vocab(*tt, *dt);
+      if (!compat.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), compat.error().message.c_str());
+    }
     auto draft = Model::load(req.draft_path, lo);
     if (!draft.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), draft.error().message.c_str());
     out.draft_model = std::move(draft).value();
-    SNIPER_ASSIGN_OR_RETURN(const Tokenizer* tt, target.model->tokenizer());
-    auto dt = out.draft_model->tokenizer();
-    if (!dt.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), dt.error().message.c_str());
-    Status compat = check_draft_vocab(*tt, **dt);
-    if (!compat.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), compat.error().message.c_str());
     SNIPER_ASSIGN_OR_RETURN(auto dm, DraftModel::create(*out.draft_model, target.session->n_ctx(), n_threads,
                                                         static_cast<int32_t>(c.vocab_size), sampler));
     out.source = std::move(dm);
