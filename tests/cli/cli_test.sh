@@ -148,7 +148,8 @@ expect_error "draft type without a model" "needs a draft model" "$bin" run -m "$
 expect_error "mem-draft without a draft model" "--mem-draft" "$bin" run -m "$st" -p hi --spec-type ngram --mem-draft 100M
 expect_error "mem-draft above mem" "must be below --mem" "$bin" run -m "$st" -p hi -md "$st" --mem 100M --mem-draft 200M
 expect_error "mtp without mtp layers" "no multi-token-prediction layers" "$bin" run -m "$st" -p hi --spec-type mtp
-expect_error "incompatible draft vocabulary" "incompatible" "$bin" run -m "$st" -p hi -md "$shared/models/syn-qwen3-Q4_K_M.gguf"
+expect_error "incompatible draft vocabulary" "incompatible" "$bin" run -m "$st" -p hi -md "$shared/tokenizer/ggml-vocab-llama-spm.gguf"
+expect_error "draft trained for a shorter context" "trained for at most" "$bin" run -m "$st" -p hi -md "$shared/models/syn-qwen3-Q4_K_M.gguf"
 expect_error "spec flag on a plain bench" "add --spec" "$bin" bench -m "$st" --draft-max 4 --no-probe
 
 echo "$passes passed, $fails failed"
