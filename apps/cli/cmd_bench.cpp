@@ -14,6 +14,8 @@
 #include "base/memory_limit.h"
 #include "bench_depth.h"
 #include "bench_paired.h"
+#include "bench_spec.h"
+#include "spec_args.h"
 #include "base/process_stats.h"
 #include "commands.h"
 #include "common.h"
@@ -58,7 +60,7 @@ uint64_t active_weight_bytes(const Model& m) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = concat(model_flags(), {
+  const std::vector<FlagSpec> specs = concat(concat(concat(model_flags(), spec_flags()), bench_spec_flags()), {
       {"--prompt-tokens", "-p", "N", "prompt length (default 64)"},
       {"--gen-tokens", "-n", "N", "tokens to generate (default 64)"},
       {"--max-seconds", nullptr, "S", "stop decoding after S seconds (default: no limit)"},
@@ -81,6 +83,10 @@ int cmd_bench(int argc, char** argv) {
     return 0;
   }
   if (!args->has("--model")) return fail(make_error("no model given: pass -m PATH to a GGUF file"));
+  if (args->has("--spec")) return run_spec_bench(*args);
+  for (const FlagSpec& f : concat(spec_flags(), bench_spec_flags())) {
+    if (args->has(f.name)) return fail(make_error("%s is a speculative-decoding flag: add --spec", f.name));
+  }
   auto n_prompt = args->get_int("--prompt-tokens", 64, 1, 1 << 20);
   auto n_gen = args->get_int("--gen-tokens", 64, 1, 1 << 20);
   auto max_seconds = args->get_float("--max-seconds", 0, 0, 1e9);

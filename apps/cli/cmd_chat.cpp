@@ -3,6 +3,7 @@
 // template. Each turn re-renders the whole conversation and evaluates only the tokens past
 // the prefix already in the KV cache (for a hybrid model, past the latest state checkpoint at
 // or before it: each turn's prompt is checkpointed kPromptCheckpointTail tokens before its end).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "commands.h"
 #include "common.h"
 #include "engine/generate.h"
+#include "spec_args.h"
 #include "tokenizer/chat_template.h"
 
 namespace sniper::cli {
@@ -35,7 +37,7 @@ std::string plain_render(const nlohmann::json& messages) {
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = concat(concat(model_flags(), sampling_flags()), {
+  const std::vector<FlagSpec> specs = concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), {
       {"--system", nullptr, "TEXT", "system prompt"},
       {"--n-predict", "-n", "N", "most tokens per reply (default 1024)"},
       {"--think", nullptr, nullptr, "let thinking models think (sets enable_thinking)"},
@@ -55,8 +57,16 @@ int cmd_chat(int argc, char** argv) {
   if (!sampler.ok()) return fail(sampler.error());
   auto checkpoints = parse_checkpoint_count(args->get_string("--ctx-checkpoints", "auto"));
   if (!checkpoints.ok()) return fail(checkpoints.error());
-  auto loaded = load_model_and_session(*args, *checkpoints);
+  auto spec_req = parse_spec_args(*args);
+  if (!spec_req.ok()) return fail(spec_req.error());
+  int64_t n_checkpoints = *checkpoints;
+  if (n_checkpoints != kAutoCheckpoints) n_checkpoints = std::max(n_checkpoints, spec_req->checkpoints());
+  auto loaded = load_model_and_session(*args, n_checkpoints, spec_req->draft_mem_bytes);
   if (!loaded.ok()) return fail(loaded.error());
+  auto threads = args->get_int("--threads", 0, 0, 1024);
+  if (!threads.ok()) return fail(threads.error());
+  auto spec = setup_spec(*spec_req, *loaded, *sampler, static_cast<int>(*threads));
+  if (!spec.ok()) return fail(spec.error());
   auto tokenizer = loaded->model->tokenizer();
   if (!tokenizer.ok()) return fail(tokenizer.error());
   const Tokenizer& tok = **tokenizer;
@@ -122,6 +132,8 @@ int cmd_chat(int argc, char** argv) {
     GenerateOptions go;
     go.n_predict = *n_predict;
     go.sampler = *sampler;
+    go.draft = spec->source.get();
+    go.spec = spec_req->config;
     std::string reply;
     auto stats = generate(session, tok, fresh, go, [&](std::string_view text) {
       reply.append(text);
@@ -139,6 +151,7 @@ int cmd_chat(int argc, char** argv) {
     stats->prompt_ms += head_ms;
     std::fprintf(stderr, "[%ld prompt tok at %.1f tok/s, %ld tok at %.1f tok/s]\n", static_cast<long>(stats->n_prompt),
                  stats->prompt_tok_s(), static_cast<long>(stats->n_gen), stats->gen_tok_s());
+    if (go.draft != nullptr) std::fprintf(stderr, "[%s]\n", spec_summary(stats->spec).c_str());
     messages.push_back({{"role", "assistant"}, {"content", reply}});
   }
   return 0;

@@ -8,11 +8,12 @@
 #include "commands.h"
 #include "common.h"
 #include "engine/generate.h"
+#include "spec_args.h"
 
 namespace sniper::cli {
 
 int cmd_run(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = concat(concat(model_flags(), sampling_flags()), {
+  const std::vector<FlagSpec> specs = concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), {
       {"--prompt", "-p", "TEXT", "prompt text"},
       {"--file", "-f", "PATH", "read the prompt from a file"},
       {"--n-predict", "-n", "N", "tokens to generate, -1 = until end of text (default 128)"},
@@ -38,8 +39,14 @@ int cmd_run(int argc, char** argv) {
   if (!n_predict.ok()) return fail(n_predict.error());
   auto sampler = sampler_from_args(*args);
   if (!sampler.ok()) return fail(sampler.error());
-  auto loaded = load_model_and_session(*args);
+  auto spec_req = parse_spec_args(*args);
+  if (!spec_req.ok()) return fail(spec_req.error());
+  auto loaded = load_model_and_session(*args, spec_req->checkpoints(), spec_req->draft_mem_bytes);
   if (!loaded.ok()) return fail(loaded.error());
+  auto threads = args->get_int("--threads", 0, 0, 1024);
+  if (!threads.ok()) return fail(threads.error());
+  auto spec = setup_spec(*spec_req, *loaded, *sampler, static_cast<int>(*threads));
+  if (!spec.ok()) return fail(spec.error());
   auto tokenizer = loaded->model->tokenizer();
   if (!tokenizer.ok()) return fail(tokenizer.error());
   const Tokenizer& tok = **tokenizer;
@@ -50,6 +57,8 @@ int cmd_run(int argc, char** argv) {
   go.n_predict = *n_predict;
   go.sampler = *sampler;
   go.stop_at_eog = !args->has("--ignore-eos");
+  go.draft = spec->source.get();
+  go.spec = spec_req->config;
   if (!args->has("--no-echo")) {
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
@@ -65,6 +74,7 @@ int cmd_run(int argc, char** argv) {
   std::fprintf(stderr, "prompt: %ld tok, %.2f tok/s | generation: %ld tok, %.2f tok/s | peak RSS: %.1f MiB\n",
                static_cast<long>(stats->n_prompt), stats->prompt_tok_s(), static_cast<long>(stats->n_gen),
                stats->gen_tok_s(), static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
+  if (go.draft != nullptr) std::fprintf(stderr, "%s\n", spec_summary(stats->spec).c_str());
   return 0;
 }
 

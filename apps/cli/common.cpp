@@ -54,9 +54,16 @@ std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec
   return a;
 }
 
-Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints) {
+Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, uint64_t reserved_bytes) {
   if (!args.has("--model")) return make_error("no model given: pass -m PATH to a GGUF file");
   SNIPER_ASSIGN_OR_RETURN(ModelLoadOptions lo, load_options_from_args(args));
+  if (reserved_bytes > 0 && lo.mem_bytes > 0) {
+    if (reserved_bytes >= lo.mem_bytes) {
+      return make_error("--mem-draft (%.1f MiB) must be below --mem (%.1f MiB): the draft's share comes off the budget",
+                        static_cast<double>(reserved_bytes) / 1048576.0, static_cast<double>(lo.mem_bytes) / 1048576.0);
+    }
+    lo.mem_bytes -= reserved_bytes;
+  }
   lo.n_checkpoints = n_checkpoints;
   SessionOptions so;
   SNIPER_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--threads", 0, 0, 1024));

@@ -32,6 +32,9 @@ struct JobResult {
   double prompt_ms = 0;       // prompt evaluation
   double decode_ms = 0;       // decode forward passes
   double ttft_ms = -1;        // from the start of the job to the first text; < 0 if none
+  bool speculative = false;   // decoded with drafts (engine/speculative.h)
+  int64_t n_drafted = 0;      // speculative: draft tokens verified
+  int64_t n_accepted = 0;     // speculative: of those, kept
   std::shared_ptr<SessionState> state;  // kSave: the captured state
   int slot = -1;
 };

@@ -101,6 +101,10 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   value_u(&out, "sniper_prompt_tokens_cached_total", prompt_tokens_cached_.load());
   metric(&out, "sniper_generated_tokens_total", "counter", "Generated tokens.");
   value_u(&out, "sniper_generated_tokens_total", generated_tokens_.load());
+  metric(&out, "sniper_draft_tokens_total", "counter", "Speculative decoding: draft tokens verified.");
+  value_u(&out, "sniper_draft_tokens_total", draft_tokens_.load());
+  metric(&out, "sniper_draft_accepted_tokens_total", "counter", "Speculative decoding: draft tokens accepted.");
+  value_u(&out, "sniper_draft_accepted_tokens_total", draft_accepted_tokens_.load());
   metric(&out, "sniper_prefill_tokens_per_second", "gauge", "Prompt evaluation speed of the last request.");
   value(&out, "sniper_prefill_tokens_per_second", last_.prompt_ms > 0 ? last_.n_prompt_evaluated * 1000.0 / last_.prompt_ms : 0);
   metric(&out, "sniper_decode_tokens_per_second", "gauge", "Decode speed of the last request.");

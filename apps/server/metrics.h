@@ -44,6 +44,11 @@ class Metrics {
   void count_request(Endpoint endpoint, RequestOutcome outcome);
   void add_prompt_tokens(int64_t n_prompt, int64_t n_cached);
   void add_generated_tokens(int64_t n) { generated_tokens_ += static_cast<uint64_t>(n); }
+  // Speculative decoding: draft tokens verified and, of those, accepted.
+  void add_draft_tokens(int64_t n_drafted, int64_t n_accepted) {
+    draft_tokens_ += static_cast<uint64_t>(n_drafted);
+    draft_accepted_tokens_ += static_cast<uint64_t>(n_accepted);
+  }
   void record_timings(const RequestTimings& t);
   void set_engine(const EngineSnapshot& s);
   void set_slots(int64_t total, int64_t busy, int64_t queued);
@@ -60,6 +65,8 @@ class Metrics {
   std::atomic<uint64_t> prompt_tokens_{0};
   std::atomic<uint64_t> prompt_tokens_cached_{0};
   std::atomic<uint64_t> generated_tokens_{0};
+  std::atomic<uint64_t> draft_tokens_{0};
+  std::atomic<uint64_t> draft_accepted_tokens_{0};
   std::atomic<int64_t> slots_total_{0}, slots_busy_{0}, queued_{0};
 
   std::mutex mu_;  // guards the fields below

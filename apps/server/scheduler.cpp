@@ -37,6 +37,14 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
     if (!session.ok()) return session.error();
     slot.session = std::move(session).value();
   }
+  if (options.spec_ngram_size > 0) {
+    SNIPER_TRY(options.spec.validate());
+    if (options.spec_ngram_size > 64) return make_error("--spec-ngram-size-n is %ld but must be in [1, 64]", static_cast<long>(options.spec_ngram_size));
+    s->ngram_ = std::make_unique<NgramDraft>(options.spec_ngram_size);
+    // The checks a job would otherwise fail on (checkpoints for a hybrid state, the batch).
+    auto probe = SpeculativeDecoder::create(*s->slots_[0].session, *s->ngram_, options.spec);
+    if (!probe.ok()) return probe.error();
+  }
   s->n_ctx_ = s->slots_[0].session->n_ctx();
   s->batch_ = std::max<int64_t>(1, options.session.batch);
   if (metrics != nullptr) metrics->set_slots(options.n_slots, 0, 0);
@@ -183,6 +191,14 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
     if (!gen.ok()) return finish(slot, gen.error().message, 400);
     slot.generator.emplace(std::move(gen).value());
     slot.generator->accept_prompt(j.prompt);
+    slot.spec.reset();
+    slot.pending = -1;
+    if (ngram_) {
+      auto spec = SpeculativeDecoder::create(session, *ngram_, options_.spec);
+      if (!spec.ok()) return finish(slot, spec.error().message, 500);
+      slot.spec.emplace(std::move(spec).value());
+      slot.result.speculative = true;
+    }
   }
 }
 
@@ -211,6 +227,7 @@ void Scheduler::advance(Slot& slot) {
     slot.decoding = true;
   }
   const int32_t n_vocab = static_cast<int32_t>(model_.config().vocab_size);
+  if (slot.spec && slot.pending >= 0) return advance_speculative(slot);
   GeneratorStep step = slot.generator->step(session.last_logits().data(), n_vocab, session.n_past(), session.n_ctx());
   if (!step.text.empty()) {
     if (slot.result.ttft_ms < 0) slot.result.ttft_ms = ms_since(slot.t_start);
@@ -221,11 +238,41 @@ void Scheduler::advance(Slot& slot) {
     slot.result.finish_reason = step.finish_reason == "eog" ? "stop" : step.finish_reason == "context" ? "length" : step.finish_reason;
     return finish(slot);
   }
+  if (slot.spec) {
+    slot.pending = step.token;  // the next turn verifies it with drafts
+    return;
+  }
   const int32_t next[1] = {step.token};
   const auto t0 = std::chrono::steady_clock::now();
   Status st = session.eval(next);
   slot.result.decode_ms += ms_since(t0);
   if (!st.ok()) return finish(slot, st.error().message, 500);
+}
+
+void Scheduler::advance_speculative(Slot& slot) {
+  Job& j = *slot.job;
+  const int64_t n_predict = j.generator.n_predict;
+  const int64_t remaining = n_predict < 0 ? -1 : n_predict - slot.generator->n_generated();
+  std::string finish_reason;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = slot.spec->round(*slot.session, *slot.generator, slot.pending, remaining, [&](const GeneratorStep& step) {
+    if (!finish_reason.empty()) return;
+    if (!step.text.empty()) {
+      if (slot.result.ttft_ms < 0) slot.result.ttft_ms = ms_since(slot.t_start);
+      j.push_text(step.text);
+    }
+    slot.pending = step.token;
+    if (step.done) finish_reason = step.finish_reason;
+  });
+  slot.result.decode_ms += ms_since(t0);
+  slot.result.n_generated = slot.generator->n_generated();
+  slot.result.n_drafted = slot.spec->stats().n_drafted;
+  slot.result.n_accepted = slot.spec->stats().n_accepted;
+  if (!st.ok()) return finish(slot, st.error().message, 500);
+  if (!finish_reason.empty()) {
+    slot.result.finish_reason = finish_reason == "eog" ? "stop" : finish_reason == "context" ? "length" : finish_reason;
+    return finish(slot);
+  }
 }
 
 void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {
@@ -237,6 +284,7 @@ void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {
   if (metrics_ != nullptr && slot.job->kind == JobKind::kGenerate) {
     metrics_->add_prompt_tokens(r.n_prompt, r.n_cached);
     metrics_->add_generated_tokens(r.n_generated);
+    metrics_->add_draft_tokens(r.n_drafted, r.n_accepted);
     RequestTimings t;
     t.n_prompt_evaluated = r.n_prompt - r.n_cached;
     t.prompt_ms = r.prompt_ms;
@@ -253,6 +301,8 @@ void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {
   // whole response and then asks /metrics must find the slot idle.
   std::shared_ptr<Job> job = std::move(slot.job);
   slot.generator.reset();
+  slot.spec.reset();
+  slot.pending = -1;
   slot.to_eval.clear();
   slot.last_used = ++clock_;
   {

@@ -27,6 +27,8 @@
 #include "engine/generator.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "engine/ngram_draft.h"
+#include "engine/speculative.h"
 #include "server/job.h"
 #include "server/metrics.h"
 
@@ -37,6 +39,8 @@ struct SchedulerOptions {
   int queue_capacity = 16;       // jobs waiting beyond the slots
   SessionOptions session;
   uint64_t model_fingerprint = 0;
+  int64_t spec_ngram_size = 0;  // > 0: each generate job decodes speculatively with n-gram lookup
+  SpecConfig spec;              // with spec_ngram_size (engine/speculative.h)
 };
 
 class Scheduler {
@@ -62,6 +66,8 @@ class Scheduler {
     std::unique_ptr<Session> session;
     std::shared_ptr<Job> job;
     std::optional<Generator> generator;
+    std::optional<SpeculativeDecoder> spec;  // speculative decoding of this slot's job
+    int32_t pending = -1;                    // spec: the sampled token not yet evaluated
     std::vector<int32_t> to_eval;  // prompt tokens still to evaluate
     size_t eval_pos = 0;
     size_t checkpoint_at = 0;      // 0, or the to_eval index after which to take a state checkpoint
@@ -78,12 +84,15 @@ class Scheduler {
   void start_job(Slot& slot, std::shared_ptr<Job> job);
   // Runs one prefill chunk or one decode step of the slot's job.
   void advance(Slot& slot);
+  // One speculative round (draft, verify, roll back) of a decoding slot with a pending token.
+  void advance_speculative(Slot& slot);
   void finish(Slot& slot, const std::string& error = {}, int error_status = 500);
   void publish_engine_stats();
 
   Model& model_;
   const Tokenizer& tokenizer_;
   SchedulerOptions options_;
+  std::unique_ptr<NgramDraft> ngram_;  // shared by the slots (stateless between calls)
   Metrics* metrics_;
   int64_t n_ctx_ = 0;
   int64_t batch_ = 64;

@@ -13,11 +13,13 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
 #include "base/memory_limit.h"
 #include "cli/common.h"
+#include "cli/spec_args.h"
 #include "server/http_server.h"
 #include "server/model_sources.h"
 #include "server/server_context.h"
@@ -26,7 +28,7 @@ namespace sniper::server {
 
 int serve_main(int argc, char** argv) {
   using cli::FlagSpec;
-  const std::vector<FlagSpec> specs = cli::concat(cli::model_flags(), {
+  const std::vector<FlagSpec> specs = cli::concat(cli::concat(cli::model_flags(), cli::spec_flags()), {
       {"--host", nullptr, "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the server to the network)"},
       {"--port", nullptr, "N", "port (default 8000; 0 = pick a free port)"},
       {"--api-key", nullptr, "KEY", "require 'Authorization: Bearer KEY' on every request except GET / and /health"},
@@ -136,8 +138,17 @@ int serve_main(int argc, char** argv) {
   auto every = args->get_int("--checkpoint-every", 512, 1, int64_t{1} << 24);
   if (!every.ok()) return cli::fail(every.error());
   so.session.checkpoint_interval = *every;
+  auto spec = cli::parse_spec_args(*args);
+  if (!spec.ok()) return cli::fail(spec.error());
+  if (spec->enabled() && spec->kind != cli::SpecKind::kNgram) {
+    return cli::fail(make_error("serve decodes speculatively with --spec-type ngram only (a draft model or MTP heads per "
+                                "slot are not supported yet)"));
+  }
+  so.spec_ngram_size = spec->ngram_size;
+  so.spec = spec->config;
   lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them
   lo->n_checkpoints = *checkpoints;  // and its checkpoints (none for a model that can rewind)
+  if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
   po.mem_bytes = lo->mem_bytes;
   const std::string routing_bias = args->get_string("--routing-bias");
   // Loads one model for a budget (the pool's share of --mem, or all of it when pinned).

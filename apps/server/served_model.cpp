@@ -29,6 +29,8 @@ Result<std::unique_ptr<ServedModel>> ServedModel::create(std::string id, Model* 
   so.queue_capacity = options.queue_capacity;
   so.session = options.session;
   so.model_fingerprint = m->fingerprint;
+  so.spec_ngram_size = options.spec_ngram_size;
+  so.spec = options.spec;
   SNIPER_ASSIGN_OR_RETURN(m->scheduler, Scheduler::create(*m->model, tok, so, metrics));
   return m;
 }

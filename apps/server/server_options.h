@@ -10,6 +10,7 @@
 #include "base/result.h"
 #include "engine/context_compression.h"
 #include "engine/session.h"
+#include "engine/speculative.h"
 
 namespace sniper::server {
 
@@ -27,6 +28,8 @@ struct ServerOptions {
   std::string context_dir;              // empty: ContextStore::default_dir()
   ContextCompression context_compression = ContextCompression::kNone;  // of /v1/context/save
   SessionOptions session;               // per slot
+  int64_t spec_ngram_size = 0;          // > 0: speculative decoding with n-gram lookup of this size, per slot
+  SpecConfig spec;                      // with spec_ngram_size
   std::string model_id;                 // empty: the model file's base name without ".gguf"
 };
 

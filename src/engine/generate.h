@@ -12,6 +12,7 @@
 
 #include "base/result.h"
 #include "engine/session.h"
+#include "engine/speculative.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -22,6 +23,8 @@ struct GenerateOptions {
   SamplerConfig sampler;
   bool stop_at_eog = true;       // stop on the tokenizer's end-of-generation tokens
   std::vector<std::string> stop; // stop strings (not emitted)
+  DraftSource* draft = nullptr;  // non-null: speculative decoding (engine/speculative.h)
+  SpecConfig spec;               // with `draft`
 };
 
 struct GenerateStats {
@@ -29,10 +32,11 @@ struct GenerateStats {
   double prompt_ms = 0;
   int64_t n_gen = 0;
   double gen_ms = 0;             // wall time from the first sample to the last
-  int64_t n_decode = 0;          // single-token forward passes run
-  double decode_ms = 0;          // time inside those passes
+  int64_t n_decode = 0;          // tokens decoded (evaluated after the prompt)
+  double decode_ms = 0;          // time decoding them (speculative: drafting, verifying, rollback)
   double ttft_ms = 0;            // prompt evaluation to first token text
   std::string finish_reason;     // "length", "stop", "eog", "context", "cancelled"
+  SpecStats spec;                // with a draft source: drafted / accepted tokens, rounds
   double prompt_tok_s() const { return prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0; }
   double gen_tok_s() const { return decode_ms > 0 ? n_decode * 1000.0 / decode_ms : 0; }
 };

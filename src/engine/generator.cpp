@@ -50,8 +50,13 @@ void Generator::accept_prompt(std::span<const int32_t> tokens) {
 }
 
 GeneratorStep Generator::step(const float* logits, int32_t n_vocab, int64_t n_past, int64_t n_ctx) {
+  return push(sample(logits, n_vocab), n_past, n_ctx);
+}
+
+int32_t Generator::sample(const float* logits, int32_t n_vocab) { return sampler_.sample(logits, n_vocab); }
+
+GeneratorStep Generator::push(int32_t token, int64_t n_past, int64_t n_ctx) {
   GeneratorStep out;
-  const int32_t token = sampler_.sample(logits, n_vocab);
   sampler_.accept(token);
   ++n_gen_;
   out.token = token;

@@ -48,6 +48,14 @@ class Generator {
   // last one. When !done the caller must evaluate `token` before the next step.
   GeneratorStep step(const float* logits, int32_t n_vocab, int64_t n_past, int64_t n_ctx);
 
+  // step() in two halves, for speculative decoding (engine/speculative.h), which decides some
+  // tokens by its acceptance rule instead of sample(): step(l) == push(sample(l)).
+  // sample() draws from the logits with the current penalty window and records nothing;
+  // push() records `token` as generated (penalty window, text, stop strings, limits).
+  [[nodiscard]] int32_t sample(const float* logits, int32_t n_vocab);
+  GeneratorStep push(int32_t token, int64_t n_past, int64_t n_ctx);
+  Sampler& sampler() { return sampler_; }
+
   int64_t n_generated() const { return n_gen_; }
 
  private:

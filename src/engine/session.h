@@ -77,6 +77,8 @@ class Session {
   int64_t n_checkpoints() const { return checkpoints_ ? checkpoints_->count() : 0; }
   size_t checkpoint_bytes() const { return checkpoints_ ? checkpoints_->bytes() : 0; }
   const Model& model() const { return model_; }
+  // The most tokens one forward pass takes (eval() splits longer inputs into chunks of this).
+  int64_t max_batch() const { return transformer_->max_batch(); }
   ThreadPool& pool() { return pool_; }
   const SequenceState& state() const { return *state_; }
   // For restoring a saved state (engine/session_state.h): the state to write, then

@@ -128,7 +128,7 @@ void Sampler::apply_penalties(float* logits, int32_t n_vocab) {
   for_each_penalised(n_vocab, [&](int32_t t, int32_t count) { logits[t] = penalised(logits[t], count); });
 }
 
-int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
+size_t Sampler::select(const float* logits, int32_t n_vocab) {
   CHECK(logits != nullptr && n_vocab > 0, "sample needs logits and n_vocab > 0, got %d", n_vocab);
   ensure_capacity(n_vocab);
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -137,7 +137,8 @@ int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
   for_each_penalised(n_vocab, [&](int32_t t, int32_t count) { c[t].logit = penalised(c[t].logit, count); });
 
   if (config_.temperature <= 0) {
-    return std::min_element(c, c + n_vocab, ByLogitDesc())->id;
+    std::iter_swap(c, std::min_element(c, c + n_vocab, ByLogitDesc()));
+    return 1;
   }
 
   // top-k: partial selection of the k best, sorted.
@@ -191,7 +192,14 @@ int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
     }
     n = std::max<size_t>(kept, 1);  // the max itself always passes unless the logits are -inf
   }
+  return n;
+}
 
+int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t n = select(logits, n_vocab);
+  Candidate* c = cands_.data();
+  if (config_.temperature <= 0) return c[0].id;
   // Temperature, softmax and an inverse-CDF draw in candidate order.
   float max_logit = c[0].logit;
   for (size_t i = 1; i < n; ++i) max_logit = std::max(max_logit, c[i].logit);
@@ -206,6 +214,49 @@ int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
     if (target < cum) return c[i].id;
   }
   return c[n - 1].id;  // rounding left target at the very top of the range
+}
+
+void Sampler::distribution(const float* logits, int32_t n_vocab, float* probs) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t n = select(logits, n_vocab);
+  const Candidate* c = cands_.data();
+  std::fill(probs, probs + n_vocab, 0.0f);
+  float max_logit = c[0].logit;
+  for (size_t i = 1; i < n; ++i) max_logit = std::max(max_logit, c[i].logit);
+  if (config_.temperature <= 0 || max_logit == kNegInf) {
+    // sample()'s choice: the first candidate in order (greedy's argmax, or all -inf).
+    probs[std::min_element(c, c + n, ByLogitDesc())->id] = 1.0f;
+    return;
+  }
+  const double inv_temp = 1.0 / static_cast<double>(config_.temperature);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += std::exp((static_cast<double>(c[i].logit) - max_logit) * inv_temp);
+  for (size_t i = 0; i < n; ++i) {
+    probs[c[i].id] = static_cast<float>(std::exp((static_cast<double>(c[i].logit) - max_logit) * inv_temp) / sum);
+  }
+}
+
+double Sampler::uniform() { return next_unit(); }
+
+int32_t Sampler::sample_from(const float* weights, int32_t n_vocab) {
+  CHECK(weights != nullptr && n_vocab > 0, "sample_from needs weights and n_vocab > 0, got %d", n_vocab);
+  double sum = 0;
+  int32_t last_positive = -1;
+  for (int32_t i = 0; i < n_vocab; ++i) {
+    if (weights[i] > 0) {
+      sum += weights[i];
+      last_positive = i;
+    }
+  }
+  CHECK(last_positive >= 0, "sample_from needs at least one positive weight");
+  const double target = next_unit() * sum;
+  double cum = 0;
+  for (int32_t i = 0; i < n_vocab; ++i) {
+    if (weights[i] <= 0) continue;
+    cum += weights[i];
+    if (target < cum) return i;
+  }
+  return last_positive;  // rounding left target at the very top of the range
 }
 
 }  // namespace sniper

@@ -39,6 +39,17 @@ class Sampler {
   // Does not record the token: call accept() with the token actually used.
   [[nodiscard]] int32_t sample(const float* logits, int32_t n_vocab);
 
+  // The distribution sample() draws from for these logits and the current penalty window,
+  // written to probs[0, n_vocab): zero outside the top-k / top-p / min-p candidates, a point mass
+  // on the argmax when greedy. Draws nothing (the random sequence does not advance). Speculative
+  // decoding's acceptance rule compares it with the draft's distribution.
+  void distribution(const float* logits, int32_t n_vocab, float* probs);
+  // A uniform draw in [0, 1) from this sampler's random sequence (the acceptance test's u).
+  [[nodiscard]] double uniform();
+  // Draws index i with probability weights[i] / sum (weights <= 0 never drawn), by inverse CDF
+  // in index order. Requires at least one positive weight (CHECKed).
+  [[nodiscard]] int32_t sample_from(const float* weights, int32_t n_vocab);
+
   // Records a generated (or prompt) token in the penalty window. Tokens outside the
   // vocabulary of a later sample() call are ignored by it.
   void accept(int32_t token);
@@ -59,6 +70,9 @@ class Sampler {
   };
 
   void ensure_capacity(int32_t n_vocab);
+  // Penalties, then (unless greedy) top-k, top-p and min-p: leaves the n candidates sample()
+  // draws from in cands_[0, n) and returns n (greedy: 1, the argmax in cands_[0]).
+  size_t select(const float* logits, int32_t n_vocab);
   // Calls adjust(token, count) once for each distinct token in the penalty window.
   template <typename F>
   void for_each_penalised(int32_t n_vocab, F&& adjust);

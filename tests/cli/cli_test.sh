@@ -128,5 +128,29 @@ expect_error "id outside vocab" "outside the vocabulary" "$bin" logits -m "$shar
 expect_error "bad bench depth" "--depths item '0'" "$bin" bench -m "$shared/models/stories260K.gguf" --depths 0,128 --no-probe
 expect_error "bad bench kv type" "q3" "$bin" bench -m "$shared/models/stories260K.gguf" --depths 128 --depth-kv f16,q3 --no-probe
 
+# 8. Speculative decoding: n-gram lookup and a draft model (the model itself) give the reference
+# story token for token; bench --spec reports; nonsense flags and an incompatible draft are errors.
+st=$shared/models/stories260K.gguf
+for variant in "--spec-type ngram" "-md $st --draft-max 6" "--spec-type ngram --draft-max 3 --draft-min 2 --no-draft-adaptive"; do
+  # shellcheck disable=SC2086
+  "$bin" run -m "$st" -p "Once upon a time" -n 200 --temp 0 --ignore-eos $variant >"$tmp/spec_story" 2>"$tmp/spec.err"
+  if [ "$(cat "$tmp/spec_story")" = "$expected" ] && grep -q "accepted" "$tmp/spec.err"; then pass; else fail "speculative ($variant) story differs: $(head -c 200 "$tmp/spec_story") $(cat "$tmp/spec.err")"; fi
+done
+"$bin" bench -m "$st" --spec --spec-prompt "Once upon a time" -n 32 --spec-reps 1 -t 2 >"$tmp/bench_spec" 2>"$tmp/bench_spec.err" \
+  && grep -q "^acceptance" "$tmp/bench_spec" && grep -q "identical to plain" "$tmp/bench_spec" \
+  && grep -q "model-derived" "$tmp/bench_spec" && grep -q "N=16" "$tmp/bench_spec" && pass \
+  || fail "bench --spec: $(tail -2 "$tmp/bench_spec.err") $(cat "$tmp/bench_spec")"
+expect_error "draft-min above draft-max" "--draft-min is 5" "$bin" run -m "$st" -p hi --spec-type ngram --draft-max 2 --draft-min 5
+expect_error "draft flag without a source" "needs a draft source" "$bin" run -m "$st" -p hi --draft-max 4
+expect_error "negative draft-max" "--draft-max" "$bin" run -m "$st" -p hi --spec-type ngram --draft-max -2
+expect_error "unknown spec type" "--spec-type is 'foo'" "$bin" run -m "$st" -p hi --spec-type foo
+expect_error "draft type without a model" "needs a draft model" "$bin" run -m "$st" -p hi --spec-type draft
+expect_error "mem-draft without a draft model" "--mem-draft" "$bin" run -m "$st" -p hi --spec-type ngram --mem-draft 100M
+expect_error "mem-draft above mem" "must be below --mem" "$bin" run -m "$st" -p hi -md "$st" --mem 100M --mem-draft 200M
+expect_error "mtp without mtp layers" "no multi-token-prediction layers" "$bin" run -m "$st" -p hi --spec-type mtp
+expect_error "incompatible draft vocabulary" "incompatible" "$bin" run -m "$st" -p hi -md "$shared/tokenizer/ggml-vocab-llama-spm.gguf"
+expect_error "draft trained for a shorter context" "trained for at most" "$bin" run -m "$st" -p hi -md "$shared/models/syn-qwen3-Q4_K_M.gguf"
+expect_error "spec flag on a plain bench" "add --spec" "$bin" bench -m "$st" --draft-max 4 --no-probe
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+#include "spec_args.h"
+
+#include <cstdio>
+
+#include "engine/draft_model.h"
+#include "engine/ngram_draft.h"
+#include "engine/plan.h"
+#include "gguf/reader.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sniper::cli {
+
+std::vector<FlagSpec> spec_flags() {
+  return {
+      {"--spec-type", nullptr, "none|ngram|draft|mtp", "speculative decoding draft source (default none; draft when -md is given)"},
+      {"--model-draft", "-md", "PATH", "draft model for speculative decoding (same vocabulary as the target)"},
+      {"--mem-draft", nullptr, "SIZE", "the draft model's memory budget, taken off --mem (default: unlimited, resident)"},
+      {"--draft-max", nullptr, "N", "most tokens drafted per step, [1, 256] (default 16)"},
+      {"--draft-min", nullptr, "N", "fewer drafted tokens than this are not verified, [0, draft-max] (default 0)"},
+      {"--spec-ngram-size-n", nullptr, "N", "longest n-gram the lookup matches, [1, 64] (default 3)"},
+      {"--no-draft-adaptive", nullptr, nullptr, "always draft --draft-max tokens (default: adapt to the acceptance)"},
+  };
+}
+
+Result<SpecRequest> parse_spec_args(const Args& args) {
+  SpecRequest r;
+  const bool has_md = args.has("--model-draft");
+  const std::string type = args.get_string("--spec-type", has_md ? "draft" : "none");
+  if (type == "none") {
+    r.kind = SpecKind::kNone;
+  } else if (type == "ngram") {
+    r.kind = SpecKind::kNgram;
+  } else if (type == "draft") {
+    r.kind = SpecKind::kDraftModel;
+  } else if (type == "mtp") {
+    r.kind = SpecKind::kMtp;
+  } else {
+    return make_error("--spec-type is '%s' but must be one of: none, ngram, draft, mtp", type.c_str());
+  }
+  if (has_md && r.kind != SpecKind::kDraftModel) {
+    return make_error("-md/--model-draft is given but --spec-type is '%s' (use --spec-type draft, or drop -md)", type.c_str());
+  }
+  if (r.kind == SpecKind::kNone) {
+    for (const char* f : {"--mem-draft", "--draft-max", "--draft-min", "--spec-ngram-size-n", "--no-draft-adaptive"}) {
+      if (args.has(f)) return make_error("%s needs a draft source: pass --spec-type ngram or -md DRAFT_MODEL", f);
+    }
+    return r;
+  }
+  if (r.kind == SpecKind::kDraftModel && !has_md) {
+    return make_error("--spec-type draft needs a draft model: pass -md PATH");
+  }
+  if (args.has("--mem-draft") && r.kind != SpecKind::kDraftModel) {
+    return make_error("--mem-draft is the draft model's budget but no draft model is given (-md PATH)");
+  }
+  if (args.has("--spec-ngram-size-n") && r.kind != SpecKind::kNgram) {
+    return make_error("--spec-ngram-size-n applies to --spec-type ngram only (it is '%s')", type.c_str());
+  }
+  SNIPER_ASSIGN_OR_RETURN(r.config.draft_max, args.get_int("--draft-max", 16, 1, 256));
+  SNIPER_ASSIGN_OR_RETURN(r.config.draft_min, args.get_int("--draft-min", 0, 0, 256));
+  r.config.adaptive = !args.has("--no-draft-adaptive");
+  SNIPER_TRY(r.config.validate());
+  if (r.kind == SpecKind::kNgram) {
+    SNIPER_ASSIGN_OR_RETURN(r.ngram_size, args.get_int("--spec-ngram-size-n", kDefaultNgramSize, 1, 64));
+  }
+  if (r.kind == SpecKind::kDraftModel) {
+    r.draft_path = args.get_string("--model-draft");
+    if (args.has("--mem-draft")) {
+      SNIPER_ASSIGN_OR_RETURN(r.draft_mem_bytes, resolve_memory_budget(args.get_string("--mem-draft")));
+      if (r.draft_mem_bytes == 0) return make_error("--mem-draft must be a size above 0, e.g. 512M");
+    }
+  }
+  return r;
+}
+
+Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const SamplerConfig& sampler, int n_threads) {
+  SpecSetup out;
+  const ModelConfig& c = target.model->config();
+  SNIPER_ASSIGN_OR_RETURN(int64_t nextn, target.model->gguf().get_int_or(c.arch + ".nextn_predict_layers", 0));
+  if (req.kind == SpecKind::kMtp) {
+    if (nextn <= 0) {
+      return make_error("--spec-type mtp: the model has no multi-token-prediction layers (%s.nextn_predict_layers is "
+                        "absent or 0); use --spec-type ngram or -md DRAFT_MODEL", c.arch.c_str());
+    }
+    return make_error("--spec-type mtp: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers), "
+                      "but sniper does not run MTP heads yet; use --spec-type ngram or -md DRAFT_MODEL",
+                      static_cast<long>(nextn), c.arch.c_str());
+  }
+  if (nextn > 0) {
+    std::fprintf(stderr, "note: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers) that "
+                 "sniper does not use yet\n", static_cast<long>(nextn), c.arch.c_str());
+  }
+  if (req.kind == SpecKind::kNgram) {
+    out.source = std::make_unique<NgramDraft>(req.ngram_size);
+  } else if (req.kind == SpecKind::kDraftModel) {
+    ModelLoadOptions lo = target.model->options();
+    lo.mem_bytes = req.draft_mem_bytes;
+    lo.residency = ResidencyMode::kAuto;  // resident when it fits its own budget (or has none)
+    lo.n_ctx = target.session->n_ctx();
+    lo.n_sessions = 1;
+    lo.n_checkpoints = req.checkpoints();
+    lo.batch = 0;
+    // The vocabulary first: a draft that cannot serve this target is refused before it loads.
+    SNIPER_ASSIGN_OR_RETURN(const Tokenizer* tt, target.model->tokenizer());
+    {
+      auto file = gguf_open(req.draft_path);
+      if (!file.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), file.error().message.c_str());
+      auto dt = Tokenizer::from_gguf(*file);
+      if (!dt.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), dt.error().message.c_str());
+      Status compat = check_draft_vocab(*tt, *dt);
+      if (!compat.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), compat.error().message.c_str());
+    }
+    auto draft = Model::load(req.draft_path, lo);
+    if (!draft.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), draft.error().message.c_str());
+    out.draft_model = std::move(draft).value();
+    SNIPER_ASSIGN_OR_RETURN(auto dm, DraftModel::create(*out.draft_model, target.session->n_ctx(), n_threads,
+                                                        static_cast<int32_t>(c.vocab_size), sampler));
+    out.source = std::move(dm);
+  }
+  return out;
+}
+
+std::string spec_summary(const SpecStats& s) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "speculative: %ld drafted, %ld accepted (%.1f%%), %.2f tokens per target forward "
+                "(%ld verify + %ld single, %ld rollback re-evals)", static_cast<long>(s.n_drafted),
+                static_cast<long>(s.n_accepted), 100.0 * s.acceptance(), s.tokens_per_forward(),
+                static_cast<long>(s.n_rounds), static_cast<long>(s.n_plain), static_cast<long>(s.n_rollback_evals));
+  return buf;
+}
+
+}  // namespace sniper::cli

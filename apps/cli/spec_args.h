@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// The speculative-decoding flags shared by run, chat and bench: the draft source (--spec-type,
+// -md/--model-draft with its own --mem-draft share of --mem), --draft-max / --draft-min, the
+// n-gram size, adaptive draft length. Parsing happens before the target loads (the draft's memory
+// share comes off the target's budget); setup after (the draft model needs the target's
+// vocabulary and context). Nonsense combinations are Errors naming the flags.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "common.h"
+#include "engine/draft_source.h"
+#include "engine/speculative.h"
+
+namespace sniper::cli {
+
+// --spec-type, -md, --mem-draft, --draft-max, --draft-min, --spec-ngram-size-n, --no-draft-adaptive
+std::vector<FlagSpec> spec_flags();
+
+enum class SpecKind { kNone, kNgram, kDraftModel, kMtp };
+
+struct SpecRequest {
+  SpecKind kind = SpecKind::kNone;
+  SpecConfig config;
+  std::string draft_path;        // kDraftModel
+  uint64_t draft_mem_bytes = 0;  // kDraftModel: its budget (taken off --mem); 0 = unlimited
+  int64_t ngram_size = 0;        // kNgram
+  bool enabled() const { return kind != SpecKind::kNone; }
+  // Checkpoints a session needs for rollback on a model that cannot rewind (hybrid, sliding).
+  int64_t checkpoints() const { return enabled() ? 2 : 0; }
+};
+
+// Validates the flags (before loading anything). Errors: an unknown --spec-type, draft flags with
+// no draft source, -md with another --spec-type, --draft-min > --draft-max, negative values,
+// --mem-draft not below --mem.
+Result<SpecRequest> parse_spec_args(const Args& args);
+
+struct SpecSetup {
+  std::unique_ptr<Model> draft_model;  // kDraftModel
+  std::unique_ptr<DraftSource> source;  // null when speculative decoding is off
+};
+
+// Builds the draft source for `target` (vocabulary check for a draft model; MTP layers: an Error
+// naming what the file has). Also prints a note when the target carries MTP layers that are not
+// used.
+Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const SamplerConfig& sampler, int n_threads);
+
+// One line of figures: drafted, accepted, acceptance, tokens per target forward.
+std::string spec_summary(const SpecStats& stats);
+
+}  // namespace sniper::cli

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// DraftModel: a smaller model with the target's vocabulary drafts by decoding ahead in its own
+// Session (its own KV cache and memory budget). Each draft() first brings that session to the
+// target's sequence (keeps the common prefix, evaluates the rest: rejected drafts are rolled
+// back there too), then decodes up to n_max tokens. Greedy targets get the draft's argmax (a
+// point mass); sampling targets get a draw from the draft's distribution with the target's
+// temperature / top-k / top-p / min-p (no penalties), and that distribution as q, which the
+// acceptance rule needs to keep the output distributed exactly as the target's.
+// Thread-compatible; the draft Model must outlive this.
+#pragma once
+
+#include <memory>
+
+#include "engine/draft_source.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sniper {
+
+// Vocabulary differences larger than this rule a draft model out (llama.cpp's speculative
+// example allows 128: a draft may lack a few added tokens at the end).
+inline constexpr int32_t kMaxDraftVocabDifference = 128;
+
+// The draft's vocabulary must tokenize and detokenize like the target's, as llama.cpp's
+// speculative example checks: same tokenizer model, same BOS / EOS ids and add_bos / add_eos,
+// sizes within kMaxDraftVocabDifference, and the same text for every token id both have. The
+// Error names the first difference (the token id and both texts).
+[[nodiscard]] Status check_draft_vocab(const Tokenizer& target, const Tokenizer& draft);
+
+class DraftModel final : public DraftSource {
+ public:
+  // `model` is the draft (check_draft_vocab against the target first); n_ctx: the target
+  // session's context (the draft follows the same sequence); target_vocab: the target's size
+  // (q rows are that long). sampler: the target's config (penalties are dropped).
+  [[nodiscard]] static Result<std::unique_ptr<DraftModel>> create(Model& model, int64_t n_ctx, int n_threads,
+                                                                   int32_t target_vocab, const SamplerConfig& sampler);
+  [[nodiscard]] Status draft(std::span<const int32_t> context, int64_t n_max, Draft* out) override;
+  const char* name() const override { return "draft-model"; }
+  const Session& session() const { return *session_; }
+
+ private:
+  DraftModel(Model& model, int32_t target_vocab, const SamplerConfig& sampler);
+  Model& model_;
+  int32_t target_vocab_;
+  bool greedy_;
+  Sampler sampler_;
+  std::unique_ptr<Session> session_;
+  std::vector<float> probs_;  // [draft vocab]
+};
+
+}  // namespace sniper

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// Speculative decoding: a DraftSource guesses the next tokens, the target evaluates the pending
+// token plus the guesses in one batched forward pass (a streamed MoE layer reads the union of
+// their experts once), and the acceptance rule keeps a prefix of the guesses:
+//   greedy   a draft is kept while it equals the target's argmax at its position (so the output
+//            is the token sequence plain greedy decoding picks from the same logits);
+//   sampling sampling/speculative_rule.h (min(1, p/q), residual on rejection): the output is
+//            distributed exactly as the target's sampler would draw it.
+// The first token the target disagrees with (or the bonus token after all guesses) becomes the
+// next pending token. Rejected positions are rolled back: KV rows past the kept tokens are
+// simply forgotten; a state that cannot be rewound (delta-net recurrent state, a wrapped sliding
+// ring) is restored from the checkpoint taken before the verification pass and the kept tokens
+// are evaluated again, so the state equals that of a run that never saw the rejected tokens.
+// The draft length adapts to the measured acceptance within [draft_min, draft_max].
+// Thread-compatible: one SpeculativeDecoder per sequence.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/draft_source.h"
+#include "engine/generator.h"
+#include "engine/session.h"
+
+namespace sniper {
+
+struct SpecConfig {
+  int64_t draft_max = 16;  // most tokens drafted per round, [1, 256]
+  int64_t draft_min = 0;   // fewer drafted tokens than this are not verified (plain step), [0, draft_max]
+  bool adaptive = true;    // follow the measured acceptance within [max(1, draft_min), draft_max]
+  // Names the field, the value and the allowed range.
+  [[nodiscard]] Status validate() const;
+};
+
+struct SpecStats {
+  int64_t n_rounds = 0;           // verification passes (pending token + >= 1 draft)
+  int64_t n_plain = 0;            // single-token forwards (no draft proposed)
+  int64_t n_drafted = 0;          // draft tokens verified
+  int64_t n_accepted = 0;         // draft tokens kept
+  int64_t n_rollback_evals = 0;   // re-evaluations after a checkpoint restore (hybrid states)
+  int64_t n_tokens = 0;           // tokens emitted by the speculative loop
+  double acceptance() const { return n_drafted > 0 ? static_cast<double>(n_accepted) / n_drafted : 0; }
+  // Tokens emitted per target forward (verification passes + single-token steps).
+  double tokens_per_forward() const {
+    const int64_t f = n_rounds + n_plain;
+    return f > 0 ? static_cast<double>(n_tokens) / f : 0;
+  }
+};
+
+// Forgets positions >= keep of `session`. A state that cannot be rewound there is restored from
+// the latest checkpoint at or before keep and the tokens from it to keep are evaluated again
+// (copied from the history into `scratch` first), so the state equals that of a run that never
+// saw the forgotten tokens. Sets *n_redo to the tokens evaluated again (0 when it could rewind).
+// Errors: that re-evaluation failed (the session keeps what Session::eval documents).
+[[nodiscard]] Status rollback_session(Session& session, int64_t keep, std::vector<int32_t>& scratch, int64_t* n_redo);
+
+class SpeculativeDecoder {
+ public:
+  // Errors: a bad config; a session whose state needs checkpoints for rollback (recurrent or
+  // sliding layers) but keeps none; draft_max + 1 above the session's forward batch.
+  [[nodiscard]] static Result<SpeculativeDecoder> create(const Session& session, DraftSource& source,
+                                                         const SpecConfig& config);
+
+  // Decodes from `pending` (the token sampled last, not yet evaluated): drafts, verifies, rolls
+  // back and pushes every decided token through `gen`, in order, to `on_step` (a step with done
+  // ends the round; the caller stops). Afterwards the session holds the sequence up to, but not
+  // including, the new pending token (the last step's token). Errors: a failed forward pass (the
+  // session keeps what Session::eval documents) or a failed draft.
+  [[nodiscard]] Status round(Session& session, Generator& gen, int32_t pending, int64_t n_remaining,
+                             const std::function<void(const GeneratorStep&)>& on_step);
+
+  const SpecStats& stats() const { return stats_; }
+  int64_t draft_length() const { return n_draft_; }
+
+ private:
+  SpeculativeDecoder(DraftSource& source, const SpecConfig& config);
+  DraftSource* source_;
+  SpecConfig config_;
+  SpecStats stats_;
+  int64_t n_draft_;
+  Draft draft_;
+  std::vector<int32_t> context_;  // history + pending (the draft source's input)
+  std::vector<int32_t> batch_;    // pending + drafts
+  std::vector<int32_t> redo_;     // tokens to evaluate again after a restore
+  std::vector<float> logits_;     // [batch, vocab]
+  std::vector<float> p_;          // [vocab] target distribution
+  std::vector<float> residual_;   // [vocab]
+};
+
+}  // namespace sniper
