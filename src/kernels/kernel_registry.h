@@ -60,8 +60,6 @@ void scale_f16_avx512(uint16_t* y, float v, int64_t n);
 double exp_sum_avx512(float* x, int64_t n, float max);
 void widen_f16_avx512(const uint16_t* x, float* y, int64_t n);
 void gemm_f32_avx512(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n);
-void widen_f16_cols_avx512(const uint8_t* rows, size_t row_bytes, int64_t n_rows, int64_t n, float* out,
-                           int64_t out_stride);
 // The same steps at the AVX2 tier (x86_avx2/flash_ops_avx2.cpp).
 void mad_f32_avx2(float* y, const float* x, float v, int64_t n);
 void scale_f32_avx2(float* y, float v, int64_t n);

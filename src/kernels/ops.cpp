@@ -194,7 +194,7 @@ const RowOps& find_row_ops(IsaTier tier) {
                                  kernels_internal::mad_f32_avx512,    kernels_internal::scale_f32_avx512,
                                  kernels_internal::mad_f16_avx512,    kernels_internal::scale_f16_avx512,
                                  kernels_internal::exp_sum_avx512,    kernels_internal::widen_f16_avx512,
-                                 kernels_internal::gemm_f32_avx512,   kernels_internal::widen_f16_cols_avx512};
+                                 kernels_internal::gemm_f32_avx512,   widen_f16_cols_ref};
   // AVX2: the scalar twins, with flash attention's accumulator steps and gemm in AVX2.
   static const RowOps kAvx2 = {silu_mul_ref,
                                softmax_ref,
