@@ -17,6 +17,7 @@
 #include "base/process_stats.h"
 #include "commands.h"
 #include "common.h"
+#include "hub_model.h"
 #include "engine/bandwidth_probe.h"
 #include "io/disk_probe.h"
 #include "kernels/ops.h"
@@ -80,7 +81,8 @@ int cmd_bench(int argc, char** argv) {
                 specs);
     return 0;
   }
-  if (!args->has("--model")) return fail(make_error("no model given: pass -m PATH to a GGUF file"));
+  auto model_path = model_path_from_args(*args);
+  if (!model_path.ok()) return fail(model_path.error());
   auto n_prompt = args->get_int("--prompt-tokens", 64, 1, 1 << 20);
   auto n_gen = args->get_int("--gen-tokens", 64, 1, 1 << 20);
   auto max_seconds = args->get_float("--max-seconds", 0, 0, 1e9);
@@ -112,7 +114,7 @@ int cmd_bench(int argc, char** argv) {
   }
   auto threads = args->get_int("--threads", 0, 0, 1024);
   if (!threads.ok()) return fail(threads.error());
-  const std::string path = args->get_string("--model");
+  const std::string path = *model_path;
   const bool probe = !args->has("--no-probe");
 
   // Probes first, while nothing else is running and before the model takes the memory.

@@ -14,6 +14,7 @@
 
 #include "base/memory_limit.h"
 #include "cli/common.h"
+#include "cli/hub_model.h"
 #include "server/http_server.h"
 #include "server/server_context.h"
 
@@ -45,7 +46,8 @@ int serve_main(int argc, char** argv) {
     cli::print_usage("serve", "-m MODEL [--host 127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]", specs);
     return 0;
   }
-  if (!args->has("--model")) return cli::fail(make_error("no model given: pass -m PATH to a GGUF file"));
+  auto model_path = cli::model_path_from_args(*args);
+  if (!model_path.ok()) return cli::fail(model_path.error());
   ServerOptions so;
   so.host = args->get_string("--host", "127.0.0.1");
   auto port = args->get_int("--port", 8000, 0, 65535);
@@ -102,7 +104,7 @@ int serve_main(int argc, char** argv) {
   so.session.checkpoint_interval = *every;
   lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them
   lo->n_checkpoints = *checkpoints;  // and its checkpoints (none for a model that can rewind)
-  auto model = Model::load(args->get_string("--model"), *lo);
+  auto model = Model::load(*model_path, *lo);
   if (!model.ok()) return cli::fail(model.error());
   so.session.n_checkpoints = (*model)->plan().n_checkpoints;
   if (args->has("--routing-bias")) {
