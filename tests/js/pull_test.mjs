@@ -7,10 +7,11 @@
 // repository and on the tag (the message lists the tags), 401 without / with a wrong HF_TOKEN and
 // success with the right one, a checksum mismatch (the part is deleted, nothing is renamed), a
 // store already filled (no download), reuse of a file from the Hugging Face hub cache (hard link,
-// no download), list, rm by tag and by repository, and `run -hf` online and with the hub down.
+// no download), list, rm by tag and by repository, `run -hf` online and with the hub down (a split
+// model generates what the unsplit one does), and, as root, a full disk (a 1 MiB tmpfs) before and during a download.
 // usage: node pull_test.mjs <sniper binary> <shared dir>
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, copyFileSync, statSync, readdirSync, writeFileSync, readFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, copyFileSync, statSync, statfsSync, readdirSync, writeFileSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { check, parseArgs, tempDir } from "./lib/server.mjs";
 import { FakeHub, sha256File } from "./lib/fake_hub.mjs";
@@ -24,14 +25,19 @@ mkdirSync(home);
 
 const hub = new FakeHub({ pageSize: 3 });
 const REPO = "test/tiny-GGUF";
-const split = readFileSync(path.join(models, "syn-llama-Q2_K.gguf"));
-const half = split.length >> 1;
+// A real split model (stories260K, F32, in parts) written by `sniper split`, served as F32/tiny-F32-*.
+const splitDir = path.join(dir, "split");
+mkdirSync(splitDir);
+const splitOut = execFileSync(bin, ["split", path.join(models, "stories260K.gguf"), path.join(splitDir, "tiny-F32"),
+                                    "--split-max-size", "500K"], { encoding: "utf8" });
+const splitFiles = splitOut.trim().split("\n");
+check(splitFiles.length >= 2, `sniper split wrote ${splitFiles.length} part(s)`);
+const splitRepoPaths = splitFiles.map((f) => "F32/" + path.basename(f));
 hub.addRepo(REPO, [
   { path: "README.md", data: Buffer.from("# tiny\n"), lfs: false },
   { path: "tiny-Q8_0.gguf", source: path.join(models, "stories260K-Q8_0.gguf") },
   { path: "tiny-Q4_K_M.gguf", source: path.join(models, "syn-llama-Q4_K_M.gguf") },
-  { path: "Q2_K/tiny-Q2_K-00001-of-00002.gguf", data: split.subarray(0, half) },
-  { path: "Q2_K/tiny-Q2_K-00002-of-00002.gguf", data: split.subarray(half) },
+  ...splitFiles.map((f, i) => ({ path: splitRepoPaths[i], source: f })),
   { path: "mmproj-tiny-F16.gguf", data: Buffer.alloc(100) },
 ]);
 hub.addRepo("test/gated", [{ path: "g-Q8_0.gguf", source: path.join(models, "stories260K-Q8_0.gguf") }], { token: "s3cret" });
@@ -92,9 +98,9 @@ const expectFail = (r, re, what) => {
 
 // 3. A split set, interrupted for good (no retries), then resumed by the next pull.
 {
-  const p1 = "Q2_K/tiny-Q2_K-00001-of-00002.gguf", p2 = "Q2_K/tiny-Q2_K-00002-of-00002.gguf";
+  const p1 = splitRepoPaths[0];
   hub.setFault(REPO, p1, { dropAfter: 100000, times: 1 });
-  const r = await run(["pull", `${REPO}:Q2_K`], { SNIPER_PULL_RETRIES: "0" });
+  const r = await run(["pull", `${REPO}:F32`], { SNIPER_PULL_RETRIES: "0" });
   expectFail(r, /partial download .* is kept .* next pull resumes it/, "interrupted pull");
   const part = storePath(p1) + ".part";
   check(existsSync(part) && statSync(part).size > 0, "the part is kept");
@@ -102,21 +108,21 @@ const expectFail = (r, re, what) => {
   const partSize = statSync(part).size;
   const l = await run(["list"]);
   expectOk(l, "list with a partial");
-  check(/tiny-Q2_K-00001-of-00002\.gguf .*\(partial\)/.test(l.out), `list marks the partial:\n${l.out}`);
-  const r2 = await run(["pull", `${REPO}:Q2_K`]);
+  check(new RegExp(path.basename(p1).replace(/\./g, "\\.") + " .*\\(partial\\)").test(l.out), `list marks the partial:\n${l.out}`);
+  const r2 = await run(["pull", `${REPO}:F32`]);
   expectOk(r2, "resumed pull");
-  check(/2 split parts/.test(r2.err), `the split set is one choice:\n${r2.err}`);
+  check(new RegExp(`${splitFiles.length} split parts`).test(r2.err), `the split set is one choice:\n${r2.err}`);
   const last = cdnRequests(p1).at(-1);
   check(last.range === `bytes=${partSize}-`, `resumed from the part's size ${partSize}, got '${last.range}'`);
   check(/resum/.test(r2.err), `the resume is reported:\n${r2.err}`);
-  check(Buffer.concat([readFileSync(storePath(p1)), readFileSync(storePath(p2))]).equals(split), "split parts' bytes");
+  splitRepoPaths.forEach((p, i) => check(readFileSync(storePath(p)).equals(readFileSync(splitFiles[i])), `split part ${p} bytes`));
   console.log("ok: split set, interrupted pull resumed by the next one");
 }
 
 // 4. 404 on the repository and on the tag (the tags that exist are listed).
 {
   expectFail(await run(["pull", "nobody/nothing"]), /nobody\/nothing not found .*404/, "404 repository");
-  expectFail(await run(["pull", `${REPO}:Q3_K_S`]), /no file with quant tag 'Q3_K_S'; tags that exist: Q8_0, Q4_K_M, Q2_K/,
+  expectFail(await run(["pull", `${REPO}:Q3_K_S`]), /no file with quant tag 'Q3_K_S'; tags that exist: Q8_0, Q4_K_M, F32/,
              "404 tag");
   expectFail(await run(["pull", "not-a-repo"]), /not a hub repository/, "malformed reference");
   console.log("ok: 404 repository and tag");
@@ -157,24 +163,23 @@ const expectFail = (r, re, what) => {
   const l = await run(["list"]);
   expectOk(l, "list");
   check(/test\/tiny-GGUF\s+tiny-Q8_0\.gguf\s+370\.3 KiB\s+Q8_0\s+\S+tiny-Q8_0\.gguf/.test(l.out), `list row:\n${l.out}`);
-  check(/Q2_K\/tiny-Q2_K-00002-of-00002\.gguf/.test(l.out) && /test\/gated/.test(l.out), `list rows:\n${l.out}`);
-  const rm = await run(["rm", `${REPO}:Q2_K`]);
+  check(l.out.includes(splitRepoPaths.at(-1)) && /test\/gated/.test(l.out), `list rows:\n${l.out}`);
+  const rm = await run(["rm", `${REPO}:F32`]);
   expectOk(rm, "rm tag");
-  check(/2 file\(s\) of test\/tiny-GGUF:Q2_K removed/.test(rm.out), `rm output:\n${rm.out}`);
-  check(!existsSync(path.join(store, "models", REPO, "Q2_K")), "rm removes the emptied directory");
-  expectFail(await run(["rm", `${REPO}:Q2_K`]), /no file with quant tag 'Q2_K'/, "rm of a missing tag");
+  check(new RegExp(`${splitFiles.length} file\\(s\\) of test/tiny-GGUF:F32 removed`).test(rm.out), `rm output:\n${rm.out}`);
+  check(!existsSync(path.join(store, "models", REPO, "F32")), "rm removes the emptied directory");
+  expectFail(await run(["rm", `${REPO}:F32`]), /no file with quant tag 'F32'/, "rm of a missing tag");
 
-  // The HF hub cache holds Q2_K: pull links it instead of downloading.
-  const snap = path.join(home, ".cache/huggingface/hub/models--test--tiny-GGUF/snapshots/0123abc/Q2_K");
+  // The HF hub cache holds the F32 split set: pull links it instead of downloading.
+  const snap = path.join(home, ".cache/huggingface/hub/models--test--tiny-GGUF/snapshots/0123abc/F32");
   mkdirSync(snap, { recursive: true });
-  writeFileSync(path.join(snap, "tiny-Q2_K-00001-of-00002.gguf"), split.subarray(0, half));
-  writeFileSync(path.join(snap, "tiny-Q2_K-00002-of-00002.gguf"), split.subarray(half));
+  for (const f of splitFiles) copyFileSync(f, path.join(snap, path.basename(f)));
   const before = hub.requests.filter((q) => q.url.startsWith("/cdn/")).length;
-  const r = await run(["pull", `${REPO}:Q2_K`]);
+  const r = await run(["pull", `${REPO}:F32`]);
   expectOk(r, "pull reusing the HF cache");
-  check(/reused Q2_K\/tiny-Q2_K-00001-of-00002\.gguf from .*huggingface.*SHA-256 verified/.test(r.err), `reuse reported:\n${r.err}`);
+  check(new RegExp(`reused ${splitRepoPaths[0]} from .*huggingface.*SHA-256 verified`).test(r.err), `reuse reported:\n${r.err}`);
   check(hub.requests.filter((q) => q.url.startsWith("/cdn/")).length === before, "no download when reused");
-  check(statSync(storePath("Q2_K/tiny-Q2_K-00001-of-00002.gguf")).ino === statSync(path.join(snap, "tiny-Q2_K-00001-of-00002.gguf")).ino,
+  check(statSync(storePath(splitRepoPaths[0])).ino === statSync(path.join(snap, path.basename(splitFiles[0]))).ino,
         "the store hard-links the cached file");
   console.log("ok: list, rm by tag, reuse from the HF hub cache");
 }
@@ -189,6 +194,11 @@ const expectFail = (r, re, what) => {
   const r2 = await run(args, deadEnv);
   expectOk(r2, "run -hf with the hub down");
   check(/from the store without checking the hub/.test(r2.err), `offline fallback reported:\n${r2.err}`);
+  const rs = await run(["run", "-hf", `${REPO}:F32`, "-p", "Once upon a time", "-n", "4", "--temp", "0"]);
+  expectOk(rs, "run -hf of the split model");
+  const rw = await run(["run", "-m", path.join(models, "stories260K.gguf"), "-p", "Once upon a time", "-n", "4", "--temp", "0"]);
+  expectOk(rw, "run of the unsplit model");
+  check(rs.out === rw.out, `the split model generates what the unsplit one does: '${rs.out}' vs '${rw.out}'`);
   expectFail(await run(["run", "-hf", "test/unknown:Q8_0", "-p", "x", "-n", "1"], deadEnv), /unknown|Couldn't connect|connect/i,
              "run -hf of an unknown model with the hub down");
   expectFail(await run(["run", "-m", "x.gguf", "-hf", REPO, "-p", "x"]), /either -m PATH or -hf/, "-m and -hf together");
@@ -200,10 +210,48 @@ const expectFail = (r, re, what) => {
   const rm = await run(["rm", REPO]);
   expectOk(rm, "rm repository");
   check(!existsSync(path.join(store, "models", REPO)), "the repository directory is gone");
-  check(existsSync(path.join(home, ".cache/huggingface/hub/models--test--tiny-GGUF/snapshots/0123abc/Q2_K/tiny-Q2_K-00001-of-00002.gguf")),
+  check(existsSync(path.join(home, ".cache/huggingface/hub/models--test--tiny-GGUF/snapshots/0123abc", splitRepoPaths[0])),
         "rm leaves the other cache alone");
   expectFail(await run(["rm", REPO]), /has no files of test\/tiny-GGUF/, "rm of a missing repository");
   console.log("ok: rm repository");
+}
+
+// 11. Disk full (root only: a 1 MiB tmpfs as SNIPER_HOME). Before the download: refused with the sizes.
+// During it (the disk fills up as the file request arrives): a clear error, the part is kept, and
+// the next pull resumes it once there is room.
+{
+  const small = path.join(dir, "small");
+  mkdirSync(small);
+  const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", small]).status === 0;
+  if (!mounted) {
+    console.log("skip: disk-full cases (mounting a tmpfs needs root)");
+  } else {
+    try {
+      rmSync(path.join(home, ".cache/huggingface"), { recursive: true });  // nothing to borrow: all must come over the network
+      const env = { SNIPER_HOME: path.join(small, "store") };
+      expectFail(await run(["pull", `${REPO}:F32`, "--mem", "1G"], env), /not enough disk space .* only .* free/, "no room before");
+      check(!existsSync(path.join(small, "store", "models", REPO, "F32")) ||
+            readdirSync(path.join(small, "store", "models", REPO, "F32")).length === 0, "nothing written when refused");
+      const filler = path.join(small, "filler");
+      hub.onCdn = () => {
+        hub.onCdn = null;
+        const st = statfsSync(small);
+        writeFileSync(filler, Buffer.alloc(Math.max(0, st.bavail * st.bsize - 64 * 1024)));
+      };
+      const r = await run(["pull", `${REPO}:Q8_0`], env);
+      expectFail(r, /disk full while downloading tiny-Q8_0\.gguf .* the part is kept/, "disk full midway");
+      const part = path.join(small, "store", "models", REPO, "tiny-Q8_0.gguf.part");
+      check(existsSync(part) && !existsSync(part.slice(0, -5)), "only the part exists after ENOSPC");
+      rmSync(filler);
+      const r2 = await run(["pull", `${REPO}:Q8_0`], env);
+      expectOk(r2, "pull after freeing space");
+      check(sha256File(part.slice(0, -5)) === hub.file(REPO, "tiny-Q8_0.gguf").sha256, "bytes after the disk-full resume");
+      console.log("ok: disk full before and during a download");
+    } finally {
+      hub.onCdn = null;
+      spawnSync("umount", [small]);
+    }
+  }
 }
 
 await hub.close();

@@ -9,7 +9,8 @@
 // Authorization header"} for a gated repository without the right Bearer token.
 // Fault injection per file: dropAfter (cut the connection after N bytes, `times` requests),
 // corrupt (serve bytes whose SHA-256 differs from the listing).
-// Every request is logged in hub.requests: {method, url, range, auth}.
+// Every request is logged in hub.requests: {method, url, range, auth}; hub.onCdn(repo, path), when set,
+// runs as a file request arrives.
 // Standalone: node fake_hub.mjs --port P --repo OWNER/NAME FILE... (serves files from disk).
 import http from "node:http";
 import { createHash } from "node:crypto";
@@ -120,6 +121,7 @@ export class FakeHub {
   }
 
   cdn(req, res, repoName, p) {
+    if (this.onCdn) this.onCdn(repoName, p);  // tests: e.g. fill the client's disk as the download starts
     const repo = this.repos.get(repoName);
     const f = repo && repo.files.find((x) => x.path === p);
     if (!f) return this.json(res, 404, { error: "Entry not found" });
