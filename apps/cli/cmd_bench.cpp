@@ -19,6 +19,7 @@
 #include "base/process_stats.h"
 #include "commands.h"
 #include "common.h"
+#include "hub_model.h"
 #include "engine/bandwidth_probe.h"
 #include "io/disk_probe.h"
 #include "kernels/ops.h"
@@ -82,7 +83,8 @@ int cmd_bench(int argc, char** argv) {
                 specs);
     return 0;
   }
-  if (!args->has("--model")) return fail(make_error("no model given: pass -m PATH to a GGUF file"));
+  auto model_path = model_path_from_args(*args);
+  if (!model_path.ok()) return fail(model_path.error());
   if (args->has("--spec")) return run_spec_bench(*args);
   for (const FlagSpec& f : concat(spec_flags(), bench_spec_flags())) {
     if (args->has(f.name)) return fail(make_error("%s is a speculative-decoding flag: add --spec", f.name));
@@ -118,7 +120,7 @@ int cmd_bench(int argc, char** argv) {
   }
   auto threads = args->get_int("--threads", 0, 0, 1024);
   if (!threads.ok()) return fail(threads.error());
-  const std::string path = args->get_string("--model");
+  const std::string path = *model_path;
   const bool probe = !args->has("--no-probe");
 
   // Probes first, while nothing else is running and before the model takes the memory.

@@ -11,6 +11,7 @@
 #include "common.h"
 #include "engine/session_state.h"
 #include "gguf/reader.h"
+#include "gguf/split.h"
 #include "server/context_sync.h"
 
 namespace sniper::cli {
@@ -51,7 +52,7 @@ int cmd_context(int argc, char** argv) {
   const std::string& name = pos[1];
   std::optional<uint64_t> fingerprint;
   if (verb == "pull" && args->has("--model")) {
-    auto file = gguf_open(args->get_string("--model"));
+    auto file = gguf_open_model(args->get_string("--model"));
     if (!file.ok()) return fail(file.error());
     auto fp = model_fingerprint(*file);
     if (!fp.ok()) return fail(fp.error());

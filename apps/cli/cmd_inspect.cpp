@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "common.h"
 #include "gguf/reader.h"
+#include "gguf/split.h"
 #include "model/config.h"
 #include "weights/tensor_roles.h"
 #include "engine/plan.h"
@@ -65,7 +66,7 @@ int cmd_inspect(int argc, char** argv) {
     return args->has("--help") ? 0 : 1;
   }
   const std::string path = args->positionals()[0];
-  auto file = gguf_open(path);
+  auto file = gguf_open_model(path);
   if (!file.ok()) return fail(file.error());
   std::printf("file: %s (%llu bytes, GGUF v%u, %zu tensors, %zu metadata keys, alignment %llu)\n", path.c_str(),
               static_cast<unsigned long long>(file->file_size), file->version, file->tensors().size(),

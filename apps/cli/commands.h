@@ -12,5 +12,9 @@ int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_pack(int argc, char** argv);
 int cmd_context(int argc, char** argv);
+int cmd_pull(int argc, char** argv);
+int cmd_list(int argc, char** argv);
+int cmd_rm(int argc, char** argv);
+int cmd_split(int argc, char** argv);
 
 }  // namespace sniper::cli

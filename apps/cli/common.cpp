@@ -10,11 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hub_model.h"
+
 namespace sniper::cli {
 
 std::vector<FlagSpec> model_flags() {
   return {
-      {"--model", "-m", "PATH", "GGUF model file"},
+      {"--model", "-m", "PATH", "GGUF model file (the first part of a split set)"},
+      {"--hf-repo", "-hf", "REPO[:QUANT]", "model from a Hugging Face-compatible hub, pulled into the store if needed (see sniper pull)"},
       {"--threads", "-t", "N", "threads (default: all cores)"},
       {"--ctx", "-c", "N", "context size in tokens (default: min(model, 4096))"},
       {"--batch", "-b", "N|auto", "prompt chunk size (default auto: 512 when every weight stays in RAM; when weights stream, the longest chunk up to 4096 whose scratch takes at most 1/8 of --mem and leaves two layers of expert slots, else 64)"},
@@ -55,7 +58,7 @@ std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec
 }
 
 Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, uint64_t reserved_bytes) {
-  if (!args.has("--model")) return make_error("no model given: pass -m PATH to a GGUF file");
+  SNIPER_ASSIGN_OR_RETURN(std::string model_path, model_path_from_args(args));
   SNIPER_ASSIGN_OR_RETURN(ModelLoadOptions lo, load_options_from_args(args));
   if (reserved_bytes > 0 && lo.mem_bytes > 0) {
     if (reserved_bytes >= lo.mem_bytes) {
@@ -71,7 +74,7 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   so.n_ctx = lo.n_ctx;
   so.kv_type = lo.kv_type;
   Loaded out;
-  auto model = Model::load(args.get_string("--model"), lo);
+  auto model = Model::load(model_path, lo);
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();
   so.batch = out.model->planned_batch();

@@ -25,6 +25,10 @@ constexpr Command kCommands[] = {
     {"pack", sniper::cli::cmd_pack, "rewrite a MoE GGUF so each expert is one aligned read"},
     {"bench", sniper::cli::cmd_bench, "measure prefill/decode speed, memory and SSD traffic against physical limits"},
     {"context", sniper::cli::cmd_context, "push, pull or list saved contexts in S3-compatible object storage"},
+    {"pull", sniper::cli::cmd_pull, "download a GGUF model from a Hugging Face-compatible hub into the store"},
+    {"list", sniper::cli::cmd_list, "list the models in the store"},
+    {"rm", sniper::cli::cmd_rm, "delete a model from the store"},
+    {"split", sniper::cli::cmd_split, "write a model as split GGUF files (*-00001-of-0000N.gguf)"},
     {"serve", sniper::server::serve_main, "OpenAI-compatible HTTP server with a web UI and live metrics"},
     {"top", sniper::server::top_main, "terminal dashboard of a running server"},
     {"agent", sniper::agent::agent_main, "terminal assistant routing between chat, web search and shell"},
@@ -46,7 +50,7 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (!std::strcmp(argv[1], c.name)) return c.fn(argc, argv);
   }
-  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth, pack, bench, context, serve, top, agent; see 'sniper --help')\n",
+  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth, pack, bench, context, pull, list, rm, split, serve, top, agent; see 'sniper --help')\n",
                argv[1]);
   return 1;
 }

@@ -20,6 +20,7 @@
 #include "base/memory_limit.h"
 #include "cli/common.h"
 #include "cli/spec_args.h"
+#include "cli/hub_model.h"
 #include "server/http_server.h"
 #include "server/model_sources.h"
 #include "server/server_context.h"
@@ -64,6 +65,13 @@ int serve_main(int argc, char** argv) {
   }
   for (const std::string& spec : args->get_all("--model")) {
     auto src = parse_model_spec(spec);
+    if (!src.ok()) return cli::fail(src.error());
+    sources.push_back(std::move(src).value());
+  }
+  if (args->has("--hf-repo")) {  // -hf REPO[:QUANT]: pulled into the store if needed, then one more source
+    auto pulled = cli::model_path_from_args(*args);
+    if (!pulled.ok()) return cli::fail(pulled.error());
+    auto src = parse_model_spec(*pulled);
     if (!src.ok()) return cli::fail(src.error());
     sources.push_back(std::move(src).value());
   }

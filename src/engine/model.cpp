@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/memory_limit.h"
+#include "gguf/split.h"
 #include "kv/sequence_state.h"
 #include "model/tensor_names.h"
 
@@ -37,13 +38,13 @@ Model::~Model() {
   layer_streamer_.reset();
   expert_cache_.reset();
   io_.reset();
-  file_.reset();
+  files_.clear();
 }
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelLoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
   m->options_ = options;
-  auto gguf = gguf_open(path);
+  auto gguf = gguf_open_model(path);
   if (!gguf.ok()) return gguf.error();  // already names the path
   m->gguf_ = std::move(gguf).value();
   auto config = load_model_config(m->gguf_);
@@ -130,14 +131,19 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
 }
 
 Status Model::setup_streaming() {
-  auto file = DirectFile::open(gguf_.path, {options_.direct});
-  if (!file.ok()) return file.error();
-  file_ = std::make_unique<DirectFile>(std::move(file).value());
+  // One file per part of a split model; the engine reads each tensor from the part holding it.
+  std::vector<const DirectFile*> files;
+  for (const GgufPart& part : gguf_.parts) {
+    auto file = DirectFile::open(part.path, {options_.direct});
+    if (!file.ok()) return file.error();
+    files_.push_back(std::make_unique<DirectFile>(std::move(file).value()));
+    files.push_back(files_.back().get());
+  }
   IoOptions io_options;
   io_options.backend = options_.io_backend;
   io_options.queue_depth = options_.queue_depth;
   io_options.fault_injector = options_.io_fault_injector;
-  auto io = IoEngine::create(*file_, io_options);
+  auto io = IoEngine::create(std::move(files), io_options);
   if (!io.ok()) return io.error();
   io_ = std::make_unique<IoEngine>(std::move(io).value());
   const ModelConfig& c = config_;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "engine/plan.h"
@@ -101,7 +102,7 @@ class Model {
   std::optional<Tokenizer> tokenizer_;
   std::string tokenizer_error_;
   std::string chat_template_;
-  std::unique_ptr<DirectFile> file_;
+  std::vector<std::unique_ptr<DirectFile>> files_;  // the model file, or each part of a split model
   std::unique_ptr<IoEngine> io_;
   std::unique_ptr<ExpertCache> expert_cache_;
   std::unique_ptr<LayerStreamer> layer_streamer_;

@@ -111,6 +111,8 @@ Result<uint64_t> model_fingerprint(const GgufFile& file) {
     hash = fnv1a64(buf.data(), n, hash);
     left -= n;
   }
+  // A split model's later parts count by size (an unsplit file's value is unchanged).
+  for (size_t k = 1; k < file.parts.size(); ++k) hash = fnv1a64(&file.parts[k].file_size, sizeof(uint64_t), hash);
   return fnv1a64(&file.file_size, sizeof(file.file_size), hash);
 }
 

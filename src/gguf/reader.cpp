@@ -496,6 +496,7 @@ Result<GgufFile> gguf_open(const std::string& path) {
   Result<GgufFile> file = parser.parse();
   if (!file.ok()) return make_error("%s: %s", path.c_str(), file.error().message.c_str());
   file->path = path;
+  file->parts = {{path, file->file_size, file->data_offset}};
   return file;
 }
 

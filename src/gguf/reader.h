@@ -59,8 +59,9 @@ struct GgufTensorInfo {
   GgmlType type = GgmlType::kF32;
   int n_dims = 0;
   std::array<int64_t, kGgufMaxDims> ne{1, 1, 1, 1};  // ggml order, unused dims are 1
-  uint64_t offset = 0;       // relative to the start of the data section
-  uint64_t file_offset = 0;  // absolute: data_offset + offset
+  uint64_t offset = 0;       // relative to the start of the data section (of its part)
+  uint64_t file_offset = 0;  // absolute: data_offset + offset; in a split model the part is encoded
+                             // in the high bits (base/split_offset.h), 0 for an unsplit file
   uint64_t nbytes = 0;
 
   int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
@@ -68,13 +69,24 @@ struct GgufTensorInfo {
   size_t row_bytes() const;
 };
 
+// One file holding tensor data: the file itself, or one part of a split model.
+struct GgufPart {
+  std::string path;
+  uint64_t file_size = 0;
+  uint64_t data_offset = 0;
+};
+
 class GgufFile {
  public:
   uint32_t version = 0;
   uint64_t alignment = kGgufDefaultAlignment;
   uint64_t data_offset = 0;  // absolute file offset of the data section
-  uint64_t file_size = 0;
+  uint64_t file_size = 0;    // of `path` (the first part of a split model)
   std::string path;
+  // The files the tensor data lives in, in part order: {path} for gguf_open, every part for a
+  // split model opened with gguf_open_model (gguf/split.h). A tensor's part is
+  // part_of(file_offset).
+  std::vector<GgufPart> parts;
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/split_offset.h"
 #include "io/direct_file.h"
 #include "io/io_engine.h"
 
@@ -55,10 +56,13 @@ struct ReadOp {
   uint8_t* dst;
 };
 
-// Shared per-file context of a backend. `file` and `fault_injector` outlive the backend.
+// Shared context of a backend. The files and `fault_injector` outlive the backend.
 struct ReadContext {
-  const DirectFile* file = nullptr;
+  // files[k] holds the offsets of part k (base/split_offset.h); one file for an unsplit model.
+  std::vector<const DirectFile*> files;
   const FaultInjector* fault_injector = nullptr;  // null or empty: no faults
+  // The file an engine offset reads from; read it at offset_in_part(offset).
+  const DirectFile& file_of(uint64_t offset) const { return *files[part_of(offset)]; }
 };
 
 // Prepares the next read of `c`: counts it and consults the fault injector. Returns the read to

@@ -34,7 +34,7 @@ std::optional<ReadOp> begin_read(const ReadContext& ctx, Chunk& c, int* injected
 }
 
 Step finish_read(const ReadContext& ctx, Chunk& c, int64_t res, Error* error) {
-  const DirectFile& file = *ctx.file;
+  const DirectFile& file = ctx.file_of(c.offset);
   const uint64_t read_offset = c.offset + c.done;
   if (res < 0) {
     if ((res == -EINTR || res == -EAGAIN) && ++c.n_transient <= kMaxTransient) {
@@ -50,7 +50,7 @@ Step finish_read(const ReadContext& ctx, Chunk& c, int64_t res, Error* error) {
   uint64_t got = std::min(static_cast<uint64_t>(res), c.clamp);
   got = std::min(got, c.length - c.done);
   c.device_bytes += got;
-  file.drop_cache(read_offset, got);
+  file.drop_cache(offset_in_part(read_offset), got);
   const uint64_t end = c.done + got;
   if (end >= c.need) {
     c.done = end;
@@ -93,7 +93,8 @@ ChunkResult run_chunk_with_pread(const ReadContext& ctx, Chunk c) {
     if (!op) {
       res = -injected;
     } else {
-      const ssize_t n = ::pread(ctx.file->fd(), op->dst, op->length, static_cast<off_t>(op->file_offset));
+      const ssize_t n = ::pread(ctx.file_of(op->file_offset).fd(), op->dst, op->length,
+                                  static_cast<off_t>(offset_in_part(op->file_offset)));
       res = n >= 0 ? static_cast<int64_t>(n) : -static_cast<int64_t>(errno);
     }
     Error error;

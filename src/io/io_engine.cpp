@@ -38,7 +38,9 @@ struct IoEngine::Impl {
     std::optional<Error> error;  // the first chunk error
   };
 
-  const DirectFile* file = nullptr;
+  std::vector<const DirectFile*> files;  // part k of a split model is files[k]
+  uint32_t alignment = 1;                  // the largest alignment() of the files
+  uint32_t buffer_alignment = 1;           // the largest buffer_alignment() of the files
   IoOptions options;
   io_internal::ReadContext ctx;
   std::unique_ptr<Backend> backend;
@@ -64,21 +66,27 @@ struct IoEngine::Impl {
   }
 
   Status validate(const ReadRequest& r) const {
-    if (r.offset > file->size() || r.length > file->size() - r.offset) {
+    if (part_of(r.offset) >= files.size()) {
+      return make_error("read at offset %" PRIu64 " names part %u but the model has %zu file(s)", r.offset,
+                        part_of(r.offset), files.size());
+    }
+    const DirectFile* file = files[part_of(r.offset)];
+    const uint64_t at = offset_in_part(r.offset);
+    if (at > file->size() || r.length > file->size() - at) {
       return make_error("read of '%s' at offset %" PRIu64 " with length %" PRIu64
                         " runs past the end of the file (%" PRIu64 " bytes)",
-                        file->path().c_str(), r.offset, r.length, file->size());
+                        file->path().c_str(), at, r.length, file->size());
     }
     CHECK(r.dst != nullptr || r.length == 0, "read request without a destination");
     const uintptr_t addr = reinterpret_cast<uintptr_t>(r.dst);
-    CHECK(addr % file->buffer_alignment() == 0, "read destination %p is not aligned to %u bytes (O_DIRECT)",
-          static_cast<void*>(r.dst), file->buffer_alignment());
+    CHECK(addr % buffer_alignment == 0, "read destination %p is not aligned to %u bytes (O_DIRECT)",
+          static_cast<void*>(r.dst), buffer_alignment);
     return ok_status();
   }
 
   // Appends the chunks of `r` (ticket `ticket`) to `chunks`; returns how many.
   uint64_t split(const ReadRequest& r, ReadTicket ticket) {
-    const AlignedSpan span = aligned_span(r.offset, r.length, file->alignment());
+    const AlignedSpan span = aligned_span(r.offset, r.length, alignment);
     const uint64_t request_end = r.offset + r.length;
     uint64_t n = 0;
     for (uint64_t pos = 0; pos < span.aligned_length; pos += options.chunk_bytes) {
@@ -144,6 +152,17 @@ struct IoEngine::Impl {
 };
 
 Result<IoEngine> IoEngine::create(const DirectFile& file, IoOptions options) {
+  return create(std::vector<const DirectFile*>{&file}, std::move(options));
+}
+
+Result<IoEngine> IoEngine::create(std::vector<const DirectFile*> files, IoOptions options) {
+  CHECK(!files.empty() && files.size() <= kMaxParts, "IoEngine::create with %zu files", files.size());
+  uint32_t alignment = 1;
+  uint32_t buffer_alignment = 1;
+  for (const DirectFile* f : files) {
+    alignment = std::max(alignment, f->alignment());
+    buffer_alignment = std::max(buffer_alignment, f->buffer_alignment());
+  }
   if (options.queue_depth < 1 || options.queue_depth > 4096) {
     return make_error("io queue_depth is %u but must be in [1, 4096]", options.queue_depth);
   }
@@ -153,15 +172,17 @@ Result<IoEngine> IoEngine::create(const DirectFile& file, IoOptions options) {
   constexpr uint64_t kMinChunk = 4096;
   constexpr uint64_t kMaxChunk = uint64_t{1} << 30;
   if (options.chunk_bytes < kMinChunk || options.chunk_bytes > kMaxChunk || options.chunk_bytes % kMinChunk != 0 ||
-      options.chunk_bytes % file.alignment() != 0) {
+      options.chunk_bytes % alignment != 0) {
     return make_error("io chunk_bytes is %" PRIu64 " but must be a multiple of 4096 and of the file alignment %u in "
                       "[4096, 2^30]",
-                      options.chunk_bytes, file.alignment());
+                      options.chunk_bytes, alignment);
   }
   auto impl = std::make_unique<Impl>();
-  impl->file = &file;
+  impl->files = files;
+  impl->alignment = alignment;
+  impl->buffer_alignment = buffer_alignment;
   impl->options = std::move(options);
-  impl->ctx.file = &file;
+  impl->ctx.files = std::move(files);
   impl->ctx.fault_injector = &impl->options.fault_injector;
   const IoBackend wanted = impl->options.backend;
   if (wanted != IoBackend::kPread) {
@@ -185,7 +206,9 @@ IoEngine& IoEngine::operator=(IoEngine&&) noexcept = default;
 IoEngine::~IoEngine() = default;
 
 IoBackend IoEngine::backend() const { return impl_->backend->kind(); }
-const DirectFile& IoEngine::file() const { return *impl_->file; }
+const DirectFile& IoEngine::file() const { return *impl_->files[0]; }
+uint32_t IoEngine::alignment() const { return impl_->alignment; }
+uint32_t IoEngine::buffer_alignment() const { return impl_->buffer_alignment; }
 
 AlignedSpan IoEngine::aligned_span(uint64_t offset, uint64_t length, uint32_t alignment) {
   CHECK(alignment >= 1, "alignment must be >= 1");
@@ -203,7 +226,7 @@ AlignedSpan IoEngine::aligned_span(uint64_t offset, uint64_t length, uint32_t al
 }
 
 AlignedSpan IoEngine::span_for(uint64_t offset, uint64_t length) const {
-  return aligned_span(offset, length, impl_->file->alignment());
+  return aligned_span(offset, length, impl_->alignment);
 }
 
 Status IoEngine::register_buffers(std::span<const iovec> buffers) {

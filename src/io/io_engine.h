@@ -32,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "base/result.h"
 #include "io/direct_file.h"
@@ -99,6 +100,10 @@ class IoEngine {
   // options out of range (naming the field, value and range) or, with IoBackend::kUring, when
   // io_uring cannot be set up.
   [[nodiscard]] static Result<IoEngine> create(const DirectFile& file, IoOptions options = {});
+  // The same over the parts of a split model: a request at offset make_part_offset(k, x)
+  // (base/split_offset.h) reads files[k] at x; no request may span two parts. Alignment is the
+  // largest of the files'. Precondition: 1 <= files.size() <= kMaxParts.
+  [[nodiscard]] static Result<IoEngine> create(std::vector<const DirectFile*> files, IoOptions options = {});
 
   IoEngine(IoEngine&&) noexcept;
   IoEngine& operator=(IoEngine&&) noexcept;
@@ -106,7 +111,11 @@ class IoEngine {
 
   // The backend in use: IoBackend::kUring or IoBackend::kPread.
   IoBackend backend() const;
+  // The first (or only) file.
   const DirectFile& file() const;
+  // Read granularity and destination alignment the engine applies (the largest over its files).
+  uint32_t alignment() const;
+  uint32_t buffer_alignment() const;
 
   // The span to read (and to size dst for) around [offset, offset + length) at `alignment`.
   static AlignedSpan aligned_span(uint64_t offset, uint64_t length, uint32_t alignment);

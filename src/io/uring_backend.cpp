@@ -159,10 +159,11 @@ class UringBackend final : public Backend {
         const int buf_index = find_registered(op->dst, op->length);
         const unsigned len = static_cast<unsigned>(op->length);
         if (buf_index >= 0) {
-          io_uring_prep_read_fixed(sqe, ctx_.file->fd(), op->dst, len, op->file_offset, buf_index);
+          io_uring_prep_read_fixed(sqe, ctx_.file_of(op->file_offset).fd(), op->dst, len,
+                                   offset_in_part(op->file_offset), buf_index);
           ++c.n_fixed_reads;
         } else {
-          io_uring_prep_read(sqe, ctx_.file->fd(), op->dst, len, op->file_offset);
+          io_uring_prep_read(sqe, ctx_.file_of(op->file_offset).fd(), op->dst, len, offset_in_part(op->file_offset));
         }
         io_uring_sqe_set_data64(sqe, slot);
         ++in_flight_;
@@ -183,7 +184,7 @@ class UringBackend final : public Backend {
     std::optional<Error> err;
     if (step == Step::kFailed) err = std::move(error);
     if (step == Step::kRetry) {
-      err = make_error("read of '%s' abandoned: the engine was destroyed", ctx_.file->path().c_str());
+      err = make_error("read of '%s' abandoned: the engine was destroyed", ctx_.files[0]->path().c_str());
     }
     ready_.push_back(make_result(c, std::move(err)));
     free_slots_.push_back(slot);

@@ -34,6 +34,10 @@ Status pack_experts(const std::string& in_path, const std::string& out_path,
   auto in = gguf_open(in_path);
   if (!in.ok()) return in.error();
   const GgufFile& f = *in;
+  if (auto split_count = f.get_int_or("split.count", 1); split_count.ok() && *split_count > 1) {
+    return make_error("%s is one part of a split model: pack reads a single file (join the parts first, e.g. "
+                      "llama-gguf-split --merge)", in_path.c_str());
+  }
   auto arch = f.get_string("general.architecture");
   if (!arch.ok()) return arch.error();
   auto n_experts = f.get_int(*arch + ".expert_count");

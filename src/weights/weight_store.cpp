@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/huge_pages.h"
+#include "base/split_offset.h"
 #include "base/thread_pool.h"
 
 #include "base/check.h"
@@ -35,6 +36,9 @@ class Fd {
  public:
   explicit Fd(int fd) : fd_(fd) {}
   ~Fd() { if (fd_ >= 0) close(fd_); }
+  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
  private:
   int fd_;
@@ -52,7 +56,7 @@ struct ReadJob {
 // kernel zeroes every page first), the copies out of the page cache and the SSD's queue then
 // run side by side instead of one after another. The first failed read stops the others and is
 // the error returned.
-Status read_tensors(int fd, const GgufFile& gguf, const std::vector<uint64_t>& local, uint8_t* base) {
+Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std::vector<uint64_t>& local, uint8_t* base) {
   const auto& infos = gguf.tensors();
   std::vector<ReadJob> jobs;
   for (size_t i = 0; i < infos.size(); ++i) {
@@ -67,7 +71,8 @@ Status read_tensors(int fd, const GgufFile& gguf, const std::vector<uint64_t>& l
   const auto read_job = [&](const ReadJob& job) {
     const auto& t = infos[job.tensor];
     for (size_t got_total = 0; got_total < job.want;) {
-      const uint64_t at = t.file_offset + job.done + got_total;
+      const uint64_t at = offset_in_part(t.file_offset) + job.done + got_total;
+      const int fd = fds[part_of(t.file_offset)].get();
       const ssize_t got = pread(fd, base + local[job.tensor] + job.done + got_total, job.want - got_total,
                                 static_cast<off_t>(at));
       if (got < 0 && errno == EINTR) continue;
@@ -75,7 +80,7 @@ Status read_tensors(int fd, const GgufFile& gguf, const std::vector<uint64_t>& l
         const std::lock_guard<std::mutex> lock(error_mu);
         if (!failed.exchange(true)) {
           error = make_error("reading tensor '%s' of '%s' at offset %llu failed: %s", t.name.c_str(),
-                             gguf.path.c_str(), static_cast<unsigned long long>(at),
+                             gguf.parts[part_of(t.file_offset)].path.c_str(), static_cast<unsigned long long>(at),
                              got == 0 ? "unexpected end of file (truncated?)" : std::strerror(errno));
         }
         return;
@@ -120,26 +125,36 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
   std::unique_ptr<WeightStore> store(new WeightStore());
   store->gguf_ = &gguf;
   store->residency_ = residency;
-  Fd fd(::open(gguf.path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return make_error("cannot open '%s': %s", gguf.path.c_str(), std::strerror(errno));
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) return make_error("cannot stat '%s': %s", gguf.path.c_str(), std::strerror(errno));
-  if (static_cast<uint64_t>(st.st_size) != gguf.file_size) {
-    return make_error("'%s' changed size since it was parsed (%llu -> %llu bytes)", gguf.path.c_str(),
-                      static_cast<unsigned long long>(gguf.file_size), static_cast<unsigned long long>(st.st_size));
+  std::vector<Fd> fds;
+  for (const GgufPart& part : gguf.parts) {
+    Fd fd(::open(part.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return make_error("cannot open '%s': %s", part.path.c_str(), std::strerror(errno));
+    struct stat st;
+    if (fstat(fd.get(), &st) != 0) return make_error("cannot stat '%s': %s", part.path.c_str(), std::strerror(errno));
+    if (static_cast<uint64_t>(st.st_size) != part.file_size) {
+      return make_error("'%s' changed size since it was parsed (%llu -> %llu bytes)", part.path.c_str(),
+                        static_cast<unsigned long long>(part.file_size), static_cast<unsigned long long>(st.st_size));
+    }
+    fds.push_back(std::move(fd));
   }
+  if (fds.empty()) return make_error("'%s' was parsed from memory: no file to read weights from", gguf.path.c_str());
   const auto& infos = gguf.tensors();
   store->tensors_ = std::make_unique<QTensor[]>(infos.size());
-  std::vector<uint64_t> local(infos.size(), UINT64_MAX);  // offset of each loaded tensor in memory
+  std::vector<const uint8_t*> data(infos.size(), nullptr);  // each tensor's bytes in memory
   if (residency == Residency::kMmap) {
-    void* p = mmap(nullptr, gguf.file_size, PROT_READ, MAP_SHARED, fd.get(), 0);
-    if (p == MAP_FAILED) return make_error("cannot mmap '%s': %s", gguf.path.c_str(), std::strerror(errno));
-    store->mapping_ = p;
-    store->mapping_bytes_ = gguf.file_size;
-    store->base_ = static_cast<uint8_t*>(p) + gguf.data_offset;
-    for (size_t i = 0; i < infos.size(); ++i) local[i] = infos[i].offset;
+    for (size_t k = 0; k < gguf.parts.size(); ++k) {
+      const GgufPart& part = gguf.parts[k];
+      void* p = mmap(nullptr, std::max<uint64_t>(part.file_size, 1), PROT_READ, MAP_SHARED, fds[k].get(), 0);
+      if (p == MAP_FAILED) return make_error("cannot mmap '%s': %s", part.path.c_str(), std::strerror(errno));
+      store->mappings_.push_back({p, std::max<uint64_t>(part.file_size, 1)});
+    }
+    for (size_t i = 0; i < infos.size(); ++i) {
+      data[i] = static_cast<const uint8_t*>(store->mappings_[part_of(infos[i].file_offset)].first) +
+                offset_in_part(infos[i].file_offset);
+    }
   } else {
     // Loaded tensors are packed in file order, each 64-byte aligned.
+    std::vector<uint64_t> local(infos.size(), UINT64_MAX);  // offset of each loaded tensor in memory
     uint64_t bytes = 0;
     for (size_t i = 0; i < infos.size(); ++i) {
       if (streamed != nullptr && streamed->count(infos[i].name)) continue;
@@ -153,25 +168,28 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
     }
     store->base_ = p;
     store->resident_bytes_ = bytes;
-    SNIPER_TRY(read_tensors(fd.get(), gguf, local, store->base_));
+    SNIPER_TRY(read_tensors(fds, gguf, local, store->base_));
     // And whatever else of the file is cached (e.g. from writing it): a memory-capped run, and a
     // baseline run after it, must not be served from pages that nobody paid for.
-    posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+    for (const Fd& fd : fds) posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+    for (size_t i = 0; i < infos.size(); ++i) {
+      if (local[i] != UINT64_MAX) data[i] = store->base_ + local[i];
+    }
   }
   for (size_t i = 0; i < infos.size(); ++i) {
     QTensor& t = store->tensors_[i];
     t.type = infos[i].type;
     t.ne = infos[i].ne;
     t.row_bytes = infos[i].row_bytes();
-    t.data = local[i] == UINT64_MAX ? nullptr : store->base_ + local[i];
+    t.data = data[i];
   }
   return store;
 }
 
 WeightStore::~WeightStore() {
-  if (mapping_ != nullptr) {
-    munmap(mapping_, mapping_bytes_);
-  } else {
+  if (!mappings_.empty()) {
+    for (const auto& [p, bytes] : mappings_) munmap(p, bytes);
+  } else if (base_ != nullptr) {
     unmap_pages(base_, resident_bytes_ == 0 ? 64 : resident_bytes_);
   }
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "gguf/reader.h"
@@ -25,7 +27,7 @@ const char* residency_name(Residency residency);
 
 class WeightStore {
  public:
-  // Opens the file `gguf.path` and makes every tensor's bytes addressable, except the tensors
+  // Opens the files of `gguf.parts` (one, or every part of a split model) and makes every tensor's bytes addressable, except the tensors
   // named in `streamed` (resident residency only): those keep their shape and type but have
   // data == nullptr, and their bytes come from a streaming source instead. Errors name the
   // file and the failing system call. Thread-compatible.
@@ -47,9 +49,8 @@ class WeightStore {
 
   const GgufFile* gguf_ = nullptr;
   Residency residency_ = Residency::kResident;
-  uint8_t* base_ = nullptr;  // start of the data section in memory
-  void* mapping_ = nullptr;
-  size_t mapping_bytes_ = 0;
+  uint8_t* base_ = nullptr;  // resident: the one allocation holding the loaded tensors
+  std::vector<std::pair<void*, size_t>> mappings_;  // mmap: each part's mapping and its length
   uint64_t resident_bytes_ = 0;
   std::unique_ptr<QTensor[]> tensors_;
 };

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/split_offset.h"
 #include "io/aligned_buffer.h"
 #include "io/io_test_util.h"
 
@@ -495,6 +496,44 @@ INSTANTIATE_TEST_SUITE_P(Backends, IoEngineTest,
                                          Param{IoBackend::kPread, DirectMode::kAuto},
                                          Param{IoBackend::kPread, DirectMode::kForceBuffered}),
                          param_name);
+
+// A split model's parts: offset make_part_offset(k, x) reads file k at x, each file checked
+// against its own size; a part index past the files is an error, not a read of file 0.
+TEST_P(IoEngineTest, PartOffsetsReadFromTheirOwnFile) {
+  PatternFile a(io_test::disk_temp_dir(), 3 * kMiB + 123, "part0");
+  PatternFile b(io_test::disk_temp_dir(), 1 * kMiB + 4567, "part1");
+  auto fa = DirectFile::open(a.path(), {GetParam().mode});
+  auto fb = DirectFile::open(b.path(), {GetParam().mode});
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  IoOptions options;
+  options.backend = GetParam().backend;
+  options.chunk_bytes = 256 * kKiB;
+  auto e = IoEngine::create(std::vector<const DirectFile*>{&*fa, &*fb}, options);
+  if (!e.ok()) {
+    if (GetParam().backend == IoBackend::kUring) GTEST_SKIP() << e.error().message;
+    FAIL() << e.error().message;
+  }
+  struct Case {
+    uint32_t part;
+    uint64_t offset, length;
+  };
+  for (const Case& c : {Case{0, 5, 1 * kMiB}, Case{1, 77, 300 * kKiB}, Case{1, 1 * kMiB, 4567}, Case{0, 3 * kMiB, 123}}) {
+    const uint64_t at = make_part_offset(c.part, c.offset);
+    const AlignedSpan span = e->span_for(at, c.length);
+    AlignedBuffer buf(span.aligned_length, std::max<size_t>(4096, e->buffer_alignment()));
+    auto t = e->submit({at, c.length, buf.data()});
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    ASSERT_TRUE(e->wait(*t).ok());
+    EXPECT_EQ(first_mismatch(buf.data() + span.lead, c.offset, c.length), -1) << "part " << c.part << " at " << c.offset;
+  }
+  AlignedBuffer buf(2 * kMiB, 4096);
+  auto past = e->submit({make_part_offset(1, 1 * kMiB), 8192, buf.data()});  // part 1 is 1 MiB + 4567 bytes
+  ASSERT_FALSE(past.ok());
+  EXPECT_TRUE(contains(past.error().message, b.path())) << past.error().message;
+  auto no_part = e->submit({make_part_offset(2, 0), 4096, buf.data()});
+  ASSERT_FALSE(no_part.ok());
+  EXPECT_TRUE(contains(no_part.error().message, "names part 2 but the model has 2 file(s)")) << no_part.error().message;
+}
 
 TEST(IoEngine, AlignedSpanArithmetic) {
   AlignedSpan s = IoEngine::aligned_span(5000, 100, 4096);
