@@ -43,7 +43,7 @@ int cmd_chat(int argc, char** argv) {
       {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints for reusing earlier turns on hybrid models (delta-net layers, sliding windows), counted in --mem; 0 = none (default auto: 8, fewer if 8 take over 1/8 of --mem)"},
       {"--help", "-h", nullptr, "show this help"},
   });
-  auto args = Args::parse("chat", argc, argv, 2, specs);
+  auto args = Args::parse("chat", argc, argv, 2, concat(specs, context_shift_flags()));
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
     print_usage("chat", "-m MODEL [--system TEXT] [sampling flags]", specs);
@@ -61,6 +61,13 @@ int cmd_chat(int argc, char** argv) {
   if (!tokenizer.ok()) return fail(tokenizer.error());
   const Tokenizer& tok = **tokenizer;
   Session& session = *loaded->session;
+  bool shift = false;
+  auto keep_arg = context_shift_from_args(*args, loaded->model->config(), &shift);
+  if (!keep_arg.ok()) return fail(keep_arg.error());
+  // With --context-shift the session's history is the conversation's tokens `logical` with the
+  // n_dropped after the first n_keep cut out (every shift cuts right after n_keep).
+  std::vector<int32_t> logical;
+  int64_t n_keep = -1;  // resolved against the first turn's prompt
 
   std::optional<ChatTemplate> tmpl;
   if (!loaded->model->chat_template().empty()) {
@@ -96,11 +103,26 @@ int cmd_chat(int argc, char** argv) {
     }
     std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/!tmpl, /*parse_special=*/true);
     // Reuse the cached prefix; evaluate only what is new.
-    const auto& hist = session.history();
     size_t common = 0;
-    while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
-    if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
-    common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
+    if (!shift) {
+      const auto& hist = session.history();
+      while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
+      if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
+      common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
+    } else {
+      if (n_keep < 0) n_keep = resolve_n_keep(*keep_arg, ids, tok.bos_id());
+      const size_t n_dropped = logical.size() - static_cast<size_t>(session.n_past());
+      while (common < logical.size() && common < ids.size() && logical[common] == ids[common]) ++common;
+      if (common == ids.size() && common > 0) --common;
+      if (n_dropped == 0 || common >= static_cast<size_t>(n_keep) + n_dropped) {
+        (void)session.truncate(static_cast<int64_t>(common - n_dropped));  // a shiftable state always rewinds
+      } else {
+        // The conversation changed inside the dropped tokens: start again after the kept ones.
+        common = std::min(common, static_cast<size_t>(n_keep));
+        (void)session.truncate(static_cast<int64_t>(common));
+      }
+      logical.assign(ids.begin(), ids.begin() + static_cast<long>(common));
+    }
     std::vector<int32_t> fresh(ids.begin() + static_cast<long>(common), ids.end());
     // A hybrid session checkpoints the prompt just before its generation prompt, where the next
     // turn departs from it.
@@ -122,6 +144,10 @@ int cmd_chat(int argc, char** argv) {
     GenerateOptions go;
     go.n_predict = *n_predict;
     go.sampler = *sampler;
+    go.context_shift = shift;
+    go.n_keep = std::max<int64_t>(n_keep, 0);
+    std::vector<int32_t> generated;
+    go.generated = &generated;
     std::string reply;
     auto stats = generate(session, tok, fresh, go, [&](std::string_view text) {
       reply.append(text);
@@ -130,7 +156,15 @@ int cmd_chat(int argc, char** argv) {
       return true;
     });
     std::fputc('\n', stdout);
+    if (shift) {
+      logical.insert(logical.end(), fresh.begin(), fresh.end());
+      logical.insert(logical.end(), generated.begin(), generated.end());
+    }
     if (!stats.ok()) {
+      if (shift) {  // the tokens the session holds no longer follow the conversation
+        (void)session.truncate(0);
+        logical.clear();
+      }
       fail(stats.error());
       messages.erase(messages.end() - 1);
       continue;

@@ -95,6 +95,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const Serve
   so.queue_capacity = options.queue_capacity;
   so.session = options.session;
   so.model_fingerprint = ctx.fingerprint;
+  so.context_shift = options.context_shift;
+  so.n_keep = options.n_keep;
   SNIPER_ASSIGN_OR_RETURN(ctx.scheduler, Scheduler::create(model, tok, so, &ctx.metrics));
   s->install_routes();
   ListenerOptions lo;

@@ -21,7 +21,7 @@ namespace sniper::server {
 
 int serve_main(int argc, char** argv) {
   using cli::FlagSpec;
-  const std::vector<FlagSpec> specs = cli::concat(cli::model_flags(), {
+  const std::vector<FlagSpec> specs = cli::concat(cli::concat(cli::model_flags(), cli::context_shift_flags()), {
       {"--host", nullptr, "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the server to the network)"},
       {"--port", nullptr, "N", "port (default 8000; 0 = pick a free port)"},
       {"--api-key", nullptr, "KEY", "require 'Authorization: Bearer KEY' on every request except GET / and /health"},
@@ -105,6 +105,9 @@ int serve_main(int argc, char** argv) {
   auto model = Model::load(args->get_string("--model"), *lo);
   if (!model.ok()) return cli::fail(model.error());
   so.session.n_checkpoints = (*model)->plan().n_checkpoints;
+  auto keep = cli::context_shift_from_args(*args, (*model)->config(), &so.context_shift);
+  if (!keep.ok()) return cli::fail(keep.error());
+  so.n_keep = *keep;
   if (args->has("--routing-bias")) {
     auto bias = cli::parse_routing_bias(args->get_string("--routing-bias"), (*model)->config());
     if (!bias.ok()) return cli::fail(bias.error());

@@ -26,6 +26,8 @@ struct ServerOptions {
   std::string context_dir;              // empty: ContextStore::default_dir()
   ContextCompression context_compression = ContextCompression::kNone;  // of /v1/context/save
   SessionOptions session;               // per slot
+  bool context_shift = false;           // --context-shift: slots go on past a full context
+  int64_t n_keep = 0;                   // --keep: prompt tokens a context shift keeps (-1 = all)
   std::string model_id;                 // empty: the model file's base name without ".gguf"
 };
 

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// The memory plan at long context (issue 23, point 4): the KV cache keeps its place when the
+// budget is small. With a large context and a q4_0 cache, a budget below the all-resident size
+// still reserves the cache's exact bytes (SequenceState::bytes_for) and streams weights instead,
+// stays within the budget, and a budget below the minimum is an error naming the KV bytes.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/plan.h"
+#include "golden/shared_dir.h"
+#include "kv/sequence_state.h"
+
+namespace sniper {
+namespace {
+
+TEST(PlanLongContext, KvKeepsItsPlaceAndWeightsStreamUnderASmallBudget) {
+  auto file = gguf_open(shared_dir() + "/models/syn-qwen3.gguf");
+  ASSERT_TRUE(file.ok());
+  auto config = load_model_config(*file);
+  ASSERT_TRUE(config.ok());
+  PlanRequest req;
+  req.n_ctx = config->n_ctx_train;
+  req.kv_type = KvConfig(KvType::kQ4_0, KvType::kQ4_0, FlashAttn::kOn);
+  req.budget_bytes = uint64_t{1} << 40;
+  auto roomy = make_plan(*file, *config, req);
+  ASSERT_TRUE(roomy.ok()) << roomy.error().message;
+  const uint64_t kv = SequenceState::bytes_for(layer_state_specs(*config), req.n_ctx, req.kv_type);
+  EXPECT_EQ(roomy->kv_bytes, kv);
+  EXPECT_TRUE(roomy->all_resident);
+  // The KV cache is a sizeable part of this model at its full context.
+  ASSERT_GT(kv, roomy->resident_weight_bytes / 8) << "kv " << kv << " weights " << roomy->resident_weight_bytes;
+
+  // Between the minimum and all-resident: the KV cache is whole, weights stream.
+  req.budget_bytes = (roomy->min_budget_bytes + roomy->all_resident_bytes) / 2;
+  ASSERT_LT(req.budget_bytes, roomy->all_resident_bytes);
+  auto tight = make_plan(*file, *config, req);
+  ASSERT_TRUE(tight.ok()) << tight.error().message;
+  EXPECT_EQ(tight->kv_bytes, kv);
+  EXPECT_FALSE(tight->all_resident);
+  EXPECT_TRUE(tight->stream_dense_ffn);
+  EXPECT_LE(tight->planned_bytes(), req.budget_bytes);
+  EXPECT_LT(tight->resident_weight_bytes, roomy->resident_weight_bytes);
+  EXPECT_GE(tight->min_budget_bytes, kv);
+
+  // Below the minimum: an error that names the KV cache's share.
+  req.budget_bytes = tight->min_budget_bytes - 1;
+  auto refused = make_plan(*file, *config, req);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("KV"), std::string::npos) << refused.error().message;
+}
+
+}  // namespace
+}  // namespace sniper
