@@ -64,9 +64,10 @@ int cmd_chat(int argc, char** argv) {
   bool shift = false;
   auto keep_arg = context_shift_from_args(*args, loaded->model->config(), &shift);
   if (!keep_arg.ok()) return fail(keep_arg.error());
-  // With --context-shift the session's history is the conversation's tokens `logical` with the
-  // n_dropped after the first n_keep cut out (every shift cuts right after n_keep).
-  std::vector<int32_t> logical;
+  // With --context-shift, as llama.cpp's conversation mode: the session has seen the text
+  // `seen` (the last prompt and its reply), perhaps with shifted-out parts; a new turn whose
+  // rendering extends it evaluates only the new text (re-rendering would need the dropped tokens).
+  std::string seen;
   int64_t n_keep = -1;  // resolved against the first turn's prompt
 
   std::optional<ChatTemplate> tmpl;
@@ -109,19 +110,12 @@ int cmd_chat(int argc, char** argv) {
       while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
       if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
       common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
+    } else if (!seen.empty() && prompt.compare(0, seen.size(), seen) == 0) {
+      ids = tok.encode(prompt.substr(seen.size()), /*add_special=*/false, /*parse_special=*/true);
+      common = 0;
     } else {
+      (void)session.truncate(0);  // the first turn, or a conversation that no longer extends what was seen
       if (n_keep < 0) n_keep = resolve_n_keep(*keep_arg, ids, tok.bos_id());
-      const size_t n_dropped = logical.size() - static_cast<size_t>(session.n_past());
-      while (common < logical.size() && common < ids.size() && logical[common] == ids[common]) ++common;
-      if (common == ids.size() && common > 0) --common;
-      if (n_dropped == 0 || common >= static_cast<size_t>(n_keep) + n_dropped) {
-        (void)session.truncate(static_cast<int64_t>(common - n_dropped));  // a shiftable state always rewinds
-      } else {
-        // The conversation changed inside the dropped tokens: start again after the kept ones.
-        common = std::min(common, static_cast<size_t>(n_keep));
-        (void)session.truncate(static_cast<int64_t>(common));
-      }
-      logical.assign(ids.begin(), ids.begin() + static_cast<long>(common));
     }
     std::vector<int32_t> fresh(ids.begin() + static_cast<long>(common), ids.end());
     // A hybrid session checkpoints the prompt just before its generation prompt, where the next
@@ -146,8 +140,17 @@ int cmd_chat(int argc, char** argv) {
     go.sampler = *sampler;
     go.context_shift = shift;
     go.n_keep = std::max<int64_t>(n_keep, 0);
-    std::vector<int32_t> generated;
-    go.generated = &generated;
+    // Room for the new turn: shift as often as it takes (generate() shifts once).
+    Status room = ok_status();
+    while (shift && room.ok() && !fresh.empty() && session.n_past() > go.n_keep + 1 &&
+           session.n_past() + static_cast<int64_t>(fresh.size()) >= session.n_ctx()) {
+      room = shift_full_context(session, go.n_keep);
+    }
+    if (!room.ok()) {
+      fail(room.error());
+      messages.erase(messages.end() - 1);
+      continue;
+    }
     std::string reply;
     auto stats = generate(session, tok, fresh, go, [&](std::string_view text) {
       reply.append(text);
@@ -156,15 +159,8 @@ int cmd_chat(int argc, char** argv) {
       return true;
     });
     std::fputc('\n', stdout);
-    if (shift) {
-      logical.insert(logical.end(), fresh.begin(), fresh.end());
-      logical.insert(logical.end(), generated.begin(), generated.end());
-    }
     if (!stats.ok()) {
-      if (shift) {  // the tokens the session holds no longer follow the conversation
-        (void)session.truncate(0);
-        logical.clear();
-      }
+      seen.clear();  // start over next turn
       fail(stats.error());
       messages.erase(messages.end() - 1);
       continue;
@@ -174,6 +170,7 @@ int cmd_chat(int argc, char** argv) {
     std::fprintf(stderr, "[%ld prompt tok at %.1f tok/s, %ld tok at %.1f tok/s]\n", static_cast<long>(stats->n_prompt),
                  stats->prompt_tok_s(), static_cast<long>(stats->n_gen), stats->gen_tok_s());
     messages.push_back({{"role", "assistant"}, {"content", reply}});
+    if (shift) seen = prompt + reply;
   }
   return 0;
 }

@@ -84,7 +84,6 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
     }
     const auto t_step = std::chrono::steady_clock::now();
     SNIPER_TRY(session.eval(next));
-    if (options.generated != nullptr) options.generated->push_back(step.token);
     stats.decode_ms += ms_since(t_step);
     ++stats.n_decode;
   }

@@ -28,7 +28,6 @@ struct GenerateOptions {
   // so generation goes on past the context. Off: a full context ends generation ("context").
   bool context_shift = false;
   int64_t n_keep = 0;
-  std::vector<int32_t>* generated = nullptr;  // when set, receives each generated token evaluated
 };
 
 struct GenerateStats {
