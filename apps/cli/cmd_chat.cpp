@@ -23,13 +23,14 @@ namespace sniper::cli {
 namespace {
 
 // Renders a conversation without a template (models that carry none).
-std::string plain_render(const nlohmann::json& messages) {
+// add_generation_prompt: end with "Assistant:" for the reply to follow.
+std::string plain_render(const nlohmann::json& messages, bool add_generation_prompt = true) {
   std::string out;
   for (const auto& m : messages) {
     const std::string role = m["role"].get<std::string>();
     out += (role == "user" ? "User: " : role == "system" ? "System: " : "Assistant: ") + m["content"].get<std::string>() + "\n";
   }
-  return out + "Assistant:";
+  return add_generation_prompt ? out + "Assistant:" : out;
 }
 
 }  // namespace
@@ -64,10 +65,11 @@ int cmd_chat(int argc, char** argv) {
   bool shift = false;
   auto keep_arg = context_shift_from_args(*args, loaded->model->config(), &shift);
   if (!keep_arg.ok()) return fail(keep_arg.error());
-  // With --context-shift, as llama.cpp's conversation mode: the session has seen the text
-  // `seen` (the last prompt and its reply), perhaps with shifted-out parts; a new turn whose
-  // rendering extends it evaluates only the new text (re-rendering would need the dropped tokens).
-  std::string seen;
+  // With --context-shift, as llama.cpp's conversation mode (common_chat_format_single): the
+  // session holds the earlier turns, perhaps with shifted-out parts, so a new turn evaluates only
+  // the text its rendering adds to that of the conversation before it (re-rendering everything
+  // would need the dropped tokens). `seen`: a turn has been evaluated since the last reset.
+  bool seen = false;
   int64_t n_keep = -1;  // resolved against the first turn's prompt
 
   std::optional<ChatTemplate> tmpl;
@@ -89,18 +91,23 @@ int cmd_chat(int argc, char** argv) {
     if (line == "/quit" || line == "/exit") break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    std::string prompt;
-    if (tmpl) {
+    auto render = [&](const nlohmann::json& msgs, bool add_generation_prompt) -> Result<std::string> {
+      if (!tmpl) return plain_render(msgs, add_generation_prompt);
       auto piece = [&tok](int32_t id) { return id >= 0 ? tok.token_to_piece(id, true) : std::string(); };
-      nlohmann::json ctx = {{"messages", messages}, {"add_generation_prompt", true},
+      nlohmann::json ctx = {{"messages", msgs}, {"add_generation_prompt", add_generation_prompt},
                             {"bos_token", piece(tok.bos_id())}, {"eos_token", piece(tok.eos_id())}};
       if (args->has("--think")) ctx["enable_thinking"] = true;
       if (args->has("--no-think")) ctx["enable_thinking"] = false;
-      auto rendered = tmpl->render(ctx);
-      if (!rendered.ok()) return fail(rendered.error());
-      prompt = *rendered;
-    } else {
-      prompt = plain_render(messages);
+      return tmpl->render(ctx);
+    };
+    auto rendered = render(messages, true);
+    if (!rendered.ok()) return fail(rendered.error());
+    const std::string prompt = *rendered;
+    // With --context-shift: the conversation before this turn, as the template closes it.
+    std::string before;
+    if (shift && messages.size() > 1) {
+      auto prev = render(nlohmann::json(std::vector<nlohmann::json>(messages.begin(), messages.end() - 1)), false);
+      if (prev.ok()) before = *prev;
     }
     std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/!tmpl, /*parse_special=*/true);
     // Reuse the cached prefix; evaluate only what is new.
@@ -110,8 +117,8 @@ int cmd_chat(int argc, char** argv) {
       while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
       if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
       common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
-    } else if (!seen.empty() && prompt.compare(0, seen.size(), seen) == 0) {
-      ids = tok.encode(prompt.substr(seen.size()), /*add_special=*/false, /*parse_special=*/true);
+    } else if (seen && !before.empty() && prompt.compare(0, before.size(), before) == 0) {
+      ids = tok.encode(prompt.substr(before.size()), /*add_special=*/false, /*parse_special=*/true);
       common = 0;
     } else {
       (void)session.truncate(0);  // the first turn, or a conversation that no longer extends what was seen
@@ -160,7 +167,7 @@ int cmd_chat(int argc, char** argv) {
     });
     std::fputc('\n', stdout);
     if (!stats.ok()) {
-      seen.clear();  // start over next turn
+      seen = false;  // start over next turn
       fail(stats.error());
       messages.erase(messages.end() - 1);
       continue;
@@ -170,7 +177,7 @@ int cmd_chat(int argc, char** argv) {
     std::fprintf(stderr, "[%ld prompt tok at %.1f tok/s, %ld tok at %.1f tok/s]\n", static_cast<long>(stats->n_prompt),
                  stats->prompt_tok_s(), static_cast<long>(stats->n_gen), stats->gen_tok_s());
     messages.push_back({{"role", "assistant"}, {"content", reply}});
-    if (shift) seen = prompt + reply;
+    seen = true;
   }
   return 0;
 }
