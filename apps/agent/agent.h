@@ -82,6 +82,8 @@ class Agent {
   void search_turn(const std::string& text, const std::string& explicit_query);
   void shell_turn(const std::string& text, const std::string& explicit_command);
   void read_file_command(const std::string& args);
+  // /doc <file|url> <question> (doc_tool.cpp): pages through a document longer than the context.
+  void doc_command(const std::string& args);
   void write_file_command(const std::string& args, bool edit);
 
   // Slash commands (agent_commands.cpp). Returns false to quit.

@@ -115,6 +115,8 @@ bool Agent::run_command(const std::string& name, const std::string& args) {
     if (ok) out() << "thinking " << (thinking_ ? "on" : "off") << " for chat answers\n";
   } else if (name == "read") {
     read_file_command(args);
+  } else if (name == "doc") {
+    doc_command(args);
   } else if (name == "write" || name == "edit") {
     write_file_command(args, name == "edit");
   }

@@ -92,7 +92,7 @@ Result<AgentConfig> parse_config_json(const json& root) {
   static const std::set<std::string> kKnown = {
       "backends", "connect_timeout_s", "read_timeout_s", "retries", "cooldown_s", "thinking", "max_tokens", "auto_tiers",
       "heavy_min_chars", "heavy_keywords", "system_prompt", "search_url", "search_results", "page_chars",
-      "search_timeout_s", "shell_timeout_s", "shell_output_cap_bytes", "extra_read_only", "grade_log",
+      "search_timeout_s", "doc_context_tokens", "doc_note_tokens", "shell_timeout_s", "shell_output_cap_bytes", "extra_read_only", "grade_log",
       "cloud_prices", "comment"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (!kKnown.count(it.key())) return make_error("unknown config field '%s'", it.key().c_str());
@@ -126,6 +126,10 @@ Result<AgentConfig> parse_config_json(const json& root) {
   SNIPER_ASSIGN_OR_RETURN(double page_chars, get_number(root, "page_chars", c.page_chars, 100, 100000));
   c.page_chars = static_cast<int>(page_chars);
   SNIPER_ASSIGN_OR_RETURN(c.search_timeout_s, get_number(root, "search_timeout_s", c.search_timeout_s, 0.1, 600));
+  SNIPER_ASSIGN_OR_RETURN(double doc_ctx, get_number(root, "doc_context_tokens", c.doc_context_tokens, 256, 1 << 24));
+  c.doc_context_tokens = static_cast<int>(doc_ctx);
+  SNIPER_ASSIGN_OR_RETURN(double doc_note, get_number(root, "doc_note_tokens", c.doc_note_tokens, 16, 1 << 16));
+  c.doc_note_tokens = static_cast<int>(doc_note);
   SNIPER_ASSIGN_OR_RETURN(c.shell_timeout_s, get_number(root, "shell_timeout_s", c.shell_timeout_s, 0.1, 3600));
   SNIPER_ASSIGN_OR_RETURN(double cap, get_number(root, "shell_output_cap_bytes", static_cast<double>(c.shell_output_cap_bytes),
                                                   64, 64 << 20));

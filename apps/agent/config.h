@@ -53,6 +53,9 @@ struct AgentConfig {
   int search_results = 3;        // pages fetched per search
   int page_chars = 3000;         // text kept per page
   double search_timeout_s = 10;
+  // Paged reading (/doc): the context of the backend the pages go to, and the note per page.
+  int doc_context_tokens = 8192;
+  int doc_note_tokens = 256;
   // Shell.
   double shell_timeout_s = 20;
   size_t shell_output_cap_bytes = 16384;

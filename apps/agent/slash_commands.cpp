@@ -17,6 +17,7 @@ const std::vector<SlashCommand>& slash_commands() {
       {"clear", "", "forget the conversation"},
       {"compact", "", "summarize the conversation into one message (via the model)"},
       {"cost", "", "savings of local tokens against the cloud price table"},
+      {"doc", "<file|url> <question>", "answer a question about a document of any length: notes per page, then an answer from the notes"},
       {"edit", "<file> <instruction>", "have the model edit a file (diff shown, confirmation asked)"},
       {"good", "", "grade the last answer as good (grade log)"},
       {"help", "", "list the commands"},

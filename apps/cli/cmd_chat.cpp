@@ -25,13 +25,14 @@ namespace sniper::cli {
 namespace {
 
 // Renders a conversation without a template (models that carry none).
-std::string plain_render(const nlohmann::json& messages) {
+// add_generation_prompt: end with "Assistant:" for the reply to follow.
+std::string plain_render(const nlohmann::json& messages, bool add_generation_prompt = true) {
   std::string out;
   for (const auto& m : messages) {
     const std::string role = m["role"].get<std::string>();
     out += (role == "user" ? "User: " : role == "system" ? "System: " : "Assistant: ") + m["content"].get<std::string>() + "\n";
   }
-  return out + "Assistant:";
+  return add_generation_prompt ? out + "Assistant:" : out;
 }
 
 }  // namespace
@@ -45,7 +46,7 @@ int cmd_chat(int argc, char** argv) {
       {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints for reusing earlier turns on hybrid models (delta-net layers, sliding windows), counted in --mem; 0 = none (default auto: 8, fewer if 8 take over 1/8 of --mem)"},
       {"--help", "-h", nullptr, "show this help"},
   });
-  auto args = Args::parse("chat", argc, argv, 2, specs);
+  auto args = Args::parse("chat", argc, argv, 2, concat(specs, context_shift_flags()));
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
     print_usage("chat", "-m MODEL [--system TEXT] [sampling flags]", specs);
@@ -71,6 +72,15 @@ int cmd_chat(int argc, char** argv) {
   if (!tokenizer.ok()) return fail(tokenizer.error());
   const Tokenizer& tok = **tokenizer;
   Session& session = *loaded->session;
+  bool shift = false;
+  auto keep_arg = context_shift_from_args(*args, loaded->model->config(), &shift);
+  if (!keep_arg.ok()) return fail(keep_arg.error());
+  // With --context-shift, as llama.cpp's conversation mode (common_chat_format_single): the
+  // session holds the earlier turns, perhaps with shifted-out parts, so a new turn evaluates only
+  // the text its rendering adds to that of the conversation before it (re-rendering everything
+  // would need the dropped tokens). `seen`: a turn has been evaluated since the last reset.
+  bool seen = false;
+  int64_t n_keep = -1;  // resolved against the first turn's prompt
 
   std::optional<ChatTemplate> tmpl;
   if (!loaded->model->chat_template().empty()) {
@@ -91,26 +101,39 @@ int cmd_chat(int argc, char** argv) {
     if (line == "/quit" || line == "/exit") break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    std::string prompt;
-    if (tmpl) {
+    auto render = [&](const nlohmann::json& msgs, bool add_generation_prompt) -> Result<std::string> {
+      if (!tmpl) return plain_render(msgs, add_generation_prompt);
       auto piece = [&tok](int32_t id) { return id >= 0 ? tok.token_to_piece(id, true) : std::string(); };
-      nlohmann::json ctx = {{"messages", messages}, {"add_generation_prompt", true},
+      nlohmann::json ctx = {{"messages", msgs}, {"add_generation_prompt", add_generation_prompt},
                             {"bos_token", piece(tok.bos_id())}, {"eos_token", piece(tok.eos_id())}};
       if (args->has("--think")) ctx["enable_thinking"] = true;
       if (args->has("--no-think")) ctx["enable_thinking"] = false;
-      auto rendered = tmpl->render(ctx);
-      if (!rendered.ok()) return fail(rendered.error());
-      prompt = *rendered;
-    } else {
-      prompt = plain_render(messages);
+      return tmpl->render(ctx);
+    };
+    auto rendered = render(messages, true);
+    if (!rendered.ok()) return fail(rendered.error());
+    const std::string prompt = *rendered;
+    // With --context-shift: the conversation before this turn, as the template closes it.
+    std::string before;
+    if (shift && messages.size() > 1) {
+      auto prev = render(nlohmann::json(std::vector<nlohmann::json>(messages.begin(), messages.end() - 1)), false);
+      if (prev.ok()) before = *prev;
     }
     std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/!tmpl, /*parse_special=*/true);
     // Reuse the cached prefix; evaluate only what is new.
-    const auto& hist = session.history();
     size_t common = 0;
-    while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
-    if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
-    common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
+    if (!shift) {
+      const auto& hist = session.history();
+      while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
+      if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
+      common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
+    } else if (seen && !before.empty() && prompt.compare(0, before.size(), before) == 0) {
+      ids = tok.encode(prompt.substr(before.size()), /*add_special=*/false, /*parse_special=*/true);
+      common = 0;
+    } else {
+      (void)session.truncate(0);  // the first turn, or a conversation that no longer extends what was seen
+      if (n_keep < 0) n_keep = resolve_n_keep(*keep_arg, ids, tok.bos_id());
+    }
     std::vector<int32_t> fresh(ids.begin() + static_cast<long>(common), ids.end());
     // A hybrid session checkpoints the prompt just before its generation prompt, where the next
     // turn departs from it.
@@ -134,6 +157,19 @@ int cmd_chat(int argc, char** argv) {
     go.sampler = *sampler;
     go.draft = spec->source.get();
     go.spec = spec_req->config;
+    go.context_shift = shift;
+    go.n_keep = std::max<int64_t>(n_keep, 0);
+    // Room for the new turn: shift as often as it takes (generate() shifts once).
+    Status room = ok_status();
+    while (shift && room.ok() && !fresh.empty() && session.n_past() > go.n_keep + 1 &&
+           session.n_past() + static_cast<int64_t>(fresh.size()) >= session.n_ctx()) {
+      room = shift_full_context(session, go.n_keep);
+    }
+    if (!room.ok()) {
+      fail(room.error());
+      messages.erase(messages.end() - 1);
+      continue;
+    }
     std::string reply;
     auto stats = generate(session, tok, fresh, go, [&](std::string_view text) {
       reply.append(text);
@@ -143,6 +179,7 @@ int cmd_chat(int argc, char** argv) {
     });
     std::fputc('\n', stdout);
     if (!stats.ok()) {
+      seen = false;  // start over next turn
       fail(stats.error());
       messages.erase(messages.end() - 1);
       continue;
@@ -153,6 +190,7 @@ int cmd_chat(int argc, char** argv) {
                  stats->prompt_tok_s(), static_cast<long>(stats->n_gen), stats->gen_tok_s());
     if (go.draft != nullptr) std::fprintf(stderr, "[%s]\n", spec_summary(stats->spec).c_str());
     messages.push_back({{"role", "assistant"}, {"content", reply}});
+    seen = true;
   }
   return 0;
 }

@@ -13,7 +13,7 @@
 namespace sniper::cli {
 
 int cmd_run(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), {
+  const std::vector<FlagSpec> specs = concat(concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), context_shift_flags()), {
       {"--prompt", "-p", "TEXT", "prompt text"},
       {"--file", "-f", "PATH", "read the prompt from a file"},
       {"--n-predict", "-n", "N", "tokens to generate, -1 = until end of text (default 128)"},
@@ -59,6 +59,9 @@ int cmd_run(int argc, char** argv) {
   go.stop_at_eog = !args->has("--ignore-eos");
   go.draft = spec->source.get();
   go.spec = spec_req->config;
+  auto keep = context_shift_from_args(*args, loaded->model->config(), &go.context_shift);
+  if (!keep.ok()) return fail(keep.error());
+  go.n_keep = resolve_n_keep(*keep, ids, tok.bos_id());
   if (!args->has("--no-echo")) {
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
@@ -71,9 +74,11 @@ int cmd_run(int argc, char** argv) {
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (!stats.ok()) return fail(stats.error());
-  std::fprintf(stderr, "prompt: %ld tok, %.2f tok/s | generation: %ld tok, %.2f tok/s | peak RSS: %.1f MiB\n",
+  std::fprintf(stderr, "prompt: %ld tok, %.2f tok/s | generation: %ld tok, %.2f tok/s | peak RSS: %.1f MiB",
                static_cast<long>(stats->n_prompt), stats->prompt_tok_s(), static_cast<long>(stats->n_gen),
                stats->gen_tok_s(), static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
+  if (go.context_shift) std::fprintf(stderr, " | context shifts: %ld", static_cast<long>(stats->n_shifts));
+  std::fputc('\n', stderr);
   if (go.draft != nullptr) std::fprintf(stderr, "%s\n", spec_summary(stats->spec).c_str());
   return 0;
 }

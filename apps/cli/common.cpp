@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "common.h"
 
+#include "model/context_shift.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,6 +52,21 @@ std::vector<FlagSpec> sampling_flags() {
       {"--presence-penalty", nullptr, "X", "presence penalty (default 0)"},
       {"--frequency-penalty", nullptr, "X", "frequency penalty (default 0)"},
   };
+}
+
+std::vector<FlagSpec> context_shift_flags() {
+  return {
+      {"--context-shift", nullptr, nullptr, "when the context is full, keep the first --keep tokens, drop half of the rest and go on (llama.cpp's context shift; off: a full context ends generation)"},
+      {"--keep", nullptr, "N", "tokens of the prompt kept by --context-shift, plus BOS; -1 = the whole prompt (default 0)"},
+  };
+}
+
+Result<int64_t> context_shift_from_args(const Args& args, const ModelConfig& config, bool* on) {
+  *on = args.has("--context-shift");
+  auto keep = args.get_int("--keep", 0, -1, int64_t{1} << 24);
+  if (!keep.ok()) return keep.error();
+  if (*on) SNIPER_TRY(context_shift_support(config));
+  return *keep;
 }
 
 std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec>& b) {

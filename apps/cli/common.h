@@ -17,6 +17,8 @@ namespace sniper::cli {
 std::vector<FlagSpec> model_flags();
 // --temp, --seed, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty
 std::vector<FlagSpec> sampling_flags();
+// --context-shift, --keep
+std::vector<FlagSpec> context_shift_flags();
 std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec>& b);
 
 struct Loaded {
@@ -37,6 +39,11 @@ Result<SamplerConfig> sampler_from_args(const Args& args);
 Result<KvConfig> kv_config_from_args(const Args& args);
 // "KEEP:WINDOW" or "auto" (keep half the active experts, window twice as many).
 Result<RoutingBias> parse_routing_bias(const std::string& text, const ModelConfig& config);
+
+// --context-shift and --keep N (-1 = the whole prompt) into `go` (the raw --keep; callers
+// resolve it against their prompt with resolve_n_keep). Refuses --context-shift for a model
+// whose state cannot shift (context_shift_support). Errors name the flag and the value.
+[[nodiscard]] Result<int64_t> context_shift_from_args(const Args& args, const ModelConfig& config, bool* on);
 
 // Reads a whole file; an Error names the path.
 Result<std::string> read_file(const std::string& path);

@@ -2,6 +2,9 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <limits>
+
+#include "engine/generate.h"
 
 namespace sniper::server {
 
@@ -199,6 +202,7 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
       slot.spec.emplace(std::move(spec).value());
       slot.result.speculative = true;
     }
+    slot.n_keep = resolve_n_keep(options_.n_keep, j.prompt, tokenizer_.bos_id());
   }
 }
 
@@ -228,7 +232,9 @@ void Scheduler::advance(Slot& slot) {
   }
   const int32_t n_vocab = static_cast<int32_t>(model_.config().vocab_size);
   if (slot.spec && slot.pending >= 0) return advance_speculative(slot);
-  GeneratorStep step = slot.generator->step(session.last_logits().data(), n_vocab, session.n_past(), session.n_ctx());
+  // With context shift the context never ends generation.
+  const int64_t n_ctx = options_.context_shift ? std::numeric_limits<int64_t>::max() : session.n_ctx();
+  GeneratorStep step = slot.generator->step(session.last_logits().data(), n_vocab, session.n_past(), n_ctx);
   if (!step.text.empty()) {
     if (slot.result.ttft_ms < 0) slot.result.ttft_ms = ms_since(slot.t_start);
     j.push_text(step.text);
@@ -244,7 +250,9 @@ void Scheduler::advance(Slot& slot) {
   }
   const int32_t next[1] = {step.token};
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = session.eval(next);
+  Status st = ok_status();
+  if (options_.context_shift && session.n_past() + 1 >= session.n_ctx()) st = shift_full_context(session, slot.n_keep);
+  if (st.ok()) st = session.eval(next);
   slot.result.decode_ms += ms_since(t0);
   if (!st.ok()) return finish(slot, st.error().message, 500);
 }

@@ -41,6 +41,10 @@ struct SchedulerOptions {
   uint64_t model_fingerprint = 0;
   int64_t spec_ngram_size = 0;  // > 0: each generate job decodes speculatively with n-gram lookup
   SpecConfig spec;              // with spec_ngram_size (engine/speculative.h)
+  // --context-shift / --keep (engine/generate.h): a slot whose context fills keeps the first
+  // n_keep tokens of its prompt (resolve_n_keep) and drops half of the rest instead of ending.
+  bool context_shift = false;
+  int64_t n_keep = 0;
 };
 
 class Scheduler {
@@ -71,6 +75,7 @@ class Scheduler {
     std::vector<int32_t> to_eval;  // prompt tokens still to evaluate
     size_t eval_pos = 0;
     size_t checkpoint_at = 0;      // 0, or the to_eval index after which to take a state checkpoint
+    int64_t n_keep = 0;            // context shift: tokens kept at the start (resolved for this prompt)
     bool decoding = false;
     JobResult result;
     std::chrono::steady_clock::time_point t_start;

@@ -19,8 +19,9 @@
 
 #include "base/memory_limit.h"
 #include "cli/common.h"
-#include "cli/spec_args.h"
 #include "cli/hub_model.h"
+#include "cli/spec_args.h"
+#include "model/context_shift.h"
 #include "server/http_server.h"
 #include "server/model_sources.h"
 #include "server/server_context.h"
@@ -29,7 +30,7 @@ namespace sniper::server {
 
 int serve_main(int argc, char** argv) {
   using cli::FlagSpec;
-  const std::vector<FlagSpec> specs = cli::concat(cli::concat(cli::model_flags(), cli::spec_flags()), {
+  const std::vector<FlagSpec> specs = cli::concat(cli::concat(cli::concat(cli::model_flags(), cli::spec_flags()), cli::context_shift_flags()), {
       {"--host", nullptr, "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the server to the network)"},
       {"--port", nullptr, "N", "port (default 8000; 0 = pick a free port)"},
       {"--api-key", nullptr, "KEY", "require 'Authorization: Bearer KEY' on every request except GET / and /health"},
@@ -157,15 +158,24 @@ int serve_main(int argc, char** argv) {
   lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them
   lo->n_checkpoints = *checkpoints;  // and its checkpoints (none for a model that can rewind)
   if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
+  so.context_shift = args->has("--context-shift");
+  auto keep = args->get_int("--keep", 0, -1, int64_t{1} << 24);
+  if (!keep.ok()) return cli::fail(keep.error());
+  so.n_keep = *keep;
+  if (so.context_shift && spec->enabled()) {
+    return cli::fail(make_error("--context-shift with speculative decoding (--spec-type) is not supported: drop one of them"));
+  }
   po.mem_bytes = lo->mem_bytes;
   const std::string routing_bias = args->get_string("--routing-bias");
   // Loads one model for a budget (the pool's share of --mem, or all of it when pinned).
   const ModelLoadOptions base_lo = *lo;
-  ModelFileLoader loader = [base_lo, routing_bias](const ModelSource& source, uint64_t mem_bytes,
-                                                   SessionOptions* session) -> Result<std::unique_ptr<Model>> {
+  const bool context_shift = so.context_shift;
+  ModelFileLoader loader = [base_lo, routing_bias, context_shift](const ModelSource& source, uint64_t mem_bytes,
+                                                                  SessionOptions* session) -> Result<std::unique_ptr<Model>> {
     ModelLoadOptions o = base_lo;
     o.mem_bytes = mem_bytes;
     SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(source.path, o));
+    if (context_shift) SNIPER_TRY(context_shift_support(model->config()));  // refuses recurrent / sliding models
     session->n_checkpoints = model->plan().n_checkpoints;
     if (!routing_bias.empty()) {
       SNIPER_ASSIGN_OR_RETURN(session->routing_bias, cli::parse_routing_bias(routing_bias, model->config()));

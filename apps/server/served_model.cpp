@@ -31,6 +31,8 @@ Result<std::unique_ptr<ServedModel>> ServedModel::create(std::string id, Model* 
   so.model_fingerprint = m->fingerprint;
   so.spec_ngram_size = options.spec_ngram_size;
   so.spec = options.spec;
+  so.context_shift = options.context_shift;
+  so.n_keep = options.n_keep;
   SNIPER_ASSIGN_OR_RETURN(m->scheduler, Scheduler::create(*m->model, tok, so, metrics));
   return m;
 }

@@ -30,6 +30,8 @@ struct ServerOptions {
   SessionOptions session;               // per slot
   int64_t spec_ngram_size = 0;          // > 0: speculative decoding with n-gram lookup of this size, per slot
   SpecConfig spec;                      // with spec_ngram_size
+  bool context_shift = false;           // --context-shift: slots go on past a full context
+  int64_t n_keep = 0;                   // --keep: prompt tokens a context shift keeps (-1 = all)
   std::string model_id;                 // empty: the model file's base name without ".gguf"
 };
 

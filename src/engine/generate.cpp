@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "engine/generate.h"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 
 #include "engine/generator.h"
+#include "model/context_shift.h"
 
 namespace sniper {
 
@@ -13,6 +16,22 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
+
+int64_t resolve_n_keep(int64_t keep, std::span<const int32_t> prompt, int32_t bos_id) {
+  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  if (keep < 0 || keep > n_prompt) return n_prompt;
+  const bool bos = !prompt.empty() && bos_id >= 0 && prompt[0] == bos_id;
+  return std::min(keep + (bos ? 1 : 0), n_prompt);
+}
+
+Status shift_full_context(Session& session, int64_t n_keep) {
+  const int64_t n_discard = (session.n_past() - n_keep) / 2;
+  if (n_discard < 1) {
+    return make_error("context full (%ld tokens) and --keep keeps %ld of them: nothing left to discard for the context "
+                      "shift (lower --keep or raise --ctx)", static_cast<long>(session.n_past()), static_cast<long>(n_keep));
+  }
+  return session.shift_context(n_keep, n_discard);
+}
 
 Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                                const GenerateOptions& options, const TextCallback& on_text) {
@@ -31,7 +50,21 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
   GenerateStats stats;
   stats.n_prompt = static_cast<int64_t>(prompt.size());
   gen.accept_prompt(prompt);
+  if (options.context_shift) {
+    SNIPER_TRY(context_shift_support(session.model().config()));
+    if (spec) {
+      return make_error("--context-shift with speculative decoding is not supported: drop one of them (a verification "
+                        "batch would have to be shifted mid-round)");
+    }
+  }
   const auto t0 = std::chrono::steady_clock::now();
+  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  // llama.cpp shifts once when what it is about to evaluate reaches the end of the context.
+  if (options.context_shift && n_prompt > 0 && session.n_past() + n_prompt >= session.n_ctx() &&
+      session.n_past() > options.n_keep + 1) {
+    SNIPER_TRY(shift_full_context(session, options.n_keep));
+    ++stats.n_shifts;
+  }
   if (!prompt.empty()) SNIPER_TRY(session.eval(prompt));
   stats.prompt_ms = ms_since(t0);
   if (session.n_past() == 0) return make_error("nothing to generate from: the prompt is empty");
@@ -39,6 +72,8 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
   const auto t_gen = std::chrono::steady_clock::now();
   const int32_t n_vocab = static_cast<int32_t>(session.model().config().vocab_size);
   bool first_text = true;
+  // With context shift the context never ends generation.
+  const int64_t gen_ctx = options.context_shift ? std::numeric_limits<int64_t>::max() : session.n_ctx();
   // Returns false when generation is over (done or cancelled).
   auto emit = [&](const GeneratorStep& step) {
     if (!step.text.empty()) {
@@ -57,10 +92,14 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
     }
     return true;
   };
-  GeneratorStep step = gen.step(session.last_logits().data(), n_vocab, session.n_past(), session.n_ctx());
+  GeneratorStep step = gen.step(session.last_logits().data(), n_vocab, session.n_past(), gen_ctx);
   bool going = emit(step);
   int32_t pending = step.token;
   while (going) {
+    if (options.context_shift && session.n_past() + 1 >= session.n_ctx()) {
+      SNIPER_TRY(shift_full_context(session, options.n_keep));
+      ++stats.n_shifts;
+    }
     const auto t_step = std::chrono::steady_clock::now();
     const int64_t n_past_before = session.n_past();
     if (spec) {
@@ -72,7 +111,7 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
     } else {
       const int32_t next[1] = {pending};
       SNIPER_TRY(session.eval(next));
-      step = gen.step(session.last_logits().data(), n_vocab, session.n_past(), session.n_ctx());
+      step = gen.step(session.last_logits().data(), n_vocab, session.n_past(), gen_ctx);
       pending = step.token;
       going = emit(step);
     }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,11 @@ struct GenerateOptions {
   std::vector<std::string> stop; // stop strings (not emitted)
   DraftSource* draft = nullptr;  // non-null: speculative decoding (engine/speculative.h)
   SpecConfig spec;               // with `draft`
+  // --context-shift (llama.cpp's semantics, shift_full_context): when the next token would
+  // fill the context, keep the first n_keep tokens (resolve_n_keep) and drop half of the rest,
+  // so generation goes on past the context. Off: a full context ends generation ("context").
+  bool context_shift = false;
+  int64_t n_keep = 0;
 };
 
 struct GenerateStats {
@@ -37,9 +43,19 @@ struct GenerateStats {
   double ttft_ms = 0;            // prompt evaluation to first token text
   std::string finish_reason;     // "length", "stop", "eog", "context", "cancelled"
   SpecStats spec;                // with a draft source: drafted / accepted tokens, rounds
+  int64_t n_shifts = 0;          // context shifts done (GenerateOptions::context_shift)
   double prompt_tok_s() const { return prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0; }
   double gen_tok_s() const { return decode_ms > 0 ? n_decode * 1000.0 / decode_ms : 0; }
 };
+
+// llama.cpp's --keep: keep < 0 or more than the prompt keeps the whole prompt; otherwise keep
+// tokens plus the BOS token when the prompt starts with one (llama.cpp adds add_bos).
+int64_t resolve_n_keep(int64_t keep, std::span<const int32_t> prompt, int32_t bos_id);
+
+// llama.cpp's context shift when the context is full (tools/completion): n_discard =
+// (n_past - n_keep) / 2 tokens after the first n_keep are forgotten (Session::shift_context).
+// Errors: nothing to discard (n_keep covers the context), or a model that cannot shift.
+[[nodiscard]] Status shift_full_context(Session& session, int64_t n_keep);
 
 // Receives text as it becomes valid UTF-8; return false to stop generating.
 using TextCallback = std::function<bool(std::string_view text)>;

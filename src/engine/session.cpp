@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "model/context_shift.h"
 
 namespace sniper {
 
@@ -105,6 +106,19 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
   if (all_logits != nullptr) {
     std::memcpy(last_logits_.data(), all_logits->data() + static_cast<size_t>(n - 1) * vocab, vocab * sizeof(float));
   }
+  return ok_status();
+}
+
+Status Session::shift_context(int64_t n_keep, int64_t n_discard) {
+  SNIPER_TRY(context_shift_support(model_.config()));
+  if (n_keep < 0 || n_discard < 1 || n_keep + n_discard > n_past()) {
+    return make_error("context shift keeps %ld tokens and discards %ld, but the context holds %ld (need keep >= 0, "
+                      "discard >= 1, keep + discard <= %ld)", static_cast<long>(n_keep), static_cast<long>(n_discard),
+                      static_cast<long>(n_past()), static_cast<long>(n_past()));
+  }
+  ::sniper::shift_context(model_.config(), model_.weights(), *state_, n_keep, n_discard, n_past(), pool_);
+  history_.erase(history_.begin() + n_keep, history_.begin() + n_keep + n_discard);
+  if (checkpoints_) checkpoints_->clear();  // positions moved: no checkpoint describes the state any more
   return ok_status();
 }
 

@@ -66,6 +66,12 @@ class Session {
   // rewound), or 0 without one (the session starts over). The caller re-evaluates the tokens
   // from the returned position on. Keeping every token (n >= n_past()) always works.
   [[nodiscard]] int64_t truncate(int64_t n);
+  // Context shift (llama.cpp's --context-shift, model/context_shift.h): forgets the tokens at
+  // positions [n_keep, n_keep + n_discard) and moves the later ones down, their keys re-rotated
+  // to the new positions. Errors (nothing changes): a model whose state cannot be shifted
+  // (context_shift_support), or n_keep < 0, n_discard < 1 or n_keep + n_discard > n_past(),
+  // with the numbers. last_logits() stays those of the last token evaluated.
+  [[nodiscard]] Status shift_context(int64_t n_keep, int64_t n_discard);
   // What truncate(n) would keep, without changing anything.
   int64_t reusable_prefix(int64_t n) const;
   // Takes a checkpoint after the n_past() tokens evaluated so far (when checkpoints are on, the

@@ -47,6 +47,17 @@ size_t v_layer_bytes_for(int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim, co
   return sizeof(fp16_t) * static_cast<size_t>(n_kv_heads * head_dim * row);
 }
 
+// ggml's CPU from_float of each type: f16 / bf16 conversion, q8_0's row quantizer (the same
+// bytes as its activation quantizer, the SIMD one here), the other block types' _ref
+// quantizers (ggml's quantize_row_q4_0 etc. call the _ref ones).
+void from_float(GgmlType type, const float* src, uint8_t* dst, int64_t n) {
+  if (type == GgmlType::kF16 || type == GgmlType::kQ8_0) {
+    get_kernels(type).quantize_act(src, dst, n);
+  } else {
+    quantize_row_ref(type, src, dst, n);
+  }
+}
+
 }  // namespace
 
 bool KvConfig::flash() const {
@@ -166,16 +177,6 @@ KvCache::~KvCache() {
 void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float* v) {
   if (ring_) pos %= n_ctx_;
   DCHECK(layer_idx >= 0 && layer_idx < n_layers_ && pos >= 0 && pos < n_ctx_);
-  // ggml's CPU from_float of each type: f16 / bf16 conversion, q8_0's row quantizer (the same
-  // bytes as its activation quantizer, the SIMD one here), the other block types' _ref
-  // quantizers (ggml's quantize_row_q4_0 etc. call the _ref ones).
-  const auto from_float = [](GgmlType type, const float* src, uint8_t* dst, int64_t n) {
-    if (type == GgmlType::kF16 || type == GgmlType::kQ8_0) {
-      get_kernels(type).quantize_act(src, dst, n);
-    } else {
-      quantize_row_ref(type, src, dst, n);
-    }
-  };
   const int64_t hd = layout_.head_dim;
   const size_t layer = layer_bytes_ * static_cast<size_t>(layer_idx);
   const size_t v_layer = v_layer_bytes_ * static_cast<size_t>(layer_idx);
@@ -212,6 +213,49 @@ void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float*
   for (int64_t i = 0; i < n_kv_heads_ * hd; ++i) {
     const uint16_t h = bf16 ? fp32_to_bf16(v[i]) : fp32_to_fp16(v[i]);
     std::memcpy(vt + layout_.vt_row_bytes * static_cast<size_t>(i), &h, sizeof(h));
+  }
+}
+
+void KvCache::shift_head(int64_t layer_idx, int64_t head, const KvShift& s) {
+  const int64_t hd = layout_.head_dim;
+  CHECK(!ring_, "context shift of a ring cache");
+  CHECK(layer_idx >= 0 && layer_idx < n_layers_ && head >= 0 && head < n_kv_heads_, "shift_head(%ld, %ld)",
+        static_cast<long>(layer_idx), static_cast<long>(head));
+  CHECK(s.n_keep >= 0 && s.n_discard >= 1 && s.n_keep + s.n_discard <= s.n_past && s.n_past <= n_ctx_,
+        "context shift keep %ld discard %ld of %ld (n_ctx %ld)", static_cast<long>(s.n_keep),
+        static_cast<long>(s.n_discard), static_cast<long>(s.n_past), static_cast<long>(n_ctx_));
+  CHECK(s.n_rot >= 0 && s.n_rot % 2 == 0 && s.n_rot <= hd && hd <= kMaxRotatedHead && s.cos != nullptr && s.sin != nullptr,
+        "context shift n_rot %ld of head_dim %ld", static_cast<long>(s.n_rot), static_cast<long>(hd));
+  const int64_t first_moved = s.n_keep + s.n_discard, n_moved = s.n_past - first_moved;
+  // K: to f32 (the whole cache when quantized, as ggml_cast does), un-rotate, rope, rotate, back
+  // to the cache type. Rows go up in position, so a row is read before anything lands on it.
+  uint8_t* k_head = k_ + layer_bytes_ * static_cast<size_t>(layer_idx) + layout_.head_stride * static_cast<size_t>(head);
+  const size_t kr = layout_.row_bytes;
+  float tmp[kMaxRotatedHead];
+  const auto reencode = [&](int64_t from, int64_t to, bool rope) {
+    dequantize_row_ref(layout_.k_type, k_head + kr * static_cast<size_t>(from), tmp, hd);
+    if (layout_.k_rot > 0) hadamard_rotate(tmp, hd, layout_.k_rot);
+    if (rope) rope_apply(tmp, 1, hd, s.n_rot, s.style, s.cos, s.sin);
+    if (layout_.k_rot > 0) hadamard_rotate(tmp, hd, layout_.k_rot);
+    from_float(layout_.k_type, tmp, k_head + kr * static_cast<size_t>(to), hd);
+  };
+  if (kv_type_quantized(config_.k)) {
+    for (int64_t p = 0; p < s.n_keep; ++p) reencode(p, p, false);
+  }
+  for (int64_t p = first_moved; p < s.n_past; ++p) reencode(p, p - s.n_discard, true);
+  // V: the same positions' bytes, moved down.
+  const size_t v_layer = v_layer_bytes_ * static_cast<size_t>(layer_idx);
+  if (!layout_.v_transposed) {
+    uint8_t* v_head = v_ + v_layer + layout_.v_head_stride * static_cast<size_t>(head);
+    const size_t vr = layout_.v_row_bytes;
+    std::memmove(v_head + vr * static_cast<size_t>(s.n_keep), v_head + vr * static_cast<size_t>(first_moved),
+                 vr * static_cast<size_t>(n_moved));
+    return;
+  }
+  for (int64_t i = head * hd; i < (head + 1) * hd; ++i) {
+    uint8_t* row = v_ + v_layer + layout_.vt_row_bytes * static_cast<size_t>(i);
+    std::memmove(row + sizeof(fp16_t) * static_cast<size_t>(s.n_keep), row + sizeof(fp16_t) * static_cast<size_t>(first_moved),
+                 sizeof(fp16_t) * static_cast<size_t>(n_moved));
   }
 }
 

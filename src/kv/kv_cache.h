@@ -15,6 +15,13 @@
 // un-rotates its output to match. KvConfig::rotate = false turns it off (LLAMA_ATTN_ROT_DISABLE).
 // A ring cache (create(..., ring = true)) keeps the last n_ctx positions of a longer sequence:
 // position p lives in row p % n_ctx (a sliding-window layer's state, see kv/sequence_state.h).
+// Context shift (shift_head): positions [n_keep + n_discard, n_past) move down to [n_keep, ..),
+// V as bytes, K re-rotated by the rope of -n_discard as llama.cpp's K-shift does it
+// (llama-kv-cache.cpp build_rope_shift): f16 / bf16 K is converted to f32, roped and converted
+// back; a quantized K is dequantized, un-rotated (Hadamard), roped, rotated and quantized again,
+// and that round trip also runs on the kept rows [0, n_keep) with a rope of 0 (llama.cpp ropes
+// the whole cache, every kept cell by its shift of 0). Unlike llama.cpp's cells, which stay
+// where they are with new positions, the rows are compacted so that row = position still holds.
 // Saved contexts use a layout-independent order (save_layer / load_layer). All memory is
 // allocated in the constructor; nothing allocates per token. Thread-compatible; distinct
 // positions may be written concurrently.
@@ -28,6 +35,7 @@
 
 #include "base/result.h"
 #include "kernels/attention.h"
+#include "kernels/ops.h"
 
 namespace sniper {
 
@@ -68,6 +76,17 @@ std::string kv_config_name(const KvConfig& config);
 [[nodiscard]] Status validate_kv_config(const KvConfig& config);
 [[nodiscard]] Status validate_kv_head_dim(const KvConfig& config, int64_t head_dim);
 
+// One context shift (KvCache::shift_head): the positions and the rope of -n_discard.
+struct KvShift {
+  int64_t n_keep = 0;     // positions [0, n_keep) stay
+  int64_t n_discard = 0;  // positions [n_keep, n_keep + n_discard) are forgotten
+  int64_t n_past = 0;     // positions [n_keep + n_discard, n_past) move down by n_discard
+  int64_t n_rot = 0;      // rotated dims of each head (<= head_dim, even)
+  RopeStyle style = RopeStyle::kNorm;
+  const float* cos = nullptr;  // [n_rot / 2] rope_angles(-n_discard, ...)
+  const float* sin = nullptr;  // [n_rot / 2]
+};
+
 class KvCache {
  public:
   // Validates the config and shape (validate_kv_config, validate_kv_head_dim) and allocates.
@@ -85,6 +104,12 @@ class KvCache {
   // Converts and stores k, v ([n_kv_heads * head_dim] f32) at (layer_idx, pos) (row pos % n_ctx
   // of a ring), rotated first where the layout says so (k and v are not modified).
   void store(int64_t layer_idx, int64_t pos, const float* k, const float* v);
+
+  // Applies `shift` (see the file comment) to kv head `head` of layer layer_idx, K and V.
+  // Preconditions (CHECKed): not a ring; 0 <= n_keep, n_discard >= 1, n_keep + n_discard <=
+  // n_past <= n_ctx; n_rot even and <= head_dim. Distinct (layer, head) pairs may be shifted
+  // concurrently; nothing allocates.
+  void shift_head(int64_t layer_idx, int64_t head, const KvShift& shift);
 
   // One layer's K and V in the layout() form (what attend_group reads).
   const uint8_t* k_rows(int64_t layer_idx) const { return k_ + layer_bytes_ * static_cast<size_t>(layer_idx); }

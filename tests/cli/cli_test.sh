@@ -104,6 +104,18 @@ grep -q "^roofline pairs   4 tokens" "$tmp/bench" && pass || fail "bench: no pai
 expect_error "quantized V without flash attention" "needs flash attention" "$bin" run -m "$tmp/s.gguf" -p hi -ctv q8_0 -fa off
 expect_error "unknown cache type" "must be one of" "$bin" run -m "$tmp/s.gguf" -p hi -ctk q3_k
 
+# 6b. Context shift: generation goes past --ctx (llama.cpp's --context-shift); off, it ends at the context.
+"$bin" run -m "$shared/models/stories260K.gguf" -p "Once upon a time" --ctx 64 -n 300 --ignore-eos --context-shift --keep 2 \
+  --no-echo --temp 0 -t 1 >"$tmp/shift.out" 2>"$tmp/shift.err" \
+  && grep -q "generation: 300 tok" "$tmp/shift.err" && grep -q "context shifts: 9" "$tmp/shift.err" && pass \
+  || fail "run --context-shift: $(tail -2 "$tmp/shift.err")"
+"$bin" run -m "$shared/models/stories260K.gguf" -p "Once upon a time" --ctx 64 -n 300 --ignore-eos --no-echo --temp 0 -t 1 \
+  >/dev/null 2>"$tmp/noshift.err" && grep -q "generation: 60 tok" "$tmp/noshift.err" && pass \
+  || fail "run without --context-shift should stop at the context: $(tail -1 "$tmp/noshift.err")"
+expect_error "context shift on a recurrent model" "recurrent state" "$bin" run -m "$shared/models/syn-qwen35-small.gguf" -p hi --context-shift
+expect_error "context shift on sliding windows" "sliding window" "$bin" run -m "$shared/models/syn-gemma4e-small.gguf" -p hi --context-shift
+expect_error "bad --keep" "--keep" "$bin" run -m "$shared/models/stories260K.gguf" -p hi --context-shift --keep -2
+
 # 7. Bad input.
 expect_error "missing model file" "no-such.gguf" "$bin" run -m "$tmp/no-such.gguf" -p hi
 expect_error "no model flag" "-m" "$bin" run -p hi

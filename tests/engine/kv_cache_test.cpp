@@ -16,6 +16,7 @@
 
 #include "base/fp16.h"
 #include "kernels/hadamard.h"
+#include "kernels/ops.h"
 #include "quant/quant.h"
 
 namespace sniper {
@@ -209,6 +210,128 @@ TEST(KvCache, HadamardIsOrthonormalAndMatchesTheMatrix) {
     }
     hadamard_rotate(y.data(), 2 * n, n);
     for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace sniper
+
+namespace sniper {
+namespace {
+
+// Decodes head h of position q from a save_layer buffer of n positions into f32, un-rotated.
+std::vector<float> saved_k_head(const KvCache& kv, const std::vector<uint8_t>& saved, int64_t q, int64_t h) {
+  const AttentionLayout& lay = kv.layout();
+  std::vector<float> out(kHd);
+  dequantize_row_ref(lay.k_type, saved.data() + kv.position_bytes() * q + lay.head_bytes * h, out.data(), kHd);
+  if (lay.k_rot > 0) hadamard_rotate(out.data(), kHd, lay.k_rot);
+  return out;
+}
+
+// The V bytes of position q (every head, in save order) from a save_layer buffer of n positions.
+std::vector<uint8_t> saved_v(const KvCache& kv, const std::vector<uint8_t>& saved, int64_t n, int64_t q) {
+  const size_t v_state = kv.position_bytes() * n;
+  if (!kv.layout().v_transposed) {
+    const uint8_t* p = saved.data() + v_state + kv.v_position_bytes() * q;
+    return std::vector<uint8_t>(p, p + kv.v_position_bytes());
+  }
+  std::vector<uint8_t> out;
+  for (int64_t r = 0; r < kHeads * kHd; ++r) {
+    const uint8_t* p = saved.data() + v_state + sizeof(fp16_t) * (r * n + q);
+    out.insert(out.end(), p, p + sizeof(fp16_t));
+  }
+  return out;
+}
+
+double sq_err(const std::vector<float>& a, const float* b, double* den) {
+  double num = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    *den += static_cast<double>(b[i]) * b[i];
+  }
+  return num;
+}
+
+// Context shift (KvCache::shift_head): keys stored roped at position p and shifted by -d decode
+// to what storing them roped at p - d gives, within twice the type's own rounding (a moved key
+// is converted twice, llama.cpp's K-shift); kept keys keep their bytes (f16, bf16) or, for a
+// quantized K that llama.cpp dequantizes and quantizes again, their values within that
+// rounding; V bytes move unchanged; both rope styles.
+TEST_P(KvCacheTest, ShiftRotatesMovedKeysKeepsTheRestAndMovesValues) {
+  const KvConfig config = GetParam();
+  for (RopeStyle style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
+    auto made = KvCache::create(kLayers, kCtx, kHeads, kHd, config);
+    ASSERT_TRUE(made.ok()) << made.error().message;
+    KvCache& kv = **made;
+    const int64_t n_past = 31, keep = 5, discard = 10, width = kHeads * kHd, half = kHd / 2;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> raw(static_cast<size_t>(kLayers * n_past * width)), v(raw.size());
+    for (float& x : raw) x = dist(rng);
+    for (float& x : v) x = dist(rng);
+    auto at = [&](int64_t l, int64_t p) { return static_cast<size_t>((l * n_past + p) * width); };
+    // K of (layer, position p) roped at position `pos`.
+    auto roped = [&](int64_t l, int64_t p, int64_t pos) {
+      std::vector<float> cos(half), sin(half);
+      rope_angles(pos, kHd, 10000.0f, 1.0f, nullptr, cos.data(), sin.data());
+      std::vector<float> k(raw.begin() + at(l, p), raw.begin() + at(l, p) + width);
+      rope_apply(k.data(), kHeads, kHd, kHd, style, cos.data(), sin.data());
+      return k;
+    };
+    for (int64_t l = 0; l < kLayers; ++l) {
+      for (int64_t p = 0; p < n_past; ++p) kv.store(l, p, roped(l, p, p).data(), v.data() + at(l, p));
+    }
+    std::vector<std::vector<uint8_t>> before(kLayers, std::vector<uint8_t>(kv.saved_bytes(n_past)));
+    for (int64_t l = 0; l < kLayers; ++l) kv.save_layer(l, n_past, before[l].data());
+
+    std::vector<float> cos(half), sin(half);
+    rope_angles(-discard, kHd, 10000.0f, 1.0f, nullptr, cos.data(), sin.data());
+    const KvShift shift{.n_keep = keep, .n_discard = discard, .n_past = n_past, .n_rot = kHd, .style = style,
+                        .cos = cos.data(), .sin = sin.data()};
+    for (int64_t l = 0; l < kLayers; ++l) {
+      for (int64_t h = 0; h < kHeads; ++h) kv.shift_head(l, h, shift);
+    }
+    const int64_t n_after = n_past - discard;
+    // The same keys stored fresh at the new positions: the baseline rounding of the type.
+    auto fresh_made = KvCache::create(kLayers, kCtx, kHeads, kHd, config);
+    ASSERT_TRUE(fresh_made.ok());
+    KvCache& fresh = **fresh_made;
+    for (int64_t l = 0; l < kLayers; ++l) {
+      for (int64_t q = keep; q < n_after; ++q) fresh.store(l, q, roped(l, q + discard, q).data(), v.data() + at(l, q + discard));
+    }
+    double shifted_num = 0, shifted_den = 0, fresh_num = 0, fresh_den = 0, kept_num = 0, kept_den = 0;
+    double stale_num = 0, stale_den = 0;
+    for (int64_t l = 0; l < kLayers; ++l) {
+      std::vector<uint8_t> after(kv.saved_bytes(n_after)), fresh_saved(kv.saved_bytes(n_after));
+      kv.save_layer(l, n_after, after.data());
+      fresh.save_layer(l, n_after, fresh_saved.data());
+      for (int64_t q = 0; q < n_after; ++q) {
+        const int64_t src = q < keep ? q : q + discard;
+        ASSERT_EQ(saved_v(kv, after, n_after, q), saved_v(kv, before[l], n_past, src)) << "V l " << l << " q " << q;
+        for (int64_t h = 0; h < kHeads; ++h) {
+          const std::vector<float> k = saved_k_head(kv, after, q, h);
+          if (q < keep) {
+            const std::vector<float> k0 = saved_k_head(kv, before[l], q, h);
+            if (!kv_type_quantized(config.k)) {
+              ASSERT_EQ(0, std::memcmp(after.data() + kv.position_bytes() * q + kv.layout().head_bytes * h,
+                                       before[l].data() + kv.position_bytes() * q + kv.layout().head_bytes * h,
+                                       kv.layout().head_bytes)) << "kept K l " << l << " q " << q;
+            }
+            kept_num += sq_err(k, k0.data(), &kept_den);
+            continue;
+          }
+          const std::vector<float> exact = roped(l, src, q);
+          shifted_num += sq_err(k, exact.data() + h * kHd, &shifted_den);
+          fresh_num += sq_err(saved_k_head(fresh, fresh_saved, q, h), exact.data() + h * kHd, &fresh_den);
+          stale_num += sq_err(k, roped(l, src, src).data() + h * kHd, &stale_den);
+        }
+      }
+    }
+    const double shifted = shifted_num / shifted_den, baseline = fresh_num / fresh_den;
+    EXPECT_LE(shifted, 4.0 * baseline + 1e-12) << "style " << static_cast<int>(style);
+    EXPECT_LE(kept_num / kept_den, baseline + 1e-12);
+    // Not a copy: the moved keys really were rotated (the keys as they were are far off).
+    EXPECT_GT(stale_num / stale_den, 10.0 * baseline + 1e-3);
   }
 }
 

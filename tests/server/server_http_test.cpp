@@ -324,5 +324,28 @@ TEST(ServerAuth, ApiKeyIsRequiredExceptForUiAndHealth) {
   EXPECT_EQ(gen->status, 200) << gen->body;
 }
 
+
+// --context-shift: each slot goes on past its context (keeping the prompt's first tokens),
+// where without it the context ends the completion.
+TEST(ServerContextShift, SlotsGenerateThePastContext) {
+  for (bool shift : {true, false}) {
+    ServerOptions o;
+    o.context_shift = shift;
+    o.n_keep = 2;
+    o.n_slots = 2;
+    o.context_dir = ::testing::TempDir() + "/sniper_shift_ctx";
+    TestServer server(models_dir() + "/stories260K.gguf", o, 64);
+    ASSERT_TRUE(server.ok()) << server.error();
+    auto cli = server.client();
+    auto r = cli->Post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":200,"temperature":0,"ignore_eos":true})",
+                       "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    auto j = TJson::parse(r->body);
+    EXPECT_EQ(j["usage"]["completion_tokens"].get<int64_t>(), shift ? 200 : 60) << "shift " << shift;
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  }
+}
+
 }  // namespace
 }  // namespace sniper::server
