@@ -15,18 +15,48 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "base/memory_limit.h"
 #include "cli/common.h"
 #include "cli/hub_model.h"
 #include "cli/spec_args.h"
+#include "hub/hub_files.h"
 #include "model/context_shift.h"
 #include "server/http_server.h"
 #include "server/model_sources.h"
 #include "server/server_context.h"
 
 namespace sniper::server {
+
+namespace {
+
+// A hub reference ("owner/name[:QUANT|:FILE.gguf]") pulled into the store if needed, as -hf
+// does: the first part's path.
+Result<std::string> pull_hub_model(const std::string& ref, const cli::Args& args) {
+  cli::HubPullRequest request;
+  request.ref = ref;
+  SNIPER_ASSIGN_OR_RETURN(request.budget_bytes, resolve_memory_budget(args.get_string("--mem", "auto")));
+  request.offline_fallback = true;
+  SNIPER_ASSIGN_OR_RETURN(hub::PullResult pulled, cli::pull_with_progress(request));
+  return pulled.paths.front();
+}
+
+// --model NAME=TARGET: a TARGET that is no file on disk but reads as a hub reference (a path
+// ending in ".gguf" without ':' stays a path, so a typo gets "no file") is pulled first.
+Result<std::string> resolve_model_flag(const std::string& spec, const cli::Args& args) {
+  std::error_code ec;
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || std::filesystem::is_regular_file(spec, ec)) return spec;
+  const std::string target = spec.substr(eq + 1);
+  const bool path_like = target.size() > 5 && target.ends_with(".gguf") && target.find(':') == std::string::npos;
+  if (path_like || std::filesystem::exists(target, ec) || !hub::parse_repo_ref(target).ok()) return spec;
+  SNIPER_ASSIGN_OR_RETURN(std::string path, pull_hub_model(target, args));
+  return spec.substr(0, eq + 1) + path;
+}
+
+}  // namespace
 
 int serve_main(int argc, char** argv) {
   using cli::FlagSpec;
@@ -46,7 +76,7 @@ int serve_main(int argc, char** argv) {
       {"--max-connections", nullptr, "N", "open connections in total; more are answered 503 at once (default 1024)"},
       {"--max-connections-per-client", nullptr, "N", "open connections per client address; more are answered 503 at once (default 128)"},
       {"--alias", nullptr, "NAME", "model id to report for a single model (default: the file name without .gguf)"},
-      {"--models", nullptr, "DIR", "serve every *.gguf in DIR, named by file stem (split X-00001-of-0000N.gguf: X); -m/--model NAME=PATH may repeat and add to it"},
+      {"--models", nullptr, "DIR", "serve every *.gguf in DIR, named by file stem (split X-00001-of-0000N.gguf: X); -m/--model NAME=PATH or NAME=REPO[:QUANT] (pulled if needed) may repeat and add to it"},
       {"--max-loaded", nullptr, "N", "models in memory at once, each planned for --mem / N (default 1)"},
       {"--keep-alive", nullptr, "DURATION", "unload a model idle this long: 30s, 5m, 1h; 0 = right after its request; -1 = never (default 5m)"},
       {"--load-timeout", nullptr, "DURATION", "how long a request waits for its model to load or for room to load it (default 10m; then 503)"},
@@ -55,7 +85,7 @@ int serve_main(int argc, char** argv) {
   auto args = cli::Args::parse("serve", argc, argv, 2, specs);
   if (!args.ok()) return cli::fail(args.error());
   if (args->has("--help")) {
-    cli::print_usage("serve", "-m MODEL | --model NAME=PATH ... | --models DIR [--host 127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]", specs);
+    cli::print_usage("serve", "-m MODEL | -hf REPO[:QUANT] | --model NAME=PATH|NAME=REPO[:QUANT] ... | --models DIR [--host 127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]", specs);
     return 0;
   }
   std::vector<ModelSource> sources;
@@ -64,13 +94,15 @@ int serve_main(int argc, char** argv) {
     if (!found.ok()) return cli::fail(found.error());
     sources = std::move(found).value();
   }
-  for (const std::string& spec : args->get_all("--model")) {
-    auto src = parse_model_spec(spec);
+  for (const std::string& flag : args->get_all("--model")) {
+    auto spec = resolve_model_flag(flag, *args);
+    if (!spec.ok()) return cli::fail(spec.error());
+    auto src = parse_model_spec(*spec);
     if (!src.ok()) return cli::fail(src.error());
     sources.push_back(std::move(src).value());
   }
   if (args->has("--hf-repo")) {  // -hf REPO[:QUANT]: pulled into the store if needed, then one more source
-    auto pulled = cli::model_path_from_args(*args);
+    auto pulled = pull_hub_model(args->get_string("--hf-repo"), *args);
     if (!pulled.ok()) return cli::fail(pulled.error());
     auto src = parse_model_spec(*pulled);
     if (!src.ok()) return cli::fail(src.error());

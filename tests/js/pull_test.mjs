@@ -205,6 +205,38 @@ const expectFail = (r, re, what) => {
   console.log("ok: run -hf online and offline");
 }
 
+// 9b. serve --model NAME=REPO:QUANT pulls (here: finds in the store) and serves under NAME, beside
+// a plain -hf; a bad hub reference is the hub's error, a missing local path is "no file".
+{
+  const env = { PATH: process.env.PATH, HOME: home, SNIPER_HOME: store, HF_ENDPOINT: hub.url };
+  const p = spawn(bin, ["serve", "--model", `tiny=${REPO}:Q8_0`, "--model", `split=${REPO}:F32`, "--port", "0", "--ctx", "64"],
+                  { env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "", err = "";
+  p.stderr.on("data", (d) => (err += d));
+  const url = await new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(null), 60000);
+    p.stdout.on("data", (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+\/)/.exec(out);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    p.on("exit", () => { clearTimeout(timer); resolve(null); });
+  });
+  check(url !== null, `serve --model NAME=REPO:QUANT listens:\n${out}\n${err}`);
+  const models = await (await fetch(`${url}v1/models`)).json();
+  const ids = models.data.map((m) => m.id).sort();
+  check(JSON.stringify(ids) === JSON.stringify(["split", "tiny"]), `both hub models are served by name: ${JSON.stringify(ids)}`);
+  const reply = await fetch(`${url}v1/completions`, { method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "split", prompt: "Once upon a time", max_tokens: 2, temperature: 0 }) });
+  check(reply.status === 200, `a completion from the split hub model: ${reply.status} ${await reply.text()}`);
+  p.kill("SIGTERM");
+  await new Promise((resolve) => p.on("exit", resolve));
+  expectFail(await run(["serve", "--model", "x=test/unknown:Q8_0", "--port", "0"]), /test\/unknown/,
+             "serve --model NAME=unknown hub repository");
+  expectFail(await run(["serve", "--model", "x=missing/file.gguf", "--port", "0"]), /no file/, "serve --model NAME=missing path");
+  console.log("ok: serve --model NAME=REPO:QUANT");
+}
+
 // 10. rm a whole repository; rm of an unknown repository.
 {
   const rm = await run(["rm", REPO]);
