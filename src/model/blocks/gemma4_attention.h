@@ -44,7 +44,7 @@ class Gemma4Attention final : public MixerBlock {
   std::vector<float> att_;       // [B, q_dim]
   std::vector<float> rope_cos_;  // [B, max rope_dims / 2]
   std::vector<float> rope_sin_;
-  std::vector<float> ring_scratch_;   // per thread: window scores, a K row, a V row
+  std::vector<float> ring_scratch_;   // per thread: the window's K^T and V tiles, scores, queries, outputs
   std::vector<uint8_t> att_scratch_;  // per thread attention scratch (full layers)
 };
 
