@@ -30,28 +30,6 @@ ApiError job_error(const JobResult& r) {
   return e;
 }
 
-// Validates the model name and builds the job for `prompt`.
-std::optional<ApiError> make_job(const ServerContext& ctx, const GenerationParams& p, std::vector<int32_t> prompt,
-                                 std::shared_ptr<Job>* out) {
-  if (!p.model.empty() && p.model != ctx.model_id) {
-    ApiError e = bad_request("the model '" + p.model + "' does not exist; this server serves '" + ctx.model_id + "'",
-                             "model", "model_not_found");
-    e.status = 404;
-    return e;
-  }
-  if (auto e = check_prompt_length(ctx, prompt.size())) return e;
-  auto job = std::make_shared<Job>();
-  job->kind = JobKind::kGenerate;
-  job->generator.sampler = p.sampler;
-  job->generator.stop = p.stop;
-  job->generator.stop_at_eog = !p.ignore_eos;
-  // Capped by the context: the generator stops when the context is full ("length").
-  job->generator.n_predict = p.max_tokens;
-  job->prompt = std::move(prompt);
-  *out = std::move(job);
-  return std::nullopt;
-}
-
 void run_job(ServerContext& ctx, Endpoint endpoint, const GenerationParams& p, std::shared_ptr<Job> job,
              std::shared_ptr<Formatter> fmt, httplib::Response& res) {
   if (!ctx.scheduler->submit(job)) {
@@ -226,6 +204,29 @@ std::optional<ApiError> check_prompt_length(const ServerContext& ctx, size_t n_p
   return std::nullopt;
 }
 
+// Validates the model name and builds the job for `prompt`.
+std::optional<ApiError> make_generation_job(const ServerContext& ctx, const GenerationParams& p, std::vector<int32_t> prompt,
+                                 std::shared_ptr<Job>* out) {
+  if (!p.model.empty() && p.model != ctx.model_id) {
+    ApiError e = bad_request("the model '" + p.model + "' does not exist; this server serves '" + ctx.model_id + "'",
+                             "model", "model_not_found");
+    e.status = 404;
+    return e;
+  }
+  if (auto e = check_prompt_length(ctx, prompt.size())) return e;
+  auto job = std::make_shared<Job>();
+  job->kind = JobKind::kGenerate;
+  job->generator.sampler = p.sampler;
+  job->generator.stop = p.stop;
+  job->generator.stop_at_eog = !p.ignore_eos;
+  job->generator.grammar = p.grammar;
+  // Capped by the context: the generator stops when the context is full ("length").
+  job->generator.n_predict = p.max_tokens;
+  job->prompt = std::move(prompt);
+  *out = std::move(job);
+  return std::nullopt;
+}
+
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto fail = [&](const ApiError& e) {
     ctx.metrics.count_request(Endpoint::kChat, RequestOutcome::kError);
@@ -238,7 +239,7 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   PromptTokens prompt;
   if (auto e = chat_prompt_tokens(ctx, request, &prompt)) return fail(*e);
   std::shared_ptr<Job> job;
-  if (auto e = make_job(ctx, request.params, std::move(prompt.ids), &job)) return fail(*e);
+  if (auto e = make_generation_job(ctx, request.params, std::move(prompt.ids), &job)) return fail(*e);
   const bool tools = request.tools.is_array() && !request.tools.empty();
   auto fmt = std::make_shared<ChatFormatter>(ctx.model_id, ctx.chat_format, prompt.rendered, tools);
   run_job(ctx, Endpoint::kChat, request.params, std::move(job), std::move(fmt), res);
@@ -254,7 +255,7 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   CompletionRequest request;
   if (auto e = parse_completion_request(body, &request)) return fail(*e);
   std::shared_ptr<Job> job;
-  if (auto e = make_job(ctx, request.params, text_prompt_tokens(ctx, request.prompt), &job)) {
+  if (auto e = make_generation_job(ctx, request.params, text_prompt_tokens(ctx, request.prompt), &job)) {
     if (e->code == "context_length_exceeded") e->param = "prompt";
     return fail(*e);
   }

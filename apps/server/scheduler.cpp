@@ -219,6 +219,7 @@ void Scheduler::advance(Slot& slot) {
   slot.result.n_generated = slot.generator->n_generated();
   if (step.done) {
     slot.result.finish_reason = step.finish_reason == "eog" ? "stop" : step.finish_reason == "context" ? "length" : step.finish_reason;
+    slot.result.stop_string = step.stop_string;
     return finish(slot);
   }
   const int32_t next[1] = {step.token};

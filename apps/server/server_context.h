@@ -13,6 +13,7 @@
 #include "engine/model.h"
 #include "server/chat_format.h"
 #include "server/context_store.h"
+#include "server/keep_alive.h"
 #include "server/metrics.h"
 #include "server/openai_protocol.h"
 #include "server/scheduler.h"
@@ -32,6 +33,7 @@ struct ServerContext {
   uint64_t fingerprint = 0;
   Metrics metrics;
   std::unique_ptr<ContextStore> contexts;
+  KeepAlive keep_alive;  // Ollama's keep_alive for this model (/api/ps)
   std::unique_ptr<Scheduler> scheduler;  // last: stopped before the rest is destroyed
 };
 
@@ -50,6 +52,15 @@ void handle_context_save(ServerContext& ctx, const httplib::Request& req, httpli
 void handle_context_load(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_list(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_delete(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// ollama_routes.cpp: /api/version, /api/tags, /api/show, /api/ps, /api/chat, /api/generate.
+void handle_ollama_version(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_tags(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_show(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_ps(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_chat(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// anthropic_routes.cpp: POST /v1/messages.
+void handle_anthropic_messages(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // context_sync_routes.cpp: POST /v1/context/upload and /v1/context/download (object storage).
 void handle_context_upload(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_download(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
@@ -63,6 +74,10 @@ struct PromptTokens {
 std::optional<ApiError> chat_prompt_tokens(ServerContext& ctx, const ChatRequest& request, PromptTokens* out,
                                            bool add_generation_prompt = true);
 std::vector<int32_t> text_prompt_tokens(const ServerContext& ctx, const std::string& prompt);
+// Validates the model name (404 model_not_found unless empty or the served model) and the prompt
+// length, and builds the generation job (sampler, stops, max tokens, grammar) for `prompt`.
+std::optional<ApiError> make_generation_job(const ServerContext& ctx, const GenerationParams& p,
+                                            std::vector<int32_t> prompt, std::shared_ptr<Job>* out);
 // 400 context_length_exceeded unless 0 < n_prompt < n_ctx.
 std::optional<ApiError> check_prompt_length(const ServerContext& ctx, size_t n_prompt);
 

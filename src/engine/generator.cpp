@@ -6,13 +6,16 @@
 namespace sniper {
 
 namespace {
-// Returns the index in `text` where any stop string begins, or npos.
-size_t find_stop(const std::string& text, const std::vector<std::string>& stops) {
+// Returns the index in `text` where any stop string begins, or npos; *which is that string.
+size_t find_stop(const std::string& text, const std::vector<std::string>& stops, std::string* which) {
   size_t best = std::string::npos;
   for (const std::string& s : stops) {
     if (s.empty()) continue;
     const size_t at = text.find(s);
-    if (at < best) best = at;
+    if (at < best) {
+      best = at;
+      *which = s;
+    }
   }
   return best;
 }
@@ -113,7 +116,7 @@ GeneratorStep Generator::step(const float* logits, int32_t n_vocab, int64_t n_pa
     out.finish_reason = "eog";
   } else {
     pending_ += detok_.push(token);
-    const size_t stop_at = find_stop(pending_, options_.stop);
+    const size_t stop_at = find_stop(pending_, options_.stop, &out.stop_string);
     if (stop_at != std::string::npos) {
       pending_.resize(stop_at);
       out.text = std::move(pending_);

@@ -50,6 +50,7 @@ struct GeneratorStep {
   bool done = false;
   std::string finish_reason;   // when done: "length", "stop", "eog" or "context"
   int32_t token = -1;          // the token sampled in this step
+  std::string stop_string;     // finish_reason "stop": the stop string that matched
 };
 
 class Generator {
