@@ -205,7 +205,7 @@ std::optional<ApiError> check_prompt_length(const ServerContext& ctx, size_t n_p
 }
 
 // Validates the model name and builds the job for `prompt`.
-std::optional<ApiError> make_generation_job(const ServerContext& ctx, const GenerationParams& p, std::vector<int32_t> prompt,
+std::optional<ApiError> make_generation_job(ServerContext& ctx, const GenerationParams& p, std::vector<int32_t> prompt,
                                  std::shared_ptr<Job>* out) {
   if (!p.model.empty() && p.model != ctx.model_id) {
     ApiError e = bad_request("the model '" + p.model + "' does not exist; this server serves '" + ctx.model_id + "'",
@@ -220,6 +220,11 @@ std::optional<ApiError> make_generation_job(const ServerContext& ctx, const Gene
   job->generator.stop = p.stop;
   job->generator.stop_at_eog = !p.ignore_eos;
   job->generator.grammar = p.grammar;
+  if (p.grammar != nullptr) {
+    std::lock_guard<std::mutex> lock(ctx.grammar_vocab_mu);
+    if (ctx.grammar_vocab == nullptr) ctx.grammar_vocab = make_token_vocabulary(*ctx.tokenizer);
+    job->generator.grammar_vocab = ctx.grammar_vocab;
+  }
   // Capped by the context: the generator stops when the context is full ("length").
   job->generator.n_predict = p.max_tokens;
   job->prompt = std::move(prompt);

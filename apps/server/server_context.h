@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -34,6 +35,9 @@ struct ServerContext {
   Metrics metrics;
   std::unique_ptr<ContextStore> contexts;
   KeepAlive keep_alive;  // Ollama's keep_alive for this model (/api/ps)
+  // The tokens' bytes for grammar-constrained sampling, built on first use (make_generation_job).
+  std::mutex grammar_vocab_mu;
+  std::shared_ptr<const TokenVocabulary> grammar_vocab;
   std::unique_ptr<Scheduler> scheduler;  // last: stopped before the rest is destroyed
 };
 
@@ -76,7 +80,7 @@ std::optional<ApiError> chat_prompt_tokens(ServerContext& ctx, const ChatRequest
 std::vector<int32_t> text_prompt_tokens(const ServerContext& ctx, const std::string& prompt);
 // Validates the model name (404 model_not_found unless empty or the served model) and the prompt
 // length, and builds the generation job (sampler, stops, max tokens, grammar) for `prompt`.
-std::optional<ApiError> make_generation_job(const ServerContext& ctx, const GenerationParams& p,
+std::optional<ApiError> make_generation_job(ServerContext& ctx, const GenerationParams& p,
                                             std::vector<int32_t> prompt, std::shared_ptr<Job>* out);
 // 400 context_length_exceeded unless 0 < n_prompt < n_ctx.
 std::optional<ApiError> check_prompt_length(const ServerContext& ctx, size_t n_prompt);

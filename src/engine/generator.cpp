@@ -2,6 +2,7 @@
 #include "engine/generator.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace sniper {
 
@@ -94,11 +95,19 @@ GeneratorStep Generator::step(const float* logits, int32_t n_vocab, int64_t n_pa
     }
     token = sampler_.sample(logits, n_vocab);
     if (!constraint_->allows(token)) {
+      // Rejection first: drop the refused token and draw again (for greedy decoding and for
+      // plain temperature sampling this is exactly sampling from the masked distribution); after
+      // kMaxRejections refusals, mask the whole vocabulary (a walk of the token trie).
+      constexpr int kMaxRejections = 16;
       masked_.assign(logits, logits + n_vocab);
-      if (constraint_->mask(masked_.data(), n_vocab) == 0) {
-        return end_early("length");
+      for (int i = 0; i < kMaxRejections && !constraint_->allows(token); ++i) {
+        masked_[static_cast<size_t>(token)] = -std::numeric_limits<float>::infinity();
+        token = sampler_.sample(masked_.data(), n_vocab);
       }
-      token = sampler_.sample(masked_.data(), n_vocab);
+      if (!constraint_->allows(token)) {
+        if (constraint_->mask(masked_.data(), n_vocab) == 0) return end_early("length");
+        token = sampler_.sample(masked_.data(), n_vocab);
+      }
     }
     if (!constraint_->accept(token).ok()) {
       // Only when every allowed token's logit is NaN (the sampler then falls back to any token):

@@ -5,8 +5,8 @@
 // the start of a stop string, and says whether generation is over and which token to evaluate
 // next. It never touches the Session: the caller evaluates next_token itself.
 // With a grammar (GeneratorOptions::grammar) sampling is constrained: tokens that would leave the
-// grammar are masked (llama.cpp's order: sample first, and only when that token is not allowed
-// mask every token and sample again), end-of-generation is allowed only once the output is
+// grammar are excluded (sample first, as llama.cpp does; a refused token is dropped and the draw
+// repeated up to 16 times, then every refused token is masked at once), end-of-generation is allowed only once the output is
 // complete, and the step after a complete output with nothing allowed to follow ends generation
 // ("eog") without sampling. A token budget or the context can still cut the output short
 // ("length"/"context"); a vocabulary that cannot spell any allowed continuation ends it too

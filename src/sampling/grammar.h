@@ -106,12 +106,20 @@ class GrammarMatcher {
   // Number of live parse stacks (for tests and bounds).
   size_t n_stacks() const { return stacks_.size(); }
 
- private:
+  // Probing many continuations that share prefixes (a token trie): advance() steps a set of
+  // stacks over one byte without touching the matcher's own state; the frames it creates stay
+  // until rollback(mark) with a mark() taken before. Stacks from a rolled-back step are invalid.
   struct Top {
     int32_t pos;     // element index in the grammar (a kBytes element), or -1: the parse is complete
     int32_t parent;  // frame index in frames_, or -1
     bool operator==(const Top&) const = default;
   };
+  const std::vector<Top>& stacks() const { return stacks_; }
+  bool advance(const std::vector<Top>& from, uint8_t byte, std::vector<Top>* to) { return step(from, byte, to); }
+  size_t mark() const { return frames_.size(); }
+  void rollback(size_t mark) { frames_.resize(mark); }
+
+ private:
   struct Frame {
     int32_t pos;     // the element after the rule reference, to resume at
     int32_t parent;

@@ -109,6 +109,12 @@ class Builder {
     return string_;
   }
 
+  // A string of an unconstrained value: at most max_any_string characters.
+  int32_t free_string() {
+    if (free_string_ < 0) free_string_ = string(0, std::max(0, limits_.max_any_string));
+    return free_string_;
+  }
+
   // A string of [min_len, max_len] characters (max_len < 0: unbounded).
   int32_t string(int64_t min_len, int64_t max_len) {
     if (min_len == 0 && max_len < 0) return any_string();
@@ -193,7 +199,7 @@ class Builder {
     if (any_values_[static_cast<size_t>(depth)] >= 0) return any_values_[static_cast<size_t>(depth)];
     const int32_t v = rule("value" + std::to_string(depth));
     any_values_[static_cast<size_t>(depth)] = v;
-    alt(v, {Grammar::ref(any_string())});
+    alt(v, {Grammar::ref(free_string())});
     alt(v, {Grammar::ref(number())});
     alt(v, literal("true"));
     alt(v, literal("false"));
@@ -211,7 +217,7 @@ class Builder {
   // Any object at `depth`: { ws } | { ws member (ws , ws member)* ws }
   int32_t any_object(int depth) {
     const int32_t member = rule("member" + std::to_string(depth));
-    alt(member, {Grammar::ref(any_string()), Grammar::ref(ws()), lit_byte(':'), Grammar::ref(ws()), Grammar::ref(any_value(depth + 1))});
+    alt(member, {Grammar::ref(free_string()), Grammar::ref(ws()), lit_byte(':'), Grammar::ref(ws()), Grammar::ref(any_value(depth + 1))});
     const int32_t tail = rule("members-tail" + std::to_string(depth));
     const int32_t rest = rule("members" + std::to_string(depth));
     alt(rest, {Grammar::ref(ws()), Grammar::ref(tail)});
@@ -256,7 +262,7 @@ class Builder {
  private:
   JsonGrammarLimits limits_;
   Grammar g_;
-  int32_t ws_ = -1, char_ = -1, string_ = -1, integer_ = -1, number_ = -1;
+  int32_t ws_ = -1, char_ = -1, string_ = -1, free_string_ = -1, integer_ = -1, number_ = -1;
   std::vector<int32_t> any_values_;
   std::map<std::string, int32_t> literals_;
 };

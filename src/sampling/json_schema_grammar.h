@@ -11,7 +11,8 @@
 // Bounds (so generation terminates and the output parses into doubles and int64s): integers have
 // at most 16 digits, fractions at most 16, exponents at most 2; whitespace runs at most
 // JsonGrammarLimits::max_ws bytes; an unconstrained value ({} or format "json") nests at most
-// max_any_depth containers; counted repetitions (minItems/maxItems, minLength/maxLength) at most
+// max_any_depth containers and its strings (keys too) hold at most max_any_string characters (a
+// schema with "type": "string" and no maxLength is unbounded); counted repetitions (minItems/maxItems, minLength/maxLength) at most
 // max_count; schemas nest at most max_schema_depth. Strings are valid UTF-8 and their escapes
 // never produce a lone surrogate. Property order follows the schema's.
 // Pure functions; thread-safe.
@@ -29,6 +30,7 @@ namespace sniper {
 struct JsonGrammarLimits {
   int max_ws = 16;            // whitespace bytes between tokens
   int max_any_depth = 6;      // nesting of an unconstrained value
+  int max_any_string = 256;   // characters in an unconstrained value's strings
   int max_schema_depth = 32;  // nesting of the schema itself
   int max_count = 1024;       // minItems, maxItems, minLength, maxLength
 };

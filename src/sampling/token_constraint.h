@@ -24,9 +24,18 @@ namespace sniper {
 struct TokenVocabulary {
   std::vector<std::string> pieces;  // [n_vocab] bytes as generated text ("" for control tokens)
   std::vector<uint8_t> is_eog;      // [n_vocab]
-  std::array<std::vector<int32_t>, 256> by_first_byte;  // token ids grouped by their first byte
+  // A trie of the non-empty pieces, so a mask walks each shared prefix once and drops a whole
+  // subtree at its first impossible byte. Node 0 is the root.
+  struct TrieNode {
+    uint8_t byte = 0;
+    int32_t first_child = -1;
+    int32_t next_sibling = -1;
+    int32_t tokens_begin = 0, tokens_end = 0;  // [begin, end) in trie_tokens: tokens spelled by this path
+  };
+  std::vector<TrieNode> trie;
+  std::vector<int32_t> trie_tokens;
 
-  // Fills by_first_byte from pieces. Requires pieces.size() == is_eog.size().
+  // Builds the trie from pieces. Requires pieces.size() == is_eog.size().
   void index();
 };
 
@@ -50,6 +59,7 @@ class TokenConstraint {
   GrammarMatcher matcher_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::vector<uint8_t> allowed_;  // [n_vocab] scratch for mask()
+  std::vector<std::vector<GrammarMatcher::Top>> level_;  // [depth] stacks while walking the trie
 };
 
 }  // namespace sniper

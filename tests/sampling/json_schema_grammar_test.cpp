@@ -127,7 +127,16 @@ std::string generate(const std::shared_ptr<const Grammar>& g, const std::shared_
       break;
     }
     for (float& l : logits) l = normal(rng);
-    EXPECT_GT(c.mask(logits.data(), n), 0);
+    const int64_t n_allowed = c.mask(logits.data(), n);
+    EXPECT_GT(n_allowed, 0);
+    // The trie walk agrees with probing every token on its own.
+    int64_t n_finite = 0;
+    for (int32_t t = 0; t < n; ++t) {
+      const bool finite = logits[static_cast<size_t>(t)] != -std::numeric_limits<float>::infinity();
+      n_finite += finite;
+      EXPECT_EQ(finite, c.allows(t)) << "token " << t << " after " << out;
+    }
+    EXPECT_EQ(n_finite, n_allowed);
     const int32_t t = sampler.sample(logits.data(), n);
     EXPECT_TRUE(c.allows(t)) << "token " << t;
     EXPECT_TRUE(c.accept(t).ok()) << "token " << t;
