@@ -272,6 +272,10 @@ class SchemaCompiler {
   explicit SchemaCompiler(Builder* b) : b_(*b) {}
 
   Result<int32_t> compile(const Json& schema, const std::string& path, int depth) {
+    if (b_.grammar().n_rules() > b_.limits().max_rules) {
+      return make_error("%s: the schema is too large (its grammar passes %d rules; lower maxLength/maxItems or split it)",
+                        path.c_str(), b_.limits().max_rules);
+    }
     if (depth > b_.limits().max_schema_depth) {
       return make_error("%s: the schema nests deeper than %d levels", path.c_str(), b_.limits().max_schema_depth);
     }

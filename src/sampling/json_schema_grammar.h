@@ -33,6 +33,7 @@ struct JsonGrammarLimits {
   int max_any_string = 256;   // characters in an unconstrained value's strings
   int max_schema_depth = 32;  // nesting of the schema itself
   int max_count = 1024;       // minItems, maxItems, minLength, maxLength
+  int max_rules = 65536;      // grammar size: a larger schema is an error (bounds a request's cost)
 };
 
 // The grammar of JSON valid against `schema`, with optional leading whitespace and nothing after

@@ -273,6 +273,13 @@ TEST(JsonSchemaGrammar, UnsupportedSchemasAreClearErrors) {
   expect_error(R"({"type": "object", "required": ["b"], "additionalProperties": false})", "'b' is required but not among");
   expect_error(R"({"oneOf": [{"type": "string"}]})", "the keyword 'oneOf' is not supported");
   expect_error(R"([1])", "$: a schema must be an object or a boolean");
+  {
+    Json big = Json::parse(R"({"type": "object", "properties": {}})");
+    for (int i = 0; i < 100; ++i) big["properties"]["p" + std::to_string(i)] = Json::parse(R"({"type": "string", "maxLength": 1024})");
+    auto g = json_schema_grammar(big);
+    ASSERT_FALSE(g.ok());
+    EXPECT_NE(g.error().message.find("the schema is too large"), std::string::npos) << g.error().message;
+  }
 }
 
 }  // namespace
