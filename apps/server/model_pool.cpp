@@ -70,6 +70,8 @@ std::unique_ptr<ModelPool> ModelPool::create_pinned(std::unique_ptr<ServedModel>
   o.keep_alive_s = -1;
   o.mem_bytes = model->model->options().mem_bytes;
   ModelSource src{model->id, path, 0};
+  for (const GgufPart& part : model->model->gguf().parts) src.size_bytes += part.file_size;
+  if (src.size_bytes == 0) src.size_bytes = model->model->gguf().file_size;
   std::unique_ptr<ModelPool> pool(new ModelPool({src}, o, nullptr));
   pool->pinned_ = true;
   Entry& e = pool->entries_[0];

@@ -19,8 +19,8 @@ const dir = tempDir("sniper-ollama-");
 const model = synthQwen3(bin, shared, dir);
 const KEY = "ollama-test-key";
 const NAME = "qwen3-synth";
-// A named model (not `-m`): the pool loads it on demand and keep_alive can unload it.
-const server = await startServer(bin, ["--model", `${NAME}=${model}`, "--api-key", KEY, "--ctx", "2048"]);
+// With --keep-alive the model is not pinned (as a plain `-m` is): keep_alive can unload it.
+const server = await startServer(bin, ["--model", `${NAME}=${model}`, "--keep-alive", "5m", "--api-key", KEY, "--ctx", "2048"]);
 const ollama = new Ollama({ host: server.url, headers: { Authorization: `Bearer ${KEY}` } });
 
 async function expectStatus(promise, status, what, needle) {
