@@ -30,22 +30,6 @@ ApiError job_error(const JobResult& r) {
   return e;
 }
 
-// Builds the job for `prompt` on model `m`.
-std::optional<ApiError> make_job(const ServedModel& m, const GenerationParams& p, std::vector<int32_t> prompt,
-                                 std::shared_ptr<Job>* out) {
-  if (auto e = check_prompt_length(m, prompt.size())) return e;
-  auto job = std::make_shared<Job>();
-  job->kind = JobKind::kGenerate;
-  job->generator.sampler = p.sampler;
-  job->generator.stop = p.stop;
-  job->generator.stop_at_eog = !p.ignore_eos;
-  // Capped by the context: the generator stops when the context is full ("length").
-  job->generator.n_predict = p.max_tokens;
-  job->prompt = std::move(prompt);
-  *out = std::move(job);
-  return std::nullopt;
-}
-
 // The lease keeps the model loaded until the response is written (captured by the providers).
 void run_job(ServerContext& ctx, std::shared_ptr<ModelLease> lease, Endpoint endpoint, const GenerationParams& p,
              std::shared_ptr<Job> job, std::shared_ptr<Formatter> fmt, httplib::Response& res) {
@@ -235,6 +219,28 @@ std::optional<ApiError> check_prompt_length(const ServedModel& m, size_t n_promp
   return std::nullopt;
 }
 
+// Validates the model name and builds the job for `prompt`.
+std::optional<ApiError> make_generation_job(ServedModel& m, const GenerationParams& p, std::vector<int32_t> prompt,
+                                            std::shared_ptr<Job>* out) {
+  if (auto e = check_prompt_length(m, prompt.size())) return e;
+  auto job = std::make_shared<Job>();
+  job->kind = JobKind::kGenerate;
+  job->generator.sampler = p.sampler;
+  job->generator.stop = p.stop;
+  job->generator.stop_at_eog = !p.ignore_eos;
+  job->generator.grammar = p.grammar;
+  if (p.grammar != nullptr) {
+    std::lock_guard<std::mutex> lock(m.grammar_vocab_mu);
+    if (m.grammar_vocab == nullptr) m.grammar_vocab = make_token_vocabulary(*m.tokenizer);
+    job->generator.grammar_vocab = m.grammar_vocab;
+  }
+  // Capped by the context: the generator stops when the context is full ("length").
+  job->generator.n_predict = p.max_tokens;
+  job->prompt = std::move(prompt);
+  *out = std::move(job);
+  return std::nullopt;
+}
+
 void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto fail = [&](const ApiError& e) {
     ctx.metrics.count_request(Endpoint::kChat, RequestOutcome::kError);
@@ -247,11 +253,11 @@ void handle_chat_completions(ServerContext& ctx, const httplib::Request& req, ht
   ApiError lease_error;
   std::shared_ptr<ModelLease> lease = ctx.models->acquire(request.params.model, &lease_error);
   if (lease == nullptr) return fail(lease_error);
-  const ServedModel& m = lease->model();
+  ServedModel& m = lease->model();
   PromptTokens prompt;
   if (auto e = chat_prompt_tokens(m, request, &prompt)) return fail(*e);
   std::shared_ptr<Job> job;
-  if (auto e = make_job(m, request.params, std::move(prompt.ids), &job)) return fail(*e);
+  if (auto e = make_generation_job(m, request.params, std::move(prompt.ids), &job)) return fail(*e);
   const bool tools = request.tools.is_array() && !request.tools.empty();
   auto fmt = std::make_shared<ChatFormatter>(m.id, m.chat_format, prompt.rendered, tools);
   run_job(ctx, std::move(lease), Endpoint::kChat, request.params, std::move(job), std::move(fmt), res);
@@ -269,9 +275,9 @@ void handle_completions(ServerContext& ctx, const httplib::Request& req, httplib
   ApiError lease_error;
   std::shared_ptr<ModelLease> lease = ctx.models->acquire(request.params.model, &lease_error);
   if (lease == nullptr) return fail(lease_error);
-  const ServedModel& m = lease->model();
+  ServedModel& m = lease->model();
   std::shared_ptr<Job> job;
-  if (auto e = make_job(m, request.params, text_prompt_tokens(m, request.prompt), &job)) {
+  if (auto e = make_generation_job(m, request.params, text_prompt_tokens(m, request.prompt), &job)) {
     if (e->code == "context_length_exceeded") e->param = "prompt";
     return fail(*e);
   }

@@ -6,6 +6,9 @@
 #include <set>
 
 #include "base/process_stats.h"
+#include "engine/session_state.h"
+#include "server/anthropic_protocol.h"
+#include "server/ollama_protocol.h"
 #include "server/server_context.h"
 #include "server/webui_asset.h"
 
@@ -177,16 +180,24 @@ bool HttpServer::Route::matches(const std::string& request_path) const {
 void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
   const ServerContext& c = *ctx_;
   // Authentication first: every route but the page and /health needs the key when one is set.
+  // The key comes as "Authorization: Bearer KEY" or (Anthropic's clients) "x-api-key: KEY".
   if (!c.options.api_key.empty() && req.path != "/" && req.path != "/health") {
     const std::string auth = req.get_header_value("Authorization");
+    const std::string x_api_key = req.get_header_value("x-api-key");
     constexpr std::string_view kBearer = "Bearer ";
-    if (!(auth.size() > kBearer.size() && auth.compare(0, kBearer.size(), kBearer) == 0 &&
-          same_secret(auth.substr(kBearer.size()), c.options.api_key))) {
+    const bool bearer_ok = auth.size() > kBearer.size() && auth.compare(0, kBearer.size(), kBearer) == 0 &&
+                           same_secret(auth.substr(kBearer.size()), c.options.api_key);
+    if (!bearer_ok && !same_secret(x_api_key, c.options.api_key)) {
+      const std::string message = auth.empty() && x_api_key.empty()
+                                      ? "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
+                                      : "invalid API key";
+      if (req.path.starts_with("/api/")) return send_json(res, ollama_error_json(message), 401);
+      if (req.path.starts_with("/v1/messages")) return send_json(res, anthropic_error_json(401, message), 401);
       ApiError e;
       e.status = 401;
       e.type = "authentication_error";
       e.code = "invalid_api_key";
-      e.message = auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "invalid API key";
+      e.message = message;
       return send_error(res, e);
     }
   }
@@ -272,6 +283,14 @@ void HttpServer::install_routes() {
   route("POST", "/v1/context/load", [c](const httplib::Request& req, httplib::Response& res) { handle_context_load(*c, req, res); });
   route("POST", "/v1/context/upload", [c](const httplib::Request& req, httplib::Response& res) { handle_context_upload(*c, req, res); });
   route("POST", "/v1/context/download", [c](const httplib::Request& req, httplib::Response& res) { handle_context_download(*c, req, res); });
+  // Ollama's API (ollama_routes.cpp) and Anthropic's Messages API (anthropic_routes.cpp).
+  route("GET", "/api/version", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_version(*c, req, res); });
+  route("GET", "/api/tags", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_tags(*c, req, res); });
+  route("POST", "/api/show", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_show(*c, req, res); });
+  route("GET", "/api/ps", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_ps(*c, req, res); });
+  route("POST", "/api/chat", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_chat(*c, req, res); });
+  route("POST", "/api/generate", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_generate(*c, req, res); });
+  route("POST", "/v1/messages", [c](const httplib::Request& req, httplib::Response& res) { handle_anthropic_messages(*c, req, res); });
   route("GET", "/v1/context", [c](const httplib::Request& req, httplib::Response& res) { handle_context_list(*c, req, res); });
   route("DELETE", "/v1/context/{name}", [c](const httplib::Request& req, httplib::Response& res) { handle_context_delete(*c, req, res); });
 }

@@ -24,6 +24,7 @@ enum class JobKind { kGenerate, kSave, kLoad };
 
 struct JobResult {
   std::string finish_reason;  // "stop", "length" or "cancelled" (kGenerate); "" otherwise
+  std::string stop_string;    // finish_reason "stop" by a stop string: which one ("" for end of generation)
   std::string error;          // non-empty: the job failed (nothing else is valid)
   int error_status = 500;     // HTTP status for the error
   int64_t n_prompt = 0;       // prompt tokens

@@ -70,6 +70,8 @@ std::unique_ptr<ModelPool> ModelPool::create_pinned(std::unique_ptr<ServedModel>
   o.keep_alive_s = -1;
   o.mem_bytes = model->model->options().mem_bytes;
   ModelSource src{model->id, path, 0};
+  for (const GgufPart& part : model->model->gguf().parts) src.size_bytes += part.file_size;
+  if (src.size_bytes == 0) src.size_bytes = model->model->gguf().file_size;
   std::unique_ptr<ModelPool> pool(new ModelPool({src}, o, nullptr));
   pool->pinned_ = true;
   Entry& e = pool->entries_[0];
@@ -132,8 +134,23 @@ int ModelPool::n_resident_locked() const {
   return n;
 }
 
+double ModelPool::keep_alive_locked(const Entry& e) const {
+  return e.keep_alive_override ? *e.keep_alive_override : options_.keep_alive_s;
+}
+
 ModelPool::Clock::time_point ModelPool::expiry_locked(const Entry& e) const {
-  return e.last_used + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.keep_alive_s));
+  return e.last_used + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(keep_alive_locked(e)));
+}
+
+bool ModelPool::set_keep_alive(const std::string& name, std::optional<double> seconds) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int index = find_locked(name);
+    if (index < 0 || pinned_) return false;
+    entries_[static_cast<size_t>(index)].keep_alive_override = seconds;
+  }
+  cv_.notify_all();
+  return true;
 }
 
 std::shared_ptr<ModelLease> ModelPool::acquire(const std::string& requested, ApiError* error) {
@@ -274,9 +291,9 @@ void ModelPool::loop() {
     const auto now = Clock::now();
     // Keep-alive: unload an idle model nobody waits for once its time is up.
     bool acted = false;
-    for (size_t i = 0; i < entries_.size() && !acted && options_.keep_alive_s >= 0; ++i) {
+    for (size_t i = 0; i < entries_.size() && !acted; ++i) {
       const Entry& e = entries_[i];
-      if (e.state == ModelState::kLoaded && e.n_active == 0 && e.n_waiting == 0 && now >= expiry_locked(e)) {
+      if (keep_alive_locked(e) >= 0 && e.state == ModelState::kLoaded && e.n_active == 0 && e.n_waiting == 0 && now >= expiry_locked(e)) {
         unload_locked(i, lock, /*for_room=*/false);
         acted = true;
       }
@@ -308,7 +325,7 @@ void ModelPool::loop() {
     // Sleep until a release, a new request, or the next keep-alive expiry.
     auto wake = Clock::time_point::max();
     for (const Entry& e : entries_) {
-      if (options_.keep_alive_s >= 0 && e.state == ModelState::kLoaded && e.n_active == 0) wake = std::min(wake, expiry_locked(e));
+      if (keep_alive_locked(e) >= 0 && e.state == ModelState::kLoaded && e.n_active == 0) wake = std::min(wake, expiry_locked(e));
     }
     if (wake == Clock::time_point::max()) {
       cv_.wait(lock);
@@ -329,7 +346,8 @@ std::vector<ModelStatus> ModelPool::status() const {
     s.size_bytes = e.source.size_bytes;
     s.state = e.state;
     s.loaded_at_unix = e.loaded_at_unix;
-    if (e.state == ModelState::kLoaded && e.n_active == 0 && options_.keep_alive_s >= 0) {
+    s.keep_alive_s = keep_alive_locked(e);
+    if (e.state == ModelState::kLoaded && e.n_active == 0 && keep_alive_locked(e) >= 0) {
       const double left_s = std::chrono::duration<double>(expiry_locked(e) - Clock::now()).count();
       s.expires_at_unix = now_unix + static_cast<int64_t>(std::max(0.0, left_s) + 0.5);
     }

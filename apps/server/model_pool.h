@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +55,7 @@ struct ModelStatus {
   ModelState state = ModelState::kUnloaded;
   int64_t loaded_at_unix = 0;     // seconds since the epoch; 0 unless loaded
   int64_t expires_at_unix = 0;    // when keep-alive unloads it (idle, loaded); 0: not scheduled
+  double keep_alive_s = 0;        // its keep-alive (the pool's, or set_keep_alive's); < 0: never
   uint64_t memory_bytes = 0;      // the loaded model's memory plan (weights, KV, scratch); 0 unless loaded
   uint64_t budget_bytes = 0;      // the budget share it is planned for (0: unlimited)
   double load_ms = 0;             // its last load
@@ -113,6 +115,10 @@ class ModelPool {
   // The only model, or (several) the one used last, or the first by name when none was used.
   std::string default_name() const;
   bool has(const std::string& name) const;
+  // Overrides `name`'s keep-alive from now on (Ollama's keep_alive): 0 unloads it as soon as no
+  // request holds it, < 0 never, else after that many idle seconds; nullopt: the pool's again. False (nothing changes) for
+  // an unknown name or a pinned pool (its model never unloads).
+  bool set_keep_alive(const std::string& name, std::optional<double> seconds);
   std::vector<ModelStatus> status() const;
   ModelPoolCounters counters() const;
   const ModelPoolOptions& options() const { return options_; }
@@ -139,6 +145,7 @@ class ModelPool {
     double load_ms = 0;
     uint64_t n_loads = 0;
     std::string last_error;
+    std::optional<double> keep_alive_override;  // set_keep_alive
   };
 
   ModelPool(std::vector<ModelSource> sources, const ModelPoolOptions& options, ModelLoader loader);
@@ -146,6 +153,7 @@ class ModelPool {
   void release(size_t index, bool touch);
   void loop();
   int n_resident_locked() const;
+  double keep_alive_locked(const Entry& e) const;
   Clock::time_point expiry_locked(const Entry& e) const;
   // Runs with mu_ held by `lock`, releasing it around the load / unload itself.
   void load_locked(size_t index, std::unique_lock<std::mutex>& lock);

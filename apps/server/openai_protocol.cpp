@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "server/openai_protocol.h"
 
+#include "server/structured_output.h"
+
 #include <cstdarg>
 #include <chrono>
 #include <cmath>
@@ -123,11 +125,7 @@ std::optional<ApiError> parse_params(const Json& body, GenerationParams* p) {
   if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null()) {
     return bad_request("top_logprobs is not supported by this server", "top_logprobs");
   }
-  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
-    if (!it->is_object() || it->value("type", Json()) != "text") {
-      return bad_request("response_format other than {\"type\": \"text\"} is not supported", "response_format");
-    }
-  }
+  if (auto it = body.find("response_format"); it != body.end()) TRY_API(openai_response_format(*it, &p->grammar));
   if (auto it = body.find("stop"); it != body.end() && !it->is_null()) {
     if (it->is_string()) {
       p->stop.push_back(it->get<std::string>());

@@ -5,11 +5,13 @@
 // or min-p (top_k, min_p, repeat_penalty and ignore_eos are accepted as extension fields).
 // Decisions: max_tokens may be any integer >= 1 and is capped by the room left in the
 // context (finish_reason "length"); n must be 1; logprobs/top_logprobs and echo are refused
-// (400) when asked for; response_format other than "text" is refused.
+// (400) when asked for; response_format json_object / json_schema constrain sampling with a
+// grammar (structured_output.h).
 // Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sampling/grammar.h"
 #include "sampling/sampler.h"
 #include "server/bounded_json.h"
 
@@ -49,6 +52,7 @@ struct GenerationParams {
   bool stream = false;
   bool include_usage = false;     // stream_options.include_usage
   bool ignore_eos = false;        // extension: keep generating past end-of-generation tokens
+  std::shared_ptr<const Grammar> grammar;  // structured output; null: unconstrained
 };
 
 struct ChatRequest {

@@ -196,7 +196,7 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
     slot.generator->accept_prompt(j.prompt);
     slot.spec.reset();
     slot.pending = -1;
-    if (ngram_) {
+    if (ngram_ && !slot.generator->constrained()) {  // a grammar masks each token: no drafts
       auto spec = SpeculativeDecoder::create(session, *ngram_, options_.spec);
       if (!spec.ok()) return finish(slot, spec.error().message, 500);
       slot.spec.emplace(std::move(spec).value());
@@ -242,6 +242,7 @@ void Scheduler::advance(Slot& slot) {
   slot.result.n_generated = slot.generator->n_generated();
   if (step.done) {
     slot.result.finish_reason = step.finish_reason == "eog" ? "stop" : step.finish_reason == "context" ? "length" : step.finish_reason;
+    slot.result.stop_string = step.stop_string;
     return finish(slot);
   }
   if (slot.spec) {

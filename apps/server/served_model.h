@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -30,6 +31,9 @@ struct ServedModel {
   ChatFormat chat_format;
   std::string bos_token, eos_token;
   uint64_t fingerprint = 0;
+  // The tokens' bytes for grammar-constrained sampling, built on first use (make_generation_job).
+  std::mutex grammar_vocab_mu;
+  std::shared_ptr<const TokenVocabulary> grammar_vocab;
   std::unique_ptr<Scheduler> scheduler;  // last: destroyed (stopped) before the model
 
   // Builds the serving state of `model` (borrowed when `owned` is null, else owned.get()) and

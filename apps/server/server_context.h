@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -45,6 +46,15 @@ void handle_context_save(ServerContext& ctx, const httplib::Request& req, httpli
 void handle_context_load(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_list(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_delete(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// ollama_routes.cpp: /api/version, /api/tags, /api/show, /api/ps, /api/chat, /api/generate.
+void handle_ollama_version(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_tags(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_show(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_ps(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_chat(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// anthropic_routes.cpp: POST /v1/messages.
+void handle_anthropic_messages(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // context_sync_routes.cpp: POST /v1/context/upload and /v1/context/download (object storage).
 void handle_context_upload(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_download(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
@@ -58,6 +68,10 @@ struct PromptTokens {
 std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatRequest& request, PromptTokens* out,
                                            bool add_generation_prompt = true);
 std::vector<int32_t> text_prompt_tokens(const ServedModel& m, const std::string& prompt);
+// Builds the generation job (sampler, stops, max tokens, grammar) for `prompt` on model `m`:
+// 400 context_length_exceeded unless the prompt fits.
+std::optional<ApiError> make_generation_job(ServedModel& m, const GenerationParams& p, std::vector<int32_t> prompt,
+                                            std::shared_ptr<Job>* out);
 // 400 context_length_exceeded unless 0 < n_prompt < n_ctx.
 std::optional<ApiError> check_prompt_length(const ServedModel& m, size_t n_prompt);
 // The model a request names in body["model"] (absent or null: the pool's default), leased

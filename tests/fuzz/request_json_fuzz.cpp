@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer entry point for the request bodies of every JSON endpoint: parse_body (bounded JSON,
 // UTF-8; the context routes use it too) and then the chat-completion and text-completion request
-// validators. Any input must be accepted or refused with an ApiError; an accepted request's
+// validators, Ollama's chat/generate and Anthropic's messages validators (structured-output
+// schemas compiled to grammars included). Any input must be accepted or refused with an ApiError; an accepted request's
 // values must lie in their documented ranges. Build with Clang (see CMakeLists.txt); run
 //   ./request_json_fuzz -max_len=65536 corpus/request_json_fuzz
 #include <cstddef>
@@ -9,6 +10,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "server/anthropic_protocol.h"
+#include "server/ollama_protocol.h"
 #include "server/openai_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -31,6 +34,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CompletionRequest completion;
   if (!parse_completion_request(j, &completion)) {
     if (!is_valid_utf8(completion.prompt)) std::abort();
+  }
+  for (int kind = 0; kind < 2; ++kind) {
+    OllamaRequest ollama;
+    if (!(kind == 0 ? parse_ollama_chat(j, &ollama) : parse_ollama_generate(j, &ollama))) {
+      if (!ollama.params.sampler.validate().ok() || ollama.params.max_tokens == 0 || ollama.model.empty()) std::abort();
+    }
+  }
+  AnthropicRequest anthropic;
+  if (!parse_anthropic_messages(j, &anthropic)) {
+    if (!anthropic.chat.params.sampler.validate().ok() || anthropic.chat.params.max_tokens < 1) std::abort();
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -249,6 +250,45 @@ TEST_F(ModelPoolServer, KeepAliveZeroUnloadsRightAfterTheRequest) {
     if (!unloaded) std::this_thread::sleep_for(100ms);
   }
   EXPECT_TRUE(unloaded);
+}
+
+// Ollama's keep_alive overrides the pool's for that model: 0 unloads after the request, a
+// negative value never, a duration is the idle time (expires_at in /v1/models).
+TEST_F(ModelPoolServer, OllamaKeepAliveSetsTheModelsKeepAlive) {
+  ModelPoolOptions po;
+  po.max_loaded = 2;
+  po.keep_alive_s = -1;
+  PoolServer s(sources(), po);
+  ASSERT_EQ(s.error(), "");
+  auto generate = [&](const std::string& model, const TJson& keep_alive) {
+    TJson req = {{"model", model}, {"prompt", "Once upon a time"}, {"stream", false},
+                 {"options", {{"num_predict", 2}, {"temperature", 0}}}};
+    if (!keep_alive.is_null()) req["keep_alive"] = keep_alive;
+    auto r = s.client()->Post("/api/generate", req.dump(), "application/json");
+    return r ? r->status : -1;
+  };
+  ASSERT_EQ(generate("a:latest", 0), 200);
+  ASSERT_EQ(generate("b", "1h"), 200);
+  bool unloaded = false;
+  for (int i = 0; i < 50 && !unloaded; ++i) {
+    unloaded = !s.loaded()["a"];
+    if (!unloaded) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(unloaded) << "keep_alive 0 left model a loaded";
+  auto r = s.client()->Get("/v1/models/b");
+  ASSERT_TRUE(r && r->status == 200);
+  TJson b = TJson::parse(r->body);
+  EXPECT_TRUE(b["loaded"].get<bool>());
+  const int64_t ahead = b["expires_at"].get<int64_t>() - static_cast<int64_t>(std::time(nullptr));
+  EXPECT_GT(ahead, 3500);
+  EXPECT_LE(ahead, 3601);
+  // Negative: never expires.
+  ASSERT_EQ(generate("b", -1), 200);
+  r = s.client()->Get("/v1/models/b");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_EQ(TJson::parse(r->body)["expires_at"].get<int64_t>(), 0);
+  // Unknown: Ollama's 404.
+  EXPECT_EQ(generate("nope", nullptr), 404);
 }
 
 TEST_F(ModelPoolServer, UnknownModelIsOpenAIsNotFound) {

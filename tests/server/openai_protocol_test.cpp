@@ -51,7 +51,7 @@ TEST(OpenAiProtocol, RejectsBadValuesNamingTheField) {
       {"{" + m + R"(,"max_tokens":1e300})", "max_tokens"},   {"{" + m + R"(,"presence_penalty":3})", "presence_penalty"},
       {"{" + m + R"(,"stop":[1]})", "stop"},                 {"{" + m + R"(,"n":2})", "n"},
       {"{" + m + R"(,"top_logprobs":2})", "top_logprobs"},   {"{" + m + R"(,"tools":{}})", "tools"},
-      {"{" + m + R"(,"tool_choice":"maybe"})", "tool_choice"}, {"{" + m + R"(,"response_format":{"type":"json_object"}})", "response_format"},
+      {"{" + m + R"(,"tool_choice":"maybe"})", "tool_choice"}, {"{" + m + R"(,"response_format":{"type":"xml"}})", "response_format"}, {"{" + m + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","pattern":"x"}}}})", "response_format"},
       {"{" + m + R"(,"stream_options":5})", "stream_options"}, {"{" + m + R"(,"chat_template_kwargs":[]})", "chat_template_kwargs"},
       {R"({"messages":{}})", "messages"},
   };
