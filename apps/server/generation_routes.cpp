@@ -4,8 +4,8 @@
 // responses: one JSON object, or server-sent events (`data: {chunk}\n\n` ... `data: [DONE]\n\n`).
 // A client that goes away cancels its job: a streaming write that fails, or (non-streaming,
 // after the first second) a failed keep-alive write of JSON whitespace before the body.
-#include <chrono>
 
+#include "server/job_runner.h"
 #include "server/response_formatter.h"
 #include "server/server_context.h"
 
@@ -13,126 +13,48 @@ namespace sniper::server {
 
 namespace {
 
-using std::chrono::milliseconds;
-
 std::string sse(const Json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
-RequestOutcome outcome_of(const JobResult& r) {
-  if (!r.error.empty()) return RequestOutcome::kError;
-  return r.finish_reason == "cancelled" ? RequestOutcome::kCancelled : RequestOutcome::kOk;
-}
+// OpenAI's framing of a job's output for run_wire_job (job_runner.h): server-sent events of the
+// formatter's chunks ending in "data: [DONE]", or the formatter's one body; errors in OpenAI's form.
+class OpenAiWire final : public JobWire {
+ public:
+  OpenAiWire(std::shared_ptr<Formatter> fmt, bool include_usage) : fmt_(std::move(fmt)), include_usage_(include_usage) {}
+  std::string stream_start() override { return events(fmt_->start()); }
+  std::string stream_text(std::string_view text) override { return events(fmt_->on_text(text)); }
+  std::string stream_end(const JobResult& r) override {
+    std::string out = events(fmt_->finish(r));
+    if (include_usage_) out += sse(fmt_->usage_chunk(r));
+    return out + "data: [DONE]\n\n";
+  }
+  std::string stream_error(int status, const std::string& message) override {
+    return sse(error_body(status, message)) + "data: [DONE]\n\n";
+  }
+  void feed(std::string_view text) override { fmt_->on_text(text); }
+  Json body(const JobResult& r) override { return fmt_->response(r); }
+  Json error_body(int status, const std::string& message) override {
+    ApiError e;
+    e.status = status;
+    e.message = message;
+    if (status >= 500) e.type = "server_error";
+    return error_json(e);
+  }
 
-ApiError job_error(const JobResult& r) {
-  ApiError e;
-  e.status = r.error_status;
-  e.message = r.error;
-  if (r.error_status >= 500) e.type = "server_error";
-  return e;
-}
+ private:
+  static std::string events(const std::vector<Json>& chunks) {
+    std::string out;
+    for (const Json& j : chunks) out += sse(j);
+    return out;
+  }
+  std::shared_ptr<Formatter> fmt_;
+  bool include_usage_;
+};
 
 // The lease keeps the model loaded until the response is written (captured by the providers).
 void run_job(ServerContext& ctx, std::shared_ptr<ModelLease> lease, Endpoint endpoint, const GenerationParams& p,
              std::shared_ptr<Job> job, std::shared_ptr<Formatter> fmt, httplib::Response& res) {
-  if (!(*lease)->scheduler->submit(job)) {
-    ApiError e;
-    e.status = 503;
-    e.type = "server_error";
-    e.message = "the server is busy: all slots and the queue are full; retry later";
-    ctx.metrics.count_request(endpoint, RequestOutcome::kError);
-    return send_error(res, e);
-  }
-  ServerContext* c = &ctx;
-  if (p.stream) {
-    const bool include_usage = p.include_usage;
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [c, lease, endpoint, job, fmt, include_usage](size_t, httplib::DataSink& sink) {
-          auto write = [&](const std::string& s) {
-            if (sink.write(s.data(), s.size())) return true;
-            job->cancel();
-            return false;
-          };
-          auto write_all = [&](const std::vector<Json>& chunks) {
-            for (const Json& j : chunks) {
-              if (!write(sse(j))) return false;
-            }
-            return true;
-          };
-          bool ok = write_all(fmt->start());
-          bool done = false;
-          while (ok && !done) {
-            std::string text;
-            done = job->wait(milliseconds(200), &text);
-            if (!text.empty()) {
-              ok = write_all(fmt->on_text(text));
-            } else if (!done && !sink.is_writable()) {
-              job->cancel();
-              ok = false;
-            }
-          }
-          if (!ok) {
-            const JobResult& r = job->wait_done();
-            c->metrics.count_request(endpoint, r.error.empty() ? RequestOutcome::kCancelled : RequestOutcome::kError);
-            return false;
-          }
-          const JobResult& r = job->result();
-          if (!r.error.empty()) {
-            ok = write(sse(error_json(job_error(r))));
-          } else {
-            ok = write_all(fmt->finish(r));
-            if (ok && include_usage) ok = write(sse(fmt->usage_chunk(r)));
-          }
-          if (ok) ok = write("data: [DONE]\n\n");
-          c->metrics.count_request(endpoint, ok ? outcome_of(r) : RequestOutcome::kCancelled);
-          if (ok) sink.done();
-          return ok;
-        },
-        [lease, job](bool) { job->cancel(); });
-    return;
-  }
-  // Non-streaming: most requests finish within a second and get an ordinary response. Longer
-  // ones commit to 200 and send JSON whitespace every second so a vanished client is noticed.
-  const auto t0 = std::chrono::steady_clock::now();
-  bool done = false;
-  while (!done && std::chrono::steady_clock::now() - t0 < milliseconds(1000)) {
-    std::string text;
-    done = job->wait(milliseconds(100), &text);
-    if (!text.empty()) fmt->on_text(text);
-  }
-  if (done) {
-    const JobResult& r = job->result();
-    ctx.metrics.count_request(endpoint, outcome_of(r));
-    if (!r.error.empty()) return send_error(res, job_error(r));
-    return send_json(res, fmt->response(r));
-  }
-  res.set_chunked_content_provider(
-      "application/json",
-      [c, lease, endpoint, job, fmt](size_t, httplib::DataSink& sink) {
-        bool finished = false;
-        auto last_beat = std::chrono::steady_clock::now();
-        while (!finished) {
-          std::string text;
-          finished = job->wait(milliseconds(100), &text);
-          if (!text.empty()) fmt->on_text(text);
-          if (!finished && std::chrono::steady_clock::now() - last_beat >= milliseconds(1000)) {
-            last_beat = std::chrono::steady_clock::now();
-            if (!sink.write(" ", 1)) {
-              job->cancel();
-              job->wait_done();
-              c->metrics.count_request(endpoint, RequestOutcome::kCancelled);
-              return false;
-            }
-          }
-        }
-        const JobResult& r = job->result();
-        c->metrics.count_request(endpoint, outcome_of(r));
-        const std::string body = dump_json(r.error.empty() ? fmt->response(r) : error_json(job_error(r)));
-        if (!sink.write(body.data(), body.size())) return false;
-        sink.done();
-        return true;
-      },
-      [lease, job](bool) { job->cancel(); });
+  run_wire_job(ctx, std::move(lease), endpoint, std::move(job), std::make_shared<OpenAiWire>(std::move(fmt), p.include_usage),
+               p.stream, "text/event-stream", res);
 }
 
 // Plain chat rendering for models without a template ("System: ...\nUser: ...\nAssistant:").
