@@ -45,14 +45,14 @@ Status check_draft_vocab(const Tokenizer& target, const Tokenizer& draft) {
   return ok_status();
 }
 
-DraftModel::DraftModel(Model& model, int32_t target_vocab, const SamplerConfig& sampler)
-    : model_(model), target_vocab_(target_vocab), greedy_(sampler.temperature <= 0),
+DraftModel::DraftModel(int32_t target_vocab, const SamplerConfig& sampler)
+    : target_vocab_(target_vocab), greedy_(sampler.temperature <= 0),
       sampler_(draft_sampler_config(sampler)) {}
 
 Result<std::unique_ptr<DraftModel>> DraftModel::create(Model& model, int64_t n_ctx, int n_threads, int32_t target_vocab,
                                                         const SamplerConfig& sampler) {
   SNIPER_TRY(sampler.validate());
-  std::unique_ptr<DraftModel> d(new DraftModel(model, target_vocab, sampler));
+  std::unique_ptr<DraftModel> d(new DraftModel(target_vocab, sampler));
   SessionOptions so;
   so.n_ctx = n_ctx;
   so.n_threads = n_threads;

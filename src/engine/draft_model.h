@@ -41,8 +41,7 @@ class DraftModel final : public DraftSource {
   const Session& session() const { return *session_; }
 
  private:
-  DraftModel(Model& model, int32_t target_vocab, const SamplerConfig& sampler);
-  Model& model_;
+  DraftModel(int32_t target_vocab, const SamplerConfig& sampler);
   int32_t target_vocab_;
   bool greedy_;
   Sampler sampler_;
