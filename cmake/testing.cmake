@@ -3,10 +3,23 @@
 # Builds a GoogleTest executable and registers it with ctest. Tests find ../shared through
 # the SNIPER_SHARED_DIR environment variable (default: <source>/../shared).
 set(SNIPER_SHARED_DIR "${CMAKE_SOURCE_DIR}/../shared" CACHE PATH "The shared/ folder with models and references")
+# CI compiles the tests' own sources with less optimization than the code under test (the ci
+# preset -O1, ci-asan -O0): a test's body is glue around library calls, and its compile time is
+# most of CI's build.
+set(SNIPER_TEST_OPT "" CACHE STRING "optimization flags for the tests' own sources, e.g. -O0 (default: the build type's)")
+# The end-to-end suites (label golden: models from ../shared against llama.cpp's references) are
+# left out of the sanitizer build, which does not run them.
+option(SNIPER_E2E_TESTS "Build the end-to-end tests (label golden)" ON)
 
 function(sniper_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT SNIPER_E2E_TESTS AND "golden" IN_LIST T_LABELS)
+    return()
+  endif()
   add_executable(${name} ${T_SOURCES})
+  if(SNIPER_TEST_OPT)
+    target_compile_options(${name} PRIVATE ${SNIPER_TEST_OPT})
+  endif()
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
   add_test(NAME ${name} COMMAND ${name})

@@ -1,39 +1,40 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs dependencies, builds with warnings as errors and runs every test (ctest).
-# Usage: scripts/test.sh [ci|ci-asan|release|dev|fuzz]   (default: ci, then ci-asan for the
-# sanitizer-only tests, then fuzz).
+# Usage: scripts/test.sh [ci|ci-asan|fuzz|release|dev]
+#   (default: ci, then ci-asan for the sanitizer tests and the fuzzers).
+# Two builds in CI: `ci` (GCC, -O3) runs every test; `ci-asan` (Clang, ASan/UBSan at -O1, and
+# -fsanitize=fuzzer-no-link so that the libraries are coverage-instrumented for libFuzzer) runs
+# everything but the end-to-end suites again, plus each libFuzzer target (label fuzz) for
+# SNIPER_FUZZ_SECONDS (default 20) from its checked-in corpus (tests/fuzz/CMakeLists.txt). A crash
+# fails the run and leaves its input as build/ci-asan/tests/fuzz/crash-<target>-*: fix the bug
+# and add the input to tests/fuzz/regressions/<target>/ (replayed by every build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
+configure() {
+  cmake --preset "$1" -DSNIPER_FUZZ_SECONDS="${SNIPER_FUZZ_SECONDS:-20}" >/dev/null
+}
 run_preset() {
   local preset=$1; shift
-  cmake --preset "$preset" >/dev/null
+  configure "$preset"
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs" "$@"
 }
-# libFuzzer needs Clang: the fuzz targets alone (and the libraries they link) are built in
-# build/fuzz with Clang, ASan/UBSan and coverage instrumentation everywhere, then each fuzzes for
-# SNIPER_FUZZ_SECONDS (default 20) from its checked-in corpus (tests/fuzz/CMakeLists.txt). A crash
-# fails the run and leaves its input as build/fuzz/tests/fuzz/crash-<target>-*: fix the bug and
-# add the input to tests/fuzz/regressions/<target>/ (replayed by every build).
-run_fuzz() {
-  CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DSNIPER_SANITIZE=ON -DSNIPER_WERROR=ON \
-    -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link \
-    -DSNIPER_FUZZ_SECONDS="${SNIPER_FUZZ_SECONDS:-20}" >/dev/null
-  cmake --build build/fuzz -j "$jobs" --target sniper_fuzz_targets
-  ctest --test-dir build/fuzz -L '^fuzz$' --output-on-failure
-}
+# The sanitizer stage leaves out the end-to-end suites (golden, cgroup, cli) and the load tests:
+# ASan's quarantine holds freed memory on purpose, so their RSS checks are meaningless there.
+asan_exclude="golden|cgroup|cli|load"
 if [ $# -ge 1 ]; then
-  if [ "$1" = fuzz ]; then run_fuzz; else run_preset "$1"; fi
+  case "$1" in
+    fuzz)
+      configure ci-asan
+      cmake --build --preset ci-asan -j "$jobs" --target sniper_fuzz_targets
+      ctest --preset ci-asan -L '^fuzz$' ;;
+    ci-asan) run_preset ci-asan -LE "$asan_exclude" ;;
+    *) run_preset "$1" ;;
+  esac
   exit 0
 fi
 run_preset ci
-# Everything but the end-to-end suites again under AddressSanitizer and UBSan (the parsers of
-# untrusted input, the kernels, the I/O engine, the expert cache and streaming, the server and the
-# agent). The load test's memory-stability check is left out there: ASan's quarantine holds freed
-# memory on purpose, so RSS grows by design.
-run_preset ci-asan -LE "golden|cgroup|cli|load"
-run_fuzz
+run_preset ci-asan -LE "$asan_exclude"
