@@ -81,6 +81,7 @@ Result<std::unique_ptr<Model>> load_draft_model(const SpecRequest& req, const Mo
   lo.n_ctx = n_ctx;
   lo.n_sessions = n_sessions;
   lo.n_checkpoints = req.checkpoints();
+  lo.n_logit_rows = 1;  // a draft reads its last token's logits only
   lo.batch = 0;
   // The vocabulary first: a draft that cannot serve this target is refused before it loads.
   SNIPER_ASSIGN_OR_RETURN(const Tokenizer* tt, target.tokenizer());

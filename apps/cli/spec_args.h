@@ -32,6 +32,9 @@ struct SpecRequest {
   bool enabled() const { return kind != SpecKind::kNone; }
   // Checkpoints a session needs for rollback on a model that cannot rewind (hybrid, sliding).
   int64_t checkpoints() const { return enabled() ? 2 : 0; }
+  // Rows of logits a session and its decoder hold at once (PlanRequest::n_logit_rows): the last
+  // token's, plus a verification pass's draft_max + 1.
+  int64_t logit_rows() const { return enabled() ? config.draft_max + 2 : 1; }
 };
 
 // Validates the flags (before loading anything). Errors: an unknown --spec-type, draft flags with
