@@ -39,7 +39,8 @@ int cmd_logits(int argc, char** argv) {
     gen = std::move(g).value();
   }
   // Chunked prefill gives the same rows as one batch: every row is computed independently.
-  auto loaded = load_model_and_session(*args);
+  // Every prompt row is returned at once (plus the session's own last row): the plan counts them.
+  auto loaded = load_model_and_session(*args, 0, 0, static_cast<int64_t>(prompt->size()) + 1);
   if (!loaded.ok()) return fail(loaded.error());
   Session& session = *loaded->session;
   const std::string out_path = args->get_string("--output");

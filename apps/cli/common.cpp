@@ -74,17 +74,23 @@ std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec
   return a;
 }
 
-Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, uint64_t reserved_bytes) {
+Status reserve_draft_share(uint64_t reserved_bytes, uint64_t* mem_bytes) {
+  if (reserved_bytes == 0 || *mem_bytes == 0) return ok_status();
+  if (reserved_bytes >= *mem_bytes) {
+    return make_error("--mem-draft (%.1f MiB) must be below --mem (%.1f MiB): the draft's share comes off the budget",
+                      static_cast<double>(reserved_bytes) / 1048576.0, static_cast<double>(*mem_bytes) / 1048576.0);
+  }
+  *mem_bytes -= reserved_bytes;
+  return ok_status();
+}
+
+Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, uint64_t reserved_bytes,
+                                      int64_t n_logit_rows) {
   SNIPER_ASSIGN_OR_RETURN(std::string model_path, model_path_from_args(args));
   SNIPER_ASSIGN_OR_RETURN(ModelLoadOptions lo, load_options_from_args(args));
-  if (reserved_bytes > 0 && lo.mem_bytes > 0) {
-    if (reserved_bytes >= lo.mem_bytes) {
-      return make_error("--mem-draft (%.1f MiB) must be below --mem (%.1f MiB): the draft's share comes off the budget",
-                        static_cast<double>(reserved_bytes) / 1048576.0, static_cast<double>(lo.mem_bytes) / 1048576.0);
-    }
-    lo.mem_bytes -= reserved_bytes;
-  }
+  SNIPER_TRY(reserve_draft_share(reserved_bytes, &lo.mem_bytes));
   lo.n_checkpoints = n_checkpoints;
+  lo.n_logit_rows = n_logit_rows;
   SessionOptions so;
   SNIPER_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--threads", 0, 0, 1024));
   so.n_threads = static_cast<int>(threads);

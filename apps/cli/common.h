@@ -26,10 +26,15 @@ struct Loaded {
   std::unique_ptr<Session> session;
 };
 
+// Takes reserved_bytes (a draft model's --mem-draft; 0: none) off *mem_bytes (0: unlimited, left
+// so). An Error, *mem_bytes unchanged, when it is not below the budget.
+[[nodiscard]] Status reserve_draft_share(uint64_t reserved_bytes, uint64_t* mem_bytes);
 // n_checkpoints: state checkpoints the session keeps (and the plan counts) for prefix reuse, or
 // kAutoCheckpoints (the plan's choice). reserved_bytes: taken off --mem for something else (a
-// draft model's --mem-draft); an Error when it is not below the budget.
-Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints = 0, uint64_t reserved_bytes = 0);
+// draft model's --mem-draft); an Error when it is not below the budget. n_logit_rows: rows of
+// logits the session and its caller hold at once (PlanRequest::n_logit_rows).
+Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints = 0, uint64_t reserved_bytes = 0,
+                                      int64_t n_logit_rows = 1);
 // --ctx-checkpoints N|auto: N in [0, 256], or kAutoCheckpoints. Errors name the value.
 Result<int64_t> parse_checkpoint_count(const std::string& text);
 // The model_flags() as ModelLoadOptions (budget resolved, enums parsed).

@@ -73,6 +73,31 @@ Result<SpecRequest> parse_spec_args(const Args& args) {
   return r;
 }
 
+Result<std::unique_ptr<Model>> load_draft_model(const SpecRequest& req, const Model& target, int64_t n_ctx,
+                                                int64_t n_sessions) {
+  ModelLoadOptions lo = target.options();
+  lo.mem_bytes = req.draft_mem_bytes;
+  lo.residency = ResidencyMode::kAuto;  // resident when it fits its own budget (or has none)
+  lo.n_ctx = n_ctx;
+  lo.n_sessions = n_sessions;
+  lo.n_checkpoints = req.checkpoints();
+  lo.n_logit_rows = 1;  // a draft reads its last token's logits only
+  lo.batch = 0;
+  // The vocabulary first: a draft that cannot serve this target is refused before it loads.
+  SNIPER_ASSIGN_OR_RETURN(const Tokenizer* tt, target.tokenizer());
+  {
+    auto file = gguf_open(req.draft_path);
+    if (!file.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), file.error().message.c_str());
+    auto dt = Tokenizer::from_gguf(*file);
+    if (!dt.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), dt.error().message.c_str());
+    Status compat = check_draft_vocab(*tt, *dt);
+    if (!compat.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), compat.error().message.c_str());
+  }
+  auto draft = Model::load(req.draft_path, lo);
+  if (!draft.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), draft.error().message.c_str());
+  return std::move(draft).value();
+}
+
 Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const SamplerConfig& sampler, int n_threads) {
   SpecSetup out;
   const ModelConfig& c = target.model->config();
@@ -93,26 +118,7 @@ Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const Sampl
   if (req.kind == SpecKind::kNgram) {
     out.source = std::make_unique<NgramDraft>(req.ngram_size);
   } else if (req.kind == SpecKind::kDraftModel) {
-    ModelLoadOptions lo = target.model->options();
-    lo.mem_bytes = req.draft_mem_bytes;
-    lo.residency = ResidencyMode::kAuto;  // resident when it fits its own budget (or has none)
-    lo.n_ctx = target.session->n_ctx();
-    lo.n_sessions = 1;
-    lo.n_checkpoints = req.checkpoints();
-    lo.batch = 0;
-    // The vocabulary first: a draft that cannot serve this target is refused before it loads.
-    SNIPER_ASSIGN_OR_RETURN(const Tokenizer* tt, target.model->tokenizer());
-    {
-      auto file = gguf_open(req.draft_path);
-      if (!file.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), file.error().message.c_str());
-      auto dt = Tokenizer::from_gguf(*file);
-      if (!dt.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), dt.error().message.c_str());
-      Status compat = check_draft_vocab(*tt, *dt);
-      if (!compat.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), compat.error().message.c_str());
-    }
-    auto draft = Model::load(req.draft_path, lo);
-    if (!draft.ok()) return make_error("draft model %s: %s", req.draft_path.c_str(), draft.error().message.c_str());
-    out.draft_model = std::move(draft).value();
+    SNIPER_ASSIGN_OR_RETURN(out.draft_model, load_draft_model(req, *target.model, target.session->n_ctx(), 1));
     SNIPER_ASSIGN_OR_RETURN(auto dm, DraftModel::create(*out.draft_model, target.session->n_ctx(), n_threads,
                                                         static_cast<int32_t>(c.vocab_size), sampler));
     out.source = std::move(dm);

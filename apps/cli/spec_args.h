@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The speculative-decoding flags shared by run, chat and bench: the draft source (--spec-type,
+// The speculative-decoding flags shared by run, chat, bench and serve: the draft source (--spec-type,
 // -md/--model-draft with its own --mem-draft share of --mem), --draft-max / --draft-min, the
 // n-gram size, adaptive draft length. Parsing happens before the target loads (the draft's memory
 // share comes off the target's budget); setup after (the draft model needs the target's
@@ -32,12 +32,23 @@ struct SpecRequest {
   bool enabled() const { return kind != SpecKind::kNone; }
   // Checkpoints a session needs for rollback on a model that cannot rewind (hybrid, sliding).
   int64_t checkpoints() const { return enabled() ? 2 : 0; }
+  // Rows of logits a session and its decoder hold at once (PlanRequest::n_logit_rows): the last
+  // token's, plus a verification pass's draft_max + 1.
+  int64_t logit_rows() const { return enabled() ? config.draft_max + 2 : 1; }
 };
 
 // Validates the flags (before loading anything). Errors: an unknown --spec-type, draft flags with
 // no draft source, -md with another --spec-type, --draft-min > --draft-max, negative values,
 // --mem-draft not below --mem.
 Result<SpecRequest> parse_spec_args(const Args& args);
+
+// Loads req's draft model for `target` (kDraftModel): the vocabulary is checked first (a draft
+// that cannot serve this target is refused before it loads), then the draft loads with its own
+// --mem-draft budget (0: unlimited, resident), planned for n_sessions sequences of n_ctx tokens
+// (a server plans one per slot) with the checkpoints rollback needs. Errors name the draft's
+// path and the first vocabulary difference or the load failure.
+Result<std::unique_ptr<Model>> load_draft_model(const SpecRequest& req, const Model& target, int64_t n_ctx,
+                                                int64_t n_sessions);
 
 struct SpecSetup {
   std::unique_ptr<Model> draft_model;  // kDraftModel

@@ -40,6 +40,13 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
     if (!session.ok()) return session.error();
     slot.session = std::move(session).value();
   }
+  s->n_ctx_ = s->slots_[0].session->n_ctx();
+  if (options.spec_ngram_size > 0 && options.draft_model != nullptr) {
+    return make_error("speculative decoding takes one draft source: n-gram lookup or a draft model, not both");
+  }
+  if (options.context_shift && (options.spec_ngram_size > 0 || options.draft_model != nullptr)) {
+    return make_error("--context-shift with speculative decoding (--spec-type) is not supported: drop one of them");
+  }
   if (options.spec_ngram_size > 0) {
     SNIPER_TRY(options.spec.validate());
     if (options.spec_ngram_size > 64) return make_error("--spec-ngram-size-n is %ld but must be in [1, 64]", static_cast<long>(options.spec_ngram_size));
@@ -48,7 +55,19 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
     auto probe = SpeculativeDecoder::create(*s->slots_[0].session, *s->ngram_, options.spec);
     if (!probe.ok()) return probe.error();
   }
-  s->n_ctx_ = s->slots_[0].session->n_ctx();
+  if (options.draft_model != nullptr) {
+    SNIPER_TRY(options.spec.validate());
+    const auto target_vocab = static_cast<int32_t>(model.config().vocab_size);
+    SamplerConfig greedy;  // each job sets its own (start_job)
+    greedy.temperature = 0;
+    for (Slot& slot : s->slots_) {
+      auto draft = DraftModel::create(*options.draft_model, s->n_ctx_, options.session.n_threads, target_vocab, greedy);
+      if (!draft.ok()) return draft.error();
+      slot.draft = std::move(draft).value();
+    }
+    auto probe = SpeculativeDecoder::create(*s->slots_[0].session, *s->slots_[0].draft, options.spec);
+    if (!probe.ok()) return probe.error();
+  }
   s->batch_ = std::max<int64_t>(1, options.session.batch);
   if (metrics != nullptr) metrics->set_slots(options.n_slots, 0, 0);
   s->thread_ = std::thread([p = s.get()] { p->loop(); });
@@ -196,8 +215,13 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
     slot.generator->accept_prompt(j.prompt);
     slot.spec.reset();
     slot.pending = -1;
-    if (ngram_ && !slot.generator->constrained()) {  // a grammar masks each token: no drafts
-      auto spec = SpeculativeDecoder::create(session, *ngram_, options_.spec);
+    DraftSource* source = ngram_ != nullptr ? static_cast<DraftSource*>(ngram_.get()) : slot.draft.get();
+    if (source != nullptr && !slot.generator->constrained()) {  // a grammar masks each token: no drafts
+      if (slot.draft != nullptr) {  // the draft samples as this job does (greedy stays greedy)
+        Status st = slot.draft->set_sampler(j.generator.sampler);
+        if (!st.ok()) return finish(slot, st.error().message, 400);
+      }
+      auto spec = SpeculativeDecoder::create(session, *source, options_.spec);
       if (!spec.ok()) return finish(slot, spec.error().message, 500);
       slot.spec.emplace(std::move(spec).value());
       slot.result.speculative = true;
@@ -337,6 +361,10 @@ void Scheduler::publish_engine_stats() {
   for (const Slot& slot : slots_) {
     s.state_checkpoints += static_cast<uint64_t>(slot.session->n_checkpoints());
     s.state_checkpoint_bytes += slot.session->checkpoint_bytes();
+    if (slot.draft != nullptr) {
+      s.state_checkpoints += static_cast<uint64_t>(slot.draft->session().n_checkpoints());
+      s.state_checkpoint_bytes += slot.draft->session().checkpoint_bytes();
+    }
   }
   metrics_->set_engine(s);
 }

@@ -9,6 +9,9 @@
 // hybrid model (delta-net layers, sliding rings) the part kept is the latest state checkpoint at
 // or before the shared prefix (SessionOptions::n_checkpoints; each prompt also checkpoints
 // kPromptCheckpointTail tokens before its end, where the next turn of a chat usually departs).
+// Speculative decoding (optional, one source for all slots): n-gram lookup, or a draft model
+// whose Model is shared and whose DraftModel session (its own KV cache) is one per slot, set to
+// each job's sampling settings. Grammar-constrained jobs decode without drafts.
 // A cancelled job stops before its next pass and frees its slot. A failing job
 // ends with an error and never touches another slot.
 // Thread-safe: submit() and the accessors may be called from any thread.
@@ -27,6 +30,7 @@
 #include "engine/generator.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "engine/draft_model.h"
 #include "engine/ngram_draft.h"
 #include "engine/speculative.h"
 #include "server/job.h"
@@ -40,7 +44,11 @@ struct SchedulerOptions {
   SessionOptions session;
   uint64_t model_fingerprint = 0;
   int64_t spec_ngram_size = 0;  // > 0: each generate job decodes speculatively with n-gram lookup
-  SpecConfig spec;              // with spec_ngram_size (engine/speculative.h)
+  // Non-null: each generate job decodes speculatively with this draft model (borrowed; it must
+  // outlive the scheduler, share the target's vocabulary (check_draft_vocab) and be planned for
+  // n_slots sessions of the target's context). Excludes spec_ngram_size.
+  Model* draft_model = nullptr;
+  SpecConfig spec;              // with spec_ngram_size or draft_model (engine/speculative.h)
   // --context-shift / --keep (engine/generate.h): a slot whose context fills keeps the first
   // n_keep tokens of its prompt (resolve_n_keep) and drops half of the rest instead of ending.
   bool context_shift = false;
@@ -49,8 +57,9 @@ struct SchedulerOptions {
 
 class Scheduler {
  public:
-  // Creates the slots' sessions and starts the thread. Errors: session creation (context too
-  // large for the plan, memory), slot/queue counts out of range.
+  // Creates the slots' sessions (and draft sessions) and starts the thread. Errors: session
+  // creation (context too large for the plan, memory), slot/queue counts out of range, bad
+  // speculative settings (both draft sources, with context shift, a draft-max over the batch).
   static Result<std::unique_ptr<Scheduler>> create(Model& model, const Tokenizer& tokenizer,
                                                    const SchedulerOptions& options, Metrics* metrics);
   ~Scheduler();  // stop()s
@@ -70,6 +79,7 @@ class Scheduler {
     std::unique_ptr<Session> session;
     std::shared_ptr<Job> job;
     std::optional<Generator> generator;
+    std::unique_ptr<DraftModel> draft;       // options.draft_model: this slot's draft session
     std::optional<SpeculativeDecoder> spec;  // speculative decoding of this slot's job
     int32_t pending = -1;                    // spec: the sampled token not yet evaluated
     std::vector<int32_t> to_eval;  // prompt tokens still to evaluate

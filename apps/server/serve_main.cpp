@@ -181,13 +181,28 @@ int serve_main(int argc, char** argv) {
   so.session.checkpoint_interval = *every;
   auto spec = cli::parse_spec_args(*args);
   if (!spec.ok()) return cli::fail(spec.error());
-  if (spec->enabled() && spec->kind != cli::SpecKind::kNgram) {
-    return cli::fail(make_error("serve decodes speculatively with --spec-type ngram only (a draft model or MTP heads per "
-                                "slot are not supported yet)"));
+  if (spec->kind == cli::SpecKind::kMtp) {
+    return cli::fail(make_error("serve decodes speculatively with --spec-type ngram or a draft model (-md) (MTP heads "
+                                "are not supported yet)"));
+  }
+  if (spec->kind == cli::SpecKind::kDraftModel) {
+    // A draft drafts for one target, loaded for the server's whole life (its slots' draft
+    // sessions are made with the target's).
+    if (sources.size() != 1 || args->has("--models")) {
+      return cli::fail(make_error("-md/--model-draft drafts for one target model, but this server serves %s (--models "
+                                  "DIR or several --model): serve the draft's target alone with -m FILE",
+                                  sources.size() == 1 ? "a directory of models" : (std::to_string(sources.size()) + " models").c_str()));
+    }
+    if (!pinned) {
+      return cli::fail(make_error("-md/--model-draft keeps the target loaded while the server runs: drop --keep-alive "
+                                  "and --max-loaded"));
+    }
+    if (Status st = cli::reserve_draft_share(spec->draft_mem_bytes, &lo->mem_bytes); !st.ok()) return cli::fail(st.error());
   }
   so.spec_ngram_size = spec->ngram_size;
   so.spec = spec->config;
   lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them
+  lo->n_logit_rows = spec->logit_rows();  // and its verification pass's logits
   lo->n_checkpoints = *checkpoints;  // and its checkpoints (none for a model that can rewind)
   if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
   so.context_shift = args->has("--context-shift");
@@ -214,11 +229,25 @@ int serve_main(int argc, char** argv) {
     }
     return model;
   };
+  std::unique_ptr<Model> draft_model;   // -md FILE: shared by the slots; outlives the server
   std::unique_ptr<Model> pinned_model;  // -m FILE: loaded now, before listening
   if (pinned) {
     auto model = loader(sources[0], lo->mem_bytes, &so.session);
     if (!model.ok()) return cli::fail(model.error());
     pinned_model = std::move(model).value();
+  }
+  if (spec->kind == cli::SpecKind::kDraftModel) {
+    // Planned for one draft session (KV cache) per slot, of the slots' context, within --mem-draft.
+    const int64_t n_ctx = so.session.n_ctx > 0 ? so.session.n_ctx : pinned_model->planned_n_ctx();
+    auto draft = cli::load_draft_model(*spec, *pinned_model, n_ctx, so.n_slots);
+    if (!draft.ok()) return cli::fail(draft.error());
+    draft_model = std::move(draft).value();
+    so.draft_model = draft_model.get();
+    const MemoryPlan& dp = draft_model->plan();
+    std::fprintf(stderr, "sniper serve: draft model %s, %s, %.1f MiB planned (%.1f MiB KV for %d slot(s)) in %s\n",
+                 spec->draft_path.c_str(), draft_model->streams() ? "streamed" : "resident",
+                 static_cast<double>(dp.planned_bytes()) / 1048576.0, static_cast<double>(dp.kv_bytes) / 1048576.0,
+                 so.n_slots, spec->draft_mem_bytes > 0 ? "--mem-draft, taken off --mem" : "no budget (--mem-draft unset)");
   }
 
   // Block the stop signals in every thread (the server's threads inherit the mask); one thread

@@ -2,6 +2,7 @@
 #include "server/served_model.h"
 
 #include "base/check.h"
+#include "engine/draft_model.h"
 #include "engine/session_state.h"
 
 namespace sniper::server {
@@ -24,12 +25,20 @@ Result<std::unique_ptr<ServedModel>> ServedModel::create(std::string id, Model* 
   if (tok.bos_id() >= 0) m->bos_token = tok.token_to_piece(tok.bos_id(), true);
   if (tok.eos_id() >= 0) m->eos_token = tok.token_to_piece(tok.eos_id(), true);
   SNIPER_ASSIGN_OR_RETURN(m->fingerprint, model_fingerprint(m->model->gguf()));
+  if (options.draft_model != nullptr) {  // a draft that cannot serve this target: refused at start
+    const std::string& draft_path = options.draft_model->gguf().path;
+    auto draft_tok = options.draft_model->tokenizer();
+    if (!draft_tok.ok()) return make_error("draft model %s: %s", draft_path.c_str(), draft_tok.error().message.c_str());
+    Status compat = check_draft_vocab(tok, **draft_tok);
+    if (!compat.ok()) return make_error("draft model %s: %s", draft_path.c_str(), compat.error().message.c_str());
+  }
   SchedulerOptions so;
   so.n_slots = options.n_slots;
   so.queue_capacity = options.queue_capacity;
   so.session = options.session;
   so.model_fingerprint = m->fingerprint;
   so.spec_ngram_size = options.spec_ngram_size;
+  so.draft_model = options.draft_model;
   so.spec = options.spec;
   so.context_shift = options.context_shift;
   so.n_keep = options.n_keep;

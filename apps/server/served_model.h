@@ -38,8 +38,8 @@ struct ServedModel {
 
   // Builds the serving state of `model` (borrowed when `owned` is null, else owned.get()) and
   // starts its scheduler with options' slots and session settings. Errors: the model has no
-  // tokenizer, its chat template does not parse, the fingerprint cannot be computed, the slots
-  // cannot be created.
+  // tokenizer, its chat template does not parse, the fingerprint cannot be computed, the draft
+  // model's vocabulary differs (check_draft_vocab), the slots cannot be created.
   static Result<std::unique_ptr<ServedModel>> create(std::string id, Model* model, std::unique_ptr<Model> owned,
                                                      const ServerOptions& options, Metrics* metrics);
   ~ServedModel();

@@ -9,6 +9,7 @@
 
 #include "base/result.h"
 #include "engine/context_compression.h"
+#include "engine/model.h"
 #include "engine/session.h"
 #include "engine/speculative.h"
 
@@ -29,7 +30,11 @@ struct ServerOptions {
   ContextCompression context_compression = ContextCompression::kNone;  // of /v1/context/save
   SessionOptions session;               // per slot
   int64_t spec_ngram_size = 0;          // > 0: speculative decoding with n-gram lookup of this size, per slot
-  SpecConfig spec;                      // with spec_ngram_size
+  // -md: speculative decoding with this draft model, a DraftModel session per slot. Borrowed: it
+  // must outlive the server, be planned for n_slots sessions of the target's context, and serve
+  // one target (its vocabulary is checked against the model's when the server starts).
+  Model* draft_model = nullptr;
+  SpecConfig spec;                      // with spec_ngram_size or draft_model
   bool context_shift = false;           // --context-shift: slots go on past a full context
   int64_t n_keep = 0;                   // --keep: prompt tokens a context shift keeps (-1 = all)
   std::string model_id;                 // empty: the model file's base name without ".gguf"

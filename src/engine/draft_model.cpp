@@ -57,12 +57,21 @@ Result<std::unique_ptr<DraftModel>> DraftModel::create(Model& model, int64_t n_c
   so.n_ctx = n_ctx;
   so.n_threads = n_threads;
   so.batch = std::min<int64_t>(model.planned_batch(), n_ctx);
-  so.n_checkpoints = 4;  // a hybrid draft rolls back to the latest one before its own rejected drafts
+  // A hybrid draft rolls back to the latest checkpoint before its own rejected drafts; it keeps
+  // as many as its plan counted in its budget (none: it re-evaluates from the start instead).
+  so.n_checkpoints = model.plan().n_checkpoints;
   auto session = Session::create(model, so);
   if (!session.ok()) return make_error("draft model: %s", session.error().message.c_str());
   d->session_ = std::move(session).value();
   d->probs_.resize(static_cast<size_t>(model.config().vocab_size));
   return d;
+}
+
+Status DraftModel::set_sampler(const SamplerConfig& sampler) {
+  SNIPER_TRY(sampler.validate());
+  greedy_ = sampler.temperature <= 0;
+  sampler_ = Sampler(draft_sampler_config(sampler));
+  return ok_status();
 }
 
 Status DraftModel::draft(std::span<const int32_t> context, int64_t n_max, Draft* out) {

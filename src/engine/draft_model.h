@@ -5,7 +5,8 @@
 // back there too), then decodes up to n_max tokens. Greedy targets get the draft's argmax (a
 // point mass); sampling targets get a draw from the draft's distribution with the target's
 // temperature / top-k / top-p / min-p (no penalties), and that distribution as q, which the
-// acceptance rule needs to keep the output distributed exactly as the target's.
+// acceptance rule needs to keep the output distributed exactly as the target's. A server slot
+// keeps one DraftModel for all its jobs and gives it each job's sampling settings (set_sampler).
 // Thread-compatible; the draft Model must outlive this.
 #pragma once
 
@@ -33,9 +34,16 @@ class DraftModel final : public DraftSource {
  public:
   // `model` is the draft (check_draft_vocab against the target first); n_ctx: the target
   // session's context (the draft follows the same sequence); target_vocab: the target's size
-  // (q rows are that long). sampler: the target's config (penalties are dropped).
+  // (q rows are that long). sampler: the target's config (penalties are dropped). The session
+  // keeps the state checkpoints the draft's plan counted (plan().n_checkpoints: load it with
+  // ModelLoadOptions::n_checkpoints > 0 for a hybrid draft).
   [[nodiscard]] static Result<std::unique_ptr<DraftModel>> create(Model& model, int64_t n_ctx, int n_threads,
                                                                    int32_t target_vocab, const SamplerConfig& sampler);
+  // Drafts for a new job with these sampling settings (the target's; penalties are dropped):
+  // greedy or not, truncation, temperature, and the random sequence restarted from the seed.
+  // The session (and the prefix it shares with the next context) is kept. Errors: a config that
+  // fails validate() (this DraftModel is then unchanged).
+  [[nodiscard]] Status set_sampler(const SamplerConfig& sampler);
   [[nodiscard]] Status draft(std::span<const int32_t> context, int64_t n_max, Draft* out) override;
   const char* name() const override { return "draft-model"; }
   const Session& session() const { return *session_; }

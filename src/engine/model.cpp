@@ -64,6 +64,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   req.batch = auto_batch ? kShortPromptChunk : options.batch;
   req.n_sessions = options.n_sessions;
   req.n_checkpoints = options.n_checkpoints;
+  req.n_logit_rows = options.n_logit_rows;
   req.force_stream = options.residency == ResidencyMode::kStream;
   if (options.residency == ResidencyMode::kMmap) {
     m->plan_.all_resident = true;  // nothing streams through our engine; the kernel pages

@@ -49,6 +49,7 @@ struct ModelLoadOptions {
   int64_t n_sessions = 1;         // sessions to plan KV caches and scratch for (server slots)
   int64_t n_checkpoints = 0;      // state checkpoints per session to plan for, or kAutoCheckpoints
                                   // (plan().n_checkpoints is the count to give SessionOptions)
+  int64_t n_logit_rows = 1;       // rows of logits a session and its caller hold at once (PlanRequest)
   KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   CachePolicy cache_policy = CachePolicy::kLfru;
   bool prefetch = true;

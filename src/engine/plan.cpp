@@ -96,7 +96,8 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
                         : std::max<int64_t>(0, req.n_checkpoints);
   p.checkpoint_bytes = sessions * static_cast<uint64_t>(p.n_checkpoints) * one_checkpoint;
   p.kv_config = req.kv_type;
-  p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2);
+  p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2,
+                                                                    req.n_logit_rows);
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
   p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;
   const uint64_t fixed = p.kv_bytes + p.checkpoint_bytes + p.scratch_bytes + p.overhead_bytes;

@@ -41,6 +41,9 @@ struct PlanRequest {
   // State checkpoints per session (SessionOptions::n_checkpoints); kAutoCheckpoints: up to
   // kMaxAutoCheckpoints, as many as fit an eighth of the budget (MemoryPlan::n_checkpoints).
   int64_t n_checkpoints = 0;
+  // Rows of logits a session and its caller hold at once: 1 (the last token's), or with
+  // speculative decoding 1 + draft_max + 1 (the verification pass returns every row).
+  int64_t n_logit_rows = 1;
   bool force_stream = false;  // stream experts / FFN even when everything would fit (tests, benchmarks)
 };
 

@@ -167,6 +167,17 @@ size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padde
   return layout.flash ? flash_attention_scratch_bytes(layout, group, n_tok_tile) : plain;
 }
 
+size_t attention_scratch_bound(int64_t head_dim, int64_t group, int64_t n_ctx) {
+  // attention_scratch_bytes' plain layout at the longest padded row (n_kv_padded <= the cache's
+  // cells, which round up to kKvPad at most) with the widest query (f32), or the flash one.
+  const int64_t stride = round_up(round_up(std::max<int64_t>(n_ctx, 1), kKvPad), 16);
+  const size_t g = static_cast<size_t>(group), hd = static_cast<size_t>(head_dim);
+  const size_t plain = 2 * align64(sizeof(float) * static_cast<size_t>(stride) * g) + align64(sizeof(float) * hd * g) +
+                       align64(sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(head_dim, group))) +
+                       sizeof(float) * hd * g;
+  return std::max(plain, flash_attention_scratch_bound(head_dim, group)) + 64;
+}
+
 int64_t attention_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group) {
   return layout.flash ? flash_token_tile(layout, batch, group) : 1;
 }

@@ -67,6 +67,12 @@ AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int6
 size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group,
                                int64_t n_tok_tile = 1);
 
+// An upper bound of attention_scratch_bytes (plus the 64-byte stride rounding a caller adds per
+// thread) over every cache layout (K/V types, flash or not, any token tile) for heads of
+// head_dim, `group` query heads per kv head and caches of at most n_ctx cells: what memory
+// planning counts per thread before the cache types are known.
+size_t attention_scratch_bound(int64_t head_dim, int64_t group, int64_t n_ctx);
+
 // Tokens one attend_tokens call should take for this batch: > 1 where their query rows share
 // each K/V tile (flash attention's tiled f16 path), else 1.
 int64_t attention_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group);

@@ -85,6 +85,17 @@ size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t grou
   return std::max(one_chunk, tiled);
 }
 
+size_t flash_attention_scratch_bound(int64_t head_dim, int64_t group) {
+  // flash_attention_scratch_bytes with the widest query row (f32: 4 bytes an element; every
+  // vec_dot_type row is narrower) and the most tiled rows: a tile is max(1, kFlashTileRows /
+  // group) tokens of `group` rows, so group * tile <= max(group, kFlashTileRows).
+  const size_t hd = static_cast<size_t>(head_dim), g = static_cast<size_t>(group);
+  const size_t one_chunk = align64(sizeof(float) * hd * g) + align64(sizeof(float) * hd * g) +
+                           align64(sizeof(float) * static_cast<size_t>(kTile) * g) + align64(sizeof(float) * hd * g) +
+                           align64(sizeof(fp16_t) * hd * g) + align64(sizeof(float) * hd) + 4 * align64(sizeof(float) * g);
+  return std::max(one_chunk, flash_tiled_scratch_bytes(head_dim, std::max<int64_t>(group, kFlashTileRows)));
+}
+
 int64_t flash_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group) {
   return tiled_path(layout, batch) ? std::max<int64_t>(1, kFlashTileRows / group) : 1;
 }

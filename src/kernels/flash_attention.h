@@ -35,6 +35,9 @@ namespace sniper {
 // up to n_tok_tile tokens of them.
 size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t group, int64_t n_tok_tile = 1);
 
+// An upper bound of flash_attention_scratch_bytes over every K/V type and token tile.
+size_t flash_attention_scratch_bound(int64_t head_dim, int64_t group);
+
 // Tokens flash_attend_tokens takes at once for this batch: > 1 only on the tiled path (f16 K and
 // V, >= 64 tokens in the call, head_dim % 16 == 0), where their rows share each K/V tile.
 int64_t flash_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group);

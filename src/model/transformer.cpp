@@ -22,6 +22,7 @@
 #include "model/blocks/gemma4_attention.h"
 #include "model/blocks/gemma4_moe_ffn.h"
 #include "kernels/activations.h"
+#include "kernels/attention.h"
 #include "model/tensor_names.h"
 
 namespace sniper {
@@ -101,14 +102,15 @@ const RoutingStats& Transformer::routing_stats() const {
 }
 
 size_t Transformer::scratch_bytes() const {
-  size_t bytes = (x_.size() + xb_.size() + out_.size()) * sizeof(float) + buffers_.act.capacity();
+  size_t bytes = (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + buffers_.act.capacity();
   for (const auto& b : mixer_blocks_) bytes += b->scratch_bytes();
   for (const auto& b : ffn_blocks_) bytes += b->scratch_bytes();
   if (per_layer_ != nullptr) bytes += per_layer_->scratch_bytes();
   return bytes;
 }
 
-size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads) {
+size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads,
+                                           int64_t n_logit_rows) {
   const size_t B = static_cast<size_t>(max_batch);
   const size_t ff = static_cast<size_t>(c.is_moe() ? c.expert_hidden_dim : c.hidden_dim);
   const size_t dim = static_cast<size_t>(c.dim), k = static_cast<size_t>(c.n_experts_active);
@@ -116,7 +118,12 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
                        static_cast<size_t>(c.rope_dims) + static_cast<size_t>(c.n_experts) + 2 * k + k * dim);
   floats += k * (2 * ff + dim);  // one decode step's experts together
   floats += 2 * B * k + 2 * static_cast<size_t>(c.n_experts) + 1;  // expert routing lists (int32)
-  floats += B * static_cast<size_t>(c.vocab_size);  // logits of a full batch
+  // Logits: the rows the session and its caller hold at once (forward() writes only the last
+  // token's row, or one per token when all_logits is asked for), plus the row of a part that
+  // forward() does not return (chunks split for sliding rings).
+  bool sliding = false;
+  for (const LayerPlan& lp : c.layers) sliding = sliding || (lp.sliding_window > 0 && lp.mixer == MixerKind::kGemma4Attention);
+  floats += static_cast<size_t>(std::max<int64_t>(1, n_logit_rows) + (sliding ? 1 : 0)) * static_cast<size_t>(c.vocab_size);
   // Blocks of hybrid plans: a gated attention's q | gate rows, the delta-net's projections and
   // conv rows, the shared expert's rows.
   bool gated = false, delta = false, shared = false;
@@ -145,9 +152,19 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   }
   floats += gemma_ffn;
   // Quantized activation buffers (at most ~1.2 bytes per float for any type, four buffers) and
-  // attention scratch per thread (scores over the context plus a row).
+  // attention scratch per thread, for each attention block kind (one instance serves its layers):
+  // the largest head width and query group of its layers, over the whole context.
   const size_t acts = 4 * B * std::max(dim, ff) * 2;
-  const size_t attention = static_cast<size_t>(n_threads) * (static_cast<size_t>(n_ctx) * 4 + 4 * static_cast<size_t>(c.head_dim) + 256);
+  size_t attention = 0;
+  for (const MixerKind kind : {MixerKind::kAttention, MixerKind::kGemma4Attention}) {
+    int64_t head_dim = 0, group = 0;
+    for (const LayerPlan& lp : c.layers) {
+      if (lp.mixer != kind || lp.n_kv_heads <= 0) continue;
+      head_dim = std::max(head_dim, lp.head_dim);
+      group = std::max(group, lp.n_heads / lp.n_kv_heads);
+    }
+    if (head_dim > 0) attention += static_cast<size_t>(n_threads) * attention_scratch_bound(head_dim, group, n_ctx) + 64;
+  }
   return floats * sizeof(float) + acts + attention;
 }
 

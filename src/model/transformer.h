@@ -60,9 +60,11 @@ class Transformer {
   int64_t max_batch() const { return max_batch_; }
   // Bytes of activation scratch this instance holds.
   size_t scratch_bytes() const;
-  // Upper bound of scratch_bytes() for a shape, before construction (memory planning), with
-  // logits for every token of a full batch.
-  static size_t estimate_scratch_bytes(const ModelConfig& config, int64_t max_batch, int64_t n_ctx, int n_threads);
+  // Upper bound of scratch_bytes() for a shape, before construction (memory planning), with a
+  // pool of n_threads, plus n_logit_rows rows of logits held beside it (at least 1: a session's
+  // last-token row; a caller asking for all_logits of k tokens holds k more).
+  static size_t estimate_scratch_bytes(const ModelConfig& config, int64_t max_batch, int64_t n_ctx, int n_threads,
+                                       int64_t n_logit_rows = 1);
 
  private:
   // forward() for a chunk whose keys fit every sliding layer's ring (see sliding_ring_slots).
@@ -89,7 +91,7 @@ class Transformer {
   std::vector<float> x_;        // [B, dim] residual stream
   std::vector<float> xb_;       // [B, dim] normed input of a block
   std::vector<float> out_;      // [B, dim] a block's output
-  std::vector<float> part_logits_;  // [vocab] logits of a part forward() does not return
+  std::vector<float> part_logits_;  // [vocab] logits of a part forward() does not return (counted in scratch_bytes)
 };
 
 }  // namespace sniper

@@ -163,6 +163,24 @@ expect_error "mtp without mtp layers" "no multi-token-prediction layers" "$bin" 
 expect_error "incompatible draft vocabulary" "incompatible" "$bin" run -m "$st" -p hi -md "$shared/tokenizer/ggml-vocab-llama-spm.gguf"
 expect_error "draft trained for a shorter context" "trained for at most" "$bin" run -m "$st" -p hi -md "$shared/models/syn-qwen3-Q4_K_M.gguf"
 expect_error "spec flag on a plain bench" "add --spec" "$bin" bench -m "$st" --draft-max 4 --no-probe
+# serve -md: one pinned target, a draft per slot; the draft's share comes off --mem.
+expect_error "serve draft with several models" "drafts for one target model" "$bin" serve --model a="$st" --model b="$st" -md "$st"
+expect_error "serve draft with keep-alive" "drop --keep-alive" "$bin" serve -m "$st" -md "$st" --keep-alive 5m
+expect_error "serve incompatible draft" "incompatible" "$bin" serve -m "$st" -md "$shared/tokenizer/ggml-vocab-llama-spm.gguf" --port 0
+expect_error "serve mem-draft above mem" "must be below --mem" "$bin" serve -m "$st" -md "$st" --mem 100M --mem-draft 200M
+expect_error "serve draft with context shift" "--context-shift" "$bin" serve -m "$st" -md "$st" --context-shift
+expect_error "serve mtp" "MTP heads" "$bin" serve -m "$st" --spec-type mtp
+"$bin" serve -m "$st" -md "$shared/models/stories260K-Q8_0.gguf" --port 0 --slots 2 --mem 300M --mem-draft 80M \
+  --context-dir "$tmp/ctx" >"$tmp/serve.out" 2>"$tmp/serve.err" &
+serve_pid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/serve.out" && break; sleep 0.1; done
+port=$(sed -n 's|.*http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$tmp/serve.out")
+served=$(curl -s "http://127.0.0.1:$port/v1/completions" -H 'content-type: application/json' \
+  -d '{"prompt":"Once upon a time","max_tokens":40,"temperature":0}')
+kill "$serve_pid"
+wait "$serve_pid"
+if grep -q "draft model .*KV for 2 slot(s)" "$tmp/serve.err" && echo "$served" | grep -q '"accepted_prediction_tokens":[1-9]' \
+  && echo "$served" | grep -q '"text":", there was a little girl'; then pass; else fail "serve -md: $served $(cat "$tmp/serve.err")"; fi
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

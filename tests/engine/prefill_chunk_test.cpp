@@ -107,6 +107,34 @@ TEST(PrefillChunk, MinimumBudgetFallsBackTo64AndBelowItIsAnError) {
   EXPECT_NE(below.error().message.find("minimum"), std::string::npos) << below.error().message;
 }
 
+// The scratch counts the logits a session really holds (its last token's row, plus the rows a
+// caller asks for at once), not a row per chunk token: with Qwen3's 151,936-token vocabulary a
+// 2 GiB budget gets a chunk of 1,024 tokens or more, where a chunk's worth of logit rows alone
+// (1,024 x 594 KiB) would be over twice the eighth of the budget the scratch may take (such an
+// estimate capped the chunk at 256).
+TEST(PrefillChunk, LargeVocabularyLogitsDoNotCapTheChunk) {
+  Fixture f = open_fixture("syn-qwen3moe-Q4_K_M");
+  f.config.vocab_size = 151936;
+  const uint64_t budget = uint64_t{2} << 30;
+  const uint64_t row_bytes = static_cast<uint64_t>(f.config.vocab_size) * sizeof(float);
+  auto choice = choose_prefill_chunk(f.file, f.config, stream_request(budget, 4096));
+  ASSERT_TRUE(choice.ok()) << choice.error().message;
+  EXPECT_GE(choice->batch, 1024);
+  EXPECT_GT(1024 * row_bytes, 2 * (budget / kChunkScratchShare));
+  EXPECT_TRUE(stream_chunk_fits(choice->plan, f.config));
+  EXPECT_LE(choice->plan.scratch_bytes, budget / kChunkScratchShare);
+  // Speculative decoding's verification rows (draft_max 16: 17 more) are counted, once per session.
+  PlanRequest spec = stream_request(budget, 4096);
+  spec.batch = choice->batch;
+  spec.n_sessions = 2;
+  PlanRequest plain = spec;
+  spec.n_logit_rows = 18;
+  auto p_spec = make_plan(f.file, f.config, spec);
+  auto p_plain = make_plan(f.file, f.config, plain);
+  ASSERT_TRUE(p_spec.ok() && p_plain.ok());
+  EXPECT_EQ(p_spec->scratch_bytes - p_plain->scratch_bytes, 2 * 17 * row_bytes);
+}
+
 // --residency resident with --batch auto under too small a budget: the error names the budget the
 // shortest automatic chunk would need (not a streaming chunk's).
 TEST(PrefillChunk, ResidentOnlyErrorNamesTheShortChunksBudget) {

@@ -204,6 +204,53 @@ TEST(Speculative, NgramLookupAcceptsOnTheTrainedModel) {
   EXPECT_GT(spec.stats.spec.tokens_per_forward(), 1.0);
 }
 
+// A server slot keeps one DraftModel for all its jobs: set_sampler switches it between greedy
+// (argmax, point masses) and each job's sampling settings (draws, with q), and a seed replays.
+TEST(Speculative, DraftModelFollowsEachJobsSampler) {
+  auto target = Model::load(model_path("stories260K.gguf"), load_options("", false));
+  auto draft_model = Model::load(model_path("stories260K-Q8_0.gguf"), load_options("", false));
+  ASSERT_TRUE(target.ok() && draft_model.ok());
+  const auto n_vocab = static_cast<int32_t>((*target)->config().vocab_size);
+  SamplerConfig greedy;
+  greedy.temperature = 0;
+  auto dm = DraftModel::create(**draft_model, 256, 1, n_vocab, greedy);
+  ASSERT_TRUE(dm.ok()) << dm.error().message;
+  DraftModel& d = **dm;
+  Draft g1, g2, s1, s2, s3;
+  ASSERT_TRUE(d.draft(kIds, 8, &g1).ok());
+  EXPECT_EQ(g1.tokens.size(), 8u);
+  EXPECT_TRUE(g1.q.empty());  // greedy: point masses
+  SamplerConfig hot;
+  hot.temperature = 1.5f;
+  hot.top_k = 0;
+  hot.top_p = 1;
+  hot.min_p = 0;
+  hot.seed = 11;
+  ASSERT_TRUE(d.set_sampler(hot).ok());
+  ASSERT_TRUE(d.draft(kIds, 8, &s1).ok());
+  ASSERT_FALSE(s1.tokens.empty());
+  ASSERT_EQ(s1.q.size(), s1.tokens.size() * static_cast<size_t>(n_vocab));
+  for (size_t i = 0; i < s1.tokens.size(); ++i) {  // each draw has positive probability under its q row
+    EXPECT_GT(s1.q[i * static_cast<size_t>(n_vocab) + static_cast<size_t>(s1.tokens[i])], 0.0f);
+  }
+  ASSERT_TRUE(d.set_sampler(hot).ok());  // same seed, same context: the same draws
+  ASSERT_TRUE(d.draft(kIds, 8, &s2).ok());
+  EXPECT_EQ(s2.tokens, s1.tokens);
+  hot.seed = 12;
+  ASSERT_TRUE(d.set_sampler(hot).ok());
+  ASSERT_TRUE(d.draft(kIds, 8, &s3).ok());
+  EXPECT_NE(s3.tokens, s1.tokens);  // 8 draws at temperature 1.5 over 512 tokens: a collision is ~impossible
+  ASSERT_TRUE(d.set_sampler(greedy).ok());
+  ASSERT_TRUE(d.draft(kIds, 8, &g2).ok());
+  EXPECT_EQ(g2.tokens, g1.tokens);
+  EXPECT_TRUE(g2.q.empty());
+  SamplerConfig bad;
+  bad.top_p = 0;
+  const Status st = d.set_sampler(bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("top_p"), std::string::npos) << st.error().message;
+}
+
 // A draft that proposes one token drawn from a fixed distribution q (and reports q).
 class FixedQDraft final : public DraftSource {
  public:

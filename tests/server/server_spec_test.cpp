@@ -1,23 +1,58 @@
 // SPDX-License-Identifier: MIT
-// `serve --spec-type ngram`: every slot decodes speculatively; greedy completions equal those of
-// a server without drafts, the response usage reports accepted and rejected draft tokens, and
-// /metrics counts them.
+// `serve --spec-type ngram` and `serve -md DRAFT`: every slot decodes speculatively; greedy
+// completions equal those of a server without drafts (also two at once on two slots, each with
+// its own draft session), the response usage reports accepted and rejected draft tokens, and
+// /metrics counts them. Sampled jobs complete with drafts; grammar-constrained jobs draft
+// nothing; a draft whose vocabulary differs is refused when the server starts.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "gguf/writer.h"
 #include "server/test_server.h"
+#include "tokenizer/tokenizer.h"
 
 namespace sniper::server {
 namespace {
 
 std::string stories() { return shared_dir() + "/models/stories260K.gguf"; }
 
-TJson complete(TestServer& s, const std::string& prompt) {
-  const TJson body = {{"prompt", prompt}, {"max_tokens", 80}, {"temperature", 0}};
+TJson post(TestServer& s, const TJson& body) {
   auto r = s.client()->Post("/v1/completions", body.dump(), "application/json");
   EXPECT_TRUE(r) << "no response";
   if (!r) return TJson();
   EXPECT_EQ(r->status, 200) << r->body;
   return TJson::parse(r->body);
+}
+
+TJson complete(TestServer& s, const std::string& prompt) {
+  return post(s, {{"prompt", prompt}, {"max_tokens", 80}, {"temperature", 0}});
+}
+
+// The draft model as serve loads it: planned for one session per slot of the test's context.
+std::unique_ptr<Model> load_draft(const std::string& path, int n_slots) {
+  ModelLoadOptions lo;
+  lo.n_ctx = 512;
+  lo.n_sessions = n_slots;
+  auto m = Model::load(path, lo);
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+std::string stories_q8() { return shared_dir() + "/models/stories260K-Q8_0.gguf"; }
+
+int64_t metric_value(TestServer& s, const std::string& name) {
+  auto m = s.client()->Get("/metrics");
+  EXPECT_TRUE(m);
+  if (!m) return -1;
+  const size_t at = m->body.find("\n" + name + " ");
+  EXPECT_NE(at, std::string::npos) << name;
+  if (at == std::string::npos) return -1;
+  return std::stoll(m->body.substr(at + name.size() + 2));
 }
 
 TEST(ServerSpeculative, GreedyEqualsPlainAndUsageCountsDrafts) {
@@ -56,6 +91,182 @@ TEST(ServerSpeculative, BadDraftSettingsAreRefusedAtStart) {
   TestServer s(stories(), o);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().find("--draft-min is 9"), std::string::npos) << s.error();
+}
+
+TEST(ServerDraftModel, GreedyEqualsPlainAndUsageCountsDrafts) {
+  TestServer plain(stories(), ServerOptions());
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  std::unique_ptr<Model> draft = load_draft(stories_q8(), 1);
+  ASSERT_NE(draft, nullptr);
+  ServerOptions o;
+  o.draft_model = draft.get();
+  o.spec = SpecConfig{6, 0, true};
+  TestServer spec(stories(), o);
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  int64_t accepted = 0, rejected = 0;
+  for (const char* prompt : {"Once upon a time", "The little dog", "Once upon a time, there was"}) {
+    SCOPED_TRACE(prompt);
+    const TJson a = complete(plain, prompt);
+    const TJson b = complete(spec, prompt);
+    ASSERT_TRUE(a.contains("choices") && b.contains("choices"));
+    EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]);
+    EXPECT_EQ(b["usage"]["completion_tokens"], a["usage"]["completion_tokens"]);
+    const TJson& d = b["usage"]["completion_tokens_details"];
+    ASSERT_TRUE(d.is_object()) << b.dump();
+    accepted += d["accepted_prediction_tokens"].get<int64_t>();
+    rejected += d["rejected_prediction_tokens"].get<int64_t>();
+  }
+  // The Q8_0 copy of the target agrees with it on almost every greedy token.
+  EXPECT_GT(accepted, 4 * rejected);
+  EXPECT_EQ(metric_value(spec, "sniper_draft_accepted_tokens_total"), accepted);
+  EXPECT_EQ(metric_value(spec, "sniper_draft_tokens_total"), accepted + rejected);
+}
+
+TEST(ServerDraftModel, TwoSlotsAtOnceEachEqualPlain) {
+  TestServer plain(stories(), ServerOptions());
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  std::unique_ptr<Model> draft = load_draft(stories_q8(), 2);
+  ASSERT_NE(draft, nullptr);
+  ServerOptions o;
+  o.n_slots = 2;
+  o.draft_model = draft.get();
+  o.spec = SpecConfig{4, 0, true};
+  TestServer spec(stories(), o);
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  const std::string prompts[2] = {"Lily and Tom went to the park", "The cat sat"};
+  std::string expected[2];
+  for (int i = 0; i < 2; ++i) expected[i] = complete(plain, prompts[i])["choices"][0]["text"].get<std::string>();
+  for (int round = 0; round < 2; ++round) {  // the second round reuses the slots' draft sessions
+    TJson got[2];
+    std::thread a([&] { got[0] = complete(spec, prompts[0]); });
+    std::thread b([&] { got[1] = complete(spec, prompts[1]); });
+    a.join();
+    b.join();
+    for (int i = 0; i < 2; ++i) {
+      SCOPED_TRACE(prompts[i]);
+      ASSERT_TRUE(got[i].contains("choices")) << got[i].dump();
+      EXPECT_EQ(got[i]["choices"][0]["text"], expected[i]);
+      EXPECT_GT(got[i]["usage"]["completion_tokens_details"]["accepted_prediction_tokens"].get<int64_t>(), 0);
+    }
+  }
+}
+
+TEST(ServerDraftModel, SampledAndConstrainedJobs) {
+  std::unique_ptr<Model> draft = load_draft(stories_q8(), 1);
+  ASSERT_NE(draft, nullptr);
+  ServerOptions o;
+  o.draft_model = draft.get();
+  o.spec = SpecConfig{4, 0, true};
+  TestServer spec(stories(), o);
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  // Sampled: the draft draws with the job's settings; the usage adds up.
+  for (const double temp : {0.8, 1.5}) {
+    SCOPED_TRACE(temp);
+    const TJson r = post(spec, {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", temp},
+                                {"top_k", 20}, {"top_p", 0.9}, {"min_p", 0.02}, {"seed", 7}});
+    ASSERT_TRUE(r.contains("usage")) << r.dump();
+    const int64_t n = r["usage"]["completion_tokens"].get<int64_t>();
+    EXPECT_GT(n, 0);
+    EXPECT_LE(n, 40);
+    const TJson& d = r["usage"]["completion_tokens_details"];
+    const int64_t acc = d["accepted_prediction_tokens"].get<int64_t>();
+    const int64_t rej = d["rejected_prediction_tokens"].get<int64_t>();
+    EXPECT_GE(acc, 0);
+    EXPECT_GE(rej, 0);
+    EXPECT_GT(acc + rej, 0);  // it did draft
+    EXPECT_LT(acc, n);        // every round emits one token of the target's own
+  }
+  const int64_t drafted_before = metric_value(spec, "sniper_draft_tokens_total");
+  // Constrained: a grammar masks every token, so the job decodes without drafts.
+  const TJson schema = {{"type", "object"},
+                        {"properties", {{"ok", {{"type", "boolean"}}}}},
+                        {"required", {"ok"}},
+                        {"additionalProperties", false}};
+  const TJson r = post(spec, {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0},
+                              {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", schema}}}}}});
+  ASSERT_TRUE(r.contains("choices")) << r.dump();
+  // The tiny model pads with whitespace, so 40 tokens may end mid-object: the grammar held if
+  // the text is the schema's object so far.
+  const std::string text = r["choices"][0]["text"].get<std::string>();
+  const size_t brace = text.find_first_not_of(" \t\n");
+  ASSERT_NE(brace, std::string::npos) << text;
+  EXPECT_EQ(text[brace], '{') << text;
+  EXPECT_FALSE(r["usage"].contains("completion_tokens_details")) << r.dump();
+  EXPECT_EQ(metric_value(spec, "sniper_draft_tokens_total"), drafted_before);
+}
+
+// A copy of stories260K-Q8_0 whose token `id` reads `text` (every model in ../shared/models has
+// the stories vocabulary, so the test makes the one that differs).
+std::string write_renamed_token_copy(const std::string& dir, int32_t id, const std::string& text) {
+  auto file = gguf_open(stories_q8());
+  EXPECT_TRUE(file.ok());
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_TRUE(tok.ok());
+  if (!file.ok() || !tok.ok()) return "";
+  GgufWriter w;
+  for (const auto& [key, value] : file->metadata()) w.set_value(key, value);
+  std::vector<std::string> texts = tok->vocab().texts;
+  texts[static_cast<size_t>(id)] = text;
+  w.set_string_array("tokenizer.ggml.tokens", texts);
+  std::ifstream in(stories_q8(), std::ios::binary);
+  for (const GgufTensorInfo& t : file->tensors()) {
+    std::vector<uint8_t> bytes(t.nbytes);
+    in.seekg(static_cast<std::streamoff>(t.file_offset));
+    in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    EXPECT_TRUE(in.good()) << t.name;
+    w.add_tensor_bytes(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims), std::move(bytes));
+  }
+  const std::string path = dir + "/other-vocab.gguf";
+  Status st = w.write(path);
+  EXPECT_TRUE(st.ok()) << st.error().message;
+  return path;
+}
+
+TEST(ServerDraftModel, IncompatibleVocabularyIsAStartupError) {
+  char dir_template[] = "/var/tmp/sniper-spec-vocab.XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string path = write_renamed_token_copy(dir, 300, "<not-a-story-token>");
+  std::unique_ptr<Model> draft = load_draft(path, 1);
+  std::filesystem::remove_all(dir);
+  ASSERT_NE(draft, nullptr);
+  ServerOptions o;
+  o.draft_model = draft.get();
+  TestServer s(stories(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("draft model " + path), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find("vocabulary is incompatible: token 300 is '<not-a-story-token>' in the draft"),
+            std::string::npos) << s.error();
+}
+
+TEST(ServerDraftModel, NonsenseCombinationsAreRefused) {
+  std::unique_ptr<Model> draft = load_draft(stories_q8(), 1);
+  ASSERT_NE(draft, nullptr);
+  {
+    ServerOptions o;
+    o.draft_model = draft.get();
+    o.spec_ngram_size = 3;
+    TestServer s(stories(), o);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().find("one draft source"), std::string::npos) << s.error();
+  }
+  {
+    ServerOptions o;
+    o.draft_model = draft.get();
+    o.context_shift = true;
+    TestServer s(stories(), o);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().find("--context-shift"), std::string::npos) << s.error();
+  }
+  {
+    ServerOptions o;
+    o.draft_model = draft.get();
+    o.session.batch = 4;
+    o.spec = SpecConfig{8, 0, true};
+    TestServer s(stories(), o);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().find("--draft-max 8"), std::string::npos) << s.error();
+  }
 }
 
 }  // namespace

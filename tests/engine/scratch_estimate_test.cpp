@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+// The plan's activation scratch (Transformer::estimate_scratch_bytes) is an upper bound of what a
+// session really allocates: for each block family (dense, MoE, gated attention + delta-net,
+// hybrid MoE, gemma4's per-layer inputs and sliding rings), one token and a 64-token chunk, the plain
+// and the flash-attention cache, with the attention scratch at its widest, the session's
+// last-token logits and, where asked for, every row of a chunk. It also stays close: at most a few times the real use, with no batch of logits that
+// forward() never writes.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "engine/session.h"
+#include "golden/shared_dir.h"
+#include "model/transformer.h"
+
+namespace sniper {
+namespace {
+
+constexpr int64_t kCtx = 128;
+constexpr int kThreads = 2;
+
+std::vector<int32_t> ids(int64_t n, int64_t vocab, uint32_t seed) {
+  std::vector<int32_t> out;
+  for (int64_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    out.push_back(static_cast<int32_t>((seed >> 8) % static_cast<uint32_t>(vocab)));
+  }
+  return out;
+}
+
+struct Case {
+  const char* model;
+  const char* kv;  // "f16" (no flash attention), "f16-flash" (flash, tiled at 64 tokens), "q8_0-flash"
+};
+
+KvConfig kv_config(const std::string& kv) {
+  if (kv == "f16-flash") return KvConfig(KvType::kF16, KvType::kF16, FlashAttn::kOn);
+  if (kv == "q8_0-flash") return KvConfig(KvType::kQ8_0, KvType::kQ8_0, FlashAttn::kOn);
+  return KvConfig(KvType::kF16, KvType::kF16, FlashAttn::kOff);
+}
+
+class ScratchEstimateTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ScratchEstimateTest, EstimateBoundsTheRealAllocation) {
+  const Case& tc = GetParam();
+  ModelLoadOptions lo;
+  lo.n_ctx = kCtx;
+  auto model = Model::load(shared_dir() + "/models/" + tc.model + ".gguf", lo);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const ModelConfig& c = (*model)->config();
+  const size_t row_bytes = static_cast<size_t>(c.vocab_size) * sizeof(float);
+  for (const int64_t batch : {int64_t{1}, int64_t{64}}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    SessionOptions so;
+    so.n_ctx = kCtx;
+    so.batch = batch;
+    so.n_threads = kThreads;
+    so.kv_type = kv_config(tc.kv);
+    auto session = Session::create(**model, so);
+    ASSERT_TRUE(session.ok()) << session.error().message;
+    Session& s = **session;
+    // A chunk with every row's logits. The context is under the 256 cells llama.cpp pads the KV
+    // length to, so every call's attention rows already span the whole context (the widest
+    // attention scratch), and a chunk of 64 takes flash attention's tiled path.
+    std::vector<float> rows;
+    ASSERT_TRUE(s.eval(ids(batch, c.vocab_size, 9), &rows).ok());
+    const size_t scratch = s.memory_bytes() - s.state().bytes() - s.checkpoint_bytes();
+    const size_t real_last = scratch + row_bytes;                         // the session's own row
+    const size_t real_all = real_last + rows.capacity() * sizeof(float);  // and the caller's rows
+    const size_t est_last = Transformer::estimate_scratch_bytes(c, batch, kCtx, kThreads);
+    const size_t est_all = Transformer::estimate_scratch_bytes(c, batch, kCtx, kThreads, 1 + batch);
+    EXPECT_GE(est_last, real_last);
+    EXPECT_GE(est_all, real_all);
+    EXPECT_EQ(est_all - est_last, static_cast<size_t>(batch) * row_bytes);  // each caller row counts once
+    // Close, not just above: the fixed terms (quantized activation buffers sized for any type)
+    // keep it within a few times the real use.
+    EXPECT_LE(est_last, 4 * real_last + (1u << 16));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ScratchEstimateTest,
+                         ::testing::Values(Case{"stories260K", "f16"}, Case{"stories260K", "f16-flash"},
+                                           Case{"syn-qwen3moe-Q4_K_M", "q8_0-flash"}, Case{"syn-qwen35-Q4_K_M", "f16"},
+                                           Case{"syn-qwen35moe-small", "f16-flash"}, Case{"syn-gemma4e-small", "f16"},
+                                           Case{"syn-gemma4moe-small", "f16-flash"}),
+                         [](const auto& info) {
+                           std::string n = info.param.model;
+                           for (char& ch : n) {
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           std::string kv = info.param.kv;
+                           for (char& ch : kv) {
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return n + "_" + kv;
+                         });
+
+}  // namespace
+}  // namespace sniper
