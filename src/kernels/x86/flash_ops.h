@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Flash attention's row steps (kernels/ops.h RowOps mad_f32, scale_f32, mad_f16, scale_f16,
-// widen_f16, gemm_f32) once, as templates over an f32 vector policy (x86/isa_policies.h:
+// widen_f16, gemm_f32, softmax_mad_f32) once, as templates over an f32 vector policy (x86/isa_policies.h:
 // F32x8 for AVX2, F32x16 for AVX-512). Each lane does what the scalar twin does to its element
 // (one FMA or one product, f16 rounding to nearest even), tails run the scalar twin's code, so
 // every tier gives the same bits (tests/kernels/flash_attention_test.cpp).
@@ -99,6 +99,65 @@ void gemm_f32_t(float* c, const float* a, const float* b, int64_t m, int64_t k, 
   int64_t i = 0;
   for (; i + P::kGemmRows <= m; i += P::kGemmRows) gemm_f32_rows<P, P::kGemmRows>(c + i * n, a + i * k, b, k, n);
   for (; i < m; ++i) gemm_f32_rows<P, 1>(c + i * n, a + i * k, b, k, n);
+}
+
+// softmax_mad_f32 over up to kSoftmaxCells cells: first the scalar pass of the running maximum
+// and sum (libm expf, the order of the scalar twin) recording each cell's accumulator factor ms
+// (1 where the twin does not scale: x * 1 == x exactly) and weight vs; then the accumulator in
+// registers, RN vectors at a time, through the cells in order: acc = acc * ms, fma(v, vs, acc).
+inline constexpr int64_t kSoftmaxCells = 64;
+
+template <class P, int RN>
+inline void softmax_mad_block(float* acc, const float* ms, const float* vs, int64_t n, const float* v, int64_t hd) {
+  using V = typename P::V;
+  V a[RN];
+  for (int r = 0; r < RN; ++r) a[r] = P::load(acc + r * P::kLanes);
+  for (int64_t t = 0; t < n; ++t) {
+    if (ms[t] != 1.0f) {
+      const V s = P::set1(ms[t]);
+      for (int r = 0; r < RN; ++r) a[r] = P::mul(a[r], s);
+    }
+    const V w = P::set1(vs[t]);
+    for (int r = 0; r < RN; ++r) a[r] = P::fmadd(P::load(v + t * hd + r * P::kLanes), w, a[r]);
+  }
+  for (int r = 0; r < RN; ++r) P::store(acc + r * P::kLanes, a[r]);
+}
+
+template <class P>
+void softmax_mad_f32_t(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale, const float* v,
+                       int64_t hd) {
+  constexpr int kVecs = 8;  // accumulator vectors held in registers per pass over the cells
+  for (int64_t t0 = 0; t0 < n; t0 += kSoftmaxCells) {
+    const int64_t nc = n - t0 < kSoftmaxCells ? n - t0 : kSoftmaxCells;
+    float ms[kSoftmaxCells], vs[kSoftmaxCells];
+    for (int64_t t = 0; t < nc; ++t) {
+      const float sc = scores[t0 + t] * scale;
+      float f = 1.0f, w = 1.0f, s_ms = 1.0f;
+      if (sc > *m) {
+        const float m_old = *m;
+        *m = sc;
+        s_ms = std::exp(m_old - sc);
+        if (m_old != -INFINITY) f = s_ms;
+      } else {
+        w = std::exp(sc - *m);
+      }
+      ms[t] = f;
+      vs[t] = w;
+      *sum = std::fma(*sum, s_ms, w);
+    }
+    const float* vt = v + t0 * hd;
+    int64_t d = 0;
+    for (; d + kVecs * P::kLanes <= hd; d += kVecs * P::kLanes) softmax_mad_block<P, kVecs>(acc + d, ms, vs, nc, vt + d, hd);
+    for (; d + P::kLanes <= hd; d += P::kLanes) softmax_mad_block<P, 1>(acc + d, ms, vs, nc, vt + d, hd);
+    for (; d < hd; ++d) {
+      float a = acc[d];
+      for (int64_t t = 0; t < nc; ++t) {
+        if (ms[t] != 1.0f) a *= ms[t];
+        a = std::fma(vt[t * hd + d], vs[t], a);
+      }
+      acc[d] = a;
+    }
+  }
 }
 
 }  // namespace
