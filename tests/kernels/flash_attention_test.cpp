@@ -295,6 +295,24 @@ TEST(FlashAttention, SoftmaxMadMatchesItsScalarTwin) {
         }
       }
     }
+    // Many weights (the SIMD tiers compute libm's expf four lanes at a time): one cell per head
+    // width, scores spread over the whole range below the maximum, the boundaries included.
+    std::uniform_real_distribution<float> spread(-110.0f, 0.0f);
+    std::vector<float> scores(64), v(64, 1.0f);
+    for (int rep = 0; rep < 8000; ++rep) {
+      for (size_t i = 0; i < scores.size(); ++i) {
+        scores[i] = rep % 4 == 0 ? spread(rng) : rep % 4 == 1 ? -1e-3f * std::fabs(spread(rng)) : spread(rng) / 8.0f;
+      }
+      if (rep == 0) {
+        const float edges[] = {-88.0f, std::nextafter(-88.0f, 0.0f), -87.5f, -0.0f, -1e-30f, -103.9f, -104.0f, -150.0f};
+        std::copy(std::begin(edges), std::end(edges), scores.begin() + 1);
+      }
+      float m_a = 0.0f, s_a = 0.0f, m_b = 0.0f, s_b = 0.0f, a = 0.0f, b = 0.0f;
+      ref.softmax_mad_f32(&a, &m_a, &s_a, scores.data(), 64, 1.0f, v.data(), 1);
+      ops.softmax_mad_f32(&b, &m_b, &s_b, scores.data(), 64, 1.0f, v.data(), 1);
+      ASSERT_EQ(test::bits(a), test::bits(b)) << "rep " << rep;
+      ASSERT_EQ(test::bits(s_a), test::bits(s_b)) << "rep " << rep;
+    }
   }
 }
 

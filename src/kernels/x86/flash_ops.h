@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "kernels/x86/isa_policies.h"
+#include "kernels/x86/libm_expf.h"
 
 namespace sniper::x86 {
 namespace {
@@ -101,10 +102,12 @@ void gemm_f32_t(float* c, const float* a, const float* b, int64_t m, int64_t k, 
   for (; i < m; ++i) gemm_f32_rows<P, 1>(c + i * n, a + i * k, b, k, n);
 }
 
-// softmax_mad_f32 over up to kSoftmaxCells cells: first the scalar pass of the running maximum
-// and sum (libm expf, the order of the scalar twin) recording each cell's accumulator factor ms
-// (1 where the twin does not scale: x * 1 == x exactly) and weight vs; then the accumulator in
-// registers, RN vectors at a time, through the cells in order: acc = acc * ms, fma(v, vs, acc).
+// softmax_mad_f32 over up to kSoftmaxCells cells at a time: first the running maximum (a prefix
+// maximum: the scalar twin's comparisons) and each cell's expf argument, the exps four at a time
+// with libm's bits (x86/libm_expf.h), then the sum in the twin's order, recording each cell's
+// accumulator factor ms (1 where the twin does not scale: x * 1 == x exactly) and weight vs; then
+// the accumulator in registers, RN vectors at a time, through the cells in order: acc = acc * ms,
+// fma(v, vs, acc).
 inline constexpr int64_t kSoftmaxCells = 64;
 
 template <class P, int RN>
@@ -129,21 +132,27 @@ void softmax_mad_f32_t(float* acc, float* m, float* sum, const float* scores, in
   constexpr int kVecs = 8;  // accumulator vectors held in registers per pass over the cells
   for (int64_t t0 = 0; t0 < n; t0 += kSoftmaxCells) {
     const int64_t nc = n - t0 < kSoftmaxCells ? n - t0 : kSoftmaxCells;
-    float ms[kSoftmaxCells], vs[kSoftmaxCells];
+    float ms[kSoftmaxCells], vs[kSoftmaxCells], e[kSoftmaxCells];
+    uint8_t kind[kSoftmaxCells];  // 0: below the maximum; 1: a new maximum; 2: the first maximum (from -inf)
+    float mx = *m;
     for (int64_t t = 0; t < nc; ++t) {
       const float sc = scores[t0 + t] * scale;
-      float f = 1.0f, w = 1.0f, s_ms = 1.0f;
-      if (sc > *m) {
-        const float m_old = *m;
-        *m = sc;
-        s_ms = std::exp(m_old - sc);
-        if (m_old != -INFINITY) f = s_ms;
+      if (sc > mx) {
+        e[t] = mx - sc;
+        kind[t] = mx == -INFINITY ? 2 : 1;
+        mx = sc;
       } else {
-        w = std::exp(sc - *m);
+        e[t] = sc - mx;
+        kind[t] = 0;
       }
-      ms[t] = f;
-      vs[t] = w;
-      *sum = std::fma(*sum, s_ms, w);
+    }
+    *m = mx;
+    exp_args(e, nc);
+    for (int64_t t = 0; t < nc; ++t) {
+      const float s_ms = kind[t] != 0 ? e[t] : 1.0f;
+      ms[t] = kind[t] == 1 ? e[t] : 1.0f;
+      vs[t] = kind[t] != 0 ? 1.0f : e[t];
+      *sum = std::fma(*sum, s_ms, vs[t]);
     }
     const float* vt = v + t0 * hd;
     int64_t d = 0;
