@@ -74,7 +74,7 @@ size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padde
 size_t attention_scratch_bound(int64_t head_dim, int64_t group, int64_t n_ctx);
 
 // Tokens one attend_tokens call should take for this batch: > 1 where their query rows share
-// each K/V tile (flash attention's tiled f16 path), else 1.
+// each K/V tile (flash attention, calls of >= 2 tokens), else 1.
 int64_t attention_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group);
 
 // For the `group` consecutive query heads that share kv head kv_head (grouped-query attention):

@@ -23,47 +23,57 @@ constexpr int64_t kTile = 64;            // cells whose scores are computed in o
                                          // (also llama.cpp's GGML_FA_TILE_KV for the tiled path)
 constexpr int64_t kTiledMinRows = 64;    // GGML_FA_TILE_Q: query rows from which f16 runs tiled
 constexpr int64_t kSplitMinCells = 512;  // padded cells from which f16 decode splits the KV range
+constexpr int64_t kChunkRows = 64;       // query rows (tokens x heads) of one per-row-kernel token tile
 
 size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
 struct FlashScratch {
-  float* qf;       // [group][head_dim] the rotated query, or the f16-rounded one widened
-  uint8_t* qq;     // [group][q_row] the query in K's vec_dot_type
-  float* scores;   // [group][kTile]
-  float* acc32;    // [group][head_dim] f32 accumulators (non-f16 V)
-  fp16_t* acc16;   // [group][head_dim] f16 accumulators (f16 V)
-  float* v32;      // [head_dim] one V row decoded
-  float* m;        // [group] running maximum
-  float* sum;      // [group] running sum
-  float* m_final;  // [group] split-KV: merged maximum
-  float* sum_final;  // [group] split-KV: merged sum
+  float* qf;         // [rows][head_dim] the rotated query, or the f16-rounded one widened
+  uint8_t* qq;       // [rows][q_row] the query in K's vec_dot_type
+  float* scores;     // [rows][kTile]
+  float* acc32;      // [rows][head_dim] f32 accumulators (non-f16 V)
+  fp16_t* acc16;     // [rows][head_dim] f16 accumulators (f16 V)
+  float* v32;        // [kTile][head_dim] a tile of V rows decoded (split-KV: one accumulator widened)
+  float* m;          // [rows] running maximum
+  float* sum;        // [rows] running sum
+  float* m_final;    // [rows] split-KV: merged maximum
+  float* sum_final;  // [rows] split-KV: merged sum
 };
 
 size_t q_row_bytes(const AttentionLayout& layout) {
   return row_bytes(get_kernels(layout.k_type).vec_dot_type, layout.head_dim);
 }
 
-FlashScratch carve(const AttentionLayout& layout, int64_t group, uint8_t* p) {
-  const size_t hd = static_cast<size_t>(layout.head_dim), g = static_cast<size_t>(group);
+// The one_chunk scratch for `rows` query rows (a token tile's heads), in carve's order.
+size_t one_chunk_bytes(const AttentionLayout& layout, int64_t rows) {
+  const size_t hd = static_cast<size_t>(layout.head_dim), r = static_cast<size_t>(rows);
+  return align64(sizeof(float) * hd * r) + align64(q_row_bytes(layout) * r) +
+         align64(sizeof(float) * static_cast<size_t>(kTile) * r) + align64(sizeof(float) * hd * r) +
+         align64(sizeof(fp16_t) * hd * r) + align64(sizeof(float) * hd * static_cast<size_t>(kTile)) +
+         4 * align64(sizeof(float) * r);
+}
+
+FlashScratch carve(const AttentionLayout& layout, int64_t rows, uint8_t* p) {
+  const size_t hd = static_cast<size_t>(layout.head_dim), r = static_cast<size_t>(rows);
   FlashScratch s;
   s.qf = reinterpret_cast<float*>(p);
-  p += align64(sizeof(float) * hd * g);
+  p += align64(sizeof(float) * hd * r);
   s.qq = p;
-  p += align64(q_row_bytes(layout) * g);
+  p += align64(q_row_bytes(layout) * r);
   s.scores = reinterpret_cast<float*>(p);
-  p += align64(sizeof(float) * static_cast<size_t>(kTile) * g);
+  p += align64(sizeof(float) * static_cast<size_t>(kTile) * r);
   s.acc32 = reinterpret_cast<float*>(p);
-  p += align64(sizeof(float) * hd * g);
+  p += align64(sizeof(float) * hd * r);
   s.acc16 = reinterpret_cast<fp16_t*>(p);
-  p += align64(sizeof(fp16_t) * hd * g);
+  p += align64(sizeof(fp16_t) * hd * r);
   s.v32 = reinterpret_cast<float*>(p);
-  p += align64(sizeof(float) * hd);
+  p += align64(sizeof(float) * hd * static_cast<size_t>(kTile));
   s.m = reinterpret_cast<float*>(p);
-  p += align64(sizeof(float) * g);
+  p += align64(sizeof(float) * r);
   s.sum = reinterpret_cast<float*>(p);
-  p += align64(sizeof(float) * g);
+  p += align64(sizeof(float) * r);
   s.m_final = reinterpret_cast<float*>(p);
-  p += align64(sizeof(float) * g);
+  p += align64(sizeof(float) * r);
   s.sum_final = reinterpret_cast<float*>(p);
   return s;
 }
@@ -76,28 +86,28 @@ bool tiled_path(const AttentionLayout& layout, const AttentionBatch& batch) {
 }  // namespace
 
 size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t group, int64_t n_tok_tile) {
-  const size_t hd = static_cast<size_t>(layout.head_dim), g = static_cast<size_t>(group);
-  const size_t one_chunk = align64(sizeof(float) * hd * g) + align64(q_row_bytes(layout) * g) +
-                           align64(sizeof(float) * static_cast<size_t>(kTile) * g) + align64(sizeof(float) * hd * g) +
-                           align64(sizeof(fp16_t) * hd * g) + align64(sizeof(float) * hd) + 4 * align64(sizeof(float) * g);
+  const int64_t rows = group * std::max<int64_t>(1, n_tok_tile);
   const bool f16_kv = layout.k_type == GgmlType::kF16 && layout.v_type == GgmlType::kF16;
-  const size_t tiled = f16_kv ? flash_tiled_scratch_bytes(layout.head_dim, group * std::max<int64_t>(1, n_tok_tile)) : 0;
-  return std::max(one_chunk, tiled);
+  const size_t tiled = f16_kv ? flash_tiled_scratch_bytes(layout.head_dim, rows) : 0;
+  return std::max(one_chunk_bytes(layout, rows), tiled);
 }
 
 size_t flash_attention_scratch_bound(int64_t head_dim, int64_t group) {
   // flash_attention_scratch_bytes with the widest query row (f32: 4 bytes an element; every
-  // vec_dot_type row is narrower) and the most tiled rows: a tile is max(1, kFlashTileRows /
-  // group) tokens of `group` rows, so group * tile <= max(group, kFlashTileRows).
-  const size_t hd = static_cast<size_t>(head_dim), g = static_cast<size_t>(group);
-  const size_t one_chunk = align64(sizeof(float) * hd * g) + align64(sizeof(float) * hd * g) +
-                           align64(sizeof(float) * static_cast<size_t>(kTile) * g) + align64(sizeof(float) * hd * g) +
-                           align64(sizeof(fp16_t) * hd * g) + align64(sizeof(float) * hd) + 4 * align64(sizeof(float) * g);
-  return std::max(one_chunk, flash_tiled_scratch_bytes(head_dim, std::max<int64_t>(group, kFlashTileRows)));
+  // vec_dot_type row is narrower) and the most rows a token tile holds: max(1, 64 / group) tokens
+  // of `group` rows, so at most max(group, 64) on the per-row and the tiled path alike.
+  const int64_t rows = std::max<int64_t>(group, std::max(kChunkRows, kFlashTileRows));
+  const size_t hd = static_cast<size_t>(head_dim), r = static_cast<size_t>(rows);
+  const size_t one_chunk = align64(sizeof(float) * hd * r) + align64(sizeof(float) * hd * r) +
+                           align64(sizeof(float) * static_cast<size_t>(kTile) * r) + align64(sizeof(float) * hd * r) +
+                           align64(sizeof(fp16_t) * hd * r) + align64(sizeof(float) * hd * static_cast<size_t>(kTile)) +
+                           4 * align64(sizeof(float) * r);
+  return std::max(one_chunk, flash_tiled_scratch_bytes(head_dim, rows));
 }
 
 int64_t flash_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group) {
-  return tiled_path(layout, batch) ? std::max<int64_t>(1, kFlashTileRows / group) : 1;
+  if (tiled_path(layout, batch)) return std::max<int64_t>(1, kFlashTileRows / group);
+  return batch.n_tok >= 2 ? std::max<int64_t>(1, kChunkRows / group) : 1;
 }
 
 namespace {
@@ -118,73 +128,83 @@ struct FlashCall {
   float scale;
 };
 
-// llama.cpp's one_chunk over cells [c_begin, c_end) for every head of the group, continuing the
-// state in s.m / s.sum / the accumulators.
-void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end) {
+// llama.cpp's one_chunk for the rows of n_tok consecutive tokens (row r = token r / group, head
+// r % group; token i attends to cells [0, n_kv0 + i)) over cells [c_begin, c_end), continuing
+// the state in s.m / s.sum / the accumulators. Each row sees its cells in order and exactly the
+// operations of a call for it alone: the tokens share each tile's K gemm (every output is its
+// vec_dot) and decoded V rows.
+void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end, int64_t n_tok, int64_t n_kv0) {
   const AttentionLayout& layout = f.layout;
   const FlashScratch& s = f.s;
-  const int64_t hd = layout.head_dim, group = f.group;
+  const int64_t hd = layout.head_dim, group = f.group, rows = n_tok * group;
   const bool v_f16 = layout.v_type == GgmlType::kF16;
-  for (int64_t c0 = c_begin; c0 < c_end; c0 += kTile) {
-    const int64_t nt = std::min(kTile, c_end - c0);
+  const int64_t c_max = std::min(c_end, n_kv0 + n_tok - 1);
+  for (int64_t c0 = c_begin; c0 < c_max; c0 += kTile) {
+    const int64_t nt = std::min(kTile, c_max - c0);
+    // Tokens [0, i0) attend to no cell of this tile.
+    const int64_t r0 = std::max<int64_t>(0, c0 + 1 - n_kv0) * group, n_live = rows - r0;
     const uint8_t* kt = f.k + layout.row_bytes * static_cast<size_t>(c0);
+    const uint8_t* qq = s.qq + f.q_row * static_cast<size_t>(r0);
+    float* scores = s.scores + r0 * kTile;
     bool done = false;
     if (layout.k_type == GgmlType::kQ8_0 && f.avx512) {
-      done = kernels_internal::attention_kq_q8_0_avx512(hd, nt, group, kt, layout.row_bytes, s.qq, f.q_row, s.scores, kTile);
+      done = kernels_internal::attention_kq_q8_0_avx512(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
     } else if (f.kq_f16_wide) {
-      done = kernels_internal::attention_kq_f16_avx512(hd, nt, group, kt, layout.row_bytes, s.qf, s.scores, kTile,
+      done = kernels_internal::attention_kq_f16_avx512(hd, nt, n_live, kt, layout.row_bytes, s.qf + r0 * hd, scores, kTile,
                                                        /*tiny=*/false);
     }
     if (!done && layout.k_type == GgmlType::kIQ4_NL) {
       // The KernelTable's iq4_nl dot is tinyBLAS's order; one_chunk calls the single-row kernel.
       for (int64_t t = 0; t < nt; ++t) {
         const auto* krow = reinterpret_cast<const BlockIQ4_NL*>(kt + layout.row_bytes * static_cast<size_t>(t));
-        for (int64_t g = 0; g < group; ++g) {
-          s.scores[g * kTile + t] = vec_dot_iq4_nl_q8_0_row_ref(
-              hd, krow, reinterpret_cast<const BlockQ8_0*>(s.qq + f.q_row * static_cast<size_t>(g)));
+        for (int64_t r = 0; r < n_live; ++r) {
+          scores[r * kTile + t] = vec_dot_iq4_nl_q8_0_row_ref(
+              hd, krow, reinterpret_cast<const BlockQ8_0*>(qq + f.q_row * static_cast<size_t>(r)));
         }
       }
       done = true;
     }
-    if (!done) f.kk.gemm(hd, nt, group, kt, layout.row_bytes, s.qq, f.q_row, s.scores, kTile);
-    for (int64_t t = 0; t < nt; ++t) {
-      const uint8_t* vrow = f.v + layout.v_row_bytes * static_cast<size_t>(c0 + t);
-      if (!v_f16) f.kv.dequant_row(vrow, s.v32, hd);
-      for (int64_t g = 0; g < group; ++g) {
-        const float sc = s.scores[g * kTile + t] * f.scale;
+    if (!done) f.kk.gemm(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
+    if (!v_f16) {
+      for (int64_t t = 0; t < nt; ++t) {
+        f.kv.dequant_row(f.v + layout.v_row_bytes * static_cast<size_t>(c0 + t), s.v32 + t * hd, hd);
+      }
+    }
+    for (int64_t r = r0; r < rows; ++r) {
+      const int64_t n_cells = std::min(nt, n_kv0 + r / group - c0);  // >= 1 for r >= r0
+      const float* sc_row = s.scores + r * kTile;
+      if (!v_f16) {
+        f.ops.softmax_mad_f32(s.acc32 + r * hd, s.m + r, s.sum + r, sc_row, n_cells, f.scale, s.v32, hd);
+        continue;
+      }
+      fp16_t* acc = s.acc16 + r * hd;
+      for (int64_t t = 0; t < n_cells; ++t) {
+        const auto* vrow = reinterpret_cast<const fp16_t*>(f.v + layout.v_row_bytes * static_cast<size_t>(c0 + t));
+        const float sc = sc_row[t] * f.scale;
         float ms = 1.0f, vs = 1.0f;
-        if (sc > s.m[g]) {
-          const float m_old = s.m[g];
-          s.m[g] = sc;
+        if (sc > s.m[r]) {
+          const float m_old = s.m[r];
+          s.m[r] = sc;
           ms = std::exp(m_old - sc);
           // The accumulator is still zero while m_old is -inf: scaling it changes nothing.
-          if (m_old != -INFINITY) {
-            if (v_f16) {
-              f.ops.scale_f16(s.acc16 + g * hd, ms, hd);
-            } else {
-              f.ops.scale_f32(s.acc32 + g * hd, ms, hd);
-            }
-          }
+          if (m_old != -INFINITY) f.ops.scale_f16(acc, ms, hd);
         } else {
-          vs = std::exp(sc - s.m[g]);
+          vs = std::exp(sc - s.m[r]);
         }
-        if (v_f16) {
-          f.ops.mad_f16(s.acc16 + g * hd, reinterpret_cast<const fp16_t*>(vrow), vs, hd);
-        } else {
-          f.ops.mad_f32(s.acc32 + g * hd, s.v32, vs, hd);
-        }
+        f.ops.mad_f16(acc, vrow, vs, hd);
         // ggml's `S = S*ms + vs`, which its build contracts to one FMA.
-        s.sum[g] = std::fma(s.sum[g], ms, vs);
+        s.sum[r] = std::fma(s.sum[r], ms, vs);
       }
     }
   }
 }
 
-void reset(const FlashCall& f) {
-  const int64_t n = f.group * f.layout.head_dim;
-  for (int64_t g = 0; g < f.group; ++g) {
-    f.s.m[g] = -INFINITY;
-    f.s.sum[g] = 0.0f;
+// Clears the state of `rows` rows.
+void reset(const FlashCall& f, int64_t rows) {
+  const int64_t n = rows * f.layout.head_dim;
+  for (int64_t r = 0; r < rows; ++r) {
+    f.s.m[r] = -INFINITY;
+    f.s.sum[r] = 0.0f;
   }
   if (f.layout.v_type == GgmlType::kF16) {
     std::fill(f.s.acc16, f.s.acc16 + n, fp16_t{0});
@@ -219,8 +239,8 @@ void split_kv(const FlashCall& f, const AttentionBatch& batch, int64_t n_kv, flo
   for (int64_t c = 0; c * chunk < batch.n_kv_padded; ++c) {
     const int64_t c_begin = c * chunk, c_end = std::min(c_begin + chunk, n_kv);
     if (c_begin >= c_end) continue;  // masked cells only: S = 0, which the merge skips
-    reset(f);
-    run_chunk(f, c_begin, c_end);
+    reset(f, group);
+    run_chunk(f, c_begin, c_end, 1, c_end);
     for (int64_t g = 0; g < group; ++g) {
       if (f.s.sum[g] == 0.0f) continue;
       accumulator_f32(f, g, f.s.v32);
@@ -245,12 +265,33 @@ void flash_attend_group(const AttentionLayout& layout, const AttentionBatch& bat
                         float scale, float* out, uint8_t* scratch, IsaTier tier) {
   DCHECK(layout.flash && !layout.v_transposed && group >= 1 && n_kv >= 1);
   const int64_t hd = layout.head_dim;
+  if (tiled_path(layout, batch)) {
+    flash_tiled_rows(layout, find_row_ops(tier), q, group * hd, k_rows, v_rows, kv_head, group, 1, n_kv, scale, out,
+                     group * hd, scratch);
+    return;
+  }
+  // One token: the token tile of one, except the split-KV decode.
+  flash_attend_tokens(layout, batch, q, group * hd, k_rows, v_rows, kv_head, group, 1, n_kv, scale, out, group * hd,
+                      scratch, tier);
+}
+
+void flash_attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, int64_t q_stride,
+                         const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
+                         int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch, IsaTier tier) {
+  DCHECK(layout.flash && !layout.v_transposed && group >= 1 && n_kv0 >= 1 && n_tok >= 1 &&
+         n_tok <= std::max<int64_t>(1, flash_token_tile(layout, batch, group)));
+  if (tiled_path(layout, batch)) {
+    flash_tiled_rows(layout, find_row_ops(tier), q, q_stride, k_rows, v_rows, kv_head, group, n_tok, n_kv0, scale, out,
+                     out_stride, scratch);
+    return;
+  }
+  const int64_t hd = layout.head_dim, rows = n_tok * group;
   const bool avx512 = tier >= IsaTier::kAvx512;
   FlashCall f{layout,
               *find_kernels(layout.k_type, tier),
               *find_kernels(layout.v_type, tier),
               find_row_ops(tier),
-              carve(layout, group, scratch),
+              carve(layout, rows, scratch),
               q_row_bytes(layout),
               avx512,
               avx512 && layout.k_type == GgmlType::kF16,
@@ -258,49 +299,31 @@ void flash_attend_group(const AttentionLayout& layout, const AttentionBatch& bat
               k_rows + layout.head_stride * static_cast<size_t>(kv_head),
               v_rows + layout.v_head_stride * static_cast<size_t>(kv_head),
               scale};
-  const bool f16_kv = layout.k_type == GgmlType::kF16 && layout.v_type == GgmlType::kF16;
-  if (tiled_path(layout, batch)) {
-    flash_tiled_rows(layout, f.ops, q, group * hd, k_rows, v_rows, kv_head, group, 1, n_kv, scale, out, group * hd,
-                     scratch);
-    return;
-  }
-  for (int64_t g = 0; g < group; ++g) {
-    const float* qg = q + g * hd;
+  // Row r = i * group + g: token i's head g.
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* qr = q + (r / group) * q_stride + (r % group) * hd;
+    const float* qg = qr;
     if (layout.k_rot > 0) {
-      std::memcpy(f.s.qf + g * hd, qg, sizeof(float) * static_cast<size_t>(hd));
-      hadamard_rotate(f.s.qf + g * hd, hd, layout.k_rot);
-      qg = f.s.qf + g * hd;
+      std::memcpy(f.s.qf + r * hd, qg, sizeof(float) * static_cast<size_t>(hd));
+      hadamard_rotate(f.s.qf + r * hd, hd, layout.k_rot);
+      qg = f.s.qf + r * hd;
     }
-    f.kk.quantize_act(qg, f.s.qq + f.q_row * static_cast<size_t>(g), hd);
-    if (f.kq_f16_wide) f.ops.round_fp16_row(q + g * hd, f.s.qf + g * hd, hd);
+    f.kk.quantize_act(qg, f.s.qq + f.q_row * static_cast<size_t>(r), hd);
+    if (f.kq_f16_wide) f.ops.round_fp16_row(qr, f.s.qf + r * hd, hd);
   }
-  if (f16_kv && batch.n_tok == 1 && batch.n_kv_padded >= kSplitMinCells) {
-    split_kv(f, batch, n_kv, out);
+  const bool f16_kv = layout.k_type == GgmlType::kF16 && layout.v_type == GgmlType::kF16;
+  if (f16_kv && n_tok == 1 && batch.n_tok == 1 && batch.n_kv_padded >= kSplitMinCells) {
+    split_kv(f, batch, n_kv0, out);
     return;
   }
-  reset(f);
-  run_chunk(f, 0, n_kv);
-  for (int64_t g = 0; g < group; ++g) {
-    float* o = out + g * hd;
-    accumulator_f32(f, g, o);
-    const float inv = f.s.sum[g] == 0.0f ? 0.0f : 1.0f / f.s.sum[g];
+  reset(f, rows);
+  run_chunk(f, 0, n_kv0 + n_tok - 1, n_tok, n_kv0);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = out + (r / group) * out_stride + (r % group) * hd;
+    accumulator_f32(f, r, o);
+    const float inv = f.s.sum[r] == 0.0f ? 0.0f : 1.0f / f.s.sum[r];
     f.ops.scale_f32(o, inv, hd);
     if (layout.v_rot > 0) hadamard_rotate(o, hd, layout.v_rot);
-  }
-}
-
-void flash_attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, int64_t q_stride,
-                         const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
-                         int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch, IsaTier tier) {
-  DCHECK(layout.flash && n_tok >= 1 && n_tok <= flash_token_tile(layout, batch, group));
-  if (tiled_path(layout, batch)) {
-    flash_tiled_rows(layout, find_row_ops(tier), q, q_stride, k_rows, v_rows, kv_head, group, n_tok, n_kv0, scale, out,
-                     out_stride, scratch);
-    return;
-  }
-  for (int64_t i = 0; i < n_tok; ++i) {
-    flash_attend_group(layout, batch, q + i * q_stride, k_rows, v_rows, kv_head, group, n_kv0 + i, scale,
-                       out + i * out_stride, scratch, tier);
   }
 }
 

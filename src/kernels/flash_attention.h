@@ -18,9 +18,12 @@
 // tokens of a call share each K/V tile, see flash_attend_tokens), and single-row decode over >= 512 padded
 // cells its split-KV loop (the padded range in batch.n_threads chunks, merged in order). The
 // result then depends on the thread count, as llama.cpp's does.
-// K and V are read once per group of query heads sharing a kv head: scores come a tile of
-// cells at a time for the whole group (K's gemm, each output exactly its vec_dot), and each V
-// row is decoded once for the group. Thread-compatible (scratch is per call).
+// K and V are read once per token tile of query rows sharing a kv head (the group's heads of up
+// to 64 / group consecutive tokens of a prompt chunk; one token in decode): scores come a tile of
+// 64 cells at a time for all the rows (K's gemm, each output exactly its vec_dot), each V row is
+// decoded once for them, and each row then runs its own online softmax over the tile's cells in
+// order (RowOps::softmax_mad_f32 for an f32 accumulator), so a row's bits do not depend on
+// which rows share its tile. Thread-compatible (scratch is per call).
 #pragma once
 
 #include <cstddef>
@@ -38,8 +41,8 @@ size_t flash_attention_scratch_bytes(const AttentionLayout& layout, int64_t grou
 // An upper bound of flash_attention_scratch_bytes over every K/V type and token tile.
 size_t flash_attention_scratch_bound(int64_t head_dim, int64_t group);
 
-// Tokens flash_attend_tokens takes at once for this batch: > 1 only on the tiled path (f16 K and
-// V, >= 64 tokens in the call, head_dim % 16 == 0), where their rows share each K/V tile.
+// Tokens flash_attend_tokens takes at once for this batch: max(1, 64 / group) for calls of >= 2
+// tokens (64 query rows, on the tiled f32 path and the per-row path alike); 1 for decode.
 int64_t flash_token_tile(const AttentionLayout& layout, const AttentionBatch& batch, int64_t group);
 
 // attend_group's contract (kernels/attention.h) for a layout.flash cache: out[g * head_dim + d]

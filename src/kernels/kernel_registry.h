@@ -60,6 +60,8 @@ void scale_f16_avx512(uint16_t* y, float v, int64_t n);
 double exp_sum_avx512(float* x, int64_t n, float max);
 void widen_f16_avx512(const uint16_t* x, float* y, int64_t n);
 void gemm_f32_avx512(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n);
+void softmax_mad_f32_avx512(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale,
+                            const float* v, int64_t hd);
 // The same steps at the AVX2 tier (x86_avx2/flash_ops_avx2.cpp).
 void mad_f32_avx2(float* y, const float* x, float v, int64_t n);
 void scale_f32_avx2(float* y, float v, int64_t n);
@@ -67,6 +69,8 @@ void mad_f16_avx2(uint16_t* y, const uint16_t* x, float v, int64_t n);
 void scale_f16_avx2(uint16_t* y, float v, int64_t n);
 void widen_f16_avx2(const uint16_t* x, float* y, int64_t n);
 void gemm_f32_avx2(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n);
+void softmax_mad_f32_avx2(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale, const float* v,
+                          int64_t hd);
 
 // Gated delta net (kernels/delta_net.h). The check CHECKs a call's shape; the AVX2 and AVX-512
 // twins run head dims 64, 128, 192 and 256 themselves and hand any other to delta_net_ref.

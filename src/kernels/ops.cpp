@@ -184,17 +184,37 @@ void scale_f16_ref(uint16_t* y, float v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(fp16_to_fp32(y[i]) * v);
 }
 
+void softmax_mad_f32_ref(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale, const float* v,
+                         int64_t hd) {
+  for (int64_t t = 0; t < n; ++t) {
+    const float sc = scores[t] * scale;
+    float ms = 1.0f, vs = 1.0f;
+    if (sc > *m) {
+      const float m_old = *m;
+      *m = sc;
+      ms = std::exp(m_old - sc);
+      if (m_old != -INFINITY) scale_f32_ref(acc, ms, hd);
+    } else {
+      vs = std::exp(sc - *m);
+    }
+    mad_f32_ref(acc, v + t * hd, vs, hd);
+    *sum = std::fma(*sum, ms, vs);
+  }
+}
+
 const RowOps& find_row_ops(IsaTier tier) {
   CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
   static const RowOps kRef = {silu_mul_ref,   softmax_ref,   round_fp16_row_ref, attention_weights_ref,
                               mad_f32_ref,    scale_f32_ref, mad_f16_ref,        scale_f16_ref,
-                              exp_sum_ref,    widen_f16_ref, gemm_f32_ref,       widen_f16_cols_ref};
+                              exp_sum_ref,    widen_f16_ref, gemm_f32_ref,       widen_f16_cols_ref,
+                              softmax_mad_f32_ref};
   static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512,   kernels_internal::softmax_avx512,
                                  kernels_internal::round_fp16_row_avx512, kernels_internal::attention_weights_avx512,
                                  kernels_internal::mad_f32_avx512,    kernels_internal::scale_f32_avx512,
                                  kernels_internal::mad_f16_avx512,    kernels_internal::scale_f16_avx512,
                                  kernels_internal::exp_sum_avx512,    kernels_internal::widen_f16_avx512,
-                                 kernels_internal::gemm_f32_avx512,   widen_f16_cols_ref};
+                                 kernels_internal::gemm_f32_avx512,   widen_f16_cols_ref,
+                                 kernels_internal::softmax_mad_f32_avx512};
   // AVX2: the scalar twins, with flash attention's accumulator steps and gemm in AVX2.
   static const RowOps kAvx2 = {silu_mul_ref,
                                softmax_ref,
@@ -207,7 +227,8 @@ const RowOps& find_row_ops(IsaTier tier) {
                                exp_sum_ref,
                                kernels_internal::widen_f16_avx2,
                                kernels_internal::gemm_f32_avx2,
-                               widen_f16_cols_ref};
+                               widen_f16_cols_ref,
+                               kernels_internal::softmax_mad_f32_avx2};
   return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
 }
 

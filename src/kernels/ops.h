@@ -91,7 +91,18 @@ struct RowOps {
   // d < n (rows row_bytes apart). Exact.
   void (*widen_f16_cols)(const uint8_t* rows, size_t row_bytes, int64_t n_rows, int64_t n, float* out,
                          int64_t out_stride);
+  // One query row's steps of flash attention's per-row kernel (llama.cpp one_chunk) over n
+  // consecutive cells with an f32 accumulator acc[0, hd), running maximum *m and sum *sum. For
+  // t = 0 .. n-1 in order: s = scores[t] * scale; if s > *m: ms = expf(*m_old - s) (libm),
+  // *m = s, acc[d] *= ms unless the old maximum was -inf (acc is still zero then), vs = 1;
+  // otherwise ms = 1, vs = expf(s - *m); acc[d] = fma(v[t * hd + d], vs, acc[d]);
+  // *sum = fma(*sum, ms, vs). Exactly the bits of that loop written with scale_f32 / mad_f32.
+  void (*softmax_mad_f32)(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale,
+                          const float* v, int64_t hd);
 };
+// The scalar twin of RowOps::softmax_mad_f32 (the definition of its bits).
+void softmax_mad_f32_ref(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale, const float* v,
+                         int64_t hd);
 // The row operations of `tier` (lower tiers fill gaps). CHECKs the host can run the tier.
 const RowOps& find_row_ops(IsaTier tier);
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -178,11 +179,10 @@ void check_tokens(const KvConfig& config, int64_t hd, int64_t group, int64_t n_c
   const AttentionLayout& lay = f.cache->layout();
   const AttentionBatch batch = attention_batch(lay, pos0, n_tok_call, 2);
   const int64_t tile = attention_token_tile(lay, batch, group);
-  if (config.flash() && config.k == KvType::kF16 && config.v == KvType::kF16 && n_tok_call >= 64 && hd % 16 == 0) {
-    EXPECT_EQ(tile, std::max<int64_t>(1, 64 / group));
-  } else {
-    EXPECT_EQ(tile, 1);
-  }
+  // Flash attention shares K/V tiles among the tokens of a call: 64 query rows per tile, on the
+  // f32 tiled path (f16 K and V, >= 64 tokens) and on the per-row path alike; without flash
+  // attention each token runs alone.
+  EXPECT_EQ(tile, config.flash() && n_tok_call >= 2 ? std::max<int64_t>(1, 64 / group) : 1);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t q_dim = n_kv_heads * group * hd;
   std::mt19937 rng(41);
@@ -228,6 +228,92 @@ TEST(FlashAttention, TokenTilesShareKvTilesBitExactly) {
   check_tokens(KvConfig(KvType::kQ8_0, KvType::kQ8_0, FlashAttn::kOn), 64, 4, 200, 20, 70);
   check_tokens(f16_fa, 80, 2, 200, 5, 64);
   check_tokens(KvConfig(KvType::kF16, KvType::kF16, FlashAttn::kOff), 64, 4, 300, 0, 70);
+}
+
+// The per-row kernel (every quantized or bf16 K/V, f16 below 64 tokens) with a tile of tokens
+// sharing each K tile's gemm and decoded V rows gives the bits of one call per token: every
+// type, random shapes (partial token tiles, partial last K tiles, first tokens that see only a
+// few cells), mixed K/V types, no rotation.
+TEST(FlashAttention, PerRowTokenTilesMatchOneTokenAtATime) {
+  std::mt19937 rng(7);
+  for (KvType t : kAllTypes) {
+    const KvConfig c(t, t, FlashAttn::kOn);
+    for (int rep = 0; rep < 2; ++rep) {
+      const int64_t hd = std::array<int64_t, 3>{64, 128, 96}[rng() % 3];
+      const int64_t group = std::array<int64_t, 4>{1, 3, 4, 8}[rng() % 4];
+      const int64_t n_tok = 2 + static_cast<int64_t>(rng() % 70), pos0 = rep == 0 ? 0 : static_cast<int64_t>(rng() % 120);
+      check_tokens(c, hd, group, pos0 + n_tok + static_cast<int64_t>(rng() % 5), pos0, n_tok);
+    }
+  }
+  check_tokens(KvConfig(KvType::kQ8_0, KvType::kF16, FlashAttn::kOn), 64, 4, 200, 30, 37);
+  check_tokens(KvConfig(KvType::kF16, KvType::kQ4_0, FlashAttn::kOn), 128, 2, 150, 3, 70);
+  check_tokens(KvConfig(KvType::kIQ4_NL, KvType::kQ5_1, FlashAttn::kOn), 64, 5, 120, 11, 50);
+  check_tokens(KvConfig(KvType::kQ4_0, KvType::kQ8_0, FlashAttn::kOn), 256, 2, 100, 60, 33);
+  KvConfig norot(KvType::kQ4_0, KvType::kQ4_0, FlashAttn::kOn);
+  norot.rotate = false;
+  check_tokens(norot, 64, 4, 200, 64, 65);
+}
+
+// softmax_mad_f32 on every tier: the scalar twin's running maximum, sum and accumulator bits,
+// for head widths with vector and scalar tails, runs longer than one pass of cells, a fresh row
+// (maximum -inf) or a running one, and scores that set a new maximum every cell, tie it, raise
+// it by less than expf can tell from 1, or fall far enough below it for expf to underflow.
+TEST(FlashAttention, SoftmaxMadMatchesItsScalarTwin) {
+  const RowOps& ref = find_row_ops(IsaTier::kRef);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (IsaTier tier : kAllTiers) {
+    if (!host_has(tier)) continue;
+    const RowOps& ops = find_row_ops(tier);
+    for (int64_t hd : {1, 7, 8, 9, 32, 64, 72, 96, 128, 136, 256}) {
+      for (int64_t n : {1, 5, 63, 64, 65, 130}) {
+        for (int pattern = 0; pattern < 5; ++pattern) {
+          std::vector<float> scores(static_cast<size_t>(n)), v(static_cast<size_t>(n * hd)), acc(static_cast<size_t>(hd));
+          for (float& x : v) x = dist(rng);
+          for (int64_t i = 0; i < n; ++i) {
+            const float r = dist(rng);
+            switch (pattern) {
+              case 0: scores[static_cast<size_t>(i)] = 3.0f * r; break;
+              case 1: scores[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i); break;  // a new maximum every cell
+              case 2: scores[static_cast<size_t>(i)] = i % 3 == 0 ? 1.0f : r; break;           // ties with the maximum
+              case 3: scores[static_cast<size_t>(i)] = 1.0f + 1e-7f * static_cast<float>(i); break;  // ms rounds to 1
+              default: scores[static_cast<size_t>(i)] = i % 2 == 0 ? 0.0f : -200.0f * std::fabs(r) - 120.0f; break;
+            }
+          }
+          const bool fresh = (n + hd + pattern) % 2 == 0;
+          for (float& x : acc) x = fresh ? 0.0f : dist(rng);
+          float m_a = fresh ? -INFINITY : 0.5f, s_a = fresh ? 0.0f : 2.0f, m_b = m_a, s_b = s_a;
+          std::vector<float> a = acc, b = acc;
+          const float scale = 0.125f + static_cast<float>(pattern) * 0.3f;
+          ref.softmax_mad_f32(a.data(), &m_a, &s_a, scores.data(), n, scale, v.data(), hd);
+          ops.softmax_mad_f32(b.data(), &m_b, &s_b, scores.data(), n, scale, v.data(), hd);
+          SCOPED_TRACE(std::string(isa_tier_name(tier)) + " hd " + std::to_string(hd) + " n " + std::to_string(n) +
+                       " pattern " + std::to_string(pattern));
+          EXPECT_EQ(test::bits(m_a), test::bits(m_b));
+          EXPECT_EQ(test::bits(s_a), test::bits(s_b));
+          ASSERT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * a.size()));
+        }
+      }
+    }
+    // Many weights (the SIMD tiers compute libm's expf four lanes at a time): one cell per head
+    // width, scores spread over the whole range below the maximum, the boundaries included.
+    std::uniform_real_distribution<float> spread(-110.0f, 0.0f);
+    std::vector<float> scores(64), v(64, 1.0f);
+    for (int rep = 0; rep < 8000; ++rep) {
+      for (size_t i = 0; i < scores.size(); ++i) {
+        scores[i] = rep % 4 == 0 ? spread(rng) : rep % 4 == 1 ? -1e-3f * std::fabs(spread(rng)) : spread(rng) / 8.0f;
+      }
+      if (rep == 0) {
+        const float edges[] = {-88.0f, std::nextafter(-88.0f, 0.0f), -87.5f, -0.0f, -1e-30f, -103.9f, -104.0f, -150.0f};
+        std::copy(std::begin(edges), std::end(edges), scores.begin() + 1);
+      }
+      float m_a = 0.0f, s_a = 0.0f, m_b = 0.0f, s_b = 0.0f, a = 0.0f, b = 0.0f;
+      ref.softmax_mad_f32(&a, &m_a, &s_a, scores.data(), 64, 1.0f, v.data(), 1);
+      ops.softmax_mad_f32(&b, &m_b, &s_b, scores.data(), 64, 1.0f, v.data(), 1);
+      ASSERT_EQ(test::bits(a), test::bits(b)) << "rep " << rep;
+      ASSERT_EQ(test::bits(s_a), test::bits(s_b)) << "rep " << rep;
+    }
+  }
 }
 
 TEST(FlashAttention, MixedTypesGroupsAndNoRotation) {
@@ -367,3 +453,30 @@ TEST(FlashAttention, WidenF16ColsTransposesExactly) {
 
 }  // namespace
 }  // namespace sniper
+
+// The memory plan budgets flash_attention_scratch_bound per thread (engine/plan): it must cover
+// what every K/V type pair, group and call size really asks for, token tiles included.
+TEST(FlashAttention, ScratchBoundCoversEveryTypeGroupAndTile) {
+  for (KvType kt : kAllTypes) {
+    for (KvType vt : kAllTypes) {
+      for (int64_t hd : {64, 96, 128, 256}) {
+        for (int64_t group : {1, 2, 3, 4, 8, 16, 64, 80}) {
+          AttentionLayout layout;
+          layout.k_type = kv_ggml_type(kt);
+          layout.v_type = kv_ggml_type(vt);
+          layout.flash = true;
+          layout.head_dim = hd;
+          layout.n_ctx = 4096;
+          const size_t bound = flash_attention_scratch_bound(hd, group);
+          for (int64_t n_tok : {1, 2, 7, 63, 64, 512}) {
+            const AttentionBatch batch = attention_batch(layout, 0, n_tok, 2);
+            const int64_t tile = flash_token_tile(layout, batch, group);
+            EXPECT_LE(flash_attention_scratch_bytes(layout, group, tile), bound)
+                << "k " << static_cast<int>(kt) << " v " << static_cast<int>(vt) << " hd " << hd << " group " << group
+                << " n_tok " << n_tok;
+          }
+        }
+      }
+    }
+  }
+}

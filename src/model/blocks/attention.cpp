@@ -112,8 +112,8 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   }
 
   // Attention: one work item per (tile of tokens, kv head): the query heads sharing a kv head
-  // (and, on flash attention's tiled path, the tokens of a tile) read its K and V once. Items
-  // are spread over the pool.
+  // (and, with flash attention, the tokens of a tile) read its K and V once. Items are spread
+  // over the pool.
   const AttentionLayout& layout = kv.layout();
   const AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
   const int64_t group = n_heads / n_kv_heads;
