@@ -328,7 +328,7 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
                       static_cast<unsigned long long>(expect));
   }
   s.tokens.resize(static_cast<size_t>(n_tokens));
-  std::memcpy(s.tokens.data(), bytes.data() + kHeaderBytes, s.tokens.size() * 4);
+  if (n_tokens > 0) std::memcpy(s.tokens.data(), bytes.data() + kHeaderBytes, s.tokens.size() * 4);  // data() may be null
   size_t at = kHeaderBytes + s.tokens.size() * 4;
   uint64_t sum = 0;
   for (int64_t l = 0; l < s.n_layers; ++l, at += kLayerRecordBytes) {
