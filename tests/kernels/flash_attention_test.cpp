@@ -451,9 +451,6 @@ TEST(FlashAttention, WidenF16ColsTransposesExactly) {
   }
 }
 
-}  // namespace
-}  // namespace sniper
-
 // The memory plan budgets flash_attention_scratch_bound per thread (engine/plan): it must cover
 // what every K/V type pair, group and call size really asks for, token tiles included.
 TEST(FlashAttention, ScratchBoundCoversEveryTypeGroupAndTile) {
@@ -480,3 +477,6 @@ TEST(FlashAttention, ScratchBoundCoversEveryTypeGroupAndTile) {
     }
   }
 }
+
+}  // namespace
+}  // namespace sniper
