@@ -10,7 +10,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <thread>
+#include <utility>
 
 #include "gguf/writer.h"
 #include "server/test_server.h"
@@ -31,6 +33,29 @@ TJson post(TestServer& s, const TJson& body) {
 
 TJson complete(TestServer& s, const std::string& prompt) {
   return post(s, {{"prompt", prompt}, {"max_tokens", 80}, {"temperature", 0}});
+}
+
+// Greedy completions of `prompts` from both servers must be identical; returns the speculative
+// server's accepted and rejected draft tokens over them.
+std::pair<int64_t, int64_t> expect_same_greedy(TestServer& plain, TestServer& spec,
+                                               std::initializer_list<const char*> prompts) {
+  int64_t accepted = 0, rejected = 0;
+  for (const char* prompt : prompts) {
+    SCOPED_TRACE(prompt);
+    const TJson a = complete(plain, prompt);
+    const TJson b = complete(spec, prompt);
+    EXPECT_TRUE(a.contains("choices") && b.contains("choices")) << a.dump() << b.dump();
+    if (!a.contains("choices") || !b.contains("choices")) continue;
+    EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]);
+    EXPECT_EQ(b["usage"]["completion_tokens"], a["usage"]["completion_tokens"]);
+    EXPECT_FALSE(a["usage"].contains("completion_tokens_details"));
+    const TJson& d = b["usage"]["completion_tokens_details"];
+    EXPECT_TRUE(d.is_object()) << b.dump();
+    if (!d.is_object()) continue;
+    accepted += d["accepted_prediction_tokens"].get<int64_t>();
+    rejected += d["rejected_prediction_tokens"].get<int64_t>();
+  }
+  return {accepted, rejected};
 }
 
 // The draft model as serve loads it: planned for one session per slot of the test's context.
@@ -64,19 +89,8 @@ TEST(ServerSpeculative, GreedyEqualsPlainAndUsageCountsDrafts) {
   spec_options.spec = SpecConfig{8, 0, true};
   TestServer spec(stories(), spec_options);
   ASSERT_TRUE(spec.ok()) << spec.error();
-  int64_t accepted = 0, rejected = 0;
-  for (const char* prompt : {"Once upon a time", "The little dog", "Lily and Tom went to the park"}) {
-    SCOPED_TRACE(prompt);
-    const TJson a = complete(plain, prompt);
-    const TJson b = complete(spec, prompt);
-    ASSERT_TRUE(a.contains("choices") && b.contains("choices"));
-    EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]);
-    EXPECT_EQ(b["usage"]["completion_tokens"], a["usage"]["completion_tokens"]);
-    EXPECT_FALSE(a["usage"].contains("completion_tokens_details"));
-    const TJson& d = b["usage"]["completion_tokens_details"];
-    accepted += d["accepted_prediction_tokens"].get<int64_t>();
-    rejected += d["rejected_prediction_tokens"].get<int64_t>();
-  }
+  const auto [accepted, rejected] =
+      expect_same_greedy(plain, spec, {"Once upon a time", "The little dog", "Lily and Tom went to the park"});
   EXPECT_GT(accepted, 0);  // stories repeat themselves: n-gram lookup pays
   auto m = spec.client()->Get("/metrics");
   ASSERT_TRUE(m);
@@ -103,19 +117,8 @@ TEST(ServerDraftModel, GreedyEqualsPlainAndUsageCountsDrafts) {
   o.spec = SpecConfig{6, 0, true};
   TestServer spec(stories(), o);
   ASSERT_TRUE(spec.ok()) << spec.error();
-  int64_t accepted = 0, rejected = 0;
-  for (const char* prompt : {"Once upon a time", "The little dog", "Once upon a time, there was"}) {
-    SCOPED_TRACE(prompt);
-    const TJson a = complete(plain, prompt);
-    const TJson b = complete(spec, prompt);
-    ASSERT_TRUE(a.contains("choices") && b.contains("choices"));
-    EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]);
-    EXPECT_EQ(b["usage"]["completion_tokens"], a["usage"]["completion_tokens"]);
-    const TJson& d = b["usage"]["completion_tokens_details"];
-    ASSERT_TRUE(d.is_object()) << b.dump();
-    accepted += d["accepted_prediction_tokens"].get<int64_t>();
-    rejected += d["rejected_prediction_tokens"].get<int64_t>();
-  }
+  const auto [accepted, rejected] =
+      expect_same_greedy(plain, spec, {"Once upon a time", "The little dog", "Once upon a time, there was"});
   // The Q8_0 copy of the target agrees with it on almost every greedy token.
   EXPECT_GT(accepted, 4 * rejected);
   EXPECT_EQ(metric_value(spec, "sniper_draft_accepted_tokens_total"), accepted);
