@@ -62,6 +62,13 @@ void widen_f16_avx512(const uint16_t* x, float* y, int64_t n);
 void gemm_f32_avx512(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n);
 void softmax_mad_f32_avx512(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale,
                             const float* v, int64_t hd);
+// Softmax, SwiGLU, f16 rounding, attention weights and exp-and-sum at the AVX2 tier
+// (x86_avx2/ops_avx2.cpp), bit-identical to the scalar twins in kernels/ops.cpp.
+void softmax_avx2(float* x, int64_t n);
+void silu_mul_avx2(const float* gate, const float* up, float* out, int64_t n);
+void round_fp16_row_avx2(const float* x, float* y, int64_t n);
+void attention_weights_avx2(float* x, int64_t n_kv, int64_t n_soft, float scale, float* w, int64_t n_dot);
+double exp_sum_avx2(float* x, int64_t n, float max);
 // The same steps at the AVX2 tier (x86_avx2/flash_ops_avx2.cpp).
 void mad_f32_avx2(float* y, const float* x, float v, int64_t n);
 void scale_f32_avx2(float* y, float v, int64_t n);
