@@ -10,10 +10,16 @@ set(SNIPER_TEST_OPT "" CACHE STRING "optimization flags for the tests' own sourc
 # The end-to-end suites (label golden: models from ../shared against llama.cpp's references) are
 # left out of the sanitizer build, which does not run them.
 option(SNIPER_E2E_TESTS "Build the end-to-end tests (label golden)" ON)
+# A ;-list of unit tests to build instead of all of them (CI's sanitizer stage, preset ci-asan:
+# the suites that handle untrusted bytes, files and buffers' lifetimes; the GCC stage runs all).
+set(SNIPER_TEST_ONLY "" CACHE STRING "build only these sniper_add_test suites (empty: all)")
 
 function(sniper_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT SNIPER_E2E_TESTS AND "golden" IN_LIST T_LABELS)
+    return()
+  endif()
+  if(SNIPER_TEST_ONLY AND NOT name IN_LIST SNIPER_TEST_ONLY)
     return()
   endif()
   add_executable(${name} ${T_SOURCES})

@@ -1,31 +1,43 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs dependencies, builds with warnings as errors and runs every test (ctest).
-# Usage: scripts/test.sh [ci|ci-asan|fuzz|release|dev]
+# Usage: scripts/test.sh [ci|ci-asan|ci-asan-full|fuzz|release|dev]
 #   (default: ci, then ci-asan for the sanitizer tests and the fuzzers).
-# Two builds in CI: `ci` (GCC, -O3) runs every test; `ci-asan` (Clang, ASan/UBSan at -O1, and
-# -fsanitize=fuzzer-no-link so that the libraries are coverage-instrumented for libFuzzer) runs
-# everything but the end-to-end suites again, plus each libFuzzer target (label fuzz) for
-# SNIPER_FUZZ_SECONDS (default 15) from its checked-in corpus (tests/fuzz/CMakeLists.txt). A crash
-# fails the run and leaves its input as build/ci-asan/tests/fuzz/crash-<target>-*: fix the bug
-# and add the input to tests/fuzz/regressions/<target>/ (replayed by every build).
+# Two builds in CI:
+#   `ci` (GCC, -O3; the tests' own sources at -O1) runs every test but the fuzz corpus replays;
+#   `ci-asan` (Clang, ASan/UBSan at -O1, and -fsanitize=fuzzer-no-link so that the libraries are
+#   coverage-instrumented for libFuzzer) builds the engine libraries without the CLI, server and
+#   agent (SNIPER_BUILD_APPS=OFF), runs again the unit suites that parse untrusted bytes or own
+#   buffers, files and state (the preset's SNIPER_TEST_ONLY list), replays every fuzz target's corpus
+#   and regression inputs, and runs each libFuzzer target (label fuzz) for SNIPER_FUZZ_SECONDS
+#   (default 15) from its checked-in corpus (tests/fuzz/CMakeLists.txt). The fuzz targets compile
+#   the server's request, JSON and chat-template parsers themselves, so those run under ASan too.
+# The other suites (server, agent, the compute-heavy kernel and synth suites) run only in the GCC
+# build: sanitized, they took half of CI's 38 minutes. `scripts/test.sh ci-asan-full` runs every
+# unit suite sanitized.
+# A fuzzer crash fails the run and leaves its input as build/ci-asan/tests/fuzz/crash-<target>-*:
+# fix the bug and add the input to tests/fuzz/regressions/<target>/ (replayed by ci-asan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
 configure() {
-  cmake --preset "$1" -DSNIPER_FUZZ_SECONDS="${SNIPER_FUZZ_SECONDS:-15}" >/dev/null
-}
-run_preset() {
   local preset=$1; shift
-  configure "$preset"
+  cmake --preset "$preset" -DSNIPER_FUZZ_SECONDS="${SNIPER_FUZZ_SECONDS:-15}" "$@" >/dev/null
+}
+build_and_test() {
+  local preset=$1; shift
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs" "$@"
 }
-# The sanitizer stage leaves out the end-to-end suites (golden, cgroup, cli), the node clients (js:
-# the server's code paths they reach run under ASan in the server tests) and the load tests (ASan's
-# quarantine holds freed memory on purpose, so their RSS checks are meaningless there). To keep CI
-# short; `ctest --preset ci-asan -L js` runs the node clients against the sanitized binary.
+run_preset() {
+  configure "$1"
+  build_and_test "$@"
+}
+# The sanitizer stage leaves out the end-to-end suites (golden, cgroup, cli), the node clients (js)
+# and the load tests (ASan's quarantine holds freed memory on purpose, so their RSS checks are
+# meaningless there); with the apps built (ci-asan-full), `ctest --preset ci-asan -L js` runs the
+# node clients against the sanitized binary.
 asan_exclude="golden|cgroup|cli|load|js"
 if [ $# -ge 1 ]; then
   case "$1" in
@@ -34,6 +46,9 @@ if [ $# -ge 1 ]; then
       cmake --build --preset ci-asan -j "$jobs" --target sniper_fuzz_targets
       ctest --preset ci-asan -L '^fuzz$' ;;
     ci-asan) run_preset ci-asan -LE "$asan_exclude" ;;
+    ci-asan-full)
+      configure ci-asan -DSNIPER_BUILD_APPS=ON -DSNIPER_TEST_ONLY=
+      build_and_test ci-asan -LE "$asan_exclude" ;;
     *) run_preset "$1" ;;
   esac
   exit 0
