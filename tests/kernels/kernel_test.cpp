@@ -16,6 +16,7 @@
 #include "kernels/kernels.h"
 #include "kernels/kernel_test_util.h"
 #include "quant/q4_k.h"
+#include "quant/q6_k.h"
 #include "quant/q8_k.h"
 
 namespace sniper::test {
@@ -157,6 +158,10 @@ RowsTwin rows_twin(GgmlType type) {
     case GgmlType::kQ4_K:
       return [](int64_t n, const uint8_t* w, const uint8_t* a) {
         return vec_dot_q4_K_q8_K_ref(n, reinterpret_cast<const BlockQ4_K*>(w), reinterpret_cast<const BlockQ8_K*>(a));
+      };
+    case GgmlType::kQ6_K:
+      return [](int64_t n, const uint8_t* w, const uint8_t* a) {
+        return vec_dot_q6_K_q8_K_ref(n, reinterpret_cast<const BlockQ6_K*>(w), reinterpret_cast<const BlockQ8_K*>(a));
       };
     default: return nullptr;
   }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// AVX2 kernels for the K-quants and IQ4_XS: instantiates x86/dot_kquants.h, and for Q4_K
-// batches of 8 or more tokens the row-lane gemm of x86/gemm_q4_k_rows256.h (matmul's choice).
+// AVX2 kernels for the K-quants and IQ4_XS: instantiates x86/dot_kquants.h, and for Q4_K and Q6_K
+// batches of 8 or more tokens the row-lane gemms of x86/gemm_q4_k_rows256.h and
+// gemm_q6_k_rows256.h (matmul's choice).
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_kquants.h"
 #include "kernels/x86/gemm_q4_k_rows256.h"
+#include "kernels/x86/gemm_q6_k_rows256.h"
 #include "kernels/x86/isa_policies.h"
 
 namespace sniper::kernels_internal {
@@ -29,7 +31,13 @@ void patch_kquants_avx2(KernelTable& t) {
       t.rows_group = x86::kRow8Lanes;
       break;
     case GgmlType::kQ5_K: set<x86::DotQ5_K<Isa>>(t); break;
-    case GgmlType::kQ6_K: set<x86::DotQ6_K<Isa>>(t); break;
+    case GgmlType::kQ6_K:
+      set<x86::DotQ6_K<Isa>>(t);
+      t.gemm_rows = &x86::gemm_rows8<x86::Q6KRows8>;  // twin: vec_dot_q6_K_q8_K_ref
+      t.rows_min_tokens = x86::Q6KRows8::kMinTokens;
+      t.rows_max_blocks = x86::kRows8MaxSuperBlocks;
+      t.rows_group = x86::kRow8Lanes;
+      break;
     case GgmlType::kIQ4_XS: set<x86::DotIQ4_XS<Isa>>(t); break;
     default: break;
   }
