@@ -86,6 +86,10 @@ Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOption
       SessionOptions so = base;
       so.kv_type = kv;
       so.n_ctx = depth + std::max(n_decode, n_prefill) + 1;
+      // A recurrent or sliding-window state cannot be cut back after the prefill measurement by
+      // forgetting KV rows: one checkpoint, taken at the depth (below), restores it.
+      so.n_checkpoints = 1;
+      so.checkpoint_interval = int64_t{1} << 40;
       SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, so));
       DepthPoint p;
       p.kv_type = kv;
@@ -100,6 +104,7 @@ Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOption
                      static_cast<long>(depth));
       }
       p.fill_s = now_s() - t_fill;
+      session->checkpoint();  // a no-op unless the state needs checkpoints
       if (n_prefill > 0) {
         std::vector<int32_t> chunk(static_cast<size_t>(n_prefill));
         for (int32_t& t : chunk) t = filler_token(x, vocab);

@@ -89,12 +89,13 @@ void flash_tiled_rows(const AttentionLayout& layout, const RowOps& ops, const fl
       const int64_t valid = std::min(kCells, n_kv0 + r / group - c0);  // >= 1 for r >= r0
       for (int64_t t = valid; t < kCells; ++t) sc[t] = -INFINITY;
       float tile_max = -INFINITY;
-      for (int64_t t = 0; t < kCells; ++t) tile_max = std::fmax(tile_max, sc[t]);
+      // fmax without the libm call: NaN scores never win, as with fmax.
+      for (int64_t t = 0; t < kCells; ++t) tile_max = sc[t] > tile_max ? sc[t] : tile_max;
       if (tile_max == -INFINITY) {  // nothing to add: as ggml, the row's weights are zeros
         std::fill(sc, sc + kCells, 0.0f);
         continue;
       }
-      const float m_new = std::fmax(s.m[r], tile_max);
+      const float m_new = tile_max > s.m[r] ? tile_max : s.m[r];  // neither is NaN
       if (m_new > s.m[r]) {
         const float ms = std::exp(s.m[r] - m_new);
         ops.scale_f32(s.acc + r * hd, ms, hd);

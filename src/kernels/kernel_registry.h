@@ -75,6 +75,8 @@ void scale_f32_avx2(float* y, float v, int64_t n);
 void mad_f16_avx2(uint16_t* y, const uint16_t* x, float v, int64_t n);
 void scale_f16_avx2(uint16_t* y, float v, int64_t n);
 void widen_f16_avx2(const uint16_t* x, float* y, int64_t n);
+void widen_f16_cols_avx2(const uint8_t* rows, size_t row_bytes, int64_t n_rows, int64_t n, float* out,
+                         int64_t out_stride);
 void gemm_f32_avx2(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n);
 void softmax_mad_f32_avx2(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale, const float* v,
                           int64_t hd);

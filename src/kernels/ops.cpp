@@ -213,7 +213,7 @@ const RowOps& find_row_ops(IsaTier tier) {
                                  kernels_internal::mad_f32_avx512,    kernels_internal::scale_f32_avx512,
                                  kernels_internal::mad_f16_avx512,    kernels_internal::scale_f16_avx512,
                                  kernels_internal::exp_sum_avx512,    kernels_internal::widen_f16_avx512,
-                                 kernels_internal::gemm_f32_avx512,   widen_f16_cols_ref,
+                                 kernels_internal::gemm_f32_avx512,   kernels_internal::widen_f16_cols_avx2,
                                  kernels_internal::softmax_mad_f32_avx512};
   static const RowOps kAvx2 = {kernels_internal::silu_mul_avx2,
                                kernels_internal::softmax_avx2,
@@ -226,7 +226,7 @@ const RowOps& find_row_ops(IsaTier tier) {
                                kernels_internal::exp_sum_avx2,
                                kernels_internal::widen_f16_avx2,
                                kernels_internal::gemm_f32_avx2,
-                               widen_f16_cols_ref,
+                               kernels_internal::widen_f16_cols_avx2,
                                kernels_internal::softmax_mad_f32_avx2};
   return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
 }

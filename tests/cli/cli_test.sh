@@ -101,6 +101,11 @@ grep -q "^roofline pairs   4 tokens" "$tmp/bench" && pass || fail "bench: no pai
   >"$tmp/bench_kv" 2>"$tmp/bench_kv.err" && grep -q "^prefill at depth iq4_nl fa" "$tmp/bench_kv" \
   && grep -q "^decode at depth  q8_0/f16 fa" "$tmp/bench_kv" && pass \
   || fail "bench --depth-kv with -fa on: $(tail -2 "$tmp/bench_kv.err") $(cat "$tmp/bench_kv")"
+# A hybrid model (delta-net state) is cut back to the depth after the prefill measurement from a
+# checkpoint taken there.
+"$bin" bench -m "$shared/models/syn-qwen35-small.gguf" -p 8 -n 4 --depths 32 --depth-prefill 16 -fa on --no-probe \
+  >"$tmp/bench_hybrid" 2>"$tmp/bench_hybrid.err" && grep -q "^prefill at depth f16 fa" "$tmp/bench_hybrid" && pass \
+  || fail "bench --depth-prefill on a hybrid model: $(tail -2 "$tmp/bench_hybrid.err")"
 expect_error "quantized V without flash attention" "needs flash attention" "$bin" run -m "$tmp/s.gguf" -p hi -ctv q8_0 -fa off
 expect_error "unknown cache type" "must be one of" "$bin" run -m "$tmp/s.gguf" -p hi -ctk q3_k
 
