@@ -16,6 +16,14 @@ void set(KernelTable& t) {
   t.vec_dot = &x86::vec_dot_entry<K>;
   t.gemm = &x86::gemm_entry<K>;
 }
+// The row-lane gemm R (twin: the type's vec_dot ref in quant/) for batches of R::kMinTokens+.
+template <class R>
+void set_rows(KernelTable& t) {
+  t.gemm_rows = &x86::gemm_rows8<R>;
+  t.rows_min_tokens = R::kMinTokens;
+  t.rows_max_blocks = x86::kRows8MaxSuperBlocks;
+  t.rows_group = x86::kRow8Lanes;
+}
 using Isa = x86::Avx2Int;
 }  // namespace
 
@@ -25,18 +33,12 @@ void patch_kquants_avx2(KernelTable& t) {
     case GgmlType::kQ3_K: set<x86::DotQ3_K<Isa>>(t); break;
     case GgmlType::kQ4_K:
       set<x86::DotQ4_K<Isa>>(t);
-      t.gemm_rows = &x86::gemm_rows8<x86::Q4KRows8>;  // twin: vec_dot_q4_K_q8_K_ref
-      t.rows_min_tokens = x86::Q4KRows8::kMinTokens;
-      t.rows_max_blocks = x86::kRows8MaxSuperBlocks;
-      t.rows_group = x86::kRow8Lanes;
+      set_rows<x86::Q4KRows8>(t);
       break;
     case GgmlType::kQ5_K: set<x86::DotQ5_K<Isa>>(t); break;
     case GgmlType::kQ6_K:
       set<x86::DotQ6_K<Isa>>(t);
-      t.gemm_rows = &x86::gemm_rows8<x86::Q6KRows8>;  // twin: vec_dot_q6_K_q8_K_ref
-      t.rows_min_tokens = x86::Q6KRows8::kMinTokens;
-      t.rows_max_blocks = x86::kRows8MaxSuperBlocks;
-      t.rows_group = x86::kRow8Lanes;
+      set_rows<x86::Q6KRows8>(t);
       break;
     case GgmlType::kIQ4_XS: set<x86::DotIQ4_XS<Isa>>(t); break;
     default: break;
