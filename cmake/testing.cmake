@@ -10,6 +10,9 @@ set(SNIPER_TEST_OPT "" CACHE STRING "optimization flags for the tests' own sourc
 # The end-to-end suites (label golden: models from ../shared against llama.cpp's references) are
 # left out of the sanitizer build, which does not run them.
 option(SNIPER_E2E_TESTS "Build the end-to-end tests (label golden)" ON)
+# Seconds each libFuzzer target runs under ctest (label fuzz, tests/fuzz); scripts/test.sh sets it for
+# every preset, so it lives here, where a build without the fuzz targets still reads it.
+set(SNIPER_FUZZ_SECONDS 20 CACHE STRING "seconds each libFuzzer target runs under ctest (label fuzz)")
 # A ;-list of unit tests to build instead of all of them (CI's sanitizer stage, preset ci-asan:
 # the suites that handle untrusted bytes, files and buffers' lifetimes; the GCC stage runs all).
 set(SNIPER_TEST_ONLY "" CACHE STRING "build only these sniper_add_test suites (empty: all)")
