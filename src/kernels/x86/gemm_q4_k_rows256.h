@@ -79,15 +79,7 @@ struct Q4KRows8 {
       for (int d = 0; d < 8; ++d) {
         __m256i isum[NT];
         for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
-        for (int c = 0; c < 8; ++c) {
-          const __m256i w = b.q[c][d], sc = b.sc[c];
-          for (int t = 0; t < NT; ++t) {
-            // Two words of 2 products each (|sum| < 2^12), times the chunk's scale, summed
-            // exactly into the lane's int32.
-            const __m256i x = _mm256_maddubs_epi16(w, bcast32_256(a[t][i].qs + 32 * c + 4 * d));
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(x, sc));
-          }
-        }
+        add_lane_sums<NT>(b.q, d, [&b](int c) { return b.sc[c]; }, a, i, isum);
         for (int t = 0; t < NT; ++t) acc[t][d] = _mm256_fmadd_ps(dd[t], _mm256_cvtepi32_ps(isum[t]), acc[t][d]);
       }
       for (int t = 0; t < NT; ++t) {

@@ -93,15 +93,7 @@ struct Q6KRows8 {
           const __m256i bs = _mm256_madd_epi16(b.bsc[d], bcast32_256(a[t][i].bsums + 2 * d));
           isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bs, 5));
         }
-        for (int c = 0; c < 8; ++c) {
-          const __m256i w = b.q[c][d], sc = b.sc[c][d >= 4 ? 1 : 0];
-          for (int t = 0; t < NT; ++t) {
-            // Two words of 2 products each (|sum| <= 2 * 63 * 127), times the scale, summed
-            // exactly into the lane's int32.
-            const __m256i x = _mm256_maddubs_epi16(w, bcast32_256(a[t][i].qs + 32 * c + 4 * d));
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(x, sc));
-          }
-        }
+        add_lane_sums<NT>(b.q, d, [&b, d](int c) { return b.sc[c][d >= 4 ? 1 : 0]; }, a, i, isum);
         for (int t = 0; t < NT; ++t) acc[t][d] = _mm256_fmadd_ps(dd[t], _mm256_cvtepi32_ps(isum[t]), acc[t][d]);
       }
     }

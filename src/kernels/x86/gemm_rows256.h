@@ -59,6 +59,22 @@ constexpr int kRows8MaxSuperBlocks = 48;
   return _mm256_set1_epi32(v);
 }
 
+// Adds float lane d's integer part of one super-block to isum[t] for 8 rows (lane r: row r): for
+// each 32-element chunk c, bytes 4d..4d+3 of the chunk (q[c][d], unsigned) against token t's
+// activation bytes 32c + 4d.., as two words of 2 products each (they fit an i16 for weights of
+// at most 6 bits), times sc_of(c) ([scale | scale] words per row), summed exactly into the i32.
+template <int NT, class ScaleOf>
+[[gnu::always_inline]] inline void add_lane_sums(const __m256i (*q)[8], int d, ScaleOf sc_of, const BlockQ8_K* const* a,
+                                                 int64_t i, __m256i* isum) {
+  for (int c = 0; c < 8; ++c) {
+    const __m256i w = q[c][d], sc = sc_of(c);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i x = _mm256_maddubs_epi16(w, bcast32_256(a[t][i].qs + 32 * c + 4 * d));
+      isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(x, sc));
+    }
+  }
+}
+
 // The 8 float lanes of `acc` (lane d of every row) reduced as hsum_ps reduces one output's.
 [[gnu::always_inline]] inline __m256 hsum8_lanes(const __m256* acc) {
   const __m256 h0 = _mm256_add_ps(acc[0], acc[4]), h1 = _mm256_add_ps(acc[1], acc[5]);
