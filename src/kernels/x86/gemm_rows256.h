@@ -92,9 +92,9 @@ template <int NT, class ScaleOf>
   }
 }
 
-// KernelTable::gemm_rows for a kernel K (Q4KRows8, Q6KRows8): rows [0, n_rows) against tokens [0, n_tok) (any n_tok
-// >= 1), n / 256 <= kRows8MaxSuperBlocks. A group of fewer than 8 rows repeats its last row in
-// the spare lanes and stores only its own.
+// KernelTable::gemm_rows for a kernel K (Q4KRows8, Q6KRows8): rows [0, n_rows) against tokens
+// [0, n_tok) (any n_tok >= 1), n / 256 <= kRows8MaxSuperBlocks. A group of fewer than 8 rows
+// repeats its last row in the spare lanes and stores only its own.
 template <class K>
 void gemm_rows8(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
                 size_t a_row_bytes, float* out, int64_t out_stride) {
