@@ -87,7 +87,9 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     } else {
       out = last_logits_.data();
     }
-    Status st = transformer_->forward(tokens.data() + start, m, n_past(), *state_, all_logits != nullptr, out, pool_);
+    const int64_t pos0 = n_past();
+    float* hidden = observer_ != nullptr ? hidden_.data() : nullptr;
+    Status st = transformer_->forward(tokens.data() + start, m, pos0, *state_, all_logits != nullptr, out, pool_, hidden);
     if (!st.ok()) {
       // A recurrent state has absorbed part of the chunk (or a ring has overwritten rows the
       // window still needed): the evaluated prefix is kept only where the state can be rewound
@@ -101,6 +103,7 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     }
     if (ExpertCache* cache = model_.expert_cache()) cache->end_token();
     history_.insert(history_.end(), tokens.begin() + start, tokens.begin() + start + m);
+    if (observer_ != nullptr) observer_->on_chunk(tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(m)), pos0, hidden);
     if (checkpoints_ && n > 1 && n_past() - checkpoints_->latest() >= options_.checkpoint_interval) checkpoint();
   }
   if (all_logits != nullptr) {
@@ -118,6 +121,7 @@ Status Session::shift_context(int64_t n_keep, int64_t n_discard) {
   }
   ::sniper::shift_context(model_.config(), model_.weights(), *state_, n_keep, n_discard, n_past(), pool_);
   history_.erase(history_.begin() + n_keep, history_.begin() + n_keep + n_discard);
+  if (observer_ != nullptr) observer_->on_rewrite(n_keep);
   if (checkpoints_) checkpoints_->clear();  // positions moved: no checkpoint describes the state any more
   return ok_status();
 }
@@ -126,10 +130,21 @@ void Session::set_history(std::vector<int32_t> tokens) {
   CHECK(static_cast<int64_t>(tokens.size()) <= n_ctx(), "history of %zu tokens exceeds the context %ld", tokens.size(),
         static_cast<long>(n_ctx()));
   history_ = std::move(tokens);
+  if (observer_ != nullptr) observer_->on_rewrite(0);
   // A restored state is a prefix worth coming back to (a saved system prompt, a document).
   if (checkpoints_) {
     checkpoints_->clear();
     checkpoint();
+  }
+}
+
+void Session::set_observer(ForwardObserver* observer) {
+  observer_ = observer;
+  const size_t n = static_cast<size_t>(transformer_->max_batch() * model_.config().dim);
+  if (observer_ == nullptr) {
+    std::vector<float>().swap(hidden_);
+  } else {
+    hidden_.resize(n);
   }
 }
 

@@ -32,6 +32,20 @@ namespace sniper {
 // without its reasoning. 8 leaves room to spare.
 inline constexpr int64_t kPromptCheckpointTail = 8;
 
+// Sees what a session evaluates: every chunk with its final normed hidden rows (the rows the
+// output head multiplies), and every change of positions without an evaluation. An MTP draft
+// head keeps its own state in step with the target's this way (engine/mtp_draft.h).
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+  // The chunk `tokens` at positions pos0.. was evaluated and joined the history; hidden:
+  // [tokens.size(), dim], valid during the call.
+  virtual void on_chunk(std::span<const int32_t> tokens, int64_t pos0, const float* hidden) = 0;
+  // Positions from `keep` on now hold other tokens than were evaluated there (a context shift, a
+  // restored state): whatever the observer derived from them is stale.
+  virtual void on_rewrite(int64_t keep) = 0;
+};
+
 struct SessionOptions {
   int64_t n_ctx = 0;     // 0: the context the model's memory plan was made for
   int64_t batch = 64;    // prefill chunk size
@@ -93,7 +107,12 @@ class Session {
   SequenceState& state_mut() { return *state_; }
   void set_history(std::vector<int32_t> tokens);
   const RoutingStats& routing_stats() const { return transformer_->routing_stats(); }
-  size_t memory_bytes() const { return state_->bytes() + transformer_->scratch_bytes() + checkpoint_bytes(); }
+  // Shows every later evaluation to `observer` (null: none). The observer must outlive the
+  // session or be detached first.
+  void set_observer(ForwardObserver* observer);
+  size_t memory_bytes() const {
+    return state_->bytes() + transformer_->scratch_bytes() + checkpoint_bytes() + hidden_.capacity() * sizeof(float);
+  }
 
  private:
   Session(Model& model, const SessionOptions& options);
@@ -106,6 +125,8 @@ class Session {
   std::vector<int32_t> history_;
   std::vector<float> last_logits_;
   std::vector<float> chunk_logits_;
+  ForwardObserver* observer_ = nullptr;
+  std::vector<float> hidden_;  // [max_batch, dim] a chunk's hidden rows while an observer is set
 };
 
 }  // namespace sniper

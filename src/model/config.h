@@ -109,6 +109,9 @@ struct ModelConfig {
   float final_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap) (final_logit_softcapping)
   int64_t per_layer_dim = 0;   // > 0: per-layer embedding inputs of this width (gemma4 E-models)
   std::vector<LayerPlan> layers;  // [n_layers] the layer plan (validated by load_model_config)
+  // Multi-token-prediction blocks after the main stack (nextn_predict_layers; not in n_layers
+  // or layers): blocks n_layers .. n_layers + n_nextn_layers - 1 of the file (model/mtp_head.h).
+  int64_t n_nextn_layers = 0;
 
   bool is_moe() const { return n_experts > 0; }
   const LayerPlan& layer(int64_t layer_idx) const { return layers[static_cast<size_t>(layer_idx)]; }

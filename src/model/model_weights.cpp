@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "base/check.h"
 #include "model/tensor_names.h"
 #include "quant/quant.h"
 
@@ -101,7 +102,7 @@ Status bind_gemma4_layer(const ModelConfig& c, const Binder& b, int64_t l, Layer
 
 }  // namespace
 
-Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore& store) {
+Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore& store, int64_t first_file_layer) {
   Binder b(store);
   ModelWeights w;
   SNIPER_ASSIGN_OR_RETURN(w.token_embd, b.get(kTokenEmbdName, {c.dim, c.vocab_size, 1, 1}, false));
@@ -123,10 +124,12 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
     LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     const LayerPlan& lp = c.layer(l);
     if (lp.mixer == MixerKind::kGemma4Attention) {
+      CHECK(first_file_layer == 0, "gemma4 layers are bound from their own block numbers");
       SNIPER_TRY(bind_gemma4_layer(c, b, l, lw));
       continue;
     }
-    auto name = [l](LayerTensor k) { return layer_tensor_name(l, k); };
+    const int64_t f = l + first_file_layer;  // the block's number in the file
+    auto name = [f](LayerTensor k) { return layer_tensor_name(f, k); };
     SNIPER_ASSIGN_OR_RETURN(lw.attn_norm, b.get(name(LayerTensor::kAttnNorm), {c.dim, 1, 1, 1}, true));
     if (lp.mixer == MixerKind::kAttention) {
       const int64_t q_dim = lp.q_dim(), kv_dim = lp.kv_dim(), hd = lp.head_dim;
@@ -174,7 +177,7 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
         SNIPER_ASSIGN_OR_RETURN(lw.shexp_down, b.get(name(LayerTensor::kFfnDownShexp), {sff, c.dim, 1, 1}, false));
       }
       if (store.find_tensor(name(LayerTensor::kFfnGateExps)) == nullptr &&
-          store.find_tensor("blk." + std::to_string(l) + ".ffn_gate.0.weight") != nullptr) {
+          store.find_tensor("blk." + std::to_string(f) + ".ffn_gate.0.weight") != nullptr) {
         // A packed file: one tensor per expert matrix, bound by bind_packed_experts().
         continue;
       }

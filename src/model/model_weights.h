@@ -73,8 +73,10 @@ struct ModelWeights {
 };
 
 // Binds and validates every tensor the config implies. Errors name the tensor, the expected
-// and the actual shape or type.
-Result<ModelWeights> bind_model_weights(const ModelConfig& config, const WeightStore& store);
+// and the actual shape or type. Layer l of the config is the file's block l + first_file_layer
+// (an MTP head's one-layer config binds the block after the main stack; model/mtp_head.h).
+Result<ModelWeights> bind_model_weights(const ModelConfig& config, const WeightStore& store,
+                                        int64_t first_file_layer = 0);
 
 // The resident experts as views[layer][expert]: slices of the 3-D ffn_*_exps tensors or the
 // per-expert tensors of a packed file (blk.L.ffn_{gate,up,down}.E.weight), shape-checked.

@@ -169,28 +169,29 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
 }
 
 Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state, bool all_logits,
-                            float* logits, ThreadPool& pool) {
+                            float* logits, ThreadPool& pool, float* hidden) {
   // A sliding layer's ring holds the keys of a chunk's first token only for chunks of up to
   // max_chunk_ tokens (model/config.h sliding_ring_slots): longer ones run in parts.
   const int64_t part = max_chunk_ > 0 ? std::min(max_chunk_, max_batch_) : n_tok;
-  if (n_tok <= part) return forward_chunk(tokens, n_tok, pos0, state, all_logits, logits, pool);
+  if (n_tok <= part) return forward_chunk(tokens, n_tok, pos0, state, all_logits, logits, pool, hidden);
   for (int64_t t0 = 0; t0 < n_tok; t0 += part) {
     const int64_t n = std::min(part, n_tok - t0);
     const bool last = t0 + n == n_tok;
+    float* part_hidden = hidden != nullptr ? hidden + t0 * config_.dim : nullptr;
     if (!all_logits && !last) {
       // Only the last part's last token gives logits; the others still need a buffer.
       part_logits_.resize(static_cast<size_t>(config_.vocab_size));
-      SNIPER_TRY(forward_chunk(tokens + t0, n, pos0 + t0, state, false, part_logits_.data(), pool));
+      SNIPER_TRY(forward_chunk(tokens + t0, n, pos0 + t0, state, false, part_logits_.data(), pool, part_hidden));
       continue;
     }
     float* out = all_logits ? logits + t0 * config_.vocab_size : logits;
-    SNIPER_TRY(forward_chunk(tokens + t0, n, pos0 + t0, state, all_logits, out, pool));
+    SNIPER_TRY(forward_chunk(tokens + t0, n, pos0 + t0, state, all_logits, out, pool, part_hidden));
   }
   return ok_status();
 }
 
 Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
-                                  bool all_logits, float* logits, ThreadPool& pool) {
+                                  bool all_logits, float* logits, ThreadPool& pool, float* hidden) {
   const ModelConfig& c = config_;
   CHECK(n_tok >= 1 && n_tok <= max_batch_, "n_tok %ld, max_batch %ld", static_cast<long>(n_tok),
         static_cast<long>(max_batch_));
@@ -247,10 +248,13 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
 
   const int64_t first = all_logits ? 0 : n_tok - 1;
   const int64_t n_out = n_tok - first;
-  for (int64_t t = first; t < n_tok; ++t) {
-    rms_norm(x_.data() + t * dim, f32_data(weights_.output_norm), xb_.data() + (t - first) * dim, dim, c.norm_eps);
+  // The head's input rows: every token's into `hidden` when asked for, else the logit rows'.
+  float* normed = hidden != nullptr ? hidden : xb_.data();
+  const int64_t from = hidden != nullptr ? 0 : first;
+  for (int64_t t = from; t < n_tok; ++t) {
+    rms_norm(x_.data() + t * dim, f32_data(weights_.output_norm), normed + (t - from) * dim, dim, c.norm_eps);
   }
-  matmul(weights_.output, xb_.data(), logits, n_out, buffers_.act, pool);
+  matmul(weights_.output, normed + (first - from) * dim, logits, n_out, buffers_.act, pool);
   if (c.final_softcap > 0.0f) softcap(logits, n_out * c.vocab_size, c.final_softcap);
   return ok_status();
 }

@@ -45,12 +45,14 @@ class Transformer {
   // Runs tokens[0, n_tok) at positions pos0.. through the model. Requires 1 <= n_tok <= max_batch,
   // pos0 + n_tok <= state.n_ctx(), a state made from layer_state_specs(config) and every token
   // < vocab_size (CHECKed: callers validate input).
-  // logits: [n_tok, vocab] when all_logits, else [1, vocab] for the last token.
+  // logits: [n_tok, vocab] when all_logits, else [1, vocab] for the last token. hidden, when
+  // non-null: [n_tok, dim] every token's final normed state (rms_norm(x) * output_norm, the
+  // rows the head multiplies), which an MTP draft head reads (model/mtp_head.h).
   // Errors come only from weight sources (a failed or short read); the state of this chunk is
   // then unusable and the caller must not count the chunk as evaluated (and must reset a
   // recurrent state).
   [[nodiscard]] Status forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state, bool all_logits,
-                               float* logits, ThreadPool& pool);
+                               float* logits, ThreadPool& pool, float* hidden = nullptr);
 
   const ModelConfig& config() const { return config_; }
   // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
@@ -69,7 +71,7 @@ class Transformer {
  private:
   // forward() for a chunk whose keys fit every sliding layer's ring (see sliding_ring_slots).
   [[nodiscard]] Status forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
-                                     bool all_logits, float* logits, ThreadPool& pool);
+                                     bool all_logits, float* logits, ThreadPool& pool, float* hidden);
   // Layer l's weights with streamed tensors filled in from the LayerStreamer.
   Result<const LayerWeights*> layer_weights(int64_t layer_idx);
 

@@ -4,7 +4,8 @@
 // q/k RMS norms, NeoX rope over the first rope.dimension_count dims), else a gated delta-net
 // (ssm.* keys). The FFN's input norm is post_attention_norm; the FFN is dense SwiGLU (qwen35)
 // or routed experts plus a sigmoid-gated shared expert (qwen35moe, qwen3next). MTP blocks
-// (nextn_predict_layers) are left out of the plan.
+// (nextn_predict_layers) are left out of the plan; model/mtp_head.h runs the first one as a
+// draft head.
 #include <string>
 
 #include "model/arch/arch.h"
@@ -23,6 +24,7 @@ Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Fa
                       static_cast<long>(*nextn), static_cast<long>(c.n_layers - 1));
   }
   c.n_layers -= *nextn;
+  c.n_nextn_layers = *nextn;
   if (family.moe) {
     SNIPER_ASSIGN_OR_RETURN(c.expert_hidden_dim, int_in_range(file, p + "expert_feed_forward_length", 1, kMaxDim));
     SNIPER_ASSIGN_OR_RETURN(c.shared_expert_hidden_dim,
