@@ -58,6 +58,7 @@ struct ModelLoadOptions {
   DirectMode direct = DirectMode::kAuto;
   uint32_t queue_depth = 32;
   FaultInjector io_fault_injector;  // tests: make streamed reads fail or come back short
+  bool load_mtp = false;          // load the MTP draft head's block resident (PlanRequest::load_mtp)
 };
 
 class Model {

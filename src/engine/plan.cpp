@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/memory_limit.h"
+#include "model/mtp_head.h"
 #include "model/tensor_names.h"
 #include "model/transformer.h"
 #include "weights/tensor_roles.h"
@@ -50,6 +51,7 @@ std::string MemoryPlan::describe() const {
   line("resident weights", resident_weight_bytes,
        all_resident ? "(the whole model)" : stream_attention ? "(norms, router, output head)"
                                                              : "(attention, norms, routers, output head)");
+  if (mtp_weight_bytes > 0) line("  of which the MTP block", mtp_weight_bytes, "(draft head, --spec-type mtp)");
   if (!resident_ffn_layers.empty()) {
     char note[64];
     std::snprintf(note, sizeof(note), "(%zu layers kept in RAM, part of resident weights)", resident_ffn_layers.size());
@@ -98,6 +100,15 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   p.kv_config = req.kv_type;
   p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2,
                                                                     req.n_logit_rows);
+  if (req.load_mtp && c.n_nextn_layers > 0) {
+    // The head's own KV and scratch, its recent hidden rows and the session's hidden rows.
+    SNIPER_ASSIGN_OR_RETURN(const ModelConfig mc, mtp_config(c));
+    const int64_t head_batch = std::min<int64_t>({req.batch, req.n_ctx, kMtpHeadBatch});
+    p.kv_bytes += sessions * SequenceState::bytes_for(layer_state_specs(mc), req.n_ctx, req.kv_type);
+    p.scratch_bytes += sessions * (Transformer::estimate_scratch_bytes(mc, head_batch, req.n_ctx, 2, 1) +
+                                   static_cast<uint64_t>(kMtpHiddenRows + 3 * head_batch + req.batch) *
+                                       static_cast<uint64_t>(c.dim) * sizeof(float));
+  }
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
   p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;
   const uint64_t fixed = p.kv_bytes + p.checkpoint_bytes + p.scratch_bytes + p.overhead_bytes;
@@ -108,8 +119,18 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   uint64_t per_layer_embd = 0;  // gemma4's per-layer embedding table (part of embd)
   const uint64_t n_exp = static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1));
   for (const GgufTensorInfo& t : file.tensors()) {
-    total += t.nbytes;
     const int64_t l = tensor_layer(t.name);
+    if (c.n_nextn_layers > 0 && l >= c.n_layers) {  // MTP blocks: the first resident when asked for
+      if (req.load_mtp && l == c.n_layers) {  // counted with the weights that never stream
+        p.mtp_weight_bytes += t.nbytes;
+        total += t.nbytes;
+        always += t.nbytes;
+      } else {
+        p.unloaded_tensors.insert(t.name);
+      }
+      continue;
+    }
+    total += t.nbytes;
     switch (tensor_role(t.name)) {
       case TensorRole::kAlways: always += t.nbytes; break;
       case TensorRole::kEmbedding:
@@ -175,7 +196,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     const int64_t all_slots = c.n_layers * c.n_experts;
     p.n_expert_slots = std::min<int64_t>(static_cast<int64_t>(room / p.slot.slot_bytes), all_slots);
     for (const GgufTensorInfo& t : file.tensors()) {
-      if (tensor_role(t.name) == TensorRole::kExpert) p.streamed_tensors.insert(t.name);
+      if (tensor_role(t.name) == TensorRole::kExpert && tensor_layer(t.name) < c.n_layers) p.streamed_tensors.insert(t.name);
     }
     return p;
   }
@@ -229,7 +250,8 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     const TensorRole r = tensor_role(t.name);
     const bool kept = std::find(p.resident_ffn_layers.begin(), p.resident_ffn_layers.end(), tensor_layer(t.name)) !=
                       p.resident_ffn_layers.end();
-    if (!kept && (r == TensorRole::kDenseFfn || (p.stream_attention && r == TensorRole::kAttention))) {
+    if (!kept && tensor_layer(t.name) < c.n_layers &&
+        (r == TensorRole::kDenseFfn || (p.stream_attention && r == TensorRole::kAttention))) {
       p.streamed_tensors.insert(t.name);
     }
   }

@@ -45,6 +45,10 @@ struct PlanRequest {
   // speculative decoding 1 + draft_max + 1 (the verification pass returns every row).
   int64_t n_logit_rows = 1;
   bool force_stream = false;  // stream experts / FFN even when everything would fit (tests, benchmarks)
+  // Load the first multi-token-prediction block (blk.<n_layers>.*, model/mtp_head.h) resident
+  // and count its KV and scratch per session (a model without one plans as usual); else no MTP
+  // tensor is loaded.
+  bool load_mtp = false;
 };
 
 // Whole-expert slot layout in the cache: gate, up and down slices back to back, each region
@@ -82,6 +86,11 @@ struct MemoryPlan {
   uint64_t min_budget_bytes = 0;     // the smallest budget any plan works with
   uint64_t all_resident_bytes = 0;   // the smallest budget that keeps every weight in RAM
   std::unordered_set<std::string> streamed_tensors;  // names of tensors not loaded into RAM
+  // MTP blocks: the weights of the one loaded (resident, part of resident_weight_bytes) and its
+  // per-session KV and scratch (part of kv_bytes, scratch_bytes); the tensors nothing reads
+  // (MTP blocks not asked for), which are not loaded either.
+  uint64_t mtp_weight_bytes = 0;
+  std::unordered_set<std::string> unloaded_tensors;
 
   uint64_t expert_cache_bytes() const { return slot.slot_bytes * static_cast<uint64_t>(n_expert_slots); }
   uint64_t planned_bytes() const {

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+#include "model/mtp_head.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/check.h"
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+#include "model/blocks/attention.h"
+#include "model/blocks/dense_ffn.h"
+#include "model/blocks/moe_ffn.h"
+
+namespace sniper {
+
+namespace {
+
+std::string nextn_name(int64_t block, const char* what) {
+  return "blk." + std::to_string(block) + ".nextn." + what + ".weight";
+}
+
+// The nextn tensor `what` of `block` with shape {ne0, ne1}, or an empty view when it is optional
+// and absent. Errors name the tensor: missing, another shape, not f32 where the math needs f32,
+// or not resident.
+Result<QTensor> nextn_tensor(const WeightStore& store, int64_t block, const char* what, int64_t ne0, int64_t ne1,
+                             bool f32_only, bool optional) {
+  const std::string name = nextn_name(block, what);
+  const QTensor* t = store.find_tensor(name);
+  if (t == nullptr) {
+    if (optional) return QTensor{};
+    return make_error("the MTP block's tensor '%s' is missing", name.c_str());
+  }
+  if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
+    return make_error("the MTP block's tensor '%s' has shape [%ld, %ld, %ld] but the model config implies [%ld, %ld]",
+                      name.c_str(), static_cast<long>(t->ne[0]), static_cast<long>(t->ne[1]),
+                      static_cast<long>(t->ne[2]), static_cast<long>(ne0), static_cast<long>(ne1));
+  }
+  if (f32_only && t->type != GgmlType::kF32) return make_error("the MTP block's tensor '%s' must be f32", name.c_str());
+  if (t->data == nullptr) return make_error("the MTP block's tensor '%s' is not loaded", name.c_str());
+  return *t;
+}
+
+// Every tensor of the block's layer that its blocks read must have bytes in memory.
+Status check_resident(const LayerWeights& lw, int64_t block) {
+  const QTensor LayerWeights::*kMembers[] = {
+      &LayerWeights::attn_norm, &LayerWeights::wq,       &LayerWeights::wk,         &LayerWeights::wv,
+      &LayerWeights::wo,        &LayerWeights::q_norm,   &LayerWeights::k_norm,     &LayerWeights::ffn_norm,
+      &LayerWeights::ffn_gate,  &LayerWeights::ffn_up,   &LayerWeights::ffn_down,   &LayerWeights::router,
+      &LayerWeights::gate_exps, &LayerWeights::up_exps,  &LayerWeights::down_exps,  &LayerWeights::shexp_gate_inp,
+      &LayerWeights::shexp_gate, &LayerWeights::shexp_up, &LayerWeights::shexp_down};
+  for (const auto m : kMembers) {
+    const QTensor& t = lw.*m;
+    if (t.row_bytes != 0 && t.data == nullptr) {
+      return make_error("the MTP block (blk.%ld) is not loaded: load the model with its MTP layers (--spec-type mtp)",
+                        static_cast<long>(block));
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<ModelConfig> mtp_config(const ModelConfig& main) {
+  if (main.n_nextn_layers <= 0) {
+    return make_error("the model has no multi-token-prediction block (%s.nextn_predict_layers is absent or 0)",
+                      main.arch.c_str());
+  }
+  const auto attn = std::find_if(main.layers.begin(), main.layers.end(),
+                                 [](const LayerPlan& lp) { return lp.mixer == MixerKind::kAttention; });
+  if (attn == main.layers.end()) {
+    return make_error("the model has an MTP block but no full-attention layer to take its shape from");
+  }
+  ModelConfig c = main;
+  c.n_layers = 1;
+  c.n_nextn_layers = 0;
+  c.layers.assign(1, *attn);
+  return c;
+}
+
+MtpHead::~MtpHead() = default;
+
+Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const ModelWeights& main_weights,
+                                                  const WeightStore& store, int64_t max_batch,
+                                                  StreamedRows* embeddings) {
+  CHECK(max_batch >= 1);
+  std::unique_ptr<MtpHead> m(new MtpHead());
+  SNIPER_ASSIGN_OR_RETURN(m->config_, mtp_config(main));
+  const ModelConfig& c = m->config_;
+  const int64_t block = main.n_layers, dim = c.dim;
+  auto w = bind_model_weights(c, store, block);
+  if (!w.ok()) return make_error("MTP block: %s", w.error().message.c_str());
+  m->weights_ = std::move(w).value();
+  // The target's shared tensors, as they are there (token_embd may stream).
+  m->weights_.token_embd = main_weights.token_embd;
+  m->weights_.output = main_weights.output;
+  m->weights_.output_norm = main_weights.output_norm;
+  m->weights_.rope_freqs = main_weights.rope_freqs;
+  SNIPER_TRY(check_resident(m->weights_.layers[0], block));
+  SNIPER_ASSIGN_OR_RETURN(m->eh_proj_, nextn_tensor(store, block, "eh_proj", 2 * dim, dim, false, false));
+  SNIPER_ASSIGN_OR_RETURN(m->enorm_, nextn_tensor(store, block, "enorm", dim, 1, true, false));
+  SNIPER_ASSIGN_OR_RETURN(m->hnorm_, nextn_tensor(store, block, "hnorm", dim, 1, true, false));
+  SNIPER_ASSIGN_OR_RETURN(m->embed_, nextn_tensor(store, block, "embed_tokens", dim, c.vocab_size, false, true));
+  SNIPER_ASSIGN_OR_RETURN(m->head_norm_, nextn_tensor(store, block, "shared_head_norm", dim, 1, true, true));
+  SNIPER_ASSIGN_OR_RETURN(m->head_, nextn_tensor(store, block, "shared_head_head", dim, c.vocab_size, false, true));
+  if (m->embed_.data == nullptr) m->embed_ = main_weights.token_embd;
+  if (m->head_norm_.data == nullptr) m->head_norm_ = main_weights.output_norm;
+  if (m->head_.data == nullptr) m->head_ = main_weights.output;
+  if (m->embed_.data == nullptr && embeddings == nullptr) {
+    return make_error("the MTP head needs token_embd rows: neither resident nor streamed");
+  }
+  CHECK(m->head_.data != nullptr && m->head_norm_.data != nullptr, "the output head is resident in every plan");
+  m->embeddings_ = embeddings;
+  m->max_batch_ = max_batch;
+  const LayerPlan& lp = c.layer(0);
+  m->mixer_ = std::make_unique<AttentionBlock>(c, m->weights_.rope_freqs, max_batch);
+  if (lp.ffn == FfnKind::kMoe) {
+    m->ffn_ = std::make_unique<MoeFfn>(c, m->weights_, max_batch, nullptr);
+  } else {
+    CHECK(lp.ffn == FfnKind::kDense, "MTP blocks of the qwen35 family have a SwiGLU or routed FFN");
+    m->ffn_ = std::make_unique<DenseFfn>(c, max_batch);
+  }
+  const size_t B = static_cast<size_t>(max_batch), D = static_cast<size_t>(dim);
+  m->e_.resize(B * D);
+  m->cat_.resize(2 * B * D);
+  m->x_.resize(B * D);
+  m->xb_.resize(B * D);
+  m->out_.resize(B * D);
+  return m;
+}
+
+size_t MtpHead::scratch_bytes() const {
+  return (e_.size() + cat_.size() + x_.size() + xb_.size() + out_.size()) * sizeof(float) + buffers_.act.capacity() +
+         mixer_->scratch_bytes() + ffn_->scratch_bytes();
+}
+
+Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_t pos0, SequenceState& state,
+                        float* h_out, float* logits, ThreadPool& pool, bool all_logits) {
+  const ModelConfig& c = config_;
+  CHECK(n >= 1 && n <= max_batch_, "n %ld, max_batch %ld", static_cast<long>(n), static_cast<long>(max_batch_));
+  CHECK(pos0 >= 0 && pos0 + n <= state.n_ctx());
+  const int64_t dim = c.dim;
+  for (int64_t t = 0; t < n; ++t) CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token %d out of range", tokens[t]);
+  if (embed_.data != nullptr) {
+    const KernelTable& kt = get_kernels(embed_.type);
+    for (int64_t t = 0; t < n; ++t) kt.dequant_row(embed_.row(tokens[t]), e_.data() + t * dim, dim);
+  } else {
+    SNIPER_TRY(embeddings_->read(tokens, n, e_.data()));
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    float* row = cat_.data() + 2 * t * dim;
+    rms_norm(e_.data() + t * dim, f32_data(enorm_), row, dim, c.norm_eps);
+    rms_norm(h + t * dim, f32_data(hnorm_), row + dim, dim, c.norm_eps);
+  }
+  matmul(eh_proj_, cat_.data(), x_.data(), n, buffers_.act, pool);
+
+  const LayerWeights& lw = weights_.layers[0];
+  BlockIo io;
+  io.n_tok = n;
+  io.pos0 = pos0;
+  io.x = x_.data();
+  io.xb = xb_.data();
+  io.out = out_.data();
+  io.buffers = &buffers_;
+  io.pool = &pool;
+  mixer_->begin_chunk(pos0, n);
+  for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
+  SNIPER_TRY(mixer_->forward(0, lw, state, io));
+  for (int64_t t = 0; t < n; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
+  for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
+  SNIPER_TRY(ffn_->forward(0, lw, io));
+  for (int64_t t = 0; t < n; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
+  for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(head_norm_), h_out + t * dim, dim, c.norm_eps);
+  if (logits != nullptr) {
+    const int64_t first = all_logits ? 0 : n - 1;
+    matmul(head_, h_out + first * dim, logits, n - first, buffers_.act, pool);
+  }
+  return ok_status();
+}
+
+}  // namespace sniper
