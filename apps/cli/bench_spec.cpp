@@ -99,7 +99,8 @@ int run_spec_bench(const Args& args) {
   const std::vector<int64_t> curve_n = {1, 2, 4, 8, 16};
   // Logit rows: the speculative rounds' and the curve's longest forward (all rows), plus the last.
   const int64_t logit_rows = std::max(req->logit_rows(), curve_n.back() + 1);
-  auto loaded = load_model_and_session(args, req->checkpoints(), req->draft_mem_bytes, logit_rows);
+  auto loaded = load_model_and_session(args, req->checkpoints(), req->draft_mem_bytes, logit_rows,
+                                       req->kind == SpecKind::kMtp);
   if (!loaded.ok()) return fail(loaded.error());
   Model& m = *loaded->model;
   Session& s = *loaded->session;

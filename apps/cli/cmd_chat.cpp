@@ -62,7 +62,8 @@ int cmd_chat(int argc, char** argv) {
   if (!spec_req.ok()) return fail(spec_req.error());
   int64_t n_checkpoints = *checkpoints;
   if (n_checkpoints != kAutoCheckpoints) n_checkpoints = std::max(n_checkpoints, spec_req->checkpoints());
-  auto loaded = load_model_and_session(*args, n_checkpoints, spec_req->draft_mem_bytes, spec_req->logit_rows());
+  auto loaded = load_model_and_session(*args, n_checkpoints, spec_req->draft_mem_bytes, spec_req->logit_rows(),
+                                       spec_req->kind == SpecKind::kMtp);
   if (!loaded.ok()) return fail(loaded.error());
   auto threads = args->get_int("--threads", 0, 0, 1024);
   if (!threads.ok()) return fail(threads.error());

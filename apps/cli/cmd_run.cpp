@@ -41,7 +41,8 @@ int cmd_run(int argc, char** argv) {
   if (!sampler.ok()) return fail(sampler.error());
   auto spec_req = parse_spec_args(*args);
   if (!spec_req.ok()) return fail(spec_req.error());
-  auto loaded = load_model_and_session(*args, spec_req->checkpoints(), spec_req->draft_mem_bytes, spec_req->logit_rows());
+  auto loaded = load_model_and_session(*args, spec_req->checkpoints(), spec_req->draft_mem_bytes, spec_req->logit_rows(),
+                                       spec_req->kind == SpecKind::kMtp);
   if (!loaded.ok()) return fail(loaded.error());
   auto threads = args->get_int("--threads", 0, 0, 1024);
   if (!threads.ok()) return fail(threads.error());

@@ -85,12 +85,13 @@ Status reserve_draft_share(uint64_t reserved_bytes, uint64_t* mem_bytes) {
 }
 
 Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, uint64_t reserved_bytes,
-                                      int64_t n_logit_rows) {
+                                      int64_t n_logit_rows, bool load_mtp) {
   SNIPER_ASSIGN_OR_RETURN(std::string model_path, model_path_from_args(args));
   SNIPER_ASSIGN_OR_RETURN(ModelLoadOptions lo, load_options_from_args(args));
   SNIPER_TRY(reserve_draft_share(reserved_bytes, &lo.mem_bytes));
   lo.n_checkpoints = n_checkpoints;
   lo.n_logit_rows = n_logit_rows;
+  lo.load_mtp = load_mtp;
   SessionOptions so;
   SNIPER_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--threads", 0, 0, 1024));
   so.n_threads = static_cast<int>(threads);

@@ -34,7 +34,7 @@ struct Loaded {
 // draft model's --mem-draft); an Error when it is not below the budget. n_logit_rows: rows of
 // logits the session and its caller hold at once (PlanRequest::n_logit_rows).
 Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints = 0, uint64_t reserved_bytes = 0,
-                                      int64_t n_logit_rows = 1);
+                                      int64_t n_logit_rows = 1, bool load_mtp = false);
 // --ctx-checkpoints N|auto: N in [0, 256], or kAutoCheckpoints. Errors name the value.
 Result<int64_t> parse_checkpoint_count(const std::string& text);
 // The model_flags() as ModelLoadOptions (budget resolved, enums parsed).

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "engine/draft_model.h"
+#include "engine/mtp_draft.h"
 #include "engine/ngram_draft.h"
 #include "engine/plan.h"
 #include "gguf/reader.h"
@@ -107,13 +108,19 @@ Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const Sampl
       return make_error("--spec-type mtp: the model has no multi-token-prediction layers (%s.nextn_predict_layers is "
                         "absent or 0); use --spec-type ngram or -md DRAFT_MODEL", c.arch.c_str());
     }
-    return make_error("--spec-type mtp: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers), "
-                      "but sniper does not run MTP heads yet; use --spec-type ngram or -md DRAFT_MODEL",
-                      static_cast<long>(nextn), c.arch.c_str());
+    if (c.n_nextn_layers <= 0) {
+      return make_error("--spec-type mtp: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers), "
+                        "but sniper runs MTP heads of the qwen35 family only; use --spec-type ngram or -md DRAFT_MODEL",
+                        static_cast<long>(nextn), c.arch.c_str());
+    }
+    auto mtp = MtpDraft::create(*target.model, *target.session, sampler);
+    if (!mtp.ok()) return make_error("--spec-type mtp: %s", mtp.error().message.c_str());
+    out.source = std::move(mtp).value();
+    return out;
   }
   if (nextn > 0) {
-    std::fprintf(stderr, "note: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers) that "
-                 "sniper does not use yet\n", static_cast<long>(nextn), c.arch.c_str());
+    std::fprintf(stderr, "note: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers); "
+                 "--spec-type mtp drafts with them\n", static_cast<long>(nextn), c.arch.c_str());
   }
   if (req.kind == SpecKind::kNgram) {
     out.source = std::make_unique<NgramDraft>(req.ngram_size);

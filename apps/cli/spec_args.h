@@ -55,9 +55,10 @@ struct SpecSetup {
   std::unique_ptr<DraftSource> source;  // null when speculative decoding is off
 };
 
-// Builds the draft source for `target` (vocabulary check for a draft model; MTP layers: an Error
-// naming what the file has). Also prints a note when the target carries MTP layers that are not
-// used.
+// Builds the draft source for `target` (vocabulary check for a draft model; --spec-type mtp: the
+// model's MTP head, attached to target.session, which must be loaded with load_mtp and not have
+// evaluated anything; an Error naming what the file lacks). Also prints a note when the target
+// carries MTP layers that are not used.
 Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const SamplerConfig& sampler, int n_threads);
 
 // One line of figures: drafted, accepted, acceptance, tokens per target forward.

@@ -6,8 +6,6 @@
 
 namespace sniper {
 
-namespace {
-// The sampler a draft uses: the target's truncation and temperature, no penalties, its own seed.
 SamplerConfig draft_sampler_config(SamplerConfig c) {
   c.repeat_penalty = 1.0f;
   c.presence_penalty = 0;
@@ -15,7 +13,6 @@ SamplerConfig draft_sampler_config(SamplerConfig c) {
   c.seed ^= 0x5eed0fd4af7ull;
   return c;
 }
-}  // namespace
 
 Status check_draft_vocab(const Tokenizer& target, const Tokenizer& draft) {
   const Vocab& t = target.vocab();

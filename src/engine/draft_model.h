@@ -30,6 +30,10 @@ inline constexpr int32_t kMaxDraftVocabDifference = 128;
 // Error names the first difference (the token id and both texts).
 [[nodiscard]] Status check_draft_vocab(const Tokenizer& target, const Tokenizer& draft);
 
+// The sampler a draft uses (DraftModel, MtpDraft): the target's truncation and temperature, no
+// penalties, its own seed.
+SamplerConfig draft_sampler_config(SamplerConfig target);
+
 class DraftModel final : public DraftSource {
  public:
   // `model` is the draft (check_draft_vocab against the target first); n_ctx: the target
