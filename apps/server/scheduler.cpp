@@ -41,10 +41,10 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
     slot.session = std::move(session).value();
   }
   s->n_ctx_ = s->slots_[0].session->n_ctx();
-  if (options.spec_ngram_size > 0 && options.draft_model != nullptr) {
-    return make_error("speculative decoding takes one draft source: n-gram lookup or a draft model, not both");
+  if (int(options.spec_ngram_size > 0) + int(options.draft_model != nullptr) + int(options.spec_mtp) > 1) {
+    return make_error("speculative decoding takes one draft source: n-gram lookup, a draft model or the MTP head");
   }
-  if (options.context_shift && (options.spec_ngram_size > 0 || options.draft_model != nullptr)) {
+  if (options.context_shift && (options.spec_ngram_size > 0 || options.draft_model != nullptr || options.spec_mtp)) {
     return make_error("--context-shift with speculative decoding (--spec-type) is not supported: drop one of them");
   }
   if (options.spec_ngram_size > 0) {
@@ -66,6 +66,18 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
       slot.draft = std::move(draft).value();
     }
     auto probe = SpeculativeDecoder::create(*s->slots_[0].session, *s->slots_[0].draft, options.spec);
+    if (!probe.ok()) return probe.error();
+  }
+  if (options.spec_mtp) {
+    SNIPER_TRY(options.spec.validate());
+    SamplerConfig greedy;  // each job sets its own (start_job)
+    greedy.temperature = 0;
+    for (Slot& slot : s->slots_) {
+      auto mtp = MtpDraft::create(model, *slot.session, greedy);
+      if (!mtp.ok()) return mtp.error();
+      slot.mtp = std::move(mtp).value();
+    }
+    auto probe = SpeculativeDecoder::create(*s->slots_[0].session, *s->slots_[0].mtp, options.spec);
     if (!probe.ok()) return probe.error();
   }
   s->batch_ = std::max<int64_t>(1, options.session.batch);
@@ -215,10 +227,16 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
     slot.generator->accept_prompt(j.prompt);
     slot.spec.reset();
     slot.pending = -1;
-    DraftSource* source = ngram_ != nullptr ? static_cast<DraftSource*>(ngram_.get()) : slot.draft.get();
+    DraftSource* source = ngram_ != nullptr       ? static_cast<DraftSource*>(ngram_.get())
+                          : slot.mtp != nullptr   ? static_cast<DraftSource*>(slot.mtp.get())
+                                                  : slot.draft.get();
     if (source != nullptr && !slot.generator->constrained()) {  // a grammar masks each token: no drafts
       if (slot.draft != nullptr) {  // the draft samples as this job does (greedy stays greedy)
         Status st = slot.draft->set_sampler(j.generator.sampler);
+        if (!st.ok()) return finish(slot, st.error().message, 400);
+      }
+      if (slot.mtp != nullptr) {
+        Status st = slot.mtp->set_sampler(j.generator.sampler);
         if (!st.ok()) return finish(slot, st.error().message, 400);
       }
       auto spec = SpeculativeDecoder::create(session, *source, options_.spec);

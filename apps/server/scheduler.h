@@ -31,6 +31,7 @@
 #include "engine/model.h"
 #include "engine/session.h"
 #include "engine/draft_model.h"
+#include "engine/mtp_draft.h"
 #include "engine/ngram_draft.h"
 #include "engine/speculative.h"
 #include "server/job.h"
@@ -48,6 +49,9 @@ struct SchedulerOptions {
   // outlive the scheduler, share the target's vocabulary (check_draft_vocab) and be planned for
   // n_slots sessions of the target's context). Excludes spec_ngram_size.
   Model* draft_model = nullptr;
+  // Each slot drafts with the model's own MTP head (engine/mtp_draft.h; the model is loaded with
+  // its MTP block). Excludes spec_ngram_size and draft_model.
+  bool spec_mtp = false;
   SpecConfig spec;              // with spec_ngram_size or draft_model (engine/speculative.h)
   // --context-shift / --keep (engine/generate.h): a slot whose context fills keeps the first
   // n_keep tokens of its prompt (resolve_n_keep) and drops half of the rest instead of ending.
@@ -80,6 +84,7 @@ class Scheduler {
     std::shared_ptr<Job> job;
     std::optional<Generator> generator;
     std::unique_ptr<DraftModel> draft;       // options.draft_model: this slot's draft session
+    std::unique_ptr<MtpDraft> mtp;           // options.spec_mtp: the MTP head following `session`
     std::optional<SpeculativeDecoder> spec;  // speculative decoding of this slot's job
     int32_t pending = -1;                    // spec: the sampled token not yet evaluated
     std::vector<int32_t> to_eval;  // prompt tokens still to evaluate

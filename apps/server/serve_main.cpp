@@ -182,8 +182,8 @@ int serve_main(int argc, char** argv) {
   auto spec = cli::parse_spec_args(*args);
   if (!spec.ok()) return cli::fail(spec.error());
   if (spec->kind == cli::SpecKind::kMtp) {
-    return cli::fail(make_error("serve decodes speculatively with --spec-type ngram or a draft model (-md) (MTP heads "
-                                "are not supported yet)"));
+    lo->load_mtp = true;  // models with an MTP block load it resident; the others decode plainly
+    so.spec_mtp = true;
   }
   if (spec->kind == cli::SpecKind::kDraftModel) {
     // A draft drafts for one target, loaded for the server's whole life (its slots' draft
@@ -235,6 +235,10 @@ int serve_main(int argc, char** argv) {
     auto model = loader(sources[0], lo->mem_bytes, &so.session);
     if (!model.ok()) return cli::fail(model.error());
     pinned_model = std::move(model).value();
+    if (spec->kind == cli::SpecKind::kMtp && pinned_model->config().n_nextn_layers <= 0) {
+      return cli::fail(make_error("--spec-type mtp: %s has no multi-token-prediction block (nextn_predict_layers); "
+                                  "use --spec-type ngram or -md DRAFT_MODEL", sources[0].path.c_str()));
+    }
   }
   if (spec->kind == cli::SpecKind::kDraftModel) {
     // Planned for one draft session (KV cache) per slot, of the slots' context, within --mem-draft.

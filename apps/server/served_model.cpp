@@ -39,6 +39,8 @@ Result<std::unique_ptr<ServedModel>> ServedModel::create(std::string id, Model* 
   so.model_fingerprint = m->fingerprint;
   so.spec_ngram_size = options.spec_ngram_size;
   so.draft_model = options.draft_model;
+  // A model without an MTP block (a directory of models) decodes without drafts.
+  so.spec_mtp = options.spec_mtp && m->model->config().n_nextn_layers > 0;
   so.spec = options.spec;
   so.context_shift = options.context_shift;
   so.n_keep = options.n_keep;

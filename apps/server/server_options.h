@@ -34,6 +34,7 @@ struct ServerOptions {
   // must outlive the server, be planned for n_slots sessions of the target's context, and serve
   // one target (its vocabulary is checked against the model's when the server starts).
   Model* draft_model = nullptr;
+  bool spec_mtp = false;                // --spec-type mtp: models with an MTP block draft with it
   SpecConfig spec;                      // with spec_ngram_size or draft_model
   bool context_shift = false;           // --context-shift: slots go on past a full context
   int64_t n_keep = 0;                   // --keep: prompt tokens a context shift keeps (-1 = all)
