@@ -48,6 +48,7 @@ int cmd_synth(int argc, char** argv) {
       {"--ssm-v-heads", nullptr, "N", "delta-net value heads"},
       {"--full-attn-interval", nullptr, "N", "every N-th layer is full attention (qwen35*, qwen3next)"},
       {"--rope-dims", nullptr, "N", "rotated dims per head (qwen35*, qwen3next; default head width)"},
+      {"--nextn", nullptr, "N", "multi-token-prediction blocks after the main stack, [0, 4] (qwen35*, qwen3next)"},
       {"--head-dim-swa", nullptr, "N", "sliding-layer head width (gemma4)"},
       {"--kv-heads-full", nullptr, "N", "key/value heads of the full layers (gemma4)"},
       {"--window", nullptr, "N", "sliding window (gemma4)"},
@@ -115,6 +116,7 @@ int cmd_synth(int argc, char** argv) {
       {"--vocab", &s.vocab_size},  {"--ctx", &s.n_ctx},
       {"--shared-ff", &s.shared_expert_hidden_dim}, {"--ssm-state", &s.ssm_state}, {"--ssm-k-heads", &s.ssm_k_heads},
       {"--ssm-v-heads", &s.ssm_v_heads}, {"--full-attn-interval", &s.full_attention_interval}, {"--rope-dims", &s.n_rot},
+      {"--nextn", &s.nextn_layers},
       {"--head-dim-swa", &s.head_dim_swa}, {"--kv-heads-full", &s.n_kv_heads_full}, {"--window", &s.sliding_window},
       {"--swa-period", &s.swa_period}, {"--per-layer-dim", &s.per_layer_dim}, {"--shared-kv-layers", &s.shared_kv_layers},
   };

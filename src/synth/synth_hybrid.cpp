@@ -18,6 +18,10 @@
 // ssm_ba take the file type's default; ssm_conv1d, ssm_a, ssm_dt.bias, the norms, ffn_gate_inp
 // and ffn_gate_inp_shexp stay F32; the shared expert's ffn_*_shexp follow the ffn_gate / ffn_up /
 // ffn_down rules.
+// With nextn_layers, that many multi-token-prediction blocks follow the main stack (block_count
+// counts them; nextn_predict_layers): each a gated full-attention layer with the main layers'
+// FFN, plus nextn.eh_proj [2 dim, dim] (the default type) and the f32 nextn.enorm, nextn.hnorm
+// and nextn.shared_head_norm; the embedding and head are the model's.
 #include <string>
 #include <vector>
 
@@ -62,6 +66,7 @@ Status validate_hybrid_spec(const SynthSpec& s) {
   }
   SNIPER_TRY(check("--ssm-conv", s.ssm_conv, 2, 64));
   SNIPER_TRY(check("--full-attn-interval", s.full_attention_interval, 1, s.n_layers));
+  SNIPER_TRY(check("--nextn", s.nextn_layers, 0, 4));
   const int64_t n_rot = rope_dims(s);
   SNIPER_TRY(check("--rope-dims", n_rot, 2, s.head_dim));
   if (n_rot % 2 != 0) return make_error("--rope-dims is %ld but must be even", static_cast<long>(n_rot));
@@ -76,7 +81,8 @@ void add_hybrid_metadata(const SynthSpec& s, GgufWriter& w) {
   const std::string p = s.arch + ".";
   const bool moe = is_moe_arch(s.arch);
   auto u32 = [&](const char* key, int64_t v) { w.set_u32(p + key, static_cast<uint32_t>(v)); };
-  u32("block_count", s.n_layers);
+  u32("block_count", s.n_layers + s.nextn_layers);
+  if (s.nextn_layers > 0) u32("nextn_predict_layers", s.nextn_layers);
   u32("context_length", s.n_ctx);
   u32("embedding_length", s.dim);
   if (s.arch != "qwen35moe") u32("feed_forward_length", s.hidden_dim);
@@ -117,13 +123,21 @@ std::vector<PlannedTensor> plan_hybrid(const SynthSpec& s, const SynthTypePlan& 
   b.norm(kOutputNormName, s.dim);
   b.matrix(kOutputName, SynthMatrix::kOutput, top, {s.dim, vocab}, kSynthWeightStd, n_gqa);
   int64_t down_idx = 0;  // llama.cpp's running ffn_down counter (file order: _exps before _shexp)
-  for (int64_t l = 0; l < s.n_layers; ++l) {
+  const int64_t n_blocks = s.n_layers + s.nextn_layers;
+  for (int64_t l = 0; l < n_blocks; ++l) {
     const std::string blk = "blk." + std::to_string(l) + ".";
+    const bool mtp = l >= s.n_layers;
     // One attn_v-like tensor (attn_qkv or attn_v) per layer, so its counter is the layer.
-    const SynthTensorPos pos{l, s.n_layers, l, s.n_layers, down_idx};
+    const SynthTensorPos pos{l, n_blocks, l, n_blocks, down_idx};
     b.norm(blk + "attn_norm.weight", s.dim);
     b.norm(blk + "post_attention_norm.weight", s.dim);
-    if ((l + 1) % s.full_attention_interval != 0) {
+    if (mtp) {
+      b.matrix(blk + "nextn.eh_proj.weight", SynthMatrix::kOther, pos, {2 * s.dim, s.dim}, kSynthWeightStd, n_gqa);
+      b.norm(blk + "nextn.enorm.weight", s.dim);
+      b.norm(blk + "nextn.hnorm.weight", s.dim);
+      b.norm(blk + "nextn.shared_head_norm.weight", s.dim);
+    }
+    if (!mtp && (l + 1) % s.full_attention_interval != 0) {
       b.matrix(blk + "attn_qkv.weight", SynthMatrix::kAttnV, pos, {s.dim, qkv_dim}, kSynthWeightStd, n_gqa);
       b.matrix(blk + "attn_gate.weight", SynthMatrix::kOther, pos, {s.dim, v_dim}, kSynthWeightStd, n_gqa);
       b.f32(blk + "ssm_conv1d.weight", {s.ssm_conv, qkv_dim}, SynthInit::kUniform, -0.5f, 0.5f);

@@ -385,6 +385,10 @@ Status validate_synth_spec(const SynthSpec& s) {
   SNIPER_TRY(check("--threads", s.n_threads, 0, 4096));
   auto type = resolve_synth_type(s.type);
   if (!type.ok()) return type.error();
+  if (s.nextn_layers != 0 && !synth_is_hybrid_arch(s.arch)) {
+    return make_error("--nextn (multi-token-prediction blocks) is for qwen35, qwen35moe and qwen3next, not '%s'",
+                      s.arch.c_str());
+  }
   if (synth_is_hybrid_arch(s.arch)) return validate_hybrid_spec(s);
   if (s.arch == "gemma4") return validate_gemma4_spec(s);
   return ok_status();

@@ -65,6 +65,7 @@ struct SynthSpec {
   int64_t ssm_v_heads = 4;               // delta-net value heads (ssm.time_step_rank)
   int64_t ssm_conv = 4;                  // conv1d kernel width (ssm.conv_kernel)
   int64_t full_attention_interval = 4;
+  int64_t nextn_layers = 0;              // multi-token-prediction blocks after the main stack
   int64_t n_rot = 0;                     // rope.dimension_count (0 = head_dim); qwen35*: IMRoPE
                                          // sections [11, 11, 10, 0] scaled to n_rot / 2
   // gemma4: every swa_period-th layer is full attention (head_dim, n_kv_heads_full kv heads,
