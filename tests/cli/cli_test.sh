@@ -174,7 +174,21 @@ expect_error "serve draft with keep-alive" "drop --keep-alive" "$bin" serve -m "
 expect_error "serve incompatible draft" "incompatible" "$bin" serve -m "$st" -md "$shared/tokenizer/ggml-vocab-llama-spm.gguf" --port 0
 expect_error "serve mem-draft above mem" "must be below --mem" "$bin" serve -m "$st" -md "$st" --mem 100M --mem-draft 200M
 expect_error "serve draft with context shift" "--context-shift" "$bin" serve -m "$st" -md "$st" --context-shift
-expect_error "serve mtp" "MTP heads" "$bin" serve -m "$st" --spec-type mtp
+expect_error "serve mtp without a block" "has no multi-token-prediction block" "$bin" serve -m "$st" --spec-type mtp
+# --spec-type mtp on a synthetic Qwen3.5 with one MTP block: greedy output equals plain; the head's
+# per-position logits come out of `logits --mtp`; --nextn is refused where there are no MTP blocks.
+"$bin" synth --arch qwen35 --dim 128 --layers 4 --head-dim 32 --ff 256 --ssm-state 32 --nextn 1 -o "$tmp/mtp.gguf" \
+  >/dev/null 2>&1 || fail "synth --nextn 1"
+"$bin" run -m "$tmp/mtp.gguf" -p "hello world" -n 24 --temp 0 --ignore-eos >"$tmp/mtp_plain" 2>/dev/null
+"$bin" run -m "$tmp/mtp.gguf" -p "hello world" -n 24 --temp 0 --ignore-eos --spec-type mtp --draft-max 3 \
+  >"$tmp/mtp_spec" 2>"$tmp/mtp_spec.err"
+if [ -s "$tmp/mtp_plain" ] && cmp -s "$tmp/mtp_plain" "$tmp/mtp_spec" && grep -q "drafted" "$tmp/mtp_spec.err"; then pass
+else fail "run --spec-type mtp differs from plain: $(cat "$tmp/mtp_spec.err")"; fi
+echo "[1, 17, 300, 42]" >"$tmp/mtp_ids.json"
+"$bin" logits -m "$tmp/mtp.gguf" --prompt-ids "$tmp/mtp_ids.json" --mtp -o "$tmp/mtp.f32" >/dev/null 2>&1 \
+  && [ "$(stat -c %s "$tmp/mtp.f32")" -eq $((4 * 4 * 512)) ] && pass || fail "logits --mtp"
+expect_error "logits --mtp without a block" "no multi-token-prediction block" "$bin" logits -m "$st" --prompt-ids "$tmp/mtp_ids.json" --mtp -o "$tmp/x.f32"
+expect_error "synth --nextn on qwen3" "--nextn" "$bin" synth --arch qwen3 --nextn 1 -o "$tmp/x.gguf"
 "$bin" serve -m "$st" -md "$shared/models/stories260K-Q8_0.gguf" --port 0 --slots 2 --mem 300M --mem-draft 80M \
   --context-dir "$tmp/ctx" >"$tmp/serve.out" 2>"$tmp/serve.err" &
 serve_pid=$!

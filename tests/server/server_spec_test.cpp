@@ -3,7 +3,8 @@
 // completions equal those of a server without drafts (also two at once on two slots, each with
 // its own draft session), the response usage reports accepted and rejected draft tokens, and
 // /metrics counts them. Sampled jobs complete with drafts; grammar-constrained jobs draft
-// nothing; a draft whose vocabulary differs is refused when the server starts.
+// nothing; a draft whose vocabulary differs is refused when the server starts. `serve --spec-type
+// mtp` drafts with the model's own MTP head on a synthetic Qwen3.5 file that carries one.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <utility>
 
 #include "gguf/writer.h"
+#include "synth/synth_model.h"
 #include "server/test_server.h"
 #include "tokenizer/tokenizer.h"
 
@@ -105,6 +107,38 @@ TEST(ServerSpeculative, BadDraftSettingsAreRefusedAtStart) {
   TestServer s(stories(), o);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().find("--draft-min is 9"), std::string::npos) << s.error();
+}
+
+TEST(ServerMtp, GreedyEqualsPlainAndUsageCountsDrafts) {
+  const std::string path = ::testing::TempDir() + "/sniper_server_mtp_qwen35.gguf";
+  SynthSpec synth;
+  synth.arch = "qwen35";
+  synth.dim = 128;
+  synth.n_layers = 4;
+  synth.head_dim = 32;
+  synth.hidden_dim = 256;
+  synth.ssm_state = 32;
+  synth.nextn_layers = 1;
+  synth.n_ctx = 1024;
+  synth.n_threads = 2;
+  ASSERT_TRUE(write_synth_model(synth, path, nullptr).ok());
+  ServerOptions plain_options;
+  plain_options.session.n_checkpoints = 2;
+  TestServer plain(path, plain_options);
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  ServerOptions o = plain_options;
+  o.spec_mtp = true;
+  o.spec = SpecConfig{4, 0, true};
+  TestServer spec(path, o);
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  const auto [accepted, rejected] = expect_same_greedy(plain, spec, {"hello world", "the dog went", "hello world"});
+  EXPECT_GT(accepted + rejected, 0);  // random weights: the head drafts, verification rejects
+  EXPECT_EQ(metric_value(spec, "sniper_draft_tokens_total"), accepted + rejected);
+  // And a model without an MTP block serves plainly under --spec-type mtp (a pool of models).
+  TestServer no_block(stories(), o);
+  ASSERT_TRUE(no_block.ok()) << no_block.error();
+  const TJson r = complete(no_block, "Once upon a time");
+  EXPECT_FALSE(r["usage"].contains("completion_tokens_details")) << r.dump();
 }
 
 TEST(ServerDraftModel, GreedyEqualsPlainAndUsageCountsDrafts) {

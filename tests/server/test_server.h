@@ -30,6 +30,7 @@ class TestServer {
     signal(SIGPIPE, SIG_IGN);
     ModelLoadOptions lo;
     lo.n_ctx = n_ctx;
+    lo.load_mtp = options.spec_mtp;
     auto model = Model::load(model_path, lo);
     if (!model.ok()) {
       error_ = model.error().message;
