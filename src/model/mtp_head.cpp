@@ -96,6 +96,11 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
   m->weights_.output_norm = main_weights.output_norm;
   m->weights_.rope_freqs = main_weights.rope_freqs;
   SNIPER_TRY(check_resident(m->weights_.layers[0], block));
+  if (c.layer(0).ffn == FfnKind::kMoe && m->weights_.layers[0].gate_exps.data == nullptr) {
+    // A packed file keeps one tensor per expert matrix (sniper pack); its MTP block is not bound.
+    return make_error("the MTP block (blk.%ld) has no ffn_*_exps tensors (a packed file?): drafting with it needs the "
+                      "original GGUF", static_cast<long>(block));
+  }
   SNIPER_ASSIGN_OR_RETURN(m->eh_proj_, nextn_tensor(store, block, "eh_proj", 2 * dim, dim, false, false));
   SNIPER_ASSIGN_OR_RETURN(m->enorm_, nextn_tensor(store, block, "enorm", dim, 1, true, false));
   SNIPER_ASSIGN_OR_RETURN(m->hnorm_, nextn_tensor(store, block, "hnorm", dim, 1, true, false));
