@@ -7,54 +7,12 @@
 // logits for prompt token p paired with the target's hidden state at p - 1 (zeros for p = 0), as
 // llama.cpp's MTP context computes them when it follows the prompt.
 #include <cstdio>
-#include <cstring>
 
 #include "commands.h"
 #include "common.h"
-#include "model/mtp_head.h"
+#include "engine/mtp_draft.h"
 
 namespace sniper::cli {
-
-namespace {
-
-// Collects the target's hidden rows of every position.
-class HiddenRows final : public ForwardObserver {
- public:
-  explicit HiddenRows(int64_t dim) : dim_(dim) {}
-  void on_chunk(std::span<const int32_t> tokens, int64_t pos0, const float* hidden) override {
-    rows.resize(static_cast<size_t>((pos0 + static_cast<int64_t>(tokens.size())) * dim_));
-    std::memcpy(rows.data() + pos0 * dim_, hidden, tokens.size() * static_cast<size_t>(dim_) * sizeof(float));
-  }
-  void on_rewrite(int64_t keep) override { rows.resize(static_cast<size_t>(keep * dim_)); }
-  std::vector<float> rows;
-
- private:
-  int64_t dim_;
-};
-
-// The MTP head's logits for every prompt position (see the file comment).
-Status mtp_rows(Model& model, Session& session, const std::vector<int32_t>& prompt, std::vector<float>* out) {
-  const ModelConfig& c = model.config();
-  HiddenRows hidden(c.dim);
-  session.set_observer(&hidden);
-  std::vector<float> ignored;
-  Status st = session.eval(prompt, &ignored);
-  session.set_observer(nullptr);
-  SNIPER_TRY(st);
-  // The whole prompt in one head forward, as llama.cpp's MTP context takes the prompt batch.
-  const auto n = static_cast<int64_t>(prompt.size());
-  SNIPER_ASSIGN_OR_RETURN(auto head, MtpHead::create(c, model.weights(), model.store(), n, model.embedding_rows()));
-  SNIPER_ASSIGN_OR_RETURN(auto state, SequenceState::create(layer_state_specs(head->config()), session.n_ctx(),
-                                                            session.state().kv_config()));
-  const size_t dim = static_cast<size_t>(c.dim);
-  std::vector<float> h(static_cast<size_t>(n) * dim, 0.0f), h_out(static_cast<size_t>(n) * dim);
-  std::memcpy(h.data() + dim, hidden.rows.data(), static_cast<size_t>(n - 1) * dim * sizeof(float));
-  out->resize(static_cast<size_t>(n * c.vocab_size));
-  SNIPER_TRY(head->forward(prompt.data(), h.data(), n, 0, *state, h_out.data(), out->data(), session.pool(), true));
-  return ok_status();
-}
-
-}  // namespace
 
 int cmd_logits(int argc, char** argv) {
   const std::vector<FlagSpec> specs = concat(model_flags(), {
@@ -97,7 +55,7 @@ int cmd_logits(int argc, char** argv) {
   std::FILE* out = std::fopen(tmp_path.c_str(), "wb");
   if (out == nullptr) return fail(make_error("cannot create '%s'", tmp_path.c_str()));
   std::vector<float> rows;
-  Status st = mtp ? mtp_rows(*loaded->model, session, *prompt, &rows) : session.eval(*prompt, &rows);
+  Status st = mtp ? mtp_prompt_logits(*loaded->model, session, *prompt, &rows) : session.eval(*prompt, &rows);
   bool ok = st.ok() && std::fwrite(rows.data(), sizeof(float), rows.size(), out) == rows.size();
   for (size_t i = 0; ok && i < gen.size(); ++i) {
     const int32_t one[1] = {gen[i]};

@@ -11,7 +11,35 @@ namespace sniper {
 
 namespace {
 constexpr int64_t kRingRows = kMtpHiddenRows;
+
 }  // namespace
+
+void HiddenRecorder::on_chunk(std::span<const int32_t> tokens, int64_t pos0, const float* hidden) {
+  rows.resize((static_cast<size_t>(pos0) + tokens.size()) * dim_);
+  std::memcpy(rows.data() + static_cast<size_t>(pos0) * dim_, hidden, tokens.size() * dim_ * sizeof(float));
+}
+
+void HiddenRecorder::on_rewrite(int64_t keep) { rows.resize(static_cast<size_t>(keep) * dim_); }
+
+Status mtp_prompt_logits(Model& model, Session& session, std::span<const int32_t> prompt, std::vector<float>* out) {
+  if (session.n_past() != 0) return make_error("mtp_prompt_logits needs an empty session");
+  if (prompt.empty()) return make_error("nothing to evaluate: the token list is empty");
+  const ModelConfig& c = model.config();
+  HiddenRecorder hidden(c.dim);
+  session.set_observer(&hidden);
+  Status st = session.eval(prompt);
+  session.set_observer(nullptr);
+  SNIPER_TRY(st);
+  const auto n = static_cast<int64_t>(prompt.size());
+  SNIPER_ASSIGN_OR_RETURN(auto head, MtpHead::create(c, model.weights(), model.store(), n, model.embedding_rows()));
+  SNIPER_ASSIGN_OR_RETURN(auto state, SequenceState::create(layer_state_specs(head->config()), session.n_ctx(),
+                                                            session.state().kv_config()));
+  const size_t dim = static_cast<size_t>(c.dim);
+  std::vector<float> h(static_cast<size_t>(n) * dim, 0.0f), h_out(static_cast<size_t>(n) * dim);
+  std::memcpy(h.data() + dim, hidden.rows.data(), static_cast<size_t>(n - 1) * dim * sizeof(float));
+  out->resize(static_cast<size_t>(n * c.vocab_size));
+  return head->forward(prompt.data(), h.data(), n, 0, *state, h_out.data(), out->data(), session.pool(), true);
+}
 
 MtpDraft::MtpDraft(Session& target, const SamplerConfig& sampler)
     : target_(target), greedy_(sampler.temperature <= 0), sampler_(draft_sampler_config(sampler)) {}

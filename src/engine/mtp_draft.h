@@ -85,4 +85,26 @@ class MtpDraft final : public DraftSource, public ForwardObserver {
   MtpStats stats_;
 };
 
+// Records the target's final hidden rows of every position a session evaluates (rows: [n_past,
+// dim]), for checks and tools that run the head by hand.
+class HiddenRecorder final : public ForwardObserver {
+ public:
+  explicit HiddenRecorder(int64_t dim) : dim_(static_cast<size_t>(dim)) {}
+  void on_chunk(std::span<const int32_t> tokens, int64_t pos0, const float* hidden) override;
+  void on_rewrite(int64_t keep) override;
+  std::vector<float> rows;
+
+ private:
+  size_t dim_;
+};
+
+// The head's logits for every prompt position, as llama.cpp's MTP context computes them when it
+// follows a prompt batch: row p is token p paired with the target's hidden state of position
+// p - 1 (zeros for p = 0), the whole prompt in one head forward. `session` (of `model`, loaded
+// with its MTP block) must be empty; it evaluates the prompt. out: [prompt.size(), vocab].
+// Errors: a failed forward pass, a model without a loaded MTP block, a prompt longer than the
+// session's context.
+[[nodiscard]] Status mtp_prompt_logits(Model& model, Session& session, std::span<const int32_t> prompt,
+                                       std::vector<float>* out);
+
 }  // namespace sniper

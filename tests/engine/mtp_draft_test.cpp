@@ -100,27 +100,12 @@ SamplerConfig greedy() {
   return c;
 }
 
-// Collects the target's hidden rows of every position.
-class HiddenRows final : public ForwardObserver {
- public:
-  explicit HiddenRows(int64_t dim) : dim_(dim) {}
-  void on_chunk(std::span<const int32_t> tokens, int64_t pos0, const float* hidden) override {
-    rows.resize(static_cast<size_t>((pos0 + static_cast<int64_t>(tokens.size())) * dim_));
-    std::copy_n(hidden, tokens.size() * static_cast<size_t>(dim_), rows.begin() + pos0 * dim_);
-  }
-  void on_rewrite(int64_t keep) override { rows.resize(static_cast<size_t>(keep * dim_)); }
-  std::vector<float> rows;
-
- private:
-  int64_t dim_;
-};
-
 // The head's first draft distribution for `context` computed directly, position by position,
 // from the rule (token p with the target's hidden state of p - 1), without MtpDraft.
 std::vector<float> direct_first_q(Model& model, const std::vector<int32_t>& context, const SamplerConfig& sampler) {
   const ModelConfig& c = model.config();
   auto session = new_session(model);
-  HiddenRows hidden(c.dim);
+  HiddenRecorder hidden(c.dim);
   session->set_observer(&hidden);
   const std::vector<int32_t> evaluated(context.begin(), context.end() - 1);
   EXPECT_TRUE(session->eval(evaluated).ok());
