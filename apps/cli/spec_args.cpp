@@ -19,6 +19,7 @@ std::vector<FlagSpec> spec_flags() {
       {"--mem-draft", nullptr, "SIZE", "the draft model's memory budget, taken off --mem (default: unlimited, resident)"},
       {"--draft-max", nullptr, "N", "most tokens drafted per step, [1, 256] (default 16)"},
       {"--draft-min", nullptr, "N", "fewer drafted tokens than this are not verified, [0, draft-max] (default 0)"},
+      {"--draft-p-min", nullptr, "P", "a draft model or MTP head stops at a token it gives less than P among its top 10, [0, 1] (default 0 = off)"},
       {"--spec-ngram-size-n", nullptr, "N", "longest n-gram the lookup matches, [1, 64] (default 3)"},
       {"--no-draft-adaptive", nullptr, nullptr, "always draft --draft-max tokens (default: adapt to the acceptance)"},
   };
@@ -43,7 +44,8 @@ Result<SpecRequest> parse_spec_args(const Args& args) {
     return make_error("-md/--model-draft is given but --spec-type is '%s' (use --spec-type draft, or drop -md)", type.c_str());
   }
   if (r.kind == SpecKind::kNone) {
-    for (const char* f : {"--mem-draft", "--draft-max", "--draft-min", "--spec-ngram-size-n", "--no-draft-adaptive"}) {
+    for (const char* f : {"--mem-draft", "--draft-max", "--draft-min", "--draft-p-min", "--spec-ngram-size-n",
+                          "--no-draft-adaptive"}) {
       if (args.has(f)) return make_error("%s needs a draft source: pass --spec-type ngram or -md DRAFT_MODEL", f);
     }
     return r;
@@ -60,6 +62,13 @@ Result<SpecRequest> parse_spec_args(const Args& args) {
   SNIPER_ASSIGN_OR_RETURN(r.config.draft_max, args.get_int("--draft-max", 16, 1, 256));
   SNIPER_ASSIGN_OR_RETURN(r.config.draft_min, args.get_int("--draft-min", 0, 0, 256));
   r.config.adaptive = !args.has("--no-draft-adaptive");
+  if (args.has("--draft-p-min")) {
+    if (r.kind == SpecKind::kNgram) {
+      return make_error("--draft-p-min applies to a draft model or the MTP head, not to n-gram lookup (no probabilities)");
+    }
+    SNIPER_ASSIGN_OR_RETURN(double p, args.get_float("--draft-p-min", 0.0, 0.0, 1.0));
+    r.config.p_min = static_cast<float>(p);
+  }
   SNIPER_TRY(r.config.validate());
   if (r.kind == SpecKind::kNgram) {
     SNIPER_ASSIGN_OR_RETURN(r.ngram_size, args.get_int("--spec-ngram-size-n", kDefaultNgramSize, 1, 64));
@@ -115,6 +124,7 @@ Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const Sampl
     }
     auto mtp = MtpDraft::create(*target.model, *target.session, sampler);
     if (!mtp.ok()) return make_error("--spec-type mtp: %s", mtp.error().message.c_str());
+    (*mtp)->set_p_min(req.config.p_min);
     out.source = std::move(mtp).value();
     return out;
   }
@@ -128,6 +138,7 @@ Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const Sampl
     SNIPER_ASSIGN_OR_RETURN(out.draft_model, load_draft_model(req, *target.model, target.session->n_ctx(), 1));
     SNIPER_ASSIGN_OR_RETURN(auto dm, DraftModel::create(*out.draft_model, target.session->n_ctx(), n_threads,
                                                         static_cast<int32_t>(c.vocab_size), sampler));
+    dm->set_p_min(req.config.p_min);
     out.source = std::move(dm);
   }
   return out;

@@ -64,6 +64,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
       auto draft = DraftModel::create(*options.draft_model, s->n_ctx_, options.session.n_threads, target_vocab, greedy);
       if (!draft.ok()) return draft.error();
       slot.draft = std::move(draft).value();
+      slot.draft->set_p_min(options.spec.p_min);
     }
     auto probe = SpeculativeDecoder::create(*s->slots_[0].session, *s->slots_[0].draft, options.spec);
     if (!probe.ok()) return probe.error();
@@ -76,6 +77,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
       auto mtp = MtpDraft::create(model, *slot.session, greedy);
       if (!mtp.ok()) return mtp.error();
       slot.mtp = std::move(mtp).value();
+      slot.mtp->set_p_min(options.spec.p_min);
     }
     auto probe = SpeculativeDecoder::create(*s->slots_[0].session, *s->slots_[0].mtp, options.spec);
     if (!probe.ok()) return probe.error();

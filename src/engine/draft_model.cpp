@@ -2,6 +2,7 @@
 #include "engine/draft_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 namespace sniper {
@@ -12,6 +13,26 @@ SamplerConfig draft_sampler_config(SamplerConfig c) {
   c.frequency_penalty = 0;
   c.seed ^= 0x5eed0fd4af7ull;
   return c;
+}
+
+float draft_confidence(const float* logits, int32_t n_vocab) {
+  constexpr int kTop = 10;
+  float top[kTop];
+  int n = 0;
+  for (int32_t i = 0; i < n_vocab; ++i) {  // the largest logits, descending
+    const float l = logits[i];
+    if (n == kTop && !(l > top[kTop - 1])) continue;
+    int j = n < kTop ? n++ : kTop - 1;
+    while (j > 0 && top[j - 1] < l) {
+      top[j] = top[j - 1];
+      --j;
+    }
+    top[j] = l;
+  }
+  if (n == 0) return 0.0f;
+  float sum = 0.0f;
+  for (int k = 0; k < n; ++k) sum += std::exp(top[k] - top[0]);
+  return 1.0f / sum;
 }
 
 Status check_draft_vocab(const Tokenizer& target, const Tokenizer& draft) {
@@ -89,6 +110,7 @@ Status DraftModel::draft(std::span<const int32_t> context, int64_t n_max, Draft*
   if (s.keeps_checkpoints()) s.checkpoint();
   const auto n_vocab = static_cast<int32_t>(probs_.size());
   for (int64_t i = 0; i < n_max; ++i) {
+    if (p_min_ > 0.0f && draft_confidence(s.last_logits().data(), n_vocab) < p_min_) break;
     int32_t token;
     if (greedy_) {
       token = sampler_.sample(s.last_logits().data(), n_vocab);

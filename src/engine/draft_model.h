@@ -34,6 +34,10 @@ inline constexpr int32_t kMaxDraftVocabDifference = 128;
 // penalties, its own seed.
 SamplerConfig draft_sampler_config(SamplerConfig target);
 
+// How sure a draft is of its likeliest token: its probability after a softmax over the 10
+// largest logits (llama.cpp's draft sampler is top-k 10; SpecConfig::p_min compares with this).
+float draft_confidence(const float* logits, int32_t n_vocab);
+
 class DraftModel final : public DraftSource {
  public:
   // `model` is the draft (check_draft_vocab against the target first); n_ctx: the target
@@ -48,6 +52,8 @@ class DraftModel final : public DraftSource {
   // The session (and the prefix it shares with the next context) is kept. Errors: a config that
   // fails validate() (this DraftModel is then unchanged).
   [[nodiscard]] Status set_sampler(const SamplerConfig& sampler);
+  // Drafting stops at a token whose draft_confidence is below p_min (SpecConfig::p_min; 0 = off).
+  void set_p_min(float p_min) { p_min_ = p_min; }
   [[nodiscard]] Status draft(std::span<const int32_t> context, int64_t n_max, Draft* out) override;
   const char* name() const override { return "draft-model"; }
   const Session& session() const { return *session_; }
@@ -56,6 +62,7 @@ class DraftModel final : public DraftSource {
   DraftModel(int32_t target_vocab, const SamplerConfig& sampler);
   int32_t target_vocab_;
   bool greedy_;
+  float p_min_ = 0.0f;
   Sampler sampler_;
   std::unique_ptr<Session> session_;
   std::vector<float> probs_;  // [draft vocab]

@@ -170,6 +170,7 @@ Status MtpDraft::draft(std::span<const int32_t> context, int64_t n_max, Draft* o
     // Draft positions p.. are overwritten when the target evaluates them (on_chunk).
     SNIPER_TRY(head_->forward(&token, h_in_.data(), 1, p + i, *state_, h_out_.data(), logits_.data(), target_.pool()));
     ++stats_.draft_steps;
+    if (p_min_ > 0.0f && draft_confidence(logits_.data(), n_vocab) < p_min_) break;
     if (greedy_) {
       token = sampler_.sample(logits_.data(), n_vocab);
     } else {

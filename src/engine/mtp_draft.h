@@ -47,6 +47,8 @@ class MtpDraft final : public DraftSource, public ForwardObserver {
 
   // As DraftModel::set_sampler.
   [[nodiscard]] Status set_sampler(const SamplerConfig& sampler);
+  // As DraftModel::set_p_min.
+  void set_p_min(float p_min) { p_min_ = p_min; }
   // `context` must be the target's history plus the pending token.
   [[nodiscard]] Status draft(std::span<const int32_t> context, int64_t n_max, Draft* out) override;
   const char* name() const override { return "mtp"; }
@@ -70,6 +72,7 @@ class MtpDraft final : public DraftSource, public ForwardObserver {
 
   Session& target_;
   bool greedy_;
+  float p_min_ = 0.0f;
   Sampler sampler_;
   std::unique_ptr<MtpHead> head_;
   std::unique_ptr<SequenceState> state_;

@@ -11,6 +11,9 @@ Status SpecConfig::validate() const {
   if (draft_max < 1 || draft_max > 256) {
     return make_error("--draft-max is %ld but must be in [1, 256]", static_cast<long>(draft_max));
   }
+  if (!(p_min >= 0.0f && p_min <= 1.0f)) {
+    return make_error("--draft-p-min is %g but must be in [0, 1]", static_cast<double>(p_min));
+  }
   if (draft_min < 0 || draft_min > draft_max) {
     return make_error("--draft-min is %ld but must be in [0, --draft-max = %ld]", static_cast<long>(draft_min),
                       static_cast<long>(draft_max));

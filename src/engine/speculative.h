@@ -30,6 +30,10 @@ struct SpecConfig {
   int64_t draft_max = 16;  // most tokens drafted per round, [1, 256]
   int64_t draft_min = 0;   // fewer drafted tokens than this are not verified (plain step), [0, draft_max]
   bool adaptive = true;    // follow the measured acceptance within [max(1, draft_min), draft_max]
+  // A draft model or MTP head stops drafting at a token it is less sure of than this (its
+  // probability among the draft's 10 likeliest, llama.cpp's --draft-p-min), [0, 1]; 0 = off.
+  // N-gram lookup has no probabilities and ignores it.
+  float p_min = 0.0f;
   // Names the field, the value and the allowed range.
   [[nodiscard]] Status validate() const;
 };

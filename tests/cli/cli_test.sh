@@ -189,6 +189,12 @@ echo "[1, 17, 300, 42]" >"$tmp/mtp_ids.json"
   && [ "$(stat -c %s "$tmp/mtp.f32")" -eq $((4 * 4 * 512)) ] && pass || fail "logits --mtp"
 expect_error "logits --mtp without a block" "no multi-token-prediction block" "$bin" logits -m "$st" --prompt-ids "$tmp/mtp_ids.json" --mtp -o "$tmp/x.f32"
 expect_error "synth --nextn on qwen3" "--nextn" "$bin" synth --arch qwen3 --nextn 1 -o "$tmp/x.gguf"
+expect_error "draft-p-min with n-gram lookup" "not to n-gram lookup" "$bin" run -m "$st" -p hi --spec-type ngram --draft-p-min 0.5
+expect_error "draft-p-min out of range" "--draft-p-min" "$bin" run -m "$tmp/mtp.gguf" -p hi --spec-type mtp --draft-p-min 1.5
+"$bin" run -m "$tmp/mtp.gguf" -p "hello world" -n 24 --temp 0 --ignore-eos --spec-type mtp --draft-p-min 1 \
+  >"$tmp/mtp_pmin" 2>"$tmp/mtp_pmin.err"
+if cmp -s "$tmp/mtp_plain" "$tmp/mtp_pmin" && grep -q " 0 drafted" "$tmp/mtp_pmin.err"; then pass
+else fail "--draft-p-min 1 still drafted: $(cat "$tmp/mtp_pmin.err")"; fi
 "$bin" serve -m "$st" -md "$shared/models/stories260K-Q8_0.gguf" --port 0 --slots 2 --mem 300M --mem-draft 80M \
   --context-dir "$tmp/ctx" >"$tmp/serve.out" 2>"$tmp/serve.err" &
 serve_pid=$!

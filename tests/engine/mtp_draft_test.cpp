@@ -239,6 +239,38 @@ TEST(MtpDraft, PositionsNotSeenEvaluatedGetAZeroStateAndDraftingGoesOn) {
   EXPECT_GT((*d)->stats().missing_hidden, 0);
 }
 
+TEST(MtpDraft, DraftPMinStopsAtUnsureTokens) {
+  // draft_confidence: the top token's probability among the 10 largest logits.
+  std::vector<float> logits(100, -50.0f);
+  logits[7] = 2.0f;
+  logits[3] = 1.0f;
+  logits[90] = 1.0f;
+  const float expect = 1.0f / (1.0f + 2.0f * std::exp(-1.0f) + 7.0f * std::exp(-52.0f));
+  EXPECT_NEAR(draft_confidence(logits.data(), 100), expect, 1e-6);
+  logits.assign(100, 0.0f);  // 100 ties: only 10 count
+  EXPECT_NEAR(draft_confidence(logits.data(), 100), 0.1f, 1e-6);
+
+  const std::string path = synth_file("qwen35");
+  auto model = Model::load(path, load_options(path, false, true));
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto session = new_session(**model);
+  auto d = MtpDraft::create(**model, *session, greedy());
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  ASSERT_TRUE(session->eval(kIds).ok());
+  std::vector<int32_t> context = kIds;
+  context.push_back(9);
+  Draft out;
+  (*d)->set_p_min(1.0f);  // no token of a random head is that sure
+  ASSERT_TRUE((*d)->draft(context, 4, &out).ok());
+  EXPECT_TRUE(out.tokens.empty());
+  (*d)->set_p_min(0.0f);
+  ASSERT_TRUE((*d)->draft(context, 4, &out).ok());
+  EXPECT_EQ(out.tokens.size(), 4u);
+  SpecConfig bad{4, 0, true, 1.5f};
+  EXPECT_FALSE(bad.validate().ok());
+  EXPECT_NE(bad.validate().error().message.find("--draft-p-min"), std::string::npos);
+}
+
 TEST(MtpDraft, ThePlanLoadsTheBlockOnlyWhenAskedAndNeverStreamsIt) {
   const std::string path = synth_file("qwen35moe");
   auto file = gguf_open(path);
