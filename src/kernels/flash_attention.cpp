@@ -120,6 +120,7 @@ struct FlashCall {
   const RowOps& ops;
   FlashScratch s;
   size_t q_row;
+  bool avx2;  // tier >= AVX2 (the iq4_nl K scores)
   bool avx512;
   bool kq_f16_wide;
   int64_t group;
@@ -152,6 +153,10 @@ void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end, int64_t n_tok
     } else if (f.kq_f16_wide) {
       done = kernels_internal::attention_kq_f16_avx512(hd, nt, n_live, kt, layout.row_bytes, s.qf + r0 * hd, scores, kTile,
                                                        /*tiny=*/false);
+    }
+    if (!done && layout.k_type == GgmlType::kIQ4_NL && f.avx2 && hd <= 512) {
+      kernels_internal::attention_kq_iq4_nl_avx2(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
+      done = true;
     }
     if (!done && layout.k_type == GgmlType::kIQ4_NL) {
       // The KernelTable's iq4_nl dot is tinyBLAS's order; one_chunk calls the single-row kernel.
@@ -293,6 +298,7 @@ void flash_attend_tokens(const AttentionLayout& layout, const AttentionBatch& ba
               find_row_ops(tier),
               carve(layout, rows, scratch),
               q_row_bytes(layout),
+              tier >= IsaTier::kAvx2,
               avx512,
               avx512 && layout.k_type == GgmlType::kF16,
               group,

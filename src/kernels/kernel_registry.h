@@ -51,6 +51,11 @@ void attention_kqv_f16_avx512(int64_t n, int64_t hd, int64_t n_heads, const uint
 // written) unless n % 32 == 0 and n <= 256.
 bool attention_kq_q8_0_avx512(int64_t n, int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes,
                               const uint8_t* q, size_t q_row_bytes, float* scores, int64_t s_stride);
+// Flash attention's K scores over an iq4_nl cache (x86_avx2/attention_iq4_nl_avx2.cpp; AVX2 and
+// up): scores[g * s_stride + j] = dot(K row j, q8_0 query row g at q + g * q_row_bytes) over n
+// elements (n % 32 == 0, n <= 512), each bitwise vec_dot_iq4_nl_q8_0_row_ref.
+void attention_kq_iq4_nl_avx2(int64_t n, int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes,
+                              const uint8_t* q, size_t q_row_bytes, float* scores, int64_t s_stride);
 // Flash attention's row steps (RowOps::mad_f32 ... gemm_f32; x86/flash_ops.h instantiated in
 // x86_avx512/flash_ops_avx512.cpp; exp_sum in x86_avx512/ops_avx512.cpp).
 void mad_f32_avx512(float* y, const float* x, float v, int64_t n);
