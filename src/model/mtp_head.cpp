@@ -159,14 +159,8 @@ Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_
   matmul(eh_proj_, cat_.data(), x_.data(), n, buffers_.act, pool);
 
   const LayerWeights& lw = weights_.layers[0];
-  BlockIo io;
-  io.n_tok = n;
-  io.pos0 = pos0;
-  io.x = x_.data();
-  io.xb = xb_.data();
-  io.out = out_.data();
-  io.buffers = &buffers_;
-  io.pool = &pool;
+  const BlockIo io{.n_tok = n, .pos0 = pos0, .x = x_.data(), .xb = xb_.data(), .out = out_.data(),
+                   .buffers = &buffers_, .pool = &pool};
   mixer_->begin_chunk(pos0, n);
   for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
   SNIPER_TRY(mixer_->forward(0, lw, state, io));

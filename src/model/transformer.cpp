@@ -216,14 +216,8 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
   if (per_layer_ != nullptr) SNIPER_TRY(per_layer_->begin_chunk(tokens, x_.data(), n_tok, buffers_, pool));
   for (const auto& b : mixer_blocks_) b->begin_chunk(pos0, n_tok);
 
-  BlockIo io;
-  io.n_tok = n_tok;
-  io.pos0 = pos0;
-  io.x = x_.data();
-  io.xb = xb_.data();
-  io.out = out_.data();
-  io.buffers = &buffers_;
-  io.pool = &pool;
+  const BlockIo io{.n_tok = n_tok, .pos0 = pos0, .x = x_.data(), .xb = xb_.data(), .out = out_.data(),
+                   .buffers = &buffers_, .pool = &pool};
   for (int64_t l = 0; l < c.n_layers; ++l) {
     SNIPER_ASSIGN_OR_RETURN(const LayerWeights* lwp, layer_weights(l));
     const LayerWeights& lw = *lwp;
