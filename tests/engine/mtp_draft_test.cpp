@@ -218,25 +218,44 @@ INSTANTIATE_TEST_SUITE_P(Models, MtpGreedy,
                            return std::string(info.param.arch) + (info.param.streamed ? "_streamed" : "_resident");
                          });
 
-TEST(MtpDraft, PositionsNotSeenEvaluatedGetAZeroStateAndDraftingGoesOn) {
+// A resident dense file with its MTP head attached to a session that evaluated kIds.
+struct Attached {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Session> session;
+  std::unique_ptr<MtpDraft> draft;
+};
+
+Attached attached_after_kids() {
+  Attached a;
   const std::string path = synth_file("qwen35");
   auto model = Model::load(path, load_options(path, false, true));
-  ASSERT_TRUE(model.ok()) << model.error().message;
-  auto session = new_session(**model);
-  auto d = MtpDraft::create(**model, *session, greedy());
-  ASSERT_TRUE(d.ok()) << d.error().message;
-  ASSERT_TRUE(session->eval(kIds).ok());
-  EXPECT_EQ((*d)->n_past(), static_cast<int64_t>(kIds.size()));
+  EXPECT_TRUE(model.ok()) << model.error().message;
+  if (!model.ok()) return a;
+  a.model = std::move(model).value();
+  a.session = new_session(*a.model);
+  auto d = MtpDraft::create(*a.model, *a.session, greedy());
+  EXPECT_TRUE(d.ok()) << d.error().message;
+  if (!d.ok()) return a;
+  a.draft = std::move(d).value();
+  EXPECT_TRUE(a.session->eval(kIds).ok());
+  return a;
+}
+
+TEST(MtpDraft, PositionsNotSeenEvaluatedGetAZeroStateAndDraftingGoesOn) {
+  Attached a = attached_after_kids();
+  ASSERT_NE(a.draft, nullptr);
+  const auto& d = a.draft;
+  EXPECT_EQ(d->n_past(), static_cast<int64_t>(kIds.size()));
   // As a restored state or a context shift would: positions from 3 on hold other tokens now.
-  (*d)->on_rewrite(3);
-  EXPECT_EQ((*d)->n_past(), 3);
+  d->on_rewrite(3);
+  EXPECT_EQ(d->n_past(), 3);
   std::vector<int32_t> context = kIds;
   context.push_back(9);
   Draft out;
-  ASSERT_TRUE((*d)->draft(context, 4, &out).ok());
+  ASSERT_TRUE(d->draft(context, 4, &out).ok());
   EXPECT_EQ(out.tokens.size(), 4u);
-  EXPECT_EQ((*d)->n_past(), static_cast<int64_t>(kIds.size()));
-  EXPECT_GT((*d)->stats().missing_hidden, 0);
+  EXPECT_EQ(d->n_past(), static_cast<int64_t>(kIds.size()));
+  EXPECT_GT(d->stats().missing_hidden, 0);
 }
 
 TEST(MtpDraft, DraftPMinStopsAtUnsureTokens) {
@@ -250,21 +269,17 @@ TEST(MtpDraft, DraftPMinStopsAtUnsureTokens) {
   logits.assign(100, 0.0f);  // 100 ties: only 10 count
   EXPECT_NEAR(draft_confidence(logits.data(), 100), 0.1f, 1e-6);
 
-  const std::string path = synth_file("qwen35");
-  auto model = Model::load(path, load_options(path, false, true));
-  ASSERT_TRUE(model.ok()) << model.error().message;
-  auto session = new_session(**model);
-  auto d = MtpDraft::create(**model, *session, greedy());
-  ASSERT_TRUE(d.ok()) << d.error().message;
-  ASSERT_TRUE(session->eval(kIds).ok());
+  Attached a = attached_after_kids();
+  ASSERT_NE(a.draft, nullptr);
+  const auto& d = a.draft;
   std::vector<int32_t> context = kIds;
   context.push_back(9);
   Draft out;
-  (*d)->set_p_min(1.0f);  // no token of a random head is that sure
-  ASSERT_TRUE((*d)->draft(context, 4, &out).ok());
+  d->set_p_min(1.0f);  // no token of a random head is that sure
+  ASSERT_TRUE(d->draft(context, 4, &out).ok());
   EXPECT_TRUE(out.tokens.empty());
-  (*d)->set_p_min(0.0f);
-  ASSERT_TRUE((*d)->draft(context, 4, &out).ok());
+  d->set_p_min(0.0f);
+  ASSERT_TRUE(d->draft(context, 4, &out).ok());
   EXPECT_EQ(out.tokens.size(), 4u);
   SpecConfig bad{4, 0, true, 1.5f};
   EXPECT_FALSE(bad.validate().ok());
