@@ -9,11 +9,6 @@
 
 namespace sniper {
 
-namespace {
-constexpr int64_t kRingRows = kMtpHiddenRows;
-
-}  // namespace
-
 void HiddenRecorder::on_chunk(std::span<const int32_t> tokens, int64_t pos0, const float* hidden) {
   rows.resize((static_cast<size_t>(pos0) + tokens.size()) * dim_);
   std::memcpy(rows.data() + static_cast<size_t>(pos0) * dim_, hidden, tokens.size() * dim_ * sizeof(float));
@@ -31,7 +26,7 @@ Status mtp_prompt_logits(Model& model, Session& session, std::span<const int32_t
   session.set_observer(nullptr);
   SNIPER_TRY(st);
   const auto n = static_cast<int64_t>(prompt.size());
-  SNIPER_ASSIGN_OR_RETURN(auto head, MtpHead::create(c, model.weights(), model.store(), n, model.embedding_rows()));
+  SNIPER_ASSIGN_OR_RETURN(auto head, MtpHead::create(c, model.store(), n, model.embedding_rows()));
   SNIPER_ASSIGN_OR_RETURN(auto state, SequenceState::create(layer_state_specs(head->config()), session.n_ctx(),
                                                             session.state().kv_config()));
   const size_t dim = static_cast<size_t>(c.dim);
@@ -53,15 +48,14 @@ Result<std::unique_ptr<MtpDraft>> MtpDraft::create(Model& model, Session& target
   }
   std::unique_ptr<MtpDraft> d(new MtpDraft(target, sampler));
   const int64_t batch = std::min(kMtpHeadBatch, target.max_batch());
-  SNIPER_ASSIGN_OR_RETURN(d->head_, MtpHead::create(model.config(), model.weights(), model.store(), batch,
-                                                    model.embedding_rows()));
+  SNIPER_ASSIGN_OR_RETURN(d->head_, MtpHead::create(model.config(), model.store(), batch, model.embedding_rows()));
   const ModelConfig& c = d->head_->config();
   auto state = SequenceState::create(layer_state_specs(c), target.n_ctx(), target.state().kv_config());
   if (!state.ok()) return make_error("MTP head: %s", state.error().message.c_str());
   d->state_ = std::move(state).value();
   const size_t dim = static_cast<size_t>(c.dim);
-  d->ring_.resize(static_cast<size_t>(kRingRows) * dim);
-  d->ring_pos_.assign(static_cast<size_t>(kRingRows), -1);
+  d->ring_.resize(static_cast<size_t>(kMtpHiddenRows) * dim);
+  d->ring_pos_.assign(static_cast<size_t>(kMtpHiddenRows), -1);
   d->h_in_.resize(static_cast<size_t>(batch) * dim);
   d->h_out_.resize(static_cast<size_t>(batch) * dim);
   d->zero_.assign(dim, 0.0f);
@@ -86,14 +80,14 @@ size_t MtpDraft::memory_bytes() const {
 }
 
 void MtpDraft::store_row(int64_t pos, const float* row) {
-  const size_t slot = static_cast<size_t>(pos % kRingRows), dim = zero_.size();
+  const size_t slot = static_cast<size_t>(pos % kMtpHiddenRows), dim = zero_.size();
   std::memcpy(ring_.data() + slot * dim, row, dim * sizeof(float));
   ring_pos_[slot] = pos;
 }
 
 const float* MtpDraft::find_row(int64_t pos) const {
   if (pos < 0) return nullptr;
-  const size_t slot = static_cast<size_t>(pos % kRingRows);
+  const size_t slot = static_cast<size_t>(pos % kMtpHiddenRows);
   return ring_pos_[slot] == pos ? ring_.data() + slot * zero_.size() : nullptr;
 }
 

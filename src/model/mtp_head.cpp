@@ -79,8 +79,7 @@ Result<ModelConfig> mtp_config(const ModelConfig& main) {
 
 MtpHead::~MtpHead() = default;
 
-Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const ModelWeights& main_weights,
-                                                  const WeightStore& store, int64_t max_batch,
+Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const WeightStore& store, int64_t max_batch,
                                                   StreamedRows* embeddings) {
   CHECK(max_batch >= 1);
   std::unique_ptr<MtpHead> m(new MtpHead());
@@ -89,12 +88,7 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
   const int64_t block = main.n_layers, dim = c.dim;
   auto w = bind_model_weights(c, store, block);
   if (!w.ok()) return make_error("MTP block: %s", w.error().message.c_str());
-  m->weights_ = std::move(w).value();
-  // The target's shared tensors, as they are there (token_embd may stream).
-  m->weights_.token_embd = main_weights.token_embd;
-  m->weights_.output = main_weights.output;
-  m->weights_.output_norm = main_weights.output_norm;
-  m->weights_.rope_freqs = main_weights.rope_freqs;
+  m->weights_ = std::move(w).value();  // token_embd, output, output_norm: the target's views
   SNIPER_TRY(check_resident(m->weights_.layers[0], block));
   if (c.layer(0).ffn == FfnKind::kMoe && m->weights_.layers[0].gate_exps.data == nullptr) {
     // A packed file keeps one tensor per expert matrix (sniper pack); its MTP block is not bound.
@@ -107,9 +101,9 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
   SNIPER_ASSIGN_OR_RETURN(m->embed_, nextn_tensor(store, block, "embed_tokens", dim, c.vocab_size, false, true));
   SNIPER_ASSIGN_OR_RETURN(m->head_norm_, nextn_tensor(store, block, "shared_head_norm", dim, 1, true, true));
   SNIPER_ASSIGN_OR_RETURN(m->head_, nextn_tensor(store, block, "shared_head_head", dim, c.vocab_size, false, true));
-  if (m->embed_.data == nullptr) m->embed_ = main_weights.token_embd;
-  if (m->head_norm_.data == nullptr) m->head_norm_ = main_weights.output_norm;
-  if (m->head_.data == nullptr) m->head_ = main_weights.output;
+  if (m->embed_.data == nullptr) m->embed_ = m->weights_.token_embd;
+  if (m->head_norm_.data == nullptr) m->head_norm_ = m->weights_.output_norm;
+  if (m->head_.data == nullptr) m->head_ = m->weights_.output;
   if (m->embed_.data == nullptr && embeddings == nullptr) {
     return make_error("the MTP head needs token_embd rows: neither resident nor streamed");
   }

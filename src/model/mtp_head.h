@@ -42,11 +42,10 @@ Result<ModelConfig> mtp_config(const ModelConfig& main);
 class MtpHead {
  public:
   // Binds blk.<main.n_layers>.* and the nextn tensors from `store` (every one resident: an
-  // Error names the first that is not). main_weights: the target's (token_embd, output,
-  // output_norm, rope_freqs); embeddings: token_embd's row reader when it is not resident.
+  // Error names the first that is not), beside the target's token_embd, output and output_norm
+  // from the same store; embeddings: token_embd's row reader when it is not resident.
   // max_batch: the most tokens one forward() takes.
-  static Result<std::unique_ptr<MtpHead>> create(const ModelConfig& main, const ModelWeights& main_weights,
-                                                  const WeightStore& store, int64_t max_batch,
+  static Result<std::unique_ptr<MtpHead>> create(const ModelConfig& main, const WeightStore& store, int64_t max_batch,
                                                   StreamedRows* embeddings);
   ~MtpHead();
 
@@ -67,7 +66,7 @@ class MtpHead {
 
   ModelConfig config_;
   int64_t max_batch_ = 0;
-  ModelWeights weights_;      // layers[0] = the MTP block; the rest are the target's
+  ModelWeights weights_;      // layers[0] = the MTP block; the rest are the target's views
   QTensor eh_proj_, enorm_, hnorm_, embed_, head_norm_, head_;
   StreamedRows* embeddings_ = nullptr;
   std::unique_ptr<MixerBlock> mixer_;

@@ -110,7 +110,7 @@ std::vector<float> direct_first_q(Model& model, const std::vector<int32_t>& cont
   const std::vector<int32_t> evaluated(context.begin(), context.end() - 1);
   EXPECT_TRUE(session->eval(evaluated).ok());
   session->set_observer(nullptr);
-  auto head = MtpHead::create(c, model.weights(), model.store(), 1, model.embedding_rows());
+  auto head = MtpHead::create(c, model.store(), 1, model.embedding_rows());
   EXPECT_TRUE(head.ok()) << head.error().message;
   auto state = SequenceState::create(layer_state_specs((*head)->config()), 256, session->state().kv_config());
   EXPECT_TRUE(state.ok());
