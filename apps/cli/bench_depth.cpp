@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/memory_limit.h"
+#include "base/process_stats.h"
 #include "common.h"
 
 namespace sniper::cli {
@@ -72,49 +74,116 @@ std::string kv_label(const KvConfig& c) {
   return s;
 }
 
+namespace {
+
+// Evaluates pseudo-random tokens until the session holds `depth`.
+Status fill_to(Session& session, int64_t depth, int64_t batch, uint64_t& x, int64_t vocab, const KvConfig& kv) {
+  while (session.n_past() < depth) {
+    const int64_t n = std::min<int64_t>(batch, depth - session.n_past());
+    std::vector<int32_t> chunk(static_cast<size_t>(n));
+    for (int32_t& t : chunk) t = filler_token(x, vocab);
+    SNIPER_TRY(session.eval(chunk));
+    std::fprintf(stderr, "\rdepth %s: filling %ld/%ld   ", kv_label(kv).c_str(), static_cast<long>(session.n_past()),
+                 static_cast<long>(depth));
+  }
+  return Status();
+}
+
+// Cuts the session back to `depth` (from its checkpoint there when the state needs one).
+Status back_to(Session& session, int64_t depth) {
+  if (session.truncate(depth) != depth) {
+    return make_error("the model's state cannot be cut back to depth %ld after a measurement", static_cast<long>(depth));
+  }
+  return Status();
+}
+
+// Times n_prefill tokens in one call at the session's depth, then cuts it back.
+Result<double> time_prefill(Session& session, int64_t n_prefill, uint64_t& x, int64_t vocab) {
+  const int64_t depth = session.n_past();
+  std::vector<int32_t> chunk(static_cast<size_t>(n_prefill));
+  for (int32_t& t : chunk) t = filler_token(x, vocab);
+  const double t0 = now_s();
+  SNIPER_TRY(session.eval(chunk));
+  const double tok_s = static_cast<double>(n_prefill) / (now_s() - t0);
+  SNIPER_TRY(back_to(session, depth));
+  return tok_s;
+}
+
+SessionOptions depth_session_options(const SessionOptions& base, const KvConfig& kv, int64_t n_ctx) {
+  SessionOptions so = base;
+  so.kv_type = kv;
+  so.n_ctx = n_ctx;
+  // A recurrent or sliding-window state cannot be cut back after a measurement by forgetting KV
+  // rows: one checkpoint, taken at the depth, restores it.
+  so.n_checkpoints = 1;
+  so.checkpoint_interval = int64_t{1} << 40;
+  return so;
+}
+
+// kOnce: each KV config's session filled once through the depths.
+Result<std::vector<DepthPoint>> measure_filled_once(Model& model, const SessionOptions& base,
+                                                    const std::vector<int64_t>& depths,
+                                                    const std::vector<KvConfig>& kv_types, int64_t n_decode,
+                                                    int64_t n_prefill, uint64_t& x) {
+  std::vector<DepthPoint> points;
+  const int64_t vocab = model.config().vocab_size;
+  const int64_t n_ctx = std::max(base.n_ctx, depths.back() + std::max(n_decode, n_prefill) + 1);
+  for (const KvConfig& kv : kv_types) {
+    const SessionOptions so = depth_session_options(base, kv, n_ctx);
+    SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, so));
+    for (int64_t depth : depths) {
+      DepthPoint p;
+      p.kv_type = kv;
+      p.depth = depth;
+      const double t_fill = now_s();
+      SNIPER_TRY(fill_to(*session, depth, so.batch, x, vocab, kv));
+      p.fill_s = now_s() - t_fill;
+      session->checkpoint();  // a no-op unless the state needs checkpoints
+      if (n_prefill > 0) {
+        SNIPER_ASSIGN_OR_RETURN(p.prefill_tok_s, time_prefill(*session, n_prefill, x, vocab));
+      }
+      const double t0 = now_s();
+      for (int64_t i = 0; i < n_decode; ++i) {
+        const int32_t one[1] = {filler_token(x, vocab)};
+        SNIPER_TRY(session->eval(one));
+      }
+      p.decode_tok_s = static_cast<double>(n_decode) / (now_s() - t0);
+      p.rss_bytes = current_rss_bytes();
+      p.cgroup_bytes = cgroup_memory_usage_bytes();
+      SNIPER_TRY(back_to(*session, depth));
+      points.push_back(p);
+      std::fprintf(stderr, "\rdepth %s %ld: decode %.3f tok/s, RSS %.1f MiB          \n", kv_label(kv).c_str(),
+                   static_cast<long>(depth), p.decode_tok_s, static_cast<double>(p.rss_bytes) / (1 << 20));
+    }
+  }
+  return points;
+}
+
+}  // namespace
+
 Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOptions& base, const std::vector<int64_t>& depths,
                                                const std::vector<KvConfig>& kv_types, int64_t n_decode,
-                                               int64_t n_prefill) {
+                                               int64_t n_prefill, DepthFill fill) {
   std::vector<DepthPoint> points;
   if (depths.empty() || kv_types.empty() || n_decode < 1) return points;
   const int64_t vocab = model.config().vocab_size;
   uint64_t x = 0xD1B54A32D192ED03ull;
+  if (fill == DepthFill::kOnce) return measure_filled_once(model, base, depths, kv_types, n_decode, n_prefill, x);
   // One session per point, each filled to its depth.
   std::vector<std::unique_ptr<Session>> sessions;
   for (const KvConfig& kv : kv_types) {
     for (int64_t depth : depths) {
-      SessionOptions so = base;
-      so.kv_type = kv;
-      so.n_ctx = depth + std::max(n_decode, n_prefill) + 1;
-      // A recurrent or sliding-window state cannot be cut back after the prefill measurement by
-      // forgetting KV rows: one checkpoint, taken at the depth (below), restores it.
-      so.n_checkpoints = 1;
-      so.checkpoint_interval = int64_t{1} << 40;
+      const SessionOptions so = depth_session_options(base, kv, depth + std::max(n_decode, n_prefill) + 1);
       SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, so));
       DepthPoint p;
       p.kv_type = kv;
       p.depth = depth;
       const double t_fill = now_s();
-      while (session->n_past() < depth) {
-        const int64_t n = std::min<int64_t>(so.batch, depth - session->n_past());
-        std::vector<int32_t> chunk(static_cast<size_t>(n));
-        for (int32_t& t : chunk) t = filler_token(x, vocab);
-        SNIPER_TRY(session->eval(chunk));
-        std::fprintf(stderr, "\rdepth %s: filling %ld/%ld   ", kv_label(kv).c_str(), static_cast<long>(session->n_past()),
-                     static_cast<long>(depth));
-      }
+      SNIPER_TRY(fill_to(*session, depth, so.batch, x, vocab, kv));
       p.fill_s = now_s() - t_fill;
       session->checkpoint();  // a no-op unless the state needs checkpoints
       if (n_prefill > 0) {
-        std::vector<int32_t> chunk(static_cast<size_t>(n_prefill));
-        for (int32_t& t : chunk) t = filler_token(x, vocab);
-        const double t0 = now_s();
-        SNIPER_TRY(session->eval(chunk));
-        p.prefill_tok_s = static_cast<double>(n_prefill) / (now_s() - t0);
-        if (session->truncate(depth) != depth) {
-          return make_error("the model's state cannot be cut back to depth %ld after the prefill measurement",
-                            static_cast<long>(depth));
-        }
+        SNIPER_ASSIGN_OR_RETURN(p.prefill_tok_s, time_prefill(*session, n_prefill, x, vocab));
       }
       sessions.push_back(std::move(session));
       points.push_back(p);

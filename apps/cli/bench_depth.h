@@ -20,6 +20,17 @@ struct DepthPoint {
   double decode_tok_s = 0;  // over n_decode tokens at that depth
   double fill_s = 0;        // prompt evaluation time to reach the depth (incremental)
   double prefill_tok_s = 0; // n_prefill tokens evaluated in one call at that depth (0: not measured)
+  uint64_t rss_bytes = 0;     // the process's resident set when the point was measured (one session only)
+  uint64_t cgroup_bytes = 0;  // memory charged to its cgroup then, page cache included (0: unknown)
+};
+
+// How the depths are reached.
+enum class DepthFill {
+  kEach,  // one session per (KV config, depth), each filled to its depth; decoded in turn
+  kOnce,  // one session per KV config with n_ctx = max(base.n_ctx, deepest + margin), filled once
+          // through the depths in ascending order and measured at each: what a long conversation
+          // does, with memory read at each depth (it must stay flat: the KV cache is allocated up
+          // front)
 };
 
 // Parses "128,4096" (ascending after sorting, each >= 1). Errors name the item.
@@ -30,15 +41,17 @@ Result<std::vector<KvConfig>> parse_kv_configs(const std::string& text, const Kv
 // "q8_0 fa", "q8_0/f16": the KV types, and "fa" when flash attention is on.
 std::string kv_label(const KvConfig& config);
 
-// One session per (KV config, depth), each filled with pseudo-random prompt tokens to its depth;
-// then n_decode rounds in which every session decodes one token, so that every point sees the
-// same machine (the ratios are what matters). With n_prefill > 0, each session first evaluates
-// n_prefill more tokens in one call at its depth (prefill speed at depth, llama-bench -d -p)
-// and is cut back to the depth. The sessions live at once: their KV caches add up
-// (f16 and q8_0 at 4096 tokens of Qwen3-30B-A3B: 0.6 GB). Prints progress to stderr.
-// Thread-compatible (uses the model exclusively while running).
+// kEach: one session per (KV config, depth), each filled with pseudo-random prompt tokens to its
+// depth; then n_decode rounds in which every session decodes one token, so that every point sees
+// the same machine (the ratios are what matters). The sessions live at once: their KV caches add
+// up (f16 and q8_0 at 4096 tokens of Qwen3-30B-A3B: 0.6 GB).
+// kOnce: one session per KV config at a time, filled through the depths; at each, n_decode
+// tokens are decoded and the session is cut back to the depth before it fills on.
+// With n_prefill > 0, each point first evaluates n_prefill more tokens in one call at its depth
+// (prefill speed at depth, llama-bench -d -p) and is cut back to the depth. Prints progress to
+// stderr. Thread-compatible (uses the model exclusively while running).
 Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOptions& base, const std::vector<int64_t>& depths,
                                                const std::vector<KvConfig>& kv_types, int64_t n_decode,
-                                               int64_t n_prefill = 0);
+                                               int64_t n_prefill = 0, DepthFill fill = DepthFill::kEach);
 
 }  // namespace sniper::cli

@@ -72,6 +72,8 @@ int cmd_bench(int argc, char** argv) {
       {"--depths", nullptr, "N,N", "also decode at these context depths, e.g. 128,4096 (attention at long context)"},
       {"--depth-kv", nullptr, "T,T", "KV cache types for --depths, e.g. f16,q8_0,q8_0/f16 (K/V; default: -ctk/-ctv; -fa applies)"},
       {"--depth-prefill", nullptr, "N", "also time N prompt tokens in one call at each depth (llama-bench -d D -p N; default 0)"},
+      {"--depth-fill", nullptr, "each|once", "each (default): one session per depth, decoded in turn; once: one session "
+                                             "per KV type with the --ctx cache, filled through the depths, memory read at each"},
       {"--no-probe", nullptr, nullptr, "skip the SSD and RAM bandwidth probes"},
       {"--json", nullptr, nullptr, "end with one line of JSON"},
       {"--help", "-h", nullptr, "show this help"},
@@ -112,6 +114,13 @@ int cmd_bench(int argc, char** argv) {
   const int64_t depth_decode = std::min<int64_t>(*n_gen, 16);
   auto depth_prefill = args->get_int("--depth-prefill", 0, 0, 1 << 16);
   if (!depth_prefill.ok()) return fail(depth_prefill.error());
+  DepthFill depth_fill = DepthFill::kEach;
+  if (args->has("--depth-fill")) {
+    const std::string f = args->get_string("--depth-fill");
+    if (f == "once") depth_fill = DepthFill::kOnce;
+    else if (f != "each") return fail(make_error("--depth-fill '%s': expected each or once", f.c_str()));
+    if (depths.empty()) return fail(make_error("--depth-fill needs --depths"));
+  }
   // Decode tokens paired with a RAM probe each (bench_paired.h), after the timed decode.
   const int64_t roofline_pairs = std::min<int64_t>(*n_gen, 16);
   if (lo->n_ctx == 0) {
@@ -159,6 +168,9 @@ int cmd_bench(int argc, char** argv) {
   SessionOptions so;
   so.n_threads = static_cast<int>(*threads);
   so.n_ctx = lo->n_ctx;
+  // With --depth-fill once the depth session holds the planned context; this one needs only
+  // the bench's own tokens.
+  if (depth_fill == DepthFill::kOnce) so.n_ctx = std::min(lo->n_ctx, *n_prompt + *n_gen + roofline_pairs + 8);
   so.batch = m.planned_batch();
   so.kv_type = lo->kv_type;
   if (args->has("--routing-bias")) {
@@ -380,27 +392,38 @@ int cmd_bench(int argc, char** argv) {
                 s.pool().n_threads(), decode_tok_s, decode_tok_s / scaling_1t);
   }
 
+  const int n_threads = s.pool().n_threads();
   std::string depth_json;
   if (!depths.empty()) {
-    auto points = measure_depths(m, so, depths, depth_kv, depth_decode, *depth_prefill);
+    // The bench session's memory goes back before the depth sessions take theirs.
+    if (depth_fill == DepthFill::kOnce) session->reset();
+    so.n_ctx = lo->n_ctx;
+    auto points = measure_depths(m, so, depths, depth_kv, depth_decode, *depth_prefill, depth_fill);
     if (!points.ok()) return fail(points.error());
     for (const DepthPoint& p : *points) {
       const DepthPoint& first = points->front();
       std::printf("decode at depth  %-10s %6ld tokens of context: %.3f tok/s (%.0f%% of %s at %ld)\n",
                   kv_label(p.kv_type).c_str(), static_cast<long>(p.depth), p.decode_tok_s,
                   100 * p.decode_tok_s / first.decode_tok_s, kv_label(first.kv_type).c_str(), static_cast<long>(first.depth));
+      if (p.rss_bytes > 0) {
+        std::printf("memory at depth  %-10s %6ld tokens of context: RSS %s%s%s\n", kv_label(p.kv_type).c_str(),
+                    static_cast<long>(p.depth), format_bytes(p.rss_bytes).c_str(), p.cgroup_bytes ? " | cgroup " : "",
+                    p.cgroup_bytes ? format_bytes(p.cgroup_bytes).c_str() : "");
+      }
       if (p.prefill_tok_s > 0) {
         std::printf("prefill at depth %-10s %6ld tokens of context: %.2f tok/s (%ld tokens in one call)\n",
                     kv_label(p.kv_type).c_str(), static_cast<long>(p.depth), p.prefill_tok_s,
                     static_cast<long>(*depth_prefill));
       }
-      char item[200];
+      char item[320];
       KvConfig types = p.kv_type;  // "kv": the types alone (K, or K/V); flash attention apart
       types.flash_attn = FlashAttn::kOff;
       std::snprintf(item, sizeof(item),
-                    "%s{\"kv\":\"%s\",\"flash_attn\":%s,\"depth\":%ld,\"decode_tok_s\":%.4f,\"prefill_tok_s\":%.4f}",
+                    "%s{\"kv\":\"%s\",\"flash_attn\":%s,\"depth\":%ld,\"decode_tok_s\":%.4f,\"prefill_tok_s\":%.4f,"
+                    "\"rss_bytes\":%llu,\"cgroup_bytes\":%llu}",
                     depth_json.empty() ? "" : ",", kv_label(types).c_str(), p.kv_type.flash() ? "true" : "false",
-                    static_cast<long>(p.depth), p.decode_tok_s, p.prefill_tok_s);
+                    static_cast<long>(p.depth), p.decode_tok_s, p.prefill_tok_s,
+                    static_cast<unsigned long long>(p.rss_bytes), static_cast<unsigned long long>(p.cgroup_bytes));
       depth_json += item;
     }
   }
@@ -416,7 +439,7 @@ int cmd_bench(int argc, char** argv) {
                 "\"paired_roofline_gbps\":%.3f,\"paired_weight_gbps\":%.3f,\"paired_roofline_share\":%.4f}\n",
                 path.c_str(), residency_mode_name(lo->residency), m.streams() ? "true" : "false",
                 static_cast<unsigned long long>(m.plan().budget_bytes), static_cast<long>(*n_prompt), static_cast<long>(done),
-                s.pool().n_threads(), static_cast<long>(so.batch), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
+                n_threads, static_cast<long>(so.batch), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
                 static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
                 ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
                 scaling_1t, paired.roofline_gbps, paired.weight_gbps, paired.share);

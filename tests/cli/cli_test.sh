@@ -106,6 +106,19 @@ grep -q "^roofline pairs   4 tokens" "$tmp/bench" && pass || fail "bench: no pai
 "$bin" bench -m "$shared/models/syn-qwen35-small.gguf" -p 8 -n 4 --depths 32 --depth-prefill 16 -fa on --no-probe \
   >"$tmp/bench_hybrid" 2>"$tmp/bench_hybrid.err" && grep -q "^prefill at depth f16 fa" "$tmp/bench_hybrid" && pass \
   || fail "bench --depth-prefill on a hybrid model: $(tail -2 "$tmp/bench_hybrid.err")"
+# --depth-fill once: one session with the --ctx cache filled through the depths (a hybrid model's
+# state cut back from the checkpoint at each), memory read at each depth.
+"$bin" bench -m "$shared/models/syn-qwen35-small.gguf" -p 8 -n 4 --ctx 512 --depths 32,128 --depth-fill once \
+  --depth-prefill 16 -ctk q4_0 -ctv q4_0 -fa on --no-probe --json >"$tmp/bench_once" 2>"$tmp/bench_once.err" \
+  && [ "$(grep -c "^memory at depth  q4_0 fa" "$tmp/bench_once")" = 2 ] \
+  && tail -1 "$tmp/bench_once" | node -e '
+const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const d = j.depth_decode;
+if (d.length !== 2 || d[0].depth !== 32 || d[1].depth !== 128) process.exit(1);
+if (!d.every((p) => p.rss_bytes > 0 && p.decode_tok_s > 0 && p.prefill_tok_s > 0)) process.exit(1);' && pass \
+  || fail "bench --depth-fill once: $(tail -2 "$tmp/bench_once.err") $(cat "$tmp/bench_once")"
+expect_error "--depth-fill without --depths" "needs --depths" "$bin" bench -m "$tmp/s.gguf" --depth-fill once
+expect_error "unknown --depth-fill" "expected each or once" "$bin" bench -m "$tmp/s.gguf" --depths 8 --depth-fill all
 expect_error "quantized V without flash attention" "needs flash attention" "$bin" run -m "$tmp/s.gguf" -p hi -ctv q8_0 -fa off
 expect_error "unknown cache type" "must be one of" "$bin" run -m "$tmp/s.gguf" -p hi -ctk q3_k
 
