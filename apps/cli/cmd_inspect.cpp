@@ -57,6 +57,8 @@ int cmd_inspect(int argc, char** argv) {
       {"--flash-attn", "-fa", "on|off|auto", "flash attention for --plan (decides V's layout)"},
       {"--no-kv-rotation", nullptr, nullptr, "(accepted for symmetry with run; no effect on the plan)"},
       {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints per session for --plan, as `serve --ctx-checkpoints` (default 0)"},
+      {"--spec-type", nullptr, "none|ngram|draft|mtp", "speculative decoding for --plan, as run takes it: mtp loads the "
+                                                       "model's MTP head (the others leave the target's plan as it is)"},
       {"--help", "-h", nullptr, "show this help"},
   };
   auto args = Args::parse("inspect", argc, argv, 2, specs);
@@ -173,6 +175,15 @@ int cmd_inspect(int argc, char** argv) {
     auto checkpoints = parse_checkpoint_count(args->get_string("--ctx-checkpoints", "0"));
     if (!checkpoints.ok()) return fail(checkpoints.error());
     req.n_checkpoints = *checkpoints;
+    const std::string spec = args->get_string("--spec-type", "none");
+    if (spec != "none" && spec != "ngram" && spec != "draft" && spec != "mtp") {
+      return fail(make_error("--spec-type is '%s' but must be one of: none, ngram, draft, mtp", spec.c_str()));
+    }
+    if (spec == "mtp" && config->n_nextn_layers == 0) {
+      return fail(make_error("--spec-type mtp: the model has no multi-token-prediction layers (%s.nextn_predict_layers "
+                             "is absent or 0)", config->arch.c_str()));
+    }
+    req.load_mtp = spec == "mtp";
     Result<MemoryPlan> plan = make_error("no plan");
     if (auto_batch) {
       auto choice = choose_prefill_chunk(*file, *config, req);

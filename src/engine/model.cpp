@@ -36,6 +36,7 @@ Model::~Model() {
   embedding_rows_.reset();
   per_layer_rows_.reset();
   layer_streamer_.reset();
+  mtp_experts_.reset();
   expert_cache_.reset();
   io_.reset();
   files_.clear();
@@ -159,7 +160,7 @@ Status Model::setup_streaming() {
     per_layer_rows_ = std::make_unique<StreamedRows>(gguf_.find_tensor(kPerLayerTokenEmbdName), io_.get());
   }
   if (plan_.stream_experts) {
-    auto located = locate_experts(gguf_, c.n_layers, c.n_experts);
+    auto located = locate_experts(gguf_, plan_.n_expert_layers, c.n_experts);
     if (!located.ok()) return make_error("%s: %s", gguf_.path.c_str(), located.error().message.c_str());
     ExpertCacheOptions eo;
     eo.n_slots = plan_.n_expert_slots;
@@ -172,6 +173,9 @@ Status Model::setup_streaming() {
     auto cache = ExpertCache::create(std::move(located).value(), io_.get(), eo);
     if (!cache.ok()) return cache.error();
     expert_cache_ = std::move(cache).value();
+    if (plan_.n_expert_layers > c.n_layers) {
+      mtp_experts_ = std::make_unique<LayerOffsetExperts>(expert_cache_.get(), c.n_layers);
+    }
   }
   if (plan_.stream_dense_ffn) {
     std::vector<std::vector<const GgufTensorInfo*>> groups(static_cast<size_t>(c.n_layers));

@@ -80,6 +80,9 @@ class Model {
   // The sources a Transformer needs for tensors that are not resident.
   WeightSources sources();
   ExpertCache* expert_cache() { return expert_cache_.get(); }
+  // The loaded MTP block's routed experts as layer 0 (MtpHead::create), when they stream through
+  // the expert cache; null when they are resident (or the model has none loaded).
+  ExpertSource* mtp_experts() { return mtp_experts_.get(); }
   LayerStreamer* layer_streamer() { return layer_streamer_.get(); }
   StreamedRows* embedding_rows() { return embedding_rows_.get(); }
   StreamedRows* per_layer_rows() { return per_layer_rows_.get(); }
@@ -111,6 +114,7 @@ class Model {
   std::unique_ptr<StreamedRows> embedding_rows_;
   std::unique_ptr<StreamedRows> per_layer_rows_;  // gemma4's per_layer_token_embd when streamed
   std::unique_ptr<ResidentExperts> resident_experts_;
+  std::unique_ptr<LayerOffsetExperts> mtp_experts_;  // the cache's layer n_layers, as layer 0
 };
 
 }  // namespace sniper

@@ -26,7 +26,7 @@ Status mtp_prompt_logits(Model& model, Session& session, std::span<const int32_t
   session.set_observer(nullptr);
   SNIPER_TRY(st);
   const auto n = static_cast<int64_t>(prompt.size());
-  SNIPER_ASSIGN_OR_RETURN(auto head, MtpHead::create(c, model.store(), n, model.embedding_rows()));
+  SNIPER_ASSIGN_OR_RETURN(auto head, MtpHead::create(c, model.store(), n, model.embedding_rows(), model.mtp_experts()));
   SNIPER_ASSIGN_OR_RETURN(auto state, SequenceState::create(layer_state_specs(head->config()), session.n_ctx(),
                                                             session.state().kv_config()));
   const size_t dim = static_cast<size_t>(c.dim);
@@ -48,7 +48,8 @@ Result<std::unique_ptr<MtpDraft>> MtpDraft::create(Model& model, Session& target
   }
   std::unique_ptr<MtpDraft> d(new MtpDraft(target, sampler));
   const int64_t batch = std::min(kMtpHeadBatch, target.max_batch());
-  SNIPER_ASSIGN_OR_RETURN(d->head_, MtpHead::create(model.config(), model.store(), batch, model.embedding_rows()));
+  SNIPER_ASSIGN_OR_RETURN(d->head_, MtpHead::create(model.config(), model.store(), batch, model.embedding_rows(),
+                                                                model.mtp_experts()));
   const ModelConfig& c = d->head_->config();
   auto state = SequenceState::create(layer_state_specs(c), target.n_ctx(), target.state().kv_config());
   if (!state.ok()) return make_error("MTP head: %s", state.error().message.c_str());

@@ -51,7 +51,11 @@ std::string MemoryPlan::describe() const {
   line("resident weights", resident_weight_bytes,
        all_resident ? "(the whole model)" : stream_attention ? "(norms, router, output head)"
                                                              : "(attention, norms, routers, output head)");
-  if (mtp_weight_bytes > 0) line("  of which the MTP block", mtp_weight_bytes, "(draft head, --spec-type mtp)");
+  if (mtp_weight_bytes > 0) {
+    line("  of which the MTP block", mtp_weight_bytes,
+         mtp_streamed_expert_bytes > 0 ? "(draft head, --spec-type mtp; its experts stream with the others)"
+                                       : "(draft head, --spec-type mtp)");
+  }
   if (!resident_ffn_layers.empty()) {
     char note[64];
     std::snprintf(note, sizeof(note), "(%zu layers kept in RAM, part of resident weights)", resident_ffn_layers.size());
@@ -118,20 +122,25 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   uint64_t max_gate = 0, max_up = 0, max_down = 0;
   uint64_t per_layer_embd = 0;  // gemma4's per-layer embedding table (part of embd)
   const uint64_t n_exp = static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1));
+  uint64_t mtp_expert_bytes = 0;  // the loaded MTP block's routed experts (they stream with the others)
   for (const GgufTensorInfo& t : file.tensors()) {
     const int64_t l = tensor_layer(t.name);
-    if (c.n_nextn_layers > 0 && l >= c.n_layers) {  // MTP blocks: the first resident when asked for
-      if (req.load_mtp && l == c.n_layers) {  // counted with the weights that never stream
+    const TensorRole role = tensor_role(t.name);
+    if (c.n_nextn_layers > 0 && l >= c.n_layers) {  // MTP blocks: the first when asked for
+      if (!req.load_mtp || l != c.n_layers) {
+        p.unloaded_tensors.insert(t.name);
+        continue;
+      }
+      if (role != TensorRole::kExpert) {  // counted with the weights that never stream
         p.mtp_weight_bytes += t.nbytes;
         total += t.nbytes;
         always += t.nbytes;
-      } else {
-        p.unloaded_tensors.insert(t.name);
+        continue;
       }
-      continue;
+      mtp_expert_bytes += t.nbytes;  // and below, as every routed expert
     }
     total += t.nbytes;
-    switch (tensor_role(t.name)) {
+    switch (role) {
       case TensorRole::kAlways: always += t.nbytes; break;
       case TensorRole::kEmbedding:
         embd += t.nbytes;
@@ -161,6 +170,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   if (!req.force_stream && fixed + total <= req.budget_bytes) {
     p.all_resident = true;
     p.resident_weight_bytes = total;
+    p.mtp_weight_bytes += mtp_expert_bytes;
     p.min_budget_bytes = fixed + total;
     return p;
   }
@@ -193,10 +203,14 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
                         format_bytes(p.slot.slot_bytes).c_str());
     }
     const uint64_t room = req.budget_bytes - fixed - p.resident_weight_bytes;
-    const int64_t all_slots = c.n_layers * c.n_experts;
+    p.mtp_streamed_expert_bytes = mtp_expert_bytes;
+    p.n_expert_layers = c.n_layers + (mtp_expert_bytes > 0 ? 1 : 0);
+    const int64_t all_slots = p.n_expert_layers * c.n_experts;
     p.n_expert_slots = std::min<int64_t>(static_cast<int64_t>(room / p.slot.slot_bytes), all_slots);
     for (const GgufTensorInfo& t : file.tensors()) {
-      if (tensor_role(t.name) == TensorRole::kExpert && tensor_layer(t.name) < c.n_layers) p.streamed_tensors.insert(t.name);
+      if (tensor_role(t.name) == TensorRole::kExpert && tensor_layer(t.name) < p.n_expert_layers) {
+        p.streamed_tensors.insert(t.name);
+      }
     }
     return p;
   }

@@ -45,9 +45,10 @@ struct PlanRequest {
   // speculative decoding 1 + draft_max + 1 (the verification pass returns every row).
   int64_t n_logit_rows = 1;
   bool force_stream = false;  // stream experts / FFN even when everything would fit (tests, benchmarks)
-  // Load the first multi-token-prediction block (blk.<n_layers>.*, model/mtp_head.h) resident
-  // and count its KV and scratch per session (a model without one plans as usual); else no MTP
-  // tensor is loaded.
+  // Load the first multi-token-prediction block (blk.<n_layers>.*, model/mtp_head.h) and count
+  // its KV and scratch per session (a model without one plans as usual); else no MTP tensor is
+  // loaded. Its routed experts stream through the expert cache when the model's do; the rest of
+  // the block is resident.
   bool load_mtp = false;
 };
 
@@ -76,7 +77,10 @@ struct MemoryPlan {
   bool stream_experts = false;
   ExpertSlotLayout slot;
   int64_t n_expert_slots = 0;
-  uint64_t total_expert_bytes = 0;   // all routed experts in the file
+  // Layers whose experts the cache serves, blk.0 .. blk.<n_expert_layers - 1>: the main stack,
+  // and the MTP block after it when it is loaded with streamed experts.
+  int64_t n_expert_layers = 0;
+  uint64_t total_expert_bytes = 0;   // all routed experts in the file (of the layers loaded)
   bool stream_dense_ffn = false;
   bool stream_attention = false;     // dense models under very small budgets
   uint64_t layer_buffer_bytes = 0;   // one of the two dense stream buffers
@@ -86,10 +90,12 @@ struct MemoryPlan {
   uint64_t min_budget_bytes = 0;     // the smallest budget any plan works with
   uint64_t all_resident_bytes = 0;   // the smallest budget that keeps every weight in RAM
   std::unordered_set<std::string> streamed_tensors;  // names of tensors not loaded into RAM
-  // MTP blocks: the weights of the one loaded (resident, part of resident_weight_bytes) and its
-  // per-session KV and scratch (part of kv_bytes, scratch_bytes); the tensors nothing reads
-  // (MTP blocks not asked for), which are not loaded either.
+  // MTP blocks: the resident weights of the one loaded (part of resident_weight_bytes), its
+  // routed experts when they stream (part of total_expert_bytes), and its per-session KV and
+  // scratch (part of kv_bytes, scratch_bytes); the tensors nothing reads (MTP blocks not asked
+  // for), which are not loaded either.
   uint64_t mtp_weight_bytes = 0;
+  uint64_t mtp_streamed_expert_bytes = 0;
   std::unordered_set<std::string> unloaded_tensors;
 
   uint64_t expert_cache_bytes() const { return slot.slot_bytes * static_cast<uint64_t>(n_expert_slots); }

@@ -41,15 +41,17 @@ Result<QTensor> nextn_tensor(const WeightStore& store, int64_t block, const char
 }
 
 // Every tensor of the block's layer that its blocks read must have bytes in memory.
-Status check_resident(const LayerWeights& lw, int64_t block) {
+// Every tensor of the block but its routed experts (which may come from an ExpertSource).
+Status check_resident(const LayerWeights& lw, int64_t block, bool experts_too) {
   const QTensor LayerWeights::*kMembers[] = {
       &LayerWeights::attn_norm, &LayerWeights::wq,       &LayerWeights::wk,         &LayerWeights::wv,
       &LayerWeights::wo,        &LayerWeights::q_norm,   &LayerWeights::k_norm,     &LayerWeights::ffn_norm,
       &LayerWeights::ffn_gate,  &LayerWeights::ffn_up,   &LayerWeights::ffn_down,   &LayerWeights::router,
-      &LayerWeights::gate_exps, &LayerWeights::up_exps,  &LayerWeights::down_exps,  &LayerWeights::shexp_gate_inp,
-      &LayerWeights::shexp_gate, &LayerWeights::shexp_up, &LayerWeights::shexp_down};
-  for (const auto m : kMembers) {
-    const QTensor& t = lw.*m;
+      &LayerWeights::shexp_gate_inp, &LayerWeights::shexp_gate, &LayerWeights::shexp_up, &LayerWeights::shexp_down,
+      &LayerWeights::gate_exps, &LayerWeights::up_exps,  &LayerWeights::down_exps};
+  const size_t n = std::size(kMembers) - (experts_too ? 0 : 3);
+  for (size_t i = 0; i < n; ++i) {
+    const QTensor& t = lw.*kMembers[i];
     if (t.row_bytes != 0 && t.data == nullptr) {
       return make_error("the MTP block (blk.%ld) is not loaded: load the model with its MTP layers (--spec-type mtp)",
                         static_cast<long>(block));
@@ -80,7 +82,7 @@ Result<ModelConfig> mtp_config(const ModelConfig& main) {
 MtpHead::~MtpHead() = default;
 
 Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const WeightStore& store, int64_t max_batch,
-                                                  StreamedRows* embeddings) {
+                                                  StreamedRows* embeddings, ExpertSource* experts) {
   CHECK(max_batch >= 1);
   std::unique_ptr<MtpHead> m(new MtpHead());
   SNIPER_ASSIGN_OR_RETURN(m->config_, mtp_config(main));
@@ -89,8 +91,8 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
   auto w = bind_model_weights(c, store, block);
   if (!w.ok()) return make_error("MTP block: %s", w.error().message.c_str());
   m->weights_ = std::move(w).value();  // token_embd, output, output_norm: the target's views
-  SNIPER_TRY(check_resident(m->weights_.layers[0], block));
-  if (c.layer(0).ffn == FfnKind::kMoe && m->weights_.layers[0].gate_exps.data == nullptr) {
+  SNIPER_TRY(check_resident(m->weights_.layers[0], block, experts == nullptr));
+  if (c.layer(0).ffn == FfnKind::kMoe && experts == nullptr && m->weights_.layers[0].gate_exps.data == nullptr) {
     // A packed file keeps one tensor per expert matrix (sniper pack); its MTP block is not bound.
     return make_error("the MTP block (blk.%ld) has no ffn_*_exps tensors (a packed file?): drafting with it needs the "
                       "original GGUF", static_cast<long>(block));
@@ -113,7 +115,7 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
   const LayerPlan& lp = c.layer(0);
   m->mixer_ = std::make_unique<AttentionBlock>(c, m->weights_.rope_freqs, max_batch);
   if (lp.ffn == FfnKind::kMoe) {
-    m->ffn_ = std::make_unique<MoeFfn>(c, m->weights_, max_batch, nullptr);
+    m->ffn_ = std::make_unique<MoeFfn>(c, m->weights_, max_batch, experts);
   } else {
     CHECK(lp.ffn == FfnKind::kDense, "MTP blocks of the qwen35 family have a SwiGLU or routed FFN");
     m->ffn_ = std::make_unique<DenseFfn>(c, max_batch);

@@ -10,7 +10,8 @@
 //   h_p' = rms_norm(x) * (shared_head_norm or output_norm); logits = (shared_head_head or output) h_p'
 // The logits predict x_{p+2}; h_p' stands in for the target's h_p when the head drafts further.
 // The block's tensors are blk.<n_layers>.* of the file; they must be resident (the memory plan
-// loads them when asked to: PlanRequest::load_mtp). Thread-compatible.
+// loads them when asked to: PlanRequest::load_mtp), apart from its routed experts, which may
+// come from an ExpertSource (the model's expert cache). Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -43,10 +44,11 @@ class MtpHead {
  public:
   // Binds blk.<main.n_layers>.* and the nextn tensors from `store` (every one resident: an
   // Error names the first that is not), beside the target's token_embd, output and output_norm
-  // from the same store; embeddings: token_embd's row reader when it is not resident.
+  // from the same store; embeddings: token_embd's row reader when it is not resident; experts:
+  // the block's routed experts as layer 0 when they are not resident (Model::mtp_experts()).
   // max_batch: the most tokens one forward() takes.
   static Result<std::unique_ptr<MtpHead>> create(const ModelConfig& main, const WeightStore& store, int64_t max_batch,
-                                                  StreamedRows* embeddings);
+                                                  StreamedRows* embeddings, ExpertSource* experts = nullptr);
   ~MtpHead();
 
   // The head's sequence state: a state made from layer_state_specs(config()).

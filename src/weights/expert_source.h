@@ -88,4 +88,24 @@ class ResidentExperts final : public ExpertSource {
   size_t next_ = 0;
 };
 
+// Another source's layer `offset + l` as layer l: a one-layer block that sits after a model's
+// stack (an MTP head's routed experts, blk.<n_layers>) reads them through the model's cache.
+// Asks for no prefetches of its own.
+class LayerOffsetExperts final : public ExpertSource {
+ public:
+  LayerOffsetExperts(ExpertSource* inner, int64_t offset) : inner_(inner), offset_(offset) {}
+
+  Status begin_layer(int64_t layer_idx, std::span<const int32_t> experts) override {
+    return inner_->begin_layer(offset_ + layer_idx, experts);
+  }
+  Result<ReadyExpert> next_ready() override { return inner_->next_ready(); }
+  void end_layer() override { inner_->end_layer(); }
+  bool views_stable() const override { return inner_->views_stable(); }
+  bool is_cached(int64_t layer_idx, int32_t expert) const override { return inner_->is_cached(offset_ + layer_idx, expert); }
+
+ private:
+  ExpertSource* inner_;
+  int64_t offset_;
+};
+
 }  // namespace sniper

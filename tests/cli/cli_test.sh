@@ -201,6 +201,10 @@ echo "[1, 17, 300, 42]" >"$tmp/mtp_ids.json"
 "$bin" logits -m "$tmp/mtp.gguf" --prompt-ids "$tmp/mtp_ids.json" --mtp -o "$tmp/mtp.f32" >/dev/null 2>&1 \
   && [ "$(stat -c %s "$tmp/mtp.f32")" -eq $((4 * 4 * 512)) ] && pass || fail "logits --mtp"
 expect_error "logits --mtp without a block" "no multi-token-prediction block" "$bin" logits -m "$st" --prompt-ids "$tmp/mtp_ids.json" --mtp -o "$tmp/x.f32"
+# inspect --plan --spec-type mtp counts the block; without it the plan has none.
+"$bin" inspect "$tmp/mtp.gguf" --plan --spec-type mtp 2>/dev/null | grep -q "of which the MTP block" \
+  && ! "$bin" inspect "$tmp/mtp.gguf" --plan 2>/dev/null | grep -q "MTP block" && pass || fail "inspect --plan --spec-type mtp"
+expect_error "inspect --spec-type mtp without a block" "no multi-token-prediction layers" "$bin" inspect "$st" --plan --spec-type mtp
 expect_error "synth --nextn on qwen3" "--nextn" "$bin" synth --arch qwen3 --nextn 1 -o "$tmp/x.gguf"
 expect_error "draft-p-min with n-gram lookup" "not to n-gram lookup" "$bin" run -m "$st" -p hi --spec-type ngram --draft-p-min 0.5
 expect_error "draft-p-min out of range" "--draft-p-min" "$bin" run -m "$tmp/mtp.gguf" -p hi --spec-type mtp --draft-p-min 1.5

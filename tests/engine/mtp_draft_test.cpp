@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "engine/draft_model.h"
@@ -110,7 +111,7 @@ std::vector<float> direct_first_q(Model& model, const std::vector<int32_t>& cont
   const std::vector<int32_t> evaluated(context.begin(), context.end() - 1);
   EXPECT_TRUE(session->eval(evaluated).ok());
   session->set_observer(nullptr);
-  auto head = MtpHead::create(c, model.store(), 1, model.embedding_rows());
+  auto head = MtpHead::create(c, model.store(), 1, model.embedding_rows(), model.mtp_experts());
   EXPECT_TRUE(head.ok()) << head.error().message;
   auto state = SequenceState::create(layer_state_specs((*head)->config()), 256, session->state().kv_config());
   EXPECT_TRUE(state.ok());
@@ -286,7 +287,7 @@ TEST(MtpDraft, DraftPMinStopsAtUnsureTokens) {
   EXPECT_NE(bad.validate().error().message.find("--draft-p-min"), std::string::npos);
 }
 
-TEST(MtpDraft, ThePlanLoadsTheBlockOnlyWhenAskedAndNeverStreamsIt) {
+TEST(MtpDraft, ThePlanLoadsTheBlockOnlyWhenAskedAndStreamsOnlyItsExperts) {
   const std::string path = synth_file("qwen35moe");
   auto file = gguf_open(path);
   ASSERT_TRUE(file.ok());
@@ -312,12 +313,28 @@ TEST(MtpDraft, ThePlanLoadsTheBlockOnlyWhenAskedAndNeverStreamsIt) {
   EXPECT_EQ(on->all_resident_bytes - off->all_resident_bytes - (on->kv_bytes - off->kv_bytes) -
                 (on->scratch_bytes - off->scratch_bytes),
             on->mtp_weight_bytes);
+  EXPECT_EQ(on->mtp_streamed_expert_bytes, 0u);
   req.force_stream = true;
   auto streamed = make_plan(*file, *config, req);
   ASSERT_TRUE(streamed.ok());
   EXPECT_TRUE(streamed->stream_experts);
-  EXPECT_EQ(streamed->streamed_tensors.count("blk.4.ffn_gate_exps.weight"), 0u) << "the MTP block streamed";
+  // The block's routed experts go through the expert cache as a fifth layer; the rest of it
+  // (projection, attention, router, shared expert) stays resident.
+  EXPECT_EQ(streamed->n_expert_layers, 5);
+  EXPECT_EQ(streamed->streamed_tensors.count("blk.4.ffn_gate_exps.weight"), 1u);
   EXPECT_EQ(streamed->streamed_tensors.count("blk.3.ffn_gate_exps.weight"), 1u);
+  for (const char* name : {"blk.4.nextn.eh_proj.weight", "blk.4.ffn_gate_inp.weight", "blk.4.ffn_up_shexp.weight",
+                           "blk.4.attn_q.weight"}) {
+    EXPECT_EQ(streamed->streamed_tensors.count(name), 0u) << name;
+  }
+  EXPECT_GT(streamed->mtp_streamed_expert_bytes, 0u);
+  EXPECT_EQ(streamed->mtp_weight_bytes + streamed->mtp_streamed_expert_bytes, on->mtp_weight_bytes);
+  req.load_mtp = false;
+  auto streamed_off = make_plan(*file, *config, req);
+  ASSERT_TRUE(streamed_off.ok());
+  EXPECT_EQ(streamed_off->n_expert_layers, 4);
+  EXPECT_EQ(streamed_off->streamed_tensors.count("blk.4.ffn_gate_exps.weight"), 0u);
+  EXPECT_EQ(streamed->total_expert_bytes - streamed_off->total_expert_bytes, streamed->mtp_streamed_expert_bytes);
 
   // Loaded without the block, the head cannot be made; with it, it can.
   auto model = Model::load(path, load_options(path, false, false));
@@ -327,6 +344,30 @@ TEST(MtpDraft, ThePlanLoadsTheBlockOnlyWhenAskedAndNeverStreamsIt) {
   auto d = MtpDraft::create(**model, *session, greedy());
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.error().message.find("not loaded"), std::string::npos) << d.error().message;
+}
+
+// The head's routed experts read through the model's expert cache give the bits of the resident
+// head, and the cache serves them as its layer n_layers.
+TEST(MtpDraft, StreamedExpertsGiveTheResidentHeadsLogits) {
+  const std::string path = synth_file("qwen35moe");
+  std::vector<float> logits[2];
+  for (bool streamed : {false, true}) {
+    auto model = Model::load(path, load_options(path, streamed, true));
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    EXPECT_EQ((*model)->mtp_experts() != nullptr, streamed);
+    auto session = new_session(**model);
+    ASSERT_TRUE(mtp_prompt_logits(**model, *session, kIds, &logits[streamed]).ok());
+    if (streamed) {
+      const ExpertCache* cache = (*model)->expert_cache();
+      ASSERT_NE(cache, nullptr);
+      const int64_t n_experts = (*model)->config().n_experts, block = (*model)->config().n_layers;
+      uint32_t head_requests = 0;
+      for (int64_t e = 0; e < n_experts; ++e) head_requests += cache->request_counts()[static_cast<size_t>(block * n_experts + e)];
+      EXPECT_GT(head_requests, 0u) << "the head's experts did not come through the cache";
+    }
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0);
 }
 
 TEST(MtpDraft, BadRequestsAreClearErrors) {
