@@ -40,8 +40,8 @@ Result<QTensor> nextn_tensor(const WeightStore& store, int64_t block, const char
   return *t;
 }
 
-// Every tensor of the block's layer that its blocks read must have bytes in memory.
-// Every tensor of the block but its routed experts (which may come from an ExpertSource).
+// Every tensor of the block's layer that its blocks read must have bytes in memory; its routed
+// experts only when experts_too (else they come from an ExpertSource).
 Status check_resident(const LayerWeights& lw, int64_t block, bool experts_too) {
   const QTensor LayerWeights::*kMembers[] = {
       &LayerWeights::attn_norm, &LayerWeights::wq,       &LayerWeights::wk,         &LayerWeights::wv,
