@@ -147,9 +147,10 @@ Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const Sampl
 std::string spec_summary(const SpecStats& s) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "speculative: %ld drafted, %ld accepted (%.1f%%), %.2f tokens per target forward "
-                "(%ld verify + %ld single, %ld rollback re-evals)", static_cast<long>(s.n_drafted),
-                static_cast<long>(s.n_accepted), 100.0 * s.acceptance(), s.tokens_per_forward(),
-                static_cast<long>(s.n_rounds), static_cast<long>(s.n_plain), static_cast<long>(s.n_rollback_evals));
+                "(%ld verify + %ld single, of which %ld backing off; %ld rollback re-evals)",
+                static_cast<long>(s.n_drafted), static_cast<long>(s.n_accepted), 100.0 * s.acceptance(),
+                s.tokens_per_forward(), static_cast<long>(s.n_rounds), static_cast<long>(s.n_plain),
+                static_cast<long>(s.n_backoff), static_cast<long>(s.n_rollback_evals));
   return buf;
 }
 

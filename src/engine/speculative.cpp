@@ -61,7 +61,10 @@ Status SpeculativeDecoder::round(Session& session, Generator& gen, int32_t pendi
   if (n_remaining >= 0) k_max = std::min(k_max, n_remaining - 1);
   draft_.tokens.clear();
   draft_.q.clear();
-  if (k_max >= std::max<int64_t>(1, config_.draft_min)) {
+  if (skip_ > 0) {
+    --skip_;
+    ++stats_.n_backoff;
+  } else if (k_max >= std::max<int64_t>(1, config_.draft_min)) {
     context_.assign(session.history().begin(), session.history().end());
     context_.push_back(pending);
     SNIPER_TRY(source_->draft(context_, k_max, &draft_));
@@ -115,6 +118,13 @@ Status SpeculativeDecoder::round(Session& session, Generator& gen, int32_t pendi
   if (config_.adaptive) {
     const int64_t lo = std::max<int64_t>(1, config_.draft_min);
     n_draft_ = accepted == k ? std::min(config_.draft_max, n_draft_ + 2) : std::max(lo, accepted + 1);
+    acceptance_avg_ = 0.5 * acceptance_avg_ + 0.5 * static_cast<double>(accepted) / static_cast<double>(k);
+    if (accepted > 0 || acceptance_avg_ >= kBackoffAcceptance) {
+      backoff_ = 0;
+    } else {
+      backoff_ = std::min(kMaxBackoffSteps, std::max<int64_t>(1, 2 * backoff_));
+      skip_ = backoff_;
+    }
   }
   int64_t n_redo = 0;
   SNIPER_TRY(rollback_session(session, n_before + 1 + accepted, redo_, &n_redo));

@@ -11,7 +11,10 @@
 // simply forgotten; a state that cannot be rewound (delta-net recurrent state, a wrapped sliding
 // ring) is restored from the checkpoint taken before the verification pass and the kept tokens
 // are evaluated again, so the state equals that of a run that never saw the rejected tokens.
-// The draft length adapts to the measured acceptance within [draft_min, draft_max].
+// The draft length adapts to the measured acceptance within [draft_min, draft_max]. A source
+// whose drafts keep failing (a moving average of the acceptance below kBackoffAcceptance) is not
+// asked for a growing number of steps (1, 2, 4 .. kMaxBackoffSteps), which are plain single-token
+// forwards; one accepted draft ends the back-off. Outputs are unchanged by it.
 // Thread-compatible: one SpeculativeDecoder per sequence.
 #pragma once
 
@@ -26,10 +29,13 @@
 
 namespace sniper {
 
+inline constexpr double kBackoffAcceptance = 0.15;
+inline constexpr int64_t kMaxBackoffSteps = 32;
+
 struct SpecConfig {
   int64_t draft_max = 16;  // most tokens drafted per round, [1, 256]
   int64_t draft_min = 0;   // fewer drafted tokens than this are not verified (plain step), [0, draft_max]
-  bool adaptive = true;    // follow the measured acceptance within [max(1, draft_min), draft_max]
+  bool adaptive = true;    // follow the measured acceptance within [max(1, draft_min), draft_max], and back off
   // A draft model or MTP head stops drafting at a token it is less sure of than this (its
   // probability among the draft's 10 likeliest, llama.cpp's --draft-p-min), [0, 1]; 0 = off.
   // N-gram lookup has no probabilities and ignores it.
@@ -40,7 +46,8 @@ struct SpecConfig {
 
 struct SpecStats {
   int64_t n_rounds = 0;           // verification passes (pending token + >= 1 draft)
-  int64_t n_plain = 0;            // single-token forwards (no draft proposed)
+  int64_t n_plain = 0;            // single-token forwards (no draft proposed, or backing off)
+  int64_t n_backoff = 0;          // of those, steps the source was not asked (its drafts kept failing)
   int64_t n_drafted = 0;          // draft tokens verified
   int64_t n_accepted = 0;         // draft tokens kept
   int64_t n_rollback_evals = 0;   // re-evaluations after a checkpoint restore (hybrid states)
@@ -84,6 +91,9 @@ class SpeculativeDecoder {
   SpecConfig config_;
   SpecStats stats_;
   int64_t n_draft_;
+  double acceptance_avg_ = 1.0;  // moving average of accepted / drafted per round
+  int64_t backoff_ = 0;          // steps of the latest back-off (0: not backing off)
+  int64_t skip_ = 0;             // plain steps left before the source is asked again
   Draft draft_;
   std::vector<int32_t> context_;  // history + pending (the draft source's input)
   std::vector<int32_t> batch_;    // pending + drafts

@@ -195,6 +195,67 @@ INSTANTIATE_TEST_SUITE_P(Models, SpeculativeGreedy,
                            return n + (info.param.streamed ? "_streamed" : "_resident");
                          });
 
+// Drafts a wrong continuation for its first n_wrong calls, then the plain run's continuation.
+class TurningDraft final : public DraftSource {
+ public:
+  TurningDraft(std::vector<int32_t> truth, int32_t n_vocab, int64_t n_wrong)
+      : truth_(std::move(truth)), n_vocab_(n_vocab), n_wrong_(n_wrong) {}
+  Status draft(std::span<const int32_t> context, int64_t n_max, Draft* out) override {
+    out->tokens.clear();
+    out->q.clear();
+    const bool wrong = calls_++ < n_wrong_;
+    for (size_t i = context.size(); i < truth_.size() && static_cast<int64_t>(out->tokens.size()) < n_max; ++i) {
+      out->tokens.push_back(wrong ? (truth_[i] + 1) % n_vocab_ : truth_[i]);
+    }
+    return ok_status();
+  }
+  const char* name() const override { return "turning"; }
+  int64_t calls() const { return calls_; }
+
+ private:
+  std::vector<int32_t> truth_;
+  int32_t n_vocab_;
+  int64_t n_wrong_;
+  int64_t calls_ = 0;
+};
+
+// A source whose drafts keep failing is asked less and less often (plain steps instead), and
+// one accepted draft brings it back; the output never changes.
+TEST(Speculative, FailingDraftsBackOffAndAcceptedOnesComeBack) {
+  auto model = Model::load(model_path("stories260K.gguf"), load_options("", false));
+  ASSERT_TRUE(model.ok());
+  const Output plain = decode(**model, nullptr);
+  const auto n_vocab = static_cast<int32_t>((*model)->config().vocab_size);
+  {
+    SCOPED_TRACE("always wrong");
+    TurningDraft wrong(plain.history, n_vocab, 1 << 30);
+    const Output spec = decode(**model, &wrong);
+    EXPECT_EQ(spec.history, plain.history);
+    EXPECT_EQ(spec.stats.spec.n_accepted, 0);
+    // The first token comes from the prompt's logits; of the 31 after it, the source is asked
+    // for steps 1, 2 and 3, then after 1, 2, 4, 8 and 16 skipped steps: 7 times.
+    EXPECT_EQ(wrong.calls(), 7);
+    EXPECT_EQ(spec.stats.spec.n_backoff, kPredict - 1 - 7);
+    EXPECT_EQ(spec.stats.spec.n_rounds, 7);
+  }
+  {
+    SCOPED_TRACE("wrong, then right");
+    TurningDraft turning(plain.history, n_vocab, 5);
+    const Output spec = decode(**model, &turning);
+    EXPECT_EQ(spec.history, plain.history);
+    EXPECT_EQ(spec.stats.spec.n_backoff, 1 + 2 + 4);
+    EXPECT_GT(spec.stats.spec.n_accepted, 10) << "drafting did not resume after an accepted draft";
+  }
+  {
+    SCOPED_TRACE("without adaptation, no back-off");
+    TurningDraft wrong(plain.history, n_vocab, 1 << 30);
+    const Output spec = decode(**model, &wrong, SpecConfig{8, 0, false});
+    EXPECT_EQ(spec.history, plain.history);
+    EXPECT_EQ(spec.stats.spec.n_backoff, 0);
+    EXPECT_EQ(wrong.calls(), spec.stats.spec.n_rounds);
+  }
+}
+
 TEST(Speculative, NgramLookupAcceptsOnTheTrainedModel) {
   auto model = Model::load(model_path("stories260K.gguf"), load_options("", false));
   ASSERT_TRUE(model.ok());
