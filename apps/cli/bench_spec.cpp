@@ -156,9 +156,11 @@ int run_spec_bench(const Args& args) {
               req->config.adaptive ? " (adaptive)" : "");
   std::printf("outputs          speculative %s plain greedy (%ld tokens)\n",
               sp->text == plain1->text ? "identical to" : "DIFFER from", static_cast<long>(*n_gen));
-  std::printf("acceptance       %.1f%% (%ld of %ld drafted tokens), %.2f tokens per target forward\n",
+  std::printf("acceptance       %.1f%% (%ld of %ld drafted tokens), %.2f tokens per target forward (%ld verify + "
+              "%ld single, of which %ld backing off)\n",
               100 * ss.acceptance(), static_cast<long>(ss.n_accepted), static_cast<long>(ss.n_drafted),
-              ss.tokens_per_forward());
+              ss.tokens_per_forward(), static_cast<long>(ss.n_rounds), static_cast<long>(ss.n_plain),
+              static_cast<long>(ss.n_backoff));
   std::printf("bytes read       %.2f MB/token speculative (%.2f MB per accepted draft token) vs %.2f MB/token plain\n",
               static_cast<double>(sp->bytes_read) / 1e6 / static_cast<double>(*n_gen),
               ss.n_accepted > 0 ? static_cast<double>(sp->bytes_read) / 1e6 / static_cast<double>(ss.n_accepted) : 0.0,
