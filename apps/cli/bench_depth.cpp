@@ -109,6 +109,23 @@ Result<double> time_prefill(Session& session, int64_t n_prefill, uint64_t& x, in
   return tok_s;
 }
 
+// Fills the session to `depth`, checkpoints it there and, with n_prefill > 0, times a prompt
+// chunk at that depth (cutting back after it).
+Result<DepthPoint> reach_depth(Session& session, const KvConfig& kv, int64_t depth, int64_t batch, int64_t n_prefill,
+                               uint64_t& x, int64_t vocab) {
+  DepthPoint p;
+  p.kv_type = kv;
+  p.depth = depth;
+  const double t_fill = now_s();
+  SNIPER_TRY(fill_to(session, depth, batch, x, vocab, kv));
+  p.fill_s = now_s() - t_fill;
+  session.checkpoint();  // a no-op unless the state needs checkpoints
+  if (n_prefill > 0) {
+    SNIPER_ASSIGN_OR_RETURN(p.prefill_tok_s, time_prefill(session, n_prefill, x, vocab));
+  }
+  return p;
+}
+
 SessionOptions depth_session_options(const SessionOptions& base, const KvConfig& kv, int64_t n_ctx) {
   SessionOptions so = base;
   so.kv_type = kv;
@@ -132,16 +149,7 @@ Result<std::vector<DepthPoint>> measure_filled_once(Model& model, const SessionO
     const SessionOptions so = depth_session_options(base, kv, n_ctx);
     SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, so));
     for (int64_t depth : depths) {
-      DepthPoint p;
-      p.kv_type = kv;
-      p.depth = depth;
-      const double t_fill = now_s();
-      SNIPER_TRY(fill_to(*session, depth, so.batch, x, vocab, kv));
-      p.fill_s = now_s() - t_fill;
-      session->checkpoint();  // a no-op unless the state needs checkpoints
-      if (n_prefill > 0) {
-        SNIPER_ASSIGN_OR_RETURN(p.prefill_tok_s, time_prefill(*session, n_prefill, x, vocab));
-      }
+      SNIPER_ASSIGN_OR_RETURN(DepthPoint p, reach_depth(*session, kv, depth, so.batch, n_prefill, x, vocab));
       const double t0 = now_s();
       for (int64_t i = 0; i < n_decode; ++i) {
         const int32_t one[1] = {filler_token(x, vocab)};
@@ -175,16 +183,7 @@ Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOption
     for (int64_t depth : depths) {
       const SessionOptions so = depth_session_options(base, kv, depth + std::max(n_decode, n_prefill) + 1);
       SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::create(model, so));
-      DepthPoint p;
-      p.kv_type = kv;
-      p.depth = depth;
-      const double t_fill = now_s();
-      SNIPER_TRY(fill_to(*session, depth, so.batch, x, vocab, kv));
-      p.fill_s = now_s() - t_fill;
-      session->checkpoint();  // a no-op unless the state needs checkpoints
-      if (n_prefill > 0) {
-        SNIPER_ASSIGN_OR_RETURN(p.prefill_tok_s, time_prefill(*session, n_prefill, x, vocab));
-      }
+      SNIPER_ASSIGN_OR_RETURN(const DepthPoint p, reach_depth(*session, kv, depth, so.batch, n_prefill, x, vocab));
       sessions.push_back(std::move(session));
       points.push_back(p);
     }
