@@ -396,8 +396,10 @@ int cmd_bench(int argc, char** argv) {
   std::string depth_json;
   if (!depths.empty()) {
     // The bench session's memory goes back before the depth sessions take theirs.
-    if (depth_fill == DepthFill::kOnce) session->reset();
-    so.n_ctx = lo->n_ctx;
+    if (depth_fill == DepthFill::kOnce) {
+      session->reset();
+      so.n_ctx = lo->n_ctx;
+    }
     auto points = measure_depths(m, so, depths, depth_kv, depth_decode, *depth_prefill, depth_fill);
     if (!points.ok()) return fail(points.error());
     for (const DepthPoint& p : *points) {

@@ -14,6 +14,7 @@
 #include "weights/tensor_roles.h"
 #include "engine/plan.h"
 #include "engine/prefill_chunk.h"
+#include "spec_args.h"
 #include <algorithm>
 
 namespace sniper::cli {
@@ -175,15 +176,12 @@ int cmd_inspect(int argc, char** argv) {
     auto checkpoints = parse_checkpoint_count(args->get_string("--ctx-checkpoints", "0"));
     if (!checkpoints.ok()) return fail(checkpoints.error());
     req.n_checkpoints = *checkpoints;
-    const std::string spec = args->get_string("--spec-type", "none");
-    if (spec != "none" && spec != "ngram" && spec != "draft" && spec != "mtp") {
-      return fail(make_error("--spec-type is '%s' but must be one of: none, ngram, draft, mtp", spec.c_str()));
+    auto spec = parse_spec_kind(args->get_string("--spec-type", "none"));
+    if (!spec.ok()) return fail(spec.error());
+    if (*spec == SpecKind::kMtp) {
+      if (Status st = check_mtp_supported(*file, *config); !st.ok()) return fail(st.error());
     }
-    if (spec == "mtp" && config->n_nextn_layers == 0) {
-      return fail(make_error("--spec-type mtp: the model has no multi-token-prediction layers (%s.nextn_predict_layers "
-                             "is absent or 0)", config->arch.c_str()));
-    }
-    req.load_mtp = spec == "mtp";
+    req.load_mtp = *spec == SpecKind::kMtp;
     Result<MemoryPlan> plan = make_error("no plan");
     if (auto_batch) {
       auto choice = choose_prefill_chunk(*file, *config, req);

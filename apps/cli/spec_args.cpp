@@ -25,21 +25,33 @@ std::vector<FlagSpec> spec_flags() {
   };
 }
 
+Result<SpecKind> parse_spec_kind(const std::string& type) {
+  if (type == "none") return SpecKind::kNone;
+  if (type == "ngram") return SpecKind::kNgram;
+  if (type == "draft") return SpecKind::kDraftModel;
+  if (type == "mtp") return SpecKind::kMtp;
+  return make_error("--spec-type is '%s' but must be one of: none, ngram, draft, mtp", type.c_str());
+}
+
+Status check_mtp_supported(const GgufFile& file, const ModelConfig& c) {
+  SNIPER_ASSIGN_OR_RETURN(int64_t nextn, file.get_int_or(c.arch + ".nextn_predict_layers", 0));
+  if (nextn <= 0) {
+    return make_error("--spec-type mtp: the model has no multi-token-prediction layers (%s.nextn_predict_layers is "
+                      "absent or 0); use --spec-type ngram or -md DRAFT_MODEL", c.arch.c_str());
+  }
+  if (c.n_nextn_layers <= 0) {
+    return make_error("--spec-type mtp: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers), "
+                      "but sniper runs MTP heads of the qwen35 family only; use --spec-type ngram or -md DRAFT_MODEL",
+                      static_cast<long>(nextn), c.arch.c_str());
+  }
+  return ok_status();
+}
+
 Result<SpecRequest> parse_spec_args(const Args& args) {
   SpecRequest r;
   const bool has_md = args.has("--model-draft");
   const std::string type = args.get_string("--spec-type", has_md ? "draft" : "none");
-  if (type == "none") {
-    r.kind = SpecKind::kNone;
-  } else if (type == "ngram") {
-    r.kind = SpecKind::kNgram;
-  } else if (type == "draft") {
-    r.kind = SpecKind::kDraftModel;
-  } else if (type == "mtp") {
-    r.kind = SpecKind::kMtp;
-  } else {
-    return make_error("--spec-type is '%s' but must be one of: none, ngram, draft, mtp", type.c_str());
-  }
+  SNIPER_ASSIGN_OR_RETURN(r.kind, parse_spec_kind(type));
   if (has_md && r.kind != SpecKind::kDraftModel) {
     return make_error("-md/--model-draft is given but --spec-type is '%s' (use --spec-type draft, or drop -md)", type.c_str());
   }
@@ -111,23 +123,15 @@ Result<std::unique_ptr<Model>> load_draft_model(const SpecRequest& req, const Mo
 Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const SamplerConfig& sampler, int n_threads) {
   SpecSetup out;
   const ModelConfig& c = target.model->config();
-  SNIPER_ASSIGN_OR_RETURN(int64_t nextn, target.model->gguf().get_int_or(c.arch + ".nextn_predict_layers", 0));
   if (req.kind == SpecKind::kMtp) {
-    if (nextn <= 0) {
-      return make_error("--spec-type mtp: the model has no multi-token-prediction layers (%s.nextn_predict_layers is "
-                        "absent or 0); use --spec-type ngram or -md DRAFT_MODEL", c.arch.c_str());
-    }
-    if (c.n_nextn_layers <= 0) {
-      return make_error("--spec-type mtp: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers), "
-                        "but sniper runs MTP heads of the qwen35 family only; use --spec-type ngram or -md DRAFT_MODEL",
-                        static_cast<long>(nextn), c.arch.c_str());
-    }
+    SNIPER_TRY(check_mtp_supported(target.model->gguf(), c));
     auto mtp = MtpDraft::create(*target.model, *target.session, sampler);
     if (!mtp.ok()) return make_error("--spec-type mtp: %s", mtp.error().message.c_str());
     (*mtp)->set_p_min(req.config.p_min);
     out.source = std::move(mtp).value();
     return out;
   }
+  SNIPER_ASSIGN_OR_RETURN(int64_t nextn, target.model->gguf().get_int_or(c.arch + ".nextn_predict_layers", 0));
   if (nextn > 0) {
     std::fprintf(stderr, "note: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers); "
                  "--spec-type mtp drafts with them\n", static_cast<long>(nextn), c.arch.c_str());

@@ -37,6 +37,12 @@ struct SpecRequest {
   int64_t logit_rows() const { return enabled() ? config.draft_max + 2 : 1; }
 };
 
+// "none", "ngram", "draft" or "mtp"; an Error names the value otherwise.
+Result<SpecKind> parse_spec_kind(const std::string& type);
+// --spec-type mtp needs a first MTP block this engine runs (the qwen35 family's): an Error names
+// the key when the file has none, or the architecture when its blocks are not supported.
+Status check_mtp_supported(const GgufFile& file, const ModelConfig& config);
+
 // Validates the flags (before loading anything). Errors: an unknown --spec-type, draft flags with
 // no draft source, -md with another --spec-type, --draft-min > --draft-max, negative values,
 // --mem-draft not below --mem.

@@ -49,7 +49,7 @@ Result<std::unique_ptr<MtpDraft>> MtpDraft::create(Model& model, Session& target
   std::unique_ptr<MtpDraft> d(new MtpDraft(target, sampler));
   const int64_t batch = std::min(kMtpHeadBatch, target.max_batch());
   SNIPER_ASSIGN_OR_RETURN(d->head_, MtpHead::create(model.config(), model.store(), batch, model.embedding_rows(),
-                                                                model.mtp_experts()));
+                                                    model.mtp_experts()));
   const ModelConfig& c = d->head_->config();
   auto state = SequenceState::create(layer_state_specs(c), target.n_ctx(), target.state().kv_config());
   if (!state.ok()) return make_error("MTP head: %s", state.error().message.c_str());

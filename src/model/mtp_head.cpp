@@ -2,6 +2,7 @@
 #include "model/mtp_head.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "base/check.h"
@@ -43,15 +44,17 @@ Result<QTensor> nextn_tensor(const WeightStore& store, int64_t block, const char
 // Every tensor of the block's layer that its blocks read must have bytes in memory; its routed
 // experts only when experts_too (else they come from an ExpertSource).
 Status check_resident(const LayerWeights& lw, int64_t block, bool experts_too) {
-  const QTensor LayerWeights::*kMembers[] = {
+  using Member = const QTensor LayerWeights::*;
+  static constexpr Member kMembers[] = {
       &LayerWeights::attn_norm, &LayerWeights::wq,       &LayerWeights::wk,         &LayerWeights::wv,
       &LayerWeights::wo,        &LayerWeights::q_norm,   &LayerWeights::k_norm,     &LayerWeights::ffn_norm,
       &LayerWeights::ffn_gate,  &LayerWeights::ffn_up,   &LayerWeights::ffn_down,   &LayerWeights::router,
-      &LayerWeights::shexp_gate_inp, &LayerWeights::shexp_gate, &LayerWeights::shexp_up, &LayerWeights::shexp_down,
-      &LayerWeights::gate_exps, &LayerWeights::up_exps,  &LayerWeights::down_exps};
-  const size_t n = std::size(kMembers) - (experts_too ? 0 : 3);
-  for (size_t i = 0; i < n; ++i) {
-    const QTensor& t = lw.*kMembers[i];
+      &LayerWeights::shexp_gate_inp, &LayerWeights::shexp_gate, &LayerWeights::shexp_up, &LayerWeights::shexp_down};
+  static constexpr Member kExperts[] = {&LayerWeights::gate_exps, &LayerWeights::up_exps, &LayerWeights::down_exps};
+  std::vector<Member> members(std::begin(kMembers), std::end(kMembers));
+  if (experts_too) members.insert(members.end(), std::begin(kExperts), std::end(kExperts));
+  for (const Member m : members) {
+    const QTensor& t = lw.*m;
     if (t.row_bytes != 0 && t.data == nullptr) {
       return make_error("the MTP block (blk.%ld) is not loaded: load the model with its MTP layers (--spec-type mtp)",
                         static_cast<long>(block));
