@@ -38,6 +38,8 @@ LayerCacheStats ExpertCacheStats::total() const {
   LayerCacheStats t;
   for (const LayerCacheStats& l : layers) {
     t.requests += l.requests;
+    t.opened += l.opened;
+    t.opened_deferred += l.opened_deferred;
     t.hits += l.hits;
     t.bytes_read += l.bytes_read;
     t.stall_seconds += l.stall_seconds;
@@ -342,13 +344,29 @@ Status ExpertCache::begin_layer(int64_t layer_idx, std::span<const int32_t> expe
     pinned_.push_back(v);
     loading_.push_back(v);
   }
+  layer_stable_ = deferred_.empty();
+  ++ls.opened;
+  if (!layer_stable_) ++ls.opened_deferred;
   return ok_status();
+}
+
+bool ExpertCache::next_is_ready() {
+  CHECK(layer_ >= 0, "next_is_ready() outside begin_layer/end_layer");
+  if (!ready_.empty()) return true;
+  for (int32_t slot : loading_) {
+    bool done = true;
+    for (ReadTicket t : slots_[static_cast<size_t>(slot)].tickets) done = done && (t == 0 || io_->is_done(t));
+    if (done) return true;
+  }
+  return loading_.empty() && deferred_.empty();
 }
 
 Result<ReadyExpert> ExpertCache::next_ready() {
   CHECK(layer_ >= 0, "next_ready() outside begin_layer/end_layer");
   if (handed_out_ >= 0) {
-    slots_[static_cast<size_t>(handed_out_)].pinned = false;  // computed: evictable by deferred experts
+    // Computed: evictable by the layer's deferred experts. A layer without them keeps every
+    // slot it was handed pinned (views_stable()).
+    if (!layer_stable_) slots_[static_cast<size_t>(handed_out_)].pinned = false;
     handed_out_ = -1;
   }
   ReadyExpert r;
@@ -414,6 +432,7 @@ void ExpertCache::end_layer() {
   loading_.clear();
   deferred_.clear();
   layer_ = -1;
+  layer_stable_ = false;
 }
 
 void ExpertCache::prefetch(int64_t layer_idx, std::span<const int32_t> experts) {

@@ -69,6 +69,9 @@ struct ExpertCacheOptions {
 
 struct LayerCacheStats {
   uint64_t requests = 0;        // experts asked for (begin_layer)
+  uint64_t opened = 0;          // begin_layer calls
+  uint64_t opened_deferred = 0; // of those, layers that found no slot for some expert at once
+                                // (their views are not stable: experts then run one by one)
   uint64_t hits = 0;            // already in memory or already being read
   uint64_t bytes_read = 0;      // bytes read from the device for this layer (aligned spans)
   double stall_seconds = 0;     // time next_ready() waited for I/O
@@ -100,6 +103,10 @@ class ExpertCache final : public ExpertSource {
   void prefetch(int64_t layer_idx, std::span<const int32_t> experts) override;
   bool wants_prefetch() const override { return options_.prefetch; }
   int prefetch_depth() const override { return options_.prefetch_depth; }
+  // Stable when the open layer found a slot for each of its experts at begin_layer(): nothing
+  // of that layer then needs a computed expert's slot, so each stays pinned until end_layer().
+  bool views_stable() const override { return layer_ >= 0 && layer_stable_; }
+  bool next_is_ready() override;
   bool is_cached(int64_t layer_idx, int32_t expert) const override {
     const int32_t s = slot_index_[static_cast<size_t>(layer_idx * n_experts_ + expert)];
     return s >= 0 && slots_[static_cast<size_t>(s)].state == SlotState::kReady;
@@ -162,6 +169,7 @@ class ExpertCache final : public ExpertSource {
   std::vector<int32_t> loading_;   // slots being read
   std::vector<int32_t> deferred_;  // experts with no free slot yet
   int32_t handed_out_ = -1;        // slot handed out by the last next_ready()
+  bool layer_stable_ = false;      // the open layer deferred no expert (views_stable())
   std::vector<int32_t> pinned_;    // slots pinned for this layer
   std::vector<int32_t> hint_pinned_;  // slots pinned while one prefetch() runs
   ExpertCacheStats stats_;

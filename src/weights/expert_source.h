@@ -47,10 +47,15 @@ class ExpertSource {
   virtual bool wants_prefetch() const { return false; }
   // How many layers ahead predictions are wanted (1 = the next layer only).
   virtual int prefetch_depth() const { return 1; }
-  // True if every view next_ready() hands out stays valid until end_layer() (not only until the
-  // next next_ready()), so the caller may collect all of a layer's experts and run them in one
-  // pass. A cache that may evict a computed expert to make room for a later one says false.
+  // Asked between begin_layer() and end_layer(): true if every view next_ready() hands out for
+  // the open layer stays valid until end_layer() (not only until the next next_ready()), so the
+  // caller may collect the layer's experts and run them together. A cache that must evict a
+  // computed expert to make room for a later one of the same layer says false.
   virtual bool views_stable() const { return false; }
+  // True if next_ready() would return now, without waiting for a read (or has nothing left to
+  // hand out). Polls the reads in flight. A caller collecting a layer's experts runs those it
+  // holds while the rest land.
+  virtual bool next_is_ready() { return true; }
   // True if the expert's weights are in memory now (cache-aware routing asks; resident: always).
   virtual bool is_cached(int64_t layer_idx, int32_t expert) const {
     (void)layer_idx;
@@ -101,6 +106,7 @@ class LayerOffsetExperts final : public ExpertSource {
   Result<ReadyExpert> next_ready() override { return inner_->next_ready(); }
   void end_layer() override { inner_->end_layer(); }
   bool views_stable() const override { return inner_->views_stable(); }
+  bool next_is_ready() override { return inner_->next_is_ready(); }
   bool is_cached(int64_t layer_idx, int32_t expert) const override { return inner_->is_cached(offset_ + layer_idx, expert); }
 
  private:

@@ -414,6 +414,48 @@ TEST(Streaming, CacheStatisticsAccountForEveryRead) {
   EXPECT_EQ(io.n_failed, 0u);
 }
 
+// A layer whose experts all find slots at begin_layer() keeps them pinned until end_layer()
+// (views_stable), so its experts run together, those in hand while the rest of the layer's reads
+// land, and the shared expert computes before them; a layer that must defer some runs them one
+// by one. Both give the resident logits, and the statistics say which ran.
+TEST(Streaming, LayersWithRoomRunTheirExpertsTogetherAndTheOthersOneByOne) {
+  for (const char* name : {"syn-qwen3moe-Q4_K_M", "syn-qwen35moe-small"}) {
+    SCOPED_TRACE(name);
+    const std::string path = model_path(name);
+    ModelLoadOptions resident;
+    resident.batch = 8;
+    auto base = run(path, resident);
+    ASSERT_TRUE(base.ok()) << base.error().message;
+    const uint64_t min_budget = min_stream_budget(path, 8);
+    for (const uint64_t extra : {uint64_t{0}, uint64_t{64} << 20}) {
+      SCOPED_TRACE(extra);
+      const ModelLoadOptions lo = streamed(min_budget + extra);
+      auto model = Model::load(path, lo);
+      ASSERT_TRUE(model.ok()) << model.error().message;
+      SessionOptions so;
+      so.n_threads = 2;
+      so.batch = 8;
+      auto session = Session::create(**model, so);
+      ASSERT_TRUE(session.ok());
+      std::vector<float> all;
+      ASSERT_TRUE((*session)->eval(kIds, &all).ok());
+      for (int i = 0; i < 6; ++i) {
+        const int32_t one[1] = {kIds[static_cast<size_t>(i) * 2]};
+        ASSERT_TRUE((*session)->eval(one).ok());
+        all.insert(all.end(), (*session)->last_logits().begin(), (*session)->last_logits().end());
+      }
+      EXPECT_TRUE(all == *base) << "streamed logits differ from resident ones";
+      const LayerCacheStats t = (*model)->expert_cache()->stats().total();
+      EXPECT_GT(t.opened, 0u);
+      if (extra == 0) {
+        EXPECT_GT(t.opened_deferred, 0u) << "the minimum budget should make a chunk defer experts";
+      } else {
+        EXPECT_EQ(t.opened_deferred, 0u) << "64 MiB more leaves a slot for every expert of a layer";
+      }
+    }
+  }
+}
+
 std::string copy_to_temp(const std::string& src, const std::string& name) {
   const std::string dst = (std::filesystem::temp_directory_path() / ("sniper_streaming_test_" + name)).string();
   std::filesystem::copy_file(src, dst, std::filesystem::copy_options::overwrite_existing);

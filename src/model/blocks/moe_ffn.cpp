@@ -73,11 +73,11 @@ Status MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo&
   out_ = io.out;
   bufs_ = io.buffers;
   SNIPER_TRY(moe_ffn(layer_idx, lw, io.n_tok, *io.pool));
-  if (config_.layer(layer_idx).shared_expert) shared_expert(lw, io.n_tok, *io.pool);
+  if (config_.layer(layer_idx).shared_expert) add_shared_expert(io.n_tok);
   return ok_status();
 }
 
-void MoeFfn::shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
+void MoeFfn::compute_shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
   const int64_t dim = config_.dim, ff = config_.shared_expert_hidden_dim;
   ActCache acts(bufs_->act_bufs, 3);
   const MatmulJob gate_up[2] = {{&lw.shexp_gate, acts.get(lw.shexp_gate.type, xb_, dim, n_tok, pool), sh_hb_.data(), ff},
@@ -87,6 +87,10 @@ void MoeFfn::shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& po
   matmul(lw.shexp_down, sh_hb_.data(), sh_out_.data(), n_tok, bufs_->act, pool);
   // The gate's logit: ffn_gate_inp_shexp is one f32 row [dim -> 1].
   matmul(lw.shexp_gate_inp, xb_, sh_logit_.data(), n_tok, bufs_->act, pool);
+}
+
+void MoeFfn::add_shared_expert(int64_t n_tok) {
+  const int64_t dim = config_.dim;
   for (int64_t t = 0; t < n_tok; ++t) {
     const float gate = sigmoid(sh_logit_[static_cast<size_t>(t)]);
     float* out = out_ + t * dim;
@@ -132,13 +136,14 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   }
   // Each expert runs once over the tokens routed to it, in whatever order the source delivers
   // them; outputs land in their (token, slot) and are summed in slot order below, so the result
-  // does not depend on the delivery order.
-  // A decode step over views that stay valid runs all its experts together (two parallel passes).
-  // So does a chunk (run_experts); views that change with each next_ready() run one by one.
-  const bool together = experts_->views_stable();
-  if (!together || n_tok > 1) route_by_expert(n_tok);
+  // does not depend on the delivery order, nor on which experts run together.
   group_.clear();
   SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
+  // Over views that stay valid until end_layer(), a decode step runs its experts together (two
+  // parallel passes), and so does a chunk (run_experts); views that change with each
+  // next_ready() run one by one.
+  const bool together = experts_->views_stable();
+  if (!together || n_tok > 1) route_by_expert(n_tok);
   // Guess the next layers' experts now, from the residual entering this FFN, so their reads
   // queue behind this layer's and land while its experts compute (guessing only after the FFN
   // left the SSD idle for the whole expert compute). The guess after the FFN below still adds
@@ -147,7 +152,19 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   // and with the chunk planner's two layers of slots (engine/prefill_chunk.h) the next layer's
   // union is read while this one's experts compute.
   if (layer_idx + 1 < c.n_layers && experts_->wants_prefetch()) predict_next_experts(layer_idx, n_tok, pool);
+  // The shared expert needs no routed one: it computes while their reads land.
+  if (c.layer(layer_idx).shared_expert) compute_shared_expert(lw, n_tok, pool);
+  auto run_group = [&] {
+    if (n_tok == 1) {
+      run_experts_one_token(group_, pool);
+    } else {
+      run_experts(group_, pool);
+    }
+    group_.clear();
+  };
   for (;;) {
+    // Together: the experts in hand run whenever the next one would wait for its read.
+    if (together && !group_.empty() && !experts_->next_is_ready()) run_group();
     auto ready = experts_->next_ready();
     if (!ready.ok()) {
       experts_->end_layer();
@@ -161,8 +178,7 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
       run_experts(std::span<const ReadyExpert>(&one, 1), pool);
     }
   }
-  if (together && n_tok == 1) run_experts_one_token(group_, pool);
-  if (together && n_tok > 1) run_experts(group_, pool);
+  if (together && !group_.empty()) run_group();
   experts_->end_layer();
   for (int64_t t = 0; t < n_tok; ++t) {
     float* out = out_ + t * dim;

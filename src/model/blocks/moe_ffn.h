@@ -51,7 +51,10 @@ class MoeFfn final : public FfnBlock {
  private:
   [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
   // out_ += sigmoid(shexp_gate_inp . xb) * down(silu(gate xb) * up xb) for the shared expert.
-  void shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+  // The shared expert in two steps: computed into sh_out_ / sh_logit_ while the routed experts'
+  // reads land, then added to out_ after them (the same operations as in one step).
+  void compute_shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+  void add_shared_expert(int64_t n_tok);
   // route_tok_/route_slot_: the routed (token, slot) pairs of sel_'s first n_tok tokens,
   // grouped by expert (token-major within one), each expert's from route_start_[e].
   void route_by_expert(int64_t n_tok);
