@@ -33,13 +33,11 @@ const std::vector<int32_t> kIds = {1, 501, 500, 505, 196, 90, 472, 56, 136, 73, 
 std::string model_path(const std::string& name) { return shared_dir() + "/models/" + name + ".gguf"; }
 
 // Logits of the prompt in chunks of 8 plus 6 single-token steps.
-Result<std::vector<float>> run(const std::string& path, const ModelLoadOptions& lo) {
-  auto model = Model::load(path, lo);
-  if (!model.ok()) return model.error();
+Result<std::vector<float>> run(Model& model) {
   SessionOptions so;
   so.n_threads = 2;
   so.batch = 8;
-  auto session = Session::create(**model, so);
+  auto session = Session::create(model, so);
   if (!session.ok()) return session.error();
   std::vector<float> all;
   SNIPER_TRY((*session)->eval(kIds, &all));
@@ -49,6 +47,12 @@ Result<std::vector<float>> run(const std::string& path, const ModelLoadOptions& 
     all.insert(all.end(), (*session)->last_logits().begin(), (*session)->last_logits().end());
   }
   return all;
+}
+
+Result<std::vector<float>> run(const std::string& path, const ModelLoadOptions& lo) {
+  auto model = Model::load(path, lo);
+  if (!model.ok()) return model.error();
+  return run(**model);
 }
 
 // The smallest budget the planner accepts when streaming is forced.
@@ -432,19 +436,9 @@ TEST(Streaming, LayersWithRoomRunTheirExpertsTogetherAndTheOthersOneByOne) {
       const ModelLoadOptions lo = streamed(min_budget + extra);
       auto model = Model::load(path, lo);
       ASSERT_TRUE(model.ok()) << model.error().message;
-      SessionOptions so;
-      so.n_threads = 2;
-      so.batch = 8;
-      auto session = Session::create(**model, so);
-      ASSERT_TRUE(session.ok());
-      std::vector<float> all;
-      ASSERT_TRUE((*session)->eval(kIds, &all).ok());
-      for (int i = 0; i < 6; ++i) {
-        const int32_t one[1] = {kIds[static_cast<size_t>(i) * 2]};
-        ASSERT_TRUE((*session)->eval(one).ok());
-        all.insert(all.end(), (*session)->last_logits().begin(), (*session)->last_logits().end());
-      }
-      EXPECT_TRUE(all == *base) << "streamed logits differ from resident ones";
+      auto out = run(**model);
+      ASSERT_TRUE(out.ok()) << out.error().message;
+      EXPECT_TRUE(*out == *base) << "streamed logits differ from resident ones";
       const LayerCacheStats t = (*model)->expert_cache()->stats().total();
       EXPECT_GT(t.opened, 0u);
       if (extra == 0) {
