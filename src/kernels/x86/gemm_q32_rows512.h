@@ -314,7 +314,9 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
           const int32_t* bt[NT];
           for (int t = 0; t < NT; ++t) {
             at[t] = reinterpret_cast<const A*>(ab + static_cast<size_t>(t0 + t) * a_row_bytes);
-            bt[t] = bias + 8 * nb * (t0 + t - s0);
+            // Without an offset the biases are never read and `bias` holds one block's lanes:
+            // point at it rather than past its end.
+            bt[t] = F::kOffset != 0 ? bias + 8 * nb * (t0 + t - s0) : bias;
           }
           Q32Acc<F, NT> acc;
           Q32Block fly;
@@ -323,7 +325,7 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
             const int32_t* bi[NT];
             for (int t = 0; t < NT; ++t) {
               ai[t] = at[t] + i;
-              bi[t] = bt[t] + 8 * i;
+              bi[t] = F::kOffset != 0 ? bt[t] + 8 * i : bt[t];
             }
             if (copy) {
               acc.add(blocks[i], ai, bi);
