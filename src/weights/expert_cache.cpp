@@ -189,9 +189,7 @@ int32_t ExpertCache::find_victim() {
     if (s.pinned) continue;
     if (s.state == SlotState::kLoading) {
       // A prefetch nobody asked for yet: usable once its read has landed.
-      bool done = true;
-      for (ReadTicket t : s.tickets) done = done && (t == 0 || io_->is_done(t));
-      if (!done) continue;
+      if (!read_landed(static_cast<int32_t>(i))) continue;
       if (!finish_read(static_cast<int32_t>(i)).ok()) return static_cast<int32_t>(i);  // slot is empty now
     }
     if (best < 0) {
@@ -350,13 +348,18 @@ Status ExpertCache::begin_layer(int64_t layer_idx, std::span<const int32_t> expe
   return ok_status();
 }
 
+bool ExpertCache::read_landed(int32_t slot) {
+  for (ReadTicket t : slots_[static_cast<size_t>(slot)].tickets) {
+    if (t != 0 && !io_->is_done(t)) return false;
+  }
+  return true;
+}
+
 bool ExpertCache::next_is_ready() {
   CHECK(layer_ >= 0, "next_is_ready() outside begin_layer/end_layer");
   if (!ready_.empty()) return true;
   for (int32_t slot : loading_) {
-    bool done = true;
-    for (ReadTicket t : slots_[static_cast<size_t>(slot)].tickets) done = done && (t == 0 || io_->is_done(t));
-    if (done) return true;
+    if (read_landed(slot)) return true;
   }
   return loading_.empty() && deferred_.empty();
 }
@@ -377,9 +380,7 @@ Result<ReadyExpert> ExpertCache::next_ready() {
   } else if (!loading_.empty()) {
     size_t pick = 0;  // the first whose read has landed, else the oldest
     for (size_t i = 0; i < loading_.size(); ++i) {
-      bool done = true;
-      for (ReadTicket t : slots_[static_cast<size_t>(loading_[i])].tickets) done = done && (t == 0 || io_->is_done(t));
-      if (done) {
+      if (read_landed(loading_[i])) {
         pick = i;
         break;
       }

@@ -105,7 +105,7 @@ class ExpertCache final : public ExpertSource {
   int prefetch_depth() const override { return options_.prefetch_depth; }
   // Stable when the open layer found a slot for each of its experts at begin_layer(): nothing
   // of that layer then needs a computed expert's slot, so each stays pinned until end_layer().
-  bool views_stable() const override { return layer_ >= 0 && layer_stable_; }
+  bool views_stable() const override { return layer_stable_; }
   bool next_is_ready() override;
   bool is_cached(int64_t layer_idx, int32_t expert) const override {
     const int32_t s = slot_index_[static_cast<size_t>(layer_idx * n_experts_ + expert)];
@@ -144,6 +144,8 @@ class ExpertCache final : public ExpertSource {
   int32_t find_victim();
   Status start_read(int32_t slot, int64_t layer, int64_t expert);
   Status finish_read(int32_t slot);
+  // True once every read of a loading slot has landed (polls the IoEngine).
+  bool read_landed(int32_t slot);
   ExpertView view_of(int32_t slot) const;
   float score(const Slot& s) const;
 

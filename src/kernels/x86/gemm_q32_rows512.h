@@ -282,6 +282,9 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
   // Tokens come in slices whose lane biases are prepared at once (a multiple of the pass).
   const int64_t slice = std::max<int64_t>(1, kQ32BiasBlocks / std::max<int64_t>(nb, 1) / kQ32PassTokens) * kQ32PassTokens;
   alignas(64) int32_t bias[F::kOffset != 0 ? 8 * kQ32BiasBlocks : 8];
+  // Without an offset the biases are never read and `bias` holds one block's lanes: every
+  // token's and block's pointer is its start rather than past its end.
+  constexpr int64_t kBiasStride = F::kOffset != 0 ? 8 : 0;
   Q32Block blocks[kQ32RowsMaxBlocks];
   for (int64_t s0 = 0; s0 < n_tok; s0 += slice) {
     const int64_t s1 = std::min(n_tok, s0 + slice);
@@ -314,9 +317,7 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
           const int32_t* bt[NT];
           for (int t = 0; t < NT; ++t) {
             at[t] = reinterpret_cast<const A*>(ab + static_cast<size_t>(t0 + t) * a_row_bytes);
-            // Without an offset the biases are never read and `bias` holds one block's lanes:
-            // point at it rather than past its end.
-            bt[t] = F::kOffset != 0 ? bias + 8 * nb * (t0 + t - s0) : bias;
+            bt[t] = bias + kBiasStride * nb * (t0 + t - s0);
           }
           Q32Acc<F, NT> acc;
           Q32Block fly;
@@ -325,7 +326,7 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
             const int32_t* bi[NT];
             for (int t = 0; t < NT; ++t) {
               ai[t] = at[t] + i;
-              bi[t] = F::kOffset != 0 ? bt[t] + 8 * i : bt[t];
+              bi[t] = bt[t] + kBiasStride * i;
             }
             if (copy) {
               acc.add(blocks[i], ai, bi);
