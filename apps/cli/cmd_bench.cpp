@@ -267,11 +267,14 @@ int cmd_bench(int argc, char** argv) {
   // Cache figures and the physical limit.
   double hit_rate = -1, demand_hit = -1, oracle_hit = -1, held_out_hit = -1, precision = -1, recall = -1, limit_tok_s = -1;
   double hindsight_limit_tok_s = -1;
+  double prefetch_wait_share = -1, demand_wait_share = -1;  // of decode time, waiting for expert reads
   std::vector<int64_t> distinct;
   const double weight_bytes = static_cast<double>(active_weight_bytes(m));
   if (cache != nullptr) {
     const LayerCacheStats t = cache->stats().total();
     hit_rate = t.requests ? static_cast<double>(t.hits) / static_cast<double>(t.requests) : 0;
+    prefetch_wait_share = decode_s > 0 ? (t.stall_seconds - t.demand_stall_seconds) / decode_s : 0;
+    demand_wait_share = decode_s > 0 ? t.demand_stall_seconds / decode_s : 0;
     // Hits that were in memory before any prefetch hint (prefetched experts still crossed the SSD).
     demand_hit = t.requests ? static_cast<double>(t.hits - t.prefetch_useful) / static_cast<double>(t.requests) : 0;
     if (t.predicted) precision = static_cast<double>(t.predicted_correct) / static_cast<double>(t.predicted);
@@ -344,6 +347,8 @@ int cmd_bench(int argc, char** argv) {
                 "prefetch precision %.0f%% recall %.0f%%\n",
                 static_cast<long>(cache->n_slots()), format_bytes(cache->arena_bytes()).c_str(), 100 * hit_rate,
                 100 * demand_hit, 100 * precision, 100 * recall);
+    std::printf("expert waits     %.0f%% of decode on prefetches still in flight, %.0f%% on misses no hint covered\n",
+                100 * prefetch_wait_share, 100 * demand_wait_share);
     std::printf("static cache     same size, best fixed set of experts: %.1f%% hits held out (chosen on even tokens, "
                 "scored on odd, and back), %.1f%% in hindsight\n", 100 * held_out_hit, 100 * oracle_hit);
     std::printf("distinct experts per layer:");
@@ -436,14 +441,14 @@ int cmd_bench(int argc, char** argv) {
                 "\"gen_tokens\":%ld,\"threads\":%d,\"batch\":%ld,\"prefill_tok_s\":%.4f,\"decode_tok_s\":%.4f,\"ttft_s\":%.4f,"
                 "\"peak_rss_bytes\":%llu,\"cgroup_peak_bytes\":%llu,\"bytes_read_per_token\":%.0f,\"ssd_gbps\":%.4f,"
                 "\"ssd_probe_gbps\":%.4f,\"ssd_probe_before_gbps\":%.4f,\"ssd_probe_after_gbps\":%.4f,\"hit_rate\":%.4f,\"demand_hit_rate\":%.4f,\"oracle_hit_rate\":%.4f,\"held_out_hit_rate\":%.4f,"
-                "\"io_stall_share\":%.4f,\"limit_decode_tok_s\":%.4f,\"limit_hindsight_decode_tok_s\":%.4f,\"roofline_gbps\":%.3f,\"weight_gbps\":%.3f,"
+                "\"io_stall_share\":%.4f,\"io_stall_prefetch_share\":%.4f,\"io_stall_demand_share\":%.4f,\"limit_decode_tok_s\":%.4f,\"limit_hindsight_decode_tok_s\":%.4f,\"roofline_gbps\":%.3f,\"weight_gbps\":%.3f,"
                 "\"prefetch_precision\":%.4f,\"prefetch_recall\":%.4f,\"decode_tok_s_1thread\":%.4f,"
                 "\"paired_roofline_gbps\":%.3f,\"paired_weight_gbps\":%.3f,\"paired_roofline_share\":%.4f}\n",
                 path.c_str(), residency_mode_name(lo->residency), m.streams() ? "true" : "false",
                 static_cast<unsigned long long>(m.plan().budget_bytes), static_cast<long>(*n_prompt), static_cast<long>(done),
                 n_threads, static_cast<long>(so.batch), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
                 static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
-                ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
+                ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, prefetch_wait_share, demand_wait_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
                 scaling_1t, paired.roofline_gbps, paired.weight_gbps, paired.share);
   }
   return 0;

@@ -43,6 +43,7 @@ LayerCacheStats ExpertCacheStats::total() const {
     t.hits += l.hits;
     t.bytes_read += l.bytes_read;
     t.stall_seconds += l.stall_seconds;
+    t.demand_stall_seconds += l.demand_stall_seconds;
     t.prefetch_issued += l.prefetch_issued;
     t.prefetch_useful += l.prefetch_useful;
     t.predicted += l.predicted;
@@ -203,7 +204,7 @@ int32_t ExpertCache::find_victim() {
   return best;
 }
 
-Status ExpertCache::start_read(int32_t slot_idx, int64_t layer, int64_t expert) {
+Status ExpertCache::start_read(int32_t slot_idx, int64_t layer, int64_t expert, bool on_demand) {
   Slot& s = slots_[static_cast<size_t>(slot_idx)];
   if (s.layer >= 0) {
     slot_of(s.layer, s.expert) = -1;
@@ -213,6 +214,7 @@ Status ExpertCache::start_read(int32_t slot_idx, int64_t layer, int64_t expert) 
   s.expert = static_cast<int32_t>(expert);
   s.state = SlotState::kLoading;
   s.from_prefetch = false;
+  s.on_demand = on_demand;
   slot_of(layer, expert) = slot_idx;
   const ExpertLocation& x = experts_[static_cast<size_t>(layer)][static_cast<size_t>(expert)];
   uint8_t* base = arena_ + slot_bytes_ * static_cast<uint64_t>(slot_idx);
@@ -335,7 +337,7 @@ Status ExpertCache::begin_layer(int64_t layer_idx, std::span<const int32_t> expe
       deferred_.push_back(e);
       continue;
     }
-    SNIPER_TRY(start_read(v, layer_idx, e));
+    SNIPER_TRY(start_read(v, layer_idx, e, /*on_demand=*/true));
     Slot& slot = slots_[static_cast<size_t>(v)];
     slot.pinned = true;
     slot.last_use = now;
@@ -387,9 +389,12 @@ Result<ReadyExpert> ExpertCache::next_ready() {
     }
     slot = loading_[pick];
     loading_.erase(loading_.begin() + static_cast<long>(pick));
+    const bool on_demand = slots_[static_cast<size_t>(slot)].on_demand;
     const auto t0 = std::chrono::steady_clock::now();
     Status st = finish_read(slot);
-    stats_.layers[static_cast<size_t>(layer_)].stall_seconds += seconds_since(t0);
+    const double waited = seconds_since(t0);
+    stats_.layers[static_cast<size_t>(layer_)].stall_seconds += waited;
+    if (on_demand) stats_.layers[static_cast<size_t>(layer_)].demand_stall_seconds += waited;
     if (!st.ok()) return st.error();
   } else if (!deferred_.empty()) {
     const int32_t e = deferred_.back();
@@ -405,11 +410,13 @@ Result<ReadyExpert> ExpertCache::next_ready() {
       }
     }
     CHECK(slot >= 0, "expert cache: every one of the %ld slots is pinned", static_cast<long>(options_.n_slots));
-    SNIPER_TRY(start_read(slot, layer_, e));
+    SNIPER_TRY(start_read(slot, layer_, e, /*on_demand=*/true));
     slots_[static_cast<size_t>(slot)].last_use = clock_;
     const auto t0 = std::chrono::steady_clock::now();
     Status st = finish_read(slot);
-    stats_.layers[static_cast<size_t>(layer_)].stall_seconds += seconds_since(t0);
+    const double waited = seconds_since(t0);
+    stats_.layers[static_cast<size_t>(layer_)].stall_seconds += waited;
+    stats_.layers[static_cast<size_t>(layer_)].demand_stall_seconds += waited;
     if (!st.ok()) return st.error();
   } else {
     return r;
@@ -461,7 +468,7 @@ void ExpertCache::prefetch(int64_t layer_idx, std::span<const int32_t> experts) 
     }
     const int32_t v = find_victim();
     if (v < 0) break;
-    if (!start_read(v, layer_idx, e).ok()) break;  // the real request will report the error
+    if (!start_read(v, layer_idx, e, /*on_demand=*/false).ok()) break;  // the real request will report the error
     Slot& s = slots_[static_cast<size_t>(v)];
     s.from_prefetch = true;
     s.last_use = clock_;

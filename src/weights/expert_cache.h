@@ -75,6 +75,8 @@ struct LayerCacheStats {
   uint64_t hits = 0;            // already in memory or already being read
   uint64_t bytes_read = 0;      // bytes read from the device for this layer (aligned spans)
   double stall_seconds = 0;     // time next_ready() waited for I/O
+  double demand_stall_seconds = 0;  // of that, waits for reads the layer itself started (misses
+                                    // no hint covered), the rest waited for prefetches in flight
   uint64_t prefetch_issued = 0;   // experts read because of a prefetch hint
   uint64_t prefetch_useful = 0;   // of those, requested by the layer afterwards
   uint64_t predicted = 0;         // experts predicted for this layer (hints received)
@@ -134,6 +136,7 @@ class ExpertCache final : public ExpertSource {
     SlotState state = SlotState::kEmpty;
     bool pinned = false;        // announced to or handed out in the current layer
     bool from_prefetch = false; // loaded on a hint and not requested yet
+    bool on_demand = false;     // read started by the layer that needs it (no hint covered it)
     ReadTicket tickets[3] = {0, 0, 0};
     uint64_t last_use = 0;
   };
@@ -142,7 +145,9 @@ class ExpertCache final : public ExpertSource {
   int32_t& slot_of(int64_t layer, int64_t expert) { return slot_index_[static_cast<size_t>(layer * n_experts_ + expert)]; }
   // Picks a slot to (re)use, evicting per policy; -1 if every slot is pinned or loading.
   int32_t find_victim();
-  Status start_read(int32_t slot, int64_t layer, int64_t expert);
+  // Reads expert `expert` of `layer` into `slot`. `on_demand`: the open layer needs it now (no
+  // hint covered it); its wait counts as demand_stall_seconds.
+  Status start_read(int32_t slot, int64_t layer, int64_t expert, bool on_demand);
   Status finish_read(int32_t slot);
   // True once every read of a loading slot has landed (polls the IoEngine).
   bool read_landed(int32_t slot);

@@ -416,6 +416,25 @@ TEST(Streaming, CacheStatisticsAccountForEveryRead) {
   // Expert reads + embedding rows = everything the device delivered (no silent extra reads).
   EXPECT_LE(t.bytes_read, io.bytes_read);
   EXPECT_EQ(io.n_failed, 0u);
+  // The waits for reads no hint covered are a part of all the waits.
+  EXPECT_GE(t.demand_stall_seconds, 0.0);
+  EXPECT_LE(t.demand_stall_seconds, t.stall_seconds);
+}
+
+// Without prefetch hints every read is started by the layer that needs it, so every wait is a
+// demand wait; each layer's reads are waited for, so some time is counted.
+TEST(Streaming, WithoutPrefetchEveryWaitIsADemandWait) {
+  const std::string path = model_path("syn-qwen3moe-Q4_K_M");
+  ModelLoadOptions lo = streamed(min_stream_budget(path, 8));
+  lo.prefetch = false;
+  auto model = Model::load(path, lo);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto out = run(**model);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  const LayerCacheStats t = (*model)->expert_cache()->stats().total();
+  EXPECT_EQ(t.prefetch_issued, 0u);
+  EXPECT_GT(t.stall_seconds, 0.0);
+  EXPECT_EQ(t.demand_stall_seconds, t.stall_seconds);
 }
 
 // A layer whose experts all find slots at begin_layer() keeps them pinned until end_layer()
