@@ -350,6 +350,17 @@ Status ExpertCache::begin_layer(int64_t layer_idx, std::span<const int32_t> expe
   return ok_status();
 }
 
+Status ExpertCache::wait_for_read(int32_t slot) {
+  const bool on_demand = slots_[static_cast<size_t>(slot)].on_demand;  // finish_read may clear the slot
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = finish_read(slot);
+  const double waited = seconds_since(t0);
+  LayerCacheStats& ls = stats_.layers[static_cast<size_t>(layer_)];
+  ls.stall_seconds += waited;
+  if (on_demand) ls.demand_stall_seconds += waited;
+  return st;
+}
+
 bool ExpertCache::read_landed(int32_t slot) {
   for (ReadTicket t : slots_[static_cast<size_t>(slot)].tickets) {
     if (t != 0 && !io_->is_done(t)) return false;
@@ -389,13 +400,7 @@ Result<ReadyExpert> ExpertCache::next_ready() {
     }
     slot = loading_[pick];
     loading_.erase(loading_.begin() + static_cast<long>(pick));
-    const bool on_demand = slots_[static_cast<size_t>(slot)].on_demand;
-    const auto t0 = std::chrono::steady_clock::now();
-    Status st = finish_read(slot);
-    const double waited = seconds_since(t0);
-    stats_.layers[static_cast<size_t>(layer_)].stall_seconds += waited;
-    if (on_demand) stats_.layers[static_cast<size_t>(layer_)].demand_stall_seconds += waited;
-    if (!st.ok()) return st.error();
+    SNIPER_TRY(wait_for_read(slot));
   } else if (!deferred_.empty()) {
     const int32_t e = deferred_.back();
     deferred_.pop_back();
@@ -412,12 +417,7 @@ Result<ReadyExpert> ExpertCache::next_ready() {
     CHECK(slot >= 0, "expert cache: every one of the %ld slots is pinned", static_cast<long>(options_.n_slots));
     SNIPER_TRY(start_read(slot, layer_, e, /*on_demand=*/true));
     slots_[static_cast<size_t>(slot)].last_use = clock_;
-    const auto t0 = std::chrono::steady_clock::now();
-    Status st = finish_read(slot);
-    const double waited = seconds_since(t0);
-    stats_.layers[static_cast<size_t>(layer_)].stall_seconds += waited;
-    stats_.layers[static_cast<size_t>(layer_)].demand_stall_seconds += waited;
-    if (!st.ok()) return st.error();
+    SNIPER_TRY(wait_for_read(slot));
   } else {
     return r;
   }

@@ -149,6 +149,9 @@ class ExpertCache final : public ExpertSource {
   // hint covered it); its wait counts as demand_stall_seconds.
   Status start_read(int32_t slot, int64_t layer, int64_t expert, bool on_demand);
   Status finish_read(int32_t slot);
+  // finish_read() for the open layer, its time counted as stall (and as demand stall for an
+  // on-demand read).
+  Status wait_for_read(int32_t slot);
   // True once every read of a loading slot has landed (polls the IoEngine).
   bool read_landed(int32_t slot);
   ExpertView view_of(int32_t slot) const;
