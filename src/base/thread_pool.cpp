@@ -18,9 +18,6 @@
 namespace sniper {
 
 namespace {
-// About 50-100 us of spinning before a worker sleeps: long enough to bridge the gap between
-// consecutive matmuls of one token, short enough not to burn a core while idle.
-constexpr int kSpinIterations = 20000;
 // While waiting for a worker that is running its share: spin this long, then yield the core
 // between checks (the worker may be waiting for this very core).
 constexpr int kWaitSpinsBeforeYield = 2000;
@@ -31,8 +28,8 @@ int hardware_threads() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-ThreadPool::ThreadPool(int n_threads)
-    : n_threads_(n_threads > 0 ? n_threads : hardware_threads()), slots_(new Slot[static_cast<size_t>(n_threads_)]) {
+ThreadPool::ThreadPool(int n_threads, int spin_iterations)
+    : n_threads_(n_threads > 0 ? n_threads : hardware_threads()), spin_iterations_(spin_iterations), slots_(new Slot[static_cast<size_t>(n_threads_)]) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -52,7 +49,7 @@ void ThreadPool::worker_loop(int thread_idx) {
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
     int spins = 0;
-    while (gen == seen && spins < kSpinIterations) {
+    while (gen == seen && spins < spin_iterations_ && parked_.load(std::memory_order_relaxed) != seen) {
       SNIPER_PAUSE();
       ++spins;
       gen = generation_.load(std::memory_order_acquire);
@@ -105,6 +102,8 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   job_ = nullptr;
 }
+
+void ThreadPool::park() { parked_.store(generation_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
                               const std::function<void(int64_t, int64_t)>& fn) {

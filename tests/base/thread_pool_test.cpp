@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <limits>
+#include <thread>
 #include <vector>
 
 namespace sniper {
@@ -66,6 +69,42 @@ TEST(ThreadPool, SurvivesIdleSleepAndWake) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(count.load(), 10);
+}
+
+// Waits up to 5 s for `n` workers of `pool` to be asleep.
+bool workers_fall_asleep(const ThreadPool& pool, int n) {
+  for (int i = 0; i < 500 && pool.sleeping_workers() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return pool.sleeping_workers() == n;
+}
+
+TEST(ThreadPool, ParkPutsSpinningWorkersToSleepUntilTheNextJob) {
+  // Workers that would spin for good (no sleep without park()).
+  ThreadPool pool(3, std::numeric_limits<int>::max());
+  std::atomic<int> count{0};
+  for (int rep = 0; rep < 3; ++rep) {
+    pool.run([&](int, int) { count.fetch_add(1); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(pool.sleeping_workers(), 0) << "without park() the workers keep spinning";
+    pool.park();
+    EXPECT_TRUE(workers_fall_asleep(pool, 2)) << pool.sleeping_workers() << " of 2 workers asleep after park()";
+  }
+  // Parked workers wake for the next job and each share still runs exactly once.
+  std::vector<std::atomic<int>> hits(3);
+  for (int rep = 0; rep < 50; ++rep) {
+    pool.run([&](int idx, int) { hits[static_cast<size_t>(idx)].fetch_add(1); });
+    if (rep % 5 == 0) pool.park();
+  }
+  for (auto& h : hits) EXPECT_EQ(h.load(), 50);
+  EXPECT_EQ(count.load(), 9);
+}
+
+TEST(ThreadPool, ParkBeforeAnyJobIsHarmless) {
+  ThreadPool pool(2, std::numeric_limits<int>::max());
+  pool.park();
+  EXPECT_TRUE(workers_fall_asleep(pool, 1));
+  std::atomic<int> count{0};
+  pool.run([&](int, int) { count.fetch_add(1); });
+  EXPECT_EQ(count.load(), 2);
 }
 
 }  // namespace

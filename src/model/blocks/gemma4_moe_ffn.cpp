@@ -116,6 +116,7 @@ Status Gemma4MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const Bl
   // compute (rin_ and router_ are free again: routing is done).
   if (experts_->wants_prefetch()) predict_next_experts(layer_idx, io.x, n_tok, *io.buffers, pool);
   for (;;) {
+    if (!experts_->next_is_ready()) pool.park();  // about to wait for a read
     auto ready = experts_->next_ready();
     if (!ready.ok()) {
       experts_->end_layer();
