@@ -22,6 +22,7 @@
 #include "hub_model.h"
 #include "engine/bandwidth_probe.h"
 #include "io/disk_probe.h"
+#include "io/interference_probe.h"
 #include "kernels/ops.h"
 #include "weights/static_cache_bound.h"
 
@@ -150,12 +151,12 @@ int cmd_bench(int argc, char** argv) {
   // The SSD is probed before prefill and again after decode: a shared disk drifts from one
   // minute to the next, and the limit uses the mean of the two.
   const bool disk_bound = m.streams() || lo->residency == ResidencyMode::kMmap;
+  // The engine's typical read: one expert slice (or a dense layer's tensors), deep queue.
+  uint64_t read_bytes = 1 << 20;
+  if (m.plan().stream_experts) read_bytes = std::max<uint64_t>(m.plan().slot.gate_bytes - 8192, 4096) / 4096 * 4096;
   auto probe_ssd = [&](const char* when) {
     DiskProbeResult result;
     if (!probe || !disk_bound) return result;
-    // The engine's typical read: one expert slice (or a dense layer's tensors), deep queue.
-    uint64_t read_bytes = 1 << 20;
-    if (m.plan().stream_experts) read_bytes = std::max<uint64_t>(m.plan().slot.gate_bytes - 8192, 4096) / 4096 * 4096;
     std::fprintf(stderr, "probing SSD %s: %llu KiB O_DIRECT reads at depth %u...\n", when,
                  static_cast<unsigned long long>(read_bytes / 1024), lo->queue_depth);
     auto r = probe_read_throughput(path, read_bytes, static_cast<int>(lo->queue_depth), 4.0, uint64_t{4} << 30);
@@ -245,6 +246,19 @@ int cmd_bench(int argc, char** argv) {
   const uint64_t cg_peak = cgroup_memory_peak_bytes();
   // After every decode figure is taken: the probe's own reads must not count as decode traffic.
   const DiskProbeResult ssd_after = probe_ssd("after decode");
+  // How much the disk's reads slow compute here. The limit below assumes reads hide behind
+  // compute for free; on a VM whose host serves the disk with the guest's cores they do not.
+  // The compute is one output-head matvec (resident in every streamed plan).
+  InterferenceProbeResult interference;
+  if (probe && disk_bound && m.weights().output.data != nullptr) {
+    std::fprintf(stderr, "probing compute while the SSD reads...\n");
+    std::vector<float> hx(static_cast<size_t>(c.dim), 1.0f), hy(static_cast<size_t>(m.weights().output.n_rows()));
+    ActBuffer act;
+    auto head = [&] { matmul(m.weights().output, hx.data(), hy.data(), 1, act, s.pool()); };
+    auto r = probe_compute_under_reads(head, path, read_bytes, static_cast<int>(lo->queue_depth), 1.5);
+    if (r.ok()) interference = *r;
+    else std::fprintf(stderr, "interference probe failed: %s\n", r.error().message.c_str());
+  }
   // The mean of the two probes, or the one that worked (0: none did).
   const double ssd_probe_gbps = ssd_before.gb_per_s > 0 && ssd_after.gb_per_s > 0
                                     ? (ssd_before.gb_per_s + ssd_after.gb_per_s) / 2
@@ -378,6 +392,12 @@ int cmd_bench(int argc, char** argv) {
                   100 * decode_tok_s / hindsight_limit_tok_s);
     }
   }
+  if (interference.loaded_calls > 0) {
+    std::printf("I/O interference compute keeps %.0f%% of its speed while the SSD reads (output head %.3g ms alone, "
+                "%.3g ms during %.2f GB/s of reads); the limit above assumes 100%%\n",
+                100 * interference.compute_speed(), 1e3 * interference.quiet_s_per_call,
+                1e3 * interference.loaded_s_per_call, interference.reads.gb_per_s);
+  }
 
   double scaling_1t = -1;
   if (args->has("--scaling")) {
@@ -443,13 +463,15 @@ int cmd_bench(int argc, char** argv) {
                 "\"ssd_probe_gbps\":%.4f,\"ssd_probe_before_gbps\":%.4f,\"ssd_probe_after_gbps\":%.4f,\"hit_rate\":%.4f,\"demand_hit_rate\":%.4f,\"oracle_hit_rate\":%.4f,\"held_out_hit_rate\":%.4f,"
                 "\"io_stall_share\":%.4f,\"io_stall_prefetch_share\":%.4f,\"io_stall_demand_share\":%.4f,\"limit_decode_tok_s\":%.4f,\"limit_hindsight_decode_tok_s\":%.4f,\"roofline_gbps\":%.3f,\"weight_gbps\":%.3f,"
                 "\"prefetch_precision\":%.4f,\"prefetch_recall\":%.4f,\"decode_tok_s_1thread\":%.4f,"
-                "\"paired_roofline_gbps\":%.3f,\"paired_weight_gbps\":%.3f,\"paired_roofline_share\":%.4f}\n",
+                "\"paired_roofline_gbps\":%.3f,\"paired_weight_gbps\":%.3f,\"paired_roofline_share\":%.4f,"
+                "\"compute_speed_under_reads\":%.4f}\n",
                 path.c_str(), residency_mode_name(lo->residency), m.streams() ? "true" : "false",
                 static_cast<unsigned long long>(m.plan().budget_bytes), static_cast<long>(*n_prompt), static_cast<long>(done),
                 n_threads, static_cast<long>(so.batch), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
                 static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
                 ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, prefetch_wait_share, demand_wait_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
-                scaling_1t, paired.roofline_gbps, paired.weight_gbps, paired.share);
+                scaling_1t, paired.roofline_gbps, paired.weight_gbps, paired.share,
+                interference.loaded_calls > 0 ? interference.compute_speed() : -1.0);
   }
   return 0;
 }

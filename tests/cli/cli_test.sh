@@ -93,6 +93,14 @@ JS
 then pass; else fail "bench: $(tail -3 "$tmp/bench.err") $(tail -1 "$tmp/bench")"; fi
 grep -q "^roofline pairs   4 tokens" "$tmp/bench" && pass || fail "bench: no paired roofline line: $(cat "$tmp/bench")"
 
+# 6a. A streamed bench probes how much disk reads slow compute (the physical limit assumes
+# they cost nothing) and prints it beside the limit.
+"$bin" bench -m "$shared/models/syn-qwen3moe-Q4_K_M.gguf" --residency stream -p 8 -n 4 --json >"$tmp/sbench" 2>"$tmp/sbench.err"
+if [ $? -eq 0 ] && grep -q "^I/O interference compute keeps [0-9]*% of its speed while the SSD reads" "$tmp/sbench" \
+  && node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").pop());
+    if (!(j.streaming === true && j.compute_speed_under_reads > 0 && j.limit_decode_tok_s > 0)) process.exit(1);' "$tmp/sbench"
+then pass; else fail "streamed bench: no interference figure: $(tail -2 "$tmp/sbench.err") $(tail -3 "$tmp/sbench")"; fi
+
 # 6b. KV cache types (-ctk/-ctv/-fa): a quantized cache with flash attention runs, prefill at
 # depth is timed, and llama.cpp's refusals are errors naming the flag.
 "$bin" run -m "$tmp/s.gguf" -p hi -n 4 --temp 0 -ctk q4_0 -ctv q5_1 -fa on >/dev/null 2>"$tmp/kv.err" && pass \
