@@ -248,9 +248,10 @@ int cmd_bench(int argc, char** argv) {
   const DiskProbeResult ssd_after = probe_ssd("after decode");
   // How much the disk's reads slow compute here. The limit below assumes reads hide behind
   // compute for free; on a VM whose host serves the disk with the guest's cores they do not.
-  // The compute is one output-head matvec (resident in every streamed plan).
+  // The compute is one output-head matvec: resident in every streamed plan (under --residency
+  // mmap it could fault pages in, and the probe would time reads, not compute).
   InterferenceProbeResult interference;
-  if (probe && disk_bound && m.weights().output.data != nullptr) {
+  if (probe && m.streams() && m.weights().output.data != nullptr) {
     std::fprintf(stderr, "probing compute while the SSD reads...\n");
     std::vector<float> hx(static_cast<size_t>(c.dim), 1.0f), hy(static_cast<size_t>(m.weights().output.n_rows()));
     ActBuffer act;

@@ -163,10 +163,12 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
     group_.clear();
   };
   for (;;) {
-    // Together: the experts in hand run whenever the next one would wait for its read.
-    if (together && !group_.empty() && !experts_->next_is_ready()) run_group();
-    // About to wait for a read: idle workers sleep instead of spinning against the I/O path.
-    if (!experts_->next_is_ready()) pool.park();
+    if (!experts_->next_is_ready()) {
+      // Together: the experts in hand run whenever the next one would wait for its read.
+      if (together && !group_.empty()) run_group();
+      // Still about to wait: idle workers sleep instead of spinning against the I/O path.
+      if (!experts_->next_is_ready()) pool.park();
+    }
     auto ready = experts_->next_ready();
     if (!ready.ok()) {
       experts_->end_layer();
