@@ -93,9 +93,7 @@ void Agent::routed_turn(const std::string& text) {
       out() << dim("-> shell") << "\n";
       shell_turn(text, "");
       break;
-    case Route::kChat:
-      chat_turn(text, chat_tier(config_, auto_tiers_, text), "chat");
-      break;
+    case Route::kChat: chat_turn(text, chat_tier(config_, auto_tiers_, text), "chat"); break;
   }
 }
 
@@ -173,7 +171,8 @@ PoolResult Agent::ask(Tier tier, const std::string& system, const std::string& u
   req.max_tokens = max_tokens;
   req.thinking = false;
   req.stream = false;
-  return pool_->chat(tier, req, {}, io_.cancel, [&](const std::string& line) { out() << dim("(" + line + ")") << "\n"; });
+  return pool_->chat(tier, req, {}, io_.cancel,
+                     [&](const std::string& line) { out() << dim("(" + line + ")") << "\n"; });
 }
 
 void Agent::print_status(const PoolResult& r) {
@@ -211,14 +210,12 @@ void Agent::remember(const std::string& prompt, const std::string& answer, const
   last_tok_s_ = r.result.tokens_per_second();
 }
 
-bool Agent::loop_due(std::chrono::steady_clock::time_point now) const {
-  return loop_active() && now >= loop_next_;
-}
+bool Agent::loop_due(std::chrono::steady_clock::time_point now) const { return loop_active() && now >= loop_next_; }
 
 void Agent::run_loop_iteration() {
   if (!loop_active()) return;
-  loop_next_ = std::chrono::steady_clock::now() +
-               std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(loop_interval_s_));
+  loop_next_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                      std::chrono::duration<double>(loop_interval_s_));
   out() << dim("[loop] " + loop_prompt_) << "\n";
   if (routed_) routed_turn(loop_prompt_);
   else chat_turn(loop_prompt_, chat_tier(config_, auto_tiers_, loop_prompt_), "raw");

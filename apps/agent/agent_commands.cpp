@@ -155,7 +155,8 @@ void Agent::cmd_stats() {
                 routed_ ? "agent" : "raw", thinking_ ? "on" : "off", auto_tiers_ ? "on" : "off",
                 conversation_.messages().size(), conversation_.char_count());
   out() << buf;
-  std::snprintf(buf, sizeof(buf), "answers %d · routed chat %d, search %d, shell %d · fallbacks %d · stopped %d · failed %d\n",
+  std::snprintf(buf, sizeof(buf),
+                "answers %d · routed chat %d, search %d, shell %d · fallbacks %d · stopped %d · failed %d\n",
                 stats_.turns, stats_.routed[0], stats_.routed[1], stats_.routed[2], stats_.fallbacks, stats_.cancelled,
                 stats_.failed);
   out() << buf;
@@ -165,9 +166,10 @@ void Agent::cmd_stats() {
   out() << buf;
   for (size_t i = 0; i < pool_->size(); ++i) {
     const Backend& b = pool_->backend(i);
-    std::snprintf(buf, sizeof(buf), "  %-12s %3d requests %3d failures %7ld prompt + %7ld completion tokens  %.1f tok/s\n",
-                  b.name().c_str(), b.stats.requests, b.stats.failures, b.stats.prompt_tokens, b.stats.completion_tokens,
-                  b.stats.last_tok_s);
+    std::snprintf(buf, sizeof(buf),
+                  "  %-12s %3d requests %3d failures %7ld prompt + %7ld completion tokens  %.1f tok/s\n",
+                  b.name().c_str(), b.stats.requests, b.stats.failures, b.stats.prompt_tokens,
+                  b.stats.completion_tokens, b.stats.last_tok_s);
     out() << buf;
   }
 }
@@ -180,8 +182,8 @@ void Agent::cmd_cost() {
     (b.client.config().local ? local_out : remote_out) += b.stats.completion_tokens;
   }
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "local: %ld prompt + %ld completion tokens · remote: %ld + %ld\n", local_in, local_out,
-                remote_in, remote_out);
+  std::snprintf(buf, sizeof(buf), "local: %ld prompt + %ld completion tokens · remote: %ld + %ld\n", local_in,
+                local_out, remote_in, remote_out);
   out() << buf;
   if (config_.cloud_prices.empty()) {
     out() << "no cloud_prices in the config\n";
@@ -268,8 +270,8 @@ void Agent::cmd_loop(const std::string& args) {
 
 void Agent::cmd_tools() {
   char buf[512];
-  std::snprintf(buf, sizeof(buf), "web search  %s  (%d pages, %d chars each; /search <query>)\n", config_.search_url.c_str(),
-                config_.search_results, config_.page_chars);
+  std::snprintf(buf, sizeof(buf), "web search  %s  (%d pages, %d chars each; /search <query>)\n",
+                config_.search_url.c_str(), config_.search_results, config_.page_chars);
   out() << buf;
   std::snprintf(buf, sizeof(buf),
                 "shell       /bin/sh -c in %s, timeout %.0fs, output cap %zu bytes; asks y/N unless read-only "

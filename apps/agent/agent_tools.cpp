@@ -21,7 +21,9 @@ constexpr size_t kReadFileMaxBytes = 64 * 1024;
 
 std::string shell_system(const std::string& cwd) {
   return "You write one POSIX shell command for the user's request, to run with /bin/sh on Linux in the working "
-         "directory " + cwd + ". Prefer simple read-only commands. Reply with only the command: no explanation, "
+         "directory " +
+         cwd +
+         ". Prefer simple read-only commands. Reply with only the command: no explanation, "
          "no code fence.";
 }
 
@@ -97,8 +99,9 @@ void Agent::shell_turn(const std::string& text, const std::string& explicit_comm
     out() << s.output;
     if (!s.output.empty() && s.output.back() != '\n') out() << "\n";
     char buf[128];
-    std::snprintf(buf, sizeof(buf), "[exit %d · %.2fs%s%s%s]", s.exit_code, s.elapsed_s, s.timed_out ? " · timed out" : "",
-                  s.cancelled ? " · stopped" : "", s.truncated ? " · output truncated" : "");
+    std::snprintf(buf, sizeof(buf), "[exit %d · %.2fs%s%s%s]", s.exit_code, s.elapsed_s,
+                  s.timed_out ? " · timed out" : "", s.cancelled ? " · stopped" : "",
+                  s.truncated ? " · output truncated" : "");
     out() << dim(buf) << "\n";
     std::string shown = s.output.substr(0, kShellHistoryChars);
     record = "Ran `" + command + "` (exit " + std::to_string(s.exit_code) + "):\n```\n" + shown +
@@ -161,7 +164,8 @@ void Agent::write_file_command(const std::string& args, bool edit) {
     return;
   }
   conversation_.add("user", std::string(edit ? "Edit " : "Write ") + name + ": " + instruction);
-  conversation_.add("assistant", change->applied ? "Wrote " + name + ":\n" + change->diff : "Proposed a change to " + name + " (declined).");
+  conversation_.add("assistant", change->applied ? "Wrote " + name + ":\n" + change->diff
+                                                 : "Proposed a change to " + name + " (declined).");
 }
 
 }  // namespace sniper::agent

@@ -73,7 +73,8 @@ bool apply_chunk(const json& j, ChatResult* r, const DeltaFn& on_delta, std::chr
   }
   if (j.contains("usage") && j["usage"].is_object()) {
     const json& u = j["usage"];
-    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer()) r->prompt_tokens = u["prompt_tokens"].get<int>();
+    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer())
+      r->prompt_tokens = u["prompt_tokens"].get<int>();
     if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer()) {
       r->completion_tokens = u["completion_tokens"].get<int>();
       *counted_usage = true;
@@ -101,7 +102,8 @@ bool apply_chunk(const json& j, ChatResult* r, const DeltaFn& on_delta, std::chr
       emit("content", false);
       emit("text", false);
     }
-    if (c.contains("finish_reason") && c["finish_reason"].is_string()) r->finish_reason = c["finish_reason"].get<std::string>();
+    if (c.contains("finish_reason") && c["finish_reason"].is_string())
+      r->finish_reason = c["finish_reason"].get<std::string>();
   }
   return true;
 }
@@ -284,10 +286,11 @@ ChatResult BackendClient::chat(const ChatRequest& request, const DeltaFn& on_del
         r.error = "stream interrupted: " + httplib::to_string(e);
         return r;
       }
-      r.failure = (e == httplib::Error::Connection || e == httplib::Error::SSLConnection ||
-                   e == httplib::Error::SSLServerVerification)
-                      ? FailureKind::kDown
-                      : (timed_out || e == httplib::Error::ConnectionTimeout ? FailureKind::kTimeout : FailureKind::kServer);
+      r.failure =
+          (e == httplib::Error::Connection || e == httplib::Error::SSLConnection ||
+           e == httplib::Error::SSLServerVerification)
+              ? FailureKind::kDown
+              : (timed_out || e == httplib::Error::ConnectionTimeout ? FailureKind::kTimeout : FailureKind::kServer);
       if (e == httplib::Error::ConnectionTimeout) r.failure = FailureKind::kDown;
       r.error = std::string(failure_name(r.failure)) + " (" + httplib::to_string(e) + ")";
       return r;
@@ -323,17 +326,21 @@ ChatResult BackendClient::chat(const ChatRequest& request, const DeltaFn& on_del
 
 Result<std::vector<std::string>> BackendClient::list_models() const {
   std::string origin, base;
-  if (!split_url(config_.url, &origin, &base)) return make_error("backend url '%s' is not http(s)", config_.url.c_str());
+  if (!split_url(config_.url, &origin, &base))
+    return make_error("backend url '%s' is not http(s)", config_.url.c_str());
   try {
     httplib::Client cli(origin);
     set_timeouts(cli, connect_timeout_s_, read_timeout_s_);
     httplib::Headers headers;
     if (!config_.api_key.empty()) headers.emplace("Authorization", "Bearer " + config_.api_key);
     auto res = cli.Get(endpoint_path(base, "models"), headers);
-    if (!res) return make_error("GET models from %s failed: %s", config_.name.c_str(), httplib::to_string(res.error()).c_str());
-    if (res->status != 200) return make_error("GET models from %s: %s", config_.name.c_str(), error_message(res->status, res->body).c_str());
+    if (!res)
+      return make_error("GET models from %s failed: %s", config_.name.c_str(), httplib::to_string(res.error()).c_str());
+    if (res->status != 200)
+      return make_error("GET models from %s: %s", config_.name.c_str(), error_message(res->status, res->body).c_str());
     json j = parse_reply(res->body);
-    if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) return make_error("models reply has no data array");
+    if (!j.is_object() || !j.contains("data") || !j["data"].is_array())
+      return make_error("models reply has no data array");
     std::vector<std::string> ids;
     for (const json& m : j["data"]) {
       if (m.is_object() && m.contains("id") && m["id"].is_string()) ids.push_back(m["id"].get<std::string>());

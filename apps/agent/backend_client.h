@@ -23,9 +23,9 @@ namespace sniper::agent {
 
 struct ChatRequest {
   nlohmann::json messages = nlohmann::json::array();  // OpenAI messages [{role, content}]
-  std::optional<double> temperature;                   // omitted when empty
-  int max_tokens = 0;                                  // 0 = omitted
-  std::optional<bool> thinking;                        // chat_template_kwargs.enable_thinking
+  std::optional<double> temperature;                  // omitted when empty
+  int max_tokens = 0;                                 // 0 = omitted
+  std::optional<bool> thinking;                       // chat_template_kwargs.enable_thinking
   bool stream = true;
 };
 
@@ -42,18 +42,18 @@ enum class FailureKind {
 const char* failure_name(FailureKind kind);
 
 struct ChatResult {
-  std::string content;       // assistant text (content deltas concatenated)
-  std::string reasoning;     // reasoning_content, if the server separates it
+  std::string content;    // assistant text (content deltas concatenated)
+  std::string reasoning;  // reasoning_content, if the server separates it
   std::string finish_reason;
   FailureKind failure = FailureKind::kNone;
   int http_status = 0;
-  std::string error;         // human-readable failure description
-  std::string retry_after;   // raw Retry-After header of a 429/503
-  int prompt_tokens = 0;     // from usage when reported, else 0
-  int completion_tokens = 0; // from usage when reported, else the number of content chunks
-  double ttft_s = 0;         // time to the first content/reasoning delta
+  std::string error;          // human-readable failure description
+  std::string retry_after;    // raw Retry-After header of a 429/503
+  int prompt_tokens = 0;      // from usage when reported, else 0
+  int completion_tokens = 0;  // from usage when reported, else the number of content chunks
+  double ttft_s = 0;          // time to the first content/reasoning delta
   double elapsed_s = 0;
-  bool streamed = false;     // the reply came as SSE (ttft_s is then the real first-token time)
+  bool streamed = false;  // the reply came as SSE (ttft_s is then the real first-token time)
   bool ok() const { return failure == FailureKind::kNone; }
   // Streamed: completion tokens over the decode time (after the first token). Not streamed:
   // completion tokens over the whole request time.

@@ -69,8 +69,9 @@ Result<BackendConfig> parse_backend(const json& b, size_t index) {
   SNIPER_ASSIGN_OR_RETURN(c.url, get_string(b, "url", ""));
   SNIPER_ASSIGN_OR_RETURN(c.model, get_string(b, "model", ""));
   SNIPER_ASSIGN_OR_RETURN(c.api_key_env, get_string(b, "api_key_env", ""));
-  SNIPER_ASSIGN_OR_RETURN(c.local, get_bool(b, "local", c.url.find("127.0.0.1") != std::string::npos ||
-                                                            c.url.find("localhost") != std::string::npos));
+  SNIPER_ASSIGN_OR_RETURN(
+      c.local, get_bool(b, "local",
+                        c.url.find("127.0.0.1") != std::string::npos || c.url.find("localhost") != std::string::npos));
   SNIPER_ASSIGN_OR_RETURN(c.template_kwargs, get_bool(b, "template_kwargs", c.local));
   SNIPER_ASSIGN_OR_RETURN(std::string role, get_string(b, "role", "primary"));
   if (role == "fast") c.role = Tier::kFast;
@@ -89,11 +90,29 @@ Result<BackendConfig> parse_backend(const json& b, size_t index) {
 
 Result<AgentConfig> parse_config_json(const json& root) {
   if (!root.is_object()) return make_error("config must be a JSON object");
-  static const std::set<std::string> kKnown = {
-      "backends", "connect_timeout_s", "read_timeout_s", "retries", "cooldown_s", "thinking", "max_tokens", "auto_tiers",
-      "heavy_min_chars", "heavy_keywords", "system_prompt", "search_url", "search_results", "page_chars",
-      "search_timeout_s", "doc_context_tokens", "doc_note_tokens", "shell_timeout_s", "shell_output_cap_bytes", "extra_read_only", "grade_log",
-      "cloud_prices", "comment"};
+  static const std::set<std::string> kKnown = {"backends",
+                                               "connect_timeout_s",
+                                               "read_timeout_s",
+                                               "retries",
+                                               "cooldown_s",
+                                               "thinking",
+                                               "max_tokens",
+                                               "auto_tiers",
+                                               "heavy_min_chars",
+                                               "heavy_keywords",
+                                               "system_prompt",
+                                               "search_url",
+                                               "search_results",
+                                               "page_chars",
+                                               "search_timeout_s",
+                                               "doc_context_tokens",
+                                               "doc_note_tokens",
+                                               "shell_timeout_s",
+                                               "shell_output_cap_bytes",
+                                               "extra_read_only",
+                                               "grade_log",
+                                               "cloud_prices",
+                                               "comment"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (!kKnown.count(it.key())) return make_error("unknown config field '%s'", it.key().c_str());
   }
@@ -131,8 +150,8 @@ Result<AgentConfig> parse_config_json(const json& root) {
   SNIPER_ASSIGN_OR_RETURN(double doc_note, get_number(root, "doc_note_tokens", c.doc_note_tokens, 16, 1 << 16));
   c.doc_note_tokens = static_cast<int>(doc_note);
   SNIPER_ASSIGN_OR_RETURN(c.shell_timeout_s, get_number(root, "shell_timeout_s", c.shell_timeout_s, 0.1, 3600));
-  SNIPER_ASSIGN_OR_RETURN(double cap, get_number(root, "shell_output_cap_bytes", static_cast<double>(c.shell_output_cap_bytes),
-                                                  64, 64 << 20));
+  SNIPER_ASSIGN_OR_RETURN(double cap, get_number(root, "shell_output_cap_bytes",
+                                                 static_cast<double>(c.shell_output_cap_bytes), 64, 64 << 20));
   c.shell_output_cap_bytes = static_cast<size_t>(cap);
   SNIPER_ASSIGN_OR_RETURN(c.extra_read_only, get_strings(root, "extra_read_only", c.extra_read_only));
   SNIPER_ASSIGN_OR_RETURN(c.grade_log, get_string(root, "grade_log", c.grade_log));

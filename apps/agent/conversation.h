@@ -16,7 +16,7 @@
 namespace sniper::agent {
 
 struct Message {
-  std::string role;     // "user" | "assistant"
+  std::string role;  // "user" | "assistant"
   std::string content;
 };
 

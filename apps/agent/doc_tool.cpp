@@ -53,7 +53,8 @@ void Agent::doc_command(const std::string& args) {
     return;
   }
   auto open = [&]() -> Result<PagedDocument> {
-    if (!is_url(source)) return PagedDocument::open_file(source[0] == '/' ? source : io_.cwd + "/" + source, budget->page_chars);
+    if (!is_url(source))
+      return PagedDocument::open_file(source[0] == '/' ? source : io_.cwd + "/" + source, budget->page_chars);
     SNIPER_ASSIGN_OR_RETURN(std::string body, fetch_url(source, config_.search_timeout_s, kMaxFetchBytes));
     const bool html = body.find("<html") != std::string::npos || body.find("<HTML") != std::string::npos ||
                       body.find("<body") != std::string::npos;
@@ -87,8 +88,8 @@ void Agent::doc_command(const std::string& args) {
       return;
     }
     PoolResult r = ask(Tier::kPrimary, kNoteSystem,
-                       "Question: " + question + "\n\nPage " + std::to_string(i + 1) + " of " + std::to_string(n_pages) +
-                           " of " + source + ":\n" + *page,
+                       "Question: " + question + "\n\nPage " + std::to_string(i + 1) + " of " +
+                           std::to_string(n_pages) + " of " + source + ":\n" + *page,
                        config_.doc_note_tokens);
     if (!r.result.ok()) {
       print_status(r);
@@ -104,8 +105,8 @@ void Agent::doc_command(const std::string& args) {
       // at most notes_chars + one note, which fits like the answer request).
       std::string all;
       for (const std::string& n : notes) all += n + "\n";
-      PoolResult c = ask(Tier::kPrimary, kCondenseSystem, "Question: " + question + "\n\nNotes:\n" + all,
-                         config_.doc_note_tokens);
+      PoolResult c =
+          ask(Tier::kPrimary, kCondenseSystem, "Question: " + question + "\n\nNotes:\n" + all, config_.doc_note_tokens);
       if (!c.result.ok()) {
         print_status(c);
         return;

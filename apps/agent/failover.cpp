@@ -109,7 +109,8 @@ double BackendPool::cooldown_left_s(size_t index) const {
 }
 
 PoolResult BackendPool::chat(Tier tier, const ChatRequest& request, const DeltaFn& on_delta,
-                             const std::atomic<bool>* cancel, const std::function<void(const std::string&)>& on_notice) {
+                             const std::atomic<bool>* cancel,
+                             const std::function<void(const std::string&)>& on_notice) {
   PoolResult out;
   auto notice = [&](const std::string& line) {
     out.notices.push_back(line);
@@ -174,7 +175,7 @@ PoolResult BackendPool::chat(Tier tier, const ChatRequest& request, const DeltaF
       }
       if (cooldown > 0) {
         auto until = clocks_.steady() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                             std::chrono::duration<double>(cooldown));
+                                            std::chrono::duration<double>(cooldown));
         if (until > b.cooldown_until) b.cooldown_until = until;
         notice(b.name() + ": " + b.last_error + " (cooling down " + format_seconds(cooldown) + ")");
       } else {

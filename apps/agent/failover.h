@@ -27,8 +27,8 @@ struct BackendStats {
   int failures = 0;
   long prompt_tokens = 0;
   long completion_tokens = 0;
-  double busy_s = 0;          // time spent in successful requests
-  double last_tok_s = 0;      // decode speed of the last successful streamed answer
+  double busy_s = 0;      // time spent in successful requests
+  double last_tok_s = 0;  // decode speed of the last successful streamed answer
 };
 
 struct Backend {
@@ -40,9 +40,9 @@ struct Backend {
 };
 
 struct PoolResult {
-  ChatResult result;           // the final attempt's result
-  std::string backend;         // name of the backend that produced `result` ("" if none tried)
-  bool fallback = false;       // answered by a backend other than the chain's first
+  ChatResult result;                 // the final attempt's result
+  std::string backend;               // name of the backend that produced `result` ("" if none tried)
+  bool fallback = false;             // answered by a backend other than the chain's first
   std::vector<std::string> notices;  // one line per failed attempt / skipped backend
 };
 

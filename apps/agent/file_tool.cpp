@@ -120,8 +120,8 @@ Result<std::string> read_text_file(const std::string& path, size_t max_bytes) {
   if (::stat(path.c_str(), &st) != 0) return make_error("cannot read '%s': %s", path.c_str(), std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return make_error("'%s' is not a regular file", path.c_str());
   if (static_cast<size_t>(st.st_size) > max_bytes)
-    return make_error("'%s' is %lld bytes but at most %zu can be read", path.c_str(), static_cast<long long>(st.st_size),
-                      max_bytes);
+    return make_error("'%s' is %lld bytes but at most %zu can be read", path.c_str(),
+                      static_cast<long long>(st.st_size), max_bytes);
   std::ifstream f(path, std::ios::binary);
   if (!f) return make_error("cannot open '%s'", path.c_str());
   std::stringstream ss;
@@ -213,7 +213,7 @@ Result<std::string> apply_edit(const std::string& text, const std::string& find,
 }
 
 Result<FileChange> write_file_confirmed(const std::string& path, const std::string& new_content, std::ostream& out,
-                                       const ConfirmFn& confirm) {
+                                        const ConfirmFn& confirm) {
   FileChange change;
   std::string old_content;
   bool exists = ::access(path.c_str(), F_OK) == 0;
@@ -238,7 +238,7 @@ Result<FileChange> write_file_confirmed(const std::string& path, const std::stri
 }
 
 Result<FileChange> edit_file_confirmed(const std::string& path, const std::string& find, const std::string& replace,
-                                      std::ostream& out, const ConfirmFn& confirm) {
+                                       std::ostream& out, const ConfirmFn& confirm) {
   SNIPER_ASSIGN_OR_RETURN(std::string old_content, read_text_file(path, 16u << 20));
   auto edited = apply_edit(old_content, find, replace);
   if (!edited.ok()) return make_error("%s: %s", path.c_str(), edited.error().message.c_str());

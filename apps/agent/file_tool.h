@@ -22,10 +22,11 @@ std::string unified_diff(const std::string& old_text, const std::string& new_tex
 
 // Replaces the single occurrence of `find` in `text` by `replace`. Fails when `find` is empty,
 // absent or occurs more than once (the edit would be ambiguous).
-[[nodiscard]] Result<std::string> apply_edit(const std::string& text, const std::string& find, const std::string& replace);
+[[nodiscard]] Result<std::string> apply_edit(const std::string& text, const std::string& find,
+                                             const std::string& replace);
 
 struct FileChange {
-  bool applied = false;   // false: declined or nothing to change
+  bool applied = false;  // false: declined or nothing to change
   std::string diff;
 };
 

@@ -20,8 +20,8 @@ Status append_grade(const std::string& path, const GradeEntry& e) {
     return make_error("cannot create the directory of '%s'", path.c_str());
   std::ofstream f(path, std::ios::app);
   if (!f) return make_error("cannot open '%s': %s", path.c_str(), std::strerror(errno));
-  nlohmann::json j = {{"ts", e.ts},           {"grade", e.grade},   {"route", e.route}, {"backend", e.backend},
-                      {"prompt", e.prompt},   {"answer", e.answer}, {"tok_s", e.tok_s}};
+  nlohmann::json j = {{"ts", e.ts},         {"grade", e.grade},   {"route", e.route}, {"backend", e.backend},
+                      {"prompt", e.prompt}, {"answer", e.answer}, {"tok_s", e.tok_s}};
   f << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   f.flush();
   if (!f) return make_error("write to '%s' failed", path.c_str());
@@ -43,7 +43,9 @@ Result<GradeSummary> summarize_grades(const std::string& path) {
     }
     GradeEntry e;
     e.grade = j["grade"].get<std::string>();
-    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+    auto str = [&](const char* k) {
+      return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+    };
     e.route = str("route");
     e.backend = str("backend");
     e.prompt = str("prompt");
@@ -97,7 +99,8 @@ void print_grade_summary(const GradeSummary& s, std::ostream& out) {
   }
   for (const auto& [route, c] : s.by_route) {
     if (c.bad < 2 || rate(c) >= 50) continue;
-    if (route == "search") out << "hint: search answers are weak; try a larger primary tier or more pages (search_results).\n";
+    if (route == "search")
+      out << "hint: search answers are weak; try a larger primary tier or more pages (search_results).\n";
     else if (route == "shell") out << "hint: shell commands are weak; check routing with --eval-routing.\n";
     else out << "hint: " << route << " answers are weak; try /think on or turn on /auto for the heavy tier.\n";
   }

@@ -16,8 +16,8 @@ namespace sniper::agent {
 
 struct GradeEntry {
   long ts = 0;
-  std::string grade;     // "good" | "bad"
-  std::string route;     // chat | search | shell | raw
+  std::string grade;  // "good" | "bad"
+  std::string route;  // chat | search | shell | raw
   std::string backend;
   std::string prompt;
   std::string answer;

@@ -32,10 +32,10 @@ void append_utf8(std::string* out, uint32_t cp) {
 }
 
 struct Tag {
-  std::string name;    // lower case, without '/'
+  std::string name;  // lower case, without '/'
   bool closing = false;
-  std::string attrs;   // raw attribute text
-  size_t end = 0;      // index just past '>'
+  std::string attrs;  // raw attribute text
+  size_t end = 0;     // index just past '>'
 };
 
 // Parses the tag starting at html[pos] == '<'. Returns false if it is not a tag.
@@ -45,7 +45,8 @@ bool parse_tag(std::string_view html, size_t pos, Tag* tag) {
   tag->closing = html[i] == '/';
   if (tag->closing) ++i;
   size_t name_start = i;
-  while (i < html.size() && (std::isalnum(static_cast<unsigned char>(html[i])) || html[i] == '-' || html[i] == '!')) ++i;
+  while (i < html.size() && (std::isalnum(static_cast<unsigned char>(html[i])) || html[i] == '-' || html[i] == '!'))
+    ++i;
   if (i == name_start) return false;
   tag->name = lower(html.substr(name_start, i - name_start));
   // Find the closing '>' outside quotes.
@@ -148,11 +149,14 @@ std::string_view inner_html(std::string_view html, size_t from, const std::strin
 }  // namespace
 
 std::string decode_entities(std::string_view text) {
-  static const struct { const char* name; uint32_t cp; } kNamed[] = {
-      {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}, {"nbsp", 0xA0}, {"ndash", 0x2013},
-      {"mdash", 0x2014}, {"hellip", 0x2026}, {"lsquo", 0x2018}, {"rsquo", 0x2019}, {"ldquo", 0x201C},
-      {"rdquo", 0x201D}, {"copy", 0xA9}, {"reg", 0xAE}, {"trade", 0x2122}, {"middot", 0xB7}, {"bull", 0x2022},
-      {"eacute", 0xE9}, {"euro", 0x20AC}, {"laquo", 0xAB}, {"raquo", 0xBB}, {"times", 0xD7}, {"deg", 0xB0}};
+  static const struct {
+    const char* name;
+    uint32_t cp;
+  } kNamed[] = {{"amp", '&'},      {"lt", '<'},       {"gt", '>'},       {"quot", '"'},      {"apos", '\''},
+                {"nbsp", 0xA0},    {"ndash", 0x2013}, {"mdash", 0x2014}, {"hellip", 0x2026}, {"lsquo", 0x2018},
+                {"rsquo", 0x2019}, {"ldquo", 0x201C}, {"rdquo", 0x201D}, {"copy", 0xA9},     {"reg", 0xAE},
+                {"trade", 0x2122}, {"middot", 0xB7},  {"bull", 0x2022},  {"eacute", 0xE9},   {"euro", 0x20AC},
+                {"laquo", 0xAB},   {"raquo", 0xBB},   {"times", 0xD7},   {"deg", 0xB0}};
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -173,9 +177,9 @@ std::string decode_entities(std::string_view text) {
       std::string_view digits = ref.substr(hex ? 2 : 1);
       bool valid = !digits.empty();
       for (char c : digits) {
-        int v = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+        int v = std::isdigit(static_cast<unsigned char>(c))             ? c - '0'
                 : (hex && std::isxdigit(static_cast<unsigned char>(c))) ? std::tolower(c) - 'a' + 10
-                                                                         : -1;
+                                                                        : -1;
         if (v < 0 || cp > 0x10FFFF) {
           valid = false;
           break;
@@ -212,7 +216,9 @@ std::string url_decode(std::string_view text) {
       out += ' ';
     } else if (c == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
                std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-      auto hex = [](char h) { return std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : std::tolower(h) - 'a' + 10; };
+      auto hex = [](char h) {
+        return std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : std::tolower(h) - 'a' + 10;
+      };
       out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
       i += 2;
     } else {
@@ -238,10 +244,12 @@ std::string url_encode(std::string_view text) {
 }
 
 std::string html_to_text(std::string_view html, size_t max_chars) {
-  static const std::set<std::string> kSkip = {"script", "style", "noscript", "head", "svg", "template", "iframe", "nav", "footer"};
-  static const std::set<std::string> kBlock = {"p", "div", "br", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section",
-                                               "article", "header", "footer", "ul", "ol", "table", "blockquote",
-                                               "pre", "main", "nav", "aside", "hr", "dd", "dt", "figcaption"};
+  static const std::set<std::string> kSkip = {"script",   "style",  "noscript", "head",  "svg",
+                                              "template", "iframe", "nav",      "footer"};
+  static const std::set<std::string> kBlock = {"p",     "div", "br",    "h1",         "h2",        "h3",     "h4",
+                                               "h5",    "h6",  "tr",    "section",    "article",   "header", "footer",
+                                               "ul",    "ol",  "table", "blockquote", "pre",       "main",   "nav",
+                                               "aside", "hr",  "dd",    "dt",         "figcaption"};
   std::string raw;
   size_t i = 0;
   while (i < html.size()) {

@@ -14,7 +14,7 @@ namespace sniper::agent {
 
 struct SearchResult {
   std::string title;
-  std::string url;      // absolute http(s) URL of the result page
+  std::string url;  // absolute http(s) URL of the result page
   std::string snippet;
 };
 

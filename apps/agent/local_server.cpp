@@ -35,7 +35,8 @@ std::optional<std::string> parse_ready_line(const std::string& line) {
   size_t p = line.find(kPrefix);
   if (p == std::string::npos) return std::nullopt;
   std::string url = line.substr(p + kPrefix.size());
-  while (!url.empty() && (url.back() == '\n' || url.back() == '\r' || url.back() == ' ' || url.back() == '/')) url.pop_back();
+  while (!url.empty() && (url.back() == '\n' || url.back() == '\r' || url.back() == ' ' || url.back() == '/'))
+    url.pop_back();
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) return std::nullopt;
   return url;
 }
@@ -80,7 +81,8 @@ Result<std::unique_ptr<LocalServer>> LocalServer::start(const std::string& exe, 
                                                         double timeout_s, const std::string& log_path) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return make_error("pipe failed: %s", std::strerror(errno));
-  int log_fd = ::open(log_path.empty() ? "/dev/null" : log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  int log_fd =
+      ::open(log_path.empty() ? "/dev/null" : log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
@@ -117,7 +119,7 @@ Result<std::unique_ptr<LocalServer>> LocalServer::start(const std::string& exe, 
   ::close(fds[1]);
   ::close(log_fd);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                          std::chrono::duration<double>(timeout_s));
+                                                         std::chrono::duration<double>(timeout_s));
   std::string buffer;
   auto fail = [&](const std::string& why) -> Error {
     ::kill(pid, SIGKILL);

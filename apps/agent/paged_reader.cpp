@@ -20,9 +20,10 @@ Result<PagingBudget> paging_budget(int context_tokens, int note_tokens, int answ
   const size_t note = static_cast<size_t>(std::max(note_tokens, 1));
   const size_t answer = static_cast<size_t>(std::max(answer_tokens, 1));
   if (ctx < fixed + note + 64 || ctx < fixed + answer + note) {
-    return make_error("a context of %d tokens leaves no room for a page: the question and instructions take about %zu, "
-                      "a note %d and the answer %d (raise doc_context_tokens)",
-                      context_tokens, fixed, note_tokens, answer_tokens);
+    return make_error(
+        "a context of %d tokens leaves no room for a page: the question and instructions take about %zu, "
+        "a note %d and the answer %d (raise doc_context_tokens)",
+        context_tokens, fixed, note_tokens, answer_tokens);
   }
   PagingBudget b;
   b.page_chars = (ctx - fixed - note) * kCharsPerToken;
@@ -46,7 +47,8 @@ Result<PagedDocument> PagedDocument::open_file(const std::string& path, size_t p
     file->seekg(static_cast<std::streamoff>(offset));
     file->read(out->data(), static_cast<std::streamsize>(n));
     out->resize(static_cast<size_t>(std::max<std::streamsize>(file->gcount(), 0)));
-    if (file->bad()) return make_error("read error in %s at byte %llu", path.c_str(), static_cast<unsigned long long>(offset));
+    if (file->bad())
+      return make_error("read error in %s at byte %llu", path.c_str(), static_cast<unsigned long long>(offset));
     return ok_status();
   };
   SNIPER_TRY(doc.scan(size, page_chars));
@@ -76,9 +78,9 @@ Status PagedDocument::scan(uint64_t size, size_t page_chars) {
       at = size;
     } else {
       SNIPER_TRY(read_(at, page_chars + 1, &buf));  // one byte more: is the break a continuation byte?
-      if (buf.size() < page_chars + 1) return make_error("the document ended early at byte %llu of %llu",
-                                                         static_cast<unsigned long long>(at + buf.size()),
-                                                         static_cast<unsigned long long>(size));
+      if (buf.size() < page_chars + 1)
+        return make_error("the document ended early at byte %llu of %llu",
+                          static_cast<unsigned long long>(at + buf.size()), static_cast<unsigned long long>(size));
       size_t len = page_chars;
       const size_t nl = buf.rfind('\n', page_chars - 1);
       if (nl != std::string::npos && nl + 1 >= page_chars / 2) {

@@ -213,7 +213,8 @@ int run_repl(Agent& agent, const std::string& banner) {
           break;
         }
         last_was_empty_interrupt = state.interrupted_empty;
-        std::cout << "^C" << (state.interrupted_empty ? "  (Ctrl-C again or Ctrl-D to quit)" : "") << "\n" << std::flush;
+        std::cout << "^C" << (state.interrupted_empty ? "  (Ctrl-C again or Ctrl-D to quit)" : "") << "\n"
+                  << std::flush;
         continue;
       }
       std::cout << "\n";

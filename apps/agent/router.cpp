@@ -87,8 +87,8 @@ ChatRequest routing_request(const std::string& user_text) {
   ChatRequest req;
   req.messages = nlohmann::json::array();
   req.messages.push_back({{"role", "system"}, {"content", kRoutingSystem}});
-  req.messages.push_back({{"role", "user"},
-                          {"content", "Request: " + user_text + "\nAnswer with one word (search, shell or chat):"}});
+  req.messages.push_back(
+      {{"role", "user"}, {"content", "Request: " + user_text + "\nAnswer with one word (search, shell or chat):"}});
   req.temperature = 0.0;
   req.max_tokens = 8;
   req.thinking = false;
@@ -131,7 +131,8 @@ Result<std::vector<LabelledRequest>> parse_routing_set(const std::string& jsonl)
     if (first == std::string::npos || line[first] == '#') continue;
     nlohmann::json j;  // bounded while parsing (nesting, counts); a malformed line stays discarded
     if (!server::parse_json_bounded(line, &j).empty()) j = nlohmann::json(nlohmann::json::value_t::discarded);
-    if (!j.is_object() || !j.contains("text") || !j["text"].is_string() || !j.contains("route") || !j["route"].is_string())
+    if (!j.is_object() || !j.contains("text") || !j["text"].is_string() || !j.contains("route") ||
+        !j["route"].is_string())
       return make_error("routing set line %d must be {\"text\": string, \"route\": string}", line_no);
     LabelledRequest r;
     r.text = j["text"].get<std::string>();
@@ -139,7 +140,8 @@ Result<std::vector<LabelledRequest>> parse_routing_set(const std::string& jsonl)
     if (route == "search") r.label = Route::kSearch;
     else if (route == "shell") r.label = Route::kShell;
     else if (route == "chat") r.label = Route::kChat;
-    else return make_error("routing set line %d: route is '%s' but must be search, shell or chat", line_no, route.c_str());
+    else
+      return make_error("routing set line %d: route is '%s' but must be search, shell or chat", line_no, route.c_str());
     out.push_back(std::move(r));
   }
   return out;

@@ -41,9 +41,9 @@ Tier chat_tier(const AgentConfig& config, bool auto_tiers, const std::string& us
 
 struct RouteDecision {
   Route route = Route::kChat;
-  std::string raw_reply;   // what the model said ("" when the request failed)
-  std::string backend;     // who answered
-  std::string error;       // non-empty when every backend failed (route falls back to chat)
+  std::string raw_reply;  // what the model said ("" when the request failed)
+  std::string backend;    // who answered
+  std::string error;      // non-empty when every backend failed (route falls back to chat)
   double elapsed_s = 0;
 };
 

@@ -23,10 +23,11 @@ namespace {
 // Commands that only read (given the per-command flag checks below).
 const std::set<std::string>& allowlist() {
   static const std::set<std::string> kCommands = {
-      "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "grep", "egrep", "fgrep", "rg", "find", "git",
-      "date", "whoami", "uname", "df", "du", "id", "which", "file", "stat", "tree", "printenv", "ps", "free",
-      "uptime", "basename", "dirname", "realpath", "readlink", "nproc", "lscpu", "cut", "tr", "diff", "cmp",
-      "md5sum", "sha1sum", "sha256sum", "seq", "true", "false", "hostname", "sort", "uniq", "column", "nl", "jq"};
+      "ls",        "cat",      "head",  "tail",  "wc",       "pwd",    "echo",  "printf", "grep",     "egrep",
+      "fgrep",     "rg",       "find",  "git",   "date",     "whoami", "uname", "df",     "du",       "id",
+      "which",     "file",     "stat",  "tree",  "printenv", "ps",     "free",  "uptime", "basename", "dirname",
+      "realpath",  "readlink", "nproc", "lscpu", "cut",      "tr",     "diff",  "cmp",    "md5sum",   "sha1sum",
+      "sha256sum", "seq",      "true",  "false", "hostname", "sort",   "uniq",  "column", "nl",       "jq"};
   return kCommands;
 }
 
@@ -42,21 +43,23 @@ bool args_read_only(const std::vector<std::string>& words) {
     return false;
   };
   if (cmd == "find") {
-    static const std::set<std::string> kBad = {"-delete", "-exec", "-execdir", "-ok", "-okdir",
+    static const std::set<std::string> kBad = {"-delete", "-exec",    "-execdir", "-ok", "-okdir",
                                                "-fprint", "-fprint0", "-fprintf", "-fls"};
     return !any_arg([](const std::string& a) { return kBad.count(a) > 0; });
   }
   if (cmd == "git") {
-    static const std::set<std::string> kSub = {"status", "log", "diff", "show", "ls-files", "rev-parse",
-                                               "blame", "shortlog", "describe"};
+    static const std::set<std::string> kSub = {"status",    "log",   "diff",     "show",    "ls-files",
+                                               "rev-parse", "blame", "shortlog", "describe"};
     if (words.size() < 2 || !kSub.count(words[1])) return false;
     return !any_arg([](const std::string& a) { return starts_with(a, "--output") || starts_with(a, "--ext-diff"); });
   }
   if (cmd == "date") return !any_arg([](const std::string& a) { return a == "-s" || starts_with(a, "--set"); });
-  if (cmd == "sort") return !any_arg([](const std::string& a) { return starts_with(a, "-o") || starts_with(a, "--output"); });
+  if (cmd == "sort")
+    return !any_arg([](const std::string& a) { return starts_with(a, "-o") || starts_with(a, "--output"); });
   if (cmd == "tree" || cmd == "file") return !any_arg([](const std::string& a) { return a == "-o" || a == "-C"; });
   if (cmd == "rg") return !any_arg([](const std::string& a) { return starts_with(a, "--pre"); });
-  if (cmd == "hostname") return !any_arg([](const std::string& a) { return !starts_with(a, "-") || a == "-F" || starts_with(a, "--file"); });
+  if (cmd == "hostname")
+    return !any_arg([](const std::string& a) { return !starts_with(a, "-") || a == "-F" || starts_with(a, "--file"); });
   if (cmd == "uniq") {
     int positional = 0;
     for (size_t i = 1; i < words.size(); ++i) positional += !starts_with(words[i], "-");

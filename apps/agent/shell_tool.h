@@ -22,11 +22,11 @@ namespace sniper::agent {
 bool is_read_only_command(const std::string& command_line, const std::vector<std::string>& extra = {});
 
 struct ShellResult {
-  int exit_code = -1;        // exit status, or 128+signal when killed by a signal
+  int exit_code = -1;  // exit status, or 128+signal when killed by a signal
   bool timed_out = false;
   bool cancelled = false;
-  bool truncated = false;    // output was longer than the cap
-  std::string output;        // stdout and stderr interleaved, at most cap bytes
+  bool truncated = false;  // output was longer than the cap
+  std::string output;      // stdout and stderr interleaved, at most cap bytes
   double elapsed_s = 0;
 };
 

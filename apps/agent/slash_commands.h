@@ -12,8 +12,8 @@
 namespace sniper::agent {
 
 struct SlashCommand {
-  const char* name;   // without '/'
-  const char* args;   // synopsis, "" when none
+  const char* name;  // without '/'
+  const char* args;  // synopsis, "" when none
   const char* help;
 };
 

@@ -75,9 +75,10 @@ void MarkdownRenderer::process(bool final_flush, std::string* out) {
         return body.size() < marker.size() && marker.substr(0, body.size()) == body;
       };
       // Undecided: the line so far could still open a fence, a heading or a list item.
-      if (!complete && (body.empty() || could_be("```") ||
-                        (!in_code_block_ && (body.find_first_not_of('#') == std::string_view::npos ||
-                                             ((body[0] == '-' || body[0] == '*' || body[0] == '+') && body.size() < 2))))) {
+      if (!complete &&
+          (body.empty() || could_be("```") ||
+           (!in_code_block_ && (body.find_first_not_of('#') == std::string_view::npos ||
+                                ((body[0] == '-' || body[0] == '*' || body[0] == '+') && body.size() < 2))))) {
         break;
       }
       if (body.substr(0, 3) == "```") {

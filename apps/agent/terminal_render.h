@@ -28,13 +28,13 @@ class MarkdownRenderer {
   void inline_char(char c, std::string* out);
 
   bool color_;
-  std::string pending_;       // undecided input
+  std::string pending_;  // undecided input
   bool at_line_start_ = true;
   bool in_code_block_ = false;
   bool in_heading_ = false;
   bool bold_ = false;
   bool code_ = false;
-  bool fence_line_ = false;   // inside a ``` line (dimmed)
+  bool fence_line_ = false;  // inside a ``` line (dimmed)
 };
 
 // ANSI helpers (empty strings in plain mode).

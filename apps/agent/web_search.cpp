@@ -14,7 +14,8 @@ namespace sniper::agent {
 
 namespace {
 
-constexpr const char* kUserAgent = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) sniper-agent/1.0";
+constexpr const char* kUserAgent =
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) sniper-agent/1.0";
 
 }  // namespace
 
@@ -87,8 +88,9 @@ Result<std::vector<WebSource>> search_web(const std::string& query, const AgentC
 }
 
 std::string sources_prompt(const std::string& question, const std::vector<WebSource>& sources) {
-  std::string p = "Answer the question using the numbered sources below. Cite the sources you use inline as [1], "
-                  "[2], etc. Be concise. If the sources do not answer it, say so.\n\n";
+  std::string p =
+      "Answer the question using the numbered sources below. Cite the sources you use inline as [1], "
+      "[2], etc. Be concise. If the sources do not answer it, say so.\n\n";
   for (size_t i = 0; i < sources.size(); ++i) {
     p += "[" + std::to_string(i + 1) + "] " + sources[i].title + " (" + sources[i].url + ")\n";
     p += sources[i].text.empty() ? "(no text)" : sources[i].text;

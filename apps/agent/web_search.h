@@ -26,7 +26,7 @@ std::string search_page_url(const std::string& search_url, const std::string& qu
 struct WebSource {
   std::string title;
   std::string url;
-  std::string text;    // page text (or the snippet when the fetch failed)
+  std::string text;  // page text (or the snippet when the fetch failed)
   bool fetched = false;
 };
 

@@ -74,8 +74,8 @@ Result<int64_t> Args::get_int(const std::string& name, int64_t fallback, int64_t
   errno = 0;
   const long long v = std::strtoll(s, &end, 10);
   if (errno != 0 || end == s || *end != '\0') {
-    return make_error("%s is '%s' but must be an integer in [%lld, %lld]", name.c_str(), s,
-                      static_cast<long long>(lo), static_cast<long long>(hi));
+    return make_error("%s is '%s' but must be an integer in [%lld, %lld]", name.c_str(), s, static_cast<long long>(lo),
+                      static_cast<long long>(hi));
   }
   if (v < lo || v > hi) {
     return make_error("%s is %lld but must be in [%lld, %lld]", name.c_str(), v, static_cast<long long>(lo),

@@ -92,7 +92,8 @@ Status fill_to(Session& session, int64_t depth, int64_t batch, uint64_t& x, int6
 // Cuts the session back to `depth` (from its checkpoint there when the state needs one).
 Status back_to(Session& session, int64_t depth) {
   if (session.truncate(depth) != depth) {
-    return make_error("the model's state cannot be cut back to depth %ld after a measurement", static_cast<long>(depth));
+    return make_error("the model's state cannot be cut back to depth %ld after a measurement",
+                      static_cast<long>(depth));
   }
   return Status();
 }
@@ -169,7 +170,8 @@ Result<std::vector<DepthPoint>> measure_filled_once(Model& model, const SessionO
 
 }  // namespace
 
-Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOptions& base, const std::vector<int64_t>& depths,
+Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOptions& base,
+                                               const std::vector<int64_t>& depths,
                                                const std::vector<KvConfig>& kv_types, int64_t n_decode,
                                                int64_t n_prefill, DepthFill fill) {
   std::vector<DepthPoint> points;

@@ -16,12 +16,12 @@ namespace sniper::cli {
 
 struct DepthPoint {
   KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
-  int64_t depth = 0;        // tokens in the context when decoding starts
-  double decode_tok_s = 0;  // over n_decode tokens at that depth
-  double fill_s = 0;        // prompt evaluation time to reach the depth (incremental)
-  double prefill_tok_s = 0; // n_prefill tokens evaluated in one call at that depth (0: not measured)
-  uint64_t rss_bytes = 0;     // the process's resident set when the point was measured (one session only)
-  uint64_t cgroup_bytes = 0;  // memory charged to its cgroup then, page cache included (0: unknown)
+  int64_t depth = 0;              // tokens in the context when decoding starts
+  double decode_tok_s = 0;        // over n_decode tokens at that depth
+  double fill_s = 0;              // prompt evaluation time to reach the depth (incremental)
+  double prefill_tok_s = 0;       // n_prefill tokens evaluated in one call at that depth (0: not measured)
+  uint64_t rss_bytes = 0;         // the process's resident set when the point was measured (one session only)
+  uint64_t cgroup_bytes = 0;      // memory charged to its cgroup then, page cache included (0: unknown)
 };
 
 // How the depths are reached.
@@ -50,7 +50,8 @@ std::string kv_label(const KvConfig& config);
 // With n_prefill > 0, each point first evaluates n_prefill more tokens in one call at its depth
 // (prefill speed at depth, llama-bench -d -p) and is cut back to the depth. Prints progress to
 // stderr. Thread-compatible (uses the model exclusively while running).
-Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOptions& base, const std::vector<int64_t>& depths,
+Result<std::vector<DepthPoint>> measure_depths(Model& model, const SessionOptions& base,
+                                               const std::vector<int64_t>& depths,
                                                const std::vector<KvConfig>& kv_types, int64_t n_decode,
                                                int64_t n_prefill = 0, DepthFill fill = DepthFill::kEach);
 

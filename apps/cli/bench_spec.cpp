@@ -67,9 +67,9 @@ Result<DecodeRun> decode_from(Session& s, const Tokenizer& tok, const std::vecto
 
 struct CostPoint {
   int64_t n_tokens = 0;
-  double ms = 0;           // median forward time
+  double ms = 0;               // median forward time
   double union_per_layer = 0;  // distinct experts per MoE layer, mean over layers and repeats
-  double bytes_read = 0;   // per forward, mean
+  double bytes_read = 0;       // per forward, mean
 };
 
 }  // namespace
@@ -99,8 +99,8 @@ int run_spec_bench(const Args& args) {
   const std::vector<int64_t> curve_n = {1, 2, 4, 8, 16};
   // Logit rows: the speculative rounds' and the curve's longest forward (all rows), plus the last.
   const int64_t logit_rows = std::max(req->logit_rows(), curve_n.back() + 1);
-  auto loaded = load_model_and_session(args, req->checkpoints(), req->draft_mem_bytes, logit_rows,
-                                       req->kind == SpecKind::kMtp);
+  auto loaded =
+      load_model_and_session(args, req->checkpoints(), req->draft_mem_bytes, logit_rows, req->kind == SpecKind::kMtp);
   if (!loaded.ok()) return fail(loaded.error());
   Model& m = *loaded->model;
   Session& s = *loaded->session;
@@ -126,8 +126,9 @@ int run_spec_bench(const Args& args) {
                            static_cast<long>(need_ctx), static_cast<long>(s.n_ctx())));
   }
   if (curve_n.back() > s.max_batch()) {
-    return fail(make_error("the cost curve needs a forward batch of %ld tokens but the session's is %ld (raise --batch)",
-                           static_cast<long>(curve_n.back()), static_cast<long>(s.max_batch())));
+    return fail(
+        make_error("the cost curve needs a forward batch of %ld tokens but the session's is %ld (raise --batch)",
+                   static_cast<long>(curve_n.back()), static_cast<long>(s.max_batch())));
   }
   std::fprintf(stderr, "prefill %zu tokens...\n", prompt.size());
   Status st = s.eval(std::span<const int32_t>(prompt).first(prompt.size() - 1));
@@ -147,20 +148,22 @@ int run_spec_bench(const Args& args) {
   const double plain_tok_s = 2.0 * static_cast<double>(*n_gen) / (plain1->seconds + plain2->seconds);
   const double spec_tok_s = static_cast<double>(*n_gen) / sp->seconds;
   const SpecStats& ss = sp->stats.spec;
-  const double plain_bytes = static_cast<double>(plain1->bytes_read + plain2->bytes_read) / (2.0 * static_cast<double>(*n_gen));
+  const double plain_bytes =
+      static_cast<double>(plain1->bytes_read + plain2->bytes_read) / (2.0 * static_cast<double>(*n_gen));
 
   std::printf("model            %s (%s%s) | %s | budget %s\n", args.get_string("--model").c_str(), c.arch.c_str(),
-              c.is_moe() ? ", MoE" : "", m.streams() ? "streaming" : "resident", format_bytes(m.plan().budget_bytes).c_str());
+              c.is_moe() ? ", MoE" : "", m.streams() ? "streaming" : "resident",
+              format_bytes(m.plan().budget_bytes).c_str());
   std::printf("draft            %s, --draft-max %ld --draft-min %ld%s\n", spec->source->name(),
               static_cast<long>(req->config.draft_max), static_cast<long>(req->config.draft_min),
               req->config.adaptive ? " (adaptive)" : "");
   std::printf("outputs          speculative %s plain greedy (%ld tokens)\n",
               sp->text == plain1->text ? "identical to" : "DIFFER from", static_cast<long>(*n_gen));
-  std::printf("acceptance       %.1f%% (%ld of %ld drafted tokens), %.2f tokens per target forward (%ld verify + "
-              "%ld single, of which %ld backing off)\n",
-              100 * ss.acceptance(), static_cast<long>(ss.n_accepted), static_cast<long>(ss.n_drafted),
-              ss.tokens_per_forward(), static_cast<long>(ss.n_rounds), static_cast<long>(ss.n_plain),
-              static_cast<long>(ss.n_backoff));
+  std::printf(
+      "acceptance       %.1f%% (%ld of %ld drafted tokens), %.2f tokens per target forward (%ld verify + "
+      "%ld single, of which %ld backing off)\n",
+      100 * ss.acceptance(), static_cast<long>(ss.n_accepted), static_cast<long>(ss.n_drafted), ss.tokens_per_forward(),
+      static_cast<long>(ss.n_rounds), static_cast<long>(ss.n_plain), static_cast<long>(ss.n_backoff));
   std::printf("bytes read       %.2f MB/token speculative (%.2f MB per accepted draft token) vs %.2f MB/token plain\n",
               static_cast<double>(sp->bytes_read) / 1e6 / static_cast<double>(*n_gen),
               ss.n_accepted > 0 ? static_cast<double>(sp->bytes_read) / 1e6 / static_cast<double>(ss.n_accepted) : 0.0,
@@ -180,7 +183,8 @@ int run_spec_bench(const Args& args) {
     for (int64_t r = 0; r < *reps; ++r) {
       std::vector<int32_t> scratch;
       int64_t n_redo = 0;
-      if (!rollback_session(s, static_cast<int64_t>(prompt.size()), scratch, &n_redo).ok()) return fail(make_error("rollback failed"));
+      if (!rollback_session(s, static_cast<int64_t>(prompt.size()), scratch, &n_redo).ok())
+        return fail(make_error("rollback failed"));
       if (s.n_past() < static_cast<int64_t>(prompt.size())) {
         st = s.eval(std::span<const int32_t>(prompt).subspan(static_cast<size_t>(s.n_past())));
         if (!st.ok()) return fail(st.error());
@@ -211,7 +215,8 @@ int run_spec_bench(const Args& args) {
     curve.push_back(p);
   }
   std::fprintf(stderr, "\n");
-  std::printf("verification cost (one forward of N tokens after the prompt, median of %ld):\n", static_cast<long>(*reps));
+  std::printf("verification cost (one forward of N tokens after the prompt, median of %ld):\n",
+              static_cast<long>(*reps));
   for (const CostPoint& p : curve) {
     std::printf("  N=%-3ld %9.1f ms  %8.1f ms/token  union %5.1f experts/layer  read %8.1f MB\n",
                 static_cast<long>(p.n_tokens), p.ms, p.ms / static_cast<double>(p.n_tokens), p.union_per_layer,

@@ -12,18 +12,18 @@
 #include <vector>
 
 #include "base/memory_limit.h"
+#include "base/process_stats.h"
 #include "bench_depth.h"
 #include "bench_paired.h"
 #include "bench_spec.h"
-#include "spec_args.h"
-#include "base/process_stats.h"
 #include "commands.h"
 #include "common.h"
-#include "hub_model.h"
 #include "engine/bandwidth_probe.h"
+#include "hub_model.h"
 #include "io/disk_probe.h"
 #include "io/interference_probe.h"
 #include "kernels/ops.h"
+#include "spec_args.h"
 #include "weights/static_cache_bound.h"
 
 namespace sniper::cli {
@@ -62,23 +62,30 @@ uint64_t active_weight_bytes(const Model& m) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = concat(concat(concat(model_flags(), spec_flags()), bench_spec_flags()), {
-      {"--prompt-tokens", "-p", "N", "prompt length (default 64)"},
-      {"--gen-tokens", "-n", "N", "tokens to generate (default 64)"},
-      {"--max-seconds", nullptr, "S", "stop decoding after S seconds (default: no limit)"},
-      {"--scaling", nullptr, nullptr, "also decode with 1 thread and report the 1 -> N thread scaling"},
-      {"--greedy", nullptr, nullptr, "feed back the argmax token while decoding (default: a fixed pseudo-random token "
-                                     "stream, so a random-weight model cannot collapse into repeating one token and make "
-                                     "every cache look perfect)"},
-      {"--depths", nullptr, "N,N", "also decode at these context depths, e.g. 128,4096 (attention at long context)"},
-      {"--depth-kv", nullptr, "T,T", "KV cache types for --depths, e.g. f16,q8_0,q8_0/f16 (K/V; default: -ctk/-ctv; -fa applies)"},
-      {"--depth-prefill", nullptr, "N", "also time N prompt tokens in one call at each depth (llama-bench -d D -p N; default 0)"},
-      {"--depth-fill", nullptr, "each|once", "each (default): one session per depth, decoded in turn; once: one session "
-                                             "per KV type with the --ctx cache, filled through the depths, memory read at each"},
-      {"--no-probe", nullptr, nullptr, "skip the SSD and RAM bandwidth probes"},
-      {"--json", nullptr, nullptr, "end with one line of JSON"},
-      {"--help", "-h", nullptr, "show this help"},
-  });
+  const std::vector<FlagSpec> specs =
+      concat(concat(concat(model_flags(), spec_flags()), bench_spec_flags()),
+             {
+                 {"--prompt-tokens", "-p", "N", "prompt length (default 64)"},
+                 {"--gen-tokens", "-n", "N", "tokens to generate (default 64)"},
+                 {"--max-seconds", nullptr, "S", "stop decoding after S seconds (default: no limit)"},
+                 {"--scaling", nullptr, nullptr, "also decode with 1 thread and report the 1 -> N thread scaling"},
+                 {"--greedy", nullptr, nullptr,
+                  "feed back the argmax token while decoding (default: a fixed pseudo-random token "
+                  "stream, so a random-weight model cannot collapse into repeating one token and make "
+                  "every cache look perfect)"},
+                 {"--depths", nullptr, "N,N",
+                  "also decode at these context depths, e.g. 128,4096 (attention at long context)"},
+                 {"--depth-kv", nullptr, "T,T",
+                  "KV cache types for --depths, e.g. f16,q8_0,q8_0/f16 (K/V; default: -ctk/-ctv; -fa applies)"},
+                 {"--depth-prefill", nullptr, "N",
+                  "also time N prompt tokens in one call at each depth (llama-bench -d D -p N; default 0)"},
+                 {"--depth-fill", nullptr, "each|once",
+                  "each (default): one session per depth, decoded in turn; once: one session "
+                  "per KV type with the --ctx cache, filled through the depths, memory read at each"},
+                 {"--no-probe", nullptr, nullptr, "skip the SSD and RAM bandwidth probes"},
+                 {"--json", nullptr, nullptr, "end with one line of JSON"},
+                 {"--help", "-h", nullptr, "show this help"},
+             });
   auto args = Args::parse("bench", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
@@ -280,7 +287,8 @@ int cmd_bench(int argc, char** argv) {
   }
 
   // Cache figures and the physical limit.
-  double hit_rate = -1, demand_hit = -1, oracle_hit = -1, held_out_hit = -1, precision = -1, recall = -1, limit_tok_s = -1;
+  double hit_rate = -1, demand_hit = -1, oracle_hit = -1, held_out_hit = -1, precision = -1, recall = -1,
+         limit_tok_s = -1;
   double hindsight_limit_tok_s = -1;
   double prefetch_wait_share = -1, demand_wait_share = -1;  // of decode time, waiting for expert reads
   std::vector<int64_t> distinct;
@@ -293,18 +301,21 @@ int cmd_bench(int argc, char** argv) {
     // Hits that were in memory before any prefetch hint (prefetched experts still crossed the SSD).
     demand_hit = t.requests ? static_cast<double>(t.hits - t.prefetch_useful) / static_cast<double>(t.requests) : 0;
     if (t.predicted) precision = static_cast<double>(t.predicted_correct) / static_cast<double>(t.predicted);
-    if (t.actual_in_prediction_base) recall = static_cast<double>(t.predicted_correct) / static_cast<double>(t.actual_in_prediction_base);
+    if (t.actual_in_prediction_base)
+      recall = static_cast<double>(t.predicted_correct) / static_cast<double>(t.actual_in_prediction_base);
     // Static caches of the same size: chosen in hindsight from this run's requests, and chosen
     // from the even tokens' requests to serve the odd ones and the other way round.
     const std::vector<uint32_t>& counts = cache->request_counts();
     std::vector<uint32_t> odd_counts(counts.size());
     for (size_t k = 0; k < counts.size(); ++k) odd_counts[k] = counts[k] - even_counts[k];
-    const StaticCacheHits static_hits = static_cache_hits(even_counts, odd_counts, static_cast<size_t>(cache->n_slots()));
+    const StaticCacheHits static_hits =
+        static_cache_hits(even_counts, odd_counts, static_cast<size_t>(cache->n_slots()));
     oracle_hit = static_hits.hindsight;
     held_out_hit = static_hits.held_out;
     distinct = cache->distinct_per_layer();
     double expert_bytes_per_token = 0;
-    for (int64_t l = 0; l < c.n_layers; ++l) expert_bytes_per_token += static_cast<double>(cache->expert_bytes(l)) * c.n_experts_active;
+    for (int64_t l = 0; l < c.n_layers; ++l)
+      expert_bytes_per_token += static_cast<double>(cache->expert_bytes(l)) * c.n_experts_active;
     // The bytes that must cross the SSD: misses of the better of the held-out static cache and
     // the cache that ran (neither knows the future). The hindsight cache's limit is reported too.
     const double need = (1.0 - std::max(held_out_hit, demand_hit)) * expert_bytes_per_token;
@@ -336,21 +347,24 @@ int cmd_bench(int argc, char** argv) {
     }
   }
 
-  std::printf("model            %s (%s, %ld layers%s)\n", path.c_str(), c.arch.c_str(), static_cast<long>(c.n_layers),
-              c.is_moe() ? (", " + std::to_string(c.n_experts) + " experts, " + std::to_string(c.n_experts_active) + " active").c_str() : "");
+  std::printf(
+      "model            %s (%s, %ld layers%s)\n", path.c_str(), c.arch.c_str(), static_cast<long>(c.n_layers),
+      c.is_moe()
+          ? (", " + std::to_string(c.n_experts) + " experts, " + std::to_string(c.n_experts_active) + " active").c_str()
+          : "");
   std::printf("residency        %s%s | budget %s | load %.1f s\n", residency_mode_name(lo->residency),
               m.streams() ? " (streaming)" : "", format_bytes(m.plan().budget_bytes).c_str(), load_s);
-  std::printf("prefill          %ld tok in %.2f s = %.2f tok/s (read %.2f GB, chunks of %ld)\n", static_cast<long>(*n_prompt),
-              prefill_s, static_cast<double>(*n_prompt) / prefill_s, static_cast<double>(prefill_read) / 1e9,
-              static_cast<long>(so.batch));
+  std::printf("prefill          %ld tok in %.2f s = %.2f tok/s (read %.2f GB, chunks of %ld)\n",
+              static_cast<long>(*n_prompt), prefill_s, static_cast<double>(*n_prompt) / prefill_s,
+              static_cast<double>(prefill_read) / 1e9, static_cast<long>(so.batch));
   std::printf("time to first    %.2f s\n", prefill_s);
   std::printf("decode           %ld tok in %.2f s = %.3f tok/s\n", static_cast<long>(done), decode_s, decode_tok_s);
   std::printf("peak RSS         %s%s%s\n", format_bytes(peak).c_str(), cg_peak ? " | cgroup peak " : "",
               cg_peak ? format_bytes(cg_peak).c_str() : "");
   char probe_text[96] = "";
   if (ssd_probe_gbps > 0) {
-    std::snprintf(probe_text, sizeof(probe_text), " (probe %.2f GB/s before prefill, %.2f after decode)", ssd_before.gb_per_s,
-                  ssd_after.gb_per_s);
+    std::snprintf(probe_text, sizeof(probe_text), " (probe %.2f GB/s before prefill, %.2f after decode)",
+                  ssd_before.gb_per_s, ssd_after.gb_per_s);
   }
   std::printf("SSD              %.1f MB/token read, %.2f GB/s achieved%s | stalled on I/O %.0f%% of decode\n",
               bytes_per_token / 1e6, ssd_gbps, probe_text, 100 * stall_share);
@@ -358,46 +372,53 @@ int cmd_bench(int argc, char** argv) {
     std::printf("page faults      %llu major during decode\n", static_cast<unsigned long long>(decode_faults));
   }
   if (cache != nullptr) {
-    std::printf("expert cache     %ld slots (%s), hit rate %.1f%% (%.1f%% already cached, the rest prefetched), "
-                "prefetch precision %.0f%% recall %.0f%%\n",
-                static_cast<long>(cache->n_slots()), format_bytes(cache->arena_bytes()).c_str(), 100 * hit_rate,
-                100 * demand_hit, 100 * precision, 100 * recall);
+    std::printf(
+        "expert cache     %ld slots (%s), hit rate %.1f%% (%.1f%% already cached, the rest prefetched), "
+        "prefetch precision %.0f%% recall %.0f%%\n",
+        static_cast<long>(cache->n_slots()), format_bytes(cache->arena_bytes()).c_str(), 100 * hit_rate,
+        100 * demand_hit, 100 * precision, 100 * recall);
     std::printf("expert waits     %.0f%% of decode on prefetches still in flight, %.0f%% on misses no hint covered\n",
                 100 * prefetch_wait_share, 100 * demand_wait_share);
-    std::printf("static cache     same size, best fixed set of experts: %.1f%% hits held out (chosen on even tokens, "
-                "scored on odd, and back), %.1f%% in hindsight\n", 100 * held_out_hit, 100 * oracle_hit);
+    std::printf(
+        "static cache     same size, best fixed set of experts: %.1f%% hits held out (chosen on even tokens, "
+        "scored on odd, and back), %.1f%% in hindsight\n",
+        100 * held_out_hit, 100 * oracle_hit);
     std::printf("distinct experts per layer:");
     for (int64_t d : distinct) std::printf(" %ld", static_cast<long>(d));
     std::printf("\n");
   }
   if (so.routing_bias.keep > 0) {
     const RoutingStats& rs = s.routing_stats();
-    std::printf("routing bias     keep %ld, window %ld: %.1f%% of expert choices changed\n", static_cast<long>(so.routing_bias.keep),
-                static_cast<long>(so.routing_bias.window),
+    std::printf("routing bias     keep %ld, window %ld: %.1f%% of expert choices changed\n",
+                static_cast<long>(so.routing_bias.keep), static_cast<long>(so.routing_bias.window),
                 rs.selections ? 100.0 * static_cast<double>(rs.changed) / static_cast<double>(rs.selections) : 0.0);
   }
   char ram_text[64] = "";
-  if (ram_after_gbps > 0) std::snprintf(ram_text, sizeof(ram_text), ": %.1f before, %.1f after decode", ram_before_gbps, ram_after_gbps);
+  if (ram_after_gbps > 0)
+    std::snprintf(ram_text, sizeof(ram_text), ": %.1f before, %.1f after decode", ram_before_gbps, ram_after_gbps);
   std::printf("weights          %.2f GB/token active, %.1f GB/s streamed from RAM (roofline %.1f GB/s%s)\n",
               weight_bytes / 1e9, weight_gbps, ram.gb_per_s, ram_text);
   if (paired.n_pairs > 0) {
-    std::printf("roofline pairs   %ld tokens, each right after a RAM probe: median %.1f GB/s streamed of %.1f GB/s "
-                "probed = %.0f%% (pairs %.0f-%.0f%%)\n",
-                static_cast<long>(paired.n_pairs), paired.weight_gbps, paired.roofline_gbps, 100 * paired.share,
-                100 * paired.share_low, 100 * paired.share_high);
+    std::printf(
+        "roofline pairs   %ld tokens, each right after a RAM probe: median %.1f GB/s streamed of %.1f GB/s "
+        "probed = %.0f%% (pairs %.0f-%.0f%%)\n",
+        static_cast<long>(paired.n_pairs), paired.weight_gbps, paired.roofline_gbps, 100 * paired.share,
+        100 * paired.share_low, 100 * paired.share_high);
   }
   if (limit_tok_s > 0) {
-    std::printf("physical limit   %.3f tok/s -> decode at %.0f%% of it\n", limit_tok_s, 100 * decode_tok_s / limit_tok_s);
+    std::printf("physical limit   %.3f tok/s -> decode at %.0f%% of it\n", limit_tok_s,
+                100 * decode_tok_s / limit_tok_s);
     if (hindsight_limit_tok_s > 0) {
       std::printf("                 %.3f tok/s with the hindsight cache -> %.0f%% of it\n", hindsight_limit_tok_s,
                   100 * decode_tok_s / hindsight_limit_tok_s);
     }
   }
   if (interference.loaded_calls > 0) {
-    std::printf("I/O interference compute keeps %.0f%% of its speed while the SSD reads (output head %.3g ms alone, "
-                "%.3g ms during %.2f GB/s of reads); the limit above assumes 100%%\n",
-                100 * interference.compute_speed(), 1e3 * interference.quiet_s_per_call,
-                1e3 * interference.loaded_s_per_call, interference.reads.gb_per_s);
+    std::printf(
+        "I/O interference compute keeps %.0f%% of its speed while the SSD reads (output head %.3g ms alone, "
+        "%.3g ms during %.2f GB/s of reads); the limit above assumes 100%%\n",
+        100 * interference.compute_speed(), 1e3 * interference.quiet_s_per_call, 1e3 * interference.loaded_s_per_call,
+        interference.reads.gb_per_s);
   }
 
   double scaling_1t = -1;
@@ -432,7 +453,8 @@ int cmd_bench(int argc, char** argv) {
       const DepthPoint& first = points->front();
       std::printf("decode at depth  %-10s %6ld tokens of context: %.3f tok/s (%.0f%% of %s at %ld)\n",
                   kv_label(p.kv_type).c_str(), static_cast<long>(p.depth), p.decode_tok_s,
-                  100 * p.decode_tok_s / first.decode_tok_s, kv_label(first.kv_type).c_str(), static_cast<long>(first.depth));
+                  100 * p.decode_tok_s / first.decode_tok_s, kv_label(first.kv_type).c_str(),
+                  static_cast<long>(first.depth));
       if (p.rss_bytes > 0) {
         std::printf("memory at depth  %-10s %6ld tokens of context: RSS %s%s%s\n", kv_label(p.kv_type).c_str(),
                     static_cast<long>(p.depth), format_bytes(p.rss_bytes).c_str(), p.cgroup_bytes ? " | cgroup " : "",
@@ -458,21 +480,25 @@ int cmd_bench(int argc, char** argv) {
 
   if (args->has("--json")) {
     std::printf("{\"depth_decode\":[%s],", depth_json.c_str());
-    std::printf("\"model\":\"%s\",\"residency\":\"%s\",\"streaming\":%s,\"budget_bytes\":%llu,\"prompt_tokens\":%ld,"
-                "\"gen_tokens\":%ld,\"threads\":%d,\"batch\":%ld,\"prefill_tok_s\":%.4f,\"decode_tok_s\":%.4f,\"ttft_s\":%.4f,"
-                "\"peak_rss_bytes\":%llu,\"cgroup_peak_bytes\":%llu,\"bytes_read_per_token\":%.0f,\"ssd_gbps\":%.4f,"
-                "\"ssd_probe_gbps\":%.4f,\"ssd_probe_before_gbps\":%.4f,\"ssd_probe_after_gbps\":%.4f,\"hit_rate\":%.4f,\"demand_hit_rate\":%.4f,\"oracle_hit_rate\":%.4f,\"held_out_hit_rate\":%.4f,"
-                "\"io_stall_share\":%.4f,\"io_stall_prefetch_share\":%.4f,\"io_stall_demand_share\":%.4f,\"limit_decode_tok_s\":%.4f,\"limit_hindsight_decode_tok_s\":%.4f,\"roofline_gbps\":%.3f,\"weight_gbps\":%.3f,"
-                "\"prefetch_precision\":%.4f,\"prefetch_recall\":%.4f,\"decode_tok_s_1thread\":%.4f,"
-                "\"paired_roofline_gbps\":%.3f,\"paired_weight_gbps\":%.3f,\"paired_roofline_share\":%.4f,"
-                "\"compute_speed_under_reads\":%.4f}\n",
-                path.c_str(), residency_mode_name(lo->residency), m.streams() ? "true" : "false",
-                static_cast<unsigned long long>(m.plan().budget_bytes), static_cast<long>(*n_prompt), static_cast<long>(done),
-                n_threads, static_cast<long>(so.batch), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
-                static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
-                ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit, stall_share, prefetch_wait_share, demand_wait_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s, weight_gbps, precision, recall,
-                scaling_1t, paired.roofline_gbps, paired.weight_gbps, paired.share,
-                interference.loaded_calls > 0 ? interference.compute_speed() : -1.0);
+    std::printf(
+        "\"model\":\"%s\",\"residency\":\"%s\",\"streaming\":%s,\"budget_bytes\":%llu,\"prompt_tokens\":%ld,"
+        "\"gen_tokens\":%ld,\"threads\":%d,\"batch\":%ld,\"prefill_tok_s\":%.4f,\"decode_tok_s\":%.4f,\"ttft_s\":%.4f,"
+        "\"peak_rss_bytes\":%llu,\"cgroup_peak_bytes\":%llu,\"bytes_read_per_token\":%.0f,\"ssd_gbps\":%.4f,"
+        "\"ssd_probe_gbps\":%.4f,\"ssd_probe_before_gbps\":%.4f,\"ssd_probe_after_gbps\":%.4f,\"hit_rate\":%.4f,"
+        "\"demand_hit_rate\":%.4f,\"oracle_hit_rate\":%.4f,\"held_out_hit_rate\":%.4f,"
+        "\"io_stall_share\":%.4f,\"io_stall_prefetch_share\":%.4f,\"io_stall_demand_share\":%.4f,\"limit_decode_tok_"
+        "s\":%.4f,\"limit_hindsight_decode_tok_s\":%.4f,\"roofline_gbps\":%.3f,\"weight_gbps\":%.3f,"
+        "\"prefetch_precision\":%.4f,\"prefetch_recall\":%.4f,\"decode_tok_s_1thread\":%.4f,"
+        "\"paired_roofline_gbps\":%.3f,\"paired_weight_gbps\":%.3f,\"paired_roofline_share\":%.4f,"
+        "\"compute_speed_under_reads\":%.4f}\n",
+        path.c_str(), residency_mode_name(lo->residency), m.streams() ? "true" : "false",
+        static_cast<unsigned long long>(m.plan().budget_bytes), static_cast<long>(*n_prompt), static_cast<long>(done),
+        n_threads, static_cast<long>(so.batch), static_cast<double>(*n_prompt) / prefill_s, decode_tok_s, prefill_s,
+        static_cast<unsigned long long>(peak), static_cast<unsigned long long>(cg_peak), bytes_per_token, ssd_gbps,
+        ssd_probe_gbps, ssd_before.gb_per_s, ssd_after.gb_per_s, hit_rate, demand_hit, oracle_hit, held_out_hit,
+        stall_share, prefetch_wait_share, demand_wait_share, limit_tok_s, hindsight_limit_tok_s, ram.gb_per_s,
+        weight_gbps, precision, recall, scaling_1t, paired.roofline_gbps, paired.weight_gbps, paired.share,
+        interference.loaded_calls > 0 ? interference.compute_speed() : -1.0);
   }
   return 0;
 }

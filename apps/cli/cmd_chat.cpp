@@ -30,7 +30,10 @@ std::string plain_render(const nlohmann::json& messages, bool add_generation_pro
   std::string out;
   for (const auto& m : messages) {
     const std::string role = m["role"].get<std::string>();
-    out += (role == "user" ? "User: " : role == "system" ? "System: " : "Assistant: ") + m["content"].get<std::string>() + "\n";
+    out += (role == "user"     ? "User: "
+            : role == "system" ? "System: "
+                               : "Assistant: ") +
+           m["content"].get<std::string>() + "\n";
   }
   return add_generation_prompt ? out + "Assistant:" : out;
 }
@@ -38,14 +41,18 @@ std::string plain_render(const nlohmann::json& messages, bool add_generation_pro
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), {
-      {"--system", nullptr, "TEXT", "system prompt"},
-      {"--n-predict", "-n", "N", "most tokens per reply (default 1024)"},
-      {"--think", nullptr, nullptr, "let thinking models think (sets enable_thinking)"},
-      {"--no-think", nullptr, nullptr, "ask thinking models not to think"},
-      {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints for reusing earlier turns on hybrid models (delta-net layers, sliding windows), counted in --mem; 0 = none (default auto: 8, fewer if 8 take over 1/8 of --mem)"},
-      {"--help", "-h", nullptr, "show this help"},
-  });
+  const std::vector<FlagSpec> specs =
+      concat(concat(concat(model_flags(), sampling_flags()), spec_flags()),
+             {
+                 {"--system", nullptr, "TEXT", "system prompt"},
+                 {"--n-predict", "-n", "N", "most tokens per reply (default 1024)"},
+                 {"--think", nullptr, nullptr, "let thinking models think (sets enable_thinking)"},
+                 {"--no-think", nullptr, nullptr, "ask thinking models not to think"},
+                 {"--ctx-checkpoints", nullptr, "N|auto",
+                  "state checkpoints for reusing earlier turns on hybrid models (delta-net layers, sliding windows), "
+                  "counted in --mem; 0 = none (default auto: 8, fewer if 8 take over 1/8 of --mem)"},
+                 {"--help", "-h", nullptr, "show this help"},
+             });
   auto args = Args::parse("chat", argc, argv, 2, concat(specs, context_shift_flags()));
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
@@ -105,8 +112,10 @@ int cmd_chat(int argc, char** argv) {
     auto render = [&](const nlohmann::json& msgs, bool add_generation_prompt) -> Result<std::string> {
       if (!tmpl) return plain_render(msgs, add_generation_prompt);
       auto piece = [&tok](int32_t id) { return id >= 0 ? tok.token_to_piece(id, true) : std::string(); };
-      nlohmann::json ctx = {{"messages", msgs}, {"add_generation_prompt", add_generation_prompt},
-                            {"bos_token", piece(tok.bos_id())}, {"eos_token", piece(tok.eos_id())}};
+      nlohmann::json ctx = {{"messages", msgs},
+                            {"add_generation_prompt", add_generation_prompt},
+                            {"bos_token", piece(tok.bos_id())},
+                            {"eos_token", piece(tok.eos_id())}};
       if (args->has("--think")) ctx["enable_thinking"] = true;
       if (args->has("--no-think")) ctx["enable_thinking"] = false;
       return tmpl->render(ctx);

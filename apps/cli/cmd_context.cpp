@@ -29,7 +29,8 @@ int cmd_context(int argc, char** argv) {
   const std::string verb = pos.empty() ? "" : pos[0];
   const bool wants_name = verb == "push" || verb == "pull";
   if (args->has("--help") || !(wants_name || verb == "list") || pos.size() != (wants_name ? 2u : 1u)) {
-    print_usage("context", "push NAME | pull NAME | list  --remote s3://bucket/prefix   (AWS_* environment for credentials)",
+    print_usage("context",
+                "push NAME | pull NAME | list  --remote s3://bucket/prefix   (AWS_* environment for credentials)",
                 specs);
     return args->has("--help") ? 0 : 1;
   }
@@ -61,8 +62,8 @@ int cmd_context(int argc, char** argv) {
   auto t = verb == "push" ? sync.push(store, name) : sync.pull(store, name, fingerprint);
   if (!t.ok()) return fail(t.error());
   std::printf("%s %s %s %s: %" PRIu64 " bytes, %" PRId64 " tokens, sha256 %s, %.1f ms\n",
-              verb == "push" ? "pushed" : "pulled", name.c_str(), verb == "push" ? "to" : "from", t->url.c_str(), t->bytes,
-              t->n_tokens, t->sha256.c_str(), t->ms);
+              verb == "push" ? "pushed" : "pulled", name.c_str(), verb == "push" ? "to" : "from", t->url.c_str(),
+              t->bytes, t->n_tokens, t->sha256.c_str(), t->ms);
   return 0;
 }
 

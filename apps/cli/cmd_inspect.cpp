@@ -6,16 +6,16 @@
 #include <map>
 #include <string>
 
+#include <algorithm>
 #include "commands.h"
 #include "common.h"
+#include "engine/plan.h"
+#include "engine/prefill_chunk.h"
 #include "gguf/reader.h"
 #include "gguf/split.h"
 #include "model/config.h"
-#include "weights/tensor_roles.h"
-#include "engine/plan.h"
-#include "engine/prefill_chunk.h"
 #include "spec_args.h"
-#include <algorithm>
+#include "weights/tensor_roles.h"
 
 namespace sniper::cli {
 
@@ -57,9 +57,11 @@ int cmd_inspect(int argc, char** argv) {
       {"--cache-type-v", "-ctv", "TYPE", "V cache type for --plan"},
       {"--flash-attn", "-fa", "on|off|auto", "flash attention for --plan (decides V's layout)"},
       {"--no-kv-rotation", nullptr, nullptr, "(accepted for symmetry with run; no effect on the plan)"},
-      {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints per session for --plan, as `serve --ctx-checkpoints` (default 0)"},
-      {"--spec-type", nullptr, "none|ngram|draft|mtp", "speculative decoding for --plan, as run takes it: mtp loads the "
-                                                       "model's MTP head (the others leave the target's plan as it is)"},
+      {"--ctx-checkpoints", nullptr, "N|auto",
+       "state checkpoints per session for --plan, as `serve --ctx-checkpoints` (default 0)"},
+      {"--spec-type", nullptr, "none|ngram|draft|mtp",
+       "speculative decoding for --plan, as run takes it: mtp loads the "
+       "model's MTP head (the others leave the target's plan as it is)"},
       {"--help", "-h", nullptr, "show this help"},
   };
   auto args = Args::parse("inspect", argc, argv, 2, specs);
@@ -89,7 +91,8 @@ int cmd_inspect(int argc, char** argv) {
       std::printf("experts: %ld, %ld active per token, expert ffn %ld\n", static_cast<long>(c.n_experts),
                   static_cast<long>(c.n_experts_active), static_cast<long>(c.expert_hidden_dim));
     }
-    if (c.shared_expert_hidden_dim > 0) std::printf("shared expert ffn %ld\n", static_cast<long>(c.shared_expert_hidden_dim));
+    if (c.shared_expert_hidden_dim > 0)
+      std::printf("shared expert ffn %ld\n", static_cast<long>(c.shared_expert_hidden_dim));
     // The layer plan, runs of equal layers merged: "0-2 delta-net + moe+shared, 3 attention(gated) + moe+shared".
     auto describe = [&](int64_t l) {
       const LayerPlan& lp = c.layer(l);
@@ -104,8 +107,8 @@ int cmd_inspect(int argc, char** argv) {
     for (int64_t l = 0; l < c.n_layers;) {
       int64_t end = l + 1;
       while (end < c.n_layers && describe(end) == describe(l)) ++end;
-      plan += (plan.empty() ? "" : ", ") + std::to_string(l) + (end - l > 1 ? "-" + std::to_string(end - 1) : "") + " " +
-              describe(l);
+      plan += (plan.empty() ? "" : ", ") + std::to_string(l) + (end - l > 1 ? "-" + std::to_string(end - 1) : "") +
+              " " + describe(l);
       l = end;
     }
     std::printf("layers: %s\n", plan.c_str());

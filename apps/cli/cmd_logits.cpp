@@ -15,13 +15,14 @@
 namespace sniper::cli {
 
 int cmd_logits(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = concat(model_flags(), {
-      {"--prompt-ids", nullptr, "FILE", "JSON array of prompt token ids"},
-      {"--gen-ids", nullptr, "FILE", "JSON array of token ids fed one at a time after the prompt"},
-      {"--mtp", nullptr, nullptr, "write the MTP draft head's logits per prompt position instead"},
-      {"--output", "-o", "OUT.f32", "output file"},
-      {"--help", "-h", nullptr, "show this help"},
-  });
+  const std::vector<FlagSpec> specs = concat(
+      model_flags(), {
+                         {"--prompt-ids", nullptr, "FILE", "JSON array of prompt token ids"},
+                         {"--gen-ids", nullptr, "FILE", "JSON array of token ids fed one at a time after the prompt"},
+                         {"--mtp", nullptr, nullptr, "write the MTP draft head's logits per prompt position instead"},
+                         {"--output", "-o", "OUT.f32", "output file"},
+                         {"--help", "-h", nullptr, "show this help"},
+                     });
   auto args = Args::parse("logits", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {

@@ -48,7 +48,8 @@ int cmd_pull(int argc, char** argv) {
   const double wall = now_s() - t0;
   if (pulled->downloaded_bytes > 0) {
     std::fprintf(stderr, "downloaded %s in %.1f s (%.1f MB/s)\n", hub::format_bytes(pulled->downloaded_bytes).c_str(),
-                 wall, pulled->download_s > 0 ? static_cast<double>(pulled->downloaded_bytes) / pulled->download_s / 1e6 : 0);
+                 wall,
+                 pulled->download_s > 0 ? static_cast<double>(pulled->downloaded_bytes) / pulled->download_s / 1e6 : 0);
   }
   std::printf("%s\n", pulled->paths.front().c_str());
   return 0;
@@ -105,7 +106,8 @@ int cmd_rm(int argc, char** argv) {
   for (const hub::StoreEntry& e : *entries) {
     if (e.repo == ref->repo) in_repo.push_back(&e);
   }
-  if (in_repo.empty()) return fail(make_error("the store (%s) has no files of %s", store.home().c_str(), ref->repo.c_str()));
+  if (in_repo.empty())
+    return fail(make_error("the store (%s) has no files of %s", store.home().c_str(), ref->repo.c_str()));
   std::set<std::string> files;  // repository paths to delete
   if (ref->tag.empty() && ref->file.empty()) {
     for (const hub::StoreEntry* e : in_repo) files.insert(e->file);
@@ -133,13 +135,15 @@ int cmd_rm(int argc, char** argv) {
   const fs::path models_dir = fs::path(store.home()) / "models";
   for (const hub::StoreEntry* e : in_repo) {
     if (files.count(e->file) == 0) continue;
-    for (fs::path dir = fs::path(e->path).parent_path(); dir.has_parent_path() && dir != models_dir; dir = dir.parent_path()) {
+    for (fs::path dir = fs::path(e->path).parent_path(); dir.has_parent_path() && dir != models_dir;
+         dir = dir.parent_path()) {
       std::error_code ec;
       if (!fs::is_empty(dir, ec) || ec) break;
       fs::remove(dir, ec);
     }
   }
-  std::printf("%d file(s) of %s removed, %s freed\n", removed, ref->display().c_str(), hub::format_bytes(freed).c_str());
+  std::printf("%d file(s) of %s removed, %s freed\n", removed, ref->display().c_str(),
+              hub::format_bytes(freed).c_str());
   return 0;
 }
 

@@ -13,15 +13,17 @@
 namespace sniper::cli {
 
 int cmd_run(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = concat(concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), context_shift_flags()), {
-      {"--prompt", "-p", "TEXT", "prompt text"},
-      {"--file", "-f", "PATH", "read the prompt from a file"},
-      {"--n-predict", "-n", "N", "tokens to generate, -1 = until end of text (default 128)"},
-      {"--no-bos", nullptr, nullptr, "do not add the BOS token"},
-      {"--ignore-eos", nullptr, nullptr, "keep generating after end-of-generation tokens"},
-      {"--no-echo", nullptr, nullptr, "do not print the prompt"},
-      {"--help", "-h", nullptr, "show this help"},
-  });
+  const std::vector<FlagSpec> specs =
+      concat(concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), context_shift_flags()),
+             {
+                 {"--prompt", "-p", "TEXT", "prompt text"},
+                 {"--file", "-f", "PATH", "read the prompt from a file"},
+                 {"--n-predict", "-n", "N", "tokens to generate, -1 = until end of text (default 128)"},
+                 {"--no-bos", nullptr, nullptr, "do not add the BOS token"},
+                 {"--ignore-eos", nullptr, nullptr, "keep generating after end-of-generation tokens"},
+                 {"--no-echo", nullptr, nullptr, "do not print the prompt"},
+                 {"--help", "-h", nullptr, "show this help"},
+             });
   auto args = Args::parse("run", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
@@ -34,15 +36,16 @@ int cmd_run(int argc, char** argv) {
     if (!text.ok()) return fail(text.error());
     prompt = *text;
   }
-  if (!args->has("--prompt") && !args->has("--file")) return fail(make_error("no prompt given: pass -p TEXT or -f PATH"));
+  if (!args->has("--prompt") && !args->has("--file"))
+    return fail(make_error("no prompt given: pass -p TEXT or -f PATH"));
   auto n_predict = args->get_int("--n-predict", 128, -1, int64_t{1} << 24);
   if (!n_predict.ok()) return fail(n_predict.error());
   auto sampler = sampler_from_args(*args);
   if (!sampler.ok()) return fail(sampler.error());
   auto spec_req = parse_spec_args(*args);
   if (!spec_req.ok()) return fail(spec_req.error());
-  auto loaded = load_model_and_session(*args, spec_req->checkpoints(), spec_req->draft_mem_bytes, spec_req->logit_rows(),
-                                       spec_req->kind == SpecKind::kMtp);
+  auto loaded = load_model_and_session(*args, spec_req->checkpoints(), spec_req->draft_mem_bytes,
+                                       spec_req->logit_rows(), spec_req->kind == SpecKind::kMtp);
   if (!loaded.ok()) return fail(loaded.error());
   auto threads = args->get_int("--threads", 0, 0, 1024);
   if (!threads.ok()) return fail(threads.error());

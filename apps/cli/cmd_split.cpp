@@ -19,8 +19,9 @@ int cmd_split(int argc, char** argv) {
   };
   auto args = Args::parse("split", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
-  const std::string synopsis = "IN.gguf OUT_PREFIX (--split-max-size SIZE | --split-max-tensors N)\n\nWrites "
-                               "OUT_PREFIX-00001-of-0000N.gguf ...; IN may itself be a split model (any part).";
+  const std::string synopsis =
+      "IN.gguf OUT_PREFIX (--split-max-size SIZE | --split-max-tensors N)\n\nWrites "
+      "OUT_PREFIX-00001-of-0000N.gguf ...; IN may itself be a split model (any part).";
   if (args->has("--help") || args->positionals().size() != 2) {
     print_usage("split", synopsis, specs);
     return args->has("--help") ? 0 : 1;

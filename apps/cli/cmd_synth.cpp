@@ -11,9 +11,9 @@
 
 #include "commands.h"
 #include "common.h"
+#include "quant/quant.h"
 #include "synth/synth_model.h"
 #include "synth/synth_presets.h"
-#include "quant/quant.h"
 
 namespace sniper::cli {
 
@@ -31,8 +31,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int cmd_synth(int argc, char** argv) {
   const std::vector<FlagSpec> specs = {
       {"--preset", nullptr, "NAME", "a named shape (see below); other flags override its fields"},
-      {"--arch", nullptr, "A", "llama | qwen2 | qwen3 | qwen3moe (llama + --experts = Mixtral-style) | qwen35 | "
-                               "qwen35moe | qwen3next | gemma4 (these four start from their -tiny preset)"},
+      {"--arch", nullptr, "A",
+       "llama | qwen2 | qwen3 | qwen3moe (llama + --experts = Mixtral-style) | qwen35 | "
+       "qwen35moe | qwen3next | gemma4 (these four start from their -tiny preset)"},
       {"--dim", nullptr, "N", "embedding width (default 256)"},
       {"--layers", nullptr, "N", "layers (default 2)"},
       {"--heads", nullptr, "N", "attention heads (default 4)"},
@@ -57,14 +58,16 @@ int cmd_synth(int argc, char** argv) {
       {"--shared-kv-layers", nullptr, "N", "last N layers share KV (gemma4)"},
       {"--vocab", nullptr, "N", "synthetic vocabulary size (default 512)"},
       {"--vocab-from", nullptr, "GGUF", "copy the tokenizer (and chat template) of another GGUF"},
-      {"--chat-template", nullptr, "FILE", "tokenizer_config.json (template, bos/eos) or a Jinja file, with --vocab-from"},
+      {"--chat-template", nullptr, "FILE",
+       "tokenizer_config.json (template, bos/eos) or a Jinja file, with --vocab-from"},
       {"--ctx", nullptr, "N", "context length (default 2048)"},
       {"--rope-base", nullptr, "X", "rope frequency base (default 10000)"},
       {"--eps", nullptr, "X", "RMS norm epsilon (default 1e-5)"},
-      {"--type", nullptr, "T", "weight type or llama.cpp mix: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k "
-                               "q5_k q6_k iq4_nl iq4_xs q3_k_m q4_k_m q5_k_m, or an i-quant file type: iq1_s iq1_m "
-                               "iq2_xxs iq2_xs iq2_s iq2_m iq3_xxs iq3_xs iq3_s iq3_m q2_k_s tq1_0 tq2_0 (any case; "
-                               "default q4_k_m)"},
+      {"--type", nullptr, "T",
+       "weight type or llama.cpp mix: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k "
+       "q5_k q6_k iq4_nl iq4_xs q3_k_m q4_k_m q5_k_m, or an i-quant file type: iq1_s iq1_m "
+       "iq2_xxs iq2_xs iq2_s iq2_m iq3_xxs iq3_xs iq3_s iq3_m q2_k_s tq1_0 tq2_0 (any case; "
+       "default q4_k_m)"},
       {"--ftype", nullptr, "T", "same as --type (llama-quantize's spelling, e.g. IQ2_M)"},
       {"--seed", nullptr, "S", "random seed (default 1)"},
       {"--fast", nullptr, nullptr, "write random quantized blocks directly (GB/s; default above 256 MiB)"},
@@ -93,7 +96,9 @@ int cmd_synth(int argc, char** argv) {
     s = p->spec;
     s.arch = args->get_string("--arch", s.arch);
   } else {
-    if (!args->has("--arch")) return fail(make_error("--arch (llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, qwen3next, gemma4) or --preset is required"));
+    if (!args->has("--arch"))
+      return fail(make_error(
+          "--arch (llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, qwen3next, gemma4) or --preset is required"));
     s.arch = args->get_string("--arch");
     const std::string tiny = (s.arch == "gemma4" ? std::string("gemma4moe") : s.arch) + "-tiny";
     if (s.arch != "qwen3moe" && find_synth_preset(tiny) != nullptr) {
@@ -110,15 +115,30 @@ int cmd_synth(int argc, char** argv) {
     int64_t* dst;
   };
   const IntFlag ints[] = {
-      {"--dim", &s.dim},           {"--layers", &s.n_layers},         {"--heads", &s.n_heads},
-      {"--kv-heads", &s.n_kv_heads}, {"--head-dim", &s.head_dim},     {"--ff", &s.hidden_dim},
-      {"--experts", &s.n_experts}, {"--experts-active", &s.n_experts_active}, {"--expert-ff", &s.expert_hidden_dim},
-      {"--vocab", &s.vocab_size},  {"--ctx", &s.n_ctx},
-      {"--shared-ff", &s.shared_expert_hidden_dim}, {"--ssm-state", &s.ssm_state}, {"--ssm-k-heads", &s.ssm_k_heads},
-      {"--ssm-v-heads", &s.ssm_v_heads}, {"--full-attn-interval", &s.full_attention_interval}, {"--rope-dims", &s.n_rot},
+      {"--dim", &s.dim},
+      {"--layers", &s.n_layers},
+      {"--heads", &s.n_heads},
+      {"--kv-heads", &s.n_kv_heads},
+      {"--head-dim", &s.head_dim},
+      {"--ff", &s.hidden_dim},
+      {"--experts", &s.n_experts},
+      {"--experts-active", &s.n_experts_active},
+      {"--expert-ff", &s.expert_hidden_dim},
+      {"--vocab", &s.vocab_size},
+      {"--ctx", &s.n_ctx},
+      {"--shared-ff", &s.shared_expert_hidden_dim},
+      {"--ssm-state", &s.ssm_state},
+      {"--ssm-k-heads", &s.ssm_k_heads},
+      {"--ssm-v-heads", &s.ssm_v_heads},
+      {"--full-attn-interval", &s.full_attention_interval},
+      {"--rope-dims", &s.n_rot},
       {"--nextn", &s.nextn_layers},
-      {"--head-dim-swa", &s.head_dim_swa}, {"--kv-heads-full", &s.n_kv_heads_full}, {"--window", &s.sliding_window},
-      {"--swa-period", &s.swa_period}, {"--per-layer-dim", &s.per_layer_dim}, {"--shared-kv-layers", &s.shared_kv_layers},
+      {"--head-dim-swa", &s.head_dim_swa},
+      {"--kv-heads-full", &s.n_kv_heads_full},
+      {"--window", &s.sliding_window},
+      {"--swa-period", &s.swa_period},
+      {"--per-layer-dim", &s.per_layer_dim},
+      {"--shared-kv-layers", &s.shared_kv_layers},
   };
   for (const IntFlag& f : ints) {
     auto v = args->get_int(f.name, *f.dst, 0, kMax);
@@ -162,7 +182,8 @@ int cmd_synth(int argc, char** argv) {
                 args->has("--preset") ? args->get_string("--preset").c_str() : "custom",
                 static_cast<unsigned long long>(*bytes), *bytes / 1e9, *bytes / 1073741824.0, plan->size());
     for (const auto& [type, m] : mix) {
-      std::printf("  %-8s %5d tensors %15llu bytes\n", type.c_str(), m.first, static_cast<unsigned long long>(m.second));
+      std::printf("  %-8s %5d tensors %15llu bytes\n", type.c_str(), m.first,
+                  static_cast<unsigned long long>(m.second));
     }
     return 0;
   }
@@ -192,7 +213,8 @@ int cmd_synth(int argc, char** argv) {
   const uint64_t file_bytes = std::filesystem::file_size(out, ec);
   std::printf("wrote %s (%s, %s, %s fill): %llu bytes (%.2f GB, %.2f GiB) in %.1f s, %.2f GB/s\n", out.c_str(),
               s.arch.c_str(), s.type.c_str(), *fast ? "fast" : "exact", static_cast<unsigned long long>(file_bytes),
-              file_bytes / 1e9, file_bytes / 1073741824.0, elapsed_s, elapsed_s > 0 ? file_bytes / 1e9 / elapsed_s : 0.0);
+              file_bytes / 1e9, file_bytes / 1073741824.0, elapsed_s,
+              elapsed_s > 0 ? file_bytes / 1e9 / elapsed_s : 0.0);
   return 0;
 }
 

@@ -19,24 +19,35 @@ namespace sniper::cli {
 std::vector<FlagSpec> model_flags() {
   return {
       {"--model", "-m", "PATH", "GGUF model file (the first part of a split set)"},
-      {"--hf-repo", "-hf", "REPO[:QUANT]", "model from a Hugging Face-compatible hub, pulled into the store if needed (see sniper pull)"},
+      {"--hf-repo", "-hf", "REPO[:QUANT]",
+       "model from a Hugging Face-compatible hub, pulled into the store if needed (see sniper pull)"},
       {"--threads", "-t", "N", "threads (default: all cores)"},
       {"--ctx", "-c", "N", "context size in tokens (default: min(model, 4096))"},
-      {"--batch", "-b", "N|auto", "prompt chunk size (default auto: 512 when every weight stays in RAM; when weights stream, the longest chunk up to 4096 whose scratch takes at most 1/8 of --mem and leaves two layers of expert slots, else 64)"},
+      {"--batch", "-b", "N|auto",
+       "prompt chunk size (default auto: 512 when every weight stays in RAM; when weights stream, the longest chunk up "
+       "to 4096 whose scratch takes at most 1/8 of --mem and leaves two layers of expert slots, else 64)"},
       {"--kv-type", nullptr, "TYPE", "KV cache type for K and V (shorthand for -ctk TYPE -ctv TYPE; default f16)"},
       {"--cache-type-k", "-ctk", "TYPE", "K cache type: f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (default f16)"},
       {"--cache-type-v", "-ctv", "TYPE", "V cache type, as -ctk; a quantized V needs flash attention (default f16)"},
-      {"--flash-attn", "-fa", "on|off|auto", "flash attention (default auto: on when the V cache is quantized, else off)"},
-      {"--no-kv-rotation", nullptr, nullptr, "do not Hadamard-rotate quantized K/V (llama.cpp's LLAMA_ATTN_ROT_DISABLE=1)"},
-      {"--residency", nullptr, "auto|resident|mmap|stream", "where weights live (default auto: resident if they fit --mem)"},
-      {"--mem", nullptr, "SIZE|auto", "memory budget, e.g. 8G, 512M, auto = cgroup limit or MemAvailable (default auto)"},
+      {"--flash-attn", "-fa", "on|off|auto",
+       "flash attention (default auto: on when the V cache is quantized, else off)"},
+      {"--no-kv-rotation", nullptr, nullptr,
+       "do not Hadamard-rotate quantized K/V (llama.cpp's LLAMA_ATTN_ROT_DISABLE=1)"},
+      {"--residency", nullptr, "auto|resident|mmap|stream",
+       "where weights live (default auto: resident if they fit --mem)"},
+      {"--mem", nullptr, "SIZE|auto",
+       "memory budget, e.g. 8G, 512M, auto = cgroup limit or MemAvailable (default auto)"},
       {"--cache-policy", nullptr, "lru|lfru", "expert cache eviction (default lfru)"},
       {"--no-prefetch", nullptr, nullptr, "do not prefetch predicted experts"},
-      {"--prefetch-depth", nullptr, "N", "layers ahead to prefetch predicted experts (default 1; deeper guesses were right only half the time on the 30B)"},
+      {"--prefetch-depth", nullptr, "N",
+       "layers ahead to prefetch predicted experts (default 1; deeper guesses were right only half the time on the "
+       "30B)"},
       {"--io", nullptr, "auto|uring|pread", "I/O backend for streaming (default auto)"},
       {"--io-depth", nullptr, "N", "reads in flight (default 32)"},
       {"--buffered-io", nullptr, nullptr, "read with the page cache (posix_fadvise DONTNEED) instead of O_DIRECT"},
-      {"--routing-bias", nullptr, "KEEP:WINDOW|auto", "opt-in cache-aware routing (changes outputs): keep the true top-KEEP experts, fill the rest from cached ones in the top-WINDOW"},
+      {"--routing-bias", nullptr, "KEEP:WINDOW|auto",
+       "opt-in cache-aware routing (changes outputs): keep the true top-KEEP experts, fill the rest from cached ones "
+       "in the top-WINDOW"},
   };
 }
 
@@ -56,8 +67,11 @@ std::vector<FlagSpec> sampling_flags() {
 
 std::vector<FlagSpec> context_shift_flags() {
   return {
-      {"--context-shift", nullptr, nullptr, "when the context is full, keep the first --keep tokens, drop half of the rest and go on (llama.cpp's context shift; off: a full context ends generation)"},
-      {"--keep", nullptr, "N", "tokens of the prompt kept by --context-shift, plus BOS; -1 = the whole prompt (default 0)"},
+      {"--context-shift", nullptr, nullptr,
+       "when the context is full, keep the first --keep tokens, drop half of the rest and go on (llama.cpp's context "
+       "shift; off: a full context ends generation)"},
+      {"--keep", nullptr, "N",
+       "tokens of the prompt kept by --context-shift, plus BOS; -1 = the whole prompt (default 0)"},
   };
 }
 
@@ -104,7 +118,8 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   so.batch = out.model->planned_batch();
   so.n_checkpoints = out.model->plan().n_checkpoints;
   if (args.has("--routing-bias")) {
-    SNIPER_ASSIGN_OR_RETURN(so.routing_bias, parse_routing_bias(args.get_string("--routing-bias"), out.model->config()));
+    SNIPER_ASSIGN_OR_RETURN(so.routing_bias,
+                            parse_routing_bias(args.get_string("--routing-bias"), out.model->config()));
   }
   auto session = Session::create(*out.model, so);
   if (!session.ok()) return session.error();
@@ -227,15 +242,14 @@ Result<std::vector<int32_t>> parse_id_list(const std::string& json_text, const s
   for (size_t i = 0; i < j.size(); ++i) {
     if (!j[i].is_number_integer()) return make_error("%s: item %zu is not an integer", what.c_str(), i);
     const int64_t v = j[i].get<int64_t>();
-    if (v < 0 || v > INT32_MAX) return make_error("%s: item %zu is %ld, not a valid token id", what.c_str(), i, static_cast<long>(v));
+    if (v < 0 || v > INT32_MAX)
+      return make_error("%s: item %zu is %ld, not a valid token id", what.c_str(), i, static_cast<long>(v));
     ids.push_back(static_cast<int32_t>(v));
   }
   return ids;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 int fail(const Error& error) {
   std::fprintf(stderr, "error: %s\n", error.message.c_str());

@@ -15,9 +15,7 @@ namespace {
 
 constexpr double kLineIntervalS = 3.0;  // a progress line this often when stderr is not a terminal
 
-double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string format_eta(double s) {
   if (s < 0 || s > 99 * 3600) return "--:--";
@@ -128,7 +126,8 @@ Result<hub::PullResult> pull_with_progress(const HubPullRequest& request) {
 }
 
 Result<std::string> model_path_from_args(const Args& args) {
-  if (args.has("--model") && args.has("--hf-repo")) return make_error("pass either -m PATH or -hf REPO[:QUANT], not both");
+  if (args.has("--model") && args.has("--hf-repo"))
+    return make_error("pass either -m PATH or -hf REPO[:QUANT], not both");
   if (args.has("--model")) return args.get_string("--model");
   if (!args.has("--hf-repo")) return make_error("no model given: pass -m PATH to a GGUF file or -hf REPO[:QUANT]");
   HubPullRequest request;

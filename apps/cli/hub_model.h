@@ -13,8 +13,8 @@
 namespace sniper::cli {
 
 struct HubPullRequest {
-  std::string ref;              // "owner/name[:QUANT|:FILE.gguf]"
-  uint64_t budget_bytes = 0;    // for the no-tag choice
+  std::string ref;                // "owner/name[:QUANT|:FILE.gguf]"
+  uint64_t budget_bytes = 0;      // for the no-tag choice
   bool offline_fallback = false;  // when the hub is unreachable, use a complete match in the store
 };
 

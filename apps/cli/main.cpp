@@ -50,7 +50,9 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (!std::strcmp(argv[1], c.name)) return c.fn(argc, argv);
   }
-  std::fprintf(stderr, "error: unknown command '%s' (commands: run, chat, inspect, logits, synth, pack, bench, context, pull, list, rm, split, serve, top, agent; see 'sniper --help')\n",
+  std::fprintf(stderr,
+               "error: unknown command '%s' (commands: run, chat, inspect, logits, synth, pack, bench, context, pull, "
+               "list, rm, split, serve, top, agent; see 'sniper --help')\n",
                argv[1]);
   return 1;
 }

@@ -14,12 +14,15 @@ namespace sniper::cli {
 
 std::vector<FlagSpec> spec_flags() {
   return {
-      {"--spec-type", nullptr, "none|ngram|draft|mtp", "speculative decoding draft source (default none; draft when -md is given)"},
+      {"--spec-type", nullptr, "none|ngram|draft|mtp",
+       "speculative decoding draft source (default none; draft when -md is given)"},
       {"--model-draft", "-md", "PATH", "draft model for speculative decoding (same vocabulary as the target)"},
-      {"--mem-draft", nullptr, "SIZE", "the draft model's memory budget, taken off --mem (default: unlimited, resident)"},
+      {"--mem-draft", nullptr, "SIZE",
+       "the draft model's memory budget, taken off --mem (default: unlimited, resident)"},
       {"--draft-max", nullptr, "N", "most tokens drafted per step, [1, 256] (default 16)"},
       {"--draft-min", nullptr, "N", "fewer drafted tokens than this are not verified, [0, draft-max] (default 0)"},
-      {"--draft-p-min", nullptr, "P", "a draft model or MTP head stops at a token it gives less than P among its top 10, [0, 1] (default 0 = off)"},
+      {"--draft-p-min", nullptr, "P",
+       "a draft model or MTP head stops at a token it gives less than P among its top 10, [0, 1] (default 0 = off)"},
       {"--spec-ngram-size-n", nullptr, "N", "longest n-gram the lookup matches, [1, 64] (default 3)"},
       {"--no-draft-adaptive", nullptr, nullptr, "always draft --draft-max tokens (default: adapt to the acceptance)"},
   };
@@ -36,13 +39,16 @@ Result<SpecKind> parse_spec_kind(const std::string& type) {
 Status check_mtp_supported(const GgufFile& file, const ModelConfig& c) {
   SNIPER_ASSIGN_OR_RETURN(int64_t nextn, file.get_int_or(c.arch + ".nextn_predict_layers", 0));
   if (nextn <= 0) {
-    return make_error("--spec-type mtp: the model has no multi-token-prediction layers (%s.nextn_predict_layers is "
-                      "absent or 0); use --spec-type ngram or -md DRAFT_MODEL", c.arch.c_str());
+    return make_error(
+        "--spec-type mtp: the model has no multi-token-prediction layers (%s.nextn_predict_layers is "
+        "absent or 0); use --spec-type ngram or -md DRAFT_MODEL",
+        c.arch.c_str());
   }
   if (c.n_nextn_layers <= 0) {
-    return make_error("--spec-type mtp: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers), "
-                      "but sniper runs MTP heads of the qwen35 family only; use --spec-type ngram or -md DRAFT_MODEL",
-                      static_cast<long>(nextn), c.arch.c_str());
+    return make_error(
+        "--spec-type mtp: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers), "
+        "but sniper runs MTP heads of the qwen35 family only; use --spec-type ngram or -md DRAFT_MODEL",
+        static_cast<long>(nextn), c.arch.c_str());
   }
   return ok_status();
 }
@@ -53,11 +59,12 @@ Result<SpecRequest> parse_spec_args(const Args& args) {
   const std::string type = args.get_string("--spec-type", has_md ? "draft" : "none");
   SNIPER_ASSIGN_OR_RETURN(r.kind, parse_spec_kind(type));
   if (has_md && r.kind != SpecKind::kDraftModel) {
-    return make_error("-md/--model-draft is given but --spec-type is '%s' (use --spec-type draft, or drop -md)", type.c_str());
+    return make_error("-md/--model-draft is given but --spec-type is '%s' (use --spec-type draft, or drop -md)",
+                      type.c_str());
   }
   if (r.kind == SpecKind::kNone) {
-    for (const char* f : {"--mem-draft", "--draft-max", "--draft-min", "--draft-p-min", "--spec-ngram-size-n",
-                          "--no-draft-adaptive"}) {
+    for (const char* f :
+         {"--mem-draft", "--draft-max", "--draft-min", "--draft-p-min", "--spec-ngram-size-n", "--no-draft-adaptive"}) {
       if (args.has(f)) return make_error("%s needs a draft source: pass --spec-type ngram or -md DRAFT_MODEL", f);
     }
     return r;
@@ -76,7 +83,8 @@ Result<SpecRequest> parse_spec_args(const Args& args) {
   r.config.adaptive = !args.has("--no-draft-adaptive");
   if (args.has("--draft-p-min")) {
     if (r.kind == SpecKind::kNgram) {
-      return make_error("--draft-p-min applies to a draft model or the MTP head, not to n-gram lookup (no probabilities)");
+      return make_error(
+          "--draft-p-min applies to a draft model or the MTP head, not to n-gram lookup (no probabilities)");
     }
     SNIPER_ASSIGN_OR_RETURN(double p, args.get_float("--draft-p-min", 0.0, 0.0, 1.0));
     r.config.p_min = static_cast<float>(p);
@@ -133,8 +141,10 @@ Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const Sampl
   }
   SNIPER_ASSIGN_OR_RETURN(int64_t nextn, target.model->gguf().get_int_or(c.arch + ".nextn_predict_layers", 0));
   if (nextn > 0) {
-    std::fprintf(stderr, "note: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers); "
-                 "--spec-type mtp drafts with them\n", static_cast<long>(nextn), c.arch.c_str());
+    std::fprintf(stderr,
+                 "note: the model has %ld multi-token-prediction layer(s) (%s.nextn_predict_layers); "
+                 "--spec-type mtp drafts with them\n",
+                 static_cast<long>(nextn), c.arch.c_str());
   }
   if (req.kind == SpecKind::kNgram) {
     out.source = std::make_unique<NgramDraft>(req.ngram_size);
@@ -150,7 +160,8 @@ Result<SpecSetup> setup_spec(const SpecRequest& req, Loaded& target, const Sampl
 
 std::string spec_summary(const SpecStats& s) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "speculative: %ld drafted, %ld accepted (%.1f%%), %.2f tokens per target forward "
+  std::snprintf(buf, sizeof buf,
+                "speculative: %ld drafted, %ld accepted (%.1f%%), %.2f tokens per target forward "
                 "(%ld verify + %ld single, of which %ld backing off; %ld rollback re-evals)",
                 static_cast<long>(s.n_drafted), static_cast<long>(s.n_accepted), 100.0 * s.acceptance(),
                 s.tokens_per_forward(), static_cast<long>(s.n_rounds), static_cast<long>(s.n_plain),

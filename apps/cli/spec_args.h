@@ -57,7 +57,7 @@ Result<std::unique_ptr<Model>> load_draft_model(const SpecRequest& req, const Mo
                                                 int64_t n_sessions);
 
 struct SpecSetup {
-  std::unique_ptr<Model> draft_model;  // kDraftModel
+  std::unique_ptr<Model> draft_model;   // kDraftModel
   std::unique_ptr<DraftSource> source;  // null when speculative decoding is off
 };
 

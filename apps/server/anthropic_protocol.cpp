@@ -16,10 +16,12 @@ const char* kind(const Json& j) {
   return "an object";
 }
 
-std::optional<ApiError> bad(const std::string& message, const std::string& param = {}) { return bad_request(message, param); }
+std::optional<ApiError> bad(const std::string& message, const std::string& param = {}) {
+  return bad_request(message, param);
+}
 
-#define TRY_ANTHROPIC(expr)           \
-  do {                                \
+#define TRY_ANTHROPIC(expr)          \
+  do {                               \
     if (auto e_ = (expr)) return e_; \
   } while (0)
 
@@ -52,14 +54,16 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* messages)
     messages->push_back(Json{{"role", role}, {"content", *content}});
     return std::nullopt;
   }
-  if (!content->is_array()) return bad(at + ".content must be a string or an array of content blocks, got " + kind(*content), "messages");
+  if (!content->is_array())
+    return bad(at + ".content must be a string or an array of content blocks, got " + kind(*content), "messages");
   std::string text, thinking;
   Json calls = Json::array();
   std::vector<Json> tool_results;
   for (size_t k = 0; k < content->size(); ++k) {
     const Json& b = (*content)[k];
     const std::string bat = at + ".content[" + std::to_string(k) + "]";
-    if (!b.is_object() || !b.contains("type") || !b["type"].is_string()) return bad(bat + " must be an object with a string type", "messages");
+    if (!b.is_object() || !b.contains("type") || !b["type"].is_string())
+      return bad(bat + " must be an object with a string type", "messages");
     const std::string type = b["type"].get<std::string>();
     if (type == "text") {
       if (!b.contains("text") || !b["text"].is_string()) return bad(bat + ".text must be a string", "messages");
@@ -76,12 +80,16 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* messages)
       }
       const Json input = b.contains("input") ? b["input"] : Json::object();
       if (!input.is_object()) return bad(bat + ".input must be an object, got " + kind(input), "messages");
-      calls.push_back(Json{{"id", b["id"]}, {"type", "function"}, {"function", Json{{"name", b["name"]}, {"arguments", dump_json(input)}}}});
+      calls.push_back(Json{{"id", b["id"]},
+                           {"type", "function"},
+                           {"function", Json{{"name", b["name"]}, {"arguments", dump_json(input)}}}});
     } else if (type == "tool_result") {
       if (role != "user") return bad(bat + ": tool_result blocks belong to user messages", "messages");
-      if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string()) return bad(bat + ".tool_use_id must be a string", "messages");
+      if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string())
+        return bad(bat + ".tool_use_id must be a string", "messages");
       std::string result;
-      if (b.contains("content") && !b["content"].is_null()) TRY_ANTHROPIC(text_of(b["content"], bat + ".content", &result));
+      if (b.contains("content") && !b["content"].is_null())
+        TRY_ANTHROPIC(text_of(b["content"], bat + ".content", &result));
       if (b.value("is_error", false)) result = "Error: " + result;
       tool_results.push_back(Json{{"role", "tool"}, {"tool_call_id", b["tool_use_id"]}, {"content", result}});
     } else if (type == "image" || type == "document") {
@@ -112,7 +120,8 @@ std::optional<ApiError> parse_anthropic_messages(const Json& body, AnthropicRequ
   out->model = model->get<std::string>();
   auto mt = body.find("max_tokens");
   if (mt == body.end() || mt->is_null()) return bad("max_tokens: field required", "max_tokens");
-  if (!mt->is_number_integer() || mt->get<int64_t>() < 1) return bad("max_tokens must be an integer >= 1, got " + mt->dump(), "max_tokens");
+  if (!mt->is_number_integer() || mt->get<int64_t>() < 1)
+    return bad("max_tokens must be an integer >= 1, got " + mt->dump(), "max_tokens");
   GenerationParams& p = out->chat.params;
   p.max_tokens = mt->get<int64_t>();
   SamplerConfig& s = p.sampler;
@@ -133,7 +142,8 @@ std::optional<ApiError> parse_anthropic_messages(const Json& body, AnthropicRequ
     if (it == body.end() || it->is_null()) continue;
     if (!it->is_number()) return bad(std::string(n.key) + " must be a number, got " + kind(*it), n.key);
     const double v = it->get<double>();
-    if (!std::isfinite(v) || v < n.lo || v > n.hi) return bad(std::string(n.key) + " is " + it->dump() + " but must be in [0, 1]", n.key);
+    if (!std::isfinite(v) || v < n.lo || v > n.hi)
+      return bad(std::string(n.key) + " is " + it->dump() + " but must be in [0, 1]", n.key);
     *n.out = static_cast<float>(v);
   }
   if (s.top_p <= 0.0f) return bad("top_p is 0 but must be in (0, 1]", "top_p");
@@ -144,7 +154,8 @@ std::optional<ApiError> parse_anthropic_messages(const Json& body, AnthropicRequ
     s.top_k = static_cast<int>(it->get<int64_t>());
   }
   if (auto it = body.find("stop_sequences"); it != body.end() && !it->is_null()) {
-    if (!it->is_array()) return bad(std::string("stop_sequences must be an array of strings, got ") + kind(*it), "stop_sequences");
+    if (!it->is_array())
+      return bad(std::string("stop_sequences must be an array of strings, got ") + kind(*it), "stop_sequences");
     if (it->size() > 16) return bad("stop_sequences has more than 16 entries", "stop_sequences");
     for (const Json& x : *it) {
       if (!x.is_string() || x.get_ref<const std::string&>().empty() || x.get_ref<const std::string&>().size() > 1024) {
@@ -174,9 +185,12 @@ std::optional<ApiError> parse_anthropic_messages(const Json& body, AnthropicRequ
     for (size_t i = 0; i < it->size(); ++i) {
       const Json& t = (*it)[i];
       const std::string at = "tools[" + std::to_string(i) + "]";
-      if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) return bad(at + ".name must be a string", "tools");
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
+        return bad(at + ".name must be a string", "tools");
       if (t.contains("type") && t["type"] != "custom") {
-        return bad(at + ".type is " + t["type"].dump() + ": only custom tools (name, description, input_schema) are supported", "tools");
+        return bad(
+            at + ".type is " + t["type"].dump() + ": only custom tools (name, description, input_schema) are supported",
+            "tools");
       }
       Json fn = Json{{"name", t["name"]}};
       if (t.contains("description") && t["description"].is_string()) fn["description"] = t["description"];
@@ -204,7 +218,8 @@ std::optional<ApiError> parse_anthropic_messages(const Json& body, AnthropicRequ
     } else if (type == "disabled") {
       out->thinking = false;
     } else {
-      return bad("thinking must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}", "thinking");
+      return bad("thinking must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}",
+                 "thinking");
     }
   }
   return std::nullopt;

@@ -17,13 +17,18 @@ namespace sniper::server {
 
 namespace {
 
-std::string event(const char* name, const Json& data) { return std::string("event: ") + name + "\ndata: " + dump_json(data) + "\n\n"; }
+std::string event(const char* name, const Json& data) {
+  return std::string("event: ") + name + "\ndata: " + dump_json(data) + "\n\n";
+}
 
 class AnthropicWire final : public JobWire {
  public:
   AnthropicWire(std::string model, const ChatFormat& format, const RenderedChat& rendered, bool tools, int64_t n_prompt,
                 bool parse_output)
-      : model_(std::move(model)), id_(make_id("msg_")), n_prompt_(n_prompt), parse_output_(parse_output),
+      : model_(std::move(model)),
+        id_(make_id("msg_")),
+        n_prompt_(n_prompt),
+        parse_output_(parse_output),
         parser_(format, rendered, tools) {}
 
   std::string stream_start() override {
@@ -51,7 +56,8 @@ class AnthropicWire final : public JobWire {
     std::string out = events(deltas);
     if (open_ != Block::kNone) out += close_block();
     Json delta = Json{{"stop_reason", stop_reason(r)}, {"stop_sequence", stop_sequence(r)}};
-    out += event("message_delta", Json{{"type", "message_delta"}, {"delta", delta}, {"usage", Json{{"output_tokens", r.n_generated}}}});
+    out += event("message_delta",
+                 Json{{"type", "message_delta"}, {"delta", delta}, {"usage", Json{{"output_tokens", r.n_generated}}}});
     out += event("message_stop", Json{{"type", "message_stop"}});
     return out;
   }
@@ -80,7 +86,8 @@ class AnthropicWire final : public JobWire {
       for (const Json& c : m["tool_calls"]) {
         Json input = Json::parse(c["function"].value("arguments", std::string("{}")), nullptr, false);
         if (input.is_discarded() || !input.is_object()) input = Json::object();
-        content.push_back(Json{{"type", "tool_use"}, {"id", c["id"]}, {"name", c["function"]["name"]}, {"input", input}});
+        content.push_back(
+            Json{{"type", "tool_use"}, {"id", c["id"]}, {"name", c["function"]["name"]}, {"input", input}});
       }
     }
     Json j = Json::object();
@@ -91,7 +98,8 @@ class AnthropicWire final : public JobWire {
     j["content"] = std::move(content);
     j["stop_reason"] = stop_reason(r);
     j["stop_sequence"] = stop_sequence(r);
-    j["usage"] = Json{{"input_tokens", r.n_prompt}, {"output_tokens", r.n_generated}, {"cache_read_input_tokens", r.n_cached}};
+    j["usage"] =
+        Json{{"input_tokens", r.n_prompt}, {"output_tokens", r.n_generated}, {"cache_read_input_tokens", r.n_cached}};
     return j;
   }
 
@@ -130,7 +138,8 @@ class AnthropicWire final : public JobWire {
     std::string out;
     if (open_ != Block::kNone) out += close_block();
     open_ = b;
-    return out + event("content_block_start", Json{{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
+    return out + event("content_block_start",
+                       Json{{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
   }
 
   std::string events(const std::vector<ChatDelta>& deltas) {
@@ -143,16 +152,20 @@ class AnthropicWire final : public JobWire {
         delta = Json{{"type", "text_delta"}, {"text", d.text}};
       } else if (d.kind == ChatDelta::Kind::kReasoning) {
         if (d.text.empty()) continue;
-        if (open_ != Block::kThinking) out += open_block(Block::kThinking, Json{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
+        if (open_ != Block::kThinking)
+          out += open_block(Block::kThinking, Json{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
         delta = Json{{"type", "thinking_delta"}, {"thinking", d.text}};
       } else {
         if (!d.tool_id.empty() || open_ != Block::kToolUse) {
-          out += open_block(Block::kToolUse, Json{{"type", "tool_use"}, {"id", d.tool_id}, {"name", d.tool_name}, {"input", Json::object()}});
+          out += open_block(
+              Block::kToolUse,
+              Json{{"type", "tool_use"}, {"id", d.tool_id}, {"name", d.tool_name}, {"input", Json::object()}});
         }
         if (d.tool_arguments.empty()) continue;
         delta = Json{{"type", "input_json_delta"}, {"partial_json", d.tool_arguments}};
       }
-      out += event("content_block_delta", Json{{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}});
+      out += event("content_block_delta",
+                   Json{{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}});
     }
     return out;
   }
@@ -198,7 +211,8 @@ void handle_anthropic_messages(ServerContext& ctx, const httplib::Request& req, 
   const bool tools = request.chat.tools.is_array() && !request.chat.tools.empty();
   auto wire = std::make_shared<AnthropicWire>(request.model, m.chat_format, prompt.rendered, tools, n_prompt,
                                               m.chat_template.has_value());
-  run_wire_job(ctx, std::move(lease), Endpoint::kChat, std::move(job), std::move(wire), request.chat.params.stream, "text/event-stream", res);
+  run_wire_job(ctx, std::move(lease), Endpoint::kChat, std::move(job), std::move(wire), request.chat.params.stream,
+               "text/event-stream", res);
 }
 
 }  // namespace sniper::server

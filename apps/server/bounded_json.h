@@ -22,9 +22,9 @@
 namespace sniper::server {
 
 struct JsonLimits {
-  size_t max_depth = 64;              // nested objects/arrays; the document's root is depth 1
-  size_t max_values = 1u << 18;       // every value counted once, containers included
-  size_t max_object_members = 4096;   // per object (ordered_json looks keys up linearly)
+  size_t max_depth = 64;                 // nested objects/arrays; the document's root is depth 1
+  size_t max_values = 1u << 18;          // every value counted once, containers included
+  size_t max_object_members = 4096;      // per object (ordered_json looks keys up linearly)
   size_t max_array_elements = 1u << 17;  // per array
 };
 
@@ -55,7 +55,8 @@ class BoundedJsonBuilder {
   bool key(string_t& k) {
     J& obj = *stack_.back();
     if (obj.size() >= limits_.max_object_members) {
-      return fail("an object has more than " + std::to_string(limits_.max_object_members) + " members (limit max_object_members)");
+      return fail("an object has more than " + std::to_string(limits_.max_object_members) +
+                  " members (limit max_object_members)");
     }
     slot_ = &obj[k];
     return true;
@@ -88,7 +89,8 @@ class BoundedJsonBuilder {
     J& top = *stack_.back();
     if (top.is_array()) {
       if (top.size() >= limits_.max_array_elements) {
-        fail("an array has more than " + std::to_string(limits_.max_array_elements) + " elements (limit max_array_elements)");
+        fail("an array has more than " + std::to_string(limits_.max_array_elements) +
+             " elements (limit max_array_elements)");
         return nullptr;
       }
       top.push_back(std::move(v));

@@ -139,8 +139,8 @@ Result<Json> normalise_message(const Json& msg, size_t i) {
   Json out = Json::object();
   out["role"] = role;
 
-  const bool has_calls = role == "assistant" && msg.contains("tool_calls") && msg["tool_calls"].is_array() &&
-                         !msg["tool_calls"].empty();
+  const bool has_calls =
+      role == "assistant" && msg.contains("tool_calls") && msg["tool_calls"].is_array() && !msg["tool_calls"].empty();
   const Json null_json;
   const Json& content = msg.contains("content") ? msg["content"] : null_json;
   if (content.is_null()) {
@@ -156,11 +156,13 @@ Result<Json> normalise_message(const Json& msg, size_t i) {
   }
 
   if (msg.contains("name")) {
-    if (!msg["name"].is_string()) return make_error("%s.name is %s but must be a string", field.c_str(), type_name(msg["name"]));
+    if (!msg["name"].is_string())
+      return make_error("%s.name is %s but must be a string", field.c_str(), type_name(msg["name"]));
     out["name"] = msg["name"];
   }
   if (msg.contains("reasoning_content") && !msg["reasoning_content"].is_null()) {
-    if (role != "assistant") return make_error("%s.reasoning_content is only allowed on assistant messages", field.c_str());
+    if (role != "assistant")
+      return make_error("%s.reasoning_content is only allowed on assistant messages", field.c_str());
     if (!msg["reasoning_content"].is_string()) {
       return make_error("%s.reasoning_content is %s but must be a string", field.c_str(),
                         type_name(msg["reasoning_content"]));
@@ -176,7 +178,8 @@ Result<Json> normalise_message(const Json& msg, size_t i) {
     if (!calls.empty()) {
       Json normalised = Json::array();
       for (size_t k = 0; k < calls.size(); ++k) {
-        SNIPER_ASSIGN_OR_RETURN(Json call, normalise_tool_call(calls[k], field + ".tool_calls[" + std::to_string(k) + "]"));
+        SNIPER_ASSIGN_OR_RETURN(Json call,
+                                normalise_tool_call(calls[k], field + ".tool_calls[" + std::to_string(k) + "]"));
         normalised.push_back(std::move(call));
       }
       out["tool_calls"] = std::move(normalised);

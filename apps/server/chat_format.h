@@ -52,9 +52,9 @@ struct ChatRenderInput {
 };
 
 struct RenderedChat {
-  std::string prompt;              // text to tokenize (special tokens parsed)
-  bool thinking_open = false;      // the prompt ends inside an open <think> block
-  bool thinking_enabled = false;   // the model may emit <think>...</think> first
+  std::string prompt;             // text to tokenize (special tokens parsed)
+  bool thinking_open = false;     // the prompt ends inside an open <think> block
+  bool thinking_enabled = false;  // the model may emit <think>...</think> first
   // Function name -> its "parameters" JSON Schema, from the request's tools (empty without
   // tools). The Qwen3.5 XML parser reads parameter types from it.
   nlohmann::ordered_json tool_schemas = nlohmann::ordered_json::object();
@@ -69,16 +69,15 @@ struct RenderedChat {
 // Errors name the offending field ("messages[2].role is 'robot' but must be one of ...").
 // Thread-safe (the template is const).
 [[nodiscard]] Result<RenderedChat> render_chat(const ChatTemplate& tmpl, const ChatFormat& format,
-                                               const ChatRenderInput& input,
-                                               const std::string& bos_token,
+                                               const ChatRenderInput& input, const std::string& bos_token,
                                                const std::string& eos_token);
 
 // One streamed piece of assistant output.
 struct ChatDelta {
   enum class Kind { kContent, kReasoning, kToolCall };
   Kind kind = Kind::kContent;
-  std::string text;   // kContent / kReasoning text
-  int tool_index = 0; // kToolCall: index in tool_calls
+  std::string text;    // kContent / kReasoning text
+  int tool_index = 0;  // kToolCall: index in tool_calls
   // kToolCall: id+name on the first delta of a call (empty afterwards); arguments (JSON text of
   // the arguments object, compact) may be split over several deltas; concatenated they are the
   // call's "arguments" string.
@@ -137,15 +136,15 @@ class ChatOutputParser {
 
   ToolCallFormat format_ = ToolCallFormat::kNone;
   nlohmann::ordered_json tool_schemas_;  // RenderedChat::tool_schemas
-  std::string_view think_open_;    // the reasoning markers of the format
+  std::string_view think_open_;          // the reasoning markers of the format
   std::string_view think_close_;
-  std::string_view tool_open_;     // the tagged call markers of the format (empty: none)
+  std::string_view tool_open_;  // the tagged call markers of the format (empty: none)
   std::string_view tool_close_;
-  bool think_allowed_ = false;     // recognise the reasoning open marker at the start of the message
-  bool hermes_tools_ = false;      // recognise tagged call blocks (Hermes, Qwen3.5 XML, Gemma 4)
-  bool llama_tools_ = false;       // recognise a Llama 3 JSON call as the whole message
-  bool gemma_channels_ = false;    // Gemma 4: thought blocks and stray <channel|> after content too
-  uint64_t id_seed_ = 0;           // makes tool-call ids unique across parsers
+  bool think_allowed_ = false;   // recognise the reasoning open marker at the start of the message
+  bool hermes_tools_ = false;    // recognise tagged call blocks (Hermes, Qwen3.5 XML, Gemma 4)
+  bool llama_tools_ = false;     // recognise a Llama 3 JSON call as the whole message
+  bool gemma_channels_ = false;  // Gemma 4: thought blocks and stray <channel|> after content too
+  uint64_t id_seed_ = 0;         // makes tool-call ids unique across parsers
   State state_ = State::kStart;
   std::string buf_;                // undecided text, not yet emitted
   bool strip_leading_ws_ = false;  // drop whitespace at the start of the next content

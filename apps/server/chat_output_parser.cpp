@@ -134,8 +134,7 @@ uint64_t splitmix64(uint64_t x) {
 
 }  // namespace
 
-ChatOutputParser::ChatOutputParser(ChatFormat format, const RenderedChat& rendered, bool tools_requested)
-{
+ChatOutputParser::ChatOutputParser(ChatFormat format, const RenderedChat& rendered, bool tools_requested) {
   format_ = format.tool_calls;
   tool_schemas_ = rendered.tool_schemas;
   const bool gemma_thinking = format.thinking == ThinkingSyntax::kGemma4Channel;
@@ -149,9 +148,9 @@ ChatOutputParser::ChatOutputParser(ChatFormat format, const RenderedChat& render
     tool_close_ = kToolClose;
   }
   think_allowed_ = format.supports_thinking || rendered.thinking_enabled || rendered.thinking_open;
-  hermes_tools_ = tools_requested && (format.tool_calls == ToolCallFormat::kHermes ||
-                                      format.tool_calls == ToolCallFormat::kQwen35Xml ||
-                                      format.tool_calls == ToolCallFormat::kGemma4);
+  hermes_tools_ = tools_requested &&
+                  (format.tool_calls == ToolCallFormat::kHermes || format.tool_calls == ToolCallFormat::kQwen35Xml ||
+                   format.tool_calls == ToolCallFormat::kGemma4);
   llama_tools_ = tools_requested && format.tool_calls == ToolCallFormat::kLlama3;
   gemma_channels_ = gemma_thinking;
   if (rendered.thinking_open) state_ = State::kThink;
@@ -164,8 +163,7 @@ ChatOutputParser::ChatOutputParser(ChatFormat format, const RenderedChat& render
 
 std::string ChatOutputParser::make_call_id(size_t index) const {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "call_%016llx",
-                static_cast<unsigned long long>(splitmix64(id_seed_ + index)));
+  std::snprintf(buf, sizeof(buf), "call_%016llx", static_cast<unsigned long long>(splitmix64(id_seed_ + index)));
   return buf;
 }
 
@@ -238,8 +236,7 @@ bool ChatOutputParser::emit_tagged_call(std::string_view body, std::vector<ChatD
       const std::optional<Json> call = parse_gemma4_call(body);
       return call.has_value() && emit_call(*call, out);
     }
-    default:
-      return emit_call(parse_json_or_discarded<Json>(body), out);
+    default: return emit_call(parse_json_or_discarded<Json>(body), out);
   }
 }
 

@@ -36,7 +36,8 @@ std::optional<ApiError> read_name(const Json& body, std::string* name) {
 }
 
 ApiError busy() {
-  return with_status(bad_request("the server is busy: all slots and the queue are full; retry later"), 503, "server_error");
+  return with_status(bad_request("the server is busy: all slots and the queue are full; retry later"), 503,
+                     "server_error");
 }
 
 }  // namespace
@@ -53,8 +54,9 @@ void handle_context_save(ServerContext& ctx, const httplib::Request& req, httpli
   const ServedModel& m = lease->model();
   ContextCompression compression = ctx.contexts->default_compression();
   if (auto it = body.find("compression"); it != body.end() && !it->is_null()) {
-    auto c = it->is_string() ? parse_context_compression(it->get<std::string>())
-                             : Result<ContextCompression>(make_error("compression must be a string: none, q8_0 or q4_0"));
+    auto c = it->is_string()
+                 ? parse_context_compression(it->get<std::string>())
+                 : Result<ContextCompression>(make_error("compression must be a string: none, q8_0 or q4_0"));
     if (!c.ok()) return send_error(res, bad_request(c.error().message, "compression"));
     compression = *c;
   }
@@ -111,7 +113,8 @@ void handle_context_load(ServerContext& ctx, const httplib::Request& req, httpli
   if (lease == nullptr) return send_error(res, lease_error);
   const ServedModel& m = lease->model();
   if (!ctx.contexts->exists(name)) {
-    return send_error(res, with_status(bad_request("no saved context named '" + name + "'", "name", "context_not_found"), 404));
+    return send_error(
+        res, with_status(bad_request("no saved context named '" + name + "'", "name", "context_not_found"), 404));
   }
   auto state = ctx.contexts->load(name);
   if (!state.ok()) return send_error(res, bad_request(state.error().message, "name", "invalid_context_file"));
@@ -130,7 +133,8 @@ void handle_context_load(ServerContext& ctx, const httplib::Request& req, httpli
   if (!m.scheduler->submit(job)) return send_error(res, busy());
   const JobResult& r = job->wait_done();
   if (!r.error.empty()) {
-    ApiError e = bad_request("context '" + name + "': " + r.error, "name", r.error_status == 409 ? "context_shape_mismatch" : "");
+    ApiError e = bad_request("context '" + name + "': " + r.error, "name",
+                             r.error_status == 409 ? "context_shape_mismatch" : "");
     e.status = r.error_status;
     if (e.status >= 500) e.type = "server_error";
     return send_error(res, e);
@@ -165,7 +169,8 @@ void handle_context_delete(ServerContext& ctx, const httplib::Request& req, http
   auto removed = ctx.contexts->remove(name);
   if (!removed.ok()) return send_error(res, with_status(bad_request(removed.error().message), 500, "server_error"));
   if (!*removed) {
-    return send_error(res, with_status(bad_request("no saved context named '" + name + "'", "name", "context_not_found"), 404));
+    return send_error(
+        res, with_status(bad_request("no saved context named '" + name + "'", "name", "context_not_found"), 404));
   }
   send_json(res, Json{{"name", name}, {"object", "context"}, {"deleted", true}});
 }

@@ -17,7 +17,8 @@ Status ContextStore::validate_name(const std::string& name) {
   }
   if (name[0] == '.') return make_error("name must not start with '.'");
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) return make_error("name may only contain A-Z a-z 0-9 . _ - (got '%s')", name.c_str());
   }
   return ok_status();
@@ -80,8 +81,8 @@ std::vector<ContextInfo> ContextStore::list() const {
     std::memcpy(&info.n_tokens, header + 56, sizeof(int64_t));
     const auto mtime = fs::last_write_time(p, ec);
     if (!ec) {
-      const auto sys = std::chrono::time_point_cast<std::chrono::seconds>(
-          mtime - fs::file_time_type::clock::now() + std::chrono::system_clock::now());
+      const auto sys = std::chrono::time_point_cast<std::chrono::seconds>(mtime - fs::file_time_type::clock::now() +
+                                                                          std::chrono::system_clock::now());
       info.created = sys.time_since_epoch().count();
     }
     out.push_back(std::move(info));

@@ -94,7 +94,8 @@ Result<LocalContext> inspect_local(const std::string& path) {
     pos += un;
   }
   ::close(fd);
-  if (std::memcmp(head.data(), "SNPRKV1\0", 8) != 0) return make_error("'%s' is not a sniper context (bad magic)", path.c_str());
+  if (std::memcmp(head.data(), "SNPRKV1\0", 8) != 0)
+    return make_error("'%s' is not a sniper context (bad magic)", path.c_str());
   uint32_t version = 0;
   uint64_t want = 0;
   std::memcpy(&version, head.data() + 8, 4);
@@ -106,7 +107,8 @@ Result<LocalContext> inspect_local(const std::string& path) {
                       kSessionStateVersion);
   }
   if (want != fnv) {
-    return make_error("'%s' is corrupt: checksum %016" PRIx64 " but the contents hash to %016" PRIx64, path.c_str(), want, fnv);
+    return make_error("'%s' is corrupt: checksum %016" PRIx64 " but the contents hash to %016" PRIx64, path.c_str(),
+                      want, fnv);
   }
   out.sha256 = sha.hex_digest();
   return out;
@@ -149,7 +151,8 @@ Result<Manifest> parse_manifest(std::string_view text, const std::string& name) 
   if (version == j.end() || !version->is_number_integer() || version->get<int64_t>() != kManifestVersion) {
     return make_error("the manifest's version must be %d", kManifestVersion);
   }
-  if (str("name") != name) return make_error("the manifest names '%s' but context '%s' was asked for", str("name").c_str(), name.c_str());
+  if (str("name") != name)
+    return make_error("the manifest names '%s' but context '%s' was asked for", str("name").c_str(), name.c_str());
   Manifest m;
   auto bytes = j.find("bytes");
   if (bytes == j.end() || !bytes->is_number_unsigned() || bytes->get<uint64_t>() < kHeaderBytes + 8 ||
@@ -158,9 +161,11 @@ Result<Manifest> parse_manifest(std::string_view text, const std::string& name) 
   }
   m.bytes = bytes->get<uint64_t>();
   m.sha256 = str("sha256");
-  if (!is_sha256_hex(m.sha256)) return make_error("the manifest's sha256 '%s' is not 64 lowercase hex digits", m.sha256.c_str());
+  if (!is_sha256_hex(m.sha256))
+    return make_error("the manifest's sha256 '%s' is not 64 lowercase hex digits", m.sha256.c_str());
   if (!parse_hex16(str("model_fingerprint"), &m.model_fingerprint)) {
-    return make_error("the manifest's model_fingerprint '%s' is not 16 lowercase hex digits", str("model_fingerprint").c_str());
+    return make_error("the manifest's model_fingerprint '%s' is not 16 lowercase hex digits",
+                      str("model_fingerprint").c_str());
   }
   auto n_tokens = j.find("n_tokens");
   if (n_tokens == j.end() || !n_tokens->is_number_integer() || n_tokens->get<int64_t>() < 0) {
@@ -206,7 +211,8 @@ Result<ContextTransfer> ContextSync::push(const ContextStore& store, const std::
   Status valid = ContextStore::validate_name(name);
   if (!valid.ok()) return fail(SyncFailure::kInvalid, valid.error());
   if (!store.exists(name)) {
-    return fail(SyncFailure::kNotFound, make_error("no saved context named '%s' in %s", name.c_str(), store.dir().c_str()));
+    return fail(SyncFailure::kNotFound,
+                make_error("no saved context named '%s' in %s", name.c_str(), store.dir().c_str()));
   }
   const std::string path = store.path_of(name);
   auto local = inspect_local(path);
@@ -244,28 +250,33 @@ Result<ContextTransfer> ContextSync::pull(const ContextStore& store, const std::
   auto text = client_.get_bytes(where_.bucket, manifest_key, kMaxManifestBytes);
   if (!text.ok()) {
     if (client_.last_http_status() == 404) {
-      return fail(SyncFailure::kNotFound,
-                  make_error("no context '%s' at %s: its manifest %s is missing (a push that did not finish leaves none)",
-                             name.c_str(), where_.url(name + ".ctx").c_str(), where_.url(name + ".ctx.json").c_str()));
+      return fail(
+          SyncFailure::kNotFound,
+          make_error("no context '%s' at %s: its manifest %s is missing (a push that did not finish leaves none)",
+                     name.c_str(), where_.url(name + ".ctx").c_str(), where_.url(name + ".ctx.json").c_str()));
     }
     return fail(remote_failure(), text.error());
   }
   auto manifest = parse_manifest(*text, name);
   if (!manifest.ok()) {
-    return fail(SyncFailure::kCorrupt, make_error("%s: %s", where_.url(name + ".ctx.json").c_str(), manifest.error().message.c_str()));
+    return fail(SyncFailure::kCorrupt,
+                make_error("%s: %s", where_.url(name + ".ctx.json").c_str(), manifest.error().message.c_str()));
   }
   if (model_fingerprint && *model_fingerprint != manifest->model_fingerprint) {
-    return fail(SyncFailure::kModelMismatch,
-                make_error("context '%s' at %s was saved with another model file (fingerprint %016" PRIx64
-                           ", this model is %016" PRIx64 ")", name.c_str(), where_.url(name + ".ctx").c_str(),
-                           manifest->model_fingerprint, *model_fingerprint));
+    return fail(
+        SyncFailure::kModelMismatch,
+        make_error("context '%s' at %s was saved with another model file (fingerprint %016" PRIx64
+                   ", this model is %016" PRIx64 ")",
+                   name.c_str(), where_.url(name + ".ctx").c_str(), manifest->model_fingerprint, *model_fingerprint));
   }
   std::error_code ec;
   std::filesystem::create_directories(store.dir(), ec);
-  if (ec) return fail(SyncFailure::kInvalid, make_error("cannot create '%s': %s", store.dir().c_str(), ec.message().c_str()));
+  if (ec)
+    return fail(SyncFailure::kInvalid, make_error("cannot create '%s': %s", store.dir().c_str(), ec.message().c_str()));
   const std::string tmp = temp_path(store, name);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(SyncFailure::kInvalid, make_error("cannot create '%s': %s", tmp.c_str(), std::strerror(errno)));
+  if (fd < 0)
+    return fail(SyncFailure::kInvalid, make_error("cannot create '%s': %s", tmp.c_str(), std::strerror(errno)));
   uint64_t n_bytes = 0;
   std::string sha;
   Status st = client_.get_to_fd(where_.bucket, data_key, fd, manifest->bytes, &n_bytes, &sha);
@@ -273,8 +284,8 @@ Result<ContextTransfer> ContextSync::pull(const ContextStore& store, const std::
   if (st.ok() && (n_bytes != manifest->bytes || sha != manifest->sha256)) {
     why = SyncFailure::kCorrupt;
     st = make_error("the download of %s is corrupt: %" PRIu64 " bytes with sha256 %s but the manifest says %" PRIu64
-                    " bytes with sha256 %s", where_.url(name + ".ctx").c_str(), n_bytes, sha.c_str(), manifest->bytes,
-                    manifest->sha256.c_str());
+                    " bytes with sha256 %s",
+                    where_.url(name + ".ctx").c_str(), n_bytes, sha.c_str(), manifest->bytes, manifest->sha256.c_str());
   }
   if (st.ok() && ::fsync(fd) != 0) {
     why = SyncFailure::kInvalid;

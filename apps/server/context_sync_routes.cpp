@@ -41,7 +41,8 @@ std::optional<ApiError> parse_sync_request(const httplib::Request& req, const Se
   if (auto model = body.find("model"); model != body.end() && !model->is_null()) {
     out->model = model->is_string() ? model->get<std::string>() : "";
     if (!model->is_string() || !ctx.models->has(model->get<std::string>())) {
-      ApiError e = bad_request("the model does not exist on this server (GET /v1/models lists them)", "model", "model_not_found");
+      ApiError e = bad_request("the model does not exist on this server (GET /v1/models lists them)", "model",
+                               "model_not_found");
       e.status = 404;
       return e;
     }

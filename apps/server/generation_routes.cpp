@@ -19,7 +19,8 @@ std::string sse(const Json& j) { return "data: " + dump_json(j) + "\n\n"; }
 // formatter's chunks ending in "data: [DONE]", or the formatter's one body; errors in OpenAI's form.
 class OpenAiWire final : public JobWire {
  public:
-  OpenAiWire(std::shared_ptr<Formatter> fmt, bool include_usage) : fmt_(std::move(fmt)), include_usage_(include_usage) {}
+  OpenAiWire(std::shared_ptr<Formatter> fmt, bool include_usage)
+      : fmt_(std::move(fmt)), include_usage_(include_usage) {}
   std::string stream_start() override { return events(fmt_->start()); }
   std::string stream_text(std::string_view text) override { return events(fmt_->on_text(text)); }
   std::string stream_end(const JobResult& r) override {
@@ -53,8 +54,8 @@ class OpenAiWire final : public JobWire {
 // The lease keeps the model loaded until the response is written (captured by the providers).
 void run_job(ServerContext& ctx, std::shared_ptr<ModelLease> lease, Endpoint endpoint, const GenerationParams& p,
              std::shared_ptr<Job> job, std::shared_ptr<Formatter> fmt, httplib::Response& res) {
-  run_wire_job(ctx, std::move(lease), endpoint, std::move(job), std::make_shared<OpenAiWire>(std::move(fmt), p.include_usage),
-               p.stream, "text/event-stream", res);
+  run_wire_job(ctx, std::move(lease), endpoint, std::move(job),
+               std::make_shared<OpenAiWire>(std::move(fmt), p.include_usage), p.stream, "text/event-stream", res);
 }
 
 // Plain chat rendering for models without a template ("System: ...\nUser: ...\nAssistant:").
@@ -67,7 +68,9 @@ std::optional<ApiError> plain_chat(const Json& messages, std::string* out) {
     if (role == m.end() || !role->is_string()) return bad_request(at + ".role must be a string", "messages");
     const std::string r = role->get<std::string>();
     if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
-      return bad_request(at + ".role is '" + r + "' but must be one of system, user, assistant (this model has no chat template)", "messages");
+      return bad_request(
+          at + ".role is '" + r + "' but must be one of system, user, assistant (this model has no chat template)",
+          "messages");
     }
     auto content = m.find("content");
     std::string text;
@@ -75,7 +78,8 @@ std::optional<ApiError> plain_chat(const Json& messages, std::string* out) {
       text = content->get<std::string>();
     } else if (content != m.end() && content->is_array()) {
       for (const Json& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string()) {
           return bad_request(at + ".content parts must be {\"type\": \"text\", \"text\": string}", "messages");
         }
         text += part["text"].get<std::string>();

@@ -173,7 +173,8 @@ void HttpListener::run() {
       std::lock_guard<std::mutex> lock(mu_);
       if (open_fds_.size() >= options_.max_connections) {
         ++stats_.rejected_total_cap;
-        refusal = "the server has " + std::to_string(open_fds_.size()) + " open connections, its limit (--max-connections); retry later";
+        refusal = "the server has " + std::to_string(open_fds_.size()) +
+                  " open connections, its limit (--max-connections); retry later";
       } else if (per_client_[client] >= options_.max_connections_per_client) {
         ++stats_.rejected_client_cap;
         refusal = "this client address has " + std::to_string(per_client_[client]) +
@@ -266,7 +267,8 @@ void HttpListener::serve_connection(int fd, const std::string& client) {
     bool closed = false;
     while (head_end == 0) {
       if (buf.size() > o.wire.max_head_bytes) {
-        send_error_and_close(431, "the request head is larger than " + std::to_string(o.wire.max_head_bytes) + " bytes");
+        send_error_and_close(431,
+                             "the request head is larger than " + std::to_string(o.wire.max_head_bytes) + " bytes");
         closed = true;
         break;
       }
@@ -278,8 +280,8 @@ void HttpListener::serve_connection(int fd, const std::string& client) {
           ++stats_.header_timeouts;
         }
         if (!buf.empty()) {
-          send_error_and_close(408, "the request head did not arrive within " + std::to_string(static_cast<int>(o.header_timeout_s)) +
-                                        " s (--header-timeout)");
+          send_error_and_close(408, "the request head did not arrive within " +
+                                        std::to_string(static_cast<int>(o.header_timeout_s)) + " s (--header-timeout)");
         }
         closed = true;
         break;
@@ -324,8 +326,8 @@ void HttpListener::serve_connection(int fd, const std::string& client) {
     while (buf.size() < body_bytes) {
       const ReadResult r = read_some(fd, &buf, body_deadline);
       if (r == ReadResult::kTimeout) {
-        send_error_and_close(408, "the request body did not arrive within " + std::to_string(static_cast<int>(o.timeout_s)) +
-                                      " s (--timeout)");
+        send_error_and_close(408, "the request body did not arrive within " +
+                                      std::to_string(static_cast<int>(o.timeout_s)) + " s (--timeout)");
       }
       if (r != ReadResult::kData) {
         closed = true;
@@ -347,7 +349,8 @@ void HttpListener::serve_connection(int fd, const std::string& client) {
     }
     const bool keep_alive = wants_keep_alive(req) && !stopping_.load();
     if (!res.content_provider_) {
-      if (!write_all(fd, response_head(res, /*chunked=*/false, keep_alive) + res.body, o.timeout_s) || !keep_alive) break;
+      if (!write_all(fd, response_head(res, /*chunked=*/false, keep_alive) + res.body, o.timeout_s) || !keep_alive)
+        break;
       continue;
     }
     // A streamed body: HTTP/1.1 chunks (HTTP/1.0 clients get the raw bytes and a close).
@@ -361,8 +364,8 @@ void HttpListener::serve_connection(int fd, const std::string& client) {
       if (n == 0) return true;
       char size_line[32];
       std::snprintf(size_line, sizeof(size_line), "%zx\r\n", n);
-      ok = chunked ? write_all(fd, size_line, std::strlen(size_line), o.timeout_s) && write_all(fd, data, n, o.timeout_s) &&
-                         write_all(fd, "\r\n", 2, o.timeout_s)
+      ok = chunked ? write_all(fd, size_line, std::strlen(size_line), o.timeout_s) &&
+                         write_all(fd, data, n, o.timeout_s) && write_all(fd, "\r\n", 2, o.timeout_s)
                    : write_all(fd, data, n, o.timeout_s);
       offset += n;
       return ok;

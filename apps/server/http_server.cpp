@@ -39,15 +39,19 @@ const char* residency_name(const Model& m) {
 std::string connection_metrics(const ListenerStats& s) {
   std::string out;
   auto metric = [&out](const char* name, const char* type, const char* help, uint64_t v) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + std::to_string(v) + "\n";
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+           std::to_string(v) + "\n";
   };
   metric("sniper_http_connections_open", "gauge", "Open HTTP connections.", s.open_connections);
   metric("sniper_http_connections_accepted_total", "counter", "HTTP connections admitted.", s.accepted);
-  out += "# HELP sniper_http_connections_rejected_total Connections answered 503 at a cap (--max-connections, "
-         "--max-connections-per-client).\n# TYPE sniper_http_connections_rejected_total counter\n"
-         "sniper_http_connections_rejected_total{cap=\"total\"} " + std::to_string(s.rejected_total_cap) +
-         "\nsniper_http_connections_rejected_total{cap=\"per_client\"} " + std::to_string(s.rejected_client_cap) + "\n";
-  metric("sniper_http_header_timeouts_total", "counter", "Connections closed because a request head was not complete in time.", s.header_timeouts);
+  out +=
+      "# HELP sniper_http_connections_rejected_total Connections answered 503 at a cap (--max-connections, "
+      "--max-connections-per-client).\n# TYPE sniper_http_connections_rejected_total counter\n"
+      "sniper_http_connections_rejected_total{cap=\"total\"} " +
+      std::to_string(s.rejected_total_cap) + "\nsniper_http_connections_rejected_total{cap=\"per_client\"} " +
+      std::to_string(s.rejected_client_cap) + "\n";
+  metric("sniper_http_header_timeouts_total", "counter",
+         "Connections closed because a request head was not complete in time.", s.header_timeouts);
   return out;
 }
 
@@ -99,7 +103,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const Serve
   auto ctx = std::make_unique<ServerContext>();
   ctx->options = options;
   const std::string id = options.model_id.empty() ? model_id_from_path(model.gguf().path) : options.model_id;
-  SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<ServedModel> served, ServedModel::create(id, &model, nullptr, options, &ctx->metrics));
+  SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<ServedModel> served,
+                          ServedModel::create(id, &model, nullptr, options, &ctx->metrics));
   ctx->models = ModelPool::create_pinned(std::move(served), model.gguf().path);
   return assemble(std::move(ctx));
 }
@@ -109,8 +114,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(std::vector<ModelSource> 
   auto ctx = std::make_unique<ServerContext>();
   ctx->options = options;
   Metrics* metrics = &ctx->metrics;
-  ModelLoader load_served = [loader = std::move(loader), options, metrics](const ModelSource& source, uint64_t mem_bytes)
-      -> Result<std::unique_ptr<ServedModel>> {
+  ModelLoader load_served = [loader = std::move(loader), options, metrics](
+                                const ModelSource& source, uint64_t mem_bytes) -> Result<std::unique_ptr<ServedModel>> {
     ServerOptions o = options;
     SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, loader(source, mem_bytes, &o.session));
     Model* raw = model.get();
@@ -124,8 +129,8 @@ std::unique_ptr<HttpServer> HttpServer::assemble(std::unique_ptr<ServerContext> 
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->ctx_ = std::move(ctx);
   const ServerOptions& options = s->ctx_->options;
-  s->ctx_->contexts = std::make_unique<ContextStore>(options.context_dir.empty() ? ContextStore::default_dir() : options.context_dir,
-                                                     options.context_compression);
+  s->ctx_->contexts = std::make_unique<ContextStore>(
+      options.context_dir.empty() ? ContextStore::default_dir() : options.context_dir, options.context_compression);
   s->install_routes();
   ListenerOptions lo;
   lo.max_connections = options.max_connections;
@@ -223,7 +228,8 @@ void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
   if (allowed.empty()) return send_error(res, status_error(404, "no route " + req.method + " " + req.path));
   std::string methods;
   for (const std::string& m : allowed) methods += (methods.empty() ? "" : ", ") + m;
-  ApiError e = status_error(405, "method " + req.method + " is not allowed on " + req.path + " (allowed: " + methods + ")");
+  ApiError e =
+      status_error(405, "method " + req.method + " is not allowed on " + req.path + " (allowed: " + methods + ")");
   send_error(res, e);
   res.set_header("Allow", methods);
 }
@@ -235,7 +241,9 @@ void HttpServer::install_routes() {
     const std::string_view page = webui_index_html();
     res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
   });
-  route("GET", "/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, Json{{"status", "ok"}}); });
+  route("GET", "/health", [](const httplib::Request&, httplib::Response& res) {
+    send_json(res, Json{{"status", "ok"}});
+  });
   route("GET", "/v1/models", [c](const httplib::Request&, httplib::Response& res) {
     Json data = Json::array();
     for (const ModelStatus& m : c->models->status()) data.push_back(model_json(m));
@@ -277,22 +285,36 @@ void HttpServer::install_routes() {
                         c->models->metrics_text() + connection_metrics(self->connection_stats()),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
-  route("POST", "/v1/chat/completions", [c](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(*c, req, res); });
-  route("POST", "/v1/completions", [c](const httplib::Request& req, httplib::Response& res) { handle_completions(*c, req, res); });
-  route("POST", "/v1/context/save", [c](const httplib::Request& req, httplib::Response& res) { handle_context_save(*c, req, res); });
-  route("POST", "/v1/context/load", [c](const httplib::Request& req, httplib::Response& res) { handle_context_load(*c, req, res); });
-  route("POST", "/v1/context/upload", [c](const httplib::Request& req, httplib::Response& res) { handle_context_upload(*c, req, res); });
-  route("POST", "/v1/context/download", [c](const httplib::Request& req, httplib::Response& res) { handle_context_download(*c, req, res); });
+  route("POST", "/v1/chat/completions",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(*c, req, res); });
+  route("POST", "/v1/completions",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_completions(*c, req, res); });
+  route("POST", "/v1/context/save",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_context_save(*c, req, res); });
+  route("POST", "/v1/context/load",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_context_load(*c, req, res); });
+  route("POST", "/v1/context/upload",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_context_upload(*c, req, res); });
+  route("POST", "/v1/context/download",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_context_download(*c, req, res); });
   // Ollama's API (ollama_routes.cpp) and Anthropic's Messages API (anthropic_routes.cpp).
-  route("GET", "/api/version", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_version(*c, req, res); });
-  route("GET", "/api/tags", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_tags(*c, req, res); });
-  route("POST", "/api/show", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_show(*c, req, res); });
+  route("GET", "/api/version",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_version(*c, req, res); });
+  route("GET", "/api/tags",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_tags(*c, req, res); });
+  route("POST", "/api/show",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_show(*c, req, res); });
   route("GET", "/api/ps", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_ps(*c, req, res); });
-  route("POST", "/api/chat", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_chat(*c, req, res); });
-  route("POST", "/api/generate", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_generate(*c, req, res); });
-  route("POST", "/v1/messages", [c](const httplib::Request& req, httplib::Response& res) { handle_anthropic_messages(*c, req, res); });
-  route("GET", "/v1/context", [c](const httplib::Request& req, httplib::Response& res) { handle_context_list(*c, req, res); });
-  route("DELETE", "/v1/context/{name}", [c](const httplib::Request& req, httplib::Response& res) { handle_context_delete(*c, req, res); });
+  route("POST", "/api/chat",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_chat(*c, req, res); });
+  route("POST", "/api/generate",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_generate(*c, req, res); });
+  route("POST", "/v1/messages",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_anthropic_messages(*c, req, res); });
+  route("GET", "/v1/context",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_context_list(*c, req, res); });
+  route("DELETE", "/v1/context/{name}",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_context_delete(*c, req, res); });
 }
 
 }  // namespace sniper::server

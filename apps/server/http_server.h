@@ -27,8 +27,8 @@ class Metrics;
 // Loads a model file for a memory budget (bytes; 0: unlimited) for the pool; may adjust the
 // session options its slots get (checkpoints from its plan, routing bias). Runs on the pool's
 // thread.
-using ModelFileLoader =
-    std::function<Result<std::unique_ptr<Model>>(const ModelSource& source, uint64_t mem_bytes, SessionOptions* session)>;
+using ModelFileLoader = std::function<Result<std::unique_ptr<Model>>(const ModelSource& source, uint64_t mem_bytes,
+                                                                     SessionOptions* session)>;
 
 class HttpServer {
  public:

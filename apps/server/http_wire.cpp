@@ -11,11 +11,24 @@ bool is_token_char(char c) {
   const auto u = static_cast<unsigned char>(c);
   if (u <= 32 || u >= 127) return false;
   switch (c) {
-    case '(': case ')': case '<': case '>': case '@': case ',': case ';': case ':': case '\\': case '"':
-    case '/': case '[': case ']': case '?': case '=': case '{': case '}':
-      return false;
-    default:
-      return true;
+    case '(':
+    case ')':
+    case '<':
+    case '>':
+    case '@':
+    case ',':
+    case ';':
+    case ':':
+    case '\\':
+    case '"':
+    case '/':
+    case '[':
+    case ']':
+    case '?':
+    case '=':
+    case '{':
+    case '}': return false;
+    default: return true;
   }
 }
 

@@ -30,12 +30,12 @@ struct JobResult {
   int64_t n_prompt = 0;       // prompt tokens
   int64_t n_cached = 0;       // of those, reused from the slot's KV cache (not evaluated)
   int64_t n_generated = 0;
-  double prompt_ms = 0;       // prompt evaluation
-  double decode_ms = 0;       // decode forward passes
-  double ttft_ms = -1;        // from the start of the job to the first text; < 0 if none
-  bool speculative = false;   // decoded with drafts (engine/speculative.h)
-  int64_t n_drafted = 0;      // speculative: draft tokens verified
-  int64_t n_accepted = 0;     // speculative: of those, kept
+  double prompt_ms = 0;                 // prompt evaluation
+  double decode_ms = 0;                 // decode forward passes
+  double ttft_ms = -1;                  // from the start of the job to the first text; < 0 if none
+  bool speculative = false;             // decoded with drafts (engine/speculative.h)
+  int64_t n_drafted = 0;                // speculative: draft tokens verified
+  int64_t n_accepted = 0;               // speculative: of those, kept
   std::shared_ptr<SessionState> state;  // kSave: the captured state
   int slot = -1;
 };
@@ -65,9 +65,9 @@ class Job {
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::string text_;   // produced and not yet taken
+  std::string text_;  // produced and not yet taken
   bool done_ = false;
-  JobResult result_;   // written once under mu_ before done_ is set
+  JobResult result_;  // written once under mu_ before done_ is set
   std::atomic<bool> cancelled_{false};
 };
 

@@ -22,7 +22,8 @@ void run_wire_job(ServerContext& ctx, std::shared_ptr<ModelLease> lease, Endpoin
                   std::shared_ptr<JobWire> wire, bool stream, const char* stream_content_type, httplib::Response& res) {
   if (!(*lease)->scheduler->submit(job)) {
     ctx.metrics.count_request(endpoint, RequestOutcome::kError);
-    return send_json(res, wire->error_body(503, "the server is busy: all slots and the queue are full; retry later"), 503);
+    return send_json(res, wire->error_body(503, "the server is busy: all slots and the queue are full; retry later"),
+                     503);
   }
   ServerContext* c = &ctx;
   if (stream) {

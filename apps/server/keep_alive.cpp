@@ -42,7 +42,8 @@ Result<double> parse_duration(const std::string& s) {
     any = true;
   }
   if (!any || i != s.size()) {
-    return make_error("keep_alive is \"%s\" but must be a duration such as \"5m\", \"1h30m\" or \"-1\" (forever)", s.c_str());
+    return make_error("keep_alive is \"%s\" but must be a duration such as \"5m\", \"1h30m\" or \"-1\" (forever)",
+                      s.c_str());
   }
   return sign * total;
 }

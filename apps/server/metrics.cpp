@@ -34,9 +34,7 @@ void value_u(std::string* out, const char* name, uint64_t v) {
 
 }  // namespace
 
-Metrics::Metrics() : start_(std::chrono::steady_clock::now()), rate_time_(start_) {
-  last_.ttft_ms = 0;
-}
+Metrics::Metrics() : start_(std::chrono::steady_clock::now()), rate_time_(start_) { last_.ttft_ms = 0; }
 
 void Metrics::count_request(Endpoint endpoint, RequestOutcome outcome) {
   requests_[static_cast<size_t>(endpoint) * 3 + static_cast<size_t>(outcome)]++;
@@ -106,7 +104,8 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   metric(&out, "sniper_draft_accepted_tokens_total", "counter", "Speculative decoding: draft tokens accepted.");
   value_u(&out, "sniper_draft_accepted_tokens_total", draft_accepted_tokens_.load());
   metric(&out, "sniper_prefill_tokens_per_second", "gauge", "Prompt evaluation speed of the last request.");
-  value(&out, "sniper_prefill_tokens_per_second", last_.prompt_ms > 0 ? last_.n_prompt_evaluated * 1000.0 / last_.prompt_ms : 0);
+  value(&out, "sniper_prefill_tokens_per_second",
+        last_.prompt_ms > 0 ? last_.n_prompt_evaluated * 1000.0 / last_.prompt_ms : 0);
   metric(&out, "sniper_decode_tokens_per_second", "gauge", "Decode speed of the last request.");
   value(&out, "sniper_decode_tokens_per_second", last_.decode_ms > 0 ? last_.n_decoded * 1000.0 / last_.decode_ms : 0);
   metric(&out, "sniper_time_to_first_token_seconds", "gauge", "Time to first token of the last request.");
@@ -123,7 +122,9 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   value_u(&out, "sniper_memory_budget_bytes", memory_budget_bytes);
   metric(&out, "sniper_expert_cache_hit_rate", "gauge", "Expert cache hits / requests (0 when experts do not stream).");
   value(&out, "sniper_expert_cache_hit_rate",
-        engine_.expert_requests > 0 ? static_cast<double>(engine_.expert_hits) / static_cast<double>(engine_.expert_requests) : 0);
+        engine_.expert_requests > 0
+            ? static_cast<double>(engine_.expert_hits) / static_cast<double>(engine_.expert_requests)
+            : 0);
   metric(&out, "sniper_expert_cache_hits_total", "counter", "Expert requests served from memory.");
   value_u(&out, "sniper_expert_cache_hits_total", engine_.expert_hits);
   metric(&out, "sniper_expert_cache_misses_total", "counter", "Expert requests read from the SSD.");
@@ -140,7 +141,8 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   value(&out, "sniper_ssd_read_gbps", rate_gbps_);
   metric(&out, "sniper_io_queue_depth", "gauge", "Reads in flight.");
   value_u(&out, "sniper_io_queue_depth", engine_.io_in_flight);
-  metric(&out, "sniper_state_checkpoints", "gauge", "State checkpoints the slots keep for prefix reuse (hybrid models).");
+  metric(&out, "sniper_state_checkpoints", "gauge",
+         "State checkpoints the slots keep for prefix reuse (hybrid models).");
   value_u(&out, "sniper_state_checkpoints", engine_.state_checkpoints);
   metric(&out, "sniper_state_checkpoint_bytes", "gauge", "Bytes allocated for the slots' state checkpoints.");
   value_u(&out, "sniper_state_checkpoint_bytes", engine_.state_checkpoint_bytes);

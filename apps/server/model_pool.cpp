@@ -160,7 +160,8 @@ std::shared_ptr<ModelLease> ModelPool::acquire(const std::string& requested, Api
   if (index < 0) {
     std::string names;
     for (const Entry& e : entries_) names += (names.empty() ? "'" : ", '") + e.source.name + "'";
-    *error = bad_request("the model '" + name + "' does not exist; this server serves " + names, "model", "model_not_found");
+    *error =
+        bad_request("the model '" + name + "' does not exist; this server serves " + names, "model", "model_not_found");
     error->status = 404;
     return nullptr;
   }
@@ -197,9 +198,10 @@ std::shared_ptr<ModelLease> ModelPool::acquire(const std::string& requested, Api
     }
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && e.state != ModelState::kLoaded) {
       char msg[160];
-      std::snprintf(msg, sizeof(msg), "the model '%s' did not become available within --load-timeout %.0f s (%s)", name.c_str(),
-                    options_.load_timeout_s,
-                    e.state == ModelState::kLoading ? "still loading" : "waiting for loaded models to finish their requests");
+      std::snprintf(
+          msg, sizeof(msg), "the model '%s' did not become available within --load-timeout %.0f s (%s)", name.c_str(),
+          options_.load_timeout_s,
+          e.state == ModelState::kLoading ? "still loading" : "waiting for loaded models to finish their requests");
       *error = bad_request(msg, "model", "model_load_timeout");
       error->status = 503;
       error->type = "server_error";
@@ -253,7 +255,8 @@ void ModelPool::load_locked(size_t index, std::unique_lock<std::mutex>& lock) {
     e.last_error.clear();
     counters_.loads++;
     std::fprintf(stderr, "sniper serve: loaded model '%s' in %.0f ms (plan %.1f MiB of %s)\n", source.name.c_str(), ms,
-                 e.memory_bytes / 1048576.0, share == 0 ? "an unlimited budget" : (std::to_string(share >> 20) + " MiB").c_str());
+                 e.memory_bytes / 1048576.0,
+                 share == 0 ? "an unlimited budget" : (std::to_string(share >> 20) + " MiB").c_str());
   } else {
     e.state = ModelState::kUnloaded;
     e.last_error = loaded.error().message;
@@ -293,7 +296,8 @@ void ModelPool::loop() {
     bool acted = false;
     for (size_t i = 0; i < entries_.size() && !acted; ++i) {
       const Entry& e = entries_[i];
-      if (keep_alive_locked(e) >= 0 && e.state == ModelState::kLoaded && e.n_active == 0 && e.n_waiting == 0 && now >= expiry_locked(e)) {
+      if (keep_alive_locked(e) >= 0 && e.state == ModelState::kLoaded && e.n_active == 0 && e.n_waiting == 0 &&
+          now >= expiry_locked(e)) {
         unload_locked(i, lock, /*for_room=*/false);
         acted = true;
       }
@@ -325,7 +329,8 @@ void ModelPool::loop() {
     // Sleep until a release, a new request, or the next keep-alive expiry.
     auto wake = Clock::time_point::max();
     for (const Entry& e : entries_) {
-      if (keep_alive_locked(e) >= 0 && e.state == ModelState::kLoaded && e.n_active == 0) wake = std::min(wake, expiry_locked(e));
+      if (keep_alive_locked(e) >= 0 && e.state == ModelState::kLoaded && e.n_active == 0)
+        wake = std::min(wake, expiry_locked(e));
     }
     if (wake == Clock::time_point::max()) {
       cv_.wait(lock);
@@ -377,7 +382,8 @@ std::string ModelPool::metrics_text() const {
   };
   auto per_model = [&](const char* name, const char* type, const char* help, auto value) {
     head(name, type, help);
-    for (const ModelStatus& m : models) out += std::string(name) + "{model=\"" + label(m.name) + "\"} " + value(m) + "\n";
+    for (const ModelStatus& m : models)
+      out += std::string(name) + "{model=\"" + label(m.name) + "\"} " + value(m) + "\n";
   };
   int n_loaded = 0;
   for (const ModelStatus& m : models) n_loaded += m.state == ModelState::kLoaded ? 1 : 0;
@@ -387,7 +393,8 @@ std::string ModelPool::metrics_text() const {
   out += "sniper_models_max_loaded " + std::to_string(c.max_loaded) + "\n";
   per_model("sniper_model_loaded", "gauge", "1 if the model is in memory.",
             [](const ModelStatus& m) { return std::string(m.state == ModelState::kLoaded ? "1" : "0"); });
-  per_model("sniper_model_memory_bytes", "gauge", "The loaded model's memory plan (weights in RAM, KV, scratch); 0 if not loaded.",
+  per_model("sniper_model_memory_bytes", "gauge",
+            "The loaded model's memory plan (weights in RAM, KV, scratch); 0 if not loaded.",
             [](const ModelStatus& m) { return std::to_string(m.memory_bytes); });
   per_model("sniper_model_load_seconds", "gauge", "Duration of the model's last load.",
             [](const ModelStatus& m) { return std::to_string(m.load_ms / 1e3); });
@@ -404,7 +411,8 @@ std::string ModelPool::metrics_text() const {
   out += "sniper_model_unloads_total{reason=\"room\"} " + std::to_string(c.swaps) + "\n";
   head("sniper_model_load_failures_total", "counter", "Model loads that failed.");
   out += "sniper_model_load_failures_total " + std::to_string(c.load_failures) + "\n";
-  head("sniper_model_wait_timeouts_total", "counter", "Requests answered 503 after waiting --load-timeout for their model.");
+  head("sniper_model_wait_timeouts_total", "counter",
+       "Requests answered 503 after waiting --load-timeout for their model.");
   out += "sniper_model_wait_timeouts_total " + std::to_string(c.wait_timeouts) + "\n";
   return out;
 }

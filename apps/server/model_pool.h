@@ -36,9 +36,9 @@ namespace sniper::server {
 
 struct ModelPoolOptions {
   int max_loaded = 1;
-  double keep_alive_s = 300;     // idle time before an unload; 0: right after the request; < 0: never
-  double load_timeout_s = 600;   // how long a request waits for its model (loading, or room for it)
-  uint64_t mem_bytes = 0;        // the whole budget; 0: unlimited
+  double keep_alive_s = 300;    // idle time before an unload; 0: right after the request; < 0: never
+  double load_timeout_s = 600;  // how long a request waits for its model (loading, or room for it)
+  uint64_t mem_bytes = 0;       // the whole budget; 0: unlimited
 };
 
 // Loads one model planned for `mem_bytes` (0: unlimited). Runs on the pool's thread.
@@ -51,26 +51,26 @@ const char* model_state_name(ModelState s);
 struct ModelStatus {
   std::string name;
   std::string path;
-  uint64_t size_bytes = 0;        // the file(s) on disk
+  uint64_t size_bytes = 0;  // the file(s) on disk
   ModelState state = ModelState::kUnloaded;
-  int64_t loaded_at_unix = 0;     // seconds since the epoch; 0 unless loaded
-  int64_t expires_at_unix = 0;    // when keep-alive unloads it (idle, loaded); 0: not scheduled
-  double keep_alive_s = 0;        // its keep-alive (the pool's, or set_keep_alive's); < 0: never
-  uint64_t memory_bytes = 0;      // the loaded model's memory plan (weights, KV, scratch); 0 unless loaded
-  uint64_t budget_bytes = 0;      // the budget share it is planned for (0: unlimited)
-  double load_ms = 0;             // its last load
+  int64_t loaded_at_unix = 0;   // seconds since the epoch; 0 unless loaded
+  int64_t expires_at_unix = 0;  // when keep-alive unloads it (idle, loaded); 0: not scheduled
+  double keep_alive_s = 0;      // its keep-alive (the pool's, or set_keep_alive's); < 0: never
+  uint64_t memory_bytes = 0;    // the loaded model's memory plan (weights, KV, scratch); 0 unless loaded
+  uint64_t budget_bytes = 0;    // the budget share it is planned for (0: unlimited)
+  double load_ms = 0;           // its last load
   uint64_t n_loads = 0;
-  int64_t n_active = 0;           // requests holding it now
-  int64_t n_waiting = 0;          // requests waiting for it
-  std::string last_error;         // its last failed load
+  int64_t n_active = 0;    // requests holding it now
+  int64_t n_waiting = 0;   // requests waiting for it
+  std::string last_error;  // its last failed load
 };
 
 struct ModelPoolCounters {
   uint64_t loads = 0;
   uint64_t load_failures = 0;
-  uint64_t unloads_idle = 0;      // keep-alive expired
-  uint64_t swaps = 0;             // unloads to make room for another model
-  uint64_t wait_timeouts = 0;     // requests answered 503 after load_timeout_s
+  uint64_t unloads_idle = 0;   // keep-alive expired
+  uint64_t swaps = 0;          // unloads to make room for another model
+  uint64_t wait_timeouts = 0;  // requests answered 503 after load_timeout_s
   int max_loaded = 1;
   double keep_alive_s = 0;
 };
@@ -116,8 +116,8 @@ class ModelPool {
   std::string default_name() const;
   bool has(const std::string& name) const;
   // Overrides `name`'s keep-alive from now on (Ollama's keep_alive): 0 unloads it as soon as no
-  // request holds it, < 0 never, else after that many idle seconds; nullopt: the pool's again. False (nothing changes) for
-  // an unknown name or a pinned pool (its model never unloads).
+  // request holds it, < 0 never, else after that many idle seconds; nullopt: the pool's again. False (nothing changes)
+  // for an unknown name or a pinned pool (its model never unloads).
   bool set_keep_alive(const std::string& name, std::optional<double> seconds);
   std::vector<ModelStatus> status() const;
   ModelPoolCounters counters() const;
@@ -135,11 +135,11 @@ class ModelPool {
     std::shared_ptr<ServedModel> served;
     int64_t n_active = 0;
     int64_t n_waiting = 0;
-    uint64_t want_seq = 0;        // order in which unloaded models were asked for
-    uint64_t fail_seq = 0;        // bumped on each failed load
-    bool retry_blocked = false;   // the last load failed and no request came since
+    uint64_t want_seq = 0;       // order in which unloaded models were asked for
+    uint64_t fail_seq = 0;       // bumped on each failed load
+    bool retry_blocked = false;  // the last load failed and no request came since
     Clock::time_point last_used{};
-    uint64_t use_seq = 0;         // LRU order
+    uint64_t use_seq = 0;  // LRU order
     int64_t loaded_at_unix = 0;
     uint64_t memory_bytes = 0;
     double load_ms = 0;

@@ -57,7 +57,7 @@ Result<std::vector<ModelSource>> scan_models_dir(const std::string& dir) {
   if (ec) return make_error("--models %s: cannot read the directory: %s", dir.c_str(), ec.message().c_str());
   std::map<std::string, ModelSource> by_name;
   std::map<std::string, std::string> first_file;  // name -> the file that gave it (for errors)
-  std::map<std::string, uint64_t> split_bytes;     // split models: all parts' bytes
+  std::map<std::string, uint64_t> split_bytes;    // split models: all parts' bytes
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     if (ec) return make_error("--models %s: %s", dir.c_str(), ec.message().c_str());
     const fs::path p = it->path();

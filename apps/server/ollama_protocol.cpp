@@ -19,36 +19,46 @@ const char* kind(const Json& j) {
   return "an object";
 }
 
-std::optional<ApiError> bad(const std::string& message, const std::string& param = {}) { return bad_request(message, param); }
+std::optional<ApiError> bad(const std::string& message, const std::string& param = {}) {
+  return bad_request(message, param);
+}
 
-std::optional<ApiError> number(const Json& obj, const char* key, const std::string& where, double lo, double hi, float* out) {
+std::optional<ApiError> number(const Json& obj, const char* key, const std::string& where, double lo, double hi,
+                               float* out) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
   if (!it->is_number()) return bad(where + key + " must be a number, got " + kind(*it), key);
   const double v = it->get<double>();
   if (!std::isfinite(v) || v < lo || v > hi) {
-    return bad(where + key + " is " + it->dump() + " but must be in [" + Json(lo).dump() + ", " + Json(hi).dump() + "]", key);
+    return bad(where + key + " is " + it->dump() + " but must be in [" + Json(lo).dump() + ", " + Json(hi).dump() + "]",
+               key);
   }
   *out = static_cast<float>(v);
   return std::nullopt;
 }
 
-std::optional<ApiError> integer(const Json& obj, const char* key, const std::string& where, int64_t lo, int64_t hi, int64_t* out) {
+std::optional<ApiError> integer(const Json& obj, const char* key, const std::string& where, int64_t lo, int64_t hi,
+                                int64_t* out) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
   const bool integral = it->is_number_integer() ||
-                        (it->is_number_float() && std::isfinite(it->get<double>()) && it->get<double>() == std::floor(it->get<double>()) &&
-                         std::fabs(it->get<double>()) < 9e15);
-  if (!integral) return bad(where + key + " must be an integer, got " + (it->is_number() ? it->dump() : kind(*it)), key);
+                        (it->is_number_float() && std::isfinite(it->get<double>()) &&
+                         it->get<double>() == std::floor(it->get<double>()) && std::fabs(it->get<double>()) < 9e15);
+  if (!integral)
+    return bad(where + key + " must be an integer, got " + (it->is_number() ? it->dump() : kind(*it)), key);
   const int64_t v = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX
-                    : it->is_number_float() ? static_cast<int64_t>(it->get<double>()) : it->get<int64_t>();
-  if (v < lo || v > hi) return bad(where + key + " is " + std::to_string(v) + " but must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", key);
+                    : it->is_number_float() ? static_cast<int64_t>(it->get<double>())
+                                            : it->get<int64_t>();
+  if (v < lo || v > hi)
+    return bad(where + key + " is " + std::to_string(v) + " but must be in [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "]",
+               key);
   *out = v;
   return std::nullopt;
 }
 
-#define TRY_OLLAMA(expr)              \
-  do {                                \
+#define TRY_OLLAMA(expr)             \
+  do {                               \
     if (auto e_ = (expr)) return e_; \
   } while (0)
 
@@ -86,13 +96,15 @@ std::optional<ApiError> parse_options(const Json& options, GenerationParams* p) 
   TRY_OLLAMA(integer(options, "num_ctx", w, 1, int64_t{1} << 40, &num_ctx));
   int64_t num_predict = -1;
   TRY_OLLAMA(integer(options, "num_predict", w, -2, int64_t{1} << 53, &num_predict));
-  if (num_predict == 0) return bad("options.num_predict is 0 but must be -1 (no limit), -2 (fill the context) or >= 1", "num_predict");
+  if (num_predict == 0)
+    return bad("options.num_predict is 0 but must be -1 (no limit), -2 (fill the context) or >= 1", "num_predict");
   p->max_tokens = num_predict < 0 ? -1 : num_predict;
   if (auto it = options.find("stop"); it != options.end() && !it->is_null()) {
     if (it->is_string()) {
       p->stop.push_back(it->get<std::string>());
     } else if (it->is_array()) {
-      if (it->size() > 16) return bad("options.stop has " + std::to_string(it->size()) + " entries but at most 16 are allowed", "stop");
+      if (it->size() > 16)
+        return bad("options.stop has " + std::to_string(it->size()) + " entries but at most 16 are allowed", "stop");
       for (const Json& x : *it) {
         if (!x.is_string()) return bad(std::string("options.stop must hold strings, got ") + kind(x), "stop");
         p->stop.push_back(x.get<std::string>());
@@ -124,7 +136,9 @@ std::optional<ApiError> parse_common(const Json& body, OllamaRequest* out) {
     } else if (it->is_string() && (*it == "high" || *it == "medium" || *it == "low")) {
       out->think = true;  // gpt-oss levels: thinking on
     } else {
-      return bad(std::string("think must be a boolean (or \"high\", \"medium\", \"low\"), got ") + (it->is_string() ? it->dump() : kind(*it)), "think");
+      return bad(std::string("think must be a boolean (or \"high\", \"medium\", \"low\"), got ") +
+                     (it->is_string() ? it->dump() : kind(*it)),
+                 "think");
     }
   }
   if (auto it = body.find("keep_alive"); it != body.end() && !it->is_null()) {
@@ -166,9 +180,11 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* out) {
     for (size_t k = 0; k < tc->size(); ++k) {
       const Json& c = (*tc)[k];
       const std::string cat = at + ".tool_calls[" + std::to_string(k) + "]";
-      if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) return bad(cat + ".function must be an object", "messages");
+      if (!c.is_object() || !c.contains("function") || !c["function"].is_object())
+        return bad(cat + ".function must be an object", "messages");
       const Json& f = c["function"];
-      if (!f.contains("name") || !f["name"].is_string()) return bad(cat + ".function.name must be a string", "messages");
+      if (!f.contains("name") || !f["name"].is_string())
+        return bad(cat + ".function.name must be a string", "messages");
       Json args = f.contains("arguments") ? f["arguments"] : Json::object();
       if (!args.is_object()) return bad(cat + ".function.arguments must be an object, got " + kind(args), "messages");
       Json call = Json::object();
@@ -222,10 +238,12 @@ std::optional<ApiError> parse_ollama_generate(const Json& body, OllamaRequest* o
     if (!it->is_boolean()) return bad(std::string("raw must be a boolean, got ") + kind(*it), "raw");
     out->raw = it->get<bool>();
   }
-  if (auto it = body.find("suffix"); it != body.end() && !it->is_null() && !(it->is_string() && it->get_ref<const std::string&>().empty())) {
+  if (auto it = body.find("suffix");
+      it != body.end() && !it->is_null() && !(it->is_string() && it->get_ref<const std::string&>().empty())) {
     return bad("suffix (fill-in-the-middle) is not supported by this server", "suffix");
   }
-  if (auto it = body.find("template"); it != body.end() && !it->is_null() && !(it->is_string() && it->get_ref<const std::string&>().empty())) {
+  if (auto it = body.find("template");
+      it != body.end() && !it->is_null() && !(it->is_string() && it->get_ref<const std::string&>().empty())) {
     return bad("template overrides are not supported: the model's own chat template is used", "template");
   }
   if (auto it = body.find("context"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {

@@ -19,14 +19,14 @@
 namespace sniper::server {
 
 struct OllamaRequest {
-  std::string model;                 // as sent ("name" or "name:tag")
-  GenerationParams params;           // sampler, max_tokens, stop, grammar (params.model empty)
+  std::string model;        // as sent ("name" or "name:tag")
+  GenerationParams params;  // sampler, max_tokens, stop, grammar (params.model empty)
   bool stream = true;
   std::optional<bool> think;         // absent: the template's default
   std::optional<double> keep_alive;  // seconds; kKeepAliveForever for negative
   // /api/chat
-  Json messages = Json::array();     // OpenAI-shaped
-  Json tools;                        // null or array
+  Json messages = Json::array();  // OpenAI-shaped
+  Json tools;                     // null or array
   // /api/generate
   std::string prompt, system;
   bool raw = false;

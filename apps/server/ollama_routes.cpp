@@ -39,7 +39,9 @@ std::string pool_name(const std::string& name) {
   return name;
 }
 
-void send_ollama_error(httplib::Response& res, const ApiError& e) { send_json(res, ollama_error_json(e.message), e.status); }
+void send_ollama_error(httplib::Response& res, const ApiError& e) {
+  send_json(res, ollama_error_json(e.message), e.status);
+}
 
 ApiError not_found(const std::string& name) {
   ApiError e = bad_request("model '" + name + "' not found", "model");
@@ -122,12 +124,14 @@ std::string digest(const ModelStatus& s) {
 
 // The file's modification time (now when it cannot be read).
 std::chrono::system_clock::time_point modified_at(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (path.empty() || ::stat(path.c_str(), &st) != 0) return std::chrono::system_clock::now();
   return std::chrono::system_clock::from_time_t(st.st_mtime);
 }
 
-std::chrono::system_clock::time_point from_unix(int64_t t) { return std::chrono::system_clock::from_time_t(static_cast<time_t>(t)); }
+std::chrono::system_clock::time_point from_unix(int64_t t) {
+  return std::chrono::system_clock::from_time_t(static_cast<time_t>(t));
+}
 
 // The pool's state of `name` (a pool name).
 std::optional<ModelStatus> find_status(const ServerContext& ctx, const std::string& name) {
@@ -190,7 +194,9 @@ class OllamaWire final : public JobWire {
     finish_fields(&end, r);
     return out + dump_json(end) + "\n";
   }
-  std::string stream_error(int, const std::string& message) override { return dump_json(ollama_error_json(message)) + "\n"; }
+  std::string stream_error(int, const std::string& message) override {
+    return dump_json(ollama_error_json(message)) + "\n";
+  }
 
   void feed(std::string_view text) override {
     if (parse_output_) {
@@ -250,7 +256,8 @@ class OllamaWire final : public JobWire {
   void finish_fields(Json* j, const JobResult& r) const {
     (*j)["done"] = true;
     (*j)["done_reason"] = r.finish_reason == "length" ? "length" : "stop";
-    (*j)["total_duration"] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+    (*j)["total_duration"] =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
     (*j)["load_duration"] = load_ns_;  // waiting for the model (loading it, or room for it)
     (*j)["prompt_eval_count"] = r.n_prompt - r.n_cached;
     (*j)["prompt_eval_duration"] = ns_of_ms(r.prompt_ms);
@@ -288,7 +295,8 @@ void run_ollama(ServerContext& ctx, Endpoint endpoint, bool chat, OllamaRequest&
   }
   // Set while the lease is held, so that an idle model is not unloaded before this request.
   apply_keep_alive(ctx, name, request.keep_alive);
-  const int64_t load_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t load_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   if (load_only) {
     Json j = Json::object();
     j["model"] = request.model;
@@ -311,7 +319,8 @@ void run_ollama(ServerContext& ctx, Endpoint endpoint, bool chat, OllamaRequest&
   ChatRequest cr;
   cr.params = request.params;
   cr.tools = request.tools;
-  if (request.think.has_value() && m.chat_format.supports_thinking) cr.template_kwargs["enable_thinking"] = *request.think;
+  if (request.think.has_value() && m.chat_format.supports_thinking)
+    cr.template_kwargs["enable_thinking"] = *request.think;
   PromptTokens prompt;
   bool parse_output = false;
   if (!chat && (request.raw || !m.chat_template)) {
@@ -334,7 +343,8 @@ void run_ollama(ServerContext& ctx, Endpoint endpoint, bool chat, OllamaRequest&
   const bool tools = cr.tools.is_array() && !cr.tools.empty();
   auto wire = std::make_shared<OllamaWire>(request.model, chat, m.chat_format, prompt.rendered, tools, parse_output, t0,
                                            load_ns);
-  run_wire_job(ctx, std::move(lease), endpoint, std::move(job), std::move(wire), request.stream, "application/x-ndjson", res);
+  run_wire_job(ctx, std::move(lease), endpoint, std::move(job), std::move(wire), request.stream, "application/x-ndjson",
+               res);
 }
 
 std::optional<ApiError> parse_json_body(const httplib::Request& req, Json* body) { return parse_body(req.body, body); }
@@ -381,8 +391,8 @@ void handle_ollama_ps(ServerContext& ctx, const httplib::Request&, httplib::Resp
       expires = from_unix(int64_t{1} << 33);  // never (year 2242), as Ollama reports a negative keep_alive
     } else {
       // In use: keep-alive starts counting when its requests finish.
-      expires = std::chrono::system_clock::now() +
-                std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(st.keep_alive_s));
+      expires = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                                       std::chrono::duration<double>(st.keep_alive_s));
     }
     m["expires_at"] = rfc3339(expires);
     m["size_vram"] = 0;  // CPU only

@@ -3,9 +3,9 @@
 
 #include "server/structured_output.h"
 
-#include <cstdarg>
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <random>
 
@@ -53,7 +53,10 @@ std::optional<ApiError> get_integer(const Json& body, const char* key, int64_t l
     const double d = it->get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) {
       const auto v = static_cast<int64_t>(d);
-      if (v < lo || v > hi) return bad_request(fmt("%s is %lld but must be in [%lld, %lld]", key, static_cast<long long>(v), static_cast<long long>(lo), static_cast<long long>(hi)), key);
+      if (v < lo || v > hi)
+        return bad_request(fmt("%s is %lld but must be in [%lld, %lld]", key, static_cast<long long>(v),
+                               static_cast<long long>(lo), static_cast<long long>(hi)),
+                           key);
       *out = v;
       return std::nullopt;
     }
@@ -62,12 +65,18 @@ std::optional<ApiError> get_integer(const Json& body, const char* key, int64_t l
   if (!it->is_number_integer()) return bad_request(fmt("%s must be an integer, got %s", key, type_name(*it)), key);
   if (it->is_number_unsigned()) {
     const uint64_t u = it->get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi) || (lo > 0 && u < static_cast<uint64_t>(lo))) return bad_request(fmt("%s is %llu but must be in [%lld, %lld]", key, static_cast<unsigned long long>(u), static_cast<long long>(lo), static_cast<long long>(hi)), key);
+    if (u > static_cast<uint64_t>(hi) || (lo > 0 && u < static_cast<uint64_t>(lo)))
+      return bad_request(fmt("%s is %llu but must be in [%lld, %lld]", key, static_cast<unsigned long long>(u),
+                             static_cast<long long>(lo), static_cast<long long>(hi)),
+                         key);
     *out = static_cast<int64_t>(u);
     return std::nullopt;
   }
   const int64_t v = it->get<int64_t>();
-  if (v < lo || v > hi) return bad_request(fmt("%s is %lld but must be in [%lld, %lld]", key, static_cast<long long>(v), static_cast<long long>(lo), static_cast<long long>(hi)), key);
+  if (v < lo || v > hi)
+    return bad_request(fmt("%s is %lld but must be in [%lld, %lld]", key, static_cast<long long>(v),
+                           static_cast<long long>(lo), static_cast<long long>(hi)),
+                       key);
   *out = v;
   return std::nullopt;
 }
@@ -80,9 +89,9 @@ std::optional<ApiError> get_bool(const Json& body, const char* key, bool* out) {
   return std::nullopt;
 }
 
-#define TRY_API(expr)                        \
-  do {                                       \
-    if (auto e_ = (expr)) return e_;         \
+#define TRY_API(expr)                \
+  do {                               \
+    if (auto e_ = (expr)) return e_; \
   } while (0)
 
 std::optional<ApiError> parse_params(const Json& body, GenerationParams* p) {
@@ -130,7 +139,8 @@ std::optional<ApiError> parse_params(const Json& body, GenerationParams* p) {
     if (it->is_string()) {
       p->stop.push_back(it->get<std::string>());
     } else if (it->is_array()) {
-      if (it->size() > 16) return bad_request(fmt("stop has %zu entries but at most 16 are allowed", it->size()), "stop");
+      if (it->size() > 16)
+        return bad_request(fmt("stop has %zu entries but at most 16 are allowed", it->size()), "stop");
       for (const Json& s : *it) {
         if (!s.is_string()) return bad_request(fmt("stop must hold strings, got %s", type_name(s)), "stop");
         p->stop.push_back(s.get<std::string>());
@@ -145,7 +155,8 @@ std::optional<ApiError> parse_params(const Json& body, GenerationParams* p) {
   TRY_API(get_bool(body, "stream", &p->stream));
   TRY_API(get_bool(body, "ignore_eos", &p->ignore_eos));
   if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) return bad_request(fmt("stream_options must be an object, got %s", type_name(*it)), "stream_options");
+    if (!it->is_object())
+      return bad_request(fmt("stream_options must be an object, got %s", type_name(*it)), "stream_options");
     TRY_API(get_bool(*it, "include_usage", &p->include_usage));
   }
   return std::nullopt;
@@ -255,14 +266,16 @@ std::optional<ApiError> parse_chat_request(const Json& body, ChatRequest* out) {
       if (v == "none") {
         out->tools = Json();
       } else if (v != "auto" && v != "required") {
-        return bad_request("tool_choice must be 'none', 'auto', 'required' or an object naming a function", "tool_choice");
+        return bad_request("tool_choice must be 'none', 'auto', 'required' or an object naming a function",
+                           "tool_choice");
       }
     } else if (!tc->is_object()) {
       return bad_request(fmt("tool_choice must be a string or an object, got %s", type_name(*tc)), "tool_choice");
     }
   }
   if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
-    if (!k->is_object()) return bad_request(fmt("chat_template_kwargs must be an object, got %s", type_name(*k)), "chat_template_kwargs");
+    if (!k->is_object())
+      return bad_request(fmt("chat_template_kwargs must be an object, got %s", type_name(*k)), "chat_template_kwargs");
     out->template_kwargs = *k;
   }
   return std::nullopt;
@@ -276,7 +289,8 @@ std::optional<ApiError> parse_completion_request(const Json& body, CompletionReq
   } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
     out->prompt = (*it)[0].get<std::string>();
   } else if (it->is_array()) {
-    return bad_request("prompt must be a string or an array of exactly one string (batches are not supported)", "prompt");
+    return bad_request("prompt must be a string or an array of exactly one string (batches are not supported)",
+                       "prompt");
   } else {
     return bad_request(fmt("prompt must be a string, got %s", type_name(*it)), "prompt");
   }
@@ -287,7 +301,8 @@ std::optional<ApiError> parse_completion_request(const Json& body, CompletionReq
   if (auto s = body.find("suffix"); s != body.end() && !s->is_null()) {
     return bad_request("suffix is not supported by this server", "suffix");
   }
-  if (auto b = body.find("best_of"); b != body.end() && !b->is_null() && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
+  if (auto b = body.find("best_of");
+      b != body.end() && !b->is_null() && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
     return bad_request("best_of must be 1", "best_of");
   }
   return parse_params(body, &out->params);

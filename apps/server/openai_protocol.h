@@ -45,20 +45,20 @@ Json error_json(const ApiError& e);
 
 // Fields shared by chat and text completions.
 struct GenerationParams {
-  std::string model;              // empty when absent
+  std::string model;  // empty when absent
   SamplerConfig sampler;
-  int64_t max_tokens = -1;        // -1: until the end of the context
+  int64_t max_tokens = -1;  // -1: until the end of the context
   std::vector<std::string> stop;
   bool stream = false;
-  bool include_usage = false;     // stream_options.include_usage
-  bool ignore_eos = false;        // extension: keep generating past end-of-generation tokens
+  bool include_usage = false;              // stream_options.include_usage
+  bool ignore_eos = false;                 // extension: keep generating past end-of-generation tokens
   std::shared_ptr<const Grammar> grammar;  // structured output; null: unconstrained
 };
 
 struct ChatRequest {
   GenerationParams params;
-  Json messages;                  // validated by the renderer
-  Json tools;                     // null or array
+  Json messages;  // validated by the renderer
+  Json tools;     // null or array
   Json template_kwargs = Json::object();
 };
 

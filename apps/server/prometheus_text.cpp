@@ -43,7 +43,10 @@ Status parse_sample(std::string_view line, size_t line_no, PromSample* out) {
     ++i;
     while (true) {
       while (i < n && is_space(line[i])) ++i;
-      if (i < n && line[i] == '}') { ++i; break; }
+      if (i < n && line[i] == '}') {
+        ++i;
+        break;
+      }
       size_t name_start = i;
       if (i >= n || !is_name_start(line[i])) {
         return make_error("line %zu: expected a label name or '}' in the labels of '%s'", line_no, out->name.c_str());
@@ -64,7 +67,10 @@ Status parse_sample(std::string_view line, size_t line_no, PromSample* out) {
       bool closed = false;
       while (i < n) {
         char c = line[i++];
-        if (c == '"') { closed = true; break; }
+        if (c == '"') {
+          closed = true;
+          break;
+        }
         if (c == '\\') {
           if (i >= n) break;
           char e = line[i++];
@@ -78,8 +84,14 @@ Status parse_sample(std::string_view line, size_t line_no, PromSample* out) {
       if (!closed) return make_error("line %zu: unterminated value of label '%s'", line_no, label.c_str());
       out->labels.emplace_back(std::move(label), std::move(value));
       while (i < n && is_space(line[i])) ++i;
-      if (i < n && line[i] == ',') { ++i; continue; }
-      if (i < n && line[i] == '}') { ++i; break; }
+      if (i < n && line[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (i < n && line[i] == '}') {
+        ++i;
+        break;
+      }
       return make_error("line %zu: expected ',' or '}' after a label of '%s'", line_no, out->name.c_str());
     }
   }
@@ -113,7 +125,10 @@ bool labels_match(const PromSample& s, const PromLabels& match) {
   for (const auto& [key, want] : match) {
     bool found = false;
     for (const auto& [k, v] : s.labels) {
-      if (k == key) { found = v == want; break; }
+      if (k == key) {
+        found = v == want;
+        break;
+      }
     }
     if (!found) return false;
   }

@@ -11,8 +11,8 @@ Json usage_json(const JobResult& r) {
   u["prompt_tokens_details"] = Json{{"cached_tokens", r.n_cached}};
   if (r.speculative) {
     // OpenAI's names for predicted tokens that were / were not used.
-    u["completion_tokens_details"] = Json{{"accepted_prediction_tokens", r.n_accepted},
-                                          {"rejected_prediction_tokens", r.n_drafted - r.n_accepted}};
+    u["completion_tokens_details"] =
+        Json{{"accepted_prediction_tokens", r.n_accepted}, {"rejected_prediction_tokens", r.n_drafted - r.n_accepted}};
   }
   return u;
 }

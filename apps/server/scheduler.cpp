@@ -49,7 +49,9 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
   }
   if (options.spec_ngram_size > 0) {
     SNIPER_TRY(options.spec.validate());
-    if (options.spec_ngram_size > 64) return make_error("--spec-ngram-size-n is %ld but must be in [1, 64]", static_cast<long>(options.spec_ngram_size));
+    if (options.spec_ngram_size > 64)
+      return make_error("--spec-ngram-size-n is %ld but must be in [1, 64]",
+                        static_cast<long>(options.spec_ngram_size));
     s->ngram_ = std::make_unique<NgramDraft>(options.spec_ngram_size);
     // The checks a job would otherwise fail on (checkpoints for a hybrid state, the batch).
     auto probe = SpeculativeDecoder::create(*s->slots_[0].session, *s->ngram_, options.spec);
@@ -97,7 +99,8 @@ bool Scheduler::submit(const std::shared_ptr<Job>& job) {
     const int64_t idle = static_cast<int64_t>(slots_.size()) - busy_;
     if (static_cast<int64_t>(queue_.size()) >= options_.queue_capacity + idle) return false;
     queue_.push_back(job);
-    if (metrics_ != nullptr) metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
+    if (metrics_ != nullptr)
+      metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
   }
   cv_.notify_all();
   return true;
@@ -148,8 +151,8 @@ void Scheduler::loop() {
           if (job->kind == JobKind::kLoad) continue;
           // What the slot can keep of the shared prefix: all of it, or for a hybrid model the
           // latest state checkpoint at or before it.
-          const size_t prefix = static_cast<size_t>(slot.session->reusable_prefix(
-              static_cast<int64_t>(common_prefix(slot.session->history(), job->prompt))));
+          const size_t prefix = static_cast<size_t>(
+              slot.session->reusable_prefix(static_cast<int64_t>(common_prefix(slot.session->history(), job->prompt))));
           if (prefix == 0 || 2 * prefix < slot.session->history().size()) continue;
           if (best == nullptr || prefix > best_prefix) {
             best = &slot;
@@ -162,7 +165,8 @@ void Scheduler::loop() {
         queue_.pop_front();
         ++busy_;
       }
-      if (metrics_ != nullptr) metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
+      if (metrics_ != nullptr)
+        metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
     }
     for (auto& [slot, job] : starts) start_job(*slot, job);
     for (Slot& slot : slots_) {
@@ -229,9 +233,9 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
     slot.generator->accept_prompt(j.prompt);
     slot.spec.reset();
     slot.pending = -1;
-    DraftSource* source = ngram_ != nullptr       ? static_cast<DraftSource*>(ngram_.get())
-                          : slot.mtp != nullptr   ? static_cast<DraftSource*>(slot.mtp.get())
-                                                  : slot.draft.get();
+    DraftSource* source = ngram_ != nullptr     ? static_cast<DraftSource*>(ngram_.get())
+                          : slot.mtp != nullptr ? static_cast<DraftSource*>(slot.mtp.get())
+                                                : slot.draft.get();
     if (source != nullptr && !slot.generator->constrained()) {  // a grammar masks each token: no drafts
       if (slot.draft != nullptr) {  // the draft samples as this job does (greedy stays greedy)
         Status st = slot.draft->set_sampler(j.generator.sampler);
@@ -285,7 +289,9 @@ void Scheduler::advance(Slot& slot) {
   }
   slot.result.n_generated = slot.generator->n_generated();
   if (step.done) {
-    slot.result.finish_reason = step.finish_reason == "eog" ? "stop" : step.finish_reason == "context" ? "length" : step.finish_reason;
+    slot.result.finish_reason = step.finish_reason == "eog"       ? "stop"
+                                : step.finish_reason == "context" ? "length"
+                                                                  : step.finish_reason;
     slot.result.stop_string = step.stop_string;
     return finish(slot);
   }
@@ -361,7 +367,8 @@ void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --busy_;
-    if (metrics_ != nullptr) metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
+    if (metrics_ != nullptr)
+      metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
   }
   job->finish(std::move(r));
 }

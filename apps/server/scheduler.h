@@ -27,12 +27,12 @@
 #include <vector>
 
 #include "base/result.h"
+#include "engine/draft_model.h"
 #include "engine/generator.h"
 #include "engine/model.h"
-#include "engine/session.h"
-#include "engine/draft_model.h"
 #include "engine/mtp_draft.h"
 #include "engine/ngram_draft.h"
+#include "engine/session.h"
 #include "engine/speculative.h"
 #include "server/job.h"
 #include "server/metrics.h"
@@ -41,7 +41,7 @@ namespace sniper::server {
 
 struct SchedulerOptions {
   int n_slots = 1;
-  int queue_capacity = 16;       // jobs waiting beyond the slots
+  int queue_capacity = 16;  // jobs waiting beyond the slots
   SessionOptions session;
   uint64_t model_fingerprint = 0;
   int64_t spec_ngram_size = 0;  // > 0: each generate job decodes speculatively with n-gram lookup
@@ -52,7 +52,7 @@ struct SchedulerOptions {
   // Each slot drafts with the model's own MTP head (engine/mtp_draft.h; the model is loaded with
   // its MTP block). Excludes spec_ngram_size and draft_model.
   bool spec_mtp = false;
-  SpecConfig spec;              // with spec_ngram_size or draft_model (engine/speculative.h)
+  SpecConfig spec;  // with spec_ngram_size or draft_model (engine/speculative.h)
   // --context-shift / --keep (engine/generate.h): a slot whose context fills keeps the first
   // n_keep tokens of its prompt (resolve_n_keep) and drops half of the rest instead of ending.
   bool context_shift = false;
@@ -87,10 +87,10 @@ class Scheduler {
     std::unique_ptr<MtpDraft> mtp;           // options.spec_mtp: the MTP head following `session`
     std::optional<SpeculativeDecoder> spec;  // speculative decoding of this slot's job
     int32_t pending = -1;                    // spec: the sampled token not yet evaluated
-    std::vector<int32_t> to_eval;  // prompt tokens still to evaluate
+    std::vector<int32_t> to_eval;            // prompt tokens still to evaluate
     size_t eval_pos = 0;
-    size_t checkpoint_at = 0;      // 0, or the to_eval index after which to take a state checkpoint
-    int64_t n_keep = 0;            // context shift: tokens kept at the start (resolved for this prompt)
+    size_t checkpoint_at = 0;  // 0, or the to_eval index after which to take a state checkpoint
+    int64_t n_keep = 0;        // context shift: tokens kept at the start (resolved for this prompt)
     bool decoding = false;
     JobResult result;
     std::chrono::steady_clock::time_point t_start;

@@ -60,32 +60,55 @@ Result<std::string> resolve_model_flag(const std::string& spec, const cli::Args&
 
 int serve_main(int argc, char** argv) {
   using cli::FlagSpec;
-  const std::vector<FlagSpec> specs = cli::concat(cli::concat(cli::concat(cli::model_flags(), cli::spec_flags()), cli::context_shift_flags()), {
-      {"--host", nullptr, "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the server to the network)"},
-      {"--port", nullptr, "N", "port (default 8000; 0 = pick a free port)"},
-      {"--api-key", nullptr, "KEY", "require 'Authorization: Bearer KEY' on every request except GET / and /health"},
-      {"--slots", nullptr, "N", "requests served at once, each with its own KV cache of --ctx tokens, all inside --mem (default 1)"},
-      {"--queue", nullptr, "N", "requests waiting for a slot before the server answers 503 (default 16)"},
-      {"--ctx-checkpoints", nullptr, "N|auto", "state checkpoints per slot for prefix reuse on hybrid models (delta-net layers, sliding windows), counted in --mem; 0 = none (default auto: 8, fewer if 8 per slot take over 1/8 of --mem)"},
-      {"--checkpoint-every", nullptr, "N", "tokens of a prompt between two state checkpoints (default 512)"},
-      {"--context-compression", nullptr, "TYPE", "none|q8_0|q4_0: KV rows of saved contexts exact (f16/q8_0 as the cache, default) or quantized (smaller, lossy)"},
-      {"--context-dir", nullptr, "DIR", "where /v1/context/save stores KV states (default $XDG_CACHE_HOME/sniper/contexts or ~/.cache/sniper/contexts)"},
-      {"--max-body", nullptr, "SIZE", "largest request body (default 4M; larger -> 413)"},
-      {"--timeout", nullptr, "S", "seconds to receive a request body and for each write of a response (default 30; -> 408 / close)"},
-      {"--header-timeout", nullptr, "S", "seconds for a request's headers to arrive, from the connection or a later request's first byte (default 10; -> 408)"},
-      {"--max-connections", nullptr, "N", "open connections in total; more are answered 503 at once (default 1024)"},
-      {"--max-connections-per-client", nullptr, "N", "open connections per client address; more are answered 503 at once (default 128)"},
-      {"--alias", nullptr, "NAME", "model id to report for a single model (default: the file name without .gguf)"},
-      {"--models", nullptr, "DIR", "serve every *.gguf in DIR, named by file stem (split X-00001-of-0000N.gguf: X); -m/--model NAME=PATH or NAME=REPO[:QUANT] (pulled if needed) may repeat and add to it"},
-      {"--max-loaded", nullptr, "N", "models in memory at once, each planned for --mem / N (default 1)"},
-      {"--keep-alive", nullptr, "DURATION", "unload a model idle this long: 30s, 5m, 1h; 0 = right after its request; -1 = never (default 5m)"},
-      {"--load-timeout", nullptr, "DURATION", "how long a request waits for its model to load or for room to load it (default 10m; then 503)"},
-      {"--help", "-h", nullptr, "show this help"},
-  });
+  const std::vector<FlagSpec> specs = cli::concat(
+      cli::concat(cli::concat(cli::model_flags(), cli::spec_flags()), cli::context_shift_flags()),
+      {
+          {"--host", nullptr, "ADDR",
+           "address to listen on (default 127.0.0.1; 0.0.0.0 exposes the server to the network)"},
+          {"--port", nullptr, "N", "port (default 8000; 0 = pick a free port)"},
+          {"--api-key", nullptr, "KEY",
+           "require 'Authorization: Bearer KEY' on every request except GET / and /health"},
+          {"--slots", nullptr, "N",
+           "requests served at once, each with its own KV cache of --ctx tokens, all inside --mem (default 1)"},
+          {"--queue", nullptr, "N", "requests waiting for a slot before the server answers 503 (default 16)"},
+          {"--ctx-checkpoints", nullptr, "N|auto",
+           "state checkpoints per slot for prefix reuse on hybrid models (delta-net layers, sliding windows), counted "
+           "in --mem; 0 = none (default auto: 8, fewer if 8 per slot take over 1/8 of --mem)"},
+          {"--checkpoint-every", nullptr, "N", "tokens of a prompt between two state checkpoints (default 512)"},
+          {"--context-compression", nullptr, "TYPE",
+           "none|q8_0|q4_0: KV rows of saved contexts exact (f16/q8_0 as the cache, default) or quantized (smaller, "
+           "lossy)"},
+          {"--context-dir", nullptr, "DIR",
+           "where /v1/context/save stores KV states (default $XDG_CACHE_HOME/sniper/contexts or "
+           "~/.cache/sniper/contexts)"},
+          {"--max-body", nullptr, "SIZE", "largest request body (default 4M; larger -> 413)"},
+          {"--timeout", nullptr, "S",
+           "seconds to receive a request body and for each write of a response (default 30; -> 408 / close)"},
+          {"--header-timeout", nullptr, "S",
+           "seconds for a request's headers to arrive, from the connection or a later request's first byte (default "
+           "10; -> 408)"},
+          {"--max-connections", nullptr, "N",
+           "open connections in total; more are answered 503 at once (default 1024)"},
+          {"--max-connections-per-client", nullptr, "N",
+           "open connections per client address; more are answered 503 at once (default 128)"},
+          {"--alias", nullptr, "NAME", "model id to report for a single model (default: the file name without .gguf)"},
+          {"--models", nullptr, "DIR",
+           "serve every *.gguf in DIR, named by file stem (split X-00001-of-0000N.gguf: X); -m/--model NAME=PATH or "
+           "NAME=REPO[:QUANT] (pulled if needed) may repeat and add to it"},
+          {"--max-loaded", nullptr, "N", "models in memory at once, each planned for --mem / N (default 1)"},
+          {"--keep-alive", nullptr, "DURATION",
+           "unload a model idle this long: 30s, 5m, 1h; 0 = right after its request; -1 = never (default 5m)"},
+          {"--load-timeout", nullptr, "DURATION",
+           "how long a request waits for its model to load or for room to load it (default 10m; then 503)"},
+          {"--help", "-h", nullptr, "show this help"},
+      });
   auto args = cli::Args::parse("serve", argc, argv, 2, specs);
   if (!args.ok()) return cli::fail(args.error());
   if (args->has("--help")) {
-    cli::print_usage("serve", "-m MODEL | -hf REPO[:QUANT] | --model NAME=PATH|NAME=REPO[:QUANT] ... | --models DIR [--host 127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]", specs);
+    cli::print_usage("serve",
+                     "-m MODEL | -hf REPO[:QUANT] | --model NAME=PATH|NAME=REPO[:QUANT] ... | --models DIR [--host "
+                     "127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]",
+                     specs);
     return 0;
   }
   std::vector<ModelSource> sources;
@@ -109,9 +132,11 @@ int serve_main(int argc, char** argv) {
     sources.push_back(std::move(src).value());
   }
   if (Status st = check_unique_names(sources); !st.ok()) return cli::fail(st.error());
-  const bool pinned = sources.size() == 1 && !args->has("--models") && !args->has("--keep-alive") && !args->has("--max-loaded");
+  const bool pinned =
+      sources.size() == 1 && !args->has("--models") && !args->has("--keep-alive") && !args->has("--max-loaded");
   if (args->has("--alias")) {
-    if (sources.size() != 1) return cli::fail(make_error("--alias names a single model; name several with --model NAME=PATH"));
+    if (sources.size() != 1)
+      return cli::fail(make_error("--alias names a single model; name several with --model NAME=PATH"));
     sources[0].name = args->get_string("--alias");
   }
   ModelPoolOptions po;
@@ -189,36 +214,41 @@ int serve_main(int argc, char** argv) {
     // A draft drafts for one target, loaded for the server's whole life (its slots' draft
     // sessions are made with the target's).
     if (sources.size() != 1 || args->has("--models")) {
-      return cli::fail(make_error("-md/--model-draft drafts for one target model, but this server serves %s (--models "
-                                  "DIR or several --model): serve the draft's target alone with -m FILE",
-                                  sources.size() == 1 ? "a directory of models" : (std::to_string(sources.size()) + " models").c_str()));
+      return cli::fail(make_error(
+          "-md/--model-draft drafts for one target model, but this server serves %s (--models "
+          "DIR or several --model): serve the draft's target alone with -m FILE",
+          sources.size() == 1 ? "a directory of models" : (std::to_string(sources.size()) + " models").c_str()));
     }
     if (!pinned) {
-      return cli::fail(make_error("-md/--model-draft keeps the target loaded while the server runs: drop --keep-alive "
-                                  "and --max-loaded"));
+      return cli::fail(
+          make_error("-md/--model-draft keeps the target loaded while the server runs: drop --keep-alive "
+                     "and --max-loaded"));
     }
-    if (Status st = cli::reserve_draft_share(spec->draft_mem_bytes, &lo->mem_bytes); !st.ok()) return cli::fail(st.error());
+    if (Status st = cli::reserve_draft_share(spec->draft_mem_bytes, &lo->mem_bytes); !st.ok())
+      return cli::fail(st.error());
   }
   so.spec_ngram_size = spec->ngram_size;
   so.spec = spec->config;
-  lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them
+  lo->n_sessions = so.n_slots;            // every slot holds a KV cache: the plan budgets all of them
   lo->n_logit_rows = spec->logit_rows();  // and its verification pass's logits
-  lo->n_checkpoints = *checkpoints;  // and its checkpoints (none for a model that can rewind)
+  lo->n_checkpoints = *checkpoints;       // and its checkpoints (none for a model that can rewind)
   if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
   so.context_shift = args->has("--context-shift");
   auto keep = args->get_int("--keep", 0, -1, int64_t{1} << 24);
   if (!keep.ok()) return cli::fail(keep.error());
   so.n_keep = *keep;
   if (so.context_shift && spec->enabled()) {
-    return cli::fail(make_error("--context-shift with speculative decoding (--spec-type) is not supported: drop one of them"));
+    return cli::fail(
+        make_error("--context-shift with speculative decoding (--spec-type) is not supported: drop one of them"));
   }
   po.mem_bytes = lo->mem_bytes;
   const std::string routing_bias = args->get_string("--routing-bias");
   // Loads one model for a budget (the pool's share of --mem, or all of it when pinned).
   const ModelLoadOptions base_lo = *lo;
   const bool context_shift = so.context_shift;
-  ModelFileLoader loader = [base_lo, routing_bias, context_shift](const ModelSource& source, uint64_t mem_bytes,
-                                                                  SessionOptions* session) -> Result<std::unique_ptr<Model>> {
+  ModelFileLoader loader = [base_lo, routing_bias, context_shift](
+                               const ModelSource& source, uint64_t mem_bytes,
+                               SessionOptions* session) -> Result<std::unique_ptr<Model>> {
     ModelLoadOptions o = base_lo;
     o.mem_bytes = mem_bytes;
     SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(source.path, o));
@@ -236,8 +266,10 @@ int serve_main(int argc, char** argv) {
     if (!model.ok()) return cli::fail(model.error());
     pinned_model = std::move(model).value();
     if (spec->kind == cli::SpecKind::kMtp && pinned_model->config().n_nextn_layers <= 0) {
-      return cli::fail(make_error("--spec-type mtp: %s has no multi-token-prediction block (nextn_predict_layers); "
-                                  "use --spec-type ngram or -md DRAFT_MODEL", sources[0].path.c_str()));
+      return cli::fail(
+          make_error("--spec-type mtp: %s has no multi-token-prediction block (nextn_predict_layers); "
+                     "use --spec-type ngram or -md DRAFT_MODEL",
+                     sources[0].path.c_str()));
     }
   }
   if (spec->kind == cli::SpecKind::kDraftModel) {
@@ -251,7 +283,8 @@ int serve_main(int argc, char** argv) {
     std::fprintf(stderr, "sniper serve: draft model %s, %s, %.1f MiB planned (%.1f MiB KV for %d slot(s)) in %s\n",
                  spec->draft_path.c_str(), draft_model->streams() ? "streamed" : "resident",
                  static_cast<double>(dp.planned_bytes()) / 1048576.0, static_cast<double>(dp.kv_bytes) / 1048576.0,
-                 so.n_slots, spec->draft_mem_bytes > 0 ? "--mem-draft, taken off --mem" : "no budget (--mem-draft unset)");
+                 so.n_slots,
+                 spec->draft_mem_bytes > 0 ? "--mem-draft, taken off --mem" : "no budget (--mem-draft unset)");
   }
 
   // Block the stop signals in every thread (the server's threads inherit the mask); one thread
@@ -281,12 +314,16 @@ int serve_main(int argc, char** argv) {
     srv->stop();
   });
   if (pinned) {
-    std::fprintf(stderr, "sniper serve: model '%s', %d slot(s) of %ld tokens, context dir %s\n", sources[0].name.c_str(),
-                 so.n_slots, static_cast<long>(srv->models().acquire_if_loaded(sources[0].name)->model().scheduler->n_ctx()), srv->context().contexts->dir().c_str());
+    std::fprintf(stderr, "sniper serve: model '%s', %d slot(s) of %ld tokens, context dir %s\n",
+                 sources[0].name.c_str(), so.n_slots,
+                 static_cast<long>(srv->models().acquire_if_loaded(sources[0].name)->model().scheduler->n_ctx()),
+                 srv->context().contexts->dir().c_str());
   } else {
-    std::fprintf(stderr, "sniper serve: %zu model(s) loaded on demand, at most %d at once in %.1f GiB, keep-alive %s, context dir %s\n",
-                 sources.size(), po.max_loaded, static_cast<double>(lo->mem_bytes) / (1u << 30),
-                 args->get_string("--keep-alive", "5m").c_str(), srv->context().contexts->dir().c_str());
+    std::fprintf(
+        stderr,
+        "sniper serve: %zu model(s) loaded on demand, at most %d at once in %.1f GiB, keep-alive %s, context dir %s\n",
+        sources.size(), po.max_loaded, static_cast<double>(lo->mem_bytes) / (1u << 30),
+        args->get_string("--keep-alive", "5m").c_str(), srv->context().contexts->dir().c_str());
   }
   std::printf("sniper serve: listening on http://%s:%d/\n", so.host.c_str(), *bound);
   std::fflush(stdout);

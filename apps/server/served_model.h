@@ -23,9 +23,9 @@
 namespace sniper::server {
 
 struct ServedModel {
-  std::string id;                      // the name requests use in "model"
-  std::unique_ptr<Model> owned;        // null when the model is borrowed (HttpServer::create(Model&))
-  Model* model = nullptr;              // owned.get() or the borrowed model
+  std::string id;                // the name requests use in "model"
+  std::unique_ptr<Model> owned;  // null when the model is borrowed (HttpServer::create(Model&))
+  Model* model = nullptr;        // owned.get() or the borrowed model
   const Tokenizer* tokenizer = nullptr;
   std::optional<ChatTemplate> chat_template;  // absent: the model carries none
   ChatFormat chat_format;

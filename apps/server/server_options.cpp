@@ -18,8 +18,9 @@ std::string model_id_from_path(const std::string& path) {
 
 Result<double> parse_duration_s(const std::string& text, const char* flag) {
   auto bad = [&] {
-    return make_error("%s is '%s' but must be a duration: -1 (never), 0, seconds, or a number with ms, s, m or h (e.g. 5m)",
-                      flag, text.c_str());
+    return make_error(
+        "%s is '%s' but must be a duration: -1 (never), 0, seconds, or a number with ms, s, m or h (e.g. 5m)", flag,
+        text.c_str());
   };
   if (text == "-1") return -1.0;
   char* end = nullptr;

@@ -17,28 +17,28 @@ namespace sniper::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                      // 0: pick a free port
-  std::string api_key;                  // empty: no authentication
+  int port = 8000;      // 0: pick a free port
+  std::string api_key;  // empty: no authentication
   int n_slots = 1;
-  int queue_capacity = 16;              // requests waiting beyond the slots (more -> 503)
-  size_t max_body_bytes = 4u << 20;     // larger bodies -> 413
-  size_t max_connections = 1024;        // open connections in total; past it -> 503 at once
+  int queue_capacity = 16;                  // requests waiting beyond the slots (more -> 503)
+  size_t max_body_bytes = 4u << 20;         // larger bodies -> 413
+  size_t max_connections = 1024;            // open connections in total; past it -> 503 at once
   size_t max_connections_per_client = 128;  // open connections per client address; past it -> 503
-  double header_timeout_s = 10;         // a request head must be complete this long after it starts (408)
-  double timeout_s = 30;                // reading a request body; each write of a response
-  std::string context_dir;              // empty: ContextStore::default_dir()
+  double header_timeout_s = 10;             // a request head must be complete this long after it starts (408)
+  double timeout_s = 30;                    // reading a request body; each write of a response
+  std::string context_dir;                  // empty: ContextStore::default_dir()
   ContextCompression context_compression = ContextCompression::kNone;  // of /v1/context/save
-  SessionOptions session;               // per slot
-  int64_t spec_ngram_size = 0;          // > 0: speculative decoding with n-gram lookup of this size, per slot
+  SessionOptions session;                                              // per slot
+  int64_t spec_ngram_size = 0;  // > 0: speculative decoding with n-gram lookup of this size, per slot
   // -md: speculative decoding with this draft model, a DraftModel session per slot. Borrowed: it
   // must outlive the server, be planned for n_slots sessions of the target's context, and serve
   // one target (its vocabulary is checked against the model's when the server starts).
   Model* draft_model = nullptr;
-  bool spec_mtp = false;                // --spec-type mtp: models with an MTP block draft with it
-  SpecConfig spec;                      // with spec_ngram_size or draft_model
-  bool context_shift = false;           // --context-shift: slots go on past a full context
-  int64_t n_keep = 0;                   // --keep: prompt tokens a context shift keeps (-1 = all)
-  std::string model_id;                 // empty: the model file's base name without ".gguf"
+  bool spec_mtp = false;       // --spec-type mtp: models with an MTP block draft with it
+  SpecConfig spec;             // with spec_ngram_size or draft_model
+  bool context_shift = false;  // --context-shift: slots go on past a full context
+  int64_t n_keep = 0;          // --keep: prompt tokens a context shift keeps (-1 = all)
+  std::string model_id;        // empty: the model file's base name without ".gguf"
 };
 
 // "dir/stories260K.gguf" -> "stories260K".

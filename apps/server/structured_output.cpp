@@ -8,7 +8,8 @@ namespace sniper::server {
 namespace {
 
 // `where` prefixes the message (the schema's field); `param` is the request field.
-std::optional<ApiError> compile(const Json& schema, const char* where, const char* param, std::shared_ptr<const Grammar>* out) {
+std::optional<ApiError> compile(const Json& schema, const char* where, const char* param,
+                                std::shared_ptr<const Grammar>* out) {
   auto g = json_schema_grammar(schema);
   if (!g.ok()) return bad_request(std::string(where) + ": " + g.error().message, param);
   *out = std::move(g).value();

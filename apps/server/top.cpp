@@ -99,7 +99,10 @@ Result<TopOptions> parse_top_args(int argc, char** argv) {
       has_inline = true;
     }
     auto take = [&](std::string* out) -> Status {
-      if (has_inline) { *out = value; return ok_status(); }
+      if (has_inline) {
+        *out = value;
+        return ok_status();
+      }
       if (i + 1 >= argc) return make_error("%s needs a value", arg.c_str());
       *out = argv[++i];
       return ok_status();
@@ -189,7 +192,10 @@ std::string fmt(const char* format, ...) {
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
-  while (std::fabs(bytes) >= 1024.0 && u < 4) { bytes /= 1024.0; ++u; }
+  while (std::fabs(bytes) >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
   return u == 0 ? fmt("%.0f %s", bytes, units[u]) : fmt("%.1f %s", bytes, units[u]);
 }
 
@@ -250,17 +256,19 @@ std::string render_frame(const Snapshot& now, const Snapshot* prev, const TopOpt
                     prop_string(p, "chat_template").c_str(), reset));
   // The model pool (several models behind one server): one line, then one per model.
   if (m.find("sniper_models_loaded").has_value()) {
-    line("models", fmt("%.0f/%.0f loaded   swaps %.0f   idle unloads %.0f   load failures %.0f   timeouts %.0f",
-                       m.get("sniper_models_loaded"), m.get("sniper_models_max_loaded"), m.get("sniper_model_swaps_total"),
-                       m.get("sniper_model_unloads_total", 0, {{"reason", "keep_alive"}}),
-                       m.get("sniper_model_load_failures_total"), m.get("sniper_model_wait_timeouts_total")));
+    line("models",
+         fmt("%.0f/%.0f loaded   swaps %.0f   idle unloads %.0f   load failures %.0f   timeouts %.0f",
+             m.get("sniper_models_loaded"), m.get("sniper_models_max_loaded"), m.get("sniper_model_swaps_total"),
+             m.get("sniper_model_unloads_total", 0, {{"reason", "keep_alive"}}),
+             m.get("sniper_model_load_failures_total"), m.get("sniper_model_wait_timeouts_total")));
     int shown = 0;
     for (const PromSample& s : m.samples) {
       if (s.name != "sniper_model_loaded" || s.labels.empty() || s.labels[0].first != "model") continue;
       if (++shown > kMaxModelLines) break;
       const PromLabels who = {s.labels[0]};
       line("", fmt("%-24s %-8s %9s   load %.2f s   loads %.0f   active %.0f   waiting %.0f", s.labels[0].second.c_str(),
-                   s.value > 0 ? "loaded" : "-", s.value > 0 ? human_bytes(m.get("sniper_model_memory_bytes", 0, who)).c_str() : "",
+                   s.value > 0 ? "loaded" : "-",
+                   s.value > 0 ? human_bytes(m.get("sniper_model_memory_bytes", 0, who)).c_str() : "",
                    m.get("sniper_model_load_seconds", 0, who), m.get("sniper_model_loads_total", 0, who),
                    m.get("sniper_model_requests_active", 0, who), m.get("sniper_model_requests_waiting", 0, who)));
     }
@@ -269,19 +277,21 @@ std::string render_frame(const Snapshot& now, const Snapshot* prev, const TopOpt
   double peak = m.get("sniper_peak_rss_bytes");
   double budget = m.get("sniper_memory_budget_bytes", prop_number(p, "memory_budget_bytes"));
   line("memory", fmt("%s %s  RSS %s / budget %s  (peak %s)  residency %s",
-                     bar(budget > 0 ? rss / budget : 0, bar_w, ansi).c_str(), budget > 0 ? fmt("%3.0f%%", 100 * rss / budget).c_str() : "  -",
-                     human_bytes(rss).c_str(), budget > 0 ? human_bytes(budget).c_str() : "none",
-                     human_bytes(peak).c_str(), prop_string(p, "residency").c_str()));
+                     bar(budget > 0 ? rss / budget : 0, bar_w, ansi).c_str(),
+                     budget > 0 ? fmt("%3.0f%%", 100 * rss / budget).c_str() : "  -", human_bytes(rss).c_str(),
+                     budget > 0 ? human_bytes(budget).c_str() : "none", human_bytes(peak).c_str(),
+                     prop_string(p, "residency").c_str()));
   double slots = m.get("sniper_slots_total", prop_number(p, "slots"));
   double busy = m.get("sniper_slots_busy");
-  line("slots", fmt("%s %.0f/%.0f busy   queued %.0f   active %.0f", bar(slots > 0 ? busy / slots : 0, bar_w, ansi).c_str(),
-                    busy, slots, m.get("sniper_requests_queued"), m.get("sniper_requests_active")));
-  line("requests", fmt("ok %.0f   error %.0f   cancelled %.0f   %s(chat %.0f, completions %.0f)%s",
-                       m.sum("sniper_requests_total", {{"status", "ok"}}),
-                       m.sum("sniper_requests_total", {{"status", "error"}}),
-                       m.sum("sniper_requests_total", {{"status", "cancelled"}}), dim,
-                       m.sum("sniper_requests_total", {{"endpoint", "chat"}}),
-                       m.sum("sniper_requests_total", {{"endpoint", "completions"}}), reset));
+  line("slots",
+       fmt("%s %.0f/%.0f busy   queued %.0f   active %.0f", bar(slots > 0 ? busy / slots : 0, bar_w, ansi).c_str(),
+           busy, slots, m.get("sniper_requests_queued"), m.get("sniper_requests_active")));
+  line("requests",
+       fmt("ok %.0f   error %.0f   cancelled %.0f   %s(chat %.0f, completions %.0f)%s",
+           m.sum("sniper_requests_total", {{"status", "ok"}}), m.sum("sniper_requests_total", {{"status", "error"}}),
+           m.sum("sniper_requests_total", {{"status", "cancelled"}}), dim,
+           m.sum("sniper_requests_total", {{"endpoint", "chat"}}),
+           m.sum("sniper_requests_total", {{"endpoint", "completions"}}), reset));
   double tokens_in = m.get("sniper_prompt_tokens_total");
   double tokens_out = m.get("sniper_generated_tokens_total");
   std::string rate = "-";
@@ -378,7 +388,10 @@ bool wait_for_key_or_deadline(Clock::time_point deadline, bool read_keys) {
 int top_main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "-h" || a == "--help") { print_top_usage(); return 0; }
+    if (a == "-h" || a == "--help") {
+      print_top_usage();
+      return 0;
+    }
   }
   Result<TopOptions> parsed = parse_top_args(argc, argv);
   if (!parsed.ok()) {
@@ -411,11 +424,14 @@ int top_main(int argc, char** argv) {
   std::optional<Snapshot> previous;
   std::string error;
   while (true) {
-    std::string frame = "\x1b[H" + render_frame(current, previous ? &*previous : nullptr, opt, /*ansi=*/true,
-                                                 terminal_columns(), error) + "\x1b[J";
+    std::string frame =
+        "\x1b[H" +
+        render_frame(current, previous ? &*previous : nullptr, opt, /*ansi=*/true, terminal_columns(), error) +
+        "\x1b[J";
     std::fputs(frame.c_str(), stdout);
     std::fflush(stdout);
-    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.interval_s));
+    auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.interval_s));
     if (wait_for_key_or_deadline(deadline, terminal.stdin_raw())) break;
     Result<Snapshot> next = poll_server(client, opt);
     if (next.ok()) {

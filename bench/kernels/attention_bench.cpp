@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "bench_util.h"
 #include "base/fp16.h"
+#include "bench_util.h"
 #include "kernels/attention.h"
 #include "quant/q8_0.h"
 
@@ -54,7 +54,8 @@ Layer make_layer(const AttentionLayout& layout, int64_t n_kv_heads, std::mt19937
           auto* vt = reinterpret_cast<fp16_t*>(l.v.data());
           const size_t vt_row = layout.vt_row_bytes / sizeof(fp16_t);
           for (int64_t i = 0; i < hd; ++i) {
-            vt[static_cast<size_t>(h * hd + i) * vt_row + static_cast<size_t>(p)] = fp32_to_fp16(row[static_cast<size_t>(i)]);
+            vt[static_cast<size_t>(h * hd + i) * vt_row + static_cast<size_t>(p)] =
+                fp32_to_fp16(row[static_cast<size_t>(i)]);
           }
         }
       }
@@ -78,13 +79,15 @@ int run(int argc, char** argv) {
   const bool by_head = layout_arg == "heads";
   if (n_layers < 1 || n_kv_heads < 1 || group < 1 || hd < 32 || hd % 32 != 0) {
     std::fprintf(stderr, "attention_bench: bad shape (layers %lld, kv heads %lld, group %lld, head_dim %lld)\n",
-                 static_cast<long long>(n_layers), static_cast<long long>(n_kv_heads),
-                 static_cast<long long>(group), static_cast<long long>(hd));
+                 static_cast<long long>(n_layers), static_cast<long long>(n_kv_heads), static_cast<long long>(group),
+                 static_cast<long long>(hd));
     return 2;
   }
-  std::printf("attention_bench: %lld layers, %lld kv heads x %lld query heads, head_dim %lld, K by %s, 1 thread, "
-              "tier %s\n", static_cast<long long>(n_layers), static_cast<long long>(n_kv_heads),
-              static_cast<long long>(group), static_cast<long long>(hd), layout_arg.c_str(), isa_tier_name(selected_tier()));
+  std::printf(
+      "attention_bench: %lld layers, %lld kv heads x %lld query heads, head_dim %lld, K by %s, 1 thread, "
+      "tier %s\n",
+      static_cast<long long>(n_layers), static_cast<long long>(n_kv_heads), static_cast<long long>(group),
+      static_cast<long long>(hd), layout_arg.c_str(), isa_tier_name(selected_tier()));
   std::printf("%-6s %6s %12s %10s\n", "kv", "ctx", "ms/token", "KV GB/s");
   for (const std::string& type_name : split_list(types_arg)) {
     if (type_name != "f16" && type_name != "q8_0") {
@@ -104,14 +107,15 @@ int run(int argc, char** argv) {
       layout.head_dim = hd;
       layout.n_ctx = (n_kv + 255) / 256 * 256;
       layout.head_bytes = layout.k_type == GgmlType::kF16 ? sizeof(fp16_t) * static_cast<size_t>(hd)
-                                                           : sizeof(BlockQ8_0) * static_cast<size_t>(hd / 32);
+                                                          : sizeof(BlockQ8_0) * static_cast<size_t>(hd / 32);
       layout.row_bytes = by_head ? layout.head_bytes : layout.head_bytes * static_cast<size_t>(n_kv_heads);
       layout.head_stride = by_head ? layout.head_bytes * static_cast<size_t>(layout.n_ctx) : layout.head_bytes;
       layout.v_head_bytes = layout.head_bytes;
       layout.v_row_bytes = layout.row_bytes;
       layout.v_head_stride = layout.head_stride;
       layout.v_transposed = layout.k_type == GgmlType::kF16;
-      if (layout.v_transposed) layout.vt_row_bytes = sizeof(fp16_t) * static_cast<size_t>((layout.n_ctx + 31) / 32 * 32);
+      if (layout.v_transposed)
+        layout.vt_row_bytes = sizeof(fp16_t) * static_cast<size_t>((layout.n_ctx + 31) / 32 * 32);
       std::mt19937 rng(7);
       std::vector<Layer> layers;
       for (int64_t l = 0; l < n_layers; ++l) layers.push_back(make_layer(layout, n_kv_heads, rng));

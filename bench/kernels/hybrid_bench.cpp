@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <ctime>
+#include <random>
 #include <vector>
 
 #include "base/cpu_features.h"
@@ -68,9 +68,11 @@ void bench_delta_net(int64_t n_v, int64_t n_k, int64_t d, int64_t n_prefill) {
     const double dec = best_of(20, [&] { fn(a, 0, n_v); });
     a.n_tokens = n_prefill;
     const double pre = best_of(tier == IsaTier::kRef ? 1 : 5, [&] { fn(a, 0, n_v); });
-    std::printf("delta_net %-6s d=%ld heads=%ld: decode %.0f ns/token/head (%.1f us/token/layer), prefill(%ld) %.0f ns/token/head\n",
-                isa_tier_name(tier), static_cast<long>(d), static_cast<long>(n_v), dec * 1e9 / static_cast<double>(n_v),
-                dec * 1e6, static_cast<long>(n_prefill), pre * 1e9 / static_cast<double>(n_v * n_prefill));
+    std::printf(
+        "delta_net %-6s d=%ld heads=%ld: decode %.0f ns/token/head (%.1f us/token/layer), prefill(%ld) %.0f "
+        "ns/token/head\n",
+        isa_tier_name(tier), static_cast<long>(d), static_cast<long>(n_v), dec * 1e9 / static_cast<double>(n_v),
+        dec * 1e6, static_cast<long>(n_prefill), pre * 1e9 / static_cast<double>(n_v * n_prefill));
   }
 }
 

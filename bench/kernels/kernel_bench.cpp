@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "bench_util.h"
 #include "base/cpu_features.h"
 #include "base/thread_pool.h"
+#include "bench_util.h"
 #include "engine/bandwidth_probe.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul.h"
@@ -171,7 +171,8 @@ bool parse_args(int argc, char** argv, Options* o) {
     }
   }
   if (tiers_arg == "best" || tiers_arg == "all") {
-    for (int t = tiers_arg == "best" ? static_cast<int>(host_best_tier()) : 0; t <= static_cast<int>(host_best_tier()); ++t) {
+    for (int t = tiers_arg == "best" ? static_cast<int>(host_best_tier()) : 0; t <= static_cast<int>(host_best_tier());
+         ++t) {
       o->tiers.push_back(static_cast<IsaTier>(t));
     }
   } else {
@@ -182,7 +183,8 @@ bool parse_args(int argc, char** argv, Options* o) {
         return false;
       }
       if (t > host_best_tier()) {
-        std::fprintf(stderr, "--tiers: this host cannot run %s (best %s)\n", name.c_str(), isa_tier_name(host_best_tier()));
+        std::fprintf(stderr, "--tiers: this host cannot run %s (best %s)\n", name.c_str(),
+                     isa_tier_name(host_best_tier()));
         return false;
       }
       o->tiers.push_back(t);
@@ -211,7 +213,8 @@ std::vector<uint8_t> make_weights(const GgmlTypeInfo& info, const Options& o, co
 }
 
 // Worst per-token normalized squared error of y against ref ([n_tok][rows]); 0 when bitwise equal.
-double worst_nmse(const std::vector<float>& y, const std::vector<float>& ref, int64_t n_tok, int64_t rows, bool* exact) {
+double worst_nmse(const std::vector<float>& y, const std::vector<float>& ref, int64_t n_tok, int64_t rows,
+                  bool* exact) {
   *exact = std::memcmp(y.data(), ref.data(), static_cast<size_t>(n_tok * rows) * sizeof(float)) == 0;
   double worst = 0;
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -252,7 +255,8 @@ int run(int argc, char** argv) {
   std::vector<double> probe_gbps;
   for (int nt : o.threads) {
     pools.push_back(std::make_unique<ThreadPool>(nt));
-    probe_gbps.push_back(probe_memory_read_bandwidth(*pools.back(), static_cast<uint64_t>(o.probe_mib) << 20, 5).gb_per_s);
+    probe_gbps.push_back(
+        probe_memory_read_bandwidth(*pools.back(), static_cast<uint64_t>(o.probe_mib) << 20, 5).gb_per_s);
   }
   // results[tier][threads] rows, printed per (tier, threads) block after all types ran.
   std::vector<std::vector<std::vector<Row>>> results(o.tiers.size(), std::vector<std::vector<Row>>(o.threads.size()));
@@ -306,7 +310,8 @@ int run(int argc, char** argv) {
         row.check = check;
         for (int64_t nb : o.batches) {
           const int reps = tier == IsaTier::kRef ? 1 : o.reps;
-          const double t = best_time(reps, o.cpu_clock, [&] { matmul(wt, x.data(), y.data(), nb, buf, *pools[pi], tier); });
+          const double t =
+              best_time(reps, o.cpu_clock, [&] { matmul(wt, x.data(), y.data(), nb, buf, *pools[pi], tier); });
           row.gbps.push_back(static_cast<double>(w.size()) / t / 1e9);
         }
         results[ti][pi].push_back(row);
@@ -329,7 +334,8 @@ int run(int argc, char** argv) {
         std::printf("%-8s %8.2f", r.type.c_str(), r.mb);
         for (size_t bi = 0; bi < o.batches.size(); ++bi) {
           std::printf(" %11.2f", r.gbps[bi]);
-          if (o.batches[bi] == 1) std::printf(" %5.0f%%", probe_gbps[pi] > 0 ? 100.0 * r.gbps[bi] / probe_gbps[pi] : 0.0);
+          if (o.batches[bi] == 1)
+            std::printf(" %5.0f%%", probe_gbps[pi] > 0 ? 100.0 * r.gbps[bi] / probe_gbps[pi] : 0.0);
         }
         std::printf("%s%s\n", o.check ? "  " : "", r.check.c_str());
       }

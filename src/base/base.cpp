@@ -52,8 +52,7 @@ void check_failed(const char* file, int line, const char* cond, const char* fmt,
   va_start(ap, fmt);
   std::string msg = vformat(fmt, ap);
   va_end(ap);
-  std::fprintf(stderr, "%s:%d: CHECK(%s) failed%s%s\n", file, line, cond, msg.empty() ? "" : ": ",
-               msg.c_str());
+  std::fprintf(stderr, "%s:%d: CHECK(%s) failed%s%s\n", file, line, cond, msg.empty() ? "" : ": ", msg.c_str());
   std::fflush(stderr);
   std::abort();
 }

@@ -12,8 +12,8 @@ namespace sniper {
 [[noreturn]] void check_failed(const char* file, int line, const char* cond);
 }  // namespace sniper
 
-#define CHECK(cond, ...)                                                              \
-  do {                                                                                \
+#define CHECK(cond, ...)                                                                                            \
+  do {                                                                                                              \
     if (__builtin_expect(!(cond), 0)) ::sniper::check_failed(__FILE__, __LINE__, #cond __VA_OPT__(, ) __VA_ARGS__); \
   } while (0)
 

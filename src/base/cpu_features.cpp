@@ -32,7 +32,10 @@ CpuFeatures detect() {
   const uint64_t xcr0 = xgetbv0();
   const bool ymm_ok = (xcr0 & 0x6) == 0x6;
   const bool zmm_ok = (xcr0 & 0xe6) == 0xe6;
-  if (!ymm_ok) { f.fma = f.f16c = false; return f; }
+  if (!ymm_ok) {
+    f.fma = f.f16c = false;
+    return f;
+  }
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
     f.avx2 = (b >> 5) & 1;
     if (zmm_ok) {
@@ -59,8 +62,7 @@ const CpuFeatures& cpu_features() {
 
 IsaTier host_best_tier() {
   const CpuFeatures& f = cpu_features();
-  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni && f.avx2 && f.fma &&
-      f.f16c) {
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni && f.avx2 && f.fma && f.f16c) {
     return IsaTier::kAvx512;
   }
   if (f.avx2 && f.fma && f.f16c) return IsaTier::kAvx2;

@@ -11,8 +11,16 @@ namespace sniper {
 using fp16_t = uint16_t;
 using bf16_t = uint16_t;
 
-inline float bits_to_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline uint32_t f32_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline float bits_to_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t f32_to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 inline float fp16_to_fp32(fp16_t h) {
   // Derivation: shift the half's exponent/mantissa into float position, then rescale by
@@ -27,8 +35,7 @@ inline float fp16_to_fp32(fp16_t h) {
   const float magic_bias = 0.5f;
   const float denormalized = bits_to_f32((two_w >> 17) | magic_mask) - magic_bias;
   const uint32_t denormalized_cutoff = 1u << 27;
-  const uint32_t result =
-      sign | (two_w < denormalized_cutoff ? f32_to_bits(denormalized) : f32_to_bits(normalized));
+  const uint32_t result = sign | (two_w < denormalized_cutoff ? f32_to_bits(denormalized) : f32_to_bits(normalized));
   return bits_to_f32(result);
 }
 

@@ -205,9 +205,10 @@ Result<uint64_t> parse_size(std::string_view text) {
   const std::string shown(text);
   const std::string_view s = trim(text);
   auto bad = [&](const char* why) {
-    return make_error("size '%s' is invalid: %s (expected bytes like 1024, or a number with unit K, M, G or T, "
-                      "optionally followed by B or iB, e.g. 4G, 512MiB, 1.5GiB)",
-                      shown.c_str(), why);
+    return make_error(
+        "size '%s' is invalid: %s (expected bytes like 1024, or a number with unit K, M, G or T, "
+        "optionally followed by B or iB, e.g. 4G, 512MiB, 1.5GiB)",
+        shown.c_str(), why);
   };
   if (s.empty()) return bad("it is empty");
   size_t i = 0;

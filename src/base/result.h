@@ -22,22 +22,34 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { require_value(); return std::get<0>(v_); }
-  const T& value() const& { require_value(); return std::get<0>(v_); }
-  T&& value() && { require_value(); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    require_value();
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    require_value();
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    require_value();
+    return std::get<0>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
   const Error& error() const {
-    if (ok()) { std::fprintf(stderr, "Result::error() called on a value\n"); std::abort(); }
+    if (ok()) {
+      std::fprintf(stderr, "Result::error() called on a value\n");
+      std::abort();
+    }
     return std::get<1>(v_);
   }
 
@@ -70,17 +82,16 @@ inline Status ok_status() { return Status(); }
 }  // namespace sniper
 
 // Propagates an error from a Result or Status expression; otherwise evaluates to nothing.
-#define SNIPER_TRY(expr)                              \
-  do {                                                \
-    auto&& sniper_try_r_ = (expr);                    \
+#define SNIPER_TRY(expr)                                   \
+  do {                                                     \
+    auto&& sniper_try_r_ = (expr);                         \
     if (!sniper_try_r_.ok()) return sniper_try_r_.error(); \
   } while (0)
 
 // Declares `lhs` from a Result expression, returning its error on failure.
 #define SNIPER_CONCAT_INNER_(a, b) a##b
 #define SNIPER_CONCAT_(a, b) SNIPER_CONCAT_INNER_(a, b)
-#define SNIPER_ASSIGN_OR_RETURN(lhs, expr) \
-  SNIPER_ASSIGN_OR_RETURN_IMPL_(SNIPER_CONCAT_(sniper_r_, __LINE__), lhs, expr)
+#define SNIPER_ASSIGN_OR_RETURN(lhs, expr) SNIPER_ASSIGN_OR_RETURN_IMPL_(SNIPER_CONCAT_(sniper_r_, __LINE__), lhs, expr)
 #define SNIPER_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                  \
   if (!tmp.ok()) return tmp.error();                  \

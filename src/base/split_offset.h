@@ -14,7 +14,7 @@ namespace sniper {
 
 inline constexpr int kPartShift = 48;
 inline constexpr uint64_t kPartOffsetMask = (uint64_t{1} << kPartShift) - 1;
-inline constexpr uint32_t kMaxParts = 1u << (64 - kPartShift);  // split.count is a u16
+inline constexpr uint32_t kMaxParts = 1u << (64 - kPartShift);        // split.count is a u16
 inline constexpr uint64_t kMaxPartBytes = uint64_t{1} << kPartShift;  // 256 TiB per part
 
 constexpr uint64_t make_part_offset(uint32_t part, uint64_t offset) {

@@ -29,7 +29,9 @@ int hardware_threads() {
 }
 
 ThreadPool::ThreadPool(int n_threads, int spin_iterations)
-    : n_threads_(n_threads > 0 ? n_threads : hardware_threads()), spin_iterations_(spin_iterations), slots_(new Slot[static_cast<size_t>(n_threads_)]) {
+    : n_threads_(n_threads > 0 ? n_threads : hardware_threads()),
+      spin_iterations_(spin_iterations),
+      slots_(new Slot[static_cast<size_t>(n_threads_)]) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -105,8 +107,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
 
 void ThreadPool::park() { parked_.store(generation_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
-void ThreadPool::parallel_for(int64_t n, int64_t grain,
-                              const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   if (n_threads_ == 1 || n <= grain) {

@@ -10,7 +10,7 @@
 namespace sniper {
 
 struct BandwidthProbe {
-  double gb_per_s = 0;     // best of the repetitions
+  double gb_per_s = 0;  // best of the repetitions
   uint64_t buffer_bytes = 0;
   int n_threads = 0;
 };

@@ -31,7 +31,9 @@ size_t head_bytes(int64_t head_dim, KvType type) {
 bool v_transposed(const KvConfig& config) { return config.v == KvType::kF16 && !config.flash(); }
 
 // Bytes of n values in rows of `type` (n a multiple of 32).
-size_t rows_bytes(KvType type, size_t n) { return type == KvType::kF16 ? n * sizeof(fp16_t) : n / kBlock * sizeof(BlockQ8_0); }
+size_t rows_bytes(KvType type, size_t n) {
+  return type == KvType::kF16 ? n * sizeof(fp16_t) : n / kBlock * sizeof(BlockQ8_0);
+}
 
 // n values in rows of `type` (q8_0 blocks never straddle heads and a position's heads are
 // contiguous, so m positions are n / 32 consecutive blocks) to f32, and back.
@@ -116,7 +118,8 @@ Result<ContextCompression> parse_context_compression(std::string_view text) {
   if (text == "none") return ContextCompression::kNone;
   if (text == "q8_0") return ContextCompression::kQ8_0;
   if (text == "q4_0") return ContextCompression::kQ4_0;
-  return make_error("context compression is '%.*s' but must be none, q8_0 or q4_0", static_cast<int>(text.size()), text.data());
+  return make_error("context compression is '%.*s' but must be none, q8_0 or q4_0", static_cast<int>(text.size()),
+                    text.data());
 }
 
 const char* context_compression_name(ContextCompression c) {

@@ -43,32 +43,35 @@ Status check_draft_vocab(const Tokenizer& target, const Tokenizer& draft) {
                       d.model.c_str(), t.model.c_str());
   }
   if (t.add_bos != d.add_bos || t.add_eos != d.add_eos || t.bos_id != d.bos_id || t.eos_id != d.eos_id) {
-    return make_error("the draft model's vocabulary is incompatible: special tokens differ (draft: bos %d add_bos %d, "
-                      "eos %d add_eos %d; target: bos %d add_bos %d, eos %d add_eos %d)",
-                      d.bos_id, int(d.add_bos), d.eos_id, int(d.add_eos), t.bos_id, int(t.add_bos), t.eos_id,
-                      int(t.add_eos));
+    return make_error(
+        "the draft model's vocabulary is incompatible: special tokens differ (draft: bos %d add_bos %d, "
+        "eos %d add_eos %d; target: bos %d add_bos %d, eos %d add_eos %d)",
+        d.bos_id, int(d.add_bos), d.eos_id, int(d.add_eos), t.bos_id, int(t.add_bos), t.eos_id, int(t.add_eos));
   }
   const int32_t diff = std::abs(t.n_vocab() - d.n_vocab());
   if (diff > kMaxDraftVocabDifference) {
-    return make_error("the draft model's vocabulary is incompatible: %d tokens but the target has %d (at most %d may "
-                      "differ)", d.n_vocab(), t.n_vocab(), kMaxDraftVocabDifference);
+    return make_error(
+        "the draft model's vocabulary is incompatible: %d tokens but the target has %d (at most %d may "
+        "differ)",
+        d.n_vocab(), t.n_vocab(), kMaxDraftVocabDifference);
   }
   const int32_t n = std::min(t.n_vocab(), d.n_vocab());
   for (int32_t id = 0; id < n; ++id) {
     if (t.texts[static_cast<size_t>(id)] != d.texts[static_cast<size_t>(id)]) {
-      return make_error("the draft model's vocabulary is incompatible: token %d is '%s' in the draft but '%s' in the "
-                        "target", id, d.texts[static_cast<size_t>(id)].c_str(), t.texts[static_cast<size_t>(id)].c_str());
+      return make_error(
+          "the draft model's vocabulary is incompatible: token %d is '%s' in the draft but '%s' in the "
+          "target",
+          id, d.texts[static_cast<size_t>(id)].c_str(), t.texts[static_cast<size_t>(id)].c_str());
     }
   }
   return ok_status();
 }
 
 DraftModel::DraftModel(int32_t target_vocab, const SamplerConfig& sampler)
-    : target_vocab_(target_vocab), greedy_(sampler.temperature <= 0),
-      sampler_(draft_sampler_config(sampler)) {}
+    : target_vocab_(target_vocab), greedy_(sampler.temperature <= 0), sampler_(draft_sampler_config(sampler)) {}
 
 Result<std::unique_ptr<DraftModel>> DraftModel::create(Model& model, int64_t n_ctx, int n_threads, int32_t target_vocab,
-                                                        const SamplerConfig& sampler) {
+                                                       const SamplerConfig& sampler) {
   SNIPER_TRY(sampler.validate());
   std::unique_ptr<DraftModel> d(new DraftModel(target_vocab, sampler));
   SessionOptions so;

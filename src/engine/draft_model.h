@@ -46,7 +46,7 @@ class DraftModel final : public DraftSource {
   // keeps the state checkpoints the draft's plan counted (plan().n_checkpoints: load it with
   // ModelLoadOptions::n_checkpoints > 0 for a hybrid draft).
   [[nodiscard]] static Result<std::unique_ptr<DraftModel>> create(Model& model, int64_t n_ctx, int n_threads,
-                                                                   int32_t target_vocab, const SamplerConfig& sampler);
+                                                                  int32_t target_vocab, const SamplerConfig& sampler);
   // Drafts for a new job with these sampling settings (the target's; penalties are dropped):
   // greedy or not, truncation, temperature, and the random sequence restarted from the seed.
   // The session (and the prefix it shares with the next context) is kept. Errors: a config that

@@ -27,8 +27,10 @@ int64_t resolve_n_keep(int64_t keep, std::span<const int32_t> prompt, int32_t bo
 Status shift_full_context(Session& session, int64_t n_keep) {
   const int64_t n_discard = (session.n_past() - n_keep) / 2;
   if (n_discard < 1) {
-    return make_error("context full (%ld tokens) and --keep keeps %ld of them: nothing left to discard for the context "
-                      "shift (lower --keep or raise --ctx)", static_cast<long>(session.n_past()), static_cast<long>(n_keep));
+    return make_error(
+        "context full (%ld tokens) and --keep keeps %ld of them: nothing left to discard for the context "
+        "shift (lower --keep or raise --ctx)",
+        static_cast<long>(session.n_past()), static_cast<long>(n_keep));
   }
   return session.shift_context(n_keep, n_discard);
 }
@@ -53,8 +55,9 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
   if (options.context_shift) {
     SNIPER_TRY(context_shift_support(session.model().config()));
     if (spec) {
-      return make_error("--context-shift with speculative decoding is not supported: drop one of them (a verification "
-                        "batch would have to be shifted mid-round)");
+      return make_error(
+          "--context-shift with speculative decoding is not supported: drop one of them (a verification "
+          "batch would have to be shifted mid-round)");
     }
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -20,12 +20,12 @@
 namespace sniper {
 
 struct GenerateOptions {
-  int64_t n_predict = 128;       // -1: until end of generation or the context is full
+  int64_t n_predict = 128;  // -1: until end of generation or the context is full
   SamplerConfig sampler;
-  bool stop_at_eog = true;       // stop on the tokenizer's end-of-generation tokens
-  std::vector<std::string> stop; // stop strings (not emitted)
-  DraftSource* draft = nullptr;  // non-null: speculative decoding (engine/speculative.h)
-  SpecConfig spec;               // with `draft`
+  bool stop_at_eog = true;        // stop on the tokenizer's end-of-generation tokens
+  std::vector<std::string> stop;  // stop strings (not emitted)
+  DraftSource* draft = nullptr;   // non-null: speculative decoding (engine/speculative.h)
+  SpecConfig spec;                // with `draft`
   // --context-shift (llama.cpp's semantics, shift_full_context): when the next token would
   // fill the context, keep the first n_keep tokens (resolve_n_keep) and drop half of the rest,
   // so generation goes on past the context. Off: a full context ends generation ("context").
@@ -37,13 +37,13 @@ struct GenerateStats {
   int64_t n_prompt = 0;
   double prompt_ms = 0;
   int64_t n_gen = 0;
-  double gen_ms = 0;             // wall time from the first sample to the last
-  int64_t n_decode = 0;          // tokens decoded (evaluated after the prompt)
-  double decode_ms = 0;          // time decoding them (speculative: drafting, verifying, rollback)
-  double ttft_ms = 0;            // prompt evaluation to first token text
-  std::string finish_reason;     // "length", "stop", "eog", "context", "cancelled"
-  SpecStats spec;                // with a draft source: drafted / accepted tokens, rounds
-  int64_t n_shifts = 0;          // context shifts done (GenerateOptions::context_shift)
+  double gen_ms = 0;          // wall time from the first sample to the last
+  int64_t n_decode = 0;       // tokens decoded (evaluated after the prompt)
+  double decode_ms = 0;       // time decoding them (speculative: drafting, verifying, rollback)
+  double ttft_ms = 0;         // prompt evaluation to first token text
+  std::string finish_reason;  // "length", "stop", "eog", "context", "cancelled"
+  SpecStats spec;             // with a draft source: drafted / accepted tokens, rounds
+  int64_t n_shifts = 0;       // context shifts done (GenerateOptions::context_shift)
   double prompt_tok_s() const { return prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0; }
   double gen_tok_s() const { return decode_ms > 0 ? n_decode * 1000.0 / decode_ms : 0; }
 };

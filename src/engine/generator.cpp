@@ -62,9 +62,10 @@ Generator::Generator(const Tokenizer& tokenizer, const GeneratorOptions& options
 Result<Generator> Generator::create(const Tokenizer& tokenizer, const GeneratorOptions& options) {
   SNIPER_TRY(options.sampler.validate());
   if (options.grammar != nullptr) SNIPER_TRY(options.grammar->validate());
-  if (options.grammar_vocab != nullptr && options.grammar_vocab->pieces.size() != static_cast<size_t>(tokenizer.n_vocab())) {
-    return make_error("the grammar vocabulary has %zu tokens but the tokenizer %d", options.grammar_vocab->pieces.size(),
-                      tokenizer.n_vocab());
+  if (options.grammar_vocab != nullptr &&
+      options.grammar_vocab->pieces.size() != static_cast<size_t>(tokenizer.n_vocab())) {
+    return make_error("the grammar vocabulary has %zu tokens but the tokenizer %d",
+                      options.grammar_vocab->pieces.size(), tokenizer.n_vocab());
   }
   if (options.n_predict < -1) {
     return make_error("n_predict is %ld but must be >= -1 (-1 = until the end)", static_cast<long>(options.n_predict));

@@ -6,8 +6,8 @@
 // next. It never touches the Session: the caller evaluates next_token itself.
 // With a grammar (GeneratorOptions::grammar) sampling is constrained: tokens that would leave the
 // grammar are excluded (sample first, as llama.cpp does; a refused token is dropped and the draw
-// repeated up to 16 times, then every refused token is masked at once), end-of-generation is allowed only once the output is
-// complete, and the step after a complete output with nothing allowed to follow ends generation
+// repeated up to 16 times, then every refused token is masked at once), end-of-generation is allowed only once the
+// output is complete, and the step after a complete output with nothing allowed to follow ends generation
 // ("eog") without sampling. A token budget or the context can still cut the output short
 // ("length"/"context"); a vocabulary that cannot spell any allowed continuation ends it too
 // ("length").
@@ -32,10 +32,10 @@
 namespace sniper {
 
 struct GeneratorOptions {
-  int64_t n_predict = 128;        // -1: until end of generation or the context is full
-  SamplerConfig sampler;          // must pass validate()
-  bool stop_at_eog = true;        // stop on the tokenizer's end-of-generation tokens
-  std::vector<std::string> stop;  // stop strings (not emitted)
+  int64_t n_predict = 128;                 // -1: until end of generation or the context is full
+  SamplerConfig sampler;                   // must pass validate()
+  bool stop_at_eog = true;                 // stop on the tokenizer's end-of-generation tokens
+  std::vector<std::string> stop;           // stop strings (not emitted)
   std::shared_ptr<const Grammar> grammar;  // null: unconstrained
   // The tokens' bytes for the grammar; null: built from the tokenizer by create().
   std::shared_ptr<const TokenVocabulary> grammar_vocab;
@@ -46,11 +46,11 @@ struct GeneratorOptions {
 std::shared_ptr<const TokenVocabulary> make_token_vocabulary(const Tokenizer& tokenizer);
 
 struct GeneratorStep {
-  std::string text;            // newly decided text (may be empty)
+  std::string text;  // newly decided text (may be empty)
   bool done = false;
-  std::string finish_reason;   // when done: "length", "stop", "eog" or "context"
-  int32_t token = -1;          // the token sampled in this step
-  std::string stop_string;     // finish_reason "stop": the stop string that matched
+  std::string finish_reason;  // when done: "length", "stop", "eog" or "context"
+  int32_t token = -1;         // the token sampled in this step
+  std::string stop_string;    // finish_reason "stop": the stop string that matched
 };
 
 class Generator {
@@ -92,7 +92,7 @@ class Generator {
   StreamingDetokenizer detok_;
   std::optional<TokenConstraint> constraint_;
   std::vector<float> masked_;  // [n_vocab] logits with the grammar's mask applied
-  std::string pending_;  // text not yet emitted (held back for stop strings)
+  std::string pending_;        // text not yet emitted (held back for stop strings)
   int64_t n_gen_ = 0;
 };
 

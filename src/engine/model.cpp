@@ -71,10 +71,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   if (options.residency == ResidencyMode::kMmap) {
     m->plan_.all_resident = true;  // nothing streams through our engine; the kernel pages
     m->plan_.budget_bytes = req.budget_bytes;
-    m->plan_.n_checkpoints = options.n_checkpoints == kAutoCheckpoints
-                                 ? auto_checkpoint_count(req.budget_bytes, req.n_sessions,
-                                                         SequenceState::checkpoint_bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type))
-                                 : options.n_checkpoints;
+    m->plan_.n_checkpoints =
+        options.n_checkpoints == kAutoCheckpoints
+            ? auto_checkpoint_count(req.budget_bytes, req.n_sessions,
+                                    SequenceState::checkpoint_bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type))
+            : options.n_checkpoints;
   } else {
     Result<MemoryPlan> plan = make_error("no plan");
     if (auto_batch) {
@@ -102,8 +103,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   // Not loaded: what streams, and MTP blocks nothing asked for.
   std::unordered_set<std::string> not_loaded = m->plan_.unloaded_tensors;
   if (!m->plan_.all_resident) not_loaded.insert(m->plan_.streamed_tensors.begin(), m->plan_.streamed_tensors.end());
-  auto store = WeightStore::open(m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,
-                                 not_loaded.empty() ? nullptr : &not_loaded);
+  auto store =
+      WeightStore::open(m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,
+                        not_loaded.empty() ? nullptr : &not_loaded);
   if (!store.ok()) return store.error();
   m->store_ = std::move(store).value();
   auto weights = bind_model_weights(c, *m->store_);

@@ -53,12 +53,12 @@ struct ModelLoadOptions {
   KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   CachePolicy cache_policy = CachePolicy::kLfru;
   bool prefetch = true;
-  int prefetch_depth = 1;         // layers ahead the expert prefetcher predicts
+  int prefetch_depth = 1;  // layers ahead the expert prefetcher predicts
   IoBackend io_backend = IoBackend::kAuto;
   DirectMode direct = DirectMode::kAuto;
   uint32_t queue_depth = 32;
   FaultInjector io_fault_injector;  // tests: make streamed reads fail or come back short
-  bool load_mtp = false;          // load the MTP draft head's block resident (PlanRequest::load_mtp)
+  bool load_mtp = false;            // load the MTP draft head's block resident (PlanRequest::load_mtp)
 };
 
 class Model {

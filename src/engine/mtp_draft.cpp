@@ -48,8 +48,8 @@ Result<std::unique_ptr<MtpDraft>> MtpDraft::create(Model& model, Session& target
   }
   std::unique_ptr<MtpDraft> d(new MtpDraft(target, sampler));
   const int64_t batch = std::min(kMtpHeadBatch, target.max_batch());
-  SNIPER_ASSIGN_OR_RETURN(d->head_, MtpHead::create(model.config(), model.store(), batch, model.embedding_rows(),
-                                                    model.mtp_experts()));
+  SNIPER_ASSIGN_OR_RETURN(
+      d->head_, MtpHead::create(model.config(), model.store(), batch, model.embedding_rows(), model.mtp_experts()));
   const ModelConfig& c = d->head_->config();
   auto state = SequenceState::create(layer_state_specs(c), target.n_ctx(), target.state().kv_config());
   if (!state.ok()) return make_error("MTP head: %s", state.error().message.c_str());
@@ -106,7 +106,8 @@ Status MtpDraft::run(const int32_t* tokens, int64_t n, int64_t pos0) {
       }
       std::memcpy(h_in_.data() + static_cast<size_t>(t) * dim, row, dim * sizeof(float));
     }
-    SNIPER_TRY(head_->forward(tokens + t0, h_in_.data(), m, pos0 + t0, *state_, h_out_.data(), nullptr, target_.pool()));
+    SNIPER_TRY(
+        head_->forward(tokens + t0, h_in_.data(), m, pos0 + t0, *state_, h_out_.data(), nullptr, target_.pool()));
     stats_.positions += m;
     n_past_ = pos0 + t0 + m;
   }

@@ -28,10 +28,10 @@
 namespace sniper {
 
 struct MtpStats {
-  int64_t positions = 0;         // target positions the head ran (its cache)
-  int64_t missing_hidden = 0;    // rows run with a zero hidden state because the target's was not
-                                 // seen (position 0 has none and is not counted)
-  int64_t draft_steps = 0;       // head forwards that proposed a token
+  int64_t positions = 0;       // target positions the head ran (its cache)
+  int64_t missing_hidden = 0;  // rows run with a zero hidden state because the target's was not
+                               // seen (position 0 has none and is not counted)
+  int64_t draft_steps = 0;     // head forwards that proposed a token
 };
 
 class MtpDraft final : public DraftSource, public ForwardObserver {
@@ -40,7 +40,7 @@ class MtpDraft final : public DraftSource, public ForwardObserver {
   // `target`; the target must not have evaluated anything yet (the head follows it from the
   // start; an Error otherwise). sampler: the target's config (penalties are dropped).
   [[nodiscard]] static Result<std::unique_ptr<MtpDraft>> create(Model& model, Session& target,
-                                                                 const SamplerConfig& sampler);
+                                                                const SamplerConfig& sampler);
   ~MtpDraft() override;
   MtpDraft(const MtpDraft&) = delete;
   MtpDraft& operator=(const MtpDraft&) = delete;
@@ -77,14 +77,14 @@ class MtpDraft final : public DraftSource, public ForwardObserver {
   std::unique_ptr<MtpHead> head_;
   std::unique_ptr<SequenceState> state_;
   int64_t n_past_ = 0;
-  Status pending_error_;            // a failed head run inside on_chunk, reported by draft()
-  std::vector<float> ring_;         // [kRingRows, dim] recent target hidden rows
-  std::vector<int64_t> ring_pos_;   // [kRingRows] the position each holds, -1 = none
-  std::vector<float> h_in_;         // [head batch, dim]
-  std::vector<float> h_out_;        // [head batch, dim]
-  std::vector<float> zero_;         // [dim]
-  std::vector<float> logits_;       // [vocab]
-  std::vector<float> probs_;        // [vocab]
+  Status pending_error_;           // a failed head run inside on_chunk, reported by draft()
+  std::vector<float> ring_;        // [kRingRows, dim] recent target hidden rows
+  std::vector<int64_t> ring_pos_;  // [kRingRows] the position each holds, -1 = none
+  std::vector<float> h_in_;        // [head batch, dim]
+  std::vector<float> h_out_;       // [head batch, dim]
+  std::vector<float> zero_;        // [dim]
+  std::vector<float> logits_;      // [vocab]
+  std::vector<float> probs_;       // [vocab]
   MtpStats stats_;
 };
 

@@ -49,8 +49,9 @@ std::string MemoryPlan::describe() const {
   line("activation scratch", scratch_bytes);
   line("runtime overhead", overhead_bytes);
   line("resident weights", resident_weight_bytes,
-       all_resident ? "(the whole model)" : stream_attention ? "(norms, router, output head)"
-                                                             : "(attention, norms, routers, output head)");
+       all_resident       ? "(the whole model)"
+       : stream_attention ? "(norms, router, output head)"
+                          : "(attention, norms, routers, output head)");
   if (mtp_weight_bytes > 0) {
     line("  of which the MTP block", mtp_weight_bytes,
          mtp_streamed_expert_bytes > 0 ? "(draft head, --spec-type mtp; its experts stream with the others)"
@@ -65,8 +66,8 @@ std::string MemoryPlan::describe() const {
   if (stream_per_layer_embeddings) line("per-layer embeddings", 0, "(streamed: one row per token)");
   if (stream_experts) {
     char note[128];
-    std::snprintf(note, sizeof(note), "(%ld slots of %llu KiB; all experts: %llu MiB)", static_cast<long>(n_expert_slots),
-                  static_cast<unsigned long long>(slot.slot_bytes / 1024),
+    std::snprintf(note, sizeof(note), "(%ld slots of %llu KiB; all experts: %llu MiB)",
+                  static_cast<long>(n_expert_slots), static_cast<unsigned long long>(slot.slot_bytes / 1024),
                   static_cast<unsigned long long>(total_expert_bytes / kMiB));
     line("expert cache", expert_cache_bytes(), note);
   }
@@ -102,8 +103,8 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
                         : std::max<int64_t>(0, req.n_checkpoints);
   p.checkpoint_bytes = sessions * static_cast<uint64_t>(p.n_checkpoints) * one_checkpoint;
   p.kv_config = req.kv_type;
-  p.scratch_bytes = sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2,
-                                                                    req.n_logit_rows);
+  p.scratch_bytes =
+      sessions * Transformer::estimate_scratch_bytes(c, std::min(req.batch, req.n_ctx), req.n_ctx, 2, req.n_logit_rows);
   if (req.load_mtp && c.n_nextn_layers > 0) {
     // The head's own KV and scratch, its recent hidden rows and the session's hidden rows.
     SNIPER_ASSIGN_OR_RETURN(const ModelConfig mc, mtp_config(c));
@@ -195,12 +196,13 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     const int64_t min_slots = c.n_experts_active + 2;
     p.min_budget_bytes = fixed + p.resident_weight_bytes + p.slot.slot_bytes * static_cast<uint64_t>(min_slots);
     if (req.budget_bytes < p.min_budget_bytes) {
-      return make_error("the memory budget %s is below the minimum %s for this model (KV %s, scratch %s, resident "
-                        "weights %s, %ld expert slots of %s)",
-                        format_bytes(req.budget_bytes).c_str(), format_bytes(p.min_budget_bytes).c_str(),
-                        format_bytes(p.kv_bytes).c_str(), format_bytes(p.scratch_bytes).c_str(),
-                        format_bytes(p.resident_weight_bytes).c_str(), static_cast<long>(min_slots),
-                        format_bytes(p.slot.slot_bytes).c_str());
+      return make_error(
+          "the memory budget %s is below the minimum %s for this model (KV %s, scratch %s, resident "
+          "weights %s, %ld expert slots of %s)",
+          format_bytes(req.budget_bytes).c_str(), format_bytes(p.min_budget_bytes).c_str(),
+          format_bytes(p.kv_bytes).c_str(), format_bytes(p.scratch_bytes).c_str(),
+          format_bytes(p.resident_weight_bytes).c_str(), static_cast<long>(min_slots),
+          format_bytes(p.slot.slot_bytes).c_str());
     }
     const uint64_t room = req.budget_bytes - fixed - p.resident_weight_bytes;
     p.mtp_streamed_expert_bytes = mtp_expert_bytes;
@@ -254,11 +256,12 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     p.layer_buffer_bytes = max_both;
     keep_layers(req.budget_bytes - need_both, /*with_mixers=*/true);
   } else {
-    return make_error("the memory budget %s is below the minimum %s for this model (KV %s, scratch %s, "
-                      "norms and output head %s, two layer buffers of %s)",
-                      format_bytes(req.budget_bytes).c_str(), format_bytes(p.min_budget_bytes).c_str(),
-                      format_bytes(p.kv_bytes).c_str(), format_bytes(p.scratch_bytes).c_str(),
-                      format_bytes(always_bytes - attention).c_str(), format_bytes(max_both).c_str());
+    return make_error(
+        "the memory budget %s is below the minimum %s for this model (KV %s, scratch %s, "
+        "norms and output head %s, two layer buffers of %s)",
+        format_bytes(req.budget_bytes).c_str(), format_bytes(p.min_budget_bytes).c_str(),
+        format_bytes(p.kv_bytes).c_str(), format_bytes(p.scratch_bytes).c_str(),
+        format_bytes(always_bytes - attention).c_str(), format_bytes(max_both).c_str());
   }
   for (const GgufTensorInfo& t : file.tensors()) {
     const TensorRole r = tensor_role(t.name);
@@ -278,7 +281,8 @@ Result<uint64_t> resolve_memory_budget(const std::string& text) {
     if (limit.limit_bytes == kNoMemoryLimit) return make_error("--mem auto: no memory limit or MemAvailable found");
     // Headroom for what we do not plan: other processes' pages, allocator slack.
     const uint64_t headroom = std::clamp<uint64_t>(limit.limit_bytes / 32, 64 * kMiB, 1024 * kMiB);
-    if (limit.limit_bytes <= headroom) return make_error("--mem auto: only %s available", format_bytes(limit.limit_bytes).c_str());
+    if (limit.limit_bytes <= headroom)
+      return make_error("--mem auto: only %s available", format_bytes(limit.limit_bytes).c_str());
     return limit.limit_bytes - headroom;
   }
   auto v = parse_size(text);

@@ -37,7 +37,7 @@ struct PlanRequest {
   int64_t n_ctx = 4096;
   KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   int64_t batch = 64;
-  int64_t n_sessions = 1;     // sessions (server slots) that each hold a KV cache and scratch
+  int64_t n_sessions = 1;  // sessions (server slots) that each hold a KV cache and scratch
   // State checkpoints per session (SessionOptions::n_checkpoints); kAutoCheckpoints: up to
   // kMaxAutoCheckpoints, as many as fit an eighth of the budget (MemoryPlan::n_checkpoints).
   int64_t n_checkpoints = 0;
@@ -55,24 +55,24 @@ struct PlanRequest {
 // Whole-expert slot layout in the cache: gate, up and down slices back to back, each region
 // sized for the largest slice of that kind in any layer plus alignment slack.
 struct ExpertSlotLayout {
-  uint64_t gate_bytes = 0;   // region sizes inside a slot
+  uint64_t gate_bytes = 0;  // region sizes inside a slot
   uint64_t up_bytes = 0;
   uint64_t down_bytes = 0;
-  uint64_t slot_bytes = 0;   // total, a multiple of 4096
+  uint64_t slot_bytes = 0;  // total, a multiple of 4096
 };
 
 struct MemoryPlan {
   uint64_t budget_bytes = 0;
-  uint64_t kv_bytes = 0;             // all sessions' sequence states (KV rows, recurrent states)
-  int64_t n_checkpoints = 0;         // state checkpoints per session (the request's, auto resolved)
-  uint64_t checkpoint_bytes = 0;     // all sessions' state checkpoints at most (hybrid models; else 0)
-  KvConfig kv_config = KvConfig();   // the cache types kv_bytes was counted for
-  uint64_t scratch_bytes = 0;        // all sessions' activation scratch
+  uint64_t kv_bytes = 0;            // all sessions' sequence states (KV rows, recurrent states)
+  int64_t n_checkpoints = 0;        // state checkpoints per session (the request's, auto resolved)
+  uint64_t checkpoint_bytes = 0;    // all sessions' state checkpoints at most (hybrid models; else 0)
+  KvConfig kv_config = KvConfig();  // the cache types kv_bytes was counted for
+  uint64_t scratch_bytes = 0;       // all sessions' activation scratch
   int64_t n_sessions = 1;
-  uint64_t overhead_bytes = 0;       // runtime, tokenizer, metadata, I/O bookkeeping
+  uint64_t overhead_bytes = 0;  // runtime, tokenizer, metadata, I/O bookkeeping
   uint64_t resident_weight_bytes = 0;
-  bool all_resident = false;         // nothing streams
-  bool stream_embeddings = false;    // token_embd read one row per token
+  bool all_resident = false;                 // nothing streams
+  bool stream_embeddings = false;            // token_embd read one row per token
   bool stream_per_layer_embeddings = false;  // gemma4's per_layer_token_embd read one row per token
   bool stream_experts = false;
   ExpertSlotLayout slot;
@@ -80,15 +80,15 @@ struct MemoryPlan {
   // Layers whose experts the cache serves, blk.0 .. blk.<n_expert_layers - 1>: the main stack,
   // and the MTP block after it when it is loaded with streamed experts.
   int64_t n_expert_layers = 0;
-  uint64_t total_expert_bytes = 0;   // all routed experts in the file (of the layers loaded)
+  uint64_t total_expert_bytes = 0;  // all routed experts in the file (of the layers loaded)
   bool stream_dense_ffn = false;
-  bool stream_attention = false;     // dense models under very small budgets
-  uint64_t layer_buffer_bytes = 0;   // one of the two dense stream buffers
-  std::vector<int64_t> resident_ffn_layers;  // dense layers whose FFN (and, with stream_attention, mixer
-                                             // weights) stay in RAM (budget room)
-  uint64_t resident_ffn_bytes = 0;           // their bytes (part of resident_weight_bytes)
-  uint64_t min_budget_bytes = 0;     // the smallest budget any plan works with
-  uint64_t all_resident_bytes = 0;   // the smallest budget that keeps every weight in RAM
+  bool stream_attention = false;                     // dense models under very small budgets
+  uint64_t layer_buffer_bytes = 0;                   // one of the two dense stream buffers
+  std::vector<int64_t> resident_ffn_layers;          // dense layers whose FFN (and, with stream_attention, mixer
+                                                     // weights) stay in RAM (budget room)
+  uint64_t resident_ffn_bytes = 0;                   // their bytes (part of resident_weight_bytes)
+  uint64_t min_budget_bytes = 0;                     // the smallest budget any plan works with
+  uint64_t all_resident_bytes = 0;                   // the smallest budget that keeps every weight in RAM
   std::unordered_set<std::string> streamed_tensors;  // names of tensors not loaded into RAM
   // MTP blocks: the resident weights of the one loaded (part of resident_weight_bytes), its
   // routed experts when they stream (part of total_expert_bytes), and its per-session KV and

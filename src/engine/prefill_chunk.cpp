@@ -28,7 +28,8 @@ Result<ChunkChoice> choose_prefill_chunk(const GgufFile& file, const ModelConfig
   }
   // Streaming: the longest chunk that fits the rule, from n_ctx (at most 4096) down by halves.
   std::vector<int64_t> candidates = {longest};
-  for (int64_t b = static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(longest))); b > kShortPromptChunk; b /= 2) {
+  for (int64_t b = static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(longest))); b > kShortPromptChunk;
+       b /= 2) {
     if (b != longest) candidates.push_back(b);
   }
   for (int64_t batch : candidates) {

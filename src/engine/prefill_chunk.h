@@ -24,7 +24,7 @@
 
 namespace sniper {
 
-inline constexpr int64_t kShortPromptChunk = 64;  // the smallest automatic chunk
+inline constexpr int64_t kShortPromptChunk = 64;   // the smallest automatic chunk
 inline constexpr int64_t kResidentChunk = 512;     // the longest one when nothing streams
 inline constexpr int64_t kMaxPrefillChunk = 4096;  // SessionOptions::batch's limit
 inline constexpr uint64_t kChunkScratchShare = 8;  // a chunk's scratch: at most budget / 8

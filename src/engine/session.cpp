@@ -15,11 +15,14 @@ Session::Session(Model& model, const SessionOptions& options)
 Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOptions& options) {
   const ModelConfig& c = model.config();
   SessionOptions o = options;
-  if (o.n_ctx < 0) return make_error("context size is %ld but must be >= 0 (0 = model default)", static_cast<long>(o.n_ctx));
+  if (o.n_ctx < 0)
+    return make_error("context size is %ld but must be >= 0 (0 = model default)", static_cast<long>(o.n_ctx));
   if (o.n_ctx == 0) o.n_ctx = model.planned_n_ctx();
   if (model.streams() && o.n_ctx > model.planned_n_ctx()) {
-    return make_error("context size %ld exceeds the %ld tokens the memory plan was made for (load the model with a "
-                      "larger context)", static_cast<long>(o.n_ctx), static_cast<long>(model.planned_n_ctx()));
+    return make_error(
+        "context size %ld exceeds the %ld tokens the memory plan was made for (load the model with a "
+        "larger context)",
+        static_cast<long>(o.n_ctx), static_cast<long>(model.planned_n_ctx()));
   }
   if (o.n_ctx > c.n_ctx_train) {
     return make_error("context size is %ld but the model was trained for at most %ld tokens",
@@ -34,17 +37,21 @@ Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOpti
   if (o.routing_bias.keep != 0) {
     const RoutingBias& b = o.routing_bias;
     if (!c.is_moe()) return make_error("routing bias needs a mixture-of-experts model");
-    if (c.n_experts_active > 64) return make_error("routing bias supports at most 64 active experts, the model uses %ld", static_cast<long>(c.n_experts_active));
+    if (c.n_experts_active > 64)
+      return make_error("routing bias supports at most 64 active experts, the model uses %ld",
+                        static_cast<long>(c.n_experts_active));
     if (b.keep < 1 || b.keep > c.n_experts_active || b.window < c.n_experts_active || b.window > c.n_experts) {
-      return make_error("routing bias %ld:%ld must satisfy 1 <= keep <= %ld <= window <= %ld", static_cast<long>(b.keep),
-                        static_cast<long>(b.window), static_cast<long>(c.n_experts_active), static_cast<long>(c.n_experts));
+      return make_error("routing bias %ld:%ld must satisfy 1 <= keep <= %ld <= window <= %ld",
+                        static_cast<long>(b.keep), static_cast<long>(b.window), static_cast<long>(c.n_experts_active),
+                        static_cast<long>(c.n_experts));
     }
   }
   if (o.n_checkpoints < 0 || o.n_checkpoints > 256) {
     return make_error("checkpoint count is %ld but must be in [0, 256] (0 = none)", static_cast<long>(o.n_checkpoints));
   }
   if (o.checkpoint_interval < 1) {
-    return make_error("checkpoint interval is %ld tokens but must be at least 1", static_cast<long>(o.checkpoint_interval));
+    return make_error("checkpoint interval is %ld tokens but must be at least 1",
+                      static_cast<long>(o.checkpoint_interval));
   }
   std::unique_ptr<Session> s(new Session(model, o));
   auto state = SequenceState::create(layer_state_specs(c), o.n_ctx, o.kv_type);
@@ -53,8 +60,8 @@ Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOpti
   if (o.n_checkpoints > 0 && s->state_->needs_checkpoints()) {
     s->checkpoints_ = std::make_unique<StateCheckpoints>(o.n_checkpoints, s->state_->checkpoint_bytes(o.n_ctx));
   }
-  s->transformer_ = std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx,
-                                                  model.sources());
+  s->transformer_ =
+      std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx, model.sources());
   s->transformer_->set_routing_bias(o.routing_bias);
   s->last_logits_.resize(static_cast<size_t>(c.vocab_size));
   return s;
@@ -71,10 +78,11 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
   }
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n_past() + n > n_ctx()) {
-    return make_error("context limit: %ld tokens already in context + %ld new = %ld, but the context holds %ld "
-                      "(raise it with --ctx, up to the model's %ld)",
-                      static_cast<long>(n_past()), static_cast<long>(n), static_cast<long>(n_past() + n),
-                      static_cast<long>(n_ctx()), static_cast<long>(c.n_ctx_train));
+    return make_error(
+        "context limit: %ld tokens already in context + %ld new = %ld, but the context holds %ld "
+        "(raise it with --ctx, up to the model's %ld)",
+        static_cast<long>(n_past()), static_cast<long>(n), static_cast<long>(n_past() + n), static_cast<long>(n_ctx()),
+        static_cast<long>(c.n_ctx_train));
   }
   const size_t vocab = static_cast<size_t>(c.vocab_size);
   if (all_logits != nullptr) all_logits->resize(static_cast<size_t>(n) * vocab);
@@ -89,7 +97,8 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     }
     const int64_t pos0 = n_past();
     float* hidden = observer_ != nullptr ? hidden_.data() : nullptr;
-    Status st = transformer_->forward(tokens.data() + start, m, pos0, *state_, all_logits != nullptr, out, pool_, hidden);
+    Status st =
+        transformer_->forward(tokens.data() + start, m, pos0, *state_, all_logits != nullptr, out, pool_, hidden);
     if (!st.ok()) {
       // A recurrent state has absorbed part of the chunk (or a ring has overwritten rows the
       // window still needed): the evaluated prefix is kept only where the state can be rewound
@@ -103,7 +112,8 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     }
     if (ExpertCache* cache = model_.expert_cache()) cache->end_token();
     history_.insert(history_.end(), tokens.begin() + start, tokens.begin() + start + m);
-    if (observer_ != nullptr) observer_->on_chunk(tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(m)), pos0, hidden);
+    if (observer_ != nullptr)
+      observer_->on_chunk(tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(m)), pos0, hidden);
     if (checkpoints_ && n > 1 && n_past() - checkpoints_->latest() >= options_.checkpoint_interval) checkpoint();
   }
   if (all_logits != nullptr) {
@@ -115,9 +125,11 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
 Status Session::shift_context(int64_t n_keep, int64_t n_discard) {
   SNIPER_TRY(context_shift_support(model_.config()));
   if (n_keep < 0 || n_discard < 1 || n_keep + n_discard > n_past()) {
-    return make_error("context shift keeps %ld tokens and discards %ld, but the context holds %ld (need keep >= 0, "
-                      "discard >= 1, keep + discard <= %ld)", static_cast<long>(n_keep), static_cast<long>(n_discard),
-                      static_cast<long>(n_past()), static_cast<long>(n_past()));
+    return make_error(
+        "context shift keeps %ld tokens and discards %ld, but the context holds %ld (need keep >= 0, "
+        "discard >= 1, keep + discard <= %ld)",
+        static_cast<long>(n_keep), static_cast<long>(n_discard), static_cast<long>(n_past()),
+        static_cast<long>(n_past()));
   }
   ::sniper::shift_context(model_.config(), model_.weights(), *state_, n_keep, n_discard, n_past(), pool_);
   history_.erase(history_.begin() + n_keep, history_.begin() + n_keep + n_discard);

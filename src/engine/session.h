@@ -47,11 +47,11 @@ class ForwardObserver {
 };
 
 struct SessionOptions {
-  int64_t n_ctx = 0;     // 0: the context the model's memory plan was made for
-  int64_t batch = 64;    // prefill chunk size
-  KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
-  int n_threads = 0;     // 0: all cores
-  RoutingBias routing_bias;  // opt-in cache-aware routing (changes outputs); keep 0 = off
+  int64_t n_ctx = 0;                  // 0: the context the model's memory plan was made for
+  int64_t batch = 64;                 // prefill chunk size
+  KvConfig kv_type = KvConfig();      // K and V cache types, flash attention (kv/kv_cache.h)
+  int n_threads = 0;                  // 0: all cores
+  RoutingBias routing_bias;           // opt-in cache-aware routing (changes outputs); keep 0 = off
   int64_t n_checkpoints = 0;          // state checkpoints kept for prefix reuse, [0, 256]; 0 = none
   int64_t checkpoint_interval = 512;  // tokens between the checkpoints eval() takes, >= 1
 };

@@ -65,16 +65,19 @@ Status decompress_sections(SessionState* s, ContextCompression c) {
     constexpr int64_t kMaxHeads = 1 << 16;
     if (spec.n_kv_heads < 1 || spec.n_kv_heads > kMaxHeads || spec.head_dim < 32 || spec.head_dim > kMaxHeads ||
         spec.head_dim % 32 != 0) {
-      return make_error("the compressed context's layer %zu has kv heads %ld and head_dim %ld but needs kv heads in "
-                        "[1, %ld] and head_dim a multiple of 32 in [32, %ld]", l, static_cast<long>(spec.n_kv_heads),
-                        static_cast<long>(spec.head_dim), static_cast<long>(kMaxHeads), static_cast<long>(kMaxHeads));
+      return make_error(
+          "the compressed context's layer %zu has kv heads %ld and head_dim %ld but needs kv heads in "
+          "[1, %ld] and head_dim a multiple of 32 in [32, %ld]",
+          l, static_cast<long>(spec.n_kv_heads), static_cast<long>(spec.head_dim), static_cast<long>(kMaxHeads),
+          static_cast<long>(kMaxHeads));
     }
     const size_t per_pos = compressed_kv_position_bytes(spec.n_kv_heads, spec.head_dim, c);
     const uint64_t m = section / per_pos;
     if (section % per_pos != 0 || m > static_cast<uint64_t>(s->n_tokens())) {
-      return make_error("the compressed context's layer %zu section of %llu bytes is not a whole number of positions "
-                        "(%zu bytes each, at most %ld)", l, static_cast<unsigned long long>(section), per_pos,
-                        static_cast<long>(s->n_tokens()));
+      return make_error(
+          "the compressed context's layer %zu section of %llu bytes is not a whole number of positions "
+          "(%zu bytes each, at most %ld)",
+          l, static_cast<unsigned long long>(section), per_pos, static_cast<long>(s->n_tokens()));
     }
     const size_t raw = static_cast<size_t>(m) * kv_position_bytes(spec.n_kv_heads, spec.head_dim, s->kv_type);
     kv.resize(kv.size() + raw);
@@ -107,7 +110,8 @@ Result<uint64_t> model_fingerprint(const GgufFile& file) {
   while (left > 0) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
     f.read(buf.data(), static_cast<std::streamsize>(n));
-    if (static_cast<size_t>(f.gcount()) != n) return make_error("'%s' ended while fingerprinting its header", file.path.c_str());
+    if (static_cast<size_t>(f.gcount()) != n)
+      return make_error("'%s' ended while fingerprinting its header", file.path.c_str());
     hash = fnv1a64(buf.data(), n, hash);
     left -= n;
   }
@@ -152,30 +156,33 @@ Status check_compatible(const SessionState& s, const Session& session, uint64_t 
   const ModelConfig& c = session.model().config();
   if (s.model_fingerprint != fingerprint) {
     return make_error("the saved context was made with another model file (fingerprint %016llx, this model is %016llx)",
-                      static_cast<unsigned long long>(s.model_fingerprint), static_cast<unsigned long long>(fingerprint));
+                      static_cast<unsigned long long>(s.model_fingerprint),
+                      static_cast<unsigned long long>(fingerprint));
   }
   if (!same_cache(s.kv_type, st.kv_config())) {
-    return make_error("the saved context has a KV cache of %s but this session uses %s (start it with the saved "
-                      "context's -ctk / -ctv / -fa to load it)", kv_config_name(s.kv_type).c_str(),
-                      kv_config_name(st.kv_config()).c_str());
+    return make_error(
+        "the saved context has a KV cache of %s but this session uses %s (start it with the saved "
+        "context's -ctk / -ctv / -fa to load it)",
+        kv_config_name(s.kv_type).c_str(), kv_config_name(st.kv_config()).c_str());
   }
   if (s.n_layers != st.n_layers()) {
     return make_error("the saved context has %ld layers but the model has %ld", static_cast<long>(s.n_layers),
                       static_cast<long>(st.n_layers()));
   }
   if (s.n_tokens() > st.n_ctx()) {
-    return make_error("the saved context holds %ld tokens but the server's context is %ld", static_cast<long>(s.n_tokens()),
-                      static_cast<long>(st.n_ctx()));
+    return make_error("the saved context holds %ld tokens but the server's context is %ld",
+                      static_cast<long>(s.n_tokens()), static_cast<long>(st.n_ctx()));
   }
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const LayerStateSpec& a = s.layers[static_cast<size_t>(l)];
     const LayerStateSpec& b = st.spec(l);
     if (!(a == b) || s.layer_bytes[static_cast<size_t>(l)] != st.saved_layer_bytes(l, s.n_tokens())) {
-      return make_error("the saved context's layer %ld state (%s, kv heads %ld, head_dim %ld, window %ld) differs from the "
-                        "model's (%s, kv heads %ld, head_dim %ld, window %ld)", static_cast<long>(l),
-                        state_kind_name(a.kind), static_cast<long>(a.n_kv_heads), static_cast<long>(a.head_dim),
-                        static_cast<long>(a.window), state_kind_name(b.kind), static_cast<long>(b.n_kv_heads),
-                        static_cast<long>(b.head_dim), static_cast<long>(b.window));
+      return make_error(
+          "the saved context's layer %ld state (%s, kv heads %ld, head_dim %ld, window %ld) differs from the "
+          "model's (%s, kv heads %ld, head_dim %ld, window %ld)",
+          static_cast<long>(l), state_kind_name(a.kind), static_cast<long>(a.n_kv_heads), static_cast<long>(a.head_dim),
+          static_cast<long>(a.window), state_kind_name(b.kind), static_cast<long>(b.n_kv_heads),
+          static_cast<long>(b.head_dim), static_cast<long>(b.window));
     }
   }
   for (int32_t t : s.tokens) {
@@ -238,7 +245,8 @@ std::string serialize_session_state(const SessionState& s, ContextCompression c)
   }
   const std::vector<uint8_t>& sections = c == ContextCompression::kNone ? s.kv : packed;
   std::string out;
-  out.reserve(kHeaderBytes + s.tokens.size() * 4 + static_cast<size_t>(s.n_layers) * kLayerRecordBytes + sections.size() + 8);
+  out.reserve(kHeaderBytes + s.tokens.size() * 4 + static_cast<size_t>(s.n_layers) * kLayerRecordBytes +
+              sections.size() + 8);
   out.append(kMagic, sizeof(kMagic));
   put<uint32_t>(&out, kSessionStateVersion);
   put<uint32_t>(&out, static_cast<uint32_t>(s.kv_type.k));
@@ -272,12 +280,14 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
   if (bytes.size() < kHeaderBytes + 8) {
     return make_error("the context file is %zu bytes, too short for a header (%zu)", bytes.size(), kHeaderBytes + 8);
   }
-  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) return make_error("the file is not a sniper context (bad magic)");
+  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
+    return make_error("the file is not a sniper context (bad magic)");
   const uint32_t version = get<uint32_t>(bytes, 8);
   if (version == 1) {
-    return make_error("the context file has version 1 (KV cache only, written by an older sniper) but this build reads "
-                      "version %u (per-layer sequence state); evaluate the prompt again and save a new context",
-                      kSessionStateVersion);
+    return make_error(
+        "the context file has version 1 (KV cache only, written by an older sniper) but this build reads "
+        "version %u (per-layer sequence state); evaluate the prompt again and save a new context",
+        kSessionStateVersion);
   }
   if (version != kSessionStateVersion && version != 2) {
     return make_error("the context file has version %u but this build reads version %u", version, kSessionStateVersion);
@@ -328,14 +338,16 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
                       static_cast<unsigned long long>(expect));
   }
   s.tokens.resize(static_cast<size_t>(n_tokens));
-  if (n_tokens > 0) std::memcpy(s.tokens.data(), bytes.data() + kHeaderBytes, s.tokens.size() * 4);  // data() may be null
+  if (n_tokens > 0)
+    std::memcpy(s.tokens.data(), bytes.data() + kHeaderBytes, s.tokens.size() * 4);  // data() may be null
   size_t at = kHeaderBytes + s.tokens.size() * 4;
   uint64_t sum = 0;
   for (int64_t l = 0; l < s.n_layers; ++l, at += kLayerRecordBytes) {
     LayerStateSpec spec;
     const uint32_t kind = get<uint32_t>(bytes, at);
     if (kind > static_cast<uint32_t>(LayerStateKind::kRecurrent)) {
-      return make_error("the context file's layer %ld has state kind %u but must be in [0, 3]", static_cast<long>(l), kind);
+      return make_error("the context file's layer %ld has state kind %u but must be in [0, 3]", static_cast<long>(l),
+                        kind);
     }
     spec.kind = static_cast<LayerStateKind>(kind);
     spec.n_kv_heads = get<int64_t>(bytes, at + 8);
@@ -413,7 +425,8 @@ Result<SessionState> read_session_state_file(const std::string& path) {
     done += static_cast<size_t>(n);
   }
   ::close(fd);
-  if (done != bytes.size()) return make_error("'%s' shrank while being read (%zu of %zu bytes)", path.c_str(), done, bytes.size());
+  if (done != bytes.size())
+    return make_error("'%s' shrank while being read (%zu of %zu bytes)", path.c_str(), done, bytes.size());
   auto state = parse_session_state(bytes);
   if (!state.ok()) return make_error("%s: %s", path.c_str(), state.error().message.c_str());
   return state;

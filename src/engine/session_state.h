@@ -32,8 +32,9 @@
 // Only positions [0, n_tokens) are stored, so a state loads into a session of any context size
 // that holds n_tokens. A state loads only into a session with the same KV config (K type, V
 // type, flash attention, rotation): the bytes are the cache's own, and converting between
-// types would change the logits silently, so another config is a clear error naming both. Invariant: restore_session_state() runs only after check_compatible()
-// passed, and cannot fail part way (no half-restored session).
+// types would change the logits silently, so another config is a clear error naming both. Invariant:
+// restore_session_state() runs only after check_compatible() passed, and cannot fail part way (no half-restored
+// session).
 #pragma once
 
 #include <cstdint>
@@ -54,11 +55,11 @@ struct SessionState {
   uint64_t model_fingerprint = 0;
   KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   int64_t n_layers = 0;
-  int64_t n_ctx = 0;               // context of the session it was captured from (informational)
-  std::vector<LayerStateSpec> layers;    // [n_layers] what each layer keeps
-  std::vector<uint64_t> layer_bytes;     // [n_layers] bytes of each layer's section of `kv`
+  int64_t n_ctx = 0;                   // context of the session it was captured from (informational)
+  std::vector<LayerStateSpec> layers;  // [n_layers] what each layer keeps
+  std::vector<uint64_t> layer_bytes;   // [n_layers] bytes of each layer's section of `kv`
   std::vector<int32_t> tokens;
-  std::vector<uint8_t> kv;         // the per-layer sections, in layer order, as in the file layout
+  std::vector<uint8_t> kv;  // the per-layer sections, in layer order, as in the file layout
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };
@@ -86,7 +87,8 @@ void restore_session_state(const SessionState& state, Session& session);
 [[nodiscard]] Status check_compressible(const SessionState& state, ContextCompression compression);
 // The file bytes of `state` (layout above, checksum included), its KV rows quantized when
 // `compression` is not kNone. Precondition: check_compressible() ok.
-std::string serialize_session_state(const SessionState& state, ContextCompression compression = ContextCompression::kNone);
+std::string serialize_session_state(const SessionState& state,
+                                    ContextCompression compression = ContextCompression::kNone);
 // Parses file bytes (decompressing compressed KV rows into the file's kv type); Errors name the
 // problem (magic, version, truncated, sizes, checksum, compression).
 [[nodiscard]] Result<SessionState> parse_session_state(std::string_view bytes);

@@ -28,13 +28,16 @@ Result<SpeculativeDecoder> SpeculativeDecoder::create(const Session& session, Dr
                                                       const SpecConfig& config) {
   SNIPER_TRY(config.validate());
   if (session.state().needs_checkpoints() && !session.keeps_checkpoints()) {
-    return make_error("speculative decoding on this model (recurrent or sliding-window layers) needs state "
-                      "checkpoints to roll rejected drafts back, but the session keeps none");
+    return make_error(
+        "speculative decoding on this model (recurrent or sliding-window layers) needs state "
+        "checkpoints to roll rejected drafts back, but the session keeps none");
   }
   if (config.draft_max + 1 > session.max_batch()) {
-    return make_error("--draft-max %ld needs a forward batch of %ld tokens but the session's is %ld (raise --batch or "
-                      "lower --draft-max)", static_cast<long>(config.draft_max),
-                      static_cast<long>(config.draft_max + 1), static_cast<long>(session.max_batch()));
+    return make_error(
+        "--draft-max %ld needs a forward batch of %ld tokens but the session's is %ld (raise --batch or "
+        "lower --draft-max)",
+        static_cast<long>(config.draft_max), static_cast<long>(config.draft_max + 1),
+        static_cast<long>(session.max_batch()));
   }
   return SpeculativeDecoder(source, config);
 }
@@ -98,7 +101,8 @@ Status SpeculativeDecoder::round(Session& session, Generator& gen, int32_t pendi
       token = gen.sample(row, n_vocab);
     } else {
       gen.sampler().distribution(row, n_vocab, p_.data());
-      const float* q = draft_.q.empty() ? nullptr : draft_.q.data() + static_cast<size_t>(i) * static_cast<size_t>(n_vocab);
+      const float* q =
+          draft_.q.empty() ? nullptr : draft_.q.data() + static_cast<size_t>(i) * static_cast<size_t>(n_vocab);
       token = speculative_accept(p_.data(), q, n_vocab, d, gen.sampler(), residual_).token;
     }
     const GeneratorStep step = gen.push(token, n_before + 1 + i, session.n_ctx());

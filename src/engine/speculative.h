@@ -45,13 +45,13 @@ struct SpecConfig {
 };
 
 struct SpecStats {
-  int64_t n_rounds = 0;           // verification passes (pending token + >= 1 draft)
-  int64_t n_plain = 0;            // single-token forwards (no draft proposed, or backing off)
-  int64_t n_backoff = 0;          // of those, steps the source was not asked (its drafts kept failing)
-  int64_t n_drafted = 0;          // draft tokens verified
-  int64_t n_accepted = 0;         // draft tokens kept
-  int64_t n_rollback_evals = 0;   // re-evaluations after a checkpoint restore (hybrid states)
-  int64_t n_tokens = 0;           // tokens emitted by the speculative loop
+  int64_t n_rounds = 0;          // verification passes (pending token + >= 1 draft)
+  int64_t n_plain = 0;           // single-token forwards (no draft proposed, or backing off)
+  int64_t n_backoff = 0;         // of those, steps the source was not asked (its drafts kept failing)
+  int64_t n_drafted = 0;         // draft tokens verified
+  int64_t n_accepted = 0;        // draft tokens kept
+  int64_t n_rollback_evals = 0;  // re-evaluations after a checkpoint restore (hybrid states)
+  int64_t n_tokens = 0;          // tokens emitted by the speculative loop
   double acceptance() const { return n_drafted > 0 ? static_cast<double>(n_accepted) / n_drafted : 0; }
   // Tokens emitted per target forward (verification passes + single-token steps).
   double tokens_per_forward() const {

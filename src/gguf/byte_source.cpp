@@ -16,10 +16,11 @@ namespace sniper {
 
 Status ByteSource::read(void* dst, size_t n) {
   if (n > remaining()) {
-    return make_error("unexpected end of file: %zu bytes needed at offset %llu but the file (%llu bytes) has only "
-                      "%llu left",
-                      n, static_cast<unsigned long long>(pos_), static_cast<unsigned long long>(size_),
-                      static_cast<unsigned long long>(remaining()));
+    return make_error(
+        "unexpected end of file: %zu bytes needed at offset %llu but the file (%llu bytes) has only "
+        "%llu left",
+        n, static_cast<unsigned long long>(pos_), static_cast<unsigned long long>(size_),
+        static_cast<unsigned long long>(remaining()));
   }
   if (n == 0) return ok_status();
   SNIPER_TRY(read_at(pos_, dst, n));
@@ -62,9 +63,8 @@ Status FileSource::pread_fully(uint64_t offset, void* dst, size_t n) {
                         static_cast<unsigned long long>(offset + done), std::strerror(errno));
     }
     if (got == 0) {
-      return make_error("reading '%s': the file ended at offset %llu, before its size %llu when opened",
-                        path_.c_str(), static_cast<unsigned long long>(offset + done),
-                        static_cast<unsigned long long>(size()));
+      return make_error("reading '%s': the file ended at offset %llu, before its size %llu when opened", path_.c_str(),
+                        static_cast<unsigned long long>(offset + done), static_cast<unsigned long long>(size()));
     }
     done += static_cast<size_t>(got);
   }

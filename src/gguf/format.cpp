@@ -74,14 +74,14 @@ constexpr GgmlTypeInfo kTypeTable[] = {
 // ggml.h's GGML_TYPE_* names by number, including numbers ggml has retired (Q4_2, Q4_0_4_4, ...)
 // or that we cannot read (MXFP4, ...); nullptr where ggml never assigned the number.
 constexpr const char* kUpperNames[] = {
-    "F32",     "F16",     "Q4_0",  "Q4_1",  "Q4_2",   "Q4_3",     "Q5_0",     "Q5_1",     "Q8_0",       "Q8_1",
-    "Q2_K",    "Q3_K",    "Q4_K",  "Q5_K",  "Q6_K",   "Q8_K",     "IQ2_XXS",  "IQ2_XS",   "IQ3_XXS",    "IQ1_S",
-    "IQ4_NL",  "IQ3_S",   "IQ2_S", "IQ4_XS", "I8",    "I16",      "I32",      "I64",      "F64",        "IQ1_M",
-    "BF16",    "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0", "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8",
-    "MXFP4",   "NVFP4",   "Q1_0",  "Q2_0"};
+    "F32",        "F16",        "Q4_0",       "Q4_1",  "Q4_2",     "Q4_3",     "Q5_0",     "Q5_1",    "Q8_0",
+    "Q8_1",       "Q2_K",       "Q3_K",       "Q4_K",  "Q5_K",     "Q6_K",     "Q8_K",     "IQ2_XXS", "IQ2_XS",
+    "IQ3_XXS",    "IQ1_S",      "IQ4_NL",     "IQ3_S", "IQ2_S",    "IQ4_XS",   "I8",       "I16",     "I32",
+    "I64",        "F64",        "IQ1_M",      "BF16",  "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",   "TQ2_0",
+    "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4", "NVFP4",    "Q1_0",     "Q2_0"};
 
 // Indexed by GgufValueType.
-constexpr const char* kValueTypeNames[] = {"u8",  "i8",     "u16",   "i16", "u32", "i32", "f32",
+constexpr const char* kValueTypeNames[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                            "bool", "string", "array", "u64", "i64", "f64"};
 
 }  // namespace
@@ -99,9 +99,7 @@ const GgmlTypeInfo* find_type_info(uint32_t type) {
   return nullptr;
 }
 
-const char* ggml_type_upper_name(uint32_t type) {
-  return type < std::size(kUpperNames) ? kUpperNames[type] : nullptr;
-}
+const char* ggml_type_upper_name(uint32_t type) { return type < std::size(kUpperNames) ? kUpperNames[type] : nullptr; }
 
 const GgmlTypeInfo& get_type_info(GgmlType type) {
   const GgmlTypeInfo* info = find_type_info(static_cast<uint32_t>(type));
@@ -114,8 +112,8 @@ size_t row_bytes(GgmlType type, int64_t n) {
   CHECK(n >= 0 && n % info.block_size == 0, "row of %lld elements is not a whole number of %s blocks of %lld",
         static_cast<long long>(n), info.name, static_cast<long long>(info.block_size));
   uint64_t blocks = static_cast<uint64_t>(n / info.block_size);
-  CHECK(blocks <= SIZE_MAX / info.type_size, "row of %lld %s elements overflows size_t",
-        static_cast<long long>(n), info.name);
+  CHECK(blocks <= SIZE_MAX / info.type_size, "row of %lld %s elements overflows size_t", static_cast<long long>(n),
+        info.name);
   return static_cast<size_t>(blocks) * info.type_size;
 }
 

@@ -82,9 +82,9 @@ constexpr uint32_t kGgmlTypeSlots = 36;
 // Static facts about one tensor type.
 struct GgmlTypeInfo {
   GgmlType type;
-  const char* name;      // "q4_K", as ggml spells it
-  int64_t block_size;    // elements per block
-  size_t type_size;      // bytes per block
+  const char* name;    // "q4_K", as ggml spells it
+  int64_t block_size;  // elements per block
+  size_t type_size;    // bytes per block
 };
 
 // Returns the info for a type number, or nullptr when the number is not a type we know.

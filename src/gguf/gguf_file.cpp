@@ -250,17 +250,15 @@ void GgufFile::add_tensor(GgufTensorInfo info) {
 
 namespace {
 
-Error missing_key(std::string_view key) {
-  return make_error("metadata key '%s' is missing", format_key(key).c_str());
-}
+Error missing_key(std::string_view key) { return make_error("metadata key '%s' is missing", format_key(key).c_str()); }
 
 Error wrong_type(std::string_view key, const GgufValue& v, const char* expected) {
   if (v.type == GgufValueType::kArray) {
     return make_error("metadata key '%s' has type array of %s, expected %s", format_key(key).c_str(),
                       type_name_or_unknown(v.elem_type), expected);
   }
-  return make_error("metadata key '%s' has type %s, expected %s", format_key(key).c_str(),
-                    type_name_or_unknown(v.type), expected);
+  return make_error("metadata key '%s' has type %s, expected %s", format_key(key).c_str(), type_name_or_unknown(v.type),
+                    expected);
 }
 
 Result<int64_t> as_int(std::string_view key, const GgufValue& v) {

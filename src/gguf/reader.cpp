@@ -36,7 +36,7 @@ constexpr int kMaxArrayDepth = 8;
 constexpr uint64_t kHeaderBytes = 4 + 4 + 8 + 8;
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;                  // key length, value type, smallest value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // name length, n_dims, one ne, type, offset
-constexpr size_t kMaxReserve = size_t{1} << 16;             // items reserved ahead of reading them
+constexpr size_t kMaxReserve = size_t{1} << 16;              // items reserved ahead of reading them
 constexpr uint32_t kNumValueTypes = 13;
 
 using ull = unsigned long long;
@@ -86,8 +86,8 @@ class Parser {
 
   ByteSource& src_;
   Section section_ = Section::kHeader;
-  uint64_t index_ = 0;                  // entry index within the section
-  const std::string* name_ = nullptr;   // key or tensor name once read
+  uint64_t index_ = 0;                 // entry index within the section
+  const std::string* name_ = nullptr;  // key or tensor name once read
 };
 
 Error Parser::fail(const Error& e) const {
@@ -106,10 +106,11 @@ Error Parser::fail(const Error& e) const {
 
 Status Parser::read_bytes(void* dst, size_t n, const char* field) {
   if (n > src_.remaining()) {
-    return fail(make_error("unexpected end of file reading %s: %zu bytes needed at offset %llu but the file "
-                           "(%llu bytes) has only %llu left",
-                           field, n, static_cast<ull>(src_.position()), static_cast<ull>(src_.size()),
-                           static_cast<ull>(src_.remaining())));
+    return fail(
+        make_error("unexpected end of file reading %s: %zu bytes needed at offset %llu but the file "
+                   "(%llu bytes) has only %llu left",
+                   field, n, static_cast<ull>(src_.position()), static_cast<ull>(src_.size()),
+                   static_cast<ull>(src_.remaining())));
   }
   Status s = src_.read(dst, n);
   if (!s.ok()) return fail(s.error());
@@ -223,8 +224,8 @@ Status Parser::read_scalar(GgufValueType type, GgufValue* out) {
     }
     case GgufValueType::kArray: return read_array_body(out, 1);
   }
-  return fail(make_error("value type %u is not a GGUF value type (0..%u)", static_cast<uint32_t>(type),
-                         kNumValueTypes - 1));
+  return fail(
+      make_error("value type %u is not a GGUF value type (0..%u)", static_cast<uint32_t>(type), kNumValueTypes - 1));
 }
 
 // Reads { u32 elem_type; u64 count; items } into *out. `depth` is this array's nesting level (1
@@ -243,9 +244,10 @@ Status Parser::read_array_body(GgufValue* out, int depth) {
   SNIPER_TRY(read_le(&count, "array count"));
   uint64_t max_count = src_.remaining() / min_value_bytes(elem);
   if (count > max_count) {
-    return fail(make_error("array count is %llu but the remaining %llu bytes of the file can hold at most %llu %s items",
-                           static_cast<ull>(count), static_cast<ull>(src_.remaining()), static_cast<ull>(max_count),
-                           gguf_value_type_name(elem)));
+    return fail(
+        make_error("array count is %llu but the remaining %llu bytes of the file can hold at most %llu %s items",
+                   static_cast<ull>(count), static_cast<ull>(src_.remaining()), static_cast<ull>(max_count),
+                   gguf_value_type_name(elem)));
   }
   GgufValue arr;
   arr.type = GgufValueType::kArray;
@@ -423,16 +425,18 @@ Status Parser::check_tensor_data(GgufFile* file, std::vector<GgufTensorInfo>* in
   for (GgufTensorInfo& t : *infos) {
     const char* c = t.name.c_str();
     if (file->data_offset > size || t.offset > size - file->data_offset) {
-      return make_error("tensor '%s': offset %llu puts its data at file offset %llu, past the end of the file "
-                        "(%llu bytes)",
-                        c, static_cast<ull>(t.offset), static_cast<ull>(file->data_offset + std::min(t.offset, size)),
-                        static_cast<ull>(size));
+      return make_error(
+          "tensor '%s': offset %llu puts its data at file offset %llu, past the end of the file "
+          "(%llu bytes)",
+          c, static_cast<ull>(t.offset), static_cast<ull>(file->data_offset + std::min(t.offset, size)),
+          static_cast<ull>(size));
     }
     t.file_offset = file->data_offset + t.offset;
     if (t.nbytes > size - t.file_offset) {
-      return make_error("tensor '%s': its %llu bytes of data at file offset %llu extend past the end of the file "
-                        "(%llu bytes)",
-                        c, static_cast<ull>(t.nbytes), static_cast<ull>(t.file_offset), static_cast<ull>(size));
+      return make_error(
+          "tensor '%s': its %llu bytes of data at file offset %llu extend past the end of the file "
+          "(%llu bytes)",
+          c, static_cast<ull>(t.nbytes), static_cast<ull>(t.file_offset), static_cast<ull>(size));
     }
   }
   std::vector<size_t> order(infos->size());
@@ -459,8 +463,9 @@ Result<GgufFile> Parser::parse() {
   SNIPER_TRY(apply_alignment(&file));
   uint64_t max_tensors = src_.remaining() / kMinTensorInfoBytes;
   if (n_tensors > max_tensors) {
-    return make_error("n_tensors is %llu but the rest of the file after the metadata (%llu bytes) can hold at most %llu",
-                      static_cast<ull>(n_tensors), static_cast<ull>(src_.remaining()), static_cast<ull>(max_tensors));
+    return make_error(
+        "n_tensors is %llu but the rest of the file after the metadata (%llu bytes) can hold at most %llu",
+        static_cast<ull>(n_tensors), static_cast<ull>(src_.remaining()), static_cast<ull>(max_tensors));
   }
   std::vector<GgufTensorInfo> infos;
   infos.reserve(static_cast<size_t>(std::min<uint64_t>(n_tensors, kMaxReserve)));

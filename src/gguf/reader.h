@@ -23,12 +23,12 @@ namespace sniper {
 // their items in exactly one of the arr_* vectors (nested arrays in arr_nested).
 struct GgufValue {
   GgufValueType type = GgufValueType::kUint8;
-  uint64_t u64 = 0;     // unsigned integer types and bool (0/1)
-  int64_t i64 = 0;      // signed integer types; unsigned ones that fit are mirrored here
-  double f64 = 0;       // float32 / float64
-  std::string str;      // string
+  uint64_t u64 = 0;                                 // unsigned integer types and bool (0/1)
+  int64_t i64 = 0;                                  // signed integer types; unsigned ones that fit are mirrored here
+  double f64 = 0;                                   // float32 / float64
+  std::string str;                                  // string
   GgufValueType elem_type = GgufValueType::kUint8;  // arrays only
-  std::vector<std::string> arr_str;   // array of string
+  std::vector<std::string> arr_str;                 // array of string
   std::vector<int64_t> arr_int;       // array of integer or bool (u64 values above INT64_MAX are an error)
   std::vector<double> arr_float;      // array of float32 / float64
   std::vector<GgufValue> arr_nested;  // array of array
@@ -59,7 +59,7 @@ struct GgufTensorInfo {
   GgmlType type = GgmlType::kF32;
   int n_dims = 0;
   std::array<int64_t, kGgufMaxDims> ne{1, 1, 1, 1};  // ggml order, unused dims are 1
-  uint64_t offset = 0;       // relative to the start of the data section (of its part)
+  uint64_t offset = 0;                               // relative to the start of the data section (of its part)
   uint64_t file_offset = 0;  // absolute: data_offset + offset; in a split model the part is encoded
                              // in the high bits (base/split_offset.h), 0 for an unsplit file
   uint64_t nbytes = 0;

@@ -34,7 +34,9 @@ Result<GgufFile> gguf_open_model(const std::string& path) {
   if (*count <= 1) return given;
   const int n = static_cast<int>(*count);
   auto no = given.get_int(kSplitNo);
-  if (!no.ok()) return make_error("%s: a split part (split.count %d) needs split.no: %s", path.c_str(), n, no.error().message.c_str());
+  if (!no.ok())
+    return make_error("%s: a split part (split.count %d) needs split.no: %s", path.c_str(), n,
+                      no.error().message.c_str());
   if (*no < 0 || *no >= n) {
     return make_error("%s: split.no is %lld but must be in [0, %d) (split.count %d)", path.c_str(),
                       static_cast<long long>(*no), n, n);
@@ -42,9 +44,10 @@ Result<GgufFile> gguf_open_model(const std::string& path) {
   // The other parts' names follow from this one's, as llama.cpp derives them.
   const std::string suffix = gguf_split_path("", static_cast<int>(*no) + 1, n);
   if (path.size() <= suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    return make_error("%s: split part %lld of %d but the name does not end in '%s', so the other parts cannot be "
-                      "found (keep gguf-split's names)",
-                      path.c_str(), static_cast<long long>(*no) + 1, n, suffix.c_str());
+    return make_error(
+        "%s: split part %lld of %d but the name does not end in '%s', so the other parts cannot be "
+        "found (keep gguf-split's names)",
+        path.c_str(), static_cast<long long>(*no) + 1, n, suffix.c_str());
   }
   const std::string prefix = path.substr(0, path.size() - suffix.size());
   std::vector<GgufFile> parts;
@@ -64,9 +67,10 @@ Result<GgufFile> gguf_open_model(const std::string& path) {
                         part_path.c_str(), i + 1, n);
     }
     if (*pc != n || *pn != i) {
-      return make_error("%s: has split.no %lld and split.count %lld but its name says part %d of %d (parts of "
-                        "another split set mixed in?)",
-                        part_path.c_str(), static_cast<long long>(*pn), static_cast<long long>(*pc), i + 1, n);
+      return make_error(
+          "%s: has split.no %lld and split.count %lld but its name says part %d of %d (parts of "
+          "another split set mixed in?)",
+          part_path.c_str(), static_cast<long long>(*pn), static_cast<long long>(*pc), i + 1, n);
     }
     if (total_tensors >= 0 && *pt != total_tensors) {
       return make_error("%s: split.tensors.count is %lld but part 1 says %lld", part_path.c_str(),

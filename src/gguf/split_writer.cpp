@@ -55,7 +55,8 @@ Result<std::vector<std::string>> gguf_write_split(const GgufFile& model, const s
     bytes += tensors[i].nbytes;
   }
   const int n = static_cast<int>(groups.size());
-  if (groups.size() >= kMaxParts) return make_error("the split would have %zu parts, more than %u", groups.size(), kMaxParts - 1);
+  if (groups.size() >= kMaxParts)
+    return make_error("the split would have %zu parts, more than %u", groups.size(), kMaxParts - 1);
   std::vector<std::string> paths;
   auto read_error = std::make_shared<std::string>();
   for (int k = 0; k < n; ++k) {
@@ -69,7 +70,8 @@ Result<std::vector<std::string>> gguf_write_split(const GgufFile& model, const s
     }
     w.set_value("split.no", GgufValue::make_uint(GgufValueType::kUint16, static_cast<uint64_t>(k)));
     w.set_value("split.count", GgufValue::make_uint(GgufValueType::kUint16, static_cast<uint64_t>(n)));
-    w.set_value("split.tensors.count", GgufValue::make_int(GgufValueType::kInt32, static_cast<int64_t>(tensors.size())));
+    w.set_value("split.tensors.count",
+                GgufValue::make_int(GgufValueType::kInt32, static_cast<int64_t>(tensors.size())));
     for (size_t i : groups[static_cast<size_t>(k)]) {
       const GgufTensorInfo& t = tensors[i];
       std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
@@ -82,7 +84,8 @@ Result<std::vector<std::string>> gguf_write_split(const GgufFile& model, const s
           if (got < 0 && errno == EINTR) continue;
           if (got <= 0) {
             if (read_error->empty()) {
-              *read_error = "reading tensor '" + name + "': " + (got == 0 ? "unexpected end of file" : std::strerror(errno));
+              *read_error =
+                  "reading tensor '" + name + "': " + (got == 0 ? "unexpected end of file" : std::strerror(errno));
             }
             std::memset(dst + done, 0, nbytes - done);
             return;

@@ -199,9 +199,7 @@ void GgufWriter::set_f32(const std::string& key, float v) {
   set_value(key, GgufValue::make_float(GgufValueType::kFloat32, v));
 }
 void GgufWriter::set_bool(const std::string& key, bool v) { set_value(key, GgufValue::make_bool(v)); }
-void GgufWriter::set_string(const std::string& key, const std::string& v) {
-  set_value(key, GgufValue::make_string(v));
-}
+void GgufWriter::set_string(const std::string& key, const std::string& v) { set_value(key, GgufValue::make_string(v)); }
 void GgufWriter::set_string_array(const std::string& key, const std::vector<std::string>& v) {
   set_value(key, GgufValue::make_string_array(v));
 }
@@ -231,8 +229,7 @@ void GgufWriter::add_tensor_bytes(const std::string& name, GgmlType type, const 
                                   std::vector<uint8_t> bytes) {
   auto data = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
   add_tensor(name, type, ne, [data, name](uint8_t* dst, size_t nbytes) {
-    CHECK(nbytes == data->size(), "tensor '%s' has %zu bytes but %zu were given", name.c_str(), nbytes,
-          data->size());
+    CHECK(nbytes == data->size(), "tensor '%s' has %zu bytes but %zu were given", name.c_str(), nbytes, data->size());
     std::memcpy(dst, data->data(), nbytes);
   });
   CHECK(tensors_.back().nbytes == data->size(), "tensor '%s' needs %zu bytes but %zu were given", name.c_str(),
@@ -310,7 +307,8 @@ uint64_t GgufWriter::file_bytes() const {
   std::vector<uint64_t> offsets;
   uint64_t end = header_bytes(&offsets).size();
   const uint64_t data_offset = end;
-  for (size_t i = 0; i < tensors_.size(); ++i) end = data_offset + align_up(offsets[i] + tensors_[i].nbytes, alignment_);
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    end = data_offset + align_up(offsets[i] + tensors_[i].nbytes, alignment_);
   return end;
 }
 
@@ -319,7 +317,8 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
   std::vector<uint8_t> out = header_bytes(&offsets);
   const uint64_t data_offset = out.size();
   uint64_t end = data_offset;
-  for (size_t i = 0; i < tensors_.size(); ++i) end = data_offset + align_up(offsets[i] + tensors_[i].nbytes, alignment_);
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    end = data_offset + align_up(offsets[i] + tensors_[i].nbytes, alignment_);
   out.resize(end, 0);
   for (size_t i = 0; i < tensors_.size(); ++i) {
     tensors_[i].fill(out.data() + data_offset + offsets[i], tensors_[i].nbytes);

@@ -21,7 +21,7 @@ class GgufWriter {
   // Fills dst[0, nbytes) with the tensor's bytes. Called once per tensor, in add order.
   using FillFn = std::function<void(uint8_t* dst, size_t nbytes)>;
 
-  void set_alignment(uint32_t alignment);  // a power of two; also written as general.alignment
+  void set_alignment(uint32_t alignment);                   // a power of two; also written as general.alignment
   void set_value(const std::string& key, GgufValue value);  // replaces an existing key
   void set_u32(const std::string& key, uint32_t v);
   void set_i32(const std::string& key, int32_t v);

@@ -73,10 +73,10 @@ struct HubClient::Exchange {
   std::string* body = nullptr;
   int fd = -1;
   std::unique_ptr<Sha256>* hash = nullptr;  // replaced when the download restarts from 0
-  uint64_t offset = 0;       // bytes the part held when the request was sent (Range start)
-  uint64_t written = 0;      // bytes appended to the part by this request
-  uint64_t total_bytes = 0;  // expected file size (download)
-  bool restart = false;      // the server ignored the Range: the part was truncated to 0
+  uint64_t offset = 0;                      // bytes the part held when the request was sent (Range start)
+  uint64_t written = 0;                     // bytes appended to the part by this request
+  uint64_t total_bytes = 0;                 // expected file size (download)
+  bool restart = false;                     // the server ignored the Range: the part was truncated to 0
   const ProgressFn* progress = nullptr;
   std::string error_body;
   std::string sink_error;
@@ -154,7 +154,8 @@ size_t on_write(char* data, size_t size, size_t nmemb, void* user) {
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       ex->sink_errno = w < 0 ? errno : ENOSPC;
-      ex->sink_error = ex->sink_errno == ENOSPC ? "the disk is full" : std::string("cannot write: ") + std::strerror(errno);
+      ex->sink_error =
+          ex->sink_errno == ENOSPC ? "the disk is full" : std::string("cannot write: ") + std::strerror(errno);
       return 0;
     }
     done += static_cast<size_t>(w);
@@ -332,10 +333,11 @@ Result<DownloadResult> HubClient::download(const std::string& repo, const std::s
     if (!s.ok()) {
       ::close(fd);
       if (ex.sink_errno == ENOSPC) {
-        return make_error("disk full while downloading %s into '%s' (%llu of %llu bytes written; the part is kept "
-                          "and the next pull resumes it once there is room)",
-                          file.c_str(), part_path.c_str(), static_cast<unsigned long long>(have),
-                          static_cast<unsigned long long>(total_bytes));
+        return make_error(
+            "disk full while downloading %s into '%s' (%llu of %llu bytes written; the part is kept "
+            "and the next pull resumes it once there is room)",
+            file.c_str(), part_path.c_str(), static_cast<unsigned long long>(have),
+            static_cast<unsigned long long>(total_bytes));
       }
       return s.error();
     }
@@ -401,7 +403,8 @@ std::string parse_next_link(const std::string& link_header) {
     const size_t gt = link_header.find('>', lt);
     if (gt == std::string::npos) break;
     const size_t next = link_header.find('<', gt);
-    const std::string params = link_header.substr(gt + 1, next == std::string::npos ? std::string::npos : next - gt - 1);
+    const std::string params =
+        link_header.substr(gt + 1, next == std::string::npos ? std::string::npos : next - gt - 1);
     if (params.find("rel=\"next\"") != std::string::npos || params.find("rel=next") != std::string::npos) {
       return link_header.substr(lt + 1, gt - lt - 1);
     }

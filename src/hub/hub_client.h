@@ -25,7 +25,7 @@ namespace sniper::hub {
 
 struct HubConfig {
   std::string endpoint = "https://huggingface.co";  // HF_ENDPOINT, without a trailing '/'
-  std::string token;                                 // HF_TOKEN, may be empty
+  std::string token;                                // HF_TOKEN, may be empty
   std::string revision = "main";
 };
 

@@ -12,9 +12,7 @@ namespace sniper::hub {
 
 namespace {
 
-bool is_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-}
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; }
 
 std::string upper(std::string_view s) {
   std::string out(s);
@@ -77,7 +75,8 @@ Result<RepoRef> parse_repo_ref(std::string_view text) {
     return ref;
   }
   for (char c : rest) {
-    if (!is_name_char(c)) return make_error("'%s': a quant tag may hold only letters, digits, '.', '_' and '-'", shown.c_str());
+    if (!is_name_char(c))
+      return make_error("'%s': a quant tag may hold only letters, digits, '.', '_' and '-'", shown.c_str());
   }
   ref.tag = std::string(rest);
   return ref;

@@ -33,7 +33,8 @@ Result<std::string> sniper_home(const GetenvFn& getenv_fn) {
   std::string home = env_or_empty(getenv_fn, "SNIPER_HOME");
   if (!home.empty()) return home;
   const std::string user_home = env_or_empty(getenv_fn, "HOME");
-  if (user_home.empty()) return make_error("neither SNIPER_HOME nor HOME is set: set SNIPER_HOME to the model store directory");
+  if (user_home.empty())
+    return make_error("neither SNIPER_HOME nor HOME is set: set SNIPER_HOME to the model store directory");
   return user_home + "/.cache/sniper";
 }
 
@@ -95,10 +96,12 @@ std::vector<std::string> foreign_cache_candidates(const std::string& repo, const
   if (auto v = env_or_empty(getenv_fn, "HF_HUB_CACHE"); !v.empty()) hub_roots.emplace_back(v);
   if (auto v = env_or_empty(getenv_fn, "HUGGINGFACE_HUB_CACHE"); !v.empty()) hub_roots.emplace_back(v);
   if (auto v = env_or_empty(getenv_fn, "HF_HOME"); !v.empty()) hub_roots.push_back(fs::path(v) / "hub");
-  if (auto v = env_or_empty(getenv_fn, "XDG_CACHE_HOME"); !v.empty()) hub_roots.push_back(fs::path(v) / "huggingface" / "hub");
+  if (auto v = env_or_empty(getenv_fn, "XDG_CACHE_HOME"); !v.empty())
+    hub_roots.push_back(fs::path(v) / "huggingface" / "hub");
   if (!home.empty()) hub_roots.push_back(fs::path(home) / ".cache" / "huggingface" / "hub");
   std::string folder = "models--" + repo;
-  for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/', at + 2)) folder.replace(at, 1, "--");
+  for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/', at + 2))
+    folder.replace(at, 1, "--");
 
   std::vector<std::string> out;
   std::error_code ec;

@@ -47,7 +47,9 @@ class ModelStore {
   const std::string& home() const { return home_; }
   std::string repo_dir(const std::string& repo) const { return home_ + "/models/" + repo; }
   std::string file_path(const std::string& repo, const std::string& file) const { return repo_dir(repo) + "/" + file; }
-  std::string part_path(const std::string& repo, const std::string& file) const { return file_path(repo, file) + ".part"; }
+  std::string part_path(const std::string& repo, const std::string& file) const {
+    return file_path(repo, file) + ".part";
+  }
 
   // Every file in the store (complete and partial), sorted by repository then file. A missing
   // store is empty. Errors name an unreadable directory.

@@ -17,9 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void say(const PullOptions& o, const std::string& line) {
   if (o.log) o.log(line);
@@ -65,7 +63,8 @@ Result<bool> reuse_foreign(const HubFile& f, const std::string& repo, const std:
       }
     }
     SNIPER_TRY(link_into_store(candidate, final_path));
-    say(o, "reused " + f.path + " from " + candidate + (f.sha256.empty() ? " (size checked; the hub lists no SHA-256)" : " (SHA-256 verified)"));
+    say(o, "reused " + f.path + " from " + candidate +
+               (f.sha256.empty() ? " (size checked; the hub lists no SHA-256)" : " (SHA-256 verified)"));
     return true;
   }
   return false;
@@ -86,21 +85,24 @@ Status fetch_file(HubClient& client, const std::string& repo, const HubFile& f, 
       got = std::move(r).value();
       result->downloaded_bytes += got.bytes - got.resumed_from;
       if (got.resumed_from > 0 && attempt == 0) {
-        say(o, "resumed " + f.path + " from byte " + std::to_string(got.resumed_from) + " of the earlier partial download");
+        say(o, "resumed " + f.path + " from byte " + std::to_string(got.resumed_from) +
+                   " of the earlier partial download");
       }
       break;
     }
     if (after > before) result->downloaded_bytes += after - before;
     if (!client.retryable() || attempt >= o.max_retries) {
       if (client.retryable()) {
-        return make_error("%s; gave up after %d attempt(s): the partial download (%s of %s) is kept in '%s' and the "
-                          "next pull resumes it", r.error().message.c_str(), attempt + 1, format_bytes(after).c_str(),
-                          format_bytes(f.size).c_str(), part.c_str());
+        return make_error(
+            "%s; gave up after %d attempt(s): the partial download (%s of %s) is kept in '%s' and the "
+            "next pull resumes it",
+            r.error().message.c_str(), attempt + 1, format_bytes(after).c_str(), format_bytes(f.size).c_str(),
+            part.c_str());
       }
       return r.error();
     }
-    say(o, r.error().message + "; retrying in " + std::to_string(static_cast<int>(delay_s)) + " s, resuming from byte " +
-               std::to_string(after) + " (attempt " + std::to_string(attempt + 2) + " of " +
+    say(o, r.error().message + "; retrying in " + std::to_string(static_cast<int>(delay_s)) +
+               " s, resuming from byte " + std::to_string(after) + " (attempt " + std::to_string(attempt + 2) + " of " +
                std::to_string(o.max_retries + 1) + ")");
     std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
     delay_s *= 2;
@@ -110,9 +112,10 @@ Status fetch_file(HubClient& client, const std::string& repo, const HubFile& f, 
   } else if (got.sha256 != f.sha256) {
     std::error_code ec;
     fs::remove(part, ec);
-    return make_error("checksum mismatch for %s: the hub's LFS SHA-256 is %s but the downloaded bytes hash to %s; the "
-                      "download was deleted (run the pull again; if it repeats, the hub or a proxy serves bad data)",
-                      f.path.c_str(), f.sha256.c_str(), got.sha256.c_str());
+    return make_error(
+        "checksum mismatch for %s: the hub's LFS SHA-256 is %s but the downloaded bytes hash to %s; the "
+        "download was deleted (run the pull again; if it repeats, the hub or a proxy serves bad data)",
+        f.path.c_str(), f.sha256.c_str(), got.sha256.c_str());
   }
   std::error_code ec;
   fs::rename(part, final_path, ec);
@@ -152,10 +155,10 @@ Result<PullResult> pull_model(HubClient& client, const ModelStore& store, const 
   }
   SNIPER_ASSIGN_OR_RETURN(uint64_t free_bytes, free_disk_bytes(store.repo_dir(ref.repo)));
   if (free_bytes < need) {
-    return make_error("not enough disk space for %s in '%s': %s still to download but only %s free (free some space "
-                      "or set SNIPER_HOME to a larger disk)",
-                      ref.display().c_str(), store.home().c_str(), format_bytes(need).c_str(),
-                      format_bytes(free_bytes).c_str());
+    return make_error(
+        "not enough disk space for %s in '%s': %s still to download but only %s free (free some space "
+        "or set SNIPER_HOME to a larger disk)",
+        ref.display().c_str(), store.home().c_str(), format_bytes(need).c_str(), format_bytes(free_bytes).c_str());
   }
   int index = 0;
   for (const HubFile* f : to_fetch) {

@@ -32,7 +32,7 @@ struct PullOptions {
   ProgressFn progress;
   std::function<void(const std::string& file, bool ok)> on_file_end;
   std::function<void(const std::string& line)> log;  // one line of narrative (choice, reuse, retry)
-  GetenvFn getenv_fn;                                 // for the foreign cache locations
+  GetenvFn getenv_fn;                                // for the foreign cache locations
 };
 
 struct PullResult {

@@ -30,11 +30,11 @@ struct FsType {
 
 // Magic numbers from <linux/magic.h> (spelled out: that header lacks some of them).
 constexpr FsType kFsTypes[] = {
-    {0xEF53, "ext4", false},           {0x58465342, "xfs", false},     {0x9123683E, "btrfs", false},
-    {0xF2F52010, "f2fs", false},       {0x2FC12FC1, "zfs", false},     {0x794C7630, "overlayfs", false},
-    {0x6969, "nfs", false},            {0x65735546, "fuse", false},    {0x01021997, "9p", false},
-    {0x4D44, "vfat", false},           {0x5346544E, "ntfs", false},    {0x7366746E, "ntfs3", false},
-    {0x01021994, "tmpfs", true},       {0x858458F6, "ramfs", true},
+    {0xEF53, "ext4", false},     {0x58465342, "xfs", false},  {0x9123683E, "btrfs", false},
+    {0xF2F52010, "f2fs", false}, {0x2FC12FC1, "zfs", false},  {0x794C7630, "overlayfs", false},
+    {0x6969, "nfs", false},      {0x65735546, "fuse", false}, {0x01021997, "9p", false},
+    {0x4D44, "vfat", false},     {0x5346544E, "ntfs", false}, {0x7366746E, "ntfs3", false},
+    {0x01021994, "tmpfs", true}, {0x858458F6, "ramfs", true},
 };
 
 const FsType* find_fs_type(int fd) {
@@ -110,8 +110,8 @@ Result<DirectFile> DirectFile::open(const std::string& path, DirectFileOptions o
     if (f.fd_ < 0) return make_error("cannot open '%s' for reading: %s", path.c_str(), std::strerror(errno));
     if (f.fs_name_.empty()) f.fs_name_ = file_system_name(f.fd_);
     if (options.mode == DirectMode::kForceDirect) {
-      return make_error("O_DIRECT %s on '%s' (%s) but direct I/O was required", fallback_reason.c_str(),
-                        path.c_str(), f.fs_name_.c_str());
+      return make_error("O_DIRECT %s on '%s' (%s) but direct I/O was required", fallback_reason.c_str(), path.c_str(),
+                        f.fs_name_.c_str());
     }
     if (options.mode == DirectMode::kAuto) {
       LOG_WARN("O_DIRECT %s on %s (%s); using buffered reads with posix_fadvise(DONTNEED)", fallback_reason.c_str(),

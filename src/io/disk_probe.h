@@ -25,7 +25,7 @@ struct DiskProbeResult {
   size_t read_bytes = 0;
   int queue_depth = 0;
   IoBackend backend = IoBackend::kAuto;  // the backend used (kUring or kPread)
-  bool direct = false;  // false: O_DIRECT unavailable, figures may include page-cache hits
+  bool direct = false;                   // false: O_DIRECT unavailable, figures may include page-cache hits
 };
 
 // Reads `read_bytes`-sized blocks at random 4096-aligned offsets of `path` (fixed seed) with
@@ -34,8 +34,8 @@ struct DiskProbeResult {
 // and <= the file size; queue_depth in [1, 1024]; seconds_max in (0, 600]; bytes_max >=
 // read_bytes) or the I/O error. `backend` picks the IoEngine backend (pread uses queue_depth
 // threads). Thread-compatible; allocates queue_depth * read_bytes bytes of buffers.
-[[nodiscard]] Result<DiskProbeResult> probe_read_throughput(const std::string& path, size_t read_bytes,
-                                                            int queue_depth, double seconds_max, uint64_t bytes_max,
+[[nodiscard]] Result<DiskProbeResult> probe_read_throughput(const std::string& path, size_t read_bytes, int queue_depth,
+                                                            double seconds_max, uint64_t bytes_max,
                                                             IoBackend backend = IoBackend::kAuto);
 
 }  // namespace sniper

@@ -11,15 +11,14 @@ namespace sniper {
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
 Result<InterferenceProbeResult> probe_compute_under_reads(const std::function<void()>& compute, const std::string& path,
                                                           size_t read_bytes, int queue_depth, double seconds) {
-  if (!(seconds > 0 && seconds <= 60)) return make_error("interference probe seconds is %g but must be in (0, 60]", seconds);
+  if (!(seconds > 0 && seconds <= 60))
+    return make_error("interference probe seconds is %g but must be in (0, 60]", seconds);
   InterferenceProbeResult out;
   // Quiet: at least one call, then until `seconds` have passed.
   const double t0 = now_s();
@@ -47,7 +46,8 @@ Result<InterferenceProbeResult> probe_compute_under_reads(const std::function<vo
   out.reads = **reads;
   // A reader that failed at once (or a compute call longer than the whole read) leaves nothing
   // to compare.
-  if (out.loaded_calls == 0) return make_error("interference probe: one compute call outlasted the %g s of reads", seconds);
+  if (out.loaded_calls == 0)
+    return make_error("interference probe: one compute call outlasted the %g s of reads", seconds);
   out.loaded_s_per_call = loaded_s / static_cast<double>(out.loaded_calls);
   return out;
 }

@@ -37,7 +37,7 @@ struct Chunk {
   uint32_t n_reads = 0;
   uint32_t n_retries = 0;
   uint32_t n_fixed_reads = 0;  // reads issued as IORING_OP_READ_FIXED
-  uint32_t n_transient = 0;  // EINTR/EAGAIN results so far
+  uint32_t n_transient = 0;    // EINTR/EAGAIN results so far
 };
 
 struct ChunkResult {

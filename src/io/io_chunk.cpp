@@ -94,7 +94,7 @@ ChunkResult run_chunk_with_pread(const ReadContext& ctx, Chunk c) {
       res = -injected;
     } else {
       const ssize_t n = ::pread(ctx.file_of(op->file_offset).fd(), op->dst, op->length,
-                                  static_cast<off_t>(offset_in_part(op->file_offset)));
+                                static_cast<off_t>(offset_in_part(op->file_offset)));
       res = n >= 0 ? static_cast<int64_t>(n) : -static_cast<int64_t>(errno);
     }
     Error error;

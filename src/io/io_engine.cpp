@@ -39,8 +39,8 @@ struct IoEngine::Impl {
   };
 
   std::vector<const DirectFile*> files;  // part k of a split model is files[k]
-  uint32_t alignment = 1;                  // the largest alignment() of the files
-  uint32_t buffer_alignment = 1;           // the largest buffer_alignment() of the files
+  uint32_t alignment = 1;                // the largest alignment() of the files
+  uint32_t buffer_alignment = 1;         // the largest buffer_alignment() of the files
   IoOptions options;
   io_internal::ReadContext ctx;
   std::unique_ptr<Backend> backend;
@@ -173,7 +173,8 @@ Result<IoEngine> IoEngine::create(std::vector<const DirectFile*> files, IoOption
   constexpr uint64_t kMaxChunk = uint64_t{1} << 30;
   if (options.chunk_bytes < kMinChunk || options.chunk_bytes > kMaxChunk || options.chunk_bytes % kMinChunk != 0 ||
       options.chunk_bytes % alignment != 0) {
-    return make_error("io chunk_bytes is %" PRIu64 " but must be a multiple of 4096 and of the file alignment %u in "
+    return make_error("io chunk_bytes is %" PRIu64
+                      " but must be a multiple of 4096 and of the file alignment %u in "
                       "[4096, 2^30]",
                       options.chunk_bytes, alignment);
   }

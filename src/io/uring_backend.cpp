@@ -73,9 +73,10 @@ class UringBackend final : public Backend {
     if (buffers.empty()) return ok_status();
     const int rc = io_uring_register_buffers(&ring_, buffers.data(), static_cast<unsigned>(buffers.size()));
     if (rc < 0) {
-      return make_error("cannot register %zu buffers (%s) with io_uring: %s (RLIMIT_MEMLOCK too low?); "
-                        "using unregistered reads",
-                        buffers.size(), format_bytes(total).c_str(), std::strerror(-rc));
+      return make_error(
+          "cannot register %zu buffers (%s) with io_uring: %s (RLIMIT_MEMLOCK too low?); "
+          "using unregistered reads",
+          buffers.size(), format_bytes(total).c_str(), std::strerror(-rc));
     }
     for (size_t i = 0; i < buffers.size(); ++i) {
       const uintptr_t base = reinterpret_cast<uintptr_t>(buffers[i].iov_base);
@@ -225,7 +226,7 @@ class UringBackend final : public Backend {
   uint32_t depth_;
   io_uring ring_{};
   bool ring_ok_ = false;
-  bool draining_ = false;    // destructor: finish chunks instead of retrying
+  bool draining_ = false;     // destructor: finish chunks instead of retrying
   bool need_submit_ = false;  // SQEs prepared but not yet accepted by the kernel
   std::deque<Chunk> queue_;
   std::vector<Chunk> slots_;

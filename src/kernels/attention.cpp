@@ -88,7 +88,8 @@ void scores_converted_k(const AttentionLayout& layout, const float* q, const uin
   }
   const uint8_t* k = k_rows + layout.head_stride * static_cast<size_t>(kv_head);
   if (layout.k_type == GgmlType::kQ8_0 && tier >= IsaTier::kAvx512 &&
-      kernels_internal::attention_kq_q8_0_avx512(hd, n_kv, group, k, layout.row_bytes, s.q, q_row, s.scores, s.stride)) {
+      kernels_internal::attention_kq_q8_0_avx512(hd, n_kv, group, k, layout.row_bytes, s.q, q_row, s.scores,
+                                                 s.stride)) {
     return;
   }
   kt.gemm(hd, n_kv, group, k, layout.row_bytes, s.q, q_row, s.scores, s.stride);
@@ -124,7 +125,8 @@ void attend_group_bf16_v(const AttentionLayout& layout, const float* q, const ui
   if (layout.k_type == GgmlType::kF16) {
     // f16 K: the query rounded to f16, K's vec_dot order.
     const KernelTable& kk = *find_kernels(GgmlType::kF16, tier);
-    for (int64_t g = 0; g < group; ++g) kk.quantize_act(q + g * hd, s.q + layout.head_bytes * static_cast<size_t>(g), hd);
+    for (int64_t g = 0; g < group; ++g)
+      kk.quantize_act(q + g * hd, s.q + layout.head_bytes * static_cast<size_t>(g), hd);
     kk.gemm(hd, n_kv, group, k_rows + layout.head_stride * static_cast<size_t>(kv_head), layout.row_bytes, s.q,
             layout.head_bytes, s.scores, s.stride);
   } else {
@@ -172,9 +174,10 @@ size_t attention_scratch_bound(int64_t head_dim, int64_t group, int64_t n_ctx) {
   // cells, which round up to kKvPad at most) with the widest query (f32), or the flash one.
   const int64_t stride = round_up(round_up(std::max<int64_t>(n_ctx, 1), kKvPad), 16);
   const size_t g = static_cast<size_t>(group), hd = static_cast<size_t>(head_dim);
-  const size_t plain = 2 * align64(sizeof(float) * static_cast<size_t>(stride) * g) + align64(sizeof(float) * hd * g) +
-                       align64(sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(head_dim, group))) +
-                       sizeof(float) * hd * g;
+  const size_t plain =
+      2 * align64(sizeof(float) * static_cast<size_t>(stride) * g) + align64(sizeof(float) * hd * g) +
+      align64(sizeof(float) * static_cast<size_t>(kernels_internal::kqv_state_floats(head_dim, group))) +
+      sizeof(float) * hd * g;
   return std::max(plain, flash_attention_scratch_bound(head_dim, group)) + 64;
 }
 
@@ -234,9 +237,9 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
     // KQ: one output per cached position and head (mul_mat(k, q): m = n_kv_padded, k = head_dim).
     const size_t head_off = layout.head_stride * static_cast<size_t>(kv_head);
     const bool kq_tiny = batch.batched && hd % 16 == 0 && n_full % 4 == 0;
-    if (!avx512 || !kernels_internal::attention_kq_f16_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes,
-                                                             reinterpret_cast<const float*>(s.q), s.scores, s.stride,
-                                                             kq_tiny)) {
+    if (!avx512 ||
+        !kernels_internal::attention_kq_f16_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes,
+                                                   reinterpret_cast<const float*>(s.q), s.scores, s.stride, kq_tiny)) {
       const auto kq = wide ? (kq_tiny ? kt.gemm_batched_wide : kt.gemm_wide) : (kq_tiny ? kt.gemm_batched : kt.gemm);
       kq(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, q_row, s.scores, s.stride);
     }
@@ -271,8 +274,8 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
     // not a multiple of 64 reach.
     const int64_t n_main = kqv_tiny ? n_dot : n_dot - n_dot % 64;
     if (n_main > 0) {
-      kernels_internal::attention_kqv_f16_avx512(n_main, hd, group, vt, vt_row_bytes, s.weights, s.stride, out,
-                                                 s.state, kqv_tiny);
+      kernels_internal::attention_kqv_f16_avx512(n_main, hd, group, vt, vt_row_bytes, s.weights, s.stride, out, s.state,
+                                                 kqv_tiny);
     } else {
       std::fill(out, out + group * hd, 0.0f);  // the main loop's (0 + 0) + (0 + 0), reduced
     }

@@ -36,18 +36,18 @@ struct AttentionLayout {
   GgmlType v_type = GgmlType::kF16;  // f16 or bf16 (transposed); any of K's types in rows (flash)
   bool flash = false;                // flash attention (kernels/flash_attention.h); V in rows
   int64_t head_dim = 0;
-  int64_t n_ctx = 0;      // cache cells per layer
-  size_t head_bytes = 0;   // one kv head's K at one position
-  size_t row_bytes = 0;    // from one cached position to the next within a kv head
-  size_t head_stride = 0;  // from one kv head's K to the next kv head's
-  size_t v_head_bytes = 0;   // one kv head's V at one position (rows; 2 * head_dim when transposed)
-  size_t v_row_bytes = 0;    // row-layout V: from one position to the next within a kv head
-  size_t v_head_stride = 0;  // row-layout V: from one kv head to the next
+  int64_t n_ctx = 0;          // cache cells per layer
+  size_t head_bytes = 0;      // one kv head's K at one position
+  size_t row_bytes = 0;       // from one cached position to the next within a kv head
+  size_t head_stride = 0;     // from one kv head's K to the next kv head's
+  size_t v_head_bytes = 0;    // one kv head's V at one position (rows; 2 * head_dim when transposed)
+  size_t v_row_bytes = 0;     // row-layout V: from one position to the next within a kv head
+  size_t v_head_stride = 0;   // row-layout V: from one kv head to the next
   bool v_transposed = false;  // no flash attention: V is [n_kv_heads][head_dim][n_ctx] per layer
   size_t vt_row_bytes = 0;    // transposed V: from one V^T row to the next (>= 2 * n_ctx; kv/kv_cache.h
                               // pads rows to whole cache lines so the V product's loads stay aligned)
-  int64_t k_rot = 0;  // K stored Hadamard-rotated in chunks of k_rot (kernels/hadamard.h); 0 = not
-  int64_t v_rot = 0;  // V likewise in chunks of v_rot (flash only); attend_group un-rotates its output
+  int64_t k_rot = 0;          // K stored Hadamard-rotated in chunks of k_rot (kernels/hadamard.h); 0 = not
+  int64_t v_rot = 0;          // V likewise in chunks of v_rot (flash only); attend_group un-rotates its output
 };
 
 // What one forward call of n_tok tokens starting at pos0 shares across its (token, head) items.

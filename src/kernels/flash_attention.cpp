@@ -149,10 +149,12 @@ void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end, int64_t n_tok
     float* scores = s.scores + r0 * kTile;
     bool done = false;
     if (layout.k_type == GgmlType::kQ8_0 && f.avx512) {
-      done = kernels_internal::attention_kq_q8_0_avx512(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
+      done =
+          kernels_internal::attention_kq_q8_0_avx512(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
     } else if (f.kq_f16_wide) {
-      done = kernels_internal::attention_kq_f16_avx512(hd, nt, n_live, kt, layout.row_bytes, s.qf + r0 * hd, scores, kTile,
-                                                       /*tiny=*/false);
+      done =
+          kernels_internal::attention_kq_f16_avx512(hd, nt, n_live, kt, layout.row_bytes, s.qf + r0 * hd, scores, kTile,
+                                                    /*tiny=*/false);
     }
     if (!done && layout.k_type == GgmlType::kIQ4_NL && f.avx2 && hd <= 512) {
       kernels_internal::attention_kq_iq4_nl_avx2(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);

@@ -42,7 +42,7 @@ void attention_weights_avx512(float* x, int64_t n_kv, int64_t n_soft, float scal
 //     (n % 16 == 0 when tiny) and state: kqv_state_floats(hd, n_heads) floats, 64-byte aligned.
 inline constexpr int64_t kqv_state_floats(int64_t hd, int64_t n_heads) { return (n_heads + 3) / 4 * hd * 4 * 4 * 16; }
 bool attention_kq_f16_avx512(int64_t hd, int64_t n_rows, int64_t n_heads, const uint8_t* k, size_t k_row_bytes,
-                              const float* q, float* scores, int64_t s_stride, bool tiny);
+                             const float* q, float* scores, int64_t s_stride, bool tiny);
 void attention_kqv_f16_avx512(int64_t n, int64_t hd, int64_t n_heads, const uint8_t* vt, size_t vt_row_bytes,
                               const float* p, int64_t p_stride, float* out, float* state, bool tiny);
 // Grouped attention KQ over a q8_0 cache (x86_avx512/attention_q8_0_avx512.cpp), bit-identical

@@ -26,14 +26,14 @@ struct KernelTable {
   // For r < n_rows, t < n_tok: out[t * out_stride + r] = dot(w row r, a row t).
   // w rows are w_row_bytes apart, a rows a_row_bytes apart (already in vec_dot_type).
   // Every output of gemm is computed exactly as vec_dot computes it.
-  void (*gemm)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
-               const void* a, size_t a_row_bytes, float* out, int64_t out_stride);
+  void (*gemm)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+               size_t a_row_bytes, float* out, int64_t out_stride);
   // Same contract as gemm, but each output in the order of ggml's llamafile tinyBLAS gemm,
   // which the reference engine uses for batches of >= 2 tokens when n % batched_k_multiple == 0
   // and the whole weight has a multiple of 4 rows (kernels/matmul.cpp decides). nullptr for
   // types whose batched order equals vec_dot's (the quantized types).
-  void (*gemm_batched)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
-                       const void* a, size_t a_row_bytes, float* out, int64_t out_stride);
+  void (*gemm_batched)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                       size_t a_row_bytes, float* out, int64_t out_stride);
   int64_t batched_k_multiple;  // meaningful when gemm_batched != nullptr
   // Quantized weights at some SIMD tiers (nullptr otherwise): the gemm contract for batches of
   // n_tok >= rows_min_tokens, a faster layout for large batches; every output is computed
@@ -44,15 +44,15 @@ struct KernelTable {
                     size_t a_row_bytes, float* out, int64_t out_stride);
   int64_t rows_min_tokens;  // meaningful when gemm_rows != nullptr
   int64_t rows_max_blocks;
-  int64_t rows_group;       // rows per call that keep every lane of gemm_rows busy
+  int64_t rows_group;  // rows per call that keep every lane of gemm_rows busy
   // F16 weights at the SIMD tiers only (nullptr otherwise): gemm and gemm_batched with f32
   // activations that hold f16 values (what quantize_act produces, widened once by the caller,
   // e.g. attention's query and softmax rows), so the kernel does not widen them on every use.
   // Outputs are bit-identical to gemm / gemm_batched on the f16 activations.
   void (*gemm_wide)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
                     size_t a_row_bytes, float* out, int64_t out_stride);
-  void (*gemm_batched_wide)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
-                            const void* a, size_t a_row_bytes, float* out, int64_t out_stride);
+  void (*gemm_batched_wide)(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                            size_t a_row_bytes, float* out, int64_t out_stride);
 };
 
 // Returns the table for `type` at `tier` (lower-tier entries fill gaps), or nullptr when the

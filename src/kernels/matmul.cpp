@@ -23,8 +23,8 @@ uint8_t* ActBuffer::reserve(size_t bytes) {
   return storage_.data() + pad;
 }
 
-QuantizedActs quantize_acts(GgmlType type, const float* x, int64_t n, int64_t n_tok, int64_t x_stride,
-                            ActBuffer& buf, ThreadPool& pool, IsaTier tier) {
+QuantizedActs quantize_acts(GgmlType type, const float* x, int64_t n, int64_t n_tok, int64_t x_stride, ActBuffer& buf,
+                            ThreadPool& pool, IsaTier tier) {
   CHECK(n >= 0 && n_tok >= 0 && x_stride >= n, "bad activation shape n=%lld n_tok=%lld x_stride=%lld",
         static_cast<long long>(n), static_cast<long long>(n_tok), static_cast<long long>(x_stride));
   QuantizedActs act;
@@ -93,12 +93,12 @@ GemmChoice choose_gemm(const KernelTable& k, int64_t n, int64_t n_rows, int64_t 
 
 }  // namespace
 
-void matmul_q(const QTensor& w, const QuantizedActs& act, float* y, int64_t y_stride, ThreadPool& pool,
-              IsaTier tier, MatmulOrder order) {
+void matmul_q(const QTensor& w, const QuantizedActs& act, float* y, int64_t y_stride, ThreadPool& pool, IsaTier tier,
+              MatmulOrder order) {
   const KernelTable* k = find_kernels(w.type, tier);
   CHECK(k != nullptr, "no kernels for weight type %u at tier %s", static_cast<unsigned>(w.type), isa_tier_name(tier));
-  CHECK(act.type == k->vec_dot_type, "activation type %u but weight type %u needs %u",
-        static_cast<unsigned>(act.type), static_cast<unsigned>(w.type), static_cast<unsigned>(k->vec_dot_type));
+  CHECK(act.type == k->vec_dot_type, "activation type %u but weight type %u needs %u", static_cast<unsigned>(act.type),
+        static_cast<unsigned>(w.type), static_cast<unsigned>(k->vec_dot_type));
   CHECK(act.n == w.ne[0], "activation length %lld != weight row length %lld", static_cast<long long>(act.n),
         static_cast<long long>(w.ne[0]));
   const int64_t n_rows = w.n_rows();
@@ -135,9 +135,11 @@ void matmul_q_multi(std::span<const MatmulJob> jobs, ThreadPool& pool, IsaTier t
   for (size_t i = 0; i < jobs.size(); ++i) {
     const MatmulJob& j = jobs[i];
     const KernelTable* k = find_kernels(j.w->type, tier);
-    CHECK(k != nullptr, "no kernels for weight type %u at tier %s", static_cast<unsigned>(j.w->type), isa_tier_name(tier));
+    CHECK(k != nullptr, "no kernels for weight type %u at tier %s", static_cast<unsigned>(j.w->type),
+          isa_tier_name(tier));
     CHECK(j.act.type == k->vec_dot_type && j.act.n == j.w->ne[0] && j.y_stride >= j.w->n_rows(),
-          "matmul_q_multi job %zu: activation type %u / length %lld / stride %lld do not fit weight type %u [%lld x %lld]",
+          "matmul_q_multi job %zu: activation type %u / length %lld / stride %lld do not fit weight type %u [%lld x "
+          "%lld]",
           i, static_cast<unsigned>(j.act.type), static_cast<long long>(j.act.n), static_cast<long long>(j.y_stride),
           static_cast<unsigned>(j.w->type), static_cast<long long>(j.w->ne[0]), static_cast<long long>(j.w->n_rows()));
     const GemmChoice g = choose_gemm(*k, j.act.n, j.w->n_rows(), j.act.n_tok, order, grain);
@@ -161,8 +163,8 @@ void matmul_q_multi(std::span<const MatmulJob> jobs, ThreadPool& pool, IsaTier t
   });
 }
 
-void matmul(const QTensor& w, const float* x, float* y, int64_t n_tok, ActBuffer& buf, ThreadPool& pool,
-            IsaTier tier, MatmulOrder order) {
+void matmul(const QTensor& w, const float* x, float* y, int64_t n_tok, ActBuffer& buf, ThreadPool& pool, IsaTier tier,
+            MatmulOrder order) {
   const KernelTable* k = find_kernels(w.type, tier);
   CHECK(k != nullptr, "no kernels for weight type %u at tier %s", static_cast<unsigned>(w.type), isa_tier_name(tier));
   const QuantizedActs act = quantize_acts(k->vec_dot_type, x, w.ne[0], n_tok, w.ne[0], buf, pool, tier);

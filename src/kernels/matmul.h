@@ -47,8 +47,8 @@ class ActBuffer {
 // Quantizes x [n_tok, n] (row stride x_stride floats) to activation type `type` (F32, F16,
 // BF16, Q8_0, Q8_1, Q8_K), into buf. Parallel over tokens. The result points into buf (or, for
 // F32 with x_stride == n, straight at x) and is valid until buf is reused.
-QuantizedActs quantize_acts(GgmlType type, const float* x, int64_t n, int64_t n_tok, int64_t x_stride,
-                            ActBuffer& buf, ThreadPool& pool, IsaTier tier = selected_tier());
+QuantizedActs quantize_acts(GgmlType type, const float* x, int64_t n, int64_t n_tok, int64_t x_stride, ActBuffer& buf,
+                            ThreadPool& pool, IsaTier tier = selected_tier());
 
 // Which per-output float order matmul_q reproduces for float weights (see
 // KernelTable::gemm_batched). Quantized batches of at least rows_min_tokens take the table's

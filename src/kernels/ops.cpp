@@ -28,8 +28,8 @@ void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps) 
   }
 }
 
-void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const float* freq_factors,
-                 float* cos_out, float* sin_out) {
+void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const float* freq_factors, float* cos_out,
+                 float* sin_out) {
   const float theta_scale = std::pow(base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
   for (int64_t i = 0; i < n_rot / 2; ++i) {
@@ -73,8 +73,8 @@ void rope_angles_multi(const int64_t pos[4], const int32_t sections[4], bool int
   }
 }
 
-void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style,
-                const float* cos_t, const float* sin_t) {
+void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style, const float* cos_t,
+                const float* sin_t) {
   // ggml's rotate_pairs computes x0*cos - x1*sin and x0*sin + x1*cos; the reference build
   // (native -march, the compiler's default FP contraction) fuses the first product of each.
   DCHECK(n_rot <= head_dim && n_rot % 2 == 0);
@@ -204,30 +204,23 @@ void softmax_mad_f32_ref(float* acc, float* m, float* sum, const float* scores, 
 
 const RowOps& find_row_ops(IsaTier tier) {
   CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
-  static const RowOps kRef = {silu_mul_ref,   softmax_ref,   round_fp16_row_ref, attention_weights_ref,
-                              mad_f32_ref,    scale_f32_ref, mad_f16_ref,        scale_f16_ref,
-                              exp_sum_ref,    widen_f16_ref, gemm_f32_ref,       widen_f16_cols_ref,
+  static const RowOps kRef = {silu_mul_ref,       softmax_ref,   round_fp16_row_ref, attention_weights_ref,
+                              mad_f32_ref,        scale_f32_ref, mad_f16_ref,        scale_f16_ref,
+                              exp_sum_ref,        widen_f16_ref, gemm_f32_ref,       widen_f16_cols_ref,
                               softmax_mad_f32_ref};
-  static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512,   kernels_internal::softmax_avx512,
+  static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512,       kernels_internal::softmax_avx512,
                                  kernels_internal::round_fp16_row_avx512, kernels_internal::attention_weights_avx512,
-                                 kernels_internal::mad_f32_avx512,    kernels_internal::scale_f32_avx512,
-                                 kernels_internal::mad_f16_avx512,    kernels_internal::scale_f16_avx512,
-                                 kernels_internal::exp_sum_avx512,    kernels_internal::widen_f16_avx512,
-                                 kernels_internal::gemm_f32_avx512,   kernels_internal::widen_f16_cols_avx2,
+                                 kernels_internal::mad_f32_avx512,        kernels_internal::scale_f32_avx512,
+                                 kernels_internal::mad_f16_avx512,        kernels_internal::scale_f16_avx512,
+                                 kernels_internal::exp_sum_avx512,        kernels_internal::widen_f16_avx512,
+                                 kernels_internal::gemm_f32_avx512,       kernels_internal::widen_f16_cols_avx2,
                                  kernels_internal::softmax_mad_f32_avx512};
-  static const RowOps kAvx2 = {kernels_internal::silu_mul_avx2,
-                               kernels_internal::softmax_avx2,
-                               kernels_internal::round_fp16_row_avx2,
-                               kernels_internal::attention_weights_avx2,
-                               kernels_internal::mad_f32_avx2,
-                               kernels_internal::scale_f32_avx2,
-                               kernels_internal::mad_f16_avx2,
-                               kernels_internal::scale_f16_avx2,
-                               kernels_internal::exp_sum_avx2,
-                               kernels_internal::widen_f16_avx2,
-                               kernels_internal::gemm_f32_avx2,
-                               kernels_internal::widen_f16_cols_avx2,
-                               kernels_internal::softmax_mad_f32_avx2};
+  static const RowOps kAvx2 = {
+      kernels_internal::silu_mul_avx2,          kernels_internal::softmax_avx2,   kernels_internal::round_fp16_row_avx2,
+      kernels_internal::attention_weights_avx2, kernels_internal::mad_f32_avx2,   kernels_internal::scale_f32_avx2,
+      kernels_internal::mad_f16_avx2,           kernels_internal::scale_f16_avx2, kernels_internal::exp_sum_avx2,
+      kernels_internal::widen_f16_avx2,         kernels_internal::gemm_f32_avx2,  kernels_internal::widen_f16_cols_avx2,
+      kernels_internal::softmax_mad_f32_avx2};
   return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
 }
 

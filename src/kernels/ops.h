@@ -25,8 +25,8 @@ enum class RopeStyle {
 // A freq factor of 1e30 (Gemma 4's rope_freqs for the pairs past partial_rotary_factor) gives
 // theta ~ 1e-26: cos 1, sin ~1e-26, so rope_apply leaves such a pair unchanged up to that
 // rounding (bit for bit unless the other element is ~1e26 times larger), as the reference does.
-void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const float* freq_factors,
-                 float* cos_out, float* sin_out);
+void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const float* freq_factors, float* cos_out,
+                 float* sin_out);
 
 // Multi-section rope angles (ggml_rope_multi) for one token with positions pos = {t, h, w, e}:
 // pair i (i < n_rot/2) lies in sector i % (sections[0] + ... + sections[3]) and takes its angle
@@ -41,8 +41,8 @@ void rope_angles_multi(const int64_t pos[4], const int32_t sections[4], bool int
                        float freq_scale, const float* freq_factors, float* cos_out, float* sin_out);
 
 // Rotates the first n_rot dims of each of n_heads heads (head_dim apart) in place.
-void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style,
-                const float* cos_t, const float* sin_t);
+void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style, const float* cos_t,
+                const float* sin_t);
 
 // out[i] = silu(gate[i]) * up[i] for one row of n (ggml's swiglu: 16-wide blocks with its
 // vectorised expf, then a libm tail, so call it per row). out may alias gate or up.
@@ -97,8 +97,8 @@ struct RowOps {
   // *m = s, acc[d] *= ms unless the old maximum was -inf (acc is still zero then), vs = 1;
   // otherwise ms = 1, vs = expf(s - *m); acc[d] = fma(v[t * hd + d], vs, acc[d]);
   // *sum = fma(*sum, ms, vs). Exactly the bits of that loop written with scale_f32 / mad_f32.
-  void (*softmax_mad_f32)(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale,
-                          const float* v, int64_t hd);
+  void (*softmax_mad_f32)(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale, const float* v,
+                          int64_t hd);
 };
 // The scalar twin of RowOps::softmax_mad_f32 (the definition of its bits).
 void softmax_mad_f32_ref(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale, const float* v,

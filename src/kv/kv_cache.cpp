@@ -22,10 +22,10 @@ struct KvTypeRow {
 };
 // One table for names, ggml types and parsing (the order of --help's list).
 constexpr KvTypeRow kKvTypes[kKvTypeCount] = {
-    {KvType::kF16, "f16", GgmlType::kF16},       {KvType::kBF16, "bf16", GgmlType::kBF16},
-    {KvType::kQ8_0, "q8_0", GgmlType::kQ8_0},    {KvType::kQ4_0, "q4_0", GgmlType::kQ4_0},
-    {KvType::kQ4_1, "q4_1", GgmlType::kQ4_1},    {KvType::kIQ4_NL, "iq4_nl", GgmlType::kIQ4_NL},
-    {KvType::kQ5_0, "q5_0", GgmlType::kQ5_0},    {KvType::kQ5_1, "q5_1", GgmlType::kQ5_1},
+    {KvType::kF16, "f16", GgmlType::kF16},    {KvType::kBF16, "bf16", GgmlType::kBF16},
+    {KvType::kQ8_0, "q8_0", GgmlType::kQ8_0}, {KvType::kQ4_0, "q4_0", GgmlType::kQ4_0},
+    {KvType::kQ4_1, "q4_1", GgmlType::kQ4_1}, {KvType::kIQ4_NL, "iq4_nl", GgmlType::kIQ4_NL},
+    {KvType::kQ5_0, "q5_0", GgmlType::kQ5_0}, {KvType::kQ5_1, "q5_1", GgmlType::kQ5_1},
 };
 
 const KvTypeRow& row_of(KvType type) {
@@ -100,8 +100,10 @@ std::string kv_config_name(const KvConfig& c) {
 
 Status validate_kv_config(const KvConfig& c) {
   if (kv_type_quantized(c.v) && c.flash_attn == FlashAttn::kOff) {
-    return make_error("the V cache type %s is quantized, which needs flash attention, but -fa is off (use -fa on or "
-                      "auto, or -ctv f16)", kv_type_name(c.v));
+    return make_error(
+        "the V cache type %s is quantized, which needs flash attention, but -fa is off (use -fa on or "
+        "auto, or -ctv f16)",
+        kv_type_name(c.v));
   }
   return ok_status();
 }
@@ -119,13 +121,14 @@ Status validate_kv_head_dim(const KvConfig& c, int64_t head_dim) {
   return ok_status();
 }
 
-size_t KvCache::bytes_for(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim, const KvConfig& config) {
+size_t KvCache::bytes_for(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim,
+                          const KvConfig& config) {
   const size_t k_layer = row_bytes(kv_ggml_type(config.k), head_dim) * static_cast<size_t>(n_kv_heads * n_ctx);
   return (k_layer + v_layer_bytes_for(n_ctx, n_kv_heads, head_dim, config)) * static_cast<size_t>(n_layers);
 }
 
-Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads,
-                                                 int64_t head_dim, const KvConfig& config, bool ring) {
+Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim,
+                                                 const KvConfig& config, bool ring) {
   if (n_ctx < 1) return make_error("context size is %ld but must be at least 1", static_cast<long>(n_ctx));
   SNIPER_TRY(validate_kv_config(config));
   SNIPER_TRY(validate_kv_head_dim(config, head_dim));
@@ -145,7 +148,8 @@ Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t n_ctx
   lay.head_stride = lay.head_bytes * static_cast<size_t>(n_ctx);
   lay.n_ctx = n_ctx;
   lay.v_transposed = !lay.flash;
-  lay.v_head_bytes = lay.v_transposed ? sizeof(fp16_t) * static_cast<size_t>(head_dim) : row_bytes(lay.v_type, head_dim);
+  lay.v_head_bytes =
+      lay.v_transposed ? sizeof(fp16_t) * static_cast<size_t>(head_dim) : row_bytes(lay.v_type, head_dim);
   lay.v_row_bytes = lay.v_head_bytes;
   lay.v_head_stride = lay.v_head_bytes * static_cast<size_t>(n_ctx);
   const bool rotate = config.rotate && head_dim <= kMaxRotatedHead;
@@ -185,7 +189,8 @@ void KvCache::store(int64_t layer_idx, int64_t pos, const float* k, const float*
   float tmp[kMaxRotatedHead];
   // from_float of the cache type (blocks never straddle heads), per head.
   for (int64_t h = 0; h < n_kv_heads_; ++h) {
-    const size_t off = layer + layout_.head_stride * static_cast<size_t>(h) + layout_.row_bytes * static_cast<size_t>(pos);
+    const size_t off =
+        layer + layout_.head_stride * static_cast<size_t>(h) + layout_.row_bytes * static_cast<size_t>(pos);
     const float* kh = k + h * hd;
     if (layout_.k_rot > 0) {
       std::memcpy(tmp, kh, sizeof(float) * static_cast<size_t>(hd));
@@ -224,12 +229,14 @@ void KvCache::shift_head(int64_t layer_idx, int64_t head, const KvShift& s) {
   CHECK(s.n_keep >= 0 && s.n_discard >= 1 && s.n_keep + s.n_discard <= s.n_past && s.n_past <= n_ctx_,
         "context shift keep %ld discard %ld of %ld (n_ctx %ld)", static_cast<long>(s.n_keep),
         static_cast<long>(s.n_discard), static_cast<long>(s.n_past), static_cast<long>(n_ctx_));
-  CHECK(s.n_rot >= 0 && s.n_rot % 2 == 0 && s.n_rot <= hd && hd <= kMaxRotatedHead && s.cos != nullptr && s.sin != nullptr,
+  CHECK(s.n_rot >= 0 && s.n_rot % 2 == 0 && s.n_rot <= hd && hd <= kMaxRotatedHead && s.cos != nullptr &&
+            s.sin != nullptr,
         "context shift n_rot %ld of head_dim %ld", static_cast<long>(s.n_rot), static_cast<long>(hd));
   const int64_t first_moved = s.n_keep + s.n_discard, n_moved = s.n_past - first_moved;
   // K: to f32 (the whole cache when quantized, as ggml_cast does), un-rotate, rope, rotate, back
   // to the cache type. Rows go up in position, so a row is read before anything lands on it.
-  uint8_t* k_head = k_ + layer_bytes_ * static_cast<size_t>(layer_idx) + layout_.head_stride * static_cast<size_t>(head);
+  uint8_t* k_head =
+      k_ + layer_bytes_ * static_cast<size_t>(layer_idx) + layout_.head_stride * static_cast<size_t>(head);
   const size_t kr = layout_.row_bytes;
   float tmp[kMaxRotatedHead];
   const auto reencode = [&](int64_t from, int64_t to, bool rope) {
@@ -254,7 +261,8 @@ void KvCache::shift_head(int64_t layer_idx, int64_t head, const KvShift& s) {
   }
   for (int64_t i = head * hd; i < (head + 1) * hd; ++i) {
     uint8_t* row = v_ + v_layer + layout_.vt_row_bytes * static_cast<size_t>(i);
-    std::memmove(row + sizeof(fp16_t) * static_cast<size_t>(s.n_keep), row + sizeof(fp16_t) * static_cast<size_t>(first_moved),
+    std::memmove(row + sizeof(fp16_t) * static_cast<size_t>(s.n_keep),
+                 row + sizeof(fp16_t) * static_cast<size_t>(first_moved),
                  sizeof(fp16_t) * static_cast<size_t>(n_moved));
   }
 }
@@ -269,7 +277,8 @@ void KvCache::for_each_state_piece(int64_t layer_idx, int64_t n, F&& piece) cons
   const size_t v_state = pb * static_cast<size_t>(n);  // V follows K in the saved order
   for (int64_t h = 0; h < n_kv_heads_; ++h) {
     for (int64_t p = 0; p < n; ++p) {
-      const size_t cache = layer + layout_.head_stride * static_cast<size_t>(h) + layout_.row_bytes * static_cast<size_t>(p);
+      const size_t cache =
+          layer + layout_.head_stride * static_cast<size_t>(h) + layout_.row_bytes * static_cast<size_t>(p);
       piece(k_ + cache, pb * static_cast<size_t>(p) + hb * static_cast<size_t>(h), hb);
       if (!layout_.v_transposed) {
         const size_t v_cache =
@@ -287,15 +296,13 @@ void KvCache::for_each_state_piece(int64_t layer_idx, int64_t n, F&& piece) cons
 }
 
 void KvCache::save_layer(int64_t layer_idx, int64_t n, uint8_t* out) const {
-  for_each_state_piece(layer_idx, n, [out](uint8_t* cache, size_t state, size_t bytes) {
-    std::memcpy(out + state, cache, bytes);
-  });
+  for_each_state_piece(layer_idx, n,
+                       [out](uint8_t* cache, size_t state, size_t bytes) { std::memcpy(out + state, cache, bytes); });
 }
 
 void KvCache::load_layer(int64_t layer_idx, int64_t n, const uint8_t* in) {
-  for_each_state_piece(layer_idx, n, [in](uint8_t* cache, size_t state, size_t bytes) {
-    std::memcpy(cache, in + state, bytes);
-  });
+  for_each_state_piece(layer_idx, n,
+                       [in](uint8_t* cache, size_t state, size_t bytes) { std::memcpy(cache, in + state, bytes); });
 }
 
 }  // namespace sniper

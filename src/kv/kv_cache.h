@@ -91,8 +91,8 @@ class KvCache {
  public:
   // Validates the config and shape (validate_kv_config, validate_kv_head_dim) and allocates.
   // ring: positions wrap around the n_ctx rows (row = pos % n_ctx) instead of ending there.
-  static Result<std::unique_ptr<KvCache>> create(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads,
-                                                 int64_t head_dim, const KvConfig& config, bool ring = false);
+  static Result<std::unique_ptr<KvCache>> create(int64_t n_layers, int64_t n_ctx, int64_t n_kv_heads, int64_t head_dim,
+                                                 const KvConfig& config, bool ring = false);
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;

@@ -30,12 +30,12 @@ Status validate_specs(std::span<const LayerStateSpec> specs, int64_t n_ctx, cons
   for (size_t l = 0; l < specs.size(); ++l) {
     const LayerStateSpec& s = specs[l];
     switch (s.kind) {
-      case LayerStateKind::kNone:
-        break;
+      case LayerStateKind::kNone: break;
       case LayerStateKind::kKv:
         if (s.n_kv_heads < 1 || s.head_dim < 1 || s.window < 0) {
-          return make_error("layer %zu: KV state needs n_kv_heads >= 1, head_dim >= 1 and window >= 0 (got %ld, %ld, %ld)",
-                            l, static_cast<long>(s.n_kv_heads), static_cast<long>(s.head_dim), static_cast<long>(s.window));
+          return make_error(
+              "layer %zu: KV state needs n_kv_heads >= 1, head_dim >= 1 and window >= 0 (got %ld, %ld, %ld)", l,
+              static_cast<long>(s.n_kv_heads), static_cast<long>(s.head_dim), static_cast<long>(s.window));
         }
         if (Status st = validate_kv_head_dim(config, s.head_dim); !st.ok()) {
           return make_error("layer %zu: %s", l, st.error().message.c_str());
@@ -44,15 +44,17 @@ Status validate_specs(std::span<const LayerStateSpec> specs, int64_t n_ctx, cons
       case LayerStateKind::kSharedKv: {
         if (s.shared_with < 0 || static_cast<size_t>(s.shared_with) >= l ||
             specs[static_cast<size_t>(s.shared_with)].kind != LayerStateKind::kKv) {
-          return make_error("layer %zu shares the KV cache of layer %ld, which must be an earlier layer with its own cache",
-                            l, static_cast<long>(s.shared_with));
+          return make_error(
+              "layer %zu shares the KV cache of layer %ld, which must be an earlier layer with its own cache", l,
+              static_cast<long>(s.shared_with));
         }
         break;
       }
       case LayerStateKind::kRecurrent:
         if (s.conv_floats < 0 || s.recurrent_floats < 1) {
-          return make_error("layer %zu: recurrent state needs conv_floats >= 0 and recurrent_floats >= 1 (got %ld, %ld)", l,
-                            static_cast<long>(s.conv_floats), static_cast<long>(s.recurrent_floats));
+          return make_error(
+              "layer %zu: recurrent state needs conv_floats >= 0 and recurrent_floats >= 1 (got %ld, %ld)", l,
+              static_cast<long>(s.conv_floats), static_cast<long>(s.recurrent_floats));
         }
         break;
     }
@@ -95,7 +97,8 @@ size_t SequenceState::bytes_for(std::span<const LayerStateSpec> specs, int64_t n
     total += KvCache::bytes_for(sizes[g], keys[g].capacity, keys[g].n_kv_heads, keys[g].head_dim, config);
   }
   for (const LayerStateSpec& s : specs) {
-    if (s.kind == LayerStateKind::kRecurrent) total += sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
+    if (s.kind == LayerStateKind::kRecurrent)
+      total += sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
   }
   return total;
 }
@@ -111,7 +114,8 @@ Result<std::unique_ptr<SequenceState>> SequenceState::create(std::span<const Lay
   std::vector<int64_t> sizes, group_of, index_in;
   make_groups(specs, n_ctx, &keys, &sizes, &group_of, &index_in);
   for (size_t g = 0; g < keys.size(); ++g) {
-    auto cache = KvCache::create(sizes[g], keys[g].capacity, keys[g].n_kv_heads, keys[g].head_dim, config, keys[g].ring);
+    auto cache =
+        KvCache::create(sizes[g], keys[g].capacity, keys[g].n_kv_heads, keys[g].head_dim, config, keys[g].ring);
     if (!cache.ok()) return cache.error();
     st->groups_.push_back(std::move(cache).value());
   }
@@ -146,13 +150,12 @@ KvSlot SequenceState::kv_slot(int64_t layer_idx) const {
 }
 
 float* SequenceState::conv_state(int64_t layer_idx) {
-  CHECK(spec(layer_idx).kind == LayerStateKind::kRecurrent, "layer %ld has no recurrent state", static_cast<long>(layer_idx));
+  CHECK(spec(layer_idx).kind == LayerStateKind::kRecurrent, "layer %ld has no recurrent state",
+        static_cast<long>(layer_idx));
   return recurrent_.data() + layers_[static_cast<size_t>(layer_idx)].recurrent_offset;
 }
 
-float* SequenceState::recurrent_state(int64_t layer_idx) {
-  return conv_state(layer_idx) + spec(layer_idx).conv_floats;
-}
+float* SequenceState::recurrent_state(int64_t layer_idx) { return conv_state(layer_idx) + spec(layer_idx).conv_floats; }
 
 void SequenceState::reset_recurrent() { std::fill(recurrent_.begin(), recurrent_.end(), 0.0f); }
 
@@ -184,10 +187,12 @@ size_t SequenceState::checkpoint_bytes(int64_t n) const {
   return total;
 }
 
-size_t SequenceState::checkpoint_bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx, const KvConfig& config) {
+size_t SequenceState::checkpoint_bytes_for(std::span<const LayerStateSpec> specs, int64_t n_ctx,
+                                           const KvConfig& config) {
   size_t total = 0;
   for (const LayerStateSpec& s : specs) {
-    if (s.kind == LayerStateKind::kRecurrent) total += sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
+    if (s.kind == LayerStateKind::kRecurrent)
+      total += sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
     if (s.kind == LayerStateKind::kKv && key_of(s, n_ctx).ring) {
       total += KvCache::bytes_for(1, capacity_of(s, n_ctx), s.n_kv_heads, s.head_dim, config);
     }
@@ -223,7 +228,8 @@ size_t SequenceState::saved_layer_bytes(int64_t layer_idx, int64_t n) const {
     const KvSlot slot = kv_slot(layer_idx);
     return slot.cache->saved_bytes(std::min(n, slot.cache->n_ctx()));
   }
-  if (s.kind == LayerStateKind::kRecurrent) return sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
+  if (s.kind == LayerStateKind::kRecurrent)
+    return sizeof(float) * static_cast<size_t>(s.conv_floats + s.recurrent_floats);
   return 0;
 }
 

@@ -108,8 +108,8 @@ class SequenceState {
  private:
   SequenceState() = default;
   struct Layer {
-    int64_t group = -1;  // kKv / kSharedKv: index into groups_
-    int64_t index = 0;   // the layer's index in that group's cache
+    int64_t group = -1;           // kKv / kSharedKv: index into groups_
+    int64_t index = 0;            // the layer's index in that group's cache
     size_t recurrent_offset = 0;  // kRecurrent: floats into recurrent_
   };
   std::vector<LayerStateSpec> specs_;

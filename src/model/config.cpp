@@ -15,23 +15,24 @@ Result<int64_t> int_in_range(const GgufFile& file, const std::string& key, int64
   auto v = file.get_int(key);
   if (!v.ok()) return v.error();
   if (*v < lo || *v > hi) {
-    return make_error("%s is %ld but must be in [%ld, %ld]", key.c_str(), static_cast<long>(*v),
-                      static_cast<long>(lo), static_cast<long>(hi));
+    return make_error("%s is %ld but must be in [%ld, %ld]", key.c_str(), static_cast<long>(*v), static_cast<long>(lo),
+                      static_cast<long>(hi));
   }
   return *v;
 }
 
 namespace {
 
-Result<int64_t> int_in_range_or(const GgufFile& file, const std::string& key, int64_t fallback,
-                                int64_t lo, int64_t hi) {
+Result<int64_t> int_in_range_or(const GgufFile& file, const std::string& key, int64_t fallback, int64_t lo,
+                                int64_t hi) {
   if (!file.has(key)) return fallback;
   return int_in_range(file, key, lo, hi);
 }
 
 // As int_in_range_or, but a per-layer array (gemma4's head_count_kv, feed_forward_length) gives
 // its largest item (the architecture's finish() reads the items per layer).
-Result<int64_t> int_or_array_max(const GgufFile& file, const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
+Result<int64_t> int_or_array_max(const GgufFile& file, const std::string& key, int64_t fallback, int64_t lo,
+                                 int64_t hi) {
   const GgufValue* v = file.find(key);
   if (v == nullptr || v->array_size() == 0 || v->is_integer()) return int_in_range_or(file, key, fallback, lo, hi);
   auto items = file.get_int_array(key);
@@ -92,18 +93,23 @@ Status finish_layer_plan(ModelConfig& c) {
       return make_error("layer %ld has routed experts but %sexpert_count is 0", static_cast<long>(l), p.c_str());
     }
     if (lp.ffn == FfnKind::kDense && c.hidden_dim <= 0) {
-      return make_error("layer %ld has a dense FFN but %sfeed_forward_length is missing or 0", static_cast<long>(l), p.c_str());
+      return make_error("layer %ld has a dense FFN but %sfeed_forward_length is missing or 0", static_cast<long>(l),
+                        p.c_str());
     }
     if (lp.shared_expert && (lp.ffn != FfnKind::kMoe || c.shared_expert_hidden_dim <= 0)) {
-      return make_error("layer %ld has a shared expert but %sexpert_shared_feed_forward_length is missing or 0 (or the "
-                        "layer has no routed experts)", static_cast<long>(l), p.c_str());
+      return make_error(
+          "layer %ld has a shared expert but %sexpert_shared_feed_forward_length is missing or 0 (or the "
+          "layer has no routed experts)",
+          static_cast<long>(l), p.c_str());
     }
     if (lp.mixer == MixerKind::kDeltaNet) {
       const DeltaNetConfig& d = c.delta_net;
       if (d.n_k_heads < 1 || d.n_v_heads < 1 || d.head_dim < 1 || d.n_v_heads % d.n_k_heads != 0) {
-        return make_error("layer %ld is a delta-net layer but %sssm.time_step_rank (%ld) must be a positive multiple of "
-                          "ssm.group_count (%ld) and ssm.state_size (%ld) positive", static_cast<long>(l), p.c_str(),
-                          static_cast<long>(d.n_v_heads), static_cast<long>(d.n_k_heads), static_cast<long>(d.head_dim));
+        return make_error(
+            "layer %ld is a delta-net layer but %sssm.time_step_rank (%ld) must be a positive multiple of "
+            "ssm.group_count (%ld) and ssm.state_size (%ld) positive",
+            static_cast<long>(l), p.c_str(), static_cast<long>(d.n_v_heads), static_cast<long>(d.n_k_heads),
+            static_cast<long>(d.head_dim));
       }
       if (d.conv_kernel != kSsmConvWidth) {
         return make_error("layer %ld: %sssm.conv_kernel is %ld but only %ld is supported", static_cast<long>(l),
@@ -112,13 +118,16 @@ Status finish_layer_plan(ModelConfig& c) {
       continue;
     }
     if ((lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe) && lp.ffn_dim <= 0) {
-      return make_error("layer %ld has a dense FFN but its %sfeed_forward_length is missing or 0", static_cast<long>(l), p.c_str());
+      return make_error("layer %ld has a dense FFN but its %sfeed_forward_length is missing or 0", static_cast<long>(l),
+                        p.c_str());
     }
     if (!is_attention(lp.mixer)) continue;
     if (lp.n_heads < 1 || lp.n_kv_heads < 1 || lp.head_dim < 1 || lp.n_heads % lp.n_kv_heads != 0) {
-      return make_error("layer %ld: %sattention.head_count %ld must be a positive multiple of attention.head_count_kv %ld "
-                        "(head_dim %ld)", static_cast<long>(l), p.c_str(), static_cast<long>(lp.n_heads),
-                        static_cast<long>(lp.n_kv_heads), static_cast<long>(lp.head_dim));
+      return make_error(
+          "layer %ld: %sattention.head_count %ld must be a positive multiple of attention.head_count_kv %ld "
+          "(head_dim %ld)",
+          static_cast<long>(l), p.c_str(), static_cast<long>(lp.n_heads), static_cast<long>(lp.n_kv_heads),
+          static_cast<long>(lp.head_dim));
     }
     const int64_t rope_dims = lp.rope_dims > 0 ? lp.rope_dims : c.rope_dims;
     if (rope_dims > lp.head_dim || rope_dims % 2 != 0) {
@@ -126,14 +135,15 @@ Status finish_layer_plan(ModelConfig& c) {
                         static_cast<long>(l), p.c_str(), static_cast<long>(rope_dims), static_cast<long>(lp.head_dim));
     }
     if (lp.sliding_window < 0) {
-      return make_error("layer %ld: %sattention.sliding_window is %ld but must be >= 0", static_cast<long>(l), p.c_str(),
-                        static_cast<long>(lp.sliding_window));
+      return make_error("layer %ld: %sattention.sliding_window is %ld but must be >= 0", static_cast<long>(l),
+                        p.c_str(), static_cast<long>(lp.sliding_window));
     }
     if (lp.kv_shared_with >= 0) {
       if (lp.kv_shared_with >= l || c.layer(lp.kv_shared_with).mixer != lp.mixer ||
           c.layer(lp.kv_shared_with).kv_shared_with >= 0) {
-        return make_error("layer %ld shares the KV of layer %ld, which must be an earlier attention layer with its own KV",
-                          static_cast<long>(l), static_cast<long>(lp.kv_shared_with));
+        return make_error(
+            "layer %ld shares the KV of layer %ld, which must be an earlier attention layer with its own KV",
+            static_cast<long>(l), static_cast<long>(lp.kv_shared_with));
       }
       const LayerPlan& src = c.layer(lp.kv_shared_with);
       if (src.n_kv_heads != lp.n_kv_heads || src.head_dim != lp.head_dim || src.sliding_window != lp.sliding_window) {
@@ -183,8 +193,8 @@ Result<ModelConfig> load_model_config(const GgufFile& file) {
   if (spec == nullptr) {
     std::string known;
     for (const ArchSpec* s : registered_archs()) known += std::string(known.empty() ? "" : ", ") + s->name;
-    return make_error("general.architecture is '%s', which is not supported (supported: %s)",
-                      c.arch.c_str(), known.c_str());
+    return make_error("general.architecture is '%s', which is not supported (supported: %s)", c.arch.c_str(),
+                      known.c_str());
   }
   auto name = file.get_string_or("general.name", "");
   if (!name.ok()) return name.error();
@@ -195,15 +205,13 @@ Result<ModelConfig> load_model_config(const GgufFile& file) {
   SNIPER_ASSIGN_OR_RETURN(c.dim, int_in_range(file, p + "embedding_length", 1, kMaxDim));
   SNIPER_ASSIGN_OR_RETURN(c.n_layers, int_in_range(file, p + "block_count", 1, 4096));
   SNIPER_ASSIGN_OR_RETURN(c.n_heads, int_in_range(file, p + "attention.head_count", 1, 4096));
-  SNIPER_ASSIGN_OR_RETURN(c.n_kv_heads,
-                          int_or_array_max(file, p + "attention.head_count_kv", c.n_heads, 1, c.n_heads));
+  SNIPER_ASSIGN_OR_RETURN(c.n_kv_heads, int_or_array_max(file, p + "attention.head_count_kv", c.n_heads, 1, c.n_heads));
   if (c.n_heads % c.n_kv_heads != 0) {
     return make_error("%sattention.head_count (%ld) must be a multiple of head_count_kv (%ld)", p.c_str(),
                       static_cast<long>(c.n_heads), static_cast<long>(c.n_kv_heads));
   }
   const int64_t default_head_dim = c.dim % c.n_heads == 0 ? c.dim / c.n_heads : 0;
-  SNIPER_ASSIGN_OR_RETURN(c.head_dim,
-                          int_in_range_or(file, p + "attention.key_length", default_head_dim, 1, 4096));
+  SNIPER_ASSIGN_OR_RETURN(c.head_dim, int_in_range_or(file, p + "attention.key_length", default_head_dim, 1, 4096));
   if (c.head_dim <= 0) {
     return make_error("%sattention.key_length is missing and embedding_length %ld is not a multiple of head_count %ld",
                       p.c_str(), static_cast<long>(c.dim), static_cast<long>(c.n_heads));

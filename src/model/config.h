@@ -18,15 +18,16 @@ namespace sniper {
 
 // The token mixer of a layer (model/blocks/): what it reads from and keeps in the sequence state.
 enum class MixerKind : uint8_t {
-  kAttention,  // softmax attention over the layer's KV cache (model/blocks/attention.cpp)
-  kDeltaNet,   // gated delta-net linear attention with a recurrent state (model/blocks/delta_net.cpp)
-  kGemma4Attention,  // q/k/v-normed attention, per-layer rope, window ring, post norm (model/blocks/gemma4_attention.cpp)
+  kAttention,        // softmax attention over the layer's KV cache (model/blocks/attention.cpp)
+  kDeltaNet,         // gated delta-net linear attention with a recurrent state (model/blocks/delta_net.cpp)
+  kGemma4Attention,  // q/k/v-normed attention, per-layer rope, window ring, post norm
+                     // (model/blocks/gemma4_attention.cpp)
 };
 
 // The feed-forward block of a layer.
 enum class FfnKind : uint8_t {
-  kDense,  // SwiGLU: down(silu(gate x) * up x)  (model/blocks/dense_ffn.cpp)
-  kMoe,    // routed experts (model/blocks/moe_ffn.cpp)
+  kDense,      // SwiGLU: down(silu(gate x) * up x)  (model/blocks/dense_ffn.cpp)
+  kMoe,        // routed experts (model/blocks/moe_ffn.cpp)
   kGeluDense,  // GELU FFN with a post norm (model/blocks/gelu_ffn.cpp)
   kGemma4Moe,  // GELU FFN + routed GELU experts, each post-normed (model/blocks/gemma4_moe_ffn.cpp)
 };
@@ -42,17 +43,17 @@ const char* ffn_kind_name(FfnKind kind);
 struct LayerPlan {
   MixerKind mixer = MixerKind::kAttention;
   FfnKind ffn = FfnKind::kDense;
-  int64_t n_heads = 0;      // attention: query heads
-  int64_t n_kv_heads = 0;   // attention: kv heads (divides n_heads)
-  int64_t head_dim = 0;     // attention: per-head width of q, k and v
-  int64_t sliding_window = 0;   // attention: 0 = every earlier position, else the last N
-  int64_t kv_shared_with = -1;  // attention: >= 0 reads that earlier layer's KV instead of its own
+  int64_t n_heads = 0;            // attention: query heads
+  int64_t n_kv_heads = 0;         // attention: kv heads (divides n_heads)
+  int64_t head_dim = 0;           // attention: per-head width of q, k and v
+  int64_t sliding_window = 0;     // attention: 0 = every earlier position, else the last N
+  int64_t kv_shared_with = -1;    // attention: >= 0 reads that earlier layer's KV instead of its own
   bool attn_output_gate = false;  // attention: attn_q rows per head are [q | gate]; out = Wo (att * sigmoid(gate))
   bool shared_expert = false;     // kMoe: plus a shared SwiGLU expert scaled by sigmoid(ffn_gate_inp_shexp . x)
-  int64_t rope_dims = 0;        // kGemma4Attention: rotated dims of the layer (0: the model's rope_dims)
-  float rope_base = 0.0f;       // kGemma4Attention: the layer's rope base (0: the model's rope_base)
-  bool rope_freqs = false;      // kGemma4Attention: the layer divides theta by rope_freqs
-  int64_t ffn_dim = 0;          // kGeluDense / kGemma4Moe: the dense FFN's width (0: hidden_dim)
+  int64_t rope_dims = 0;          // kGemma4Attention: rotated dims of the layer (0: the model's rope_dims)
+  float rope_base = 0.0f;         // kGemma4Attention: the layer's rope base (0: the model's rope_base)
+  bool rope_freqs = false;        // kGemma4Attention: the layer divides theta by rope_freqs
+  int64_t ffn_dim = 0;            // kGeluDense / kGemma4Moe: the dense FFN's width (0: hidden_dim)
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -60,10 +61,10 @@ struct LayerPlan {
 
 // The gated delta-net's shape (the ssm.* keys of the qwen35 family).
 struct DeltaNetConfig {
-  int64_t n_k_heads = 0;    // ssm.group_count: query / key heads
-  int64_t n_v_heads = 0;    // ssm.time_step_rank: value heads (a multiple of n_k_heads)
-  int64_t head_dim = 0;     // ssm.state_size: width of every q, k and v head
-  int64_t conv_kernel = 0;  // ssm.conv_kernel: taps of the causal depthwise conv
+  int64_t n_k_heads = 0;       // ssm.group_count: query / key heads
+  int64_t n_v_heads = 0;       // ssm.time_step_rank: value heads (a multiple of n_k_heads)
+  int64_t head_dim = 0;        // ssm.state_size: width of every q, k and v head
+  int64_t conv_kernel = 0;     // ssm.conv_kernel: taps of the causal depthwise conv
   bool grouped_heads = false;  // value head j reads key head j / (nv / nk) (qwen3next); else j % nk
   bool fused_ba = false;       // beta and alpha come from one ssm_ba projection (qwen3next)
 
@@ -80,34 +81,34 @@ struct DeltaNetConfig {
 inline int64_t sliding_ring_slots(const LayerPlan& lp) { return 2 * lp.sliding_window; }
 
 struct ModelConfig {
-  std::string arch;            // general.architecture, e.g. "qwen3moe"
-  std::string name;            // general.name, if any
-  int64_t dim = 0;             // embedding_length
-  int64_t n_layers = 0;        // block_count
-  int64_t n_heads = 0;         // attention.head_count
-  int64_t n_kv_heads = 0;      // attention.head_count_kv
-  int64_t head_dim = 0;        // attention.key_length (or dim / n_heads)
-  int64_t hidden_dim = 0;      // feed_forward_length (dense FFN)
-  int64_t vocab_size = 0;      // rows of token_embd
-  int64_t n_ctx_train = 0;     // context_length
-  int64_t n_experts = 0;       // expert_count (0: dense)
-  int64_t n_experts_active = 0;  // expert_used_count
-  int64_t expert_hidden_dim = 0; // expert_feed_forward_length (or hidden_dim)
-  bool moe_norm_topk = true;   // renormalise the selected experts' weights to sum 1
-  float norm_eps = 1e-5f;      // attention.layer_norm_rms_epsilon
-  float rope_base = 10000.0f;  // rope.freq_base
-  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
-  int64_t rope_dims = 0;       // rope.dimension_count (<= head_dim)
+  std::string arch;               // general.architecture, e.g. "qwen3moe"
+  std::string name;               // general.name, if any
+  int64_t dim = 0;                // embedding_length
+  int64_t n_layers = 0;           // block_count
+  int64_t n_heads = 0;            // attention.head_count
+  int64_t n_kv_heads = 0;         // attention.head_count_kv
+  int64_t head_dim = 0;           // attention.key_length (or dim / n_heads)
+  int64_t hidden_dim = 0;         // feed_forward_length (dense FFN)
+  int64_t vocab_size = 0;         // rows of token_embd
+  int64_t n_ctx_train = 0;        // context_length
+  int64_t n_experts = 0;          // expert_count (0: dense)
+  int64_t n_experts_active = 0;   // expert_used_count
+  int64_t expert_hidden_dim = 0;  // expert_feed_forward_length (or hidden_dim)
+  bool moe_norm_topk = true;      // renormalise the selected experts' weights to sum 1
+  float norm_eps = 1e-5f;         // attention.layer_norm_rms_epsilon
+  float rope_base = 10000.0f;     // rope.freq_base
+  float rope_freq_scale = 1.0f;   // 1 / rope.scaling.factor for linear scaling
+  int64_t rope_dims = 0;          // rope.dimension_count (<= head_dim)
   RopeStyle rope_style = RopeStyle::kNorm;
-  bool qkv_bias = false;       // q/k/v projections carry biases (qwen2)
-  bool qk_norm = false;        // per-head RMS norm on q and k (qwen3)
-  bool tied_embeddings = false;  // no output.weight: the head reuses token_embd
-  int64_t shared_expert_hidden_dim = 0;  // expert_shared_feed_forward_length (layers with shared_expert)
-  DeltaNetConfig delta_net;      // kDeltaNet layers' shape
+  bool qkv_bias = false;                                // q/k/v projections carry biases (qwen2)
+  bool qk_norm = false;                                 // per-head RMS norm on q and k (qwen3)
+  bool tied_embeddings = false;                         // no output.weight: the head reuses token_embd
+  int64_t shared_expert_hidden_dim = 0;                 // expert_shared_feed_forward_length (layers with shared_expert)
+  DeltaNetConfig delta_net;                             // kDeltaNet layers' shape
   LayerTensor ffn_norm_tensor = LayerTensor::kFfnNorm;  // the FFN's input norm weight
-  float embd_scale = 0.0f;     // > 0: token embeddings are multiplied by it (gemma4: sqrt(dim))
-  float final_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap) (final_logit_softcapping)
-  int64_t per_layer_dim = 0;   // > 0: per-layer embedding inputs of this width (gemma4 E-models)
+  float embd_scale = 0.0f;        // > 0: token embeddings are multiplied by it (gemma4: sqrt(dim))
+  float final_softcap = 0.0f;     // > 0: logits = cap * tanh(logits / cap) (final_logit_softcapping)
+  int64_t per_layer_dim = 0;      // > 0: per-layer embedding inputs of this width (gemma4 E-models)
   std::vector<LayerPlan> layers;  // [n_layers] the layer plan (validated by load_model_config)
   // Multi-token-prediction blocks after the main stack (nextn_predict_layers; not in n_layers
   // or layers): blocks n_layers .. n_layers + n_nextn_layers - 1 of the file (model/mtp_head.h).

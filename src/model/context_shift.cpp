@@ -13,15 +13,17 @@ Status context_shift_support(const ModelConfig& c) {
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerPlan& lp = c.layer(l);
     if (!is_attention(lp.mixer)) {
-      return make_error("--context-shift is not supported for %s: layer %ld is a %s mixer with a recurrent state, "
-                        "which cannot forget part of the past (raise --ctx instead)",
-                        c.arch.c_str(), static_cast<long>(l), mixer_kind_name(lp.mixer));
+      return make_error(
+          "--context-shift is not supported for %s: layer %ld is a %s mixer with a recurrent state, "
+          "which cannot forget part of the past (raise --ctx instead)",
+          c.arch.c_str(), static_cast<long>(l), mixer_kind_name(lp.mixer));
     }
     if (lp.sliding_window > 0) {
-      return make_error("--context-shift is not supported for %s: layer %ld attends over a sliding window of %ld "
-                        "positions, whose ring has already dropped the tokens a shift would bring back into the "
-                        "window (raise --ctx instead)",
-                        c.arch.c_str(), static_cast<long>(l), static_cast<long>(lp.sliding_window));
+      return make_error(
+          "--context-shift is not supported for %s: layer %ld attends over a sliding window of %ld "
+          "positions, whose ring has already dropped the tokens a shift would bring back into the "
+          "window (raise --ctx instead)",
+          c.arch.c_str(), static_cast<long>(l), static_cast<long>(lp.sliding_window));
     }
   }
   return ok_status();
@@ -55,8 +57,13 @@ void shift_context(const ModelConfig& c, const ModelWeights& w, SequenceState& s
     LayerShift& ls = layers.emplace_back();
     ls.slot = state.kv_slot(l);
     ls.n_kv_heads = state.spec(l).n_kv_heads;
-    ls.shift = {.n_keep = n_keep, .n_discard = n_discard, .n_past = n_past, .n_rot = n_rot, .style = c.rope_style,
-                .cos = a.data(), .sin = a.data() + n_rot / 2};
+    ls.shift = {.n_keep = n_keep,
+                .n_discard = n_discard,
+                .n_past = n_past,
+                .n_rot = n_rot,
+                .style = c.rope_style,
+                .cos = a.data(),
+                .sin = a.data() + n_rot / 2};
   }
   // Work items: one (layer, kv head) each.
   std::vector<std::pair<size_t, int64_t>> items;

@@ -38,8 +38,7 @@ class Binder {
   }
 
  private:
-  static Result<QTensor> check(const std::string& name, const QTensor& t, std::array<int64_t, 4> ne,
-                               bool f32_only) {
+  static Result<QTensor> check(const std::string& name, const QTensor& t, std::array<int64_t, 4> ne, bool f32_only) {
     if (t.ne != ne) {
       return make_error("tensor '%s' has shape %s but the model config implies %s", name.c_str(),
                         shape_string(t.ne).c_str(), shape_string(ne).c_str());
@@ -115,9 +114,11 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
   SNIPER_ASSIGN_OR_RETURN(w.rope_freqs, b.find(kRopeFreqsName, {c.rope_dims / 2, 1, 1, 1}, true));
   if (c.per_layer_dim > 0) {
     const int64_t n = c.n_layers * c.per_layer_dim;
-    SNIPER_ASSIGN_OR_RETURN(w.per_layer_token_embd, b.get("per_layer_token_embd.weight", {n, c.vocab_size, 1, 1}, false));
+    SNIPER_ASSIGN_OR_RETURN(w.per_layer_token_embd,
+                            b.get("per_layer_token_embd.weight", {n, c.vocab_size, 1, 1}, false));
     SNIPER_ASSIGN_OR_RETURN(w.per_layer_model_proj, b.get("per_layer_model_proj.weight", {c.dim, n, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(w.per_layer_proj_norm, b.get("per_layer_proj_norm.weight", {c.per_layer_dim, 1, 1, 1}, true));
+    SNIPER_ASSIGN_OR_RETURN(w.per_layer_proj_norm,
+                            b.get("per_layer_proj_norm.weight", {c.per_layer_dim, 1, 1, 1}, true));
   }
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; ++l) {
@@ -217,8 +218,10 @@ Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig
     if (const QTensor* g = store.find_tensor(merged); g != nullptr) {
       const QTensor* u = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnUpExps));
       const QTensor* d = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnDownExps));
-      if (u == nullptr || d == nullptr) return make_error("layer %ld: ffn_up_exps or ffn_down_exps is missing", static_cast<long>(l));
-      for (int64_t e = 0; e < c.n_experts; ++e) views[static_cast<size_t>(l)].push_back({g->matrix(e), u->matrix(e), d->matrix(e)});
+      if (u == nullptr || d == nullptr)
+        return make_error("layer %ld: ffn_up_exps or ffn_down_exps is missing", static_cast<long>(l));
+      for (int64_t e = 0; e < c.n_experts; ++e)
+        views[static_cast<size_t>(l)].push_back({g->matrix(e), u->matrix(e), d->matrix(e)});
       continue;
     }
     for (int64_t e = 0; e < c.n_experts; ++e) {
@@ -226,7 +229,8 @@ Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig
       QTensor* parts[3] = {&v.gate, &v.up, &v.down};
       for (int p = 0; p < 3; ++p) {
         const std::string n = "blk." + std::to_string(l) + "." + kSplit[p] + "." + std::to_string(e) + ".weight";
-        const std::array<int64_t, 4> shape = p < 2 ? std::array<int64_t, 4>{c.dim, ff, 1, 1} : std::array<int64_t, 4>{ff, c.dim, 1, 1};
+        const std::array<int64_t, 4> shape =
+            p < 2 ? std::array<int64_t, 4>{c.dim, ff, 1, 1} : std::array<int64_t, 4>{ff, c.dim, 1, 1};
         SNIPER_ASSIGN_OR_RETURN(*parts[p], b.get(n, shape, false));
       }
       views[static_cast<size_t>(l)].push_back(v);

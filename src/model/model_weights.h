@@ -15,37 +15,37 @@
 namespace sniper {
 
 struct LayerWeights {
-  QTensor attn_norm;    // [dim] f32
-  QTensor wq;           // [dim -> n_heads*head_dim] (x2 with attn_output_gate: per head [q | gate])
-  QTensor wk;           // [dim -> n_kv_heads*head_dim]
-  QTensor wv;           // [dim -> n_kv_heads*head_dim]
-  QTensor wo;           // [n_heads*head_dim -> dim]
-  QTensor bq, bk, bv;   // [q_dim], [kv_dim], [kv_dim] f32 (qwen2)
-  QTensor q_norm;       // [head_dim] f32 (qwen3)
-  QTensor k_norm;       // [head_dim] f32 (qwen3)
+  QTensor attn_norm;   // [dim] f32
+  QTensor wq;          // [dim -> n_heads*head_dim] (x2 with attn_output_gate: per head [q | gate])
+  QTensor wk;          // [dim -> n_kv_heads*head_dim]
+  QTensor wv;          // [dim -> n_kv_heads*head_dim]
+  QTensor wo;          // [n_heads*head_dim -> dim]
+  QTensor bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] f32 (qwen2)
+  QTensor q_norm;      // [head_dim] f32 (qwen3)
+  QTensor k_norm;      // [head_dim] f32 (qwen3)
   // Gated delta-net (MixerKind::kDeltaNet; nk/nv key/value heads of d, C = conv channels).
-  QTensor ssm_qkv;      // attn_qkv [dim -> C = 2*nk*d + nv*d] (rows q | k | v)
-  QTensor ssm_gate;     // attn_gate [dim -> nv*d] (z)
-  QTensor ssm_conv1d;   // [conv_kernel] x C f32
-  QTensor ssm_dt_bias;  // [nv] f32
-  QTensor ssm_a;        // [nv] f32 (-exp(A_log))
-  QTensor ssm_beta;     // [dim -> nv] (unless fused_ba)
-  QTensor ssm_alpha;    // [dim -> nv] (unless fused_ba)
-  QTensor ssm_ba;       // [dim -> 2*nv] per key head [b | a] (fused_ba)
-  QTensor ssm_norm;     // [d] f32
-  QTensor ssm_out;      // [nv*d -> dim]
-  QTensor ffn_norm;     // [dim] f32 (ffn_norm or post_attention_norm, ModelConfig::ffn_norm_tensor)
-  QTensor ffn_gate;     // dense: [dim -> hidden_dim]
-  QTensor ffn_up;       // dense: [dim -> hidden_dim]
-  QTensor ffn_down;     // dense: [hidden_dim -> dim]
-  QTensor router;       // moe: ffn_gate_inp [dim -> n_experts]
-  QTensor gate_exps;    // moe: [dim -> expert_hidden_dim] x n_experts
-  QTensor up_exps;      // moe: [dim -> expert_hidden_dim] x n_experts
-  QTensor down_exps;    // moe: [expert_hidden_dim -> dim] x n_experts
+  QTensor ssm_qkv;         // attn_qkv [dim -> C = 2*nk*d + nv*d] (rows q | k | v)
+  QTensor ssm_gate;        // attn_gate [dim -> nv*d] (z)
+  QTensor ssm_conv1d;      // [conv_kernel] x C f32
+  QTensor ssm_dt_bias;     // [nv] f32
+  QTensor ssm_a;           // [nv] f32 (-exp(A_log))
+  QTensor ssm_beta;        // [dim -> nv] (unless fused_ba)
+  QTensor ssm_alpha;       // [dim -> nv] (unless fused_ba)
+  QTensor ssm_ba;          // [dim -> 2*nv] per key head [b | a] (fused_ba)
+  QTensor ssm_norm;        // [d] f32
+  QTensor ssm_out;         // [nv*d -> dim]
+  QTensor ffn_norm;        // [dim] f32 (ffn_norm or post_attention_norm, ModelConfig::ffn_norm_tensor)
+  QTensor ffn_gate;        // dense: [dim -> hidden_dim]
+  QTensor ffn_up;          // dense: [dim -> hidden_dim]
+  QTensor ffn_down;        // dense: [hidden_dim -> dim]
+  QTensor router;          // moe: ffn_gate_inp [dim -> n_experts]
+  QTensor gate_exps;       // moe: [dim -> expert_hidden_dim] x n_experts
+  QTensor up_exps;         // moe: [dim -> expert_hidden_dim] x n_experts
+  QTensor down_exps;       // moe: [expert_hidden_dim -> dim] x n_experts
   QTensor shexp_gate_inp;  // shared expert: [dim] f32, its gate's logit = dot(this, x)
-  QTensor shexp_gate;   // shared expert: [dim -> shared_expert_hidden_dim]
-  QTensor shexp_up;     // shared expert: [dim -> shared_expert_hidden_dim]
-  QTensor shexp_down;   // shared expert: [shared_expert_hidden_dim -> dim]
+  QTensor shexp_gate;      // shared expert: [dim -> shared_expert_hidden_dim]
+  QTensor shexp_up;        // shared expert: [dim -> shared_expert_hidden_dim]
+  QTensor shexp_down;      // shared expert: [shared_expert_hidden_dim -> dim]
   // gemma4 (kGemma4Attention, kGeluDense, kGemma4Moe, per-layer embeddings):
   QTensor post_attn_norm;   // [dim] f32 post_attention_norm
   QTensor post_ffw_norm;    // [dim] f32 the FFN output's norm
@@ -62,10 +62,10 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  QTensor token_embd;   // [dim] x vocab_size rows
-  QTensor output_norm;  // [dim] f32
-  QTensor output;       // [dim -> vocab_size] (token_embd when tied)
-  QTensor rope_freqs;   // optional [rope_dims/2] f32 frequency factors
+  QTensor token_embd;            // [dim] x vocab_size rows
+  QTensor output_norm;           // [dim] f32
+  QTensor output;                // [dim -> vocab_size] (token_embd when tied)
+  QTensor rope_freqs;            // optional [rope_dims/2] f32 frequency factors
   QTensor per_layer_token_embd;  // per_layer_dim > 0: [n_layers * per_layer_dim] x vocab_size rows
   QTensor per_layer_model_proj;  // per_layer_dim > 0: [dim -> n_layers * per_layer_dim]
   QTensor per_layer_proj_norm;   // per_layer_dim > 0: [per_layer_dim] f32

@@ -45,11 +45,22 @@ Result<QTensor> nextn_tensor(const WeightStore& store, int64_t block, const char
 // experts only when experts_too (else they come from an ExpertSource).
 Status check_resident(const LayerWeights& lw, int64_t block, bool experts_too) {
   using Member = const QTensor LayerWeights::*;
-  static constexpr Member kMembers[] = {
-      &LayerWeights::attn_norm, &LayerWeights::wq,       &LayerWeights::wk,         &LayerWeights::wv,
-      &LayerWeights::wo,        &LayerWeights::q_norm,   &LayerWeights::k_norm,     &LayerWeights::ffn_norm,
-      &LayerWeights::ffn_gate,  &LayerWeights::ffn_up,   &LayerWeights::ffn_down,   &LayerWeights::router,
-      &LayerWeights::shexp_gate_inp, &LayerWeights::shexp_gate, &LayerWeights::shexp_up, &LayerWeights::shexp_down};
+  static constexpr Member kMembers[] = {&LayerWeights::attn_norm,
+                                        &LayerWeights::wq,
+                                        &LayerWeights::wk,
+                                        &LayerWeights::wv,
+                                        &LayerWeights::wo,
+                                        &LayerWeights::q_norm,
+                                        &LayerWeights::k_norm,
+                                        &LayerWeights::ffn_norm,
+                                        &LayerWeights::ffn_gate,
+                                        &LayerWeights::ffn_up,
+                                        &LayerWeights::ffn_down,
+                                        &LayerWeights::router,
+                                        &LayerWeights::shexp_gate_inp,
+                                        &LayerWeights::shexp_gate,
+                                        &LayerWeights::shexp_up,
+                                        &LayerWeights::shexp_down};
   static constexpr Member kExperts[] = {&LayerWeights::gate_exps, &LayerWeights::up_exps, &LayerWeights::down_exps};
   std::vector<Member> members(std::begin(kMembers), std::end(kMembers));
   if (experts_too) members.insert(members.end(), std::begin(kExperts), std::end(kExperts));
@@ -85,7 +96,7 @@ Result<ModelConfig> mtp_config(const ModelConfig& main) {
 MtpHead::~MtpHead() = default;
 
 Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const WeightStore& store, int64_t max_batch,
-                                                  StreamedRows* embeddings, ExpertSource* experts) {
+                                                 StreamedRows* embeddings, ExpertSource* experts) {
   CHECK(max_batch >= 1);
   std::unique_ptr<MtpHead> m(new MtpHead());
   SNIPER_ASSIGN_OR_RETURN(m->config_, mtp_config(main));
@@ -97,8 +108,10 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
   SNIPER_TRY(check_resident(m->weights_.layers[0], block, experts == nullptr));
   if (c.layer(0).ffn == FfnKind::kMoe && experts == nullptr && m->weights_.layers[0].gate_exps.data == nullptr) {
     // A packed file keeps one tensor per expert matrix (sniper pack); its MTP block is not bound.
-    return make_error("the MTP block (blk.%ld) has no ffn_*_exps tensors (a packed file?): drafting with it needs the "
-                      "original GGUF", static_cast<long>(block));
+    return make_error(
+        "the MTP block (blk.%ld) has no ffn_*_exps tensors (a packed file?): drafting with it needs the "
+        "original GGUF",
+        static_cast<long>(block));
   }
   SNIPER_ASSIGN_OR_RETURN(m->eh_proj_, nextn_tensor(store, block, "eh_proj", 2 * dim, dim, false, false));
   SNIPER_ASSIGN_OR_RETURN(m->enorm_, nextn_tensor(store, block, "enorm", dim, 1, true, false));
@@ -158,13 +171,20 @@ Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_
   matmul(eh_proj_, cat_.data(), x_.data(), n, buffers_.act, pool);
 
   const LayerWeights& lw = weights_.layers[0];
-  const BlockIo io{.n_tok = n, .pos0 = pos0, .x = x_.data(), .xb = xb_.data(), .out = out_.data(),
-                   .buffers = &buffers_, .pool = &pool};
+  const BlockIo io{.n_tok = n,
+                   .pos0 = pos0,
+                   .x = x_.data(),
+                   .xb = xb_.data(),
+                   .out = out_.data(),
+                   .buffers = &buffers_,
+                   .pool = &pool};
   mixer_->begin_chunk(pos0, n);
-  for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
+  for (int64_t t = 0; t < n; ++t)
+    rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
   SNIPER_TRY(mixer_->forward(0, lw, state, io));
   for (int64_t t = 0; t < n; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
-  for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
+  for (int64_t t = 0; t < n; ++t)
+    rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
   SNIPER_TRY(ffn_->forward(0, lw, io));
   for (int64_t t = 0; t < n; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
   for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(head_norm_), h_out + t * dim, dim, c.norm_eps);

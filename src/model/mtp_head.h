@@ -48,7 +48,7 @@ class MtpHead {
   // the block's routed experts as layer 0 when they are not resident (Model::mtp_experts()).
   // max_batch: the most tokens one forward() takes.
   static Result<std::unique_ptr<MtpHead>> create(const ModelConfig& main, const WeightStore& store, int64_t max_batch,
-                                                  StreamedRows* embeddings, ExpertSource* experts = nullptr);
+                                                 StreamedRows* embeddings, ExpertSource* experts = nullptr);
   ~MtpHead();
 
   // The head's sequence state: a state made from layer_state_specs(config()).
@@ -68,7 +68,7 @@ class MtpHead {
 
   ModelConfig config_;
   int64_t max_batch_ = 0;
-  ModelWeights weights_;      // layers[0] = the MTP block; the rest are the target's views
+  ModelWeights weights_;  // layers[0] = the MTP block; the rest are the target's views
   QTensor eh_proj_, enorm_, hnorm_, embed_, head_norm_, head_;
   StreamedRows* embeddings_ = nullptr;
   std::unique_ptr<MixerBlock> mixer_;

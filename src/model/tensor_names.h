@@ -9,14 +9,41 @@ namespace sniper {
 
 // Per-layer tensor kinds.
 enum class LayerTensor {
-  kAttnNorm, kAttnQ, kAttnK, kAttnV, kAttnOutput, kAttnQBias, kAttnKBias, kAttnVBias,
-  kAttnQNorm, kAttnKNorm, kFfnNorm, kFfnGate, kFfnUp, kFfnDown,
-  kFfnGateInp, kFfnGateExps, kFfnUpExps, kFfnDownExps,
+  kAttnNorm,
+  kAttnQ,
+  kAttnK,
+  kAttnV,
+  kAttnOutput,
+  kAttnQBias,
+  kAttnKBias,
+  kAttnVBias,
+  kAttnQNorm,
+  kAttnKNorm,
+  kFfnNorm,
+  kFfnGate,
+  kFfnUp,
+  kFfnDown,
+  kFfnGateInp,
+  kFfnGateExps,
+  kFfnUpExps,
+  kFfnDownExps,
   kPostAttnNorm,  // qwen35 family: the FFN's input norm is named post_attention_norm
   // Gated delta-net (qwen35 family).
-  kAttnQkv, kAttnGate, kSsmConv1d, kSsmDtBias, kSsmA, kSsmBeta, kSsmAlpha, kSsmBa, kSsmNorm, kSsmOut,
+  kAttnQkv,
+  kAttnGate,
+  kSsmConv1d,
+  kSsmDtBias,
+  kSsmA,
+  kSsmBeta,
+  kSsmAlpha,
+  kSsmBa,
+  kSsmNorm,
+  kSsmOut,
   // Shared expert (qwen35moe, qwen3next).
-  kFfnGateInpShexp, kFfnGateShexp, kFfnUpShexp, kFfnDownShexp,
+  kFfnGateInpShexp,
+  kFfnGateShexp,
+  kFfnUpShexp,
+  kFfnDownShexp,
 };
 
 // "blk.<layer_idx>.<suffix>"

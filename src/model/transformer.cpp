@@ -13,6 +13,8 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "kernels/activations.h"
+#include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "model/blocks/attention.h"
@@ -21,8 +23,6 @@
 #include "model/blocks/gelu_ffn.h"
 #include "model/blocks/gemma4_attention.h"
 #include "model/blocks/gemma4_moe_ffn.h"
-#include "kernels/activations.h"
-#include "kernels/attention.h"
 #include "model/tensor_names.h"
 
 namespace sniper {
@@ -102,7 +102,8 @@ const RoutingStats& Transformer::routing_stats() const {
 }
 
 size_t Transformer::scratch_bytes() const {
-  size_t bytes = (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + buffers_.act.capacity();
+  size_t bytes =
+      (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + buffers_.act.capacity();
   for (const auto& b : mixer_blocks_) bytes += b->scratch_bytes();
   for (const auto& b : ffn_blocks_) bytes += b->scratch_bytes();
   if (per_layer_ != nullptr) bytes += per_layer_->scratch_bytes();
@@ -116,14 +117,16 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   const size_t dim = static_cast<size_t>(c.dim), k = static_cast<size_t>(c.n_experts_active);
   size_t floats = B * (6 * dim + 2 * static_cast<size_t>(c.q_dim()) + 2 * static_cast<size_t>(c.kv_dim()) + 2 * ff +
                        static_cast<size_t>(c.rope_dims) + static_cast<size_t>(c.n_experts) + 2 * k + k * dim);
-  floats += k * (2 * ff + dim);  // one decode step's experts together
+  floats += k * (2 * ff + dim);                                    // one decode step's experts together
   floats += 2 * B * k + 2 * static_cast<size_t>(c.n_experts) + 1;  // expert routing lists (int32)
   // Logits: the rows the session and its caller hold at once (forward() writes only the last
   // token's row, or one per token when all_logits is asked for), plus the row of a part that
   // forward() does not return (chunks split for sliding rings).
   bool sliding = false;
-  for (const LayerPlan& lp : c.layers) sliding = sliding || (lp.sliding_window > 0 && lp.mixer == MixerKind::kGemma4Attention);
-  floats += static_cast<size_t>(std::max<int64_t>(1, n_logit_rows) + (sliding ? 1 : 0)) * static_cast<size_t>(c.vocab_size);
+  for (const LayerPlan& lp : c.layers)
+    sliding = sliding || (lp.sliding_window > 0 && lp.mixer == MixerKind::kGemma4Attention);
+  floats +=
+      static_cast<size_t>(std::max<int64_t>(1, n_logit_rows) + (sliding ? 1 : 0)) * static_cast<size_t>(c.vocab_size);
   // Blocks of hybrid plans: a gated attention's q | gate rows, the delta-net's projections and
   // conv rows, the shared expert's rows.
   bool gated = false, delta = false, shared = false;
@@ -163,7 +166,8 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
       head_dim = std::max(head_dim, lp.head_dim);
       group = std::max(group, lp.n_heads / lp.n_kv_heads);
     }
-    if (head_dim > 0) attention += static_cast<size_t>(n_threads) * attention_scratch_bound(head_dim, group, n_ctx) + 64;
+    if (head_dim > 0)
+      attention += static_cast<size_t>(n_threads) * attention_scratch_bound(head_dim, group, n_ctx) + 64;
   }
   return floats * sizeof(float) + acts + attention;
 }
@@ -202,10 +206,12 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
   const int64_t dim = c.dim;
 
   // Embedding rows.
-  for (int64_t t = 0; t < n_tok; ++t) CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token %d out of range", tokens[t]);
+  for (int64_t t = 0; t < n_tok; ++t)
+    CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token %d out of range", tokens[t]);
   if (weights_.token_embd.data != nullptr) {
     const KernelTable& embd_kt = get_kernels(weights_.token_embd.type);
-    for (int64_t t = 0; t < n_tok; ++t) embd_kt.dequant_row(weights_.token_embd.row(tokens[t]), x_.data() + t * dim, dim);
+    for (int64_t t = 0; t < n_tok; ++t)
+      embd_kt.dequant_row(weights_.token_embd.row(tokens[t]), x_.data() + t * dim, dim);
   } else {
     CHECK(sources_.embeddings != nullptr, "token_embd is not resident and no row source was given");
     SNIPER_TRY(sources_.embeddings->read(tokens, n_tok, x_.data()));
@@ -216,8 +222,13 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
   if (per_layer_ != nullptr) SNIPER_TRY(per_layer_->begin_chunk(tokens, x_.data(), n_tok, buffers_, pool));
   for (const auto& b : mixer_blocks_) b->begin_chunk(pos0, n_tok);
 
-  const BlockIo io{.n_tok = n_tok, .pos0 = pos0, .x = x_.data(), .xb = xb_.data(), .out = out_.data(),
-                   .buffers = &buffers_, .pool = &pool};
+  const BlockIo io{.n_tok = n_tok,
+                   .pos0 = pos0,
+                   .x = x_.data(),
+                   .xb = xb_.data(),
+                   .out = out_.data(),
+                   .buffers = &buffers_,
+                   .pool = &pool};
   for (int64_t l = 0; l < c.n_layers; ++l) {
     SNIPER_ASSIGN_OR_RETURN(const LayerWeights* lwp, layer_weights(l));
     const LayerWeights& lw = *lwp;
@@ -281,7 +292,7 @@ Result<const LayerWeights*> Transformer::layer_weights(int64_t layer_idx) {
   const LayerPlan& lp = config_.layer(layer_idx);
   const bool dense_ffn = lp.ffn == FfnKind::kDense || lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe;
   for (const Field& f : kFields) {
-    const bool runs = f.part == Part::kAttention ? is_attention(lp.mixer)
+    const bool runs = f.part == Part::kAttention  ? is_attention(lp.mixer)
                       : f.part == Part::kDeltaNet ? lp.mixer == MixerKind::kDeltaNet
                                                   : dense_ffn;
     if (!runs) continue;

@@ -29,9 +29,9 @@ namespace sniper {
 
 // Where tensors that are not resident come from (all optional; null = resident in ModelWeights).
 struct WeightSources {
-  ExpertSource* experts = nullptr;       // routed experts (null: slices of the resident tensors)
-  LayerStreamer* layers = nullptr;       // per-layer tensors whose data is null in ModelWeights
-  StreamedRows* embeddings = nullptr;    // token_embd rows when token_embd is not resident
+  ExpertSource* experts = nullptr;               // routed experts (null: slices of the resident tensors)
+  LayerStreamer* layers = nullptr;               // per-layer tensors whose data is null in ModelWeights
+  StreamedRows* embeddings = nullptr;            // token_embd rows when token_embd is not resident
   StreamedRows* per_layer_embeddings = nullptr;  // per_layer_token_embd rows when it is not resident
 };
 
@@ -51,8 +51,8 @@ class Transformer {
   // Errors come only from weight sources (a failed or short read); the state of this chunk is
   // then unusable and the caller must not count the chunk as evaluated (and must reset a
   // recurrent state).
-  [[nodiscard]] Status forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state, bool all_logits,
-                               float* logits, ThreadPool& pool, float* hidden = nullptr);
+  [[nodiscard]] Status forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
+                               bool all_logits, float* logits, ThreadPool& pool, float* hidden = nullptr);
 
   const ModelConfig& config() const { return config_; }
   // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
@@ -87,12 +87,12 @@ class Transformer {
   MoeFfn* moe_ = nullptr;            // the routed-experts block, if any layer has one
   RoutingStats no_routing_stats_;
   std::unique_ptr<PerLayerEmbedding> per_layer_;  // gemma4 E-models' per-layer inputs
-  int64_t max_chunk_ = 0;  // the most tokens forward_chunk() takes (sliding rings), 0 = max_batch
+  int64_t max_chunk_ = 0;        // the most tokens forward_chunk() takes (sliding rings), 0 = max_batch
   LayerWeights streamed_layer_;  // layer_weights() result when tensors stream
   BlockBuffers buffers_;
-  std::vector<float> x_;        // [B, dim] residual stream
-  std::vector<float> xb_;       // [B, dim] normed input of a block
-  std::vector<float> out_;      // [B, dim] a block's output
+  std::vector<float> x_;            // [B, dim] residual stream
+  std::vector<float> xb_;           // [B, dim] normed input of a block
+  std::vector<float> out_;          // [B, dim] a block's output
   std::vector<float> part_logits_;  // [vocab] logits of a part forward() does not return (counted in scratch_bytes)
 };
 

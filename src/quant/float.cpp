@@ -78,14 +78,16 @@ inline void dpbf16(float* acc, const bf16_t* w, const bf16_t* a, int64_t e0) {
 
 float vec_dot_f32_ref(int64_t n, const float* w, const float* a) {
   int64_t i = 0;
-  float sum = vec_dot_4x16(n, w, a, [](float x) { return x; }, true, &i);
+  float sum = vec_dot_4x16(
+      n, w, a, [](float x) { return x; }, true, &i);
   for (; i < n; ++i) sum = fma_ordered(w[i], a[i], sum);  // contracted by the reference build
   return sum;
 }
 
 float vec_dot_f16_ref(int64_t n, const fp16_t* w, const fp16_t* a) {
   int64_t i = 0;
-  double sum = vec_dot_4x16(n, w, a, [](fp16_t x) { return fp16_to_fp32(x); }, false, &i);
+  double sum = vec_dot_4x16(
+      n, w, a, [](fp16_t x) { return fp16_to_fp32(x); }, false, &i);
   for (; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(w[i]) * fp16_to_fp32(a[i]));
   return static_cast<float>(sum);
 }

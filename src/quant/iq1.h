@@ -19,15 +19,15 @@ constexpr int64_t kIQ1BlockSize = 256;
 
 struct BlockIQ1_S {
   fp16_t d;
-  uint8_t qs[32];   // low 8 bits of the grid index per 8 elements
-  uint16_t qh[8];   // per 32: bits 3l..3l+2 = index bits 8..10 of group l, 12..14 scale, 15 delta sign
+  uint8_t qs[32];  // low 8 bits of the grid index per 8 elements
+  uint16_t qh[8];  // per 32: bits 3l..3l+2 = index bits 8..10 of group l, 12..14 scale, 15 delta sign
 };
 static_assert(sizeof(BlockIQ1_S) == 50, "iq1_s block must be 50 bytes");
 
 struct BlockIQ1_M {
-  uint8_t qs[32];      // low 8 bits of the grid index per 8 elements
-  uint8_t qh[16];      // per 16 elements: nibble per 8 = index bits 8..10 | delta sign << 3
-  uint8_t scales[8];   // 4 little-endian u16: 4 x 3-bit scales in bits 0..11, a nibble of d in 12..15
+  uint8_t qs[32];     // low 8 bits of the grid index per 8 elements
+  uint8_t qh[16];     // per 16 elements: nibble per 8 = index bits 8..10 | delta sign << 3
+  uint8_t scales[8];  // 4 little-endian u16: 4 x 3-bit scales in bits 0..11, a nibble of d in 12..15
 };
 static_assert(sizeof(BlockIQ1_M) == 56, "iq1_m block must be 56 bytes");
 

@@ -20,8 +20,8 @@ void quantize_row_iq4_nl_ref(const float* x, BlockIQ4_NL* y, int64_t n) {
   uint16_t unused_h;
   uint8_t unused_l[4];
   for (int64_t i = 0; i < nb; ++i) {
-    make_iq4_quants(kIQ4_NLBlockSize, x + i * kIQ4_NLBlockSize, &y[i].d, y[i].qs, &unused_h,
-                    unused_l, &scale, weight, L, -1);
+    make_iq4_quants(kIQ4_NLBlockSize, x + i * kIQ4_NLBlockSize, &y[i].d, y[i].qs, &unused_h, unused_l, &scale, weight,
+                    L, -1);
   }
 }
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "base/fp16.h"
-#include "quant/q8_0.h"
 #include "quant/iq4_values.h"
+#include "quant/q8_0.h"
 
 namespace sniper {
 

@@ -19,8 +19,8 @@ void quantize_row_iq4_xs_ref(const float* x, BlockIQ4_XS* y, int64_t n) {
   float weight[32];
   float scales[kIQ4_XSBlockSize / 32];
   for (int64_t i = 0; i < nb; ++i) {
-    make_iq4_quants(kIQ4_XSBlockSize, x + i * kIQ4_XSBlockSize, &y[i].d, y[i].qs, &y[i].scales_h,
-                    y[i].scales_l, scales, weight, L, 7);
+    make_iq4_quants(kIQ4_XSBlockSize, x + i * kIQ4_XSBlockSize, &y[i].d, y[i].qs, &y[i].scales_h, y[i].scales_l, scales,
+                    weight, L, 7);
   }
 }
 
@@ -30,8 +30,7 @@ void dequantize_row_iq4_xs_ref(const BlockIQ4_XS* x, float* y, int64_t n) {
     const uint8_t* qs = x[i].qs;
     const float d = fp16_to_fp32(x[i].d);
     for (int ib = 0; ib < kIQ4_XSBlockSize / 32; ++ib) {
-      const int ls = ((x[i].scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) |
-                     (((x[i].scales_h >> 2 * ib) & 3) << 4);
+      const int ls = ((x[i].scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((x[i].scales_h >> 2 * ib) & 3) << 4);
       const float dl = d * static_cast<float>(ls - 32);
       for (int j = 0; j < 16; ++j) {
         y[j + 0] = dl * static_cast<float>(kIq4nlValues[qs[j] & 0xf]);

@@ -6,18 +6,18 @@
 #include <cstdint>
 
 #include "base/fp16.h"
-#include "quant/q8_k.h"
 #include "quant/iq4_values.h"
+#include "quant/q8_k.h"
 
 namespace sniper {
 
 constexpr int64_t kIQ4_XSBlockSize = 256;
 
 struct BlockIQ4_XS {
-  fp16_t d;            // super-block scale
-  uint16_t scales_h;   // high 2 bits of the 8 sub-block scales
-  uint8_t scales_l[4]; // low 4 bits of the 8 sub-block scales
-  uint8_t qs[128];     // 4-bit indices into kIq4nlValues
+  fp16_t d;             // super-block scale
+  uint16_t scales_h;    // high 2 bits of the 8 sub-block scales
+  uint8_t scales_l[4];  // low 4 bits of the 8 sub-block scales
+  uint8_t qs[128];      // 4-bit indices into kIq4nlValues
 };
 static_assert(sizeof(BlockIQ4_XS) == 136, "iq4_xs block must be 136 bytes");
 

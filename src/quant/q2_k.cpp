@@ -30,8 +30,7 @@ void quantize_row_q2_K_ref(const float* x, BlockQ2_K* y, int64_t n) {
     float max_min = 0.0f;
     for (int j = 0; j < kGroups; ++j) {
       for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
-      scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f,
-                                   0.1f, 15, true);
+      scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, true);
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }
@@ -68,8 +67,8 @@ void quantize_row_q2_K_ref(const float* x, BlockQ2_K* y, int64_t n) {
     }
     for (int j = 0; j < kQ2_KBlockSize; j += 128) {
       for (int l = 0; l < 32; ++l) {
-        y[i].qs[j / 4 + l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) |
-                                                  (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+        y[i].qs[j / 4 + l] =
+            static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
       }
     }
   }

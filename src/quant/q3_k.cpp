@@ -102,8 +102,8 @@ void quantize_row_q3_K_ref(const float* x, BlockQ3_K* y, int64_t n) {
     }
     for (int j = 0; j < kQ3_KBlockSize; j += 128) {
       for (int l = 0; l < 32; ++l) {
-        y[i].qs[j / 4 + l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) |
-                                                  (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+        y[i].qs[j / 4 + l] =
+            static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
       }
     }
   }

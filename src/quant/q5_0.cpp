@@ -34,8 +34,7 @@ void quantize_row_q5_0_ref(const float* x, BlockQ5_0* y, int64_t n) {
     for (int j = 0; j < kHalf; ++j) {
       // x * id lies in [-16, 16], so x * id + 16.5 is in [0.5, 32.5].
       const uint32_t xi0 = static_cast<uint32_t>(std::min(31, static_cast<int>(xb[j] * id + 16.5f)));
-      const uint32_t xi1 =
-          static_cast<uint32_t>(std::min(31, static_cast<int>(xb[kHalf + j] * id + 16.5f)));
+      const uint32_t xi1 = static_cast<uint32_t>(std::min(31, static_cast<int>(xb[kHalf + j] * id + 16.5f)));
       y[i].qs[j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
       qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
       qh |= ((xi1 & 0x10u) >> 4) << (j + kHalf);

@@ -33,10 +33,8 @@ void quantize_row_q5_1_ref(const float* x, BlockQ5_1* y, int64_t n) {
     for (int j = 0; j < kHalf; ++j) {
       // (x - min) * id + 0.5 lies in [0.5, 31.5] up to rounding. ggml has no clamp here; the
       // min(31) only guards a rounding overshoot, which ggml would wrap instead.
-      const uint32_t xi0 =
-          static_cast<uint32_t>(std::min(31, static_cast<int>((xb[j] - min) * id + 0.5f)));
-      const uint32_t xi1 =
-          static_cast<uint32_t>(std::min(31, static_cast<int>((xb[kHalf + j] - min) * id + 0.5f)));
+      const uint32_t xi0 = static_cast<uint32_t>(std::min(31, static_cast<int>((xb[j] - min) * id + 0.5f)));
+      const uint32_t xi1 = static_cast<uint32_t>(std::min(31, static_cast<int>((xb[kHalf + j] - min) * id + 0.5f)));
       y[i].qs[j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
       qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
       qh |= ((xi1 & 0x10u) >> 4) << (j + kHalf);

@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "quant/block_count.h"
-#include "quant/lane_order.h"
 #include "quant/k_scales.h"
+#include "quant/lane_order.h"
 #include "quant/rounding.h"
 #include "quant/scale_search.h"
 
@@ -33,8 +33,7 @@ void quantize_row_q5_K_ref(const float* x, BlockQ5_K* y, int64_t n) {
       for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
       const float av_x = std::sqrt(sum_x2 / 32);
       for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-      scales[j] = make_qkx2_quants(32, 31, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.5f,
-                                   0.1f, 15, false);
+      scales[j] = make_qkx2_quants(32, 31, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.5f, 0.1f, 15, false);
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }

@@ -66,8 +66,8 @@ void quantize_row_q6_K_ref(const float* x, BlockQ6_K* y, int64_t n) {
         const uint8_t q4 = L[j + l + 96] & 0xF;
         ql[l + 0] = static_cast<uint8_t>(q1 | (q3 << 4));
         ql[l + 32] = static_cast<uint8_t>(q2 | (q4 << 4));
-        qh[l] = static_cast<uint8_t>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
-                                     ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+        qh[l] = static_cast<uint8_t>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
+                                     ((L[j + l + 96] >> 4) << 6));
       }
       ql += 64;
       qh += 32;

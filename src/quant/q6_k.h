@@ -13,10 +13,10 @@ namespace sniper {
 constexpr int64_t kQ6_KBlockSize = 256;
 
 struct BlockQ6_K {
-  uint8_t ql[128];     // low 4 bits
-  uint8_t qh[64];      // high 2 bits
-  int8_t scales[16];   // 8-bit scales, one per 16 elements
-  fp16_t d;            // super-block scale
+  uint8_t ql[128];    // low 4 bits
+  uint8_t qh[64];     // high 2 bits
+  int8_t scales[16];  // 8-bit scales, one per 16 elements
+  fp16_t d;           // super-block scale
 };
 static_assert(sizeof(BlockQ6_K) == 210, "q6_K block must be 210 bytes");
 

@@ -12,8 +12,8 @@ namespace sniper {
 constexpr int64_t kQ8_0BlockSize = 32;
 
 struct BlockQ8_0 {
-  fp16_t d;        // scale = max|x| / 127
-  int8_t qs[32];   // x = d * q
+  fp16_t d;       // scale = max|x| / 127
+  int8_t qs[32];  // x = d * q
 };
 static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block must be 34 bytes");
 

@@ -12,8 +12,8 @@ namespace sniper {
 constexpr int64_t kQ8_1BlockSize = 32;
 
 struct BlockQ8_1 {
-  fp16_t d;        // scale = max|x| / 127
-  fp16_t s;        // d * sum(qs)
+  fp16_t d;  // scale = max|x| / 127
+  fp16_t s;  // d * sum(qs)
   int8_t qs[32];
 };
 static_assert(sizeof(BlockQ8_1) == 36, "q8_1 block must be 36 bytes");

@@ -12,9 +12,9 @@ namespace sniper {
 constexpr int64_t kQ8_KBlockSize = 256;
 
 struct BlockQ8_K {
-  float d;             // scale (float, not half)
-  int8_t qs[256];      // quants
-  int16_t bsums[16];   // sum of qs in each group of 16
+  float d;            // scale (float, not half)
+  int8_t qs[256];     // quants
+  int16_t bsums[16];  // sum of qs in each group of 16
 };
 static_assert(sizeof(BlockQ8_K) == 292, "q8_K block must be 292 bytes");
 

@@ -54,54 +54,49 @@ struct RefCodec {
   GgmlType type;
   bool is_weight;         // usable as a weight type (has a vec_dot)
   GgmlType vec_dot_type;  // activation type (meaningful only when is_weight)
-  QuantizeFn quantize;     // nullptr for types we read but do not write (the i-quants, TQ*)
+  QuantizeFn quantize;    // nullptr for types we read but do not write (the i-quants, TQ*)
   DequantizeFn dequantize;
   VecDotFn vec_dot;  // nullptr for activation-only types
 };
 
-#define SNIPER_WEIGHT_ROW(TYPE, ACT, BLOCK, ABLOCK, QFN, DFN, VFN)                          \
-  RefCodec {                                                                                \
+#define SNIPER_WEIGHT_ROW(TYPE, ACT, BLOCK, ABLOCK, QFN, DFN, VFN)                             \
+  RefCodec {                                                                                   \
     GgmlType::TYPE, true, GgmlType::ACT, &quantize_as<BLOCK, QFN>, &dequantize_as<BLOCK, DFN>, \
-        &vec_dot_as<BLOCK, ABLOCK, VFN>                                                     \
+        &vec_dot_as<BLOCK, ABLOCK, VFN>                                                        \
   }
-#define SNIPER_READ_ROW(TYPE, ACT, BLOCK, ABLOCK, DFN, VFN)                                    \
-  RefCodec {                                                                                 \
-    GgmlType::TYPE, true, GgmlType::ACT, nullptr, &dequantize_as<BLOCK, DFN>, &vec_dot_as<BLOCK, ABLOCK, VFN> \
-  }
+#define SNIPER_READ_ROW(TYPE, ACT, BLOCK, ABLOCK, DFN, VFN) \
+  RefCodec { GgmlType::TYPE, true, GgmlType::ACT, nullptr, &dequantize_as<BLOCK, DFN>, &vec_dot_as<BLOCK, ABLOCK, VFN> }
 #define SNIPER_ACT_ROW(TYPE, BLOCK, QFN, DFN) \
   RefCodec { GgmlType::TYPE, false, GgmlType::TYPE, &quantize_as<BLOCK, QFN>, &dequantize_as<BLOCK, DFN>, nullptr }
 
 constexpr RefCodec kCodecs[] = {
-    SNIPER_WEIGHT_ROW(kF32, kF32, float, float, quantize_row_f32_ref, dequantize_row_f32_ref,
-                      vec_dot_f32_ref),
-    SNIPER_WEIGHT_ROW(kF16, kF16, fp16_t, fp16_t, quantize_row_f16_ref, dequantize_row_f16_ref,
-                      vec_dot_f16_ref),
-    SNIPER_WEIGHT_ROW(kBF16, kBF16, bf16_t, bf16_t, quantize_row_bf16_ref, dequantize_row_bf16_ref,
-                      vec_dot_bf16_ref),
-    SNIPER_WEIGHT_ROW(kQ4_0, kQ8_0, BlockQ4_0, BlockQ8_0, quantize_row_q4_0_ref,
-                      dequantize_row_q4_0_ref, vec_dot_q4_0_q8_0_ref),
-    SNIPER_WEIGHT_ROW(kQ4_1, kQ8_1, BlockQ4_1, BlockQ8_1, quantize_row_q4_1_ref,
-                      dequantize_row_q4_1_ref, vec_dot_q4_1_q8_1_ref),
-    SNIPER_WEIGHT_ROW(kQ5_0, kQ8_0, BlockQ5_0, BlockQ8_0, quantize_row_q5_0_ref,
-                      dequantize_row_q5_0_ref, vec_dot_q5_0_q8_0_ref),
-    SNIPER_WEIGHT_ROW(kQ5_1, kQ8_1, BlockQ5_1, BlockQ8_1, quantize_row_q5_1_ref,
-                      dequantize_row_q5_1_ref, vec_dot_q5_1_q8_1_ref),
-    SNIPER_WEIGHT_ROW(kQ8_0, kQ8_0, BlockQ8_0, BlockQ8_0, quantize_row_q8_0_ref,
-                      dequantize_row_q8_0_ref, vec_dot_q8_0_q8_0_ref),
-    SNIPER_WEIGHT_ROW(kQ2_K, kQ8_K, BlockQ2_K, BlockQ8_K, quantize_row_q2_K_ref,
-                      dequantize_row_q2_K_ref, vec_dot_q2_K_q8_K_ref),
-    SNIPER_WEIGHT_ROW(kQ3_K, kQ8_K, BlockQ3_K, BlockQ8_K, quantize_row_q3_K_ref,
-                      dequantize_row_q3_K_ref, vec_dot_q3_K_q8_K_ref),
-    SNIPER_WEIGHT_ROW(kQ4_K, kQ8_K, BlockQ4_K, BlockQ8_K, quantize_row_q4_K_ref,
-                      dequantize_row_q4_K_ref, vec_dot_q4_K_q8_K_ref),
-    SNIPER_WEIGHT_ROW(kQ5_K, kQ8_K, BlockQ5_K, BlockQ8_K, quantize_row_q5_K_ref,
-                      dequantize_row_q5_K_ref, vec_dot_q5_K_q8_K_ref),
-    SNIPER_WEIGHT_ROW(kQ6_K, kQ8_K, BlockQ6_K, BlockQ8_K, quantize_row_q6_K_ref,
-                      dequantize_row_q6_K_ref, vec_dot_q6_K_q8_K_ref),
-    SNIPER_WEIGHT_ROW(kIQ4_NL, kQ8_0, BlockIQ4_NL, BlockQ8_0, quantize_row_iq4_nl_ref,
-                      dequantize_row_iq4_nl_ref, vec_dot_iq4_nl_q8_0_ref),
-    SNIPER_WEIGHT_ROW(kIQ4_XS, kQ8_K, BlockIQ4_XS, BlockQ8_K, quantize_row_iq4_xs_ref,
-                      dequantize_row_iq4_xs_ref, vec_dot_iq4_xs_q8_K_ref),
+    SNIPER_WEIGHT_ROW(kF32, kF32, float, float, quantize_row_f32_ref, dequantize_row_f32_ref, vec_dot_f32_ref),
+    SNIPER_WEIGHT_ROW(kF16, kF16, fp16_t, fp16_t, quantize_row_f16_ref, dequantize_row_f16_ref, vec_dot_f16_ref),
+    SNIPER_WEIGHT_ROW(kBF16, kBF16, bf16_t, bf16_t, quantize_row_bf16_ref, dequantize_row_bf16_ref, vec_dot_bf16_ref),
+    SNIPER_WEIGHT_ROW(kQ4_0, kQ8_0, BlockQ4_0, BlockQ8_0, quantize_row_q4_0_ref, dequantize_row_q4_0_ref,
+                      vec_dot_q4_0_q8_0_ref),
+    SNIPER_WEIGHT_ROW(kQ4_1, kQ8_1, BlockQ4_1, BlockQ8_1, quantize_row_q4_1_ref, dequantize_row_q4_1_ref,
+                      vec_dot_q4_1_q8_1_ref),
+    SNIPER_WEIGHT_ROW(kQ5_0, kQ8_0, BlockQ5_0, BlockQ8_0, quantize_row_q5_0_ref, dequantize_row_q5_0_ref,
+                      vec_dot_q5_0_q8_0_ref),
+    SNIPER_WEIGHT_ROW(kQ5_1, kQ8_1, BlockQ5_1, BlockQ8_1, quantize_row_q5_1_ref, dequantize_row_q5_1_ref,
+                      vec_dot_q5_1_q8_1_ref),
+    SNIPER_WEIGHT_ROW(kQ8_0, kQ8_0, BlockQ8_0, BlockQ8_0, quantize_row_q8_0_ref, dequantize_row_q8_0_ref,
+                      vec_dot_q8_0_q8_0_ref),
+    SNIPER_WEIGHT_ROW(kQ2_K, kQ8_K, BlockQ2_K, BlockQ8_K, quantize_row_q2_K_ref, dequantize_row_q2_K_ref,
+                      vec_dot_q2_K_q8_K_ref),
+    SNIPER_WEIGHT_ROW(kQ3_K, kQ8_K, BlockQ3_K, BlockQ8_K, quantize_row_q3_K_ref, dequantize_row_q3_K_ref,
+                      vec_dot_q3_K_q8_K_ref),
+    SNIPER_WEIGHT_ROW(kQ4_K, kQ8_K, BlockQ4_K, BlockQ8_K, quantize_row_q4_K_ref, dequantize_row_q4_K_ref,
+                      vec_dot_q4_K_q8_K_ref),
+    SNIPER_WEIGHT_ROW(kQ5_K, kQ8_K, BlockQ5_K, BlockQ8_K, quantize_row_q5_K_ref, dequantize_row_q5_K_ref,
+                      vec_dot_q5_K_q8_K_ref),
+    SNIPER_WEIGHT_ROW(kQ6_K, kQ8_K, BlockQ6_K, BlockQ8_K, quantize_row_q6_K_ref, dequantize_row_q6_K_ref,
+                      vec_dot_q6_K_q8_K_ref),
+    SNIPER_WEIGHT_ROW(kIQ4_NL, kQ8_0, BlockIQ4_NL, BlockQ8_0, quantize_row_iq4_nl_ref, dequantize_row_iq4_nl_ref,
+                      vec_dot_iq4_nl_q8_0_ref),
+    SNIPER_WEIGHT_ROW(kIQ4_XS, kQ8_K, BlockIQ4_XS, BlockQ8_K, quantize_row_iq4_xs_ref, dequantize_row_iq4_xs_ref,
+                      vec_dot_iq4_xs_q8_K_ref),
     SNIPER_READ_ROW(kIQ2_XXS, kQ8_K, BlockIQ2_XXS, BlockQ8_K, dequantize_row_iq2_xxs_ref, vec_dot_iq2_xxs_q8_K_ref),
     SNIPER_READ_ROW(kIQ2_XS, kQ8_K, BlockIQ2_XS, BlockQ8_K, dequantize_row_iq2_xs_ref, vec_dot_iq2_xs_q8_K_ref),
     SNIPER_READ_ROW(kIQ2_S, kQ8_K, BlockIQ2_S, BlockQ8_K, dequantize_row_iq2_s_ref, vec_dot_iq2_s_q8_K_ref),

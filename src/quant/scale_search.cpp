@@ -152,9 +152,8 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool do_rmse) {
   return 1.0f / iscale;
 }
 
-float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
-                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
-                       bool use_mad) {
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad) {
   float min = x[0];
   float max = x[0];
   float sum_w = weights[0];
@@ -239,9 +238,8 @@ int best_index_int8(int n, const int8_t* val, float x) {
   return idx;
 }
 
-void make_iq4_quants(int super_block_size, const float* x, uint16_t* dh, uint8_t* q4,
-                     uint16_t* scales_h, uint8_t* scales_l, float* scales, float* weight,
-                     uint8_t* L, int ntry) {
+void make_iq4_quants(int super_block_size, const float* x, uint16_t* dh, uint8_t* q4, uint16_t* scales_h,
+                     uint8_t* scales_l, float* scales, float* weight, uint8_t* L, int ntry) {
   constexpr int kBlock = 32;
   const int8_t* values = kIq4nlValues;
   const int n_blocks = super_block_size / kBlock;

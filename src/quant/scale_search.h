@@ -27,9 +27,8 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool do_rmse);
 // Tries nstep+1 inverse scales (rmin + rdelta*is + nmax) / (max - min) and solves for the
 // weighted least-squares scale and min at each; error is |diff| (use_mad) or diff^2.
 // Laux is scratch of n bytes. Returns the scale and stores the min (as a positive number).
-float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
-                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
-                       bool use_mad);
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
+                       float rmin, float rdelta, int nstep, bool use_mad);
 
 // Index of the entry of the sorted table val[0..n) nearest to x (ties go up); n a power of 2.
 int best_index_int8(int n, const int8_t* val, float x);
@@ -42,8 +41,7 @@ int best_index_int8(int n, const int8_t* val, float x);
 // q4 receives the packed nibbles (super_block_size/2 bytes). ntry is ggml's search width
 // (ggml uses -1 for quantize_row_iq4_nl_ref and 7 for IQ4_XS). `scales` needs
 // super_block_size/32 floats, `weight` 32 floats, L super_block_size bytes.
-void make_iq4_quants(int super_block_size, const float* x, uint16_t* dh, uint8_t* q4,
-                     uint16_t* scales_h, uint8_t* scales_l, float* scales, float* weight,
-                     uint8_t* L, int ntry);
+void make_iq4_quants(int super_block_size, const float* x, uint16_t* dh, uint8_t* q4, uint16_t* scales_h,
+                     uint8_t* scales_l, float* scales, float* weight, uint8_t* L, int ntry);
 
 }  // namespace sniper

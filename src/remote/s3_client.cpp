@@ -38,8 +38,8 @@ std::string uri_encode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
-        c == '~') {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+        c == '.' || c == '~') {
       out += static_cast<char>(c);
     } else {
       out += '%';
@@ -105,15 +105,18 @@ Result<S3Config> s3_config_from_env(const std::function<const char*(const char*)
   c.secret_access_key = env("AWS_SECRET_ACCESS_KEY");
   c.session_token = env("AWS_SESSION_TOKEN");
   if (c.access_key_id.empty() || c.secret_access_key.empty()) {
-    return make_error("S3 credentials are missing: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN "
-                      "for temporary credentials)");
+    return make_error(
+        "S3 credentials are missing: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN "
+        "for temporary credentials)");
   }
   if (const std::string part = env("SNIPER_S3_PART_BYTES"); !part.empty()) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(part.c_str(), &end, 10);
     if (end == part.c_str() || *end != '\0' || v < (64u << 10) || v > (uint64_t{5} << 30)) {
-      return make_error("SNIPER_S3_PART_BYTES is '%s' but must be a byte count in [65536, 5368709120] (S3 needs parts "
-                        "of at least 5 MiB)", part.c_str());
+      return make_error(
+          "SNIPER_S3_PART_BYTES is '%s' but must be a byte count in [65536, 5368709120] (S3 needs parts "
+          "of at least 5 MiB)",
+          part.c_str());
     }
     c.part_bytes = v;
   }
@@ -122,7 +125,8 @@ Result<S3Config> s3_config_from_env(const std::function<const char*(const char*)
   if (c.region.empty()) c.region = "us-east-1";
   for (char ch : c.region) {
     if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')) {
-      return make_error("AWS_REGION is '%s' but a region is made of a-z 0-9 and '-' (e.g. us-east-1, auto)", c.region.c_str());
+      return make_error("AWS_REGION is '%s' but a region is made of a-z 0-9 and '-' (e.g. us-east-1, auto)",
+                        c.region.c_str());
     }
   }
   std::string endpoint = env("AWS_ENDPOINT_URL_S3");
@@ -173,8 +177,8 @@ Result<S3Location> parse_s3_url(std::string_view url) {
   if (!loc.prefix.empty() && loc.prefix[0] == '/') return bad("the prefix must not start with '/'");
   if (loc.prefix.find("//") != std::string::npos) return bad("the prefix must not contain an empty segment ('//')");
   for (char c : loc.prefix) {
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' ||
-          c == '/')) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+          c == '_' || c == '/')) {
       return bad("a prefix may only contain A-Z a-z 0-9 . _ - /");
     }
   }
@@ -190,14 +194,15 @@ Result<std::vector<S3Object>> parse_list_objects_v2(std::string_view xml, std::s
     at = end;
     S3Object o;
     std::string_view key, size, modified;
-    if (!xml_element(block, "Key", 0, &key, nullptr)) return make_error("a ListObjectsV2 <Contents> entry has no <Key>");
+    if (!xml_element(block, "Key", 0, &key, nullptr))
+      return make_error("a ListObjectsV2 <Contents> entry has no <Key>");
     if (!xml_element(block, "Size", 0, &size, nullptr) || size.empty() || size.size() > 19) {
       return make_error("the ListObjectsV2 entry '%.*s' has no valid <Size>", static_cast<int>(key.size()), key.data());
     }
     for (char c : size) {
       if (c < '0' || c > '9') {
-        return make_error("the ListObjectsV2 entry '%.*s' has <Size> '%.*s', not a number", static_cast<int>(key.size()),
-                          key.data(), static_cast<int>(size.size()), size.data());
+        return make_error("the ListObjectsV2 entry '%.*s' has <Size> '%.*s', not a number",
+                          static_cast<int>(key.size()), key.data(), static_cast<int>(size.size()), size.data());
       }
       o.bytes = o.bytes * 10 + static_cast<uint64_t>(c - '0');
     }
@@ -224,16 +229,16 @@ void parse_s3_error(std::string_view xml, std::string* code, std::string* messag
 
 // One HTTP exchange: what to send and where the body goes.
 struct S3Client::Request {
-  const char* op = "";          // "upload", "download", ... (for messages)
+  const char* op = "";  // "upload", "download", ... (for messages)
   std::string method = "GET";
   std::string url;
-  std::string display;          // s3://bucket/key
+  std::string display;  // s3://bucket/key
   std::string payload_sha256 = kEmptySha256;
   std::vector<std::string> headers;
   std::string* etag = nullptr;  // receives the reply's ETag header when set
   // Upload source: a file descriptor or bytes.
   int upload_fd = -1;
-  uint64_t upload_offset = 0;   // of the range of upload_fd sent
+  uint64_t upload_offset = 0;  // of the range of upload_fd sent
   std::string_view upload_bytes;
   uint64_t upload_size = 0;
   uint64_t upload_pos = 0;
@@ -244,8 +249,8 @@ struct S3Client::Request {
   uint64_t max_bytes = 0;
   uint64_t received = 0;
   Sha256* sink_hash = nullptr;
-  std::string sink_error;       // why the sink stopped the transfer
-  std::string error_body;       // the body of a non-2xx reply
+  std::string sink_error;  // why the sink stopped the transfer
+  std::string error_body;  // the body of a non-2xx reply
   CURL* curl = nullptr;
 };
 
@@ -297,7 +302,8 @@ size_t on_read(char* buf, size_t size, size_t nitems, void* user) {
     const ssize_t n = ::pread(r->upload_fd, buf, want, static_cast<off_t>(r->upload_offset + r->upload_pos));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      r->sink_error = n == 0 ? "the file shrank during the upload" : std::string("cannot read the file: ") + std::strerror(errno);
+      r->sink_error =
+          n == 0 ? "the file shrank during the upload" : std::string("cannot read the file: ") + std::strerror(errno);
       return CURL_READFUNC_ABORT;
     }
     r->upload_pos += static_cast<uint64_t>(n);
@@ -340,7 +346,8 @@ std::string S3Client::object_url(const std::string& bucket, const std::string& k
     url = config_.endpoint + "/" + bucket + "/" + key;
   } else {
     const size_t scheme_end = config_.endpoint.find("://");
-    url = config_.endpoint.substr(0, scheme_end + 3) + bucket + "." + config_.endpoint.substr(scheme_end + 3) + "/" + key;
+    url =
+        config_.endpoint.substr(0, scheme_end + 3) + bucket + "." + config_.endpoint.substr(scheme_end + 3) + "/" + key;
   }
   if (!query.empty()) url += "?" + query;
   return url;
@@ -409,7 +416,8 @@ Status S3Client::perform(Request& req) {
       hint = " (check AWS_REGION and AWS_ENDPOINT_URL)";
     }
     return make_error("%s %s failed: S3 answered HTTP %ld%s%s%s%s%s", req.op, req.display.c_str(), status,
-                      code.empty() ? "" : " ", code.c_str(), message.empty() ? "" : ": ", message.c_str(), hint.c_str());
+                      code.empty() ? "" : " ", code.c_str(), message.empty() ? "" : ": ", message.c_str(),
+                      hint.c_str());
   }
   return ok_status();
 }
@@ -450,7 +458,9 @@ Status S3Client::put_multipart(const std::string& bucket, const std::string& key
                                const std::vector<std::string>& meta_headers) {
   constexpr uint64_t kMaxParts = 10000;
   const uint64_t part = std::max(config_.part_bytes, (size + kMaxParts - 1) / kMaxParts);
-  if (part > kMaxPutBytes) return make_error("s3://%s/%s: %" PRIu64 " bytes is past S3's object size limit", bucket.c_str(), key.c_str(), size);
+  if (part > kMaxPutBytes)
+    return make_error("s3://%s/%s: %" PRIu64 " bytes is past S3's object size limit", bucket.c_str(), key.c_str(),
+                      size);
   const std::string display = "s3://" + bucket + "/" + key;
   // CreateMultipartUpload: the metadata goes here; the reply names the upload.
   std::string reply;
@@ -485,7 +495,8 @@ Status S3Client::put_multipart(const std::string& bucket, const std::string& key
                                 static_cast<off_t>(offset + done));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) {
-        st = make_error("multipart upload to %s: cannot read the file at offset %" PRIu64, display.c_str(), offset + done);
+        st = make_error("multipart upload to %s: cannot read the file at offset %" PRIu64, display.c_str(),
+                        offset + done);
         break;
       }
       hash.update(buf.data(), static_cast<size_t>(r));
@@ -506,7 +517,8 @@ Status S3Client::put_multipart(const std::string& bucket, const std::string& key
     req.upload_size = n;
     req.etag = &etag;
     st = perform(req);
-    if (st.ok() && etag.empty()) st = make_error("multipart upload to %s: part %" PRIu64 " got no ETag", display.c_str(), number);
+    if (st.ok() && etag.empty())
+      st = make_error("multipart upload to %s: part %" PRIu64 " got no ETag", display.c_str(), number);
     complete += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" + etag + "</ETag></Part>";
   }
   complete += "</CompleteMultipartUpload>";
@@ -529,7 +541,8 @@ Status S3Client::put_multipart(const std::string& bucket, const std::string& key
     if (st.ok() && reply.find("<Error>") != std::string::npos) {
       std::string code, message;
       parse_s3_error(reply, &code, &message);
-      st = make_error("multipart upload to %s failed at completion: %s: %s", display.c_str(), code.c_str(), message.c_str());
+      st = make_error("multipart upload to %s failed at completion: %s: %s", display.c_str(), code.c_str(),
+                      message.c_str());
     }
   }
   if (!st.ok()) {
@@ -615,7 +628,8 @@ Result<std::vector<S3Object>> S3Client::list(const std::string& bucket, const st
     req.max_bytes = kMaxListReplyBytes;
     SNIPER_TRY(perform(req));
     auto objects = parse_list_objects_v2(body, &token);
-    if (!objects.ok()) return make_error("listing of s3://%s/%s: %s", bucket.c_str(), prefix.c_str(), objects.error().message.c_str());
+    if (!objects.ok())
+      return make_error("listing of s3://%s/%s: %s", bucket.c_str(), prefix.c_str(), objects.error().message.c_str());
     all.insert(all.end(), objects->begin(), objects->end());
     if (token.empty()) return all;
   }

@@ -104,9 +104,8 @@ Status Grammar::validate() const {
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   CHECK(grammar_ != nullptr, "GrammarMatcher needs a grammar");
   for (int32_t pos : grammar_->alternatives(grammar_->root())) settle(pos, -1, &stacks_, 0);
-  std::sort(stacks_.begin(), stacks_.end(), [](const Top& a, const Top& b) {
-    return a.pos != b.pos ? a.pos < b.pos : a.parent < b.parent;
-  });
+  std::sort(stacks_.begin(), stacks_.end(),
+            [](const Top& a, const Top& b) { return a.pos != b.pos ? a.pos < b.pos : a.parent < b.parent; });
   stacks_.erase(std::unique(stacks_.begin(), stacks_.end()), stacks_.end());
 }
 

@@ -121,7 +121,7 @@ class GrammarMatcher {
 
  private:
   struct Frame {
-    int32_t pos;     // the element after the rule reference, to resume at
+    int32_t pos;  // the element after the rule reference, to resume at
     int32_t parent;
   };
   // Moves from (pos, parent) to every byte-set top reachable without consuming input.

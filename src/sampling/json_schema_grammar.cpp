@@ -54,7 +54,8 @@ class Builder {
     for (char c : std::string_view(" \t\n\r")) space.add(static_cast<uint8_t>(c));
     for (int i = 0; i <= n; ++i) {
       alt(chain[static_cast<size_t>(i)], {});
-      if (i < n) alt(chain[static_cast<size_t>(i)], {Grammar::bytes(space), Grammar::ref(chain[static_cast<size_t>(i) + 1])});
+      if (i < n)
+        alt(chain[static_cast<size_t>(i)], {Grammar::bytes(space), Grammar::ref(chain[static_cast<size_t>(i) + 1])});
     }
     ws_ = chain[0];
     return ws_;
@@ -83,8 +84,10 @@ class Builder {
     d.add('d');
     d.add('D');
     hex_low.add_range('0', '7');
-    alt(char_, {lit_byte('\\'), lit_byte('u'), Grammar::bytes(hex_not_d), Grammar::bytes(hex), Grammar::bytes(hex), Grammar::bytes(hex)});
-    alt(char_, {lit_byte('\\'), lit_byte('u'), Grammar::bytes(d), Grammar::bytes(hex_low), Grammar::bytes(hex), Grammar::bytes(hex)});
+    alt(char_, {lit_byte('\\'), lit_byte('u'), Grammar::bytes(hex_not_d), Grammar::bytes(hex), Grammar::bytes(hex),
+                Grammar::bytes(hex)});
+    alt(char_, {lit_byte('\\'), lit_byte('u'), Grammar::bytes(d), Grammar::bytes(hex_low), Grammar::bytes(hex),
+                Grammar::bytes(hex)});
     // UTF-8 (RFC 3629 table 3-7): no overlongs, no surrogates, nothing past U+10FFFF.
     const auto cont = range(0x80, 0xBF);
     alt(char_, {range(0xC2, 0xDF), cont});
@@ -217,7 +220,8 @@ class Builder {
   // Any object at `depth`: { ws } | { ws member (ws , ws member)* ws }
   int32_t any_object(int depth) {
     const int32_t member = rule("member" + std::to_string(depth));
-    alt(member, {Grammar::ref(free_string()), Grammar::ref(ws()), lit_byte(':'), Grammar::ref(ws()), Grammar::ref(any_value(depth + 1))});
+    alt(member, {Grammar::ref(free_string()), Grammar::ref(ws()), lit_byte(':'), Grammar::ref(ws()),
+                 Grammar::ref(any_value(depth + 1))});
     const int32_t tail = rule("members-tail" + std::to_string(depth));
     const int32_t rest = rule("members" + std::to_string(depth));
     alt(rest, {Grammar::ref(ws()), Grammar::ref(tail)});
@@ -246,7 +250,8 @@ class Builder {
       alt(a, {Grammar::ref(ws()), Grammar::ref(t)});
       if (k >= min_items) alt(t, {lit_byte(']')});
       if (k < top) {
-        alt(t, {lit_byte(','), Grammar::ref(ws()), Grammar::ref(item), Grammar::ref(after[static_cast<size_t>(k) + 1])});
+        alt(t,
+            {lit_byte(','), Grammar::ref(ws()), Grammar::ref(item), Grammar::ref(after[static_cast<size_t>(k) + 1])});
       } else if (max_items < 0) {  // unbounded: loop on the last state
         alt(t, {lit_byte(','), Grammar::ref(ws()), Grammar::ref(item), Grammar::ref(a)});
       }
@@ -273,8 +278,9 @@ class SchemaCompiler {
 
   Result<int32_t> compile(const Json& schema, const std::string& path, int depth) {
     if (b_.grammar().n_rules() > b_.limits().max_rules) {
-      return make_error("%s: the schema is too large (its grammar passes %d rules; lower maxLength/maxItems or split it)",
-                        path.c_str(), b_.limits().max_rules);
+      return make_error(
+          "%s: the schema is too large (its grammar passes %d rules; lower maxLength/maxItems or split it)",
+          path.c_str(), b_.limits().max_rules);
     }
     if (depth > b_.limits().max_schema_depth) {
       return make_error("%s: the schema nests deeper than %d levels", path.c_str(), b_.limits().max_schema_depth);
@@ -284,15 +290,17 @@ class SchemaCompiler {
       return make_error("%s: the schema is false, which no value satisfies", path.c_str());
     }
     if (!schema.is_object()) return make_error("%s: a schema must be an object or a boolean", path.c_str());
-    static const std::set<std::string> kKnown = {
-        "type",      "properties", "required",  "additionalProperties", "items", "minItems", "maxItems",
-        "minLength", "maxLength",  "enum",      "const",                "anyOf", "title",    "description",
-        "$schema",   "$id",        "$comment",  "default",              "examples"};
+    static const std::set<std::string> kKnown = {"type",      "properties",  "required", "additionalProperties",
+                                                 "items",     "minItems",    "maxItems", "minLength",
+                                                 "maxLength", "enum",        "const",    "anyOf",
+                                                 "title",     "description", "$schema",  "$id",
+                                                 "$comment",  "default",     "examples"};
     for (auto it = schema.begin(); it != schema.end(); ++it) {
       if (kKnown.count(it.key()) == 0) {
-        return make_error("%s: the keyword '%s' is not supported (supported: type, properties, required, "
-                          "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf)",
-                          path.c_str(), it.key().c_str());
+        return make_error(
+            "%s: the keyword '%s' is not supported (supported: type, properties, required, "
+            "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf)",
+            path.c_str(), it.key().c_str());
       }
     }
     if (auto c = schema.find("const"); c != schema.end()) return b_.literal_rule(c->dump());
@@ -306,7 +314,8 @@ class SchemaCompiler {
       if (!a->is_array() || a->empty()) return make_error("%s.anyOf must be a non-empty array", path.c_str());
       const int32_t r = b_.rule("anyOf");
       for (size_t i = 0; i < a->size(); ++i) {
-        SNIPER_ASSIGN_OR_RETURN(const int32_t sub, compile((*a)[i], path + ".anyOf[" + std::to_string(i) + "]", depth + 1));
+        SNIPER_ASSIGN_OR_RETURN(const int32_t sub,
+                                compile((*a)[i], path + ".anyOf[" + std::to_string(i) + "]", depth + 1));
         b_.alt(r, {Grammar::ref(sub)});
       }
       return r;
@@ -323,7 +332,8 @@ class SchemaCompiler {
       } else {
         return make_error("%s.type must be a string or a non-empty array of strings", path.c_str());
       }
-    } else if (schema.contains("properties") || schema.contains("required") || schema.contains("additionalProperties")) {
+    } else if (schema.contains("properties") || schema.contains("required") ||
+               schema.contains("additionalProperties")) {
       types.push_back("object");
     } else if (schema.contains("items") || schema.contains("minItems") || schema.contains("maxItems")) {
       types.push_back("array");
@@ -355,7 +365,9 @@ class SchemaCompiler {
     if (type == "string") {
       SNIPER_ASSIGN_OR_RETURN(const int64_t lo, count(schema, "minLength", path, 0));
       SNIPER_ASSIGN_OR_RETURN(const int64_t hi, count(schema, "maxLength", path, -1));
-      if (hi >= 0 && hi < lo) return make_error("%s: maxLength %lld is below minLength %lld", path.c_str(), static_cast<long long>(hi), static_cast<long long>(lo));
+      if (hi >= 0 && hi < lo)
+        return make_error("%s: maxLength %lld is below minLength %lld", path.c_str(), static_cast<long long>(hi),
+                          static_cast<long long>(lo));
       return b_.string(lo, hi);
     }
     if (type == "number") return b_.number();
@@ -382,7 +394,9 @@ class SchemaCompiler {
     }
     SNIPER_ASSIGN_OR_RETURN(const int64_t lo, count(schema, "minItems", path, 0));
     SNIPER_ASSIGN_OR_RETURN(const int64_t hi, count(schema, "maxItems", path, -1));
-    if (hi >= 0 && hi < lo) return make_error("%s: maxItems %lld is below minItems %lld", path.c_str(), static_cast<long long>(hi), static_cast<long long>(lo));
+    if (hi >= 0 && hi < lo)
+      return make_error("%s: maxItems %lld is below minItems %lld", path.c_str(), static_cast<long long>(hi),
+                        static_cast<long long>(lo));
     return b_.array(item, lo, hi, "array");
   }
 
@@ -450,7 +464,8 @@ class SchemaCompiler {
         s = concat(s, kv);
         s.push_back(Grammar::ref(from[i + 1][0]));
         b_.alt(from[i][static_cast<size_t>(first)], s);
-        if (!p.required) b_.alt(from[i][static_cast<size_t>(first)], {Grammar::ref(from[i + 1][static_cast<size_t>(first)])});
+        if (!p.required)
+          b_.alt(from[i][static_cast<size_t>(first)], {Grammar::ref(from[i + 1][static_cast<size_t>(first)])});
       }
     }
     const int32_t obj = b_.rule("object");

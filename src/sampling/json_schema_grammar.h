@@ -12,10 +12,9 @@
 // at most 16 digits, fractions at most 16, exponents at most 2; whitespace runs at most
 // JsonGrammarLimits::max_ws bytes; an unconstrained value ({} or format "json") nests at most
 // max_any_depth containers and its strings (keys too) hold at most max_any_string characters (a
-// schema with "type": "string" and no maxLength is unbounded); counted repetitions (minItems/maxItems, minLength/maxLength) at most
-// max_count; schemas nest at most max_schema_depth. Strings are valid UTF-8 and their escapes
-// never produce a lone surrogate. Property order follows the schema's.
-// Pure functions; thread-safe.
+// schema with "type": "string" and no maxLength is unbounded); counted repetitions (minItems/maxItems,
+// minLength/maxLength) at most max_count; schemas nest at most max_schema_depth. Strings are valid UTF-8 and their
+// escapes never produce a lone surrogate. Property order follows the schema's. Pure functions; thread-safe.
 #pragma once
 
 #include <memory>

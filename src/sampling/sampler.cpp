@@ -50,8 +50,10 @@ Status SamplerConfig::validate() const {
   if (repeat_last_n < 0 || repeat_last_n > kMaxRepeatLastN) {
     return make_error("repeat_last_n is %d but must be in [0, %d] (0 = disabled)", repeat_last_n, kMaxRepeatLastN);
   }
-  if (!std::isfinite(presence_penalty)) return make_error("presence_penalty is %g but must be finite", presence_penalty);
-  if (!std::isfinite(frequency_penalty)) return make_error("frequency_penalty is %g but must be finite", frequency_penalty);
+  if (!std::isfinite(presence_penalty))
+    return make_error("presence_penalty is %g but must be finite", presence_penalty);
+  if (!std::isfinite(frequency_penalty))
+    return make_error("frequency_penalty is %g but must be finite", frequency_penalty);
   return ok_status();
 }
 
@@ -99,8 +101,8 @@ void Sampler::ensure_capacity(int32_t n_vocab) {
 
 template <typename F>
 void Sampler::for_each_penalised(int32_t n_vocab, F&& adjust) {
-  const bool active = config_.repeat_penalty != 1.0f || config_.presence_penalty != 0.0f ||
-                      config_.frequency_penalty != 0.0f;
+  const bool active =
+      config_.repeat_penalty != 1.0f || config_.presence_penalty != 0.0f || config_.frequency_penalty != 0.0f;
   if (!active || history_size_ == 0) return;
   for (size_t i = 0; i < history_size_; ++i) {
     const int32_t t = history_[i];

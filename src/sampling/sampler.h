@@ -16,14 +16,14 @@
 namespace sniper {
 
 struct SamplerConfig {
-  float temperature = 0.8f;       // >= 0; 0 means greedy
-  int top_k = 40;                 // >= 0; 0 disables
-  float top_p = 0.95f;            // in (0, 1]; 1 disables
-  float min_p = 0.05f;            // in [0, 1]; 0 disables
-  float repeat_penalty = 1.0f;    // > 0; 1 disables
-  int repeat_last_n = 64;         // >= 0 tokens of history penalised; 0 disables penalties
-  float presence_penalty = 0;     // finite; subtracted once from every token in the window
-  float frequency_penalty = 0;    // finite; subtracted once per occurrence in the window
+  float temperature = 0.8f;     // >= 0; 0 means greedy
+  int top_k = 40;               // >= 0; 0 disables
+  float top_p = 0.95f;          // in (0, 1]; 1 disables
+  float min_p = 0.05f;          // in [0, 1]; 0 disables
+  float repeat_penalty = 1.0f;  // > 0; 1 disables
+  int repeat_last_n = 64;       // >= 0 tokens of history penalised; 0 disables penalties
+  float presence_penalty = 0;   // finite; subtracted once from every token in the window
+  float frequency_penalty = 0;  // finite; subtracted once per occurrence in the window
   uint64_t seed = 0;
 
   // Checks every field; the Error names the field, its value and the allowed range.

@@ -48,7 +48,8 @@ void TokenVocabulary::index() {
       path.push_back(node);
     }
     TrieNode& end = trie[static_cast<size_t>(path.back())];
-    if (end.tokens_begin == end.tokens_end) end.tokens_begin = end.tokens_end = static_cast<int32_t>(trie_tokens.size());
+    if (end.tokens_begin == end.tokens_end)
+      end.tokens_begin = end.tokens_end = static_cast<int32_t>(trie_tokens.size());
     trie_tokens.push_back(t);  // equal pieces are adjacent in `order`, so a node's tokens are contiguous
     end.tokens_end = static_cast<int32_t>(trie_tokens.size());
     prev = &piece;
@@ -76,8 +77,8 @@ int64_t TokenConstraint::mask(float* logits, int32_t n_vocab) {
   // Depth-first over the trie: a node is reached only when its bytes keep a parse alive.
   const auto& trie = vocab_->trie;
   struct Visit {
-    int32_t node;      // next child to try at this depth (-1: none left)
-    size_t mark;       // matcher frames before the step into this depth's parent
+    int32_t node;  // next child to try at this depth (-1: none left)
+    size_t mark;   // matcher frames before the step into this depth's parent
   };
   std::vector<Visit> stack;
   if (level_.empty()) level_.resize(1);

@@ -58,7 +58,7 @@ class TokenConstraint {
  private:
   GrammarMatcher matcher_;
   std::shared_ptr<const TokenVocabulary> vocab_;
-  std::vector<uint8_t> allowed_;  // [n_vocab] scratch for mask()
+  std::vector<uint8_t> allowed_;                         // [n_vocab] scratch for mask()
   std::vector<std::vector<GrammarMatcher::Top>> level_;  // [depth] stacks while walking the trie
 };
 

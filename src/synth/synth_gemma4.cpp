@@ -47,7 +47,8 @@ Status validate_gemma4_spec(const SynthSpec& s) {
     return ok_status();
   };
   SNIPER_TRY(check("--head-dim-swa", s.head_dim_swa, 2, 1024));
-  if (s.head_dim_swa % 2 != 0) return make_error("--head-dim-swa is %ld but must be even", static_cast<long>(s.head_dim_swa));
+  if (s.head_dim_swa % 2 != 0)
+    return make_error("--head-dim-swa is %ld but must be even", static_cast<long>(s.head_dim_swa));
   SNIPER_TRY(check("--kv-heads-full", n_kv_full(s), 1, s.n_heads));
   if (s.n_heads % n_kv_full(s) != 0) {
     return make_error("--heads (%ld) must be a multiple of --kv-heads-full (%ld)", static_cast<long>(s.n_heads),
@@ -63,14 +64,17 @@ Status validate_gemma4_spec(const SynthSpec& s) {
     const int64_t n_kv = s.n_layers - s.shared_kv_layers;
     if (is_full(s, n_kv - 2) || !is_full(s, n_kv - 1)) {
       return make_error("--shared-kv-layers %ld: layers %ld and %ld (the last with own KV) must be sliding and full",
-                        static_cast<long>(s.shared_kv_layers), static_cast<long>(n_kv - 2), static_cast<long>(n_kv - 1));
+                        static_cast<long>(s.shared_kv_layers), static_cast<long>(n_kv - 2),
+                        static_cast<long>(n_kv - 1));
     }
   }
   if (!(s.rope_partial > 0.0f && s.rope_partial <= 1.0f)) {
     return make_error("rope_partial is %g but must be in (0, 1]", static_cast<double>(s.rope_partial));
   }
-  if (!(s.rope_base_swa > 1.0f)) return make_error("--rope-base-swa is %g but must be > 1", static_cast<double>(s.rope_base_swa));
-  if (!(s.final_softcap >= 0.0f)) return make_error("final_softcap is %g but must be >= 0", static_cast<double>(s.final_softcap));
+  if (!(s.rope_base_swa > 1.0f))
+    return make_error("--rope-base-swa is %g but must be > 1", static_cast<double>(s.rope_base_swa));
+  if (!(s.final_softcap >= 0.0f))
+    return make_error("final_softcap is %g but must be >= 0", static_cast<double>(s.final_softcap));
   return ok_status();
 }
 

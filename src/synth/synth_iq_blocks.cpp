@@ -100,7 +100,8 @@ void random_block(GgmlType type, SynthRng& rng, fp16_t d, uint8_t* blk) {
     }
     case GgmlType::kTQ2_0: {
       BlockTQ2_0 b;
-      for (uint8_t& q : b.qs) q = static_cast<uint8_t>(trit(rng) | (trit(rng) << 2) | (trit(rng) << 4) | (trit(rng) << 6));
+      for (uint8_t& q : b.qs)
+        q = static_cast<uint8_t>(trit(rng) | (trit(rng) << 2) | (trit(rng) << 4) | (trit(rng) << 6));
       std::memcpy(blk, &b, sizeof(b));
       break;
     }

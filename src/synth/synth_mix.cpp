@@ -14,11 +14,11 @@ struct TypeName {
   int file_type;  // llama.cpp's LLAMA_FTYPE_* whose name is this type, or -1
 };
 constexpr TypeName kPlainTypes[] = {
-    {"f32", GgmlType::kF32, 0},        {"f16", GgmlType::kF16, 1},       {"bf16", GgmlType::kBF16, 32},
-    {"q8_0", GgmlType::kQ8_0, 7},      {"q4_0", GgmlType::kQ4_0, 2},     {"q4_1", GgmlType::kQ4_1, 3},
-    {"q5_0", GgmlType::kQ5_0, 8},      {"q5_1", GgmlType::kQ5_1, 9},     {"q2_k", GgmlType::kQ2_K, 10},
-    {"q3_k", GgmlType::kQ3_K, -1},     {"q4_k", GgmlType::kQ4_K, -1},    {"q5_k", GgmlType::kQ5_K, -1},
-    {"q6_k", GgmlType::kQ6_K, 18},     {"iq4_nl", GgmlType::kIQ4_NL, 25}, {"iq4_xs", GgmlType::kIQ4_XS, 30},
+    {"f32", GgmlType::kF32, 0},    {"f16", GgmlType::kF16, 1},        {"bf16", GgmlType::kBF16, 32},
+    {"q8_0", GgmlType::kQ8_0, 7},  {"q4_0", GgmlType::kQ4_0, 2},      {"q4_1", GgmlType::kQ4_1, 3},
+    {"q5_0", GgmlType::kQ5_0, 8},  {"q5_1", GgmlType::kQ5_1, 9},      {"q2_k", GgmlType::kQ2_K, 10},
+    {"q3_k", GgmlType::kQ3_K, -1}, {"q4_k", GgmlType::kQ4_K, -1},     {"q5_k", GgmlType::kQ5_K, -1},
+    {"q6_k", GgmlType::kQ6_K, 18}, {"iq4_nl", GgmlType::kIQ4_NL, 25}, {"iq4_xs", GgmlType::kIQ4_XS, 30},
 };
 
 constexpr int kFtypeQ3_K_M = 12;
@@ -51,8 +51,7 @@ GgmlType mix_rule(const SynthTypePlan& plan, SynthMatrix matrix, const SynthTens
   const bool eight_experts = n_experts == 8;
   switch (matrix) {
     case SynthMatrix::kTokenEmbd:
-    case SynthMatrix::kOther:
-      return base;
+    case SynthMatrix::kOther: return base;
     case SynthMatrix::kOutput:
     case SynthMatrix::kTokenEmbdTied:
       // Output head: Q6_K unless the row is not whole base blocks (then Q8_0).
@@ -68,8 +67,7 @@ GgmlType mix_rule(const SynthTypePlan& plan, SynthMatrix matrix, const SynthTens
       if (eight_experts) t = GgmlType::kQ8_0;
       return t;
     }
-    case SynthMatrix::kAttnK:
-      return eight_experts ? GgmlType::kQ8_0 : base;
+    case SynthMatrix::kAttnK: return eight_experts ? GgmlType::kQ8_0 : base;
     case SynthMatrix::kAttnOutput:
       if (eight_experts) return plan.mix == kFtypeQ5_K_M ? base : GgmlType::kQ5_K;
       return plan.mix == kFtypeQ3_K_M ? GgmlType::kQ4_K : base;
@@ -78,8 +76,7 @@ GgmlType mix_rule(const SynthTypePlan& plan, SynthMatrix matrix, const SynthTens
       return synth_use_more_bits(i, n) ? GgmlType::kQ6_K : base;
     case SynthMatrix::kAttnQ:
     case SynthMatrix::kFfnGate:
-    case SynthMatrix::kFfnUp:
-      return base;
+    case SynthMatrix::kFfnUp: return base;
   }
   return base;
 }
@@ -138,8 +135,8 @@ GgmlType synth_matrix_type(const SynthTypePlan& plan, SynthMatrix matrix, int64_
   return synth_tensor_type(plan, matrix, SynthTensorPos::layer(layer_idx, n_layers), n_experts, row_len, n_gqa);
 }
 
-GgmlType synth_tensor_type(const SynthTypePlan& plan, SynthMatrix matrix, const SynthTensorPos& pos,
-                           int64_t n_experts, int64_t row_len, int64_t n_gqa) {
+GgmlType synth_tensor_type(const SynthTypePlan& plan, SynthMatrix matrix, const SynthTensorPos& pos, int64_t n_experts,
+                           int64_t row_len, int64_t n_gqa) {
   const GgmlType t = plan.mix == 0 ? plan.base : mix_rule(plan, matrix, pos, n_experts, row_len, n_gqa);
   return fit_row(t, row_len);
 }

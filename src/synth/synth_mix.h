@@ -34,7 +34,17 @@ struct SynthTypePlan {
 // which llama.cpp quantizes like the output head; kOther is every other quantizable matrix
 // (attn_gate, ssm_out, ssm_alpha, ssm_beta, ssm_ba, gemma4's inp_gate and proj): the default type.
 enum class SynthMatrix {
-  kTokenEmbd, kOutput, kAttnQ, kAttnK, kAttnV, kAttnOutput, kFfnGate, kFfnUp, kFfnDown, kTokenEmbdTied, kOther
+  kTokenEmbd,
+  kOutput,
+  kAttnQ,
+  kAttnK,
+  kAttnV,
+  kAttnOutput,
+  kFfnGate,
+  kFfnUp,
+  kFfnDown,
+  kTokenEmbdTied,
+  kOther
 };
 
 // Where a matrix sits, as llama.cpp's quantizer counts it. layer_idx / n_layers: the block
@@ -65,8 +75,8 @@ struct SynthTensorPos {
 GgmlType synth_matrix_type(const SynthTypePlan& plan, SynthMatrix matrix, int64_t layer_idx, int64_t n_layers,
                            int64_t n_experts, int64_t row_len, int64_t n_gqa = 1);
 // The same with the quantizer's counters given explicitly (hybrid and gemma4 stacks).
-GgmlType synth_tensor_type(const SynthTypePlan& plan, SynthMatrix matrix, const SynthTensorPos& pos,
-                           int64_t n_experts, int64_t row_len, int64_t n_gqa);
+GgmlType synth_tensor_type(const SynthTypePlan& plan, SynthMatrix matrix, const SynthTensorPos& pos, int64_t n_experts,
+                           int64_t row_len, int64_t n_gqa);
 
 // llama.cpp's use_more_bits(i, n): the first and last eighth of the layers and every third
 // layer between them.
@@ -81,7 +91,7 @@ struct SynthIqFileType {
 const SynthIqFileType* synth_iq_file_types(size_t* count);
 // The llama_tensor_get_type_impl rule of i-quant file type `ftype` for this matrix (before the
 // row-length fallback).
-GgmlType synth_iq_mix_rule(int ftype, GgmlType base, SynthMatrix matrix, const SynthTensorPos& pos,
-                           int64_t n_experts, int64_t n_gqa);
+GgmlType synth_iq_mix_rule(int ftype, GgmlType base, SynthMatrix matrix, const SynthTensorPos& pos, int64_t n_experts,
+                           int64_t n_gqa);
 
 }  // namespace sniper

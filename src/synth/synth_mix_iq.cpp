@@ -46,8 +46,7 @@ GgmlType synth_iq_mix_rule(int f, GgmlType base, SynthMatrix matrix, const Synth
                            int64_t n_gqa) {
   const int64_t i = pos.layer_idx, n = pos.n_layers;
   if (matrix == SynthMatrix::kOutput) {
-    return one_of(f, {kIQ2_XXS, kIQ2_XS, kIQ3_XXS, kIQ1_S, kIQ2_S, kIQ2_M, kIQ1_M}) ? GgmlType::kQ5_K
-                                                                                    : GgmlType::kQ6_K;
+    return one_of(f, {kIQ2_XXS, kIQ2_XS, kIQ3_XXS, kIQ1_S, kIQ2_S, kIQ2_M, kIQ1_M}) ? GgmlType::kQ5_K : GgmlType::kQ6_K;
   }
   if (matrix == SynthMatrix::kTokenEmbd) {
     if (one_of(f, {kIQ2_XXS, kIQ2_XS, kIQ1_S, kIQ1_M})) return GgmlType::kQ2_K;

@@ -169,7 +169,9 @@ std::vector<PlannedTensor> make_plan(const SynthSpec& s, const SynthTypePlan& tp
     plan.back().std = weight_std(kind, s.n_layers);
   };
   auto norm = [&](const std::string& name, int64_t n) { add(name, GgmlType::kF32, {n}, SynthInit::kNorm); };
-  auto f32 = [&](const std::string& name, std::vector<int64_t> ne) { add(name, GgmlType::kF32, std::move(ne), SynthInit::kWeight); };
+  auto f32 = [&](const std::string& name, std::vector<int64_t> ne) {
+    add(name, GgmlType::kF32, std::move(ne), SynthInit::kWeight);
+  };
   const int64_t q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
   matrix(kTokenEmbdName, SynthMatrix::kTokenEmbd, 0, {s.dim, vocab});
   norm(kOutputNormName, s.dim);
@@ -269,11 +271,13 @@ void fill_chunk(const PlannedTensor& p, bool fast, SynthRng& rng, uint8_t* out, 
         }
         break;
       case SynthInit::kUniform:
-        for (int64_t i = 0; i < row; ++i) buf[static_cast<size_t>(i)] = static_cast<float>(p.a + (p.b - p.a) * rng.uniform());
+        for (int64_t i = 0; i < row; ++i)
+          buf[static_cast<size_t>(i)] = static_cast<float>(p.a + (p.b - p.a) * rng.uniform());
         break;
       case SynthInit::kNegLogUniform: {
         const double lo = std::log(static_cast<double>(p.a)), hi = std::log(static_cast<double>(p.b));
-        for (int64_t i = 0; i < row; ++i) buf[static_cast<size_t>(i)] = static_cast<float>(-std::exp(lo + (hi - lo) * rng.uniform()));
+        for (int64_t i = 0; i < row; ++i)
+          buf[static_cast<size_t>(i)] = static_cast<float>(-std::exp(lo + (hi - lo) * rng.uniform()));
         break;
       }
       case SynthInit::kRopeFreqs:
@@ -352,8 +356,10 @@ float synth_residual_std(int64_t n_layers) { return kSynthWeightStd / std::sqrt(
 Status validate_synth_spec(const SynthSpec& s) {
   const ArchSpec* arch = find_arch(s.arch);
   if (arch == nullptr) {
-    return make_error("--arch is '%s' but must be one of: llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, "
-                      "qwen3next, gemma4", s.arch.c_str());
+    return make_error(
+        "--arch is '%s' but must be one of: llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, "
+        "qwen3next, gemma4",
+        s.arch.c_str());
   }
   auto check = [](const char* name, int64_t v, int64_t lo, int64_t hi) -> Status {
     if (v < lo || v > hi) {
@@ -367,7 +373,9 @@ Status validate_synth_spec(const SynthSpec& s) {
   SNIPER_TRY(check("--heads", s.n_heads, 1, 1024));
   SNIPER_TRY(check("--kv-heads", s.n_kv_heads, 1, s.n_heads));
   SNIPER_TRY(check("--head-dim", s.head_dim, 2, 1024));
-  if (s.n_heads % s.n_kv_heads != 0) return make_error("--heads (%ld) must be a multiple of --kv-heads (%ld)", static_cast<long>(s.n_heads), static_cast<long>(s.n_kv_heads));
+  if (s.n_heads % s.n_kv_heads != 0)
+    return make_error("--heads (%ld) must be a multiple of --kv-heads (%ld)", static_cast<long>(s.n_heads),
+                      static_cast<long>(s.n_kv_heads));
   if (s.head_dim % 2 != 0) return make_error("--head-dim is %ld but must be even", static_cast<long>(s.head_dim));
   SNIPER_TRY(check("--ctx", s.n_ctx, 1, int64_t{1} << 24));
   if (s.vocab_from.empty()) SNIPER_TRY(check("--vocab", s.vocab_size, kMinSynthVocab, int64_t{1} << 22));
@@ -381,7 +389,8 @@ Status validate_synth_spec(const SynthSpec& s) {
   }
   SNIPER_TRY(check("--ff", s.hidden_dim, 1, 1 << 20));
   if (!(s.rope_base > 1.0f)) return make_error("--rope-base is %g but must be > 1", static_cast<double>(s.rope_base));
-  if (!(s.norm_eps > 0.0f && s.norm_eps < 1.0f)) return make_error("--eps is %g but must be in (0, 1)", static_cast<double>(s.norm_eps));
+  if (!(s.norm_eps > 0.0f && s.norm_eps < 1.0f))
+    return make_error("--eps is %g but must be in (0, 1)", static_cast<double>(s.norm_eps));
   SNIPER_TRY(check("--threads", s.n_threads, 0, 4096));
   auto type = resolve_synth_type(s.type);
   if (!type.ok()) return type.error();

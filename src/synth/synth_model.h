@@ -45,7 +45,7 @@ struct SynthSpec {
   int64_t n_heads = 4;
   int64_t n_kv_heads = 2;
   int64_t head_dim = 64;
-  int64_t hidden_dim = 512;       // dense FFN (and Mixtral expert) width
+  int64_t hidden_dim = 512;  // dense FFN (and Mixtral expert) width
   int64_t n_experts = 0;
   int64_t n_experts_active = 0;
   int64_t expert_hidden_dim = 0;  // expert width (every MoE arch but Mixtral-style llama)
@@ -53,10 +53,10 @@ struct SynthSpec {
   int64_t n_ctx = 2048;
   float rope_base = 10000.0f;
   float norm_eps = 1e-5f;
-  std::string type = "q4_k_m";    // f32 f16 bf16 q8_0 q4_0 ... q6_k iq4_nl iq4_xs, or mixes q4_k_m q5_k_m q3_k_m
+  std::string type = "q4_k_m";  // f32 f16 bf16 q8_0 q4_0 ... q6_k iq4_nl iq4_xs, or mixes q4_k_m q5_k_m q3_k_m
   uint64_t seed = 1;
-  std::string vocab_from;         // copy tokenizer.* metadata from this GGUF (real tokenizer + template)
-  std::string chat_template_from; // tokenizer_config.json (chat_template, bos/eos tokens) or a raw Jinja file
+  std::string vocab_from;          // copy tokenizer.* metadata from this GGUF (real tokenizer + template)
+  std::string chat_template_from;  // tokenizer_config.json (chat_template, bos/eos tokens) or a raw Jinja file
   // Qwen3.5 / Qwen3-Next hybrids (qwen35, qwen35moe, qwen3next): a gated delta-net layer
   // except every full_attention_interval-th, which is gated full attention.
   int64_t shared_expert_hidden_dim = 0;  // shared expert width (qwen35moe, qwen3next)
@@ -65,25 +65,25 @@ struct SynthSpec {
   int64_t ssm_v_heads = 4;               // delta-net value heads (ssm.time_step_rank)
   int64_t ssm_conv = 4;                  // conv1d kernel width (ssm.conv_kernel)
   int64_t full_attention_interval = 4;
-  int64_t nextn_layers = 0;              // multi-token-prediction blocks after the main stack
-  int64_t n_rot = 0;                     // rope.dimension_count (0 = head_dim); qwen35*: IMRoPE
-                                         // sections [11, 11, 10, 0] scaled to n_rot / 2
+  int64_t nextn_layers = 0;  // multi-token-prediction blocks after the main stack
+  int64_t n_rot = 0;         // rope.dimension_count (0 = head_dim); qwen35*: IMRoPE
+                             // sections [11, 11, 10, 0] scaled to n_rot / 2
   // gemma4: every swa_period-th layer is full attention (head_dim, n_kv_heads_full kv heads,
   // rope over head_dim with rope_freqs rotating the first rope_partial of the pairs), the others
   // sliding (head_dim_swa, n_kv_heads, window sliding_window, rope base rope_base_swa).
   int64_t head_dim_swa = 0;
-  int64_t n_kv_heads_full = 0;           // 0 = n_kv_heads (then head_count_kv is one scalar)
+  int64_t n_kv_heads_full = 0;  // 0 = n_kv_heads (then head_count_kv is one scalar)
   int64_t sliding_window = 512;
   int64_t swa_period = 6;
   float rope_base_swa = 10000.0f;
   float rope_partial = 0.25f;
   float final_softcap = 30.0f;
-  bool full_k_eq_v = false;              // full layers have no attn_v (V = K; the 26B / 31B models)
-  int64_t per_layer_dim = 0;             // per-layer embedding width (E-models; 0 = none)
-  int64_t shared_kv_layers = 0;          // the last this many layers read an earlier layer's KV
-  bool shared_double_ff = false;         // the KV-shared layers have a 2 x hidden_dim FFN (E2B)
+  bool full_k_eq_v = false;       // full layers have no attn_v (V = K; the 26B / 31B models)
+  int64_t per_layer_dim = 0;      // per-layer embedding width (E-models; 0 = none)
+  int64_t shared_kv_layers = 0;   // the last this many layers read an earlier layer's KV
+  bool shared_double_ff = false;  // the KV-shared layers have a 2 x hidden_dim FFN (E2B)
   SynthFill fill = SynthFill::kAuto;
-  int n_threads = 0;              // worker threads counting the caller; 0 = all cores (output does not depend on it)
+  int n_threads = 0;  // worker threads counting the caller; 0 = all cores (output does not depend on it)
 };
 
 // One tensor of a synthetic model, in file order.

@@ -40,8 +40,8 @@ class SynthPlanBuilder {
   SynthPlanBuilder(const SynthSpec& spec, const SynthTypePlan& types) : spec_(spec), types_(types) {}
 
   // A quantizable matrix: its type from the mix rule for (matrix, pos) and the row length ne[0].
-  void matrix(const std::string& name, SynthMatrix kind, const SynthTensorPos& pos, std::vector<int64_t> ne,
-              float std, int64_t n_gqa);
+  void matrix(const std::string& name, SynthMatrix kind, const SynthTensorPos& pos, std::vector<int64_t> ne, float std,
+              int64_t n_gqa);
   // A tensor llama.cpp keeps in f32 (norms, 1-D tensors, routers, conv kernels, ...).
   void f32(const std::string& name, std::vector<int64_t> ne, SynthInit init, float a = 1.0f, float b = 0.0f,
            float std = kSynthWeightStd);

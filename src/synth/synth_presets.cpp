@@ -7,9 +7,8 @@ namespace sniper {
 
 namespace {
 
-SynthSpec shape(const char* arch, int64_t dim, int64_t n_layers, int64_t n_heads, int64_t n_kv_heads,
-                int64_t head_dim, int64_t hidden_dim, int64_t vocab_size, int64_t n_ctx, float rope_base,
-                float norm_eps) {
+SynthSpec shape(const char* arch, int64_t dim, int64_t n_layers, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                int64_t hidden_dim, int64_t vocab_size, int64_t n_ctx, float rope_base, float norm_eps) {
   SynthSpec s;
   s.arch = arch;
   s.dim = dim;
@@ -48,8 +47,8 @@ SynthSpec hybrid(SynthSpec s, int64_t n_rot, int64_t nk, int64_t nv, int64_t d, 
 
 // Gemma 4: sliding layers of head_dim_swa with n_kv_heads, every period-th layer full (head_dim,
 // kv_full heads); per-layer embeddings and KV sharing for the E-models.
-SynthSpec gemma4(SynthSpec s, int64_t head_dim_swa, int64_t kv_full, int64_t window, int64_t period,
-                 bool k_eq_v, int64_t per_layer_dim, int64_t shared_kv_layers, bool double_ff) {
+SynthSpec gemma4(SynthSpec s, int64_t head_dim_swa, int64_t kv_full, int64_t window, int64_t period, bool k_eq_v,
+                 int64_t per_layer_dim, int64_t shared_kv_layers, bool double_ff) {
   s.head_dim_swa = head_dim_swa;
   s.n_kv_heads_full = kv_full;
   s.sliding_window = window;
@@ -88,10 +87,11 @@ std::vector<SynthPreset> make_presets() {
   // tensors; GOBA-AI-Labs/PrunedHub-Qwen3.5-35B-A3B-80pct also cites "official Q4_K_M (21.2 GB)").
   // Ours: 21,163,142,176 bytes. IQ2_M: 11.66 GB, IQ3_XXS: 13.62 GB with llama.cpp's default mixes
   // (Unsloth's UD-IQ2_M 10.6 GB and UD-IQ3_XXS 13 GB are custom "dynamic" mixes, not comparable).
-  p.push_back({"qwen3.5-35b-a3b", "Qwen3.5-35B-A3B shape, Q4_K_M, 21.16 GB / 19.71 GiB (real file 21.2 GB)",
-               hybrid(with_experts(shape("qwen35moe", 2048, 40, 16, 2, 256, 512, 248320, 262144, 1e7f, 1e-6f), 256, 8, 512),
-                      64, 16, 32, 128, 512),
-               21'200'000'000ull});
+  p.push_back(
+      {"qwen3.5-35b-a3b", "Qwen3.5-35B-A3B shape, Q4_K_M, 21.16 GB / 19.71 GiB (real file 21.2 GB)",
+       hybrid(with_experts(shape("qwen35moe", 2048, 40, 16, 2, 256, 512, 248320, 262144, 1e7f, 1e-6f), 256, 8, 512), 64,
+              16, 32, 128, 512),
+       21'200'000'000ull});
   // Qwen3.5-27B: dense, 64 layers (3 delta-net : 1 gated attention), dim 5120, 24 / 4 heads of
   // 256 (rope 64), SwiGLU 17408, delta net 16 key / 48 value heads of 128, vocab 248320.
   // Real Q4_K_M: 15.404 GiB = 16.54 GB (mradermacher Qwen3.5-27B.i1-Q4_K_M, identical to the
@@ -114,20 +114,22 @@ std::vector<SynthPreset> make_presets() {
   // Real Q4_K_M: 48.5e9 bytes, "default embed and output" in the comparison table of
   // huggingface.co/steampunque/Qwen3-Coder-Next-Hybrid-GGUF (Qwen3-Coder-Next has this exact
   // shape; no standard-mix size of the Instruct file was found). Ours: 48,487,547,424 bytes.
-  p.push_back({"qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B shape, Q4_K_M, 48.49 GB / 45.16 GiB (real file 48.5 GB)",
-               hybrid(with_experts(shape("qwen3next", 2048, 48, 16, 2, 256, 5120, 151936, 262144, 1e7f, 1e-6f), 512, 10, 512),
-                      64, 16, 32, 128, 512),
-               48'500'000'000ull});
+  p.push_back(
+      {"qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B shape, Q4_K_M, 48.49 GB / 45.16 GiB (real file 48.5 GB)",
+       hybrid(with_experts(shape("qwen3next", 2048, 48, 16, 2, 256, 5120, 151936, 262144, 1e7f, 1e-6f), 512, 10, 512),
+              64, 16, 32, 128, 512),
+       48'500'000'000ull});
   // Gemma-4-26B-A4B: 30 layers (5 sliding : 1 full), dim 2816, 16 heads, kv 8 (sliding, head 256,
   // window 1024) / 2 (full, head 512, V = K), GELU MLP 2112 plus 128 experts (8 active) of 704,
   // tied embedding of 262144, final softcap 30.
   // Real gemma-4-26B-A4B-it-Q4_K_M.gguf (ggml-org/gemma-4-26B-A4B-it-GGUF): 16.80 GB on the HF
   // file listing (cited by smeltcore.com's "Gemma 4 26B A4B-it on RTX 4090" recipe); 658 tensors,
   // as ours. Ours: 16,787,976,064 bytes.
-  p.push_back({"gemma4-26b-a4b", "Gemma-4-26B-A4B shape, Q4_K_M, 16.79 GB / 15.64 GiB (real file 16.80 GB)",
-               gemma4(with_experts(shape("gemma4", 2816, 30, 16, 8, 512, 2112, 262144, 262144, 1e6f, 1e-6f), 128, 8, 704),
-                      256, 2, 1024, 6, true, 0, 0, false),
-               16'800'000'000ull});
+  p.push_back(
+      {"gemma4-26b-a4b", "Gemma-4-26B-A4B shape, Q4_K_M, 16.79 GB / 15.64 GiB (real file 16.80 GB)",
+       gemma4(with_experts(shape("gemma4", 2816, 30, 16, 8, 512, 2112, 262144, 262144, 1e6f, 1e-6f), 128, 8, 704), 256,
+              2, 1024, 6, true, 0, 0, false),
+       16'800'000'000ull});
   // Gemma-4-31B (dense): 60 layers (5 sliding : 1 full), dim 5376, 32 heads, kv 16 (sliding,
   // head 256, window 1024) / 4 (full, head 512, V = K), GELU MLP 21504, tied embedding of
   // 262144. Real Q4_K_M: 18.7e9 bytes (steampunque/gemma-4-31B-it-MP-GGUF comparison table; the
@@ -153,19 +155,18 @@ std::vector<SynthPreset> make_presets() {
   // The README demo: big enough that expert caching and streaming matter, small enough to
   // write in seconds. 24 layers x 128 experts x 3 x 512 x 1024.
   p.push_back({"qwen3moe-demo", "demo Qwen3-MoE (24 layers, dim 1024, 128 experts, 8 active), Q4_K_M, 3.06 GB",
-               with_experts(shape("qwen3moe", 1024, 24, 16, 4, 128, 3072, 32000, 32768, 1e6f, 1e-6f), 128, 8, 512),
-               0});
+               with_experts(shape("qwen3moe", 1024, 24, 16, 4, 128, 3072, 32000, 32768, 1e6f, 1e-6f), 128, 8, 512), 0});
   // Small hybrids and Gemma 4 models for tests and `sniper synth --arch` (which starts from
   // these): every tensor kind of the real models at dim 256.
   p.push_back({"qwen35moe-tiny", "tiny Qwen3.5-MoE (4 layers: 3 delta-net + 1 attention, 32 experts), Q4_K_M",
-               hybrid(with_experts(shape("qwen35moe", 256, 4, 4, 2, 64, 512, 512, 512, 1e7f, 1e-6f), 32, 4, 128),
-                      16, 2, 4, 64, 128),
+               hybrid(with_experts(shape("qwen35moe", 256, 4, 4, 2, 64, 512, 512, 512, 1e7f, 1e-6f), 32, 4, 128), 16, 2,
+                      4, 64, 128),
                0});
   p.push_back({"qwen35-tiny", "tiny dense Qwen3.5 (4 layers: 3 delta-net + 1 attention), Q4_K_M",
                hybrid(shape("qwen35", 256, 4, 4, 2, 64, 512, 512, 512, 1e7f, 1e-6f), 16, 2, 4, 64, 0), 0});
   p.push_back({"qwen3next-tiny", "tiny Qwen3-Next (4 layers: 3 delta-net + 1 attention, 32 experts), Q4_K_M",
-               hybrid(with_experts(shape("qwen3next", 256, 4, 4, 2, 64, 640, 512, 512, 1e7f, 1e-6f), 32, 4, 128),
-                      16, 2, 4, 64, 128),
+               hybrid(with_experts(shape("qwen3next", 256, 4, 4, 2, 64, 640, 512, 512, 1e7f, 1e-6f), 32, 4, 128), 16, 2,
+                      4, 64, 128),
                0});
   p.push_back({"gemma4moe-tiny", "tiny Gemma-4 MoE (6 layers: 5 sliding + 1 full, 32 experts), Q4_K_M",
                gemma4(with_experts(shape("gemma4", 256, 6, 8, 4, 128, 128, 512, 512, 1e6f, 1e-6f), 32, 4, 64), 64, 1,

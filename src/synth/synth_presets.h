@@ -16,7 +16,7 @@ namespace sniper {
 
 struct SynthPreset {
   std::string name;
-  std::string description;   // one line for --help: the model and its file size
+  std::string description;  // one line for --help: the model and its file size
   SynthSpec spec;
   uint64_t real_file_bytes;  // size of the real llama.cpp Q4_K_M file of this model; 0 if none
 };

@@ -24,9 +24,7 @@ struct SynthRng {
   // Uniform in [0, 1).
   double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
   // Uniform integer in [lo, hi] (hi - lo < 2^32; the modulo bias is below 2^-32 per draw).
-  int uniform_int(int lo, int hi) {
-    return lo + static_cast<int>((next() >> 32) % static_cast<uint64_t>(hi - lo + 1));
-  }
+  int uniform_int(int lo, int hi) { return lo + static_cast<int>((next() >> 32) % static_cast<uint64_t>(hi - lo + 1)); }
   // Two independent standard normals (Box-Muller).
   void normal_pair(float* a, float* b) {
     double u1 = uniform();

@@ -10,13 +10,15 @@ namespace sniper {
 
 namespace {
 const char* const kWords[] = {
-    "the", "and", "a", "to", "was", "he", "she", "it", "of", "in", "they", "you", "said", "her", "his", "with",
-    "on", "for", "that", "big", "little", "day", "one", "time", "upon", "once", "there", "saw", "play", "happy",
-    "friend", "mom", "very", "went", "wanted", "looked", "park", "ball", "red", "sun", "tree", "dog", "cat", "bird",
-    "is", "be", "at", "had", "not", "but", "what", "all", "were", "we", "when", "your", "can", "an", "which",
-    "their", "if", "do", "will", "each", "about", "how", "up", "out", "them", "then", "many", "some", "so", "these",
-    "would", "other", "into", "has", "more", "two", "like", "him", "see", "no", "way", "could", "people", "my",
-    "than", "first", "water", "been", "who", "its", "now", "find", "long", "down", "come", "made", "may", "part",
+    "the",  "and",   "a",      "to",    "was",   "he",    "she",    "it",   "of",     "in",   "they",   "you",
+    "said", "her",   "his",    "with",  "on",    "for",   "that",   "big",  "little", "day",  "one",    "time",
+    "upon", "once",  "there",  "saw",   "play",  "happy", "friend", "mom",  "very",   "went", "wanted", "looked",
+    "park", "ball",  "red",    "sun",   "tree",  "dog",   "cat",    "bird", "is",     "be",   "at",     "had",
+    "not",  "but",   "what",   "all",   "were",  "we",    "when",   "your", "can",    "an",   "which",  "their",
+    "if",   "do",    "will",   "each",  "about", "how",   "up",     "out",  "them",   "then", "many",   "some",
+    "so",   "these", "would",  "other", "into",  "has",   "more",   "two",  "like",   "him",  "see",    "no",
+    "way",  "could", "people", "my",    "than",  "first", "water",  "been", "who",    "its",  "now",    "find",
+    "long", "down",  "come",   "made",  "may",   "part",
 };
 constexpr const char* kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 }  // namespace

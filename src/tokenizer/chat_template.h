@@ -38,8 +38,7 @@ class ChatTemplate {
   // template). `context` must be a JSON object. Errors: render-time failures with their line,
   // or exactly the template's message when it calls raise_exception(message).
   // Thread-safe (const).
-  [[nodiscard]] Result<std::string> render(const nlohmann::json& context,
-                                           const ChatTemplateLimits& limits = {}) const;
+  [[nodiscard]] Result<std::string> render(const nlohmann::json& context, const ChatTemplateLimits& limits = {}) const;
   // Same, keeping the key order of JSON objects (visible through tojson and dict iteration);
   // nlohmann::json sorts keys, so prefer this overload when the order must match Python's.
   [[nodiscard]] Result<std::string> render(const nlohmann::ordered_json& context,

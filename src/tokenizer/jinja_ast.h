@@ -77,7 +77,7 @@ enum class StmtKind : uint8_t {
   kWith,         // with params body
   kBreak,
   kContinue,
-  kScope,        // a body rendered in place ({% generation %})
+  kScope,  // a body rendered in place ({% generation %})
 };
 
 struct Stmt {

@@ -43,16 +43,15 @@ Result<bool> contains(const Value& container, const Value& item) {
         return make_error("'in <string>' requires string as left operand, not %s", type_name(item).c_str());
       }
       return container.as_string().find(item.as_string()) != std::string::npos;
-    case Kind::kList: case Kind::kTuple:
+    case Kind::kList:
+    case Kind::kTuple:
       for (const Value& v : container.as_list()) {
         if (equals(v, item)) return true;
       }
       return false;
-    case Kind::kDict:
-      return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
+    case Kind::kDict: return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
     case Kind::kUndefined: return false;
-    default:
-      return make_error("argument of type '%s' is not iterable", type_name(container).c_str());
+    default: return make_error("argument of type '%s' is not iterable", type_name(container).c_str());
   }
 }
 
@@ -139,9 +138,7 @@ Result<Value> Interpreter::apply_filters(const std::vector<ExprPtr>& filters, Va
 
 Result<Interpreter::Flow> Interpreter::exec(const Stmt& s, const ScopePtr& scope, std::string& out) {
   switch (s.kind) {
-    case StmtKind::kText:
-      out += s.text;
-      break;
+    case StmtKind::kText: out += s.text; break;
     case StmtKind::kOutput: {
       SNIPER_ASSIGN_OR_RETURN(Value v, eval(*s.expr, scope));
       out += to_str(v);
@@ -168,9 +165,7 @@ Result<Interpreter::Flow> Interpreter::exec(const Stmt& s, const ScopePtr& scope
       SNIPER_TRY(assign(s.target, std::move(v), scope, s.line));
       break;
     }
-    case StmtKind::kMacro:
-      scope->vars[s.name] = make_macro(s, scope, false);
-      break;
+    case StmtKind::kMacro: scope->vars[s.name] = make_macro(s, scope, false); break;
     case StmtKind::kCallBlock: {
       const Expr& call = *s.expr;
       SNIPER_ASSIGN_OR_RETURN(Value callee, eval(*call.children[0], scope));
@@ -271,14 +266,15 @@ Result<Interpreter::Flow> Interpreter::exec_for(const Stmt& s, const ScopePtr& s
     loop.items.emplace_back("length", Value::integer(n));
     loop.items.emplace_back("depth", Value::integer(1));
     loop.items.emplace_back("depth0", Value::integer(0));
-    loop.items.emplace_back("previtem", i > 0 ? items[static_cast<size_t>(i - 1)]
-                                              : Value::undefined("there is no previous item"));
-    loop.items.emplace_back("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)]
-                                                  : Value::undefined("there is no next item"));
-    loop.items.emplace_back("cycle", Value::callable("loop.cycle", [i](Interpreter&, const CallArgs& a) -> Result<Value> {
-      if (a.args.empty()) return make_error("loop.cycle needs at least one argument");
-      return a.args[static_cast<size_t>(i) % a.args.size()];
-    }));
+    loop.items.emplace_back("previtem",
+                            i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
+    loop.items.emplace_back("nextitem",
+                            i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
+    loop.items.emplace_back("cycle",
+                            Value::callable("loop.cycle", [i](Interpreter&, const CallArgs& a) -> Result<Value> {
+                              if (a.args.empty()) return make_error("loop.cycle needs at least one argument");
+                              return a.args[static_cast<size_t>(i) % a.args.size()];
+                            }));
     inner->vars["loop"] = Value::dict(std::move(loop));
     SNIPER_ASSIGN_OR_RETURN(Flow flow, exec_body(s.body, inner, out));
     if (flow == Flow::kBreak) break;
@@ -388,7 +384,8 @@ Result<List> Interpreter::iterate(const Value& v) {
   List items;
   switch (v.kind()) {
     case Kind::kUndefined: return items;
-    case Kind::kList: case Kind::kTuple: items = v.as_list(); break;
+    case Kind::kList:
+    case Kind::kTuple: items = v.as_list(); break;
     case Kind::kDict:
       items.reserve(v.as_dict().items.size());
       for (const auto& kv : v.as_dict().items) items.push_back(Value::string(kv.first));
@@ -471,7 +468,8 @@ Result<Value> Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
       SNIPER_ASSIGN_OR_RETURN(Value v, eval(*e.children[0], scope));
       return Value::boolean(!truthy(v));
     }
-    case ExprKind::kNeg: case ExprKind::kPos: {
+    case ExprKind::kNeg:
+    case ExprKind::kPos: {
       SNIPER_ASSIGN_OR_RETURN(Value v, eval(*e.children[0], scope));
       if (v.is_undefined()) return undefined_error(v);
       if (!v.is_number()) {
@@ -488,7 +486,8 @@ Result<Value> Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
       SNIPER_ASSIGN_OR_RETURN(Value b, eval(*e.children[1], scope));
       return eval_binary(e.name, a, b);
     }
-    case ExprKind::kAnd: case ExprKind::kOr: {
+    case ExprKind::kAnd:
+    case ExprKind::kOr: {
       SNIPER_ASSIGN_OR_RETURN(Value a, eval(*e.children[0], scope));
       if (truthy(a) == (e.kind == ExprKind::kOr)) return a;
       return eval(*e.children[1], scope);
@@ -500,7 +499,8 @@ Result<Value> Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
       if (e.children[2] == nullptr) return Value::undefined("the conditional expression had no else branch");
       return eval(*e.children[2], scope);
     }
-    case ExprKind::kList: case ExprKind::kTuple: {
+    case ExprKind::kList:
+    case ExprKind::kTuple: {
       List items;
       for (const ExprPtr& c : e.children) {
         SNIPER_ASSIGN_OR_RETURN(Value v, eval(*c, scope));
@@ -600,7 +600,8 @@ Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, co
       const int64_t n = std::max<int64_t>(0, count.as_int());
       if (seq.is_string()) {
         const size_t unit = seq.as_string().size();
-        if (unit != 0 && static_cast<uint64_t>(n) > limits_.max_string_bytes / unit) return check_size(SIZE_MAX).error();
+        if (unit != 0 && static_cast<uint64_t>(n) > limits_.max_string_bytes / unit)
+          return check_size(SIZE_MAX).error();
         std::string s;
         s.reserve(unit * static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) s += seq.as_string();
@@ -662,10 +663,12 @@ Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, co
 
 Result<Value> Interpreter::eval_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) return undefined_error(obj);
-  if (!obj.is_sequence() && !obj.is_string()) return make_error("'%s' object is not subscriptable", type_name(obj).c_str());
+  if (!obj.is_sequence() && !obj.is_string())
+    return make_error("'%s' object is not subscriptable", type_name(obj).c_str());
   auto opt_int = [](const Value& v, const char* what) -> Result<std::optional<int64_t>> {
     if (v.is_none()) return std::optional<int64_t>();
-    if (!v.is_int() && !v.is_bool()) return make_error("slice %s must be an integer or None, got %s", what, type_name(v).c_str());
+    if (!v.is_int() && !v.is_bool())
+      return make_error("slice %s must be an integer or None, got %s", what, type_name(v).c_str());
     return std::optional<int64_t>(v.as_int());
   };
   SNIPER_ASSIGN_OR_RETURN(std::optional<int64_t> o_start, opt_int(start, "start"));

@@ -32,10 +32,12 @@ Result<std::vector<Value>> bind_args(std::string_view fn, const CallArgs& call, 
       ++i;
     }
     if (i == params.size()) {
-      return make_error("%.*s got an unexpected keyword argument '%s'", static_cast<int>(fn.size()), fn.data(), k.c_str());
+      return make_error("%.*s got an unexpected keyword argument '%s'", static_cast<int>(fn.size()), fn.data(),
+                        k.c_str());
     }
     if (set[i]) {
-      return make_error("%.*s got multiple values for argument '%s'", static_cast<int>(fn.size()), fn.data(), k.c_str());
+      return make_error("%.*s got multiple values for argument '%s'", static_cast<int>(fn.size()), fn.data(),
+                        k.c_str());
     }
     out[i] = v;
     set[i] = true;
@@ -78,13 +80,16 @@ Value ignore_case(const Value& v, bool case_sensitive) {
 // jinja2 make_attrgetter: "a.b.0" looked up item-first, part by part.
 Result<Value> get_attribute_path(Interpreter& in, const Value& item, const Value& attribute) {
   if (attribute.is_int()) return in.get_item(item, attribute);
-  if (!attribute.is_string()) return make_error("attribute must be a string or an integer, got %s", type_name(attribute).c_str());
+  if (!attribute.is_string())
+    return make_error("attribute must be a string or an integer, got %s", type_name(attribute).c_str());
   Value cur = item;
   const std::string dot = ".";
   const std::vector<std::string> parts = py_split(attribute.as_string(), &dot, -1);
   for (const std::string& part : parts) {
-    const bool is_index = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    SNIPER_ASSIGN_OR_RETURN(cur, in.get_item(cur, is_index ? Value::integer(std::atoll(part.c_str())) : Value::string(part)));
+    const bool is_index =
+        !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    SNIPER_ASSIGN_OR_RETURN(
+        cur, in.get_item(cur, is_index ? Value::integer(std::atoll(part.c_str())) : Value::string(part)));
   }
   return cur;
 }
@@ -127,23 +132,26 @@ Result<Value> f_length(Interpreter&, const Value& v, const CallArgs& a) {
   switch (v.kind()) {
     case Kind::kUndefined: return Value::integer(0);
     case Kind::kString: return Value::integer(static_cast<int64_t>(utf8_length(v.as_string())));
-    case Kind::kList: case Kind::kTuple: return Value::integer(static_cast<int64_t>(v.as_list().size()));
+    case Kind::kList:
+    case Kind::kTuple: return Value::integer(static_cast<int64_t>(v.as_list().size()));
     case Kind::kDict: return Value::integer(static_cast<int64_t>(v.as_dict().items.size()));
     default: return make_error("length: object of type '%s' has no len()", type_name(v).c_str());
   }
 }
 
 Result<Value> f_default(Interpreter&, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("default", a, {optional("default_value", Value::string("")),
-                                                           optional("boolean", Value::boolean(false))}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("default", a,
+                        {optional("default_value", Value::string("")), optional("boolean", Value::boolean(false))}));
   if (v.is_undefined() || (truthy(p[1]) && !truthy(v))) return p[0];
   return v;
 }
 
 Result<Value> f_dictsort(Interpreter&, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("dictsort", a, {optional("case_sensitive", Value::boolean(false)),
-                                                            optional("by", Value::string("key")),
-                                                            optional("reverse", Value::boolean(false))}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("dictsort", a,
+                        {optional("case_sensitive", Value::boolean(false)), optional("by", Value::string("key")),
+                         optional("reverse", Value::boolean(false))}));
   if (!v.has_dict()) return make_error("dictsort: expected a dict, got %s", type_name(v).c_str());
   const bool by_value = p[1].is_string() && p[1].as_string() == "value";
   if (!by_value && !(p[1].is_string() && p[1].as_string() == "key")) {
@@ -229,13 +237,14 @@ Result<Value> f_float(Interpreter&, const Value& v, const CallArgs& a) {
 }
 
 Result<Value> f_int(Interpreter&, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("int", a, {optional("default", Value::integer(0)),
-                                                       optional("base", Value::integer(10))}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("int", a, {optional("default", Value::integer(0)), optional("base", Value::integer(10))}));
   SNIPER_ASSIGN_OR_RETURN(int64_t base, int_arg("int", "base", p[1]));
   if (v.is_int() || v.is_bool()) return Value::integer(v.as_int());
   if (v.kind() == Kind::kFloat) {
     const double d = v.as_double();
-    if (!std::isfinite(d) || std::fabs(d) >= 9.2e18) return make_error("int: cannot convert float %s to integer", to_str(v).c_str());
+    if (!std::isfinite(d) || std::fabs(d) >= 9.2e18)
+      return make_error("int: cannot convert float %s to integer", to_str(v).c_str());
     return Value::integer(static_cast<int64_t>(d));
   }
   if (v.is_string()) {
@@ -262,9 +271,10 @@ Result<Value> f_format(Interpreter&, const Value& v, const CallArgs& a) {
 }
 
 Result<Value> f_indent(Interpreter& in, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("indent", a, {optional("width", Value::integer(4)),
-                                                          optional("first", Value::boolean(false)),
-                                                          optional("blank", Value::boolean(false))}));
+  SNIPER_ASSIGN_OR_RETURN(auto p,
+                          bind_args("indent", a,
+                                    {optional("width", Value::integer(4)), optional("first", Value::boolean(false)),
+                                     optional("blank", Value::boolean(false))}));
   std::string indention;
   if (p[0].is_string()) {
     indention = p[0].as_string();
@@ -304,7 +314,8 @@ Result<Value> f_items(Interpreter& in, const Value& v, const CallArgs& a) {
 }
 
 Result<Value> f_join(Interpreter& in, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("join", a, {optional("d", Value::string("")), optional("attribute", Value::none())}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("join", a, {optional("d", Value::string("")), optional("attribute", Value::none())}));
   SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
   const std::string sep = to_str(p[0]);
   std::string out;
@@ -393,13 +404,22 @@ Result<Value> select_impl(Interpreter& in, const Value& v, const CallArgs& a, bo
   return Value::list(std::move(out));
 }
 
-Result<Value> f_select(Interpreter& in, const Value& v, const CallArgs& a) { return select_impl(in, v, a, true, false, "select"); }
-Result<Value> f_reject(Interpreter& in, const Value& v, const CallArgs& a) { return select_impl(in, v, a, false, false, "reject"); }
-Result<Value> f_selectattr(Interpreter& in, const Value& v, const CallArgs& a) { return select_impl(in, v, a, true, true, "selectattr"); }
-Result<Value> f_rejectattr(Interpreter& in, const Value& v, const CallArgs& a) { return select_impl(in, v, a, false, true, "rejectattr"); }
+Result<Value> f_select(Interpreter& in, const Value& v, const CallArgs& a) {
+  return select_impl(in, v, a, true, false, "select");
+}
+Result<Value> f_reject(Interpreter& in, const Value& v, const CallArgs& a) {
+  return select_impl(in, v, a, false, false, "reject");
+}
+Result<Value> f_selectattr(Interpreter& in, const Value& v, const CallArgs& a) {
+  return select_impl(in, v, a, true, true, "selectattr");
+}
+Result<Value> f_rejectattr(Interpreter& in, const Value& v, const CallArgs& a) {
+  return select_impl(in, v, a, false, true, "rejectattr");
+}
 
 // Sorts items by (attribute of) value; shared by sort, unique, min and max.
-Result<List> sorted_items(Interpreter& in, const List& items, bool case_sensitive, const Value& attribute, const char* fn) {
+Result<List> sorted_items(Interpreter& in, const List& items, bool case_sensitive, const Value& attribute,
+                          const char* fn) {
   std::vector<std::pair<Value, Value>> keyed;
   for (const Value& item : items) {
     Value key = item;
@@ -421,9 +441,10 @@ Result<List> sorted_items(Interpreter& in, const List& items, bool case_sensitiv
 }
 
 Result<Value> f_sort(Interpreter& in, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("sort", a, {optional("reverse", Value::boolean(false)),
-                                                        optional("case_sensitive", Value::boolean(false)),
-                                                        optional("attribute", Value::none())}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("sort", a,
+                        {optional("reverse", Value::boolean(false)), optional("case_sensitive", Value::boolean(false)),
+                         optional("attribute", Value::none())}));
   SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
   if (truthy(p[0])) std::reverse(items.begin(), items.end());  // keeps Python's stable reverse order
   SNIPER_ASSIGN_OR_RETURN(List sorted, sorted_items(in, items, truthy(p[1]), p[2], "sort"));
@@ -433,8 +454,9 @@ Result<Value> f_sort(Interpreter& in, const Value& v, const CallArgs& a) {
 
 Result<Value> min_max(Interpreter& in, const Value& v, const CallArgs& a, bool want_max) {
   const char* fn = want_max ? "max" : "min";
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args(fn, a, {optional("case_sensitive", Value::boolean(false)),
-                                                    optional("attribute", Value::none())}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p,
+      bind_args(fn, a, {optional("case_sensitive", Value::boolean(false)), optional("attribute", Value::none())}));
   SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
   if (items.empty()) return Value::undefined(std::string("No aggregated item, sequence was empty."));
   if (want_max) std::reverse(items.begin(), items.end());  // the first maximal item wins
@@ -446,8 +468,9 @@ Result<Value> f_max(Interpreter& in, const Value& v, const CallArgs& a) { return
 Result<Value> f_min(Interpreter& in, const Value& v, const CallArgs& a) { return min_max(in, v, a, false); }
 
 Result<Value> f_unique(Interpreter& in, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("unique", a, {optional("case_sensitive", Value::boolean(false)),
-                                                          optional("attribute", Value::none())}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("unique", a,
+                        {optional("case_sensitive", Value::boolean(false)), optional("attribute", Value::none())}));
   SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
   List out;
   List seen;
@@ -468,7 +491,8 @@ Result<Value> f_unique(Interpreter& in, const Value& v, const CallArgs& a) {
 }
 
 Result<Value> f_replace(Interpreter& in, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("replace", a, {required("old"), required("new"), optional("count", Value::none())}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("replace", a, {required("old"), required("new"), optional("count", Value::none())}));
   int64_t count = -1;
   if (!p[2].is_none()) {
     SNIPER_ASSIGN_OR_RETURN(count, int_arg("replace", "count", p[2]));
@@ -489,16 +513,19 @@ Result<Value> f_reverse(Interpreter& in, const Value& v, const CallArgs& a) {
 }
 
 Result<Value> f_round(Interpreter&, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("round", a, {optional("precision", Value::integer(0)),
-                                                         optional("method", Value::string("common"))}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p,
+      bind_args("round", a, {optional("precision", Value::integer(0)), optional("method", Value::string("common"))}));
   SNIPER_ASSIGN_OR_RETURN(int64_t precision, int_arg("round", "precision", p[0]));
   SNIPER_ASSIGN_OR_RETURN(std::string method, string_arg("round", "method", p[1]));
   if (!v.is_number()) return make_error("round: expected a number, got %s", type_name(v).c_str());
-  if (precision < -300 || precision > 300) return make_error("round: precision %lld is outside [-300, 300]", static_cast<long long>(precision));
+  if (precision < -300 || precision > 300)
+    return make_error("round: precision %lld is outside [-300, 300]", static_cast<long long>(precision));
   const double scale = std::pow(10.0, static_cast<double>(precision));
   if (method == "ceil") return Value::number(std::ceil(v.as_double() * scale) / scale);
   if (method == "floor") return Value::number(std::floor(v.as_double() * scale) / scale);
-  if (method != "common") return make_error("round: method must be 'common', 'ceil' or 'floor', got '%s'", method.c_str());
+  if (method != "common")
+    return make_error("round: method must be 'common', 'ceil' or 'floor', got '%s'", method.c_str());
   if (v.kind() != Kind::kFloat && precision >= 0) return Value::integer(v.as_int());
   if (precision >= 0) {
     // printf rounds the exact binary value half-to-even, as CPython's round() does.
@@ -522,7 +549,8 @@ Result<Value> f_string(Interpreter&, const Value& v, const CallArgs& a) {
 }
 
 Result<Value> f_sum(Interpreter& in, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("sum", a, {optional("attribute", Value::none()), optional("start", Value::integer(0))}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("sum", a, {optional("attribute", Value::none()), optional("start", Value::integer(0))}));
   SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
   Value total = p[1];
   for (const Value& item : items) {
@@ -530,7 +558,8 @@ Result<Value> f_sum(Interpreter& in, const Value& v, const CallArgs& a) {
     if (!p[0].is_none()) {
       SNIPER_ASSIGN_OR_RETURN(x, get_attribute_path(in, item, p[0]));
     }
-    if (!x.is_number() || !total.is_number()) return make_error("sum: cannot add %s and %s", type_name(total).c_str(), type_name(x).c_str());
+    if (!x.is_number() || !total.is_number())
+      return make_error("sum: cannot add %s and %s", type_name(total).c_str(), type_name(x).c_str());
     if (x.kind() == Kind::kFloat || total.kind() == Kind::kFloat) {
       total = Value::number(total.as_double() + x.as_double());
     } else {
@@ -563,10 +592,10 @@ Result<Value> f_title(Interpreter&, const Value& v, const CallArgs& a) {
 }
 
 Result<Value> f_tojson(Interpreter& in, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("tojson", a, {optional("ensure_ascii", Value::boolean(false)),
-                                                          optional("indent", Value::none()),
-                                                          optional("separators", Value::none()),
-                                                          optional("sort_keys", Value::boolean(false))}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("tojson", a,
+                        {optional("ensure_ascii", Value::boolean(false)), optional("indent", Value::none()),
+                         optional("separators", Value::none()), optional("sort_keys", Value::boolean(false))}));
   JsonOptions o;
   o.ensure_ascii = truthy(p[0]);
   o.sort_keys = truthy(p[3]);
@@ -582,7 +611,8 @@ Result<Value> f_tojson(Interpreter& in, const Value& v, const CallArgs& a) {
     o.item_separator = ",";
   }
   if (!p[2].is_none()) {
-    if (!p[2].is_sequence() || p[2].as_list().size() != 2 || !p[2].as_list()[0].is_string() || !p[2].as_list()[1].is_string()) {
+    if (!p[2].is_sequence() || p[2].as_list().size() != 2 || !p[2].as_list()[0].is_string() ||
+        !p[2].as_list()[1].is_string()) {
       return make_error("tojson: separators must be a pair of strings, got %s", repr(p[2]).c_str());
     }
     o.item_separator = p[2].as_list()[0].as_string();
@@ -611,7 +641,8 @@ Result<Value> f_wordcount(Interpreter&, const Value& v, const CallArgs& a) {
   while (pos < s.size()) {
     size_t n = 1;
     const uint32_t cp = utf8_decode(s, pos, &n);
-    const bool word = (cp < 0x80 && (std::isalnum(static_cast<int>(cp)) || cp == '_')) || (cp >= 0x80 && !is_py_space(cp));
+    const bool word =
+        (cp < 0x80 && (std::isalnum(static_cast<int>(cp)) || cp == '_')) || (cp >= 0x80 && !is_py_space(cp));
     if (word && !in_word) ++count;
     in_word = word;
     pos += n;
@@ -625,17 +656,48 @@ struct FilterEntry {
 };
 
 constexpr std::array<FilterEntry, 42> kFilters = {{
-    {"abs", f_abs}, {"attr", f_attr}, {"capitalize", f_capitalize}, {"center", f_center},
-    {"count", f_length}, {"d", f_default}, {"default", f_default}, {"dictsort", f_dictsort},
-    {"e", f_escape}, {"escape", f_escape}, {"first", f_first}, {"float", f_float},
-    {"format", f_format}, {"indent", f_indent}, {"int", f_int}, {"items", f_items},
-    {"join", f_join}, {"last", f_last}, {"length", f_length}, {"list", f_list},
-    {"lower", f_lower}, {"map", f_map}, {"max", f_max}, {"min", f_min},
-    {"reject", f_reject}, {"rejectattr", f_rejectattr}, {"replace", f_replace}, {"reverse", f_reverse},
-    {"round", f_round}, {"safe", f_safe}, {"select", f_select}, {"selectattr", f_selectattr},
-    {"sort", f_sort}, {"string", f_string}, {"sum", f_sum}, {"title", f_title},
-    {"tojson", f_tojson}, {"trim", f_trim}, {"unique", f_unique}, {"upper", f_upper},
-    {"wordcount", f_wordcount}, {"forceescape", f_escape},
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"capitalize", f_capitalize},
+    {"center", f_center},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"first", f_first},
+    {"float", f_float},
+    {"format", f_format},
+    {"indent", f_indent},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_max},
+    {"min", f_min},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"unique", f_unique},
+    {"upper", f_upper},
+    {"wordcount", f_wordcount},
+    {"forceescape", f_escape},
 }};
 
 const FilterEntry* find_filter(std::string_view name) {

@@ -16,9 +16,9 @@ namespace sniper::jinja {
 namespace {
 
 // Longest operators first, as jinja2's operator_re is sorted by length.
-constexpr std::array<std::string_view, 29> kOperators = {
-    "//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[", "]", "(",
-    ")", "{", "}", "=", ".", ":", "|", ",", ";", "<", ">", "!", "&", "^"};
+constexpr std::array<std::string_view, 29> kOperators = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*",
+                                                         "%",  "~",  "[",  "]",  "(",  ")",  "{", "}", "=", ".",
+                                                         ":",  "|",  ",",  ";",  "<",  ">",  "!", "&", "^"};
 constexpr size_t kValidOperators = 26;  // "!", "&", "^" are rejected like jinja2 does
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -365,7 +365,8 @@ class Lexer {
     if (base == 10) {
       p = src_[pos_] == '0' ? pos_ + 1 : match_digits(pos_);
       if (src_[pos_] == '0') {
-        while (p < src_.size() && (src_[p] == '0' || (src_[p] == '_' && p + 1 < src_.size() && src_[p + 1] == '0'))) ++p;
+        while (p < src_.size() && (src_[p] == '0' || (src_[p] == '_' && p + 1 < src_.size() && src_[p + 1] == '0')))
+          ++p;
       }
       for (size_t i = pos_; i < p; ++i) {
         if (src_[i] != '_') digits += src_[i];
@@ -412,7 +413,9 @@ class Lexer {
         case 'r': value += '\r'; break;
         case 't': value += '\t'; break;
         case 'v': value += '\v'; break;
-        case 'x': case 'u': case 'U': {
+        case 'x':
+        case 'u':
+        case 'U': {
           const size_t n_hex = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
           uint32_t cp = 0;
           for (size_t i = 0; i < n_hex; ++i) {
@@ -472,7 +475,8 @@ std::string describe_token(const Token& token) {
     case TokenType::kBlockEnd: return "end of statement block '%}'";
     case TokenType::kName: return "name '" + token.text + "'";
     case TokenType::kString: return "string literal";
-    case TokenType::kInt: case TokenType::kFloat: return "number '" + token.text + "'";
+    case TokenType::kInt:
+    case TokenType::kFloat: return "number '" + token.text + "'";
     case TokenType::kOp: return "'" + token.text + "'";
     case TokenType::kEof: return "end of template";
   }

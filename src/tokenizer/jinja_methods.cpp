@@ -73,9 +73,15 @@ Result<Value> strip_impl(const Value& self, const CallArgs& a, bool left, bool r
   return str_value(py_strip(self.as_string(), &chars, left, right));
 }
 
-Result<Value> m_strip(Interpreter&, const Value& s, const CallArgs& a) { return strip_impl(s, a, true, true, "str.strip"); }
-Result<Value> m_lstrip(Interpreter&, const Value& s, const CallArgs& a) { return strip_impl(s, a, true, false, "str.lstrip"); }
-Result<Value> m_rstrip(Interpreter&, const Value& s, const CallArgs& a) { return strip_impl(s, a, false, true, "str.rstrip"); }
+Result<Value> m_strip(Interpreter&, const Value& s, const CallArgs& a) {
+  return strip_impl(s, a, true, true, "str.strip");
+}
+Result<Value> m_lstrip(Interpreter&, const Value& s, const CallArgs& a) {
+  return strip_impl(s, a, true, false, "str.lstrip");
+}
+Result<Value> m_rstrip(Interpreter&, const Value& s, const CallArgs& a) {
+  return strip_impl(s, a, false, true, "str.rstrip");
+}
 
 Result<Value> affix_impl(const Value& self, const CallArgs& a, bool prefix) {
   const char* fn = prefix ? "str.startswith" : "str.endswith";
@@ -86,7 +92,8 @@ Result<Value> affix_impl(const Value& self, const CallArgs& a, bool prefix) {
   const std::string& s = self.as_string();
   for (const Value& o : options) {
     SNIPER_ASSIGN_OR_RETURN(std::string x, string_arg(fn, "affix", o));
-    if (x.size() <= s.size() && (prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0)) {
+    if (x.size() <= s.size() &&
+        (prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0)) {
       return Value::boolean(true);
     }
   }
@@ -98,7 +105,8 @@ Result<Value> m_endswith(Interpreter&, const Value& s, const CallArgs& a) { retu
 
 Result<Value> split_impl(Interpreter& in, const Value& self, const CallArgs& a, bool reverse) {
   const char* fn = reverse ? "str.rsplit" : "str.split";
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args(fn, a, {optional("sep", Value::none()), optional("maxsplit", Value::integer(-1))}));
+  SNIPER_ASSIGN_OR_RETURN(auto p,
+                          bind_args(fn, a, {optional("sep", Value::none()), optional("maxsplit", Value::integer(-1))}));
   SNIPER_ASSIGN_OR_RETURN(int64_t maxsplit, int_arg(fn, "maxsplit", p[1]));
   std::string sep;
   if (!p[0].is_none()) {
@@ -106,8 +114,8 @@ Result<Value> split_impl(Interpreter& in, const Value& self, const CallArgs& a, 
     if (sep.empty()) return make_error("%s: empty separator", fn);
   }
   const std::string* sep_ptr = p[0].is_none() ? nullptr : &sep;
-  const std::vector<std::string> parts = reverse ? py_rsplit(self.as_string(), sep_ptr, maxsplit)
-                                                 : py_split(self.as_string(), sep_ptr, maxsplit);
+  const std::vector<std::string> parts =
+      reverse ? py_rsplit(self.as_string(), sep_ptr, maxsplit) : py_split(self.as_string(), sep_ptr, maxsplit);
   SNIPER_TRY(in.charge(static_cast<int64_t>(parts.size())));
   List out;
   for (const std::string& part : parts) out.push_back(Value::string(part));
@@ -127,7 +135,8 @@ Result<Value> m_splitlines(Interpreter& in, const Value& s, const CallArgs& a) {
 }
 
 Result<Value> m_replace(Interpreter& in, const Value& s, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("str.replace", a, {required("old"), required("new"), optional("count", Value::integer(-1))}));
+  SNIPER_ASSIGN_OR_RETURN(
+      auto p, bind_args("str.replace", a, {required("old"), required("new"), optional("count", Value::integer(-1))}));
   SNIPER_ASSIGN_OR_RETURN(std::string old_s, string_arg("str.replace", "old", p[0]));
   SNIPER_ASSIGN_OR_RETURN(std::string new_s, string_arg("str.replace", "new", p[1]));
   SNIPER_ASSIGN_OR_RETURN(int64_t count, int_arg("str.replace", "count", p[2]));
@@ -188,9 +197,15 @@ Result<Value> class_impl(const Value& s, const CallArgs& a, const char* fn, int 
   }
   return Value::boolean(true);
 }
-Result<Value> m_isdigit(Interpreter&, const Value& s, const CallArgs& a) { return class_impl(s, a, "str.isdigit", [](int c) { return c >= '0' && c <= '9' ? 1 : 0; }); }
-Result<Value> m_isalpha(Interpreter&, const Value& s, const CallArgs& a) { return class_impl(s, a, "str.isalpha", [](int c) { return std::isalpha(c); }); }
-Result<Value> m_isalnum(Interpreter&, const Value& s, const CallArgs& a) { return class_impl(s, a, "str.isalnum", [](int c) { return std::isalnum(c); }); }
+Result<Value> m_isdigit(Interpreter&, const Value& s, const CallArgs& a) {
+  return class_impl(s, a, "str.isdigit", [](int c) { return c >= '0' && c <= '9' ? 1 : 0; });
+}
+Result<Value> m_isalpha(Interpreter&, const Value& s, const CallArgs& a) {
+  return class_impl(s, a, "str.isalpha", [](int c) { return std::isalpha(c); });
+}
+Result<Value> m_isalnum(Interpreter&, const Value& s, const CallArgs& a) {
+  return class_impl(s, a, "str.isalnum", [](int c) { return std::isalnum(c); });
+}
 
 Result<Value> m_isspace(Interpreter&, const Value& s, const CallArgs& a) {
   SNIPER_TRY(bind_args("str.isspace", a, {}));
@@ -207,8 +222,12 @@ Result<Value> case_test(const Value& s, const CallArgs& a, const char* fn, bool 
   }
   return Value::boolean(cased);
 }
-Result<Value> m_isupper(Interpreter&, const Value& s, const CallArgs& a) { return case_test(s, a, "str.isupper", true); }
-Result<Value> m_islower(Interpreter&, const Value& s, const CallArgs& a) { return case_test(s, a, "str.islower", false); }
+Result<Value> m_isupper(Interpreter&, const Value& s, const CallArgs& a) {
+  return case_test(s, a, "str.isupper", true);
+}
+Result<Value> m_islower(Interpreter&, const Value& s, const CallArgs& a) {
+  return case_test(s, a, "str.islower", false);
+}
 
 Result<Value> affix_remove(const Value& s, const CallArgs& a, bool prefix) {
   const char* fn = prefix ? "str.removeprefix" : "str.removesuffix";
@@ -217,7 +236,8 @@ Result<Value> affix_remove(const Value& s, const CallArgs& a, bool prefix) {
   const std::string& str = s.as_string();
   if (x.size() <= str.size()) {
     if (prefix && str.compare(0, x.size(), x) == 0) return str_value(str.substr(x.size()));
-    if (!prefix && str.compare(str.size() - x.size(), x.size(), x) == 0) return str_value(str.substr(0, str.size() - x.size()));
+    if (!prefix && str.compare(str.size() - x.size(), x.size(), x) == 0)
+      return str_value(str.substr(0, str.size() - x.size()));
   }
   return s;
 }
@@ -316,22 +336,50 @@ struct MethodEntry {
 };
 
 constexpr MethodEntry kMethods[] = {
-    {Kind::kString, "strip", m_strip}, {Kind::kString, "lstrip", m_lstrip}, {Kind::kString, "rstrip", m_rstrip},
-    {Kind::kString, "startswith", m_startswith}, {Kind::kString, "endswith", m_endswith},
-    {Kind::kString, "split", m_split}, {Kind::kString, "rsplit", m_rsplit}, {Kind::kString, "splitlines", m_splitlines},
-    {Kind::kString, "replace", m_replace}, {Kind::kString, "upper", m_upper}, {Kind::kString, "lower", m_lower},
-    {Kind::kString, "title", m_title}, {Kind::kString, "capitalize", m_capitalize}, {Kind::kString, "find", m_find},
-    {Kind::kString, "rfind", m_rfind}, {Kind::kString, "count", m_count}, {Kind::kString, "join", m_join},
-    {Kind::kString, "isdigit", m_isdigit}, {Kind::kString, "isalpha", m_isalpha}, {Kind::kString, "isalnum", m_isalnum},
-    {Kind::kString, "isspace", m_isspace}, {Kind::kString, "isupper", m_isupper}, {Kind::kString, "islower", m_islower},
-    {Kind::kString, "removeprefix", m_removeprefix}, {Kind::kString, "removesuffix", m_removesuffix},
+    {Kind::kString, "strip", m_strip},
+    {Kind::kString, "lstrip", m_lstrip},
+    {Kind::kString, "rstrip", m_rstrip},
+    {Kind::kString, "startswith", m_startswith},
+    {Kind::kString, "endswith", m_endswith},
+    {Kind::kString, "split", m_split},
+    {Kind::kString, "rsplit", m_rsplit},
+    {Kind::kString, "splitlines", m_splitlines},
+    {Kind::kString, "replace", m_replace},
+    {Kind::kString, "upper", m_upper},
+    {Kind::kString, "lower", m_lower},
+    {Kind::kString, "title", m_title},
+    {Kind::kString, "capitalize", m_capitalize},
+    {Kind::kString, "find", m_find},
+    {Kind::kString, "rfind", m_rfind},
+    {Kind::kString, "count", m_count},
+    {Kind::kString, "join", m_join},
+    {Kind::kString, "isdigit", m_isdigit},
+    {Kind::kString, "isalpha", m_isalpha},
+    {Kind::kString, "isalnum", m_isalnum},
+    {Kind::kString, "isspace", m_isspace},
+    {Kind::kString, "isupper", m_isupper},
+    {Kind::kString, "islower", m_islower},
+    {Kind::kString, "removeprefix", m_removeprefix},
+    {Kind::kString, "removesuffix", m_removesuffix},
     {Kind::kString, "format", m_format},
-    {Kind::kDict, "items", m_items}, {Kind::kDict, "keys", m_keys}, {Kind::kDict, "values", m_values},
-    {Kind::kDict, "get", m_get}, {Kind::kDict, "pop", nullptr}, {Kind::kDict, "popitem", nullptr},
-    {Kind::kDict, "setdefault", nullptr}, {Kind::kDict, "update", nullptr}, {Kind::kDict, "clear", nullptr},
-    {Kind::kList, "index", m_list_index}, {Kind::kList, "count", m_list_count}, {Kind::kList, "append", nullptr},
-    {Kind::kList, "extend", nullptr}, {Kind::kList, "insert", nullptr}, {Kind::kList, "pop", nullptr},
-    {Kind::kList, "remove", nullptr}, {Kind::kList, "clear", nullptr}, {Kind::kList, "sort", nullptr},
+    {Kind::kDict, "items", m_items},
+    {Kind::kDict, "keys", m_keys},
+    {Kind::kDict, "values", m_values},
+    {Kind::kDict, "get", m_get},
+    {Kind::kDict, "pop", nullptr},
+    {Kind::kDict, "popitem", nullptr},
+    {Kind::kDict, "setdefault", nullptr},
+    {Kind::kDict, "update", nullptr},
+    {Kind::kDict, "clear", nullptr},
+    {Kind::kList, "index", m_list_index},
+    {Kind::kList, "count", m_list_count},
+    {Kind::kList, "append", nullptr},
+    {Kind::kList, "extend", nullptr},
+    {Kind::kList, "insert", nullptr},
+    {Kind::kList, "pop", nullptr},
+    {Kind::kList, "remove", nullptr},
+    {Kind::kList, "clear", nullptr},
+    {Kind::kList, "sort", nullptr},
     {Kind::kList, "reverse", nullptr},
 };
 
@@ -355,7 +403,9 @@ Result<Value> g_range(Interpreter& in, const CallArgs& a) {
   const int64_t n = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
                              : (start > stop ? (start - stop - step - 1) / -step : 0);
   constexpr int64_t kMaxRange = 100000;  // jinja2.sandbox.MAX_RANGE
-  if (n > kMaxRange) return make_error("range: %lld items exceed the sandbox limit of %lld", static_cast<long long>(n), static_cast<long long>(kMaxRange));
+  if (n > kMaxRange)
+    return make_error("range: %lld items exceed the sandbox limit of %lld", static_cast<long long>(n),
+                      static_cast<long long>(kMaxRange));
   SNIPER_TRY(in.charge(n));
   List out;
   for (int64_t i = 0; i < n; ++i) out.push_back(Value::integer(start + i * step));
@@ -366,7 +416,8 @@ Result<Dict> dict_from_args(const char* fn, const CallArgs& a) {
   Dict d;
   if (a.args.size() > 1) return make_error("%s expects at most 1 positional argument, got %zu", fn, a.args.size());
   if (a.args.size() == 1) {
-    if (a.args[0].kind() != Kind::kDict) return make_error("%s: positional argument must be a dict, got %s", fn, type_name(a.args[0]).c_str());
+    if (a.args[0].kind() != Kind::kDict)
+      return make_error("%s: positional argument must be a dict, got %s", fn, type_name(a.args[0]).c_str());
     d = a.args[0].as_dict();
   }
   for (const auto& [k, v] : a.kwargs) d.set(k, v);
@@ -399,7 +450,8 @@ Result<Value> g_strftime_now(Interpreter&, const CallArgs& a) {
   localtime_r(&now, &tm_now);
   char buf[512];
   const size_t n = std::strftime(buf, sizeof(buf), fmt.c_str(), &tm_now);
-  if (n == 0 && !fmt.empty()) return make_error("strftime_now: format '%s' is empty after formatting or too long", fmt.c_str());
+  if (n == 0 && !fmt.empty())
+    return make_error("strftime_now: format '%s' is empty after formatting or too long", fmt.c_str());
   return str_value(std::string(buf, n));
 }
 

@@ -49,9 +49,7 @@ class Parser {
     return true;
   }
 
-  Error fail(const std::string& what) const {
-    return make_error("template line %d: %s", cur().line, what.c_str());
-  }
+  Error fail(const std::string& what) const { return make_error("template line %d: %s", cur().line, what.c_str()); }
   Error unexpected(const std::string& expected) const {
     return fail("expected " + expected + ", got " + describe_token(cur()));
   }
@@ -83,7 +81,8 @@ class Parser {
     int* depth;
   };
   Status check_depth() const {
-    if (depth_ > kMaxParseDepth) return fail("expressions or blocks are nested deeper than " + std::to_string(kMaxParseDepth) + " levels");
+    if (depth_ > kMaxParseDepth)
+      return fail("expressions or blocks are nested deeper than " + std::to_string(kMaxParseDepth) + " levels");
     return ok_status();
   }
 
@@ -394,9 +393,8 @@ class Parser {
     cmp->children.push_back(std::move(first));
     while (true) {
       std::string op;
-      if (cur().type == TokenType::kOp &&
-          (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" ||
-           cur().text == ">" || cur().text == ">=")) {
+      if (cur().type == TokenType::kOp && (cur().text == "==" || cur().text == "!=" || cur().text == "<" ||
+                                           cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
         op = cur().text;
         next();
       } else if (is_name("in")) {
@@ -664,8 +662,8 @@ class Parser {
     e->children.push_back(std::move(subject));
     if (is_op("(")) {
       SNIPER_TRY(parse_call_args(e->call));
-    } else if ((cur().type == TokenType::kName || cur().type == TokenType::kString ||
-                cur().type == TokenType::kInt || cur().type == TokenType::kFloat || is_op("[") || is_op("{")) &&
+    } else if ((cur().type == TokenType::kName || cur().type == TokenType::kString || cur().type == TokenType::kInt ||
+                cur().type == TokenType::kFloat || is_op("[") || is_op("{")) &&
                !is_name("else") && !is_name("or") && !is_name("and")) {
       if (is_name("is")) return fail("tests cannot be chained with 'is'");
       SNIPER_ASSIGN_OR_RETURN(ExprPtr arg, parse_primary());

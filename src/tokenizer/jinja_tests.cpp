@@ -13,10 +13,10 @@ namespace {
 using TestFn = Result<bool> (*)(Interpreter&, const Value&, const CallArgs&);
 
 // A test that takes no arguments, defined by a predicate on the value.
-#define SNIPER_UNARY_TEST(fn_name, test_name, expr)                          \
-  Result<bool> fn_name(Interpreter&, const Value& v, const CallArgs& a) {    \
-    SNIPER_TRY(bind_args(test_name, a, {}));                                 \
-    return (expr);                                                           \
+#define SNIPER_UNARY_TEST(fn_name, test_name, expr)                       \
+  Result<bool> fn_name(Interpreter&, const Value& v, const CallArgs& a) { \
+    SNIPER_TRY(bind_args(test_name, a, {}));                              \
+    return (expr);                                                        \
   }
 
 SNIPER_UNARY_TEST(t_defined, "defined", !v.is_undefined())
@@ -31,8 +31,10 @@ SNIPER_UNARY_TEST(t_number, "number", v.is_number())
 SNIPER_UNARY_TEST(t_string, "string", v.is_string())
 SNIPER_UNARY_TEST(t_mapping, "mapping", v.kind() == Kind::kDict)
 // Undefined iterates as empty and has a length, so jinja2 counts it as iterable and sequence.
-SNIPER_UNARY_TEST(t_iterable, "iterable", v.is_string() || v.is_sequence() || v.kind() == Kind::kDict || v.is_undefined())
-SNIPER_UNARY_TEST(t_sequence, "sequence", v.is_string() || v.is_sequence() || v.kind() == Kind::kDict || v.is_undefined())
+SNIPER_UNARY_TEST(t_iterable, "iterable",
+                  v.is_string() || v.is_sequence() || v.kind() == Kind::kDict || v.is_undefined())
+SNIPER_UNARY_TEST(t_sequence, "sequence",
+                  v.is_string() || v.is_sequence() || v.kind() == Kind::kDict || v.is_undefined())
 SNIPER_UNARY_TEST(t_callable, "callable", v.kind() == Kind::kCallable)
 SNIPER_UNARY_TEST(t_escaped, "escaped", false)
 SNIPER_UNARY_TEST(t_lower, "lower", to_str(v) == ascii_lower(to_str(v)) && to_str(v) != ascii_upper(to_str(v)))
@@ -60,7 +62,8 @@ Result<bool> t_in(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("in", a, {required("seq")}));
   const Value& seq = p[0];
   if (seq.is_string()) {
-    if (!v.is_string()) return make_error("in: 'in <string>' requires string as left operand, not %s", type_name(v).c_str());
+    if (!v.is_string())
+      return make_error("in: 'in <string>' requires string as left operand, not %s", type_name(v).c_str());
     return seq.as_string().find(v.as_string()) != std::string::npos;
   }
   if (seq.kind() == Kind::kDict) return v.is_string() && seq.as_dict().find(v.as_string()) != nullptr;
@@ -106,16 +109,44 @@ struct TestEntry {
 };
 
 constexpr std::array<TestEntry, 38> kTests = {{
-    {"defined", t_defined}, {"undefined", t_undefined}, {"none", t_none}, {"boolean", t_boolean},
-    {"true", t_true}, {"false", t_false}, {"integer", t_integer}, {"float", t_float},
-    {"number", t_number}, {"string", t_string}, {"mapping", t_mapping}, {"iterable", t_iterable},
-    {"sequence", t_sequence}, {"callable", t_callable}, {"escaped", t_escaped}, {"lower", t_lower},
-    {"upper", t_upper}, {"odd", t_odd}, {"even", t_even}, {"divisibleby", t_divisibleby},
-    {"in", t_in}, {"sameas", t_sameas}, {"eq", t_eq}, {"equalto", t_eq},
-    {"==", t_eq}, {"ne", t_ne}, {"!=", t_ne}, {"lt", t_lt},
-    {"lessthan", t_lt}, {"<", t_lt}, {"le", t_le}, {"<=", t_le},
-    {"gt", t_gt}, {"greaterthan", t_gt}, {">", t_gt}, {"ge", t_ge},
-    {">=", t_ge}, {"filter", nullptr},
+    {"defined", t_defined},
+    {"undefined", t_undefined},
+    {"none", t_none},
+    {"boolean", t_boolean},
+    {"true", t_true},
+    {"false", t_false},
+    {"integer", t_integer},
+    {"float", t_float},
+    {"number", t_number},
+    {"string", t_string},
+    {"mapping", t_mapping},
+    {"iterable", t_iterable},
+    {"sequence", t_sequence},
+    {"callable", t_callable},
+    {"escaped", t_escaped},
+    {"lower", t_lower},
+    {"upper", t_upper},
+    {"odd", t_odd},
+    {"even", t_even},
+    {"divisibleby", t_divisibleby},
+    {"in", t_in},
+    {"sameas", t_sameas},
+    {"eq", t_eq},
+    {"equalto", t_eq},
+    {"==", t_eq},
+    {"ne", t_ne},
+    {"!=", t_ne},
+    {"lt", t_lt},
+    {"lessthan", t_lt},
+    {"<", t_lt},
+    {"le", t_le},
+    {"<=", t_le},
+    {"gt", t_gt},
+    {"greaterthan", t_gt},
+    {">", t_gt},
+    {"ge", t_ge},
+    {">=", t_ge},
+    {"filter", nullptr},
 }};
 
 const TestEntry* find_test(std::string_view name) {

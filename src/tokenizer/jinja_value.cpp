@@ -163,14 +163,17 @@ const void* Value::identity() const {
 
 bool truthy(const Value& v) {
   switch (v.kind()) {
-    case Kind::kUndefined: case Kind::kNone: return false;
+    case Kind::kUndefined:
+    case Kind::kNone: return false;
     case Kind::kBool: return v.as_bool();
     case Kind::kInt: return v.as_int() != 0;
     case Kind::kFloat: return v.as_double() != 0.0;
     case Kind::kString: return !v.as_string().empty();
-    case Kind::kList: case Kind::kTuple: return !v.as_list().empty();
+    case Kind::kList:
+    case Kind::kTuple: return !v.as_list().empty();
     case Kind::kDict: return !v.as_dict().items.empty();
-    case Kind::kNamespace: case Kind::kCallable: return true;
+    case Kind::kNamespace:
+    case Kind::kCallable: return true;
   }
   return false;
 }
@@ -284,9 +287,11 @@ bool equals_at(const Value& a, const Value& b, int depth) {
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case Kind::kUndefined: case Kind::kNone: return true;
+    case Kind::kUndefined:
+    case Kind::kNone: return true;
     case Kind::kString: return a.as_string() == b.as_string();
-    case Kind::kList: case Kind::kTuple: {
+    case Kind::kList:
+    case Kind::kTuple: {
       const List& x = a.as_list();
       const List& y = b.as_list();
       if (x.size() != y.size()) return false;
@@ -355,7 +360,8 @@ Status to_json_at(std::string& out, const Value& v, const JsonOptions& o, int le
       return ok_status();
     }
     case Kind::kString: json_escape_string(out, v.as_string(), o.ensure_ascii); return ok_status();
-    case Kind::kList: case Kind::kTuple: {
+    case Kind::kList:
+    case Kind::kTuple: {
       const List& items = v.as_list();
       if (items.empty()) {
         out += "[]";
@@ -396,10 +402,8 @@ Status to_json_at(std::string& out, const Value& v, const JsonOptions& o, int le
       return ok_status();
     }
     case Kind::kUndefined:
-      return make_error("tojson: Object of type Undefined is not JSON serializable (%s)",
-                        v.undefined_hint().c_str());
-    default:
-      return make_error("tojson: Object of type %s is not JSON serializable", type_name(v).c_str());
+      return make_error("tojson: Object of type Undefined is not JSON serializable (%s)", v.undefined_hint().c_str());
+    default: return make_error("tojson: Object of type %s is not JSON serializable", type_name(v).c_str());
   }
 }
 
@@ -446,9 +450,7 @@ bool equals(const Value& a, const Value& b) { return equals_at(a, b, 0); }
 
 Result<int> compare(const Value& a, const Value& b) { return compare_at(a, b, 0); }
 
-Status to_json(std::string& out, const Value& v, const JsonOptions& options) {
-  return to_json_at(out, v, options, 0);
-}
+Status to_json(std::string& out, const Value& v, const JsonOptions& options) { return to_json_at(out, v, options, 0); }
 
 Result<Value> from_json(const nlohmann::json& j) { return from_json_at(j, 0); }
 Result<Value> from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }

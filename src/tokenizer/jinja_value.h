@@ -51,7 +51,17 @@ struct Dict {
 };
 
 enum class Kind : uint8_t {
-  kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict, kNamespace, kCallable
+  kUndefined,
+  kNone,
+  kBool,
+  kInt,
+  kFloat,
+  kString,
+  kList,
+  kTuple,
+  kDict,
+  kNamespace,
+  kCallable
 };
 
 class Value {
@@ -85,7 +95,7 @@ class Value {
 
   // Accessors; each requires the matching kind (CHECKed).
   bool as_bool() const;
-  int64_t as_int() const;  // bool or int
+  int64_t as_int() const;    // bool or int
   double as_double() const;  // bool, int or float
   const std::string& as_string() const;
   const std::string& undefined_hint() const;

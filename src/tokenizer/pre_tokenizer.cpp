@@ -134,8 +134,8 @@ Segments split_gpt2(const Codepoints& cpts, const Segments& segments) {
 // With `marks_are_letters` (Qwen3.5, llama.cpp's unicode_regex_split_custom_qwen35) the letter run
 // is [\p{L}\p{M}]+ and the symbol run excludes \p{M}; the optional lead character of a letter run
 // may itself be a mark, as in llama.cpp.
-Segments split_llama3(const Codepoints& cpts, const Segments& segments, size_t max_digits,
-                      CaseMode contraction_case, bool marks_are_letters = false) {
+Segments split_llama3(const Codepoints& cpts, const Segments& segments, size_t max_digits, CaseMode contraction_case,
+                      bool marks_are_letters = false) {
   auto wordlike = [marks_are_letters](const CodepointFlags& f) {
     return f.is_letter || (marks_are_letters && f.is_mark);
   };
@@ -239,9 +239,7 @@ Segments split_find_all(const Codepoints& cpts, const Segments& segments, Match 
 
 // llama.cpp runs regexes without \p{..} through std::wregex after replacing non-ASCII
 // whitespace with U+000B, so \s is ASCII whitespace plus that stand-in.
-uint32_t wregex_view(uint32_t c) {
-  return (c > 0x7F && codepoint_flags(c).is_whitespace) ? 0x0B : c;
-}
+uint32_t wregex_view(uint32_t c) { return (c > 0x7F && codepoint_flags(c).is_whitespace) ? 0x0B : c; }
 
 bool is_regex_space(uint32_t c) {  // \s of std::regex on the substituted text
   return c == ' ' || (c >= 0x09 && c <= 0x0D);
@@ -291,14 +289,16 @@ struct CharClass {
 };
 
 Segments split_deepseek_llm(const Codepoints& cpts, Segments segs) {
+  // The literals are range lists; clang-format 14 splits them differently on each run.
+  // clang-format off
   static const CharClass kLetters(
       "A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃");
   static const CharClass kPunct("!-/:-~！-／：-～‘-‟　-。");
   static const CharClass kCjk("一-龥ࠀ-一가-퟿");
+  // clang-format on
   // [\r\n]
-  segs = split_find_all(cpts, segs, [](const SegmentView& v, size_t pos) -> size_t {
-    return is_cr_or_lf(v.cpts[pos]) ? 1 : 0;
-  });
+  segs = split_find_all(cpts, segs,
+                        [](const SegmentView& v, size_t pos) -> size_t { return is_cr_or_lf(v.cpts[pos]) ? 1 : 0; });
   // \s?[letters]+
   segs = split_find_all(cpts, segs, [](const SegmentView& v, size_t pos) {
     return match_opt_space_run(v, pos, [](uint32_t c) { return kLetters.contains(c); });
@@ -457,35 +457,23 @@ std::vector<std::string> pre_tokenize(PreTokenizerKind kind, std::string_view te
   Segments segs;
   if (!cpts.empty()) segs.push_back(cpts.size());
   switch (kind) {
-    case PreTokenizerKind::kDefault:
-      segs = split_default(cpts, std::move(segs));
-      break;
-    case PreTokenizerKind::kGpt2:
-      segs = split_gpt2(cpts, segs);
-      break;
+    case PreTokenizerKind::kDefault: segs = split_default(cpts, std::move(segs)); break;
+    case PreTokenizerKind::kGpt2: segs = split_gpt2(cpts, segs); break;
     case PreTokenizerKind::kStarcoder:
       segs = split_find_all(cpts, segs, [](const SegmentView& v, size_t pos) -> size_t {
         return codepoint_flags(v.cpts[pos]).is_number ? 1 : 0;
       });
       segs = split_gpt2(cpts, segs);
       break;
-    case PreTokenizerKind::kLlama3:
-      segs = split_llama3(cpts, segs, 3, CaseMode::kUnicodeLower);
-      break;
-    case PreTokenizerKind::kQwen2:
-      segs = split_llama3(cpts, segs, 1, CaseMode::kAsciiEither);
-      break;
-    case PreTokenizerKind::kDeepseekLlm:
-      segs = split_deepseek_llm(cpts, std::move(segs));
-      break;
+    case PreTokenizerKind::kLlama3: segs = split_llama3(cpts, segs, 3, CaseMode::kUnicodeLower); break;
+    case PreTokenizerKind::kQwen2: segs = split_llama3(cpts, segs, 1, CaseMode::kAsciiEither); break;
+    case PreTokenizerKind::kDeepseekLlm: segs = split_deepseek_llm(cpts, std::move(segs)); break;
     case PreTokenizerKind::kQwen35:
       // llama.cpp runs the [sS]-spelled Qwen3.5 regex through its custom matcher, which lowercases
       // with the Unicode tables (unlike the std::regex path the Qwen2 spelling takes).
       segs = split_llama3(cpts, segs, 1, CaseMode::kUnicodeLower, /*marks_are_letters=*/true);
       break;
-    case PreTokenizerKind::kNewlines:
-      segs = split_newline_runs(cpts, segs);
-      break;
+    case PreTokenizerKind::kNewlines: segs = split_newline_runs(cpts, segs); break;
   }
   std::vector<std::string> words;
   words.reserve(segs.size());

@@ -139,39 +139,27 @@ CodepointFlags codepoint_flags(uint32_t cp) {
     case U_LOWERCASE_LETTER:
     case U_TITLECASE_LETTER:
     case U_MODIFIER_LETTER:
-    case U_OTHER_LETTER:
-      f.is_letter = true;
-      break;
+    case U_OTHER_LETTER: f.is_letter = true; break;
     case U_DECIMAL_DIGIT_NUMBER:
     case U_LETTER_NUMBER:
-    case U_OTHER_NUMBER:
-      f.is_number = true;
-      break;
+    case U_OTHER_NUMBER: f.is_number = true; break;
     case U_NON_SPACING_MARK:
     case U_ENCLOSING_MARK:
-    case U_COMBINING_SPACING_MARK:
-      f.is_mark = true;
-      break;
+    case U_COMBINING_SPACING_MARK: f.is_mark = true; break;
     case U_DASH_PUNCTUATION:
     case U_START_PUNCTUATION:
     case U_END_PUNCTUATION:
     case U_CONNECTOR_PUNCTUATION:
     case U_OTHER_PUNCTUATION:
     case U_INITIAL_PUNCTUATION:
-    case U_FINAL_PUNCTUATION:
-      f.is_punctuation = true;
-      break;
+    case U_FINAL_PUNCTUATION: f.is_punctuation = true; break;
     case U_MATH_SYMBOL:
     case U_CURRENCY_SYMBOL:
     case U_MODIFIER_SYMBOL:
-    case U_OTHER_SYMBOL:
-      f.is_symbol = true;
-      break;
+    case U_OTHER_SYMBOL: f.is_symbol = true; break;
     case U_SPACE_SEPARATOR:
     case U_LINE_SEPARATOR:
-    case U_PARAGRAPH_SEPARATOR:
-      f.is_separator = true;
-      break;
+    case U_PARAGRAPH_SEPARATOR: f.is_separator = true; break;
     default:  // Cc, Cf, Co, Cs and unassigned (Cn)
       f.is_control = true;
       break;

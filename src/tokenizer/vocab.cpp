@@ -119,11 +119,28 @@ void build_eog_set(Vocab& v, int32_t fim_pad, int32_t fim_rep, int32_t fim_sep) 
   for (int32_t id : {fim_pad, fim_rep, fim_sep}) {
     if (id != -1) eog.push_back(id);
   }
-  for (const int32_t id :
-       ids_with_text(v, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-                         "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-                         "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-                         "<｜end▁of▁sentence｜>", "[e~["})) {
+  for (const int32_t id : ids_with_text(v, {"<|eot_id|>",
+                                            "<|im_end|>",
+                                            "<|end|>",
+                                            "<|return|>",
+                                            "<|call|>",
+                                            "<|flush|>",
+                                            "<|calls|>",
+                                            "<end_of_turn>",
+                                            "<|endoftext|>",
+                                            "</s>",
+                                            "<|eom_id|>",
+                                            "<EOT>",
+                                            "_<EOT>",
+                                            "[EOT]",
+                                            "[EOS]",
+                                            "<|end_of_text|>",
+                                            "<end_of_utterance>",
+                                            "<eos>",
+                                            "<turn|>",
+                                            "<|tool_response>",
+                                            "<｜end▁of▁sentence｜>",
+                                            "[e~["})) {
     eog.push_back(id);
     v.attrs[size_t(id)] |= kTokenAttrControl;
   }
@@ -194,9 +211,10 @@ Result<Vocab> load_vocab(const GgufFile& file) {
     SNIPER_ASSIGN_OR_RETURN(v.pre, pre_tokenizer_from_name("gemma4"));
     v.clean_spaces = v.pre.clean_spaces;
   } else {
-    return make_error("%s is '%s' but must be 'llama' (SentencePiece), 'gpt2' (byte-level BPE) or 'gemma4' "
-                      "(SentencePiece-style BPE)",
-                      kKeyModel, v.model.c_str());
+    return make_error(
+        "%s is '%s' but must be 'llama' (SentencePiece), 'gpt2' (byte-level BPE) or 'gemma4' "
+        "(SentencePiece-style BPE)",
+        kKeyModel, v.model.c_str());
   }
   SNIPER_ASSIGN_OR_RETURN(v.add_space_prefix, file.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix));
 
@@ -207,13 +225,13 @@ Result<Vocab> load_vocab(const GgufFile& file) {
   }
   int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
   const std::pair<const char*, int32_t*> keys[] = {
-      {"tokenizer.ggml.bos_token_id", &v.bos_id},         {"tokenizer.ggml.eos_token_id", &v.eos_id},
-      {"tokenizer.ggml.eot_token_id", &v.eot_id},         {"tokenizer.ggml.eom_token_id", &v.eom_id},
-      {"tokenizer.ggml.unknown_token_id", &v.unk_id},     {"tokenizer.ggml.padding_token_id", &v.pad_id},
-      {"tokenizer.ggml.fim_pre_token_id", &fim_pre},      {"tokenizer.ggml.fim_suf_token_id", &fim_suf},
-      {"tokenizer.ggml.fim_mid_token_id", &fim_mid},      {"tokenizer.ggml.fim_pad_token_id", &fim_pad},
-      {"tokenizer.ggml.fim_rep_token_id", &fim_rep},      {"tokenizer.ggml.fim_sep_token_id", &fim_sep},
-      {"tokenizer.ggml.prefix_token_id", &fim_pre},       {"tokenizer.ggml.suffix_token_id", &fim_suf},
+      {"tokenizer.ggml.bos_token_id", &v.bos_id},     {"tokenizer.ggml.eos_token_id", &v.eos_id},
+      {"tokenizer.ggml.eot_token_id", &v.eot_id},     {"tokenizer.ggml.eom_token_id", &v.eom_id},
+      {"tokenizer.ggml.unknown_token_id", &v.unk_id}, {"tokenizer.ggml.padding_token_id", &v.pad_id},
+      {"tokenizer.ggml.fim_pre_token_id", &fim_pre},  {"tokenizer.ggml.fim_suf_token_id", &fim_suf},
+      {"tokenizer.ggml.fim_mid_token_id", &fim_mid},  {"tokenizer.ggml.fim_pad_token_id", &fim_pad},
+      {"tokenizer.ggml.fim_rep_token_id", &fim_rep},  {"tokenizer.ggml.fim_sep_token_id", &fim_sep},
+      {"tokenizer.ggml.prefix_token_id", &fim_pre},   {"tokenizer.ggml.suffix_token_id", &fim_suf},
       {"tokenizer.ggml.middle_token_id", &fim_mid},
   };
   for (const auto& [key, id] : keys) SNIPER_TRY(read_special_id(file, key, n, *id));
@@ -264,19 +282,17 @@ Result<Vocab> load_vocab(const GgufFile& file) {
   for (int32_t i = 0; i < n; ++i) {
     if (v.has_attr(i, kTokenAttrControl | kTokenAttrUserDefined | kTokenAttrUnknown)) v.special_tokens.push_back(i);
   }
-  std::stable_sort(v.special_tokens.begin(), v.special_tokens.end(), [&](int32_t a, int32_t b) {
-    return v.texts[size_t(a)].size() > v.texts[size_t(b)].size();
-  });
+  std::stable_sort(v.special_tokens.begin(), v.special_tokens.end(),
+                   [&](int32_t a, int32_t b) { return v.texts[size_t(a)].size() > v.texts[size_t(b)].size(); });
 
   // Per-model strip attributes that llama.cpp sets by name (they are not stored in GGUF).
   SNIPER_ASSIGN_OR_RETURN(std::string name, file.get_string_or("general.name", ""));
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   SNIPER_ASSIGN_OR_RETURN(const std::string arch, file.get_string_or("general.architecture", ""));
-  const bool jina_mask = v.pre_name.find("jina-v2-de") != std::string::npos ||
-                         v.pre_name.find("jina-v2-es") != std::string::npos ||
-                         v.pre_name.find("jina-v2-code") != std::string::npos ||
-                         arch.find("nomic-bert-moe") != std::string::npos ||
-                         arch.find("jina-bert-v3") != std::string::npos;
+  const bool jina_mask =
+      v.pre_name.find("jina-v2-de") != std::string::npos || v.pre_name.find("jina-v2-es") != std::string::npos ||
+      v.pre_name.find("jina-v2-code") != std::string::npos || arch.find("nomic-bert-moe") != std::string::npos ||
+      arch.find("jina-bert-v3") != std::string::npos;
   if (jina_mask) {
     set_attr(v, "<mask>", kTokenAttrLstrip, true);
   } else if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {

@@ -17,7 +17,7 @@ namespace sniper {
 namespace {
 
 constexpr uint64_t kMaxRegisteredBuffer = uint64_t{1} << 30;  // io_uring's per-buffer limit
-constexpr float kFrequencyDecay = 0.95f;                        // per token, LFRU
+constexpr float kFrequencyDecay = 0.95f;                      // per token, LFRU
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -62,7 +62,7 @@ bool ExpertLocation::contiguous() const {
 }
 
 Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& file, int64_t n_layers,
-                                                               int64_t n_experts) {
+                                                                int64_t n_experts) {
   std::vector<std::vector<ExpertLocation>> out(static_cast<size_t>(n_layers),
                                                std::vector<ExpertLocation>(static_cast<size_t>(n_experts)));
   static const char* kMerged[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
@@ -93,8 +93,8 @@ Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& 
         }
         const uint64_t slice = t->nbytes / static_cast<uint64_t>(n_experts);
         for (int64_t e = 0; e < n_experts; ++e) {
-          out[static_cast<size_t>(l)][static_cast<size_t>(e)].part[p] = {t->file_offset + slice * static_cast<uint64_t>(e),
-                                                                        slice, t->type, t->ne[0], t->ne[1]};
+          out[static_cast<size_t>(l)][static_cast<size_t>(e)].part[p] = {
+              t->file_offset + slice * static_cast<uint64_t>(e), slice, t->type, t->ne[0], t->ne[1]};
         }
         continue;
       }
@@ -102,16 +102,18 @@ Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& 
         const std::string name = "blk." + std::to_string(l) + "." + kSplit[p] + "." + std::to_string(e) + ".weight";
         const GgufTensorInfo* t = file.find_tensor(name);
         if (t == nullptr) return make_error("neither '%s' nor '%s' is in the file", merged.c_str(), name.c_str());
-        out[static_cast<size_t>(l)][static_cast<size_t>(e)].part[p] = {t->file_offset, t->nbytes, t->type, t->ne[0], t->ne[1]};
+        out[static_cast<size_t>(l)][static_cast<size_t>(e)].part[p] = {t->file_offset, t->nbytes, t->type, t->ne[0],
+                                                                       t->ne[1]};
       }
     }
   }
   return out;
 }
 
-Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<std::vector<ExpertLocation>> experts,
-                                                         IoEngine* io, const ExpertCacheOptions& options) {
-  if (options.n_slots < 1) return make_error("expert cache needs at least 1 slot, got %ld", static_cast<long>(options.n_slots));
+Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<std::vector<ExpertLocation>> experts, IoEngine* io,
+                                                         const ExpertCacheOptions& options) {
+  if (options.n_slots < 1)
+    return make_error("expert cache needs at least 1 slot, got %ld", static_cast<long>(options.n_slots));
   if (experts.empty() || experts[0].empty()) return make_error("expert cache: the model has no experts");
   std::unique_ptr<ExpertCache> c(new ExpertCache());
   c->experts_ = std::move(experts);
@@ -119,27 +121,33 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<std::vector
   c->io_ = io;
   c->options_ = options;
   c->slot_bytes_ = options.gate_region_bytes + options.up_region_bytes + options.down_region_bytes;
-  CHECK(c->slot_bytes_ % 4096 == 0, "slot size %llu is not page aligned", static_cast<unsigned long long>(c->slot_bytes_));
+  CHECK(c->slot_bytes_ % 4096 == 0, "slot size %llu is not page aligned",
+        static_cast<unsigned long long>(c->slot_bytes_));
   const uint64_t regions[3] = {options.gate_region_bytes, options.up_region_bytes, options.down_region_bytes};
   for (size_t l = 0; l < c->experts_.size(); ++l) {
     for (const ExpertLocation& x : c->experts_[l]) {
       if (x.contiguous()) {
-        const uint64_t span = io->span_for(x.part[0].file_offset, x.part[2].file_offset + x.part[2].nbytes - x.part[0].file_offset).aligned_length;
-        if (span > c->slot_bytes_) return make_error("layer %zu: a packed expert of %llu bytes does not fit a %llu-byte slot", l,
-                                                     static_cast<unsigned long long>(span), static_cast<unsigned long long>(c->slot_bytes_));
+        const uint64_t span =
+            io->span_for(x.part[0].file_offset, x.part[2].file_offset + x.part[2].nbytes - x.part[0].file_offset)
+                .aligned_length;
+        if (span > c->slot_bytes_)
+          return make_error("layer %zu: a packed expert of %llu bytes does not fit a %llu-byte slot", l,
+                            static_cast<unsigned long long>(span), static_cast<unsigned long long>(c->slot_bytes_));
         continue;
       }
       if (x.gate_up_adjacent()) {
         const uint64_t span = io->span_for(x.part[0].file_offset, x.part[0].nbytes + x.part[1].nbytes).aligned_length;
         if (span > regions[0] + regions[1]) {
-          return make_error("layer %zu: a fused gate_up expert of %llu bytes does not fit the %llu-byte slot regions", l,
-                            static_cast<unsigned long long>(span), static_cast<unsigned long long>(regions[0] + regions[1]));
+          return make_error("layer %zu: a fused gate_up expert of %llu bytes does not fit the %llu-byte slot regions",
+                            l, static_cast<unsigned long long>(span),
+                            static_cast<unsigned long long>(regions[0] + regions[1]));
         }
       }
       for (int p = x.gate_up_adjacent() ? 2 : 0; p < 3; ++p) {
         if (io->span_for(x.part[p].file_offset, x.part[p].nbytes).aligned_length > regions[p]) {
           return make_error("layer %zu: an expert slice of %llu bytes does not fit the %llu-byte slot region", l,
-                            static_cast<unsigned long long>(x.part[p].nbytes), static_cast<unsigned long long>(regions[p]));
+                            static_cast<unsigned long long>(x.part[p].nbytes),
+                            static_cast<unsigned long long>(regions[p]));
         }
       }
     }
@@ -147,8 +155,8 @@ Result<std::unique_ptr<ExpertCache>> ExpertCache::create(std::vector<std::vector
   c->arena_bytes_ = c->slot_bytes_ * static_cast<uint64_t>(options.n_slots);
   c->arena_ = map_pages(c->arena_bytes_);
   if (c->arena_ == nullptr) {
-    return make_error("cannot allocate %llu bytes for %ld expert slots", static_cast<unsigned long long>(c->arena_bytes_),
-                      static_cast<long>(options.n_slots));
+    return make_error("cannot allocate %llu bytes for %ld expert slots",
+                      static_cast<unsigned long long>(c->arena_bytes_), static_cast<long>(options.n_slots));
   }
   // Register the arena in pieces of whole slots, each under io_uring's 1 GiB buffer limit.
   std::vector<iovec> iov;
@@ -224,13 +232,15 @@ Status ExpertCache::start_read(int32_t slot_idx, int64_t layer, int64_t expert, 
     const uint64_t len = x.part[2].file_offset + x.part[2].nbytes - x.part[0].file_offset;
     reqs[n_reqs++] = {x.part[0].file_offset, len, base};
   } else {
-    uint8_t* dst[3] = {base, base + options_.gate_region_bytes, base + options_.gate_region_bytes + options_.up_region_bytes};
+    uint8_t* dst[3] = {base, base + options_.gate_region_bytes,
+                       base + options_.gate_region_bytes + options_.up_region_bytes};
     const bool fused = x.gate_up_adjacent();
     if (fused) reqs[n_reqs++] = {x.part[0].file_offset, x.part[0].nbytes + x.part[1].nbytes, base};
     for (int p = fused ? 2 : 0; p < 3; ++p) reqs[n_reqs++] = {x.part[p].file_offset, x.part[p].nbytes, dst[p]};
   }
   for (size_t i = 0; i < n_reqs; ++i) {
-    stats_.layers[static_cast<size_t>(layer)].bytes_read += io_->span_for(reqs[i].offset, reqs[i].length).aligned_length;
+    stats_.layers[static_cast<size_t>(layer)].bytes_read +=
+        io_->span_for(reqs[i].offset, reqs[i].length).aligned_length;
   }
   for (ReadTicket& t : s.tickets) t = 0;
   Status st = io_->submit_batch(std::span<const ReadRequest>(reqs, n_reqs), std::span<ReadTicket>(s.tickets, n_reqs));
@@ -271,7 +281,9 @@ ExpertView ExpertCache::view_of(int32_t slot_idx) const {
   QTensor out[3];
   const bool merged = x.contiguous();
   const uint64_t merged_lead =
-      merged ? io_->span_for(x.part[0].file_offset, x.part[2].file_offset + x.part[2].nbytes - x.part[0].file_offset).lead : 0;
+      merged
+          ? io_->span_for(x.part[0].file_offset, x.part[2].file_offset + x.part[2].nbytes - x.part[0].file_offset).lead
+          : 0;
   const uint64_t region_off[3] = {0, options_.gate_region_bytes, options_.gate_region_bytes + options_.up_region_bytes};
   for (int p = 0; p < 3; ++p) {
     const ExpertSlice& sl = x.part[p];
@@ -287,7 +299,8 @@ ExpertView ExpertCache::view_of(int32_t slot_idx) const {
 }
 
 Status ExpertCache::begin_layer(int64_t layer_idx, std::span<const int32_t> experts) {
-  CHECK(layer_ < 0, "begin_layer(%ld) while layer %ld is open", static_cast<long>(layer_idx), static_cast<long>(layer_));
+  CHECK(layer_ < 0, "begin_layer(%ld) while layer %ld is open", static_cast<long>(layer_idx),
+        static_cast<long>(layer_));
   CHECK(layer_idx >= 0 && layer_idx < static_cast<int64_t>(experts_.size()));
   layer_ = layer_idx;
   ready_.clear();
@@ -499,7 +512,8 @@ uint64_t ExpertCache::expert_bytes(int64_t layer_idx) const {
 std::vector<int64_t> ExpertCache::distinct_per_layer() const {
   std::vector<int64_t> out(experts_.size(), 0);
   for (size_t l = 0; l < experts_.size(); ++l) {
-    for (int64_t e = 0; e < n_experts_; ++e) out[l] += touched_[l * static_cast<size_t>(n_experts_) + static_cast<size_t>(e)];
+    for (int64_t e = 0; e < n_experts_; ++e)
+      out[l] += touched_[l * static_cast<size_t>(n_experts_) + static_cast<size_t>(e)];
   }
   return out;
 }

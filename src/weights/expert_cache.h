@@ -55,7 +55,7 @@ struct ExpertLocation {
 // per-expert tensors blk.L.ffn_{gate,up,down}.E.weight that `sniper pack` writes. Errors name a
 // missing tensor.
 Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& file, int64_t n_layers,
-                                                               int64_t n_experts);
+                                                                int64_t n_experts);
 
 struct ExpertCacheOptions {
   int64_t n_slots = 0;
@@ -68,19 +68,19 @@ struct ExpertCacheOptions {
 };
 
 struct LayerCacheStats {
-  uint64_t requests = 0;        // experts asked for (begin_layer)
-  uint64_t opened = 0;          // begin_layer calls
-  uint64_t opened_deferred = 0; // of those, layers that found no slot for some expert at once
-                                // (their views are not stable: experts then run one by one)
-  uint64_t hits = 0;            // already in memory or already being read
-  uint64_t bytes_read = 0;      // bytes read from the device for this layer (aligned spans)
-  double stall_seconds = 0;     // time next_ready() waited for I/O
-  double demand_stall_seconds = 0;  // of that, waits for reads the layer itself started (misses
-                                    // no hint covered), the rest waited for prefetches in flight
-  uint64_t prefetch_issued = 0;   // experts read because of a prefetch hint
-  uint64_t prefetch_useful = 0;   // of those, requested by the layer afterwards
-  uint64_t predicted = 0;         // experts predicted for this layer (hints received)
-  uint64_t predicted_correct = 0; // predicted experts the layer then requested
+  uint64_t requests = 0;                   // experts asked for (begin_layer)
+  uint64_t opened = 0;                     // begin_layer calls
+  uint64_t opened_deferred = 0;            // of those, layers that found no slot for some expert at once
+                                           // (their views are not stable: experts then run one by one)
+  uint64_t hits = 0;                       // already in memory or already being read
+  uint64_t bytes_read = 0;                 // bytes read from the device for this layer (aligned spans)
+  double stall_seconds = 0;                // time next_ready() waited for I/O
+  double demand_stall_seconds = 0;         // of that, waits for reads the layer itself started (misses
+                                           // no hint covered), the rest waited for prefetches in flight
+  uint64_t prefetch_issued = 0;            // experts read because of a prefetch hint
+  uint64_t prefetch_useful = 0;            // of those, requested by the layer afterwards
+  uint64_t predicted = 0;                  // experts predicted for this layer (hints received)
+  uint64_t predicted_correct = 0;          // predicted experts the layer then requested
   uint64_t actual_in_prediction_base = 0;  // requests of layers that had a prediction
 };
 
@@ -95,8 +95,8 @@ class ExpertCache final : public ExpertSource {
  public:
   // `experts[l][e]` locates expert e of layer l; `io` reads the model file (and outlives the
   // cache). Allocates the slot arena and registers it with the IoEngine.
-  static Result<std::unique_ptr<ExpertCache>> create(std::vector<std::vector<ExpertLocation>> experts,
-                                                     IoEngine* io, const ExpertCacheOptions& options);
+  static Result<std::unique_ptr<ExpertCache>> create(std::vector<std::vector<ExpertLocation>> experts, IoEngine* io,
+                                                     const ExpertCacheOptions& options);
   ~ExpertCache() override;
 
   Status begin_layer(int64_t layer_idx, std::span<const int32_t> experts) override;
@@ -134,15 +134,17 @@ class ExpertCache final : public ExpertSource {
     int32_t layer = -1;
     int32_t expert = -1;
     SlotState state = SlotState::kEmpty;
-    bool pinned = false;        // announced to or handed out in the current layer
-    bool from_prefetch = false; // loaded on a hint and not requested yet
-    bool on_demand = false;     // read started by the layer that needs it (no hint covered it)
+    bool pinned = false;         // announced to or handed out in the current layer
+    bool from_prefetch = false;  // loaded on a hint and not requested yet
+    bool on_demand = false;      // read started by the layer that needs it (no hint covered it)
     ReadTicket tickets[3] = {0, 0, 0};
     uint64_t last_use = 0;
   };
 
   ExpertCache() = default;
-  int32_t& slot_of(int64_t layer, int64_t expert) { return slot_index_[static_cast<size_t>(layer * n_experts_ + expert)]; }
+  int32_t& slot_of(int64_t layer, int64_t expert) {
+    return slot_index_[static_cast<size_t>(layer * n_experts_ + expert)];
+  }
   // Picks a slot to (re)use, evicting per policy; -1 if every slot is pinned or loading.
   int32_t find_victim();
   // Reads expert `expert` of `layer` into `slot`. `on_demand`: the open layer needs it now (no
@@ -165,22 +167,22 @@ class ExpertCache final : public ExpertSource {
   uint64_t arena_bytes_ = 0;
   uint64_t slot_bytes_ = 0;
   std::vector<Slot> slots_;
-  std::vector<int32_t> slot_index_;  // [layer * n_experts + expert] -> slot or -1
-  std::vector<float> freq_;          // [layer * n_experts + expert] decayed request counts
-  std::vector<uint8_t> touched_;     // [layer * n_experts + expert] ever requested
+  std::vector<int32_t> slot_index_;       // [layer * n_experts + expert] -> slot or -1
+  std::vector<float> freq_;               // [layer * n_experts + expert] decayed request counts
+  std::vector<uint8_t> touched_;          // [layer * n_experts + expert] ever requested
   std::vector<uint32_t> request_counts_;  // [layer * n_experts + expert] since reset_stats()
-  std::vector<uint8_t> predicted_;   // [layer * n_experts + expert] in the latest hint
-  std::vector<uint8_t> has_prediction_;  // [layer]
+  std::vector<uint8_t> predicted_;        // [layer * n_experts + expert] in the latest hint
+  std::vector<uint8_t> has_prediction_;   // [layer]
   uint64_t clock_ = 0;
 
   // Current layer.
   int64_t layer_ = -1;
-  std::vector<int32_t> ready_;     // slots in memory, not yet handed out
-  std::vector<int32_t> loading_;   // slots being read
-  std::vector<int32_t> deferred_;  // experts with no free slot yet
-  int32_t handed_out_ = -1;        // slot handed out by the last next_ready()
-  bool layer_stable_ = false;      // the open layer deferred no expert (views_stable())
-  std::vector<int32_t> pinned_;    // slots pinned for this layer
+  std::vector<int32_t> ready_;        // slots in memory, not yet handed out
+  std::vector<int32_t> loading_;      // slots being read
+  std::vector<int32_t> deferred_;     // experts with no free slot yet
+  int32_t handed_out_ = -1;           // slot handed out by the last next_ready()
+  bool layer_stable_ = false;         // the open layer deferred no expert (views_stable())
+  std::vector<int32_t> pinned_;       // slots pinned for this layer
   std::vector<int32_t> hint_pinned_;  // slots pinned while one prefetch() runs
   ExpertCacheStats stats_;
 };

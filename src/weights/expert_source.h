@@ -107,7 +107,9 @@ class LayerOffsetExperts final : public ExpertSource {
   void end_layer() override { inner_->end_layer(); }
   bool views_stable() const override { return inner_->views_stable(); }
   bool next_is_ready() override { return inner_->next_is_ready(); }
-  bool is_cached(int64_t layer_idx, int32_t expert) const override { return inner_->is_cached(offset_ + layer_idx, expert); }
+  bool is_cached(int64_t layer_idx, int32_t expert) const override {
+    return inner_->is_cached(offset_ + layer_idx, expert);
+  }
 
  private:
   ExpertSource* inner_;

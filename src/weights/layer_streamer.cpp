@@ -17,7 +17,8 @@ Result<std::unique_ptr<LayerStreamer>> LayerStreamer::create(std::vector<std::ve
   s->buffer_bytes_ = (buffer_bytes + 4095) / 4096 * 4096;
   for (size_t l = 0; l < s->groups_.size(); ++l) {
     uint64_t need = 0;
-    for (const GgufTensorInfo* t : s->groups_[l]) need += (io->span_for(t->file_offset, t->nbytes).aligned_length + 4095) / 4096 * 4096;
+    for (const GgufTensorInfo* t : s->groups_[l])
+      need += (io->span_for(t->file_offset, t->nbytes).aligned_length + 4095) / 4096 * 4096;
     if (need > s->buffer_bytes_) {
       return make_error("layer %zu needs %llu bytes of stream buffer but the plan gives %llu", l,
                         static_cast<unsigned long long>(need), static_cast<unsigned long long>(s->buffer_bytes_));
@@ -25,7 +26,8 @@ Result<std::unique_ptr<LayerStreamer>> LayerStreamer::create(std::vector<std::ve
   }
   for (Buffer& b : s->buf_) {
     b.data = map_pages(s->buffer_bytes_ == 0 ? 4096 : s->buffer_bytes_);
-    if (b.data == nullptr) return make_error("cannot allocate a %llu-byte layer buffer", static_cast<unsigned long long>(s->buffer_bytes_));
+    if (b.data == nullptr)
+      return make_error("cannot allocate a %llu-byte layer buffer", static_cast<unsigned long long>(s->buffer_bytes_));
   }
   return s;
 }

@@ -35,8 +35,10 @@ Status pack_experts(const std::string& in_path, const std::string& out_path,
   if (!in.ok()) return in.error();
   const GgufFile& f = *in;
   if (auto split_count = f.get_int_or("split.count", 1); split_count.ok() && *split_count > 1) {
-    return make_error("%s is one part of a split model: pack reads a single file (join the parts first, e.g. "
-                      "llama-gguf-split --merge)", in_path.c_str());
+    return make_error(
+        "%s is one part of a split model: pack reads a single file (join the parts first, e.g. "
+        "llama-gguf-split --merge)",
+        in_path.c_str());
   }
   auto arch = f.get_string("general.architecture");
   if (!arch.ok()) return arch.error();
@@ -87,7 +89,8 @@ Status pack_experts(const std::string& in_path, const std::string& out_path,
         const ExpertSlice& s = x.part[p];
         const std::string name = "blk." + std::to_string(l) + "." + kNames[p] + "." + std::to_string(e) + ".weight";
         const uint64_t off = s.file_offset;
-        w.add_tensor(name, s.type, {s.ne0, s.ne1}, [copy_range, off](uint8_t* dst, size_t n) { copy_range(off, dst, n); });
+        w.add_tensor(name, s.type, {s.ne0, s.ne1},
+                     [copy_range, off](uint8_t* dst, size_t n) { copy_range(off, dst, n); });
       }
     }
   }

@@ -33,6 +33,7 @@ double static_cache_hit_rate(std::span<const uint32_t> choose_from, std::span<co
 
 // Hindsight and held-out hit rates of a static cache of `slots` keys for a run whose requests
 // per key were `first_half` then `second_half`.
-StaticCacheHits static_cache_hits(std::span<const uint32_t> first_half, std::span<const uint32_t> second_half, size_t slots);
+StaticCacheHits static_cache_hits(std::span<const uint32_t> first_half, std::span<const uint32_t> second_half,
+                                  size_t slots);
 
 }  // namespace sniper

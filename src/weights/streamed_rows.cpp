@@ -39,7 +39,8 @@ Status StreamedRows::read(const int32_t* rows, int64_t n, float* out) {
     buf_bytes_ = need;
   }
   for (int64_t i = 0; i < n; ++i) {
-    reqs_[static_cast<size_t>(i)] = {tensor_->file_offset + rb * static_cast<uint64_t>(rows[i]), rb, buf_ + at[static_cast<size_t>(i)]};
+    reqs_[static_cast<size_t>(i)] = {tensor_->file_offset + rb * static_cast<uint64_t>(rows[i]), rb,
+                                     buf_ + at[static_cast<size_t>(i)]};
   }
   SNIPER_TRY(io_->submit_batch(reqs_, tickets_));
   Status first;
@@ -50,7 +51,8 @@ Status StreamedRows::read(const int32_t* rows, int64_t n, float* out) {
   if (!first.ok()) return make_error("reading rows of '%s': %s", tensor_->name.c_str(), first.error().message.c_str());
   const KernelTable& kt = get_kernels(tensor_->type);
   for (int64_t i = 0; i < n; ++i) {
-    kt.dequant_row(buf_ + at[static_cast<size_t>(i)] + leads_[static_cast<size_t>(i)], out + i * tensor_->ne[0], tensor_->ne[0]);
+    kt.dequant_row(buf_ + at[static_cast<size_t>(i)] + leads_[static_cast<size_t>(i)], out + i * tensor_->ne[0],
+                   tensor_->ne[0]);
     bytes_read_ += rb;
   }
   return ok_status();

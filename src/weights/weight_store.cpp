@@ -35,11 +35,14 @@ constexpr int kMaxLoadThreads = 4;  // each holds up to a chunk plus readahead o
 class Fd {
  public:
   explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { if (fd_ >= 0) close(fd_); }
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
   Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+
  private:
   int fd_;
 };
@@ -56,7 +59,8 @@ struct ReadJob {
 // kernel zeroes every page first), the copies out of the page cache and the SSD's queue then
 // run side by side instead of one after another. The first failed read stops the others and is
 // the error returned.
-Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std::vector<uint64_t>& local, uint8_t* base) {
+Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std::vector<uint64_t>& local,
+                    uint8_t* base) {
   const auto& infos = gguf.tensors();
   std::vector<ReadJob> jobs;
   for (size_t i = 0; i < infos.size(); ++i) {
@@ -73,8 +77,8 @@ Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std:
     for (size_t got_total = 0; got_total < job.want;) {
       const uint64_t at = offset_in_part(t.file_offset) + job.done + got_total;
       const int fd = fds[part_of(t.file_offset)].get();
-      const ssize_t got = pread(fd, base + local[job.tensor] + job.done + got_total, job.want - got_total,
-                                static_cast<off_t>(at));
+      const ssize_t got =
+          pread(fd, base + local[job.tensor] + job.done + got_total, job.want - got_total, static_cast<off_t>(at));
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) {
         const std::lock_guard<std::mutex> lock(error_mu);

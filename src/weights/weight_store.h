@@ -27,10 +27,10 @@ const char* residency_name(Residency residency);
 
 class WeightStore {
  public:
-  // Opens the files of `gguf.parts` (one, or every part of a split model) and makes every tensor's bytes addressable, except the tensors
-  // named in `streamed` (resident residency only): those keep their shape and type but have
-  // data == nullptr, and their bytes come from a streaming source instead. Errors name the
-  // file and the failing system call. Thread-compatible.
+  // Opens the files of `gguf.parts` (one, or every part of a split model) and makes every tensor's bytes addressable,
+  // except the tensors named in `streamed` (resident residency only): those keep their shape and type but have data ==
+  // nullptr, and their bytes come from a streaming source instead. Errors name the file and the failing system call.
+  // Thread-compatible.
   static Result<std::unique_ptr<WeightStore>> open(const GgufFile& gguf, Residency residency,
                                                    const std::unordered_set<std::string>* streamed = nullptr);
   ~WeightStore();
@@ -49,7 +49,7 @@ class WeightStore {
 
   const GgufFile* gguf_ = nullptr;
   Residency residency_ = Residency::kResident;
-  uint8_t* base_ = nullptr;  // resident: the one allocation holding the loaded tensors
+  uint8_t* base_ = nullptr;                         // resident: the one allocation holding the loaded tensors
   std::vector<std::pair<void*, size_t>> mappings_;  // mmap: each part's mapping and its length
   uint64_t resident_bytes_ = 0;
   std::unique_ptr<QTensor[]> tensors_;

@@ -20,7 +20,9 @@ namespace {
 using testing::Rule;
 using testing::ScriptedServer;
 
-std::string data(const std::string& name) { return testing::read_test_file(std::string(SNIPER_AGENT_TEST_DATA) + "/" + name); }
+std::string data(const std::string& name) {
+  return testing::read_test_file(std::string(SNIPER_AGENT_TEST_DATA) + "/" + name);
+}
 
 class AgentTest : public ::testing::Test {
  protected:
@@ -36,8 +38,11 @@ class AgentTest : public ::testing::Test {
     llm_.add_rule({{}, {"search query"}, "\"sniper engine\"", 0, 6});
     llm_.add_rule({{"files"}, {"shell command"}, "```sh\nls\n```", 0, 6});
     llm_.add_rule({{"delete"}, {"shell command"}, "rm -f precious.txt", 0, 6});
-    llm_.add_rule({{"numbered sources", "Streaming experts"}, {},
-                   "Sniper is a CPU LLM engine [1] that streams experts from SSD [2].", 0, 6});
+    llm_.add_rule({{"numbered sources", "Streaming experts"},
+                   {},
+                   "Sniper is a CPU LLM engine [1] that streams experts from SSD [2].",
+                   0,
+                   6});
     llm_.add_rule({{}, {"Summarize the conversation"}, "We talked about engines.", 0, 6});
     llm_.set_default_reply("A **plain** chat answer.");
     ASSERT_TRUE(llm_.start());
@@ -85,8 +90,12 @@ TEST_F(AgentTest, RoutedSearchCitesSources) {
   EXPECT_NE(o.find("-> search"), std::string::npos) << o;
   EXPECT_NE(o.find("searching: sniper engine"), std::string::npos) << o;
   EXPECT_NE(o.find("Sniper is a CPU LLM engine [1] that streams experts from SSD [2]."), std::string::npos) << o;
-  EXPECT_NE(o.find("[1] Sniper: a CPU LLM engine \u2014 overview - " + web_.url() + "/article/sniper"), std::string::npos) << o;
-  EXPECT_NE(o.find("[2] Streaming experts from SSD | Engine notes - " + web_.url() + "/article/experts"), std::string::npos) << o;
+  EXPECT_NE(o.find("[1] Sniper: a CPU LLM engine \u2014 overview - " + web_.url() + "/article/sniper"),
+            std::string::npos)
+      << o;
+  EXPECT_NE(o.find("[2] Streaming experts from SSD | Engine notes - " + web_.url() + "/article/experts"),
+            std::string::npos)
+      << o;
   EXPECT_NE(o.find("(snippet only)"), std::string::npos) << o;  // the missing page fell back to its snippet
   // The answer prompt carried the page texts.
   bool saw_sources = false;

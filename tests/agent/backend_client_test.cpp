@@ -65,11 +65,14 @@ TEST(BackendClient, StreamsDeltas) {
   BackendClient client(backend("s", server.url()), 2, 5);
   std::string seen;
   int deltas = 0;
-  ChatResult r = client.chat(user_request("hello", true), [&](std::string_view t, bool reasoning) {
-    EXPECT_FALSE(reasoning);
-    seen += t;
-    ++deltas;
-  }, nullptr);
+  ChatResult r = client.chat(
+      user_request("hello", true),
+      [&](std::string_view t, bool reasoning) {
+        EXPECT_FALSE(reasoning);
+        seen += t;
+        ++deltas;
+      },
+      nullptr);
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.content, "Hi there, streaming works.");
   EXPECT_EQ(seen, r.content);
@@ -125,10 +128,13 @@ TEST(BackendClient, CancelStopsASlowStream) {
   BackendClient client(backend("s", server.url()), 2, 5);
   std::atomic<bool> cancel{false};
   size_t got = 0;
-  ChatResult r = client.chat(user_request("long story", true), [&](std::string_view t, bool) {
-    got += t.size();
-    if (got >= 20) cancel.store(true);
-  }, &cancel);
+  ChatResult r = client.chat(
+      user_request("long story", true),
+      [&](std::string_view t, bool) {
+        got += t.size();
+        if (got >= 20) cancel.store(true);
+      },
+      &cancel);
   EXPECT_EQ(r.failure, FailureKind::kCancelled);
   EXPECT_LT(r.elapsed_s, 2.0);
   EXPECT_GE(r.content.size(), 20u);

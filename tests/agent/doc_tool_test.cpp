@@ -29,7 +29,8 @@ class DocToolTest : public ::testing::Test {
     dir_ = ::mkdtemp(tmpl);
     llm_.add_rule({{"Notes taken while reading"}, {}, "The launch code is 4-7-1 [page 7].", 0, 8});
     for (int k = 1; k <= 40; ++k) {
-      llm_.add_rule({{"MARKER-" + std::to_string(k) + "-END"}, {"one page at a time"}, "fact-" + std::to_string(k), 0, 64});
+      llm_.add_rule(
+          {{"MARKER-" + std::to_string(k) + "-END"}, {"one page at a time"}, "fact-" + std::to_string(k), 0, 64});
     }
     llm_.set_default_reply("nothing relevant");
     ASSERT_TRUE(llm_.start());
@@ -107,7 +108,8 @@ TEST_F(DocToolTest, LongFileIsReadPageByPageThenAnsweredFromTheNotes) {
   const nlohmann::json& last = reqs.back();
   const std::string final_user = last["messages"].back()["content"].get<std::string>();
   EXPECT_NE(final_user.find(question), std::string::npos);
-  for (int k = 1; k <= 12; ++k) EXPECT_NE(final_user.find("fact-" + std::to_string(k)), std::string::npos) << final_user;
+  for (int k = 1; k <= 12; ++k)
+    EXPECT_NE(final_user.find("fact-" + std::to_string(k)), std::string::npos) << final_user;
   EXPECT_EQ(final_user.find("MARKER-"), std::string::npos);  // notes, not pages
   EXPECT_LE(request_chars(last) + static_cast<size_t>(config_.max_tokens) * kCharsPerToken, ctx_chars);
   EXPECT_NE(shown.find("The launch code is 4-7-1 [page 7]."), std::string::npos) << shown;

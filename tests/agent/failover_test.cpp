@@ -197,7 +197,8 @@ TEST_F(FailoverTest, NoFailoverAfterPartialOutput) {
   config_.backends = {backend("a", a_.url()), backend("b", b_.url())};
   BackendPool pool(config_, clock_.clocks());
   std::string shown;
-  PoolResult r = pool.chat(Tier::kPrimary, request(), [&](std::string_view t, bool) { shown += t; }, nullptr);
+  PoolResult r = pool.chat(
+      Tier::kPrimary, request(), [&](std::string_view t, bool) { shown += t; }, nullptr);
   EXPECT_FALSE(r.result.ok());
   EXPECT_EQ(r.backend, "a");
   EXPECT_EQ(b_.chat_requests(), 0);

@@ -31,14 +31,14 @@ std::string slurp(const std::string& path) {
 TEST(UnifiedDiff, SingleChangeWithContext) {
   std::string a = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
   std::string b = "1\n2\n3\n4\nfive\n6\n7\n8\n9\n10\n";
-  EXPECT_EQ(unified_diff(a, b, "a/f", "b/f"),
-            "--- a/f\n+++ b/f\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n");
+  EXPECT_EQ(unified_diff(a, b, "a/f", "b/f"), "--- a/f\n+++ b/f\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n");
 }
 
 TEST(UnifiedDiff, EqualTextsGiveNothing) { EXPECT_EQ(unified_diff("x\n", "x\n", "a", "b"), ""); }
 
 TEST(UnifiedDiff, NewFileAndNoNewlineAtEnd) {
-  EXPECT_EQ(unified_diff("", "hello\nworld\n", "/dev/null", "b/f"), "--- /dev/null\n+++ b/f\n@@ -0,0 +1,2 @@\n+hello\n+world\n");
+  EXPECT_EQ(unified_diff("", "hello\nworld\n", "/dev/null", "b/f"),
+            "--- /dev/null\n+++ b/f\n@@ -0,0 +1,2 @@\n+hello\n+world\n");
   EXPECT_EQ(unified_diff("a\nb", "a\nb\n", "x", "y"),
             "--- x\n+++ y\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n");
 }
@@ -64,9 +64,9 @@ TEST(ApplyEdit, ExactlyOnce) {
   auto r = apply_edit("int x = 1;\nint y = 2;\n", "y = 2", "y = 3");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value(), "int x = 1;\nint y = 3;\n");
-  EXPECT_FALSE(apply_edit("aa", "a", "b").ok());      // ambiguous
-  EXPECT_FALSE(apply_edit("abc", "zz", "b").ok());    // absent
-  EXPECT_FALSE(apply_edit("abc", "", "b").ok());      // empty
+  EXPECT_FALSE(apply_edit("aa", "a", "b").ok());    // ambiguous
+  EXPECT_FALSE(apply_edit("abc", "zz", "b").ok());  // absent
+  EXPECT_FALSE(apply_edit("abc", "", "b").ok());    // empty
 }
 
 TEST(EditFile, DiffShownThenAppliedOnlyWhenConfirmed) {

@@ -10,11 +10,14 @@
 namespace sniper::agent {
 namespace {
 
-std::string data(const std::string& name) { return testing::read_test_file(std::string(SNIPER_AGENT_TEST_DATA) + "/" + name); }
+std::string data(const std::string& name) {
+  return testing::read_test_file(std::string(SNIPER_AGENT_TEST_DATA) + "/" + name);
+}
 
 std::string substitute(std::string page, const std::string& base) {
   auto replace = [&](const std::string& from, const std::string& to) {
-    for (size_t p = page.find(from); p != std::string::npos; p = page.find(from, p + to.size())) page.replace(p, from.size(), to);
+    for (size_t p = page.find(from); p != std::string::npos; p = page.find(from, p + to.size()))
+      page.replace(p, from.size(), to);
   };
   replace("{{BASE_ENC}}", url_encode(base));
   replace("{{BASE}}", base);
@@ -38,7 +41,8 @@ TEST(Url, EncodeDecodeRoundTrip) {
 
 TEST(SearchResults, DuckDuckGoPage) {
   std::string base = "http://127.0.0.1:1234";
-  auto results = parse_search_results(substitute(data("ddg_results.html"), base), "https://html.duckduckgo.com/html/?q=x");
+  auto results =
+      parse_search_results(substitute(data("ddg_results.html"), base), "https://html.duckduckgo.com/html/?q=x");
   ASSERT_EQ(results.size(), 3u);  // ad skipped, duplicate removed, script content ignored
   EXPECT_EQ(results[0].url, base + "/article/sniper");
   EXPECT_EQ(results[0].title, "Sniper: a CPU LLM engine \u2014 overview");
@@ -50,8 +54,9 @@ TEST(SearchResults, DuckDuckGoPage) {
 }
 
 TEST(SearchResults, GenericPageFallsBackToExternalLinks) {
-  std::string html = "<a href=\"/settings\">Settings</a><a href=\"https://a.example/x\">A</a>"
-                     "<a href='//b.example/y'>B &amp; co</a><a href=\"javascript:void(0)\">J</a>";
+  std::string html =
+      "<a href=\"/settings\">Settings</a><a href=\"https://a.example/x\">A</a>"
+      "<a href='//b.example/y'>B &amp; co</a><a href=\"javascript:void(0)\">J</a>";
   auto results = parse_search_results(html, "https://search.example/?q=1");
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].url, "https://a.example/x");
@@ -61,10 +66,10 @@ TEST(SearchResults, GenericPageFallsBackToExternalLinks) {
 
 TEST(PageToText, ArticleIsCleaned) {
   std::string text = html_to_text(data("article_sniper.html"), 10000);
-  EXPECT_EQ(text.find("analytics"), std::string::npos) << text;   // script
-  EXPECT_EQ(text.find("font-family"), std::string::npos) << text; // style
-  EXPECT_EQ(text.find("comment"), std::string::npos) << text;     // <!-- -->
-  EXPECT_EQ(text.find("JavaScript"), std::string::npos) << text;  // noscript
+  EXPECT_EQ(text.find("analytics"), std::string::npos) << text;        // script
+  EXPECT_EQ(text.find("font-family"), std::string::npos) << text;      // style
+  EXPECT_EQ(text.find("comment"), std::string::npos) << text;          // <!-- -->
+  EXPECT_EQ(text.find("JavaScript"), std::string::npos) << text;       // noscript
   EXPECT_EQ(text.find("Sniper overview"), std::string::npos) << text;  // <head><title>
   EXPECT_EQ(text.find("Home"), std::string::npos) << text;             // <nav>
   EXPECT_NE(text.find("Sniper \u2014 a CPU LLM engine"), std::string::npos) << text;

@@ -29,7 +29,7 @@ TEST(ParseRoute, MessyOutputs) {
   EXPECT_EQ(parse_route("Answer: search!"), Route::kSearch);
   EXPECT_EQ(parse_route("\"Shell\""), Route::kShell);
   EXPECT_EQ(parse_route("route=search"), Route::kSearch);
-  EXPECT_EQ(parse_route("{\"route\": \"shell\""), Route::kShell);  // broken JSON from a 2-bit model
+  EXPECT_EQ(parse_route("{\"route\": \"shell\""), Route::kShell);            // broken JSON from a 2-bit model
   EXPECT_EQ(parse_route("reasoning about it</think>shell"), Route::kShell);  // think opened by the template
 }
 
@@ -41,7 +41,7 @@ TEST(ParseRoute, FirstMatchingWordWins) {
 TEST(ParseRoute, GarbageIsChat) {
   EXPECT_EQ(parse_route(""), Route::kChat);
   EXPECT_EQ(parse_route("asdkjh 12 ###"), Route::kChat);
-  EXPECT_EQ(parse_route("searching shells"), Route::kChat);  // whole words only
+  EXPECT_EQ(parse_route("searching shells"), Route::kChat);             // whole words only
   EXPECT_EQ(parse_route("<think>search search search"), Route::kChat);  // unterminated think block
   EXPECT_EQ(parse_route("\xff\xfe garbage \x01"), Route::kChat);
 }

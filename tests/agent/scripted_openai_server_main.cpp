@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
   server.add_rule({{}, {"search query"}, "sniper engine", 0, 6});
   server.add_rule({{"marker"}, {"shell command"}, "touch marker.txt", 0, 6});
   server.add_rule({{"files"}, {"shell command"}, "ls", 0, 6});
-  server.add_rule({{"numbered sources"}, {},
-                   "Sniper is a **CPU** LLM engine [1] that streams experts from SSD [2].", 10, 8});
+  server.add_rule(
+      {{"numbered sources"}, {}, "Sniper is a **CPU** LLM engine [1] that streams experts from SSD [2].", 10, 8});
   std::string story;
   for (int i = 1; i <= 300; ++i) story += "word" + std::to_string(i) + " ";
   server.add_rule({{"long story"}, {}, "Once upon a time " + story + "THE END", slow_ms, 6});

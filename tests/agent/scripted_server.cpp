@@ -183,26 +183,29 @@ bool ScriptedServer::start() {
       res.set_content(completion(reply, 10, n_chunks).dump(), "application/json");
       return;
     }
-    res.set_chunked_content_provider(
-        "text/event-stream", [this, reply, delay_ms, chunk_chars, n_chunks](size_t, httplib::DataSink& sink) {
-          auto send = [&](const json& j) {
-            std::string line = "data: " + j.dump() + "\n\n";
-            return sink.write(line.data(), line.size());
-          };
-          if (!send(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
-          for (size_t pos = 0; pos < reply.size(); pos += chunk_chars) {
-            if (stopping_.load()) return false;
-            if (!send(chunk({{"content", reply.substr(pos, chunk_chars)}}, nullptr))) return false;
-            if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-          }
-          json last = chunk(json::object(), "stop");
-          last["usage"] = {{"prompt_tokens", 10}, {"completion_tokens", n_chunks}};
-          if (!send(last)) return false;
-          std::string done = "data: [DONE]\n\n";
-          if (!sink.write(done.data(), done.size())) return false;
-          sink.done();
-          return true;
-        });
+    res.set_chunked_content_provider("text/event-stream",
+                                     [this, reply, delay_ms, chunk_chars, n_chunks](size_t, httplib::DataSink& sink) {
+                                       auto send = [&](const json& j) {
+                                         std::string line = "data: " + j.dump() + "\n\n";
+                                         return sink.write(line.data(), line.size());
+                                       };
+                                       if (!send(chunk({{"role", "assistant"}, {"content", ""}}, nullptr)))
+                                         return false;
+                                       for (size_t pos = 0; pos < reply.size(); pos += chunk_chars) {
+                                         if (stopping_.load()) return false;
+                                         if (!send(chunk({{"content", reply.substr(pos, chunk_chars)}}, nullptr)))
+                                           return false;
+                                         if (delay_ms > 0)
+                                           std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+                                       }
+                                       json last = chunk(json::object(), "stop");
+                                       last["usage"] = {{"prompt_tokens", 10}, {"completion_tokens", n_chunks}};
+                                       if (!send(last)) return false;
+                                       std::string done = "data: [DONE]\n\n";
+                                       if (!sink.write(done.data(), done.size())) return false;
+                                       sink.done();
+                                       return true;
+                                     });
   });
   port_ = server_->bind_to_any_port("127.0.0.1");
   if (port_ <= 0) return false;

@@ -28,8 +28,8 @@ struct Rule {
   std::vector<std::string> user_contains;    // all must occur in the last user message
   std::vector<std::string> system_contains;  // all must occur in the system message
   std::string reply;
-  int chunk_delay_ms = 0;                    // streaming: pause after each chunk
-  size_t chunk_chars = 6;                    // streaming: bytes per chunk
+  int chunk_delay_ms = 0;  // streaming: pause after each chunk
+  size_t chunk_chars = 6;  // streaming: bytes per chunk
 };
 
 enum class Mode { kNormal, kRateLimited, kServerError, kHang };

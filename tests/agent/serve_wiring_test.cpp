@@ -40,10 +40,12 @@ class ServeWiring : public ::testing::Test {
   static std::string synth_qwen3(const std::string& suffix = "", int seed = 1) {
     std::string out = "/tmp/sniper-agent-wiring-" + std::to_string(::getpid()) + suffix + ".gguf";
     std::string tok = shared_dir() + "/tokenizer";
-    std::string cmd = std::string(SNIPER_CLI_PATH) +
-                      " synth --arch qwen3 --dim 64 --layers 2 --heads 2 --kv-heads 1 --head-dim 32 --ff 128 --type q8_0"
-                      " --vocab-from " + tok + "/ggml-vocab-qwen2.gguf --chat-template " + tok +
-                      "/qwen3/tokenizer_config.json --seed " + std::to_string(seed) + " -o " + out + " > /dev/null 2>&1";
+    std::string cmd =
+        std::string(SNIPER_CLI_PATH) +
+        " synth --arch qwen3 --dim 64 --layers 2 --heads 2 --kv-heads 1 --head-dim 32 --ff 128 --type q8_0"
+        " --vocab-from " +
+        tok + "/ggml-vocab-qwen2.gguf --chat-template " + tok + "/qwen3/tokenizer_config.json --seed " +
+        std::to_string(seed) + " -o " + out + " > /dev/null 2>&1";
     return std::system(cmd.c_str()) == 0 ? out : "";
   }
 };
@@ -74,7 +76,8 @@ TEST_F(ServeWiring, RawChatTurnThroughTheAgent) {
   req.temperature = 0.0;
   req.thinking = false;
   std::string streamed;
-  ChatResult r = client.chat(req, [&](std::string_view t, bool) { streamed += t; }, nullptr);
+  ChatResult r = client.chat(
+      req, [&](std::string_view t, bool) { streamed += t; }, nullptr);
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_GT(r.completion_tokens, 0);
   EXPECT_LE(r.completion_tokens, 8);
@@ -112,8 +115,9 @@ TEST_F(ServeWiring, TiersNameModelsOnOneUrl) {
       for (const std::string& f : files) std::remove(f.c_str());
     }
   } cleanup{{fast, primary, log}};
-  auto server = LocalServer::start(SNIPER_CLI_PATH, {"serve", "--model", "fast=" + fast, "--model", "primary=" + primary,
-                                                     "--max-loaded", "1", "--keep-alive", "-1", "--port", "0", "--ctx", "256"},
+  auto server = LocalServer::start(SNIPER_CLI_PATH,
+                                   {"serve", "--model", "fast=" + fast, "--model", "primary=" + primary, "--max-loaded",
+                                    "1", "--keep-alive", "-1", "--port", "0", "--ctx", "256"},
                                    120, log);
   ASSERT_TRUE(server.ok()) << server.error().message;
   AgentConfig config;

@@ -33,24 +33,72 @@ class TempDir {
 bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
 
 TEST(ReadOnly, AllowlistedCommands) {
-  for (const char* cmd : {"ls", "ls -la /tmp", "cat README.md", "head -n 5 a.txt", "tail -n 20 log", "wc -l *.cpp",
-                          "pwd", "echo hello", "grep -rn TODO src", "find . -name '*.h'", "git status", "git log -5",
-                          "git diff HEAD~1", "date", "whoami", "uname -a", "df -h", "du -sh .",
-                          "ls | grep foo | wc -l", "cat a && echo ok", "ls; pwd", "grep 'a > b' file",
-                          "echo \"x; rm -rf y\"", "sort < input.txt", "ls || true"}) {
+  for (const char* cmd : {"ls",
+                          "ls -la /tmp",
+                          "cat README.md",
+                          "head -n 5 a.txt",
+                          "tail -n 20 log",
+                          "wc -l *.cpp",
+                          "pwd",
+                          "echo hello",
+                          "grep -rn TODO src",
+                          "find . -name '*.h'",
+                          "git status",
+                          "git log -5",
+                          "git diff HEAD~1",
+                          "date",
+                          "whoami",
+                          "uname -a",
+                          "df -h",
+                          "du -sh .",
+                          "ls | grep foo | wc -l",
+                          "cat a && echo ok",
+                          "ls; pwd",
+                          "grep 'a > b' file",
+                          "echo \"x; rm -rf y\"",
+                          "sort < input.txt",
+                          "ls || true"}) {
     EXPECT_TRUE(is_read_only_command(cmd)) << cmd;
   }
 }
 
 TEST(ReadOnly, TrickyCasesNeedConfirmation) {
-  for (const char* cmd : {"ls; rm -rf x", "cat a > b", "echo hi >> log", "ls 2>/dev/null", "find . -delete",
-                          "find . -name x -exec rm {} \\;", "find . -execdir sh -c x \\;", "echo $(rm x)",
-                          "echo `rm x`", "echo \"$(rm x)\"", "ls && rm -rf /", "cat a | sh", "cat a | xargs rm",
-                          "rm -rf x", "sudo ls", "ls & rm x", "(rm x)", "{ rm x; }", "FOO=1 ls", "/bin/rm x",
-                          "git push", "git checkout .", "git -c core.pager=sh log", "git log --output=x",
-                          "sort -o out in", "date -s 2020-01-01", "uniq in out", "cat <(rm x)", "tee out",
-                          "sed -i s/a/b/ f", "awk 'BEGIN{system(\"rm x\")}'", "echo 'unterminated", "",
-                          "cat a >| b", "hostname newname", "ls\nrm x"}) {
+  for (const char* cmd : {"ls; rm -rf x",
+                          "cat a > b",
+                          "echo hi >> log",
+                          "ls 2>/dev/null",
+                          "find . -delete",
+                          "find . -name x -exec rm {} \\;",
+                          "find . -execdir sh -c x \\;",
+                          "echo $(rm x)",
+                          "echo `rm x`",
+                          "echo \"$(rm x)\"",
+                          "ls && rm -rf /",
+                          "cat a | sh",
+                          "cat a | xargs rm",
+                          "rm -rf x",
+                          "sudo ls",
+                          "ls & rm x",
+                          "(rm x)",
+                          "{ rm x; }",
+                          "FOO=1 ls",
+                          "/bin/rm x",
+                          "git push",
+                          "git checkout .",
+                          "git -c core.pager=sh log",
+                          "git log --output=x",
+                          "sort -o out in",
+                          "date -s 2020-01-01",
+                          "uniq in out",
+                          "cat <(rm x)",
+                          "tee out",
+                          "sed -i s/a/b/ f",
+                          "awk 'BEGIN{system(\"rm x\")}'",
+                          "echo 'unterminated",
+                          "",
+                          "cat a >| b",
+                          "hostname newname",
+                          "ls\nrm x"}) {
     EXPECT_FALSE(is_read_only_command(cmd)) << cmd;
   }
 }
@@ -164,7 +212,8 @@ TEST(ExtractCommand, FromModelReplies) {
   EXPECT_EQ(extract_command("ls -la"), "ls -la");
   EXPECT_EQ(extract_command("`df -h`"), "df -h");
   EXPECT_EQ(extract_command("$ du -sh .\n"), "du -sh .");
-  EXPECT_EQ(extract_command("Here you go:\n```bash\nfind . -name '*.log'\n```\nThis lists logs."), "find . -name '*.log'");
+  EXPECT_EQ(extract_command("Here you go:\n```bash\nfind . -name '*.log'\n```\nThis lists logs."),
+            "find . -name '*.log'");
   EXPECT_EQ(extract_command("<think>\nuser wants files\n</think>\n\nls"), "ls");
   EXPECT_EQ(extract_command("   \n"), "");
 }

@@ -14,9 +14,9 @@ namespace {
 TEST(Slash, TableIsSortedAndUnique) {
   const auto& t = slash_commands();
   for (size_t i = 1; i < t.size(); ++i) EXPECT_LT(std::string(t[i - 1].name), std::string(t[i].name));
-  for (const char* required : {"agent", "raw", "search", "shell", "stats", "clear", "quit", "model", "bench", "cost",
-                               "good", "bad", "improve", "save", "branch", "restore", "system", "tools", "compact",
-                               "loop", "stop", "btw", "auto", "think"}) {
+  for (const char* required : {"agent",  "raw",   "search",  "shell", "stats",   "clear", "quit",   "model",
+                               "bench",  "cost",  "good",    "bad",   "improve", "save",  "branch", "restore",
+                               "system", "tools", "compact", "loop",  "stop",    "btw",   "auto",   "think"}) {
     EXPECT_EQ(resolve_slash(required).kind, SlashResolution::Kind::kFound) << required;
   }
 }
@@ -105,8 +105,8 @@ TEST(Markdown, StreamsEarlyAndPlainModePassesThrough) {
   EXPECT_EQ(r.feed("Hello wor"), "Hello wor");  // mid-line text is shown immediately
   EXPECT_EQ(r.feed("ld *"), "ld ");             // a lone '*' waits for the next character
   EXPECT_EQ(r.feed("x\n"), "*x\n");
-  EXPECT_EQ(r.feed("-"), "");                   // could be a list item
-  EXPECT_EQ(r.feed("- "), "-- ");               // not a list item: the line goes out as-is
+  EXPECT_EQ(r.feed("-"), "");      // could be a list item
+  EXPECT_EQ(r.feed("- "), "-- ");  // not a list item: the line goes out as-is
   MarkdownRenderer plain(false);
   EXPECT_EQ(plain.feed("# **x**"), "# **x**");
   EXPECT_EQ(plain.finish(), "");

@@ -28,8 +28,7 @@ TEST(MemoryLimit, ParsesCgroupPaths) {
   EXPECT_EQ(parse_cgroup_v2_path(v2_only).value(), "/user.slice/session-1.scope");
   EXPECT_FALSE(parse_cgroup_v1_memory_path(v2_only).has_value());
 
-  const std::string hybrid =
-      "12:pids:/\n9:cpu,cpuacct:/x\n4:cpuset,memory:/process_api/abc\n1:name=systemd:/\n0::/\n";
+  const std::string hybrid = "12:pids:/\n9:cpu,cpuacct:/x\n4:cpuset,memory:/process_api/abc\n1:name=systemd:/\n0::/\n";
   EXPECT_EQ(parse_cgroup_v1_memory_path(hybrid).value(), "/process_api/abc");
   EXPECT_EQ(parse_cgroup_v2_path(hybrid).value(), "/");
   // "memory" must be a whole controller name, not a substring.

@@ -73,7 +73,8 @@ TEST(ThreadPool, SurvivesIdleSleepAndWake) {
 
 // Waits up to 5 s for `n` workers of `pool` to be asleep.
 bool workers_fall_asleep(const ThreadPool& pool, int n) {
-  for (int i = 0; i < 500 && pool.sleeping_workers() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && pool.sleeping_workers() < n; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return pool.sleeping_workers() == n;
 }
 

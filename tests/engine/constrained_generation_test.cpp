@@ -54,8 +54,8 @@ class ConstrainedGeneration : public ::testing::Test {
   }
 
   // Generates from a short prompt under `grammar`; returns the text and the finish reason.
-  static std::pair<std::string, std::string> run(std::shared_ptr<const Grammar> grammar, uint64_t seed, int64_t n_predict,
-                                                 std::shared_ptr<const TokenVocabulary> vocab) {
+  static std::pair<std::string, std::string> run(std::shared_ptr<const Grammar> grammar, uint64_t seed,
+                                                 int64_t n_predict, std::shared_ptr<const TokenVocabulary> vocab) {
     auto tok = model_->tokenizer();
     EXPECT_TRUE(tok.ok());
     SessionOptions so;
@@ -77,7 +77,8 @@ class ConstrainedGeneration : public ::testing::Test {
     std::string text;
     for (;;) {
       const auto& logits = (*session)->last_logits();
-      GeneratorStep step = gen->step(logits.data(), static_cast<int32_t>(logits.size()), (*session)->n_past(), (*session)->n_ctx());
+      GeneratorStep step =
+          gen->step(logits.data(), static_cast<int32_t>(logits.size()), (*session)->n_past(), (*session)->n_ctx());
       text += step.text;
       if (step.done) return {text, step.finish_reason};
       const int32_t next[1] = {step.token};

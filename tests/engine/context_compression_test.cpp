@@ -50,7 +50,8 @@ std::vector<uint8_t> make_section(const std::vector<float>& k, const std::vector
   }
   auto* h = reinterpret_cast<fp16_t*>(vo);
   for (int64_t r = 0; r < kv_dim; ++r) {
-    for (int64_t p = 0; p < m; ++p) h[static_cast<size_t>(r * m + p)] = fp32_to_fp16(v[static_cast<size_t>(p * kv_dim + r)]);
+    for (int64_t p = 0; p < m; ++p)
+      h[static_cast<size_t>(r * m + p)] = fp32_to_fp16(v[static_cast<size_t>(p * kv_dim + r)]);
   }
   return out;
 }
@@ -69,7 +70,8 @@ std::string name(const KvConfig& c) { return kv_config_name(c); }
 
 TEST(ContextCompression, SectionRoundTripWithinTheBlockBound) {
   std::mt19937 rng(7);
-  for (const auto& [m, heads, head_dim] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 32}, {37, 2, 64}, {130, 4, 128}}) {
+  for (const auto& [m, heads, head_dim] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 1, 32}, {37, 2, 64}, {130, 4, 128}}) {
     const int64_t kv_dim = heads * head_dim;
     std::normal_distribution<float> dist(0.f, 1.f);
     std::vector<float> k(static_cast<size_t>(m * kv_dim)), v(k.size());
@@ -98,16 +100,18 @@ TEST(ContextCompression, SectionRoundTripWithinTheBlockBound) {
             for (int64_t p = 0; p < m; ++p) {
               for (int64_t b0 = 0; b0 < kv_dim; b0 += 32) {
                 float amax = 0;
-                for (int64_t i = b0; i < b0 + 32; ++i) amax = std::max(amax, std::fabs(read(section, from, m, kv_dim, which, p, i)));
+                for (int64_t i = b0; i < b0 + 32; ++i)
+                  amax = std::max(amax, std::fabs(read(section, from, m, kv_dim, which, p, i)));
                 const float err = c == ContextCompression::kQ8_0 ? amax / 127.f * 0.51f : amax / 8.f * 1.01f;
                 const KvType to_type = which ? to.v : to.k;
                 const float bound = err + amax * (to_type == KvType::kQ8_0 ? 1.f / 254 : 1.f / 1024) * 1.01f + 1e-6f;
                 for (int64_t i = b0; i < b0 + 32; ++i) {
                   const float want = read(section, from, m, kv_dim, which, p, i);
                   const float got = read(back, to, m, kv_dim, which, p, i);
-                  ASSERT_LE(std::fabs(got - want), bound) << "m " << m << " heads " << heads << " from " << name(from)
-                                                          << " via " << context_compression_name(c) << " to "
-                                                          << name(to) << (which ? " V" : " K") << " p " << p << " i " << i;
+                  ASSERT_LE(std::fabs(got - want), bound)
+                      << "m " << m << " heads " << heads << " from " << name(from) << " via "
+                      << context_compression_name(c) << " to " << name(to) << (which ? " V" : " K") << " p " << p
+                      << " i " << i;
                 }
               }
             }

@@ -13,11 +13,11 @@
 
 #include "base/fp16.h"
 #include "base/process_stats.h"
-#include "kernels/hadamard.h"
-#include "quant/quant.h"
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "golden/shared_dir.h"
+#include "kernels/hadamard.h"
+#include "quant/quant.h"
 
 namespace sniper {
 namespace {
@@ -98,9 +98,10 @@ std::vector<float> layer0_rows(const Session& s, int64_t n, bool keys) {
 // (two conversions of the cache type for a quantized K), and its values are the same; then
 // decoding goes on and the next layer-0 rows land at the shifted positions.
 TEST(ContextShift, ShiftedKeysEqualKeysComputedAtTheNewPositions) {
-  for (const ShiftCase& c : {ShiftCase{"syn-llama.gguf", KvConfig(), 1e-6}, ShiftCase{"syn-qwen3.gguf", KvConfig(), 1e-6},
-                             ShiftCase{"syn-qwen3.gguf", KvConfig(KvType::kQ8_0, KvType::kQ8_0, FlashAttn::kOn), 1e-4},
-                             ShiftCase{"syn-qwen3.gguf", KvConfig(KvType::kQ4_0, KvType::kQ4_0, FlashAttn::kOn), 3e-2}}) {
+  for (const ShiftCase& c :
+       {ShiftCase{"syn-llama.gguf", KvConfig(), 1e-6}, ShiftCase{"syn-qwen3.gguf", KvConfig(), 1e-6},
+        ShiftCase{"syn-qwen3.gguf", KvConfig(KvType::kQ8_0, KvType::kQ8_0, FlashAttn::kOn), 1e-4},
+        ShiftCase{"syn-qwen3.gguf", KvConfig(KvType::kQ4_0, KvType::kQ4_0, FlashAttn::kOn), 3e-2}}) {
     SCOPED_TRACE(std::string(c.model) + " " + kv_config_name(c.kv));
     auto model = load(c.model);
     ASSERT_NE(model, nullptr);
@@ -178,7 +179,7 @@ TEST(ContextShift, GenerationGoesPastTheContextWithThePrefixKeptAndFlatMemory) {
 
 TEST(ContextShift, KeepFollowsLlamaCpp) {
   const std::vector<int32_t> prompt = {1, 7, 8, 9};
-  EXPECT_EQ(resolve_n_keep(0, prompt, 1), 1);   // BOS is always kept
+  EXPECT_EQ(resolve_n_keep(0, prompt, 1), 1);  // BOS is always kept
   EXPECT_EQ(resolve_n_keep(2, prompt, 1), 3);
   EXPECT_EQ(resolve_n_keep(2, prompt, -1), 2);  // no BOS in this vocabulary
   EXPECT_EQ(resolve_n_keep(-1, prompt, 1), 4);  // the whole prompt

@@ -50,7 +50,8 @@ TEST_P(KvCacheTest, LayoutSaveAndLoad) {
   if (lay.v_transposed) {
     // V^T rows are whole 64-byte lines (kCtx = 40 positions -> 64), and the cache's size counts them.
     EXPECT_EQ(lay.vt_row_bytes, sizeof(fp16_t) * 64);
-    EXPECT_EQ(kv.bytes(), static_cast<size_t>(kLayers) * (lay.head_bytes * kHeads * kCtx + lay.vt_row_bytes * kHeads * kHd));
+    EXPECT_EQ(kv.bytes(),
+              static_cast<size_t>(kLayers) * (lay.head_bytes * kHeads * kCtx + lay.vt_row_bytes * kHeads * kHd));
   }
   if (!lay.v_transposed) {
     EXPECT_EQ(kv.bytes(), static_cast<size_t>(kLayers) * (lay.head_bytes + lay.v_head_bytes) * kHeads * kCtx);
@@ -117,7 +118,8 @@ TEST_P(KvCacheTest, LayoutSaveAndLoad) {
     } else {
       for (int64_t row = 0; row < kHeads * kHd; ++row) {
         const size_t off = lay.vt_row_bytes * row;
-        EXPECT_EQ(0, std::memcmp((*other)->v_rows(l) + off, kv.v_rows(l) + off, sizeof(fp16_t) * n)) << "V^T row " << row;
+        EXPECT_EQ(0, std::memcmp((*other)->v_rows(l) + off, kv.v_rows(l) + off, sizeof(fp16_t) * n))
+            << "V^T row " << row;
       }
     }
   }
@@ -125,14 +127,14 @@ TEST_P(KvCacheTest, LayoutSaveAndLoad) {
 
 std::vector<KvConfig> all_configs() {
   std::vector<KvConfig> out;
-  const KvType types[] = {KvType::kF16, KvType::kBF16, KvType::kQ8_0, KvType::kQ4_0,
+  const KvType types[] = {KvType::kF16,  KvType::kBF16,   KvType::kQ8_0, KvType::kQ4_0,
                           KvType::kQ4_1, KvType::kIQ4_NL, KvType::kQ5_0, KvType::kQ5_1};
   for (KvType t : types) {
     out.push_back(KvConfig(t, t, FlashAttn::kOn));  // rows, rotated when quantized
     KvConfig plain(t, t, FlashAttn::kOn);
     plain.rotate = false;
     out.push_back(plain);
-    if (!kv_type_quantized(t)) out.push_back(KvConfig(t, t, FlashAttn::kOff));  // V transposed
+    if (!kv_type_quantized(t)) out.push_back(KvConfig(t, t, FlashAttn::kOff));         // V transposed
     if (t != KvType::kF16) out.push_back(KvConfig(t, KvType::kF16, FlashAttn::kOff));  // any K, f16 V^T
   }
   out.push_back(KvConfig(KvType::kQ8_0, KvType::kBF16, FlashAttn::kOff));
@@ -286,8 +288,13 @@ TEST_P(KvCacheTest, ShiftRotatesMovedKeysKeepsTheRestAndMovesValues) {
 
     std::vector<float> cos(half), sin(half);
     rope_angles(-discard, kHd, 10000.0f, 1.0f, nullptr, cos.data(), sin.data());
-    const KvShift shift{.n_keep = keep, .n_discard = discard, .n_past = n_past, .n_rot = kHd, .style = style,
-                        .cos = cos.data(), .sin = sin.data()};
+    const KvShift shift{.n_keep = keep,
+                        .n_discard = discard,
+                        .n_past = n_past,
+                        .n_rot = kHd,
+                        .style = style,
+                        .cos = cos.data(),
+                        .sin = sin.data()};
     for (int64_t l = 0; l < kLayers; ++l) {
       for (int64_t h = 0; h < kHeads; ++h) kv.shift_head(l, h, shift);
     }
@@ -297,7 +304,8 @@ TEST_P(KvCacheTest, ShiftRotatesMovedKeysKeepsTheRestAndMovesValues) {
     ASSERT_TRUE(fresh_made.ok());
     KvCache& fresh = **fresh_made;
     for (int64_t l = 0; l < kLayers; ++l) {
-      for (int64_t q = keep; q < n_after; ++q) fresh.store(l, q, roped(l, q + discard, q).data(), v.data() + at(l, q + discard));
+      for (int64_t q = keep; q < n_after; ++q)
+        fresh.store(l, q, roped(l, q + discard, q).data(), v.data() + at(l, q + discard));
     }
     double shifted_num = 0, shifted_den = 0, fresh_num = 0, fresh_den = 0, kept_num = 0, kept_den = 0;
     double stale_num = 0, stale_den = 0;
@@ -315,7 +323,8 @@ TEST_P(KvCacheTest, ShiftRotatesMovedKeysKeepsTheRestAndMovesValues) {
             if (!kv_type_quantized(config.k)) {
               ASSERT_EQ(0, std::memcmp(after.data() + kv.position_bytes() * q + kv.layout().head_bytes * h,
                                        before[l].data() + kv.position_bytes() * q + kv.layout().head_bytes * h,
-                                       kv.layout().head_bytes)) << "kept K l " << l << " q " << q;
+                                       kv.layout().head_bytes))
+                  << "kept K l " << l << " q " << q;
             }
             kept_num += sq_err(k, k0.data(), &kept_den);
             continue;

@@ -119,8 +119,10 @@ std::vector<float> direct_first_q(Model& model, const std::vector<int32_t>& cont
   std::vector<float> h(dim, 0.0f), h_out(dim), logits(static_cast<size_t>(c.vocab_size));
   for (size_t p = 0; p < context.size(); ++p) {
     if (p > 0) std::copy_n(hidden.rows.begin() + static_cast<std::ptrdiff_t>((p - 1) * dim), dim, h.begin());
-    EXPECT_TRUE((*head)->forward(&context[p], h.data(), 1, static_cast<int64_t>(p), **state, h_out.data(),
-                                 logits.data(), session->pool()).ok());
+    EXPECT_TRUE((*head)
+                    ->forward(&context[p], h.data(), 1, static_cast<int64_t>(p), **state, h_out.data(), logits.data(),
+                              session->pool())
+                    .ok());
   }
   Sampler s(draft_sampler_config(sampler));
   std::vector<float> q(logits.size());
@@ -362,7 +364,8 @@ TEST(MtpDraft, StreamedExpertsGiveTheResidentHeadsLogits) {
       ASSERT_NE(cache, nullptr);
       const int64_t n_experts = (*model)->config().n_experts, block = (*model)->config().n_layers;
       uint32_t head_requests = 0;
-      for (int64_t e = 0; e < n_experts; ++e) head_requests += cache->request_counts()[static_cast<size_t>(block * n_experts + e)];
+      for (int64_t e = 0; e < n_experts; ++e)
+        head_requests += cache->request_counts()[static_cast<size_t>(block * n_experts + e)];
       EXPECT_GT(head_requests, 0u) << "the head's experts did not come through the cache";
     }
   }

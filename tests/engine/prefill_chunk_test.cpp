@@ -172,8 +172,8 @@ TEST(PrefillChunk, ChosenChunkIsTheLongestThatFitsAndGrowsWithTheBudget) {
   ASSERT_TRUE(q8_all.ok());
   // Up to where the whole context's scratch is an eighth of the budget (on these tiny models the
   // scratch, not the experts, decides the top).
-  const uint64_t lo = q8_min->min_budget_bytes,
-                 hi = std::max(q8_all->plan.all_resident_bytes * 2, q8_all->plan.scratch_bytes * kChunkScratchShare * 5 / 4);
+  const uint64_t lo = q8_min->min_budget_bytes, hi = std::max(q8_all->plan.all_resident_bytes * 2,
+                                                              q8_all->plan.scratch_bytes * kChunkScratchShare * 5 / 4);
   int64_t last_q4 = 0, last_q8 = 0;
   std::vector<int64_t> seen;
   for (int step = 0; step <= 60; ++step) {
@@ -251,9 +251,9 @@ TEST_P(LongChunkStreamingTest, AutoChunkStreamedEqualsResidentBitForBit) {
   ASSERT_TRUE(roomy.ok());
   const int64_t slots = 2 * f.config.n_experts;
   ASSERT_LT(slots, f.config.n_layers * f.config.n_experts) << "the fixture must have more than two MoE layers";
-  const uint64_t budget = std::max(roomy->min_budget_bytes + roomy->slot.slot_bytes * static_cast<uint64_t>(
-                                                                     slots - (f.config.n_experts_active + 2)),
-                                   roomy->scratch_bytes * kChunkScratchShare);
+  const uint64_t budget = std::max(
+      roomy->min_budget_bytes + roomy->slot.slot_bytes * static_cast<uint64_t>(slots - (f.config.n_experts_active + 2)),
+      roomy->scratch_bytes * kChunkScratchShare);
   ModelLoadOptions lo;
   lo.residency = ResidencyMode::kStream;
   lo.mem_bytes = budget;

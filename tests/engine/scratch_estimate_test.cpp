@@ -3,8 +3,8 @@
 // session really allocates: for each block family (dense, MoE, gated attention + delta-net,
 // hybrid MoE, gemma4's per-layer inputs and sliding rings), one token and a 64-token chunk, the plain
 // and the flash-attention cache, with the attention scratch at its widest, the session's
-// last-token logits and, where asked for, every row of a chunk. It also stays close: at most a few times the real use, with no batch of logits that
-// forward() never writes.
+// last-token logits and, where asked for, every row of a chunk. It also stays close: at most a few times the real use,
+// with no batch of logits that forward() never writes.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -47,7 +47,8 @@ std::vector<float> row(int64_t n, float base) {
 TEST(SequenceState, GroupsSharingRingsAndRecurrentSlots) {
   // layer 0: kv [2 x 32], 1: recurrent, 2: kv [2 x 32] (same group as 0), 3: shares 0,
   // 4: kv [1 x 64], 5: a window of 8 over [2 x 32] (a ring: its own group).
-  const std::vector<LayerStateSpec> specs = {kv(2, 32), recurrent(12, 40), kv(2, 32), shared(0), kv(1, 64), kv(2, 32, 8)};
+  const std::vector<LayerStateSpec> specs = {kv(2, 32), recurrent(12, 40), kv(2, 32),
+                                             shared(0), kv(1, 64),         kv(2, 32, 8)};
   for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
     auto st = SequenceState::create(specs, 64, type);
     ASSERT_TRUE(st.ok()) << st.error().message;
@@ -132,7 +133,8 @@ TEST(SequenceState, BadSpecsAreErrorsNamingTheLayer) {
   expect_error({kv(2, 32), shared(1)}, KvType::kF16, "layer 1 shares");
   expect_error({recurrent(1, 1), shared(0)}, KvType::kF16, "layer 1 shares");
   expect_error({kv(0, 32)}, KvType::kF16, "layer 0");
-  expect_error({kv(1, 32), kv(1, 16)}, KvType::kQ8_0, "layer 1: K cache type q8_0 has block size 32, which does not divide head_dim 16");
+  expect_error({kv(1, 32), kv(1, 16)}, KvType::kQ8_0,
+               "layer 1: K cache type q8_0 has block size 32, which does not divide head_dim 16");
   expect_error({recurrent(2, 0)}, KvType::kF16, "recurrent_floats");
   expect_error({}, KvType::kF16, "at least one layer");
   auto zero = SequenceState::create(std::vector<LayerStateSpec>{kv(1, 32)}, 0, KvType::kF16);

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "engine/model.h"
-#include "kernels/kernels.h"
 #include "golden/shared_dir.h"
+#include "kernels/kernels.h"
 
 namespace sniper {
 namespace {

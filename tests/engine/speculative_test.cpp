@@ -20,8 +20,8 @@
 #include "engine/model.h"
 #include "engine/ngram_draft.h"
 #include "engine/plan.h"
-#include "golden/shared_dir.h"
 #include "gguf/reader.h"
+#include "golden/shared_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sniper {
@@ -182,7 +182,8 @@ TEST_P(SpeculativeGreedy, EqualsPlainGreedy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SpeculativeGreedy,
-                         ::testing::Values(Fixture{"stories260K.gguf", false}, Fixture{"syn-qwen3moe-Q4_K_M.gguf", false},
+                         ::testing::Values(Fixture{"stories260K.gguf", false},
+                                           Fixture{"syn-qwen3moe-Q4_K_M.gguf", false},
                                            Fixture{"syn-qwen3moe-Q4_K_M.gguf", true},
                                            Fixture{"syn-qwen35-Q4_K_M.gguf", true},
                                            Fixture{"syn-qwen35moe-small.gguf", true}),
@@ -363,10 +364,13 @@ TEST(Speculative, SampledTokensFollowTheTargetDistributionEndToEnd) {
   // q: uniform over the 12 tokens p ranks 3rd to 14th, plus p's top 2 at a tenth of p.
   std::vector<int32_t> order(static_cast<size_t>(n_vocab));
   for (int32_t i = 0; i < n_vocab; ++i) order[static_cast<size_t>(i)] = i;
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)]; });
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)]; });
   std::vector<float> q(static_cast<size_t>(n_vocab), 0.0f);
   for (int i = 2; i < 14; ++i) q[static_cast<size_t>(order[static_cast<size_t>(i)])] = 1.0f;
-  for (int i = 0; i < 2; ++i) q[static_cast<size_t>(order[static_cast<size_t>(i)])] = p[static_cast<size_t>(order[static_cast<size_t>(i)])] * 1.2f;
+  for (int i = 0; i < 2; ++i)
+    q[static_cast<size_t>(order[static_cast<size_t>(i)])] =
+        p[static_cast<size_t>(order[static_cast<size_t>(i)])] * 1.2f;
   float sum = 0;
   for (float x : q) sum += x;
   for (float& x : q) x /= sum;
@@ -386,9 +390,11 @@ TEST(Speculative, SampledTokensFollowTheTargetDistributionEndToEnd) {
     auto dec = SpeculativeDecoder::create(*base, draft, SpecConfig{1, 0, false});
     ASSERT_TRUE(dec.ok());
     int32_t first = -1;
-    ASSERT_TRUE(dec->round(*base, *gen, pending, -1, [&](const GeneratorStep& st) {
-      if (first < 0) first = st.token;
-    }).ok());
+    ASSERT_TRUE(dec->round(*base, *gen, pending, -1,
+                           [&](const GeneratorStep& st) {
+                             if (first < 0) first = st.token;
+                           })
+                    .ok());
     ++counts[static_cast<size_t>(first)];
     accepted += dec->stats().n_accepted;
     ASSERT_EQ(base->truncate(static_cast<int64_t>(prompt.size())), static_cast<int64_t>(prompt.size()));
@@ -515,9 +521,9 @@ TEST(Speculative, IncompatibleDraftVocabularyIsAClearError) {
     const char* says;
   };
   const Case cases[] = {
-      {&stories, &qwen2, "tokenizer model"},  // SPM vs BPE
+      {&stories, &qwen2, "tokenizer model"},          // SPM vs BPE
       {&stories, &spm, "tokens but the target has"},  // 32000 vs 512 tokens
-      {&spm, &phi3, "special tokens differ"},  // phi-3: eos is its added <|endoftext|>
+      {&spm, &phi3, "special tokens differ"},         // phi-3: eos is its added <|endoftext|>
   };
   for (const Case& c : cases) {
     const Status st = check_draft_vocab(*c.target, *c.draft);

@@ -133,7 +133,7 @@ TEST_P(SplitModelTest, SameLogitsAsUnsplitResidentMmapAndStreamed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SplitModelTest,
-                         ::testing::Values("syn-llama-Q4_K_M",     // dense: FFN layer streaming
+                         ::testing::Values("syn-llama-Q4_K_M",      // dense: FFN layer streaming
                                            "syn-mixtral-Q4_K_M"));  // MoE: the expert cache
 
 TEST(SplitModel, MissingMismatchedAndRenamedPartsAreClearErrors) {

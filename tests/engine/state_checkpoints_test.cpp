@@ -107,7 +107,8 @@ TEST(StateCheckpoints, KeepsTheLatestAndRestoresExactly) {
 
 std::vector<int32_t> tokens(size_t n, int32_t salt) {
   std::vector<int32_t> ids(n);
-  for (size_t i = 0; i < n; ++i) ids[i] = 1 + static_cast<int32_t>((i * 37 + static_cast<size_t>(salt) * 101 + 11) % 480);
+  for (size_t i = 0; i < n; ++i)
+    ids[i] = 1 + static_cast<int32_t>((i * 37 + static_cast<size_t>(salt) * 101 + 11) % 480);
   return ids;
 }
 
@@ -160,8 +161,9 @@ TEST(StateCheckpoints, HybridPrefixReuseEqualsAFreshEvaluation) {
       const std::vector<int32_t> tail = tokens(13, 2);
       second.insert(second.end(), tail.begin(), tail.end());
       std::vector<float> reused;
-      ASSERT_TRUE(s->eval(std::span<const int32_t>(second.data() + want, second.size() - static_cast<size_t>(want)),
-                          &reused).ok());
+      ASSERT_TRUE(
+          s->eval(std::span<const int32_t>(second.data() + want, second.size() - static_cast<size_t>(want)), &reused)
+              .ok());
       EXPECT_EQ(reused, fresh_logits(**model, second, want));
     }
     // q8_0 rings and KV rows come back the same way.

@@ -101,7 +101,8 @@ TEST_P(StreamingTest, StreamedEqualsResidentBitForBit) {
       {"uring direct lfru prefetch, minimum budget", IoBackend::kAuto, DirectMode::kAuto, CachePolicy::kLfru, true, 0},
       {"pread buffered lru", IoBackend::kPread, DirectMode::kForceBuffered, CachePolicy::kLru, false, 0},
       {"uring direct lru, roomier budget", IoBackend::kAuto, DirectMode::kAuto, CachePolicy::kLru, true, 2 << 20},
-      {"prefetch two layers ahead, minimum budget", IoBackend::kAuto, DirectMode::kAuto, CachePolicy::kLfru, true, 0, 2},
+      {"prefetch two layers ahead, minimum budget", IoBackend::kAuto, DirectMode::kAuto, CachePolicy::kLfru, true, 0,
+       2},
   };
   for (const Variant& v : variants) {
     SCOPED_TRACE(v.what);
@@ -124,13 +125,12 @@ TEST_P(StreamingTest, StreamedEqualsResidentBitForBit) {
 INSTANTIATE_TEST_SUITE_P(AllModels, StreamingTest,
                          ::testing::Values("stories260K", "stories260K-Q8_0", "syn-llama", "syn-llama-BF16",
                                            "syn-llama-F16", "syn-llama-Q2_K", "syn-llama-Q3_K_M", "syn-llama-Q4_0",
-                                           "syn-llama-Q4_K_M", "syn-llama-Q5_K_M", "syn-llama-Q6_K",
-                                           "syn-llama-Q8_0", "syn-mixtral-Q4_K_M", "syn-qwen2", "syn-qwen2-Q8_0",
-                                           "syn-qwen3", "syn-qwen3-Q4_K_M", "syn-qwen3moe-Q4_K_M",
-                                           "syn-qwen3moe-Q6_K", "syn-qwen3moe-Q8_0", "iq/syn-qwen3moe-IQ3_XXS",
-                                           "iq/syn-llama-IQ2_M", "iq/syn-llama-IQ1_M", "iq/syn-llama-TQ1_0",
-                                           "syn-qwen35moe-small", "syn-qwen3next-small", "syn-qwen35-small",
-                                           "syn-qwen35-Q4_K_M"),
+                                           "syn-llama-Q4_K_M", "syn-llama-Q5_K_M", "syn-llama-Q6_K", "syn-llama-Q8_0",
+                                           "syn-mixtral-Q4_K_M", "syn-qwen2", "syn-qwen2-Q8_0", "syn-qwen3",
+                                           "syn-qwen3-Q4_K_M", "syn-qwen3moe-Q4_K_M", "syn-qwen3moe-Q6_K",
+                                           "syn-qwen3moe-Q8_0", "iq/syn-qwen3moe-IQ3_XXS", "iq/syn-llama-IQ2_M",
+                                           "iq/syn-llama-IQ1_M", "iq/syn-llama-TQ1_0", "syn-qwen35moe-small",
+                                           "syn-qwen3next-small", "syn-qwen35-small", "syn-qwen35-Q4_K_M"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string s = info.param;
                            for (char& ch : s) ch = (ch == '-' || ch == '/') ? '_' : ch;
@@ -170,7 +170,6 @@ TEST(Streaming, DenseHybridStreamsDeltaNetProjectionsUnderTheMinimumBudget) {
     auto out = run(path, streamed(min_stream_budget(path, 8)));
     ASSERT_TRUE(out.ok()) << out.error().message;
     EXPECT_TRUE(*out == *base) << "streamed delta-net projections changed the logits";
-
   }
 }
 
@@ -179,7 +178,8 @@ TEST(Streaming, DenseHybridStreamsDeltaNetProjectionsUnderTheMinimumBudget) {
 // the room between streaming both and streaming only the FFN holds whole layers.
 TEST(Streaming, WholeLayersKeptResidentWhileMixersStream) {
   const std::string path =
-      (std::filesystem::temp_directory_path() / ("sniper_whole_layers_" + std::to_string(::getpid()) + ".gguf")).string();
+      (std::filesystem::temp_directory_path() / ("sniper_whole_layers_" + std::to_string(::getpid()) + ".gguf"))
+          .string();
   SynthSpec spec;
   spec.arch = "llama";
   spec.dim = 128;
@@ -304,9 +304,10 @@ size_t cached_pages(const std::string& path) {
 // (by writing or reading the file): under a cgroup cap they would count twice, and a baseline
 // run after it (mmap) would be served from memory nobody paid for.
 TEST(Streaming, LoadingLeavesNoneOfTheFileInThePageCache) {
-  const std::string copy = std::filesystem::temp_directory_path().string() + "/sniper_cache_test_" +
-                           std::to_string(::getpid()) + ".gguf";
-  std::filesystem::copy_file(model_path("syn-qwen3moe-Q4_K_M"), copy, std::filesystem::copy_options::overwrite_existing);
+  const std::string copy =
+      std::filesystem::temp_directory_path().string() + "/sniper_cache_test_" + std::to_string(::getpid()) + ".gguf";
+  std::filesystem::copy_file(model_path("syn-qwen3moe-Q4_K_M"), copy,
+                             std::filesystem::copy_options::overwrite_existing);
   {  // Written back, so that its pages are clean (the kernel drops only clean pages).
     const int fd = ::open(copy.c_str(), O_RDONLY);
     ASSERT_GE(fd, 0);
@@ -510,7 +511,8 @@ TEST(Streaming, PackedFileGivesTheSameLogitsWithOneReadPerExpert) {
   for (const char* name : {"syn-qwen3moe-Q4_K_M", "syn-mixtral-Q4_K_M"}) {
     SCOPED_TRACE(name);
     const std::string path = model_path(name);
-    const std::string packed = (std::filesystem::temp_directory_path() / (std::string("sniper_packed_") + name + ".gguf")).string();
+    const std::string packed =
+        (std::filesystem::temp_directory_path() / (std::string("sniper_packed_") + name + ".gguf")).string();
     Status st = pack_experts(path, packed, nullptr);
     ASSERT_TRUE(st.ok()) << st.error().message;
     ModelLoadOptions resident;
@@ -568,7 +570,8 @@ TEST(Streaming, RoutingBiasIsOptInAndMeasured) {
     auto model = Model::load(path, lo);
     ASSERT_TRUE(model.ok());
     const int64_t k = (*model)->config().n_experts_active;
-    const std::vector<float> on = eval({std::max<int64_t>(1, k / 2), std::min<int64_t>((*model)->config().n_experts, 2 * k)}, &on_stats);
+    const std::vector<float> on =
+        eval({std::max<int64_t>(1, k / 2), std::min<int64_t>((*model)->config().n_experts, 2 * k)}, &on_stats);
     EXPECT_EQ(off_stats.changed, 0u);
     EXPECT_GT(on_stats.selections, 0u);
     double num = 0, den = 0;

@@ -59,7 +59,8 @@ std::vector<std::unique_ptr<Template>> load_templates() {
   const std::string shared = env != nullptr ? env : "../shared";
   for (const char* model : {"qwen3", "qwen35", "llama3", "gemma4"}) {
     Json config;
-    if (!parse_json_bounded(read_file(shared + "/tokenizer/" + model + "/tokenizer_config.json"), &config).empty()) continue;
+    if (!parse_json_bounded(read_file(shared + "/tokenizer/" + model + "/tokenizer_config.json"), &config).empty())
+      continue;
     if (config.is_object() && config.contains("chat_template") && config["chat_template"].is_string()) {
       sources.push_back(config["chat_template"].get<std::string>());
     }

@@ -20,14 +20,14 @@ struct Expected {
 
 // ggml.h type numbers and ggml type traits (blck_size, type_size).
 constexpr Expected kGgml[] = {
-    {0, "f32", 1, 4},        {1, "f16", 1, 2},        {2, "q4_0", 32, 18},    {3, "q4_1", 32, 20},
-    {6, "q5_0", 32, 22},     {7, "q5_1", 32, 24},     {8, "q8_0", 32, 34},    {9, "q8_1", 32, 36},
-    {10, "q2_K", 256, 84},   {11, "q3_K", 256, 110},  {12, "q4_K", 256, 144}, {13, "q5_K", 256, 176},
-    {14, "q6_K", 256, 210},  {15, "q8_K", 256, 292},  {20, "iq4_nl", 32, 18}, {23, "iq4_xs", 256, 136},
-    {24, "i8", 1, 1},        {25, "i16", 1, 2},       {26, "i32", 1, 4},      {27, "i64", 1, 8},
-    {28, "f64", 1, 8},       {30, "bf16", 1, 2},      {16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74},
-    {18, "iq3_xxs", 256, 98}, {19, "iq1_s", 256, 50}, {21, "iq3_s", 256, 110}, {22, "iq2_s", 256, 82},
-    {29, "iq1_m", 256, 56},  {34, "tq1_0", 256, 54},  {35, "tq2_0", 256, 66},
+    {0, "f32", 1, 4},         {1, "f16", 1, 2},       {2, "q4_0", 32, 18},      {3, "q4_1", 32, 20},
+    {6, "q5_0", 32, 22},      {7, "q5_1", 32, 24},    {8, "q8_0", 32, 34},      {9, "q8_1", 32, 36},
+    {10, "q2_K", 256, 84},    {11, "q3_K", 256, 110}, {12, "q4_K", 256, 144},   {13, "q5_K", 256, 176},
+    {14, "q6_K", 256, 210},   {15, "q8_K", 256, 292}, {20, "iq4_nl", 32, 18},   {23, "iq4_xs", 256, 136},
+    {24, "i8", 1, 1},         {25, "i16", 1, 2},      {26, "i32", 1, 4},        {27, "i64", 1, 8},
+    {28, "f64", 1, 8},        {30, "bf16", 1, 2},     {16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74},
+    {18, "iq3_xxs", 256, 98}, {19, "iq1_s", 256, 50}, {21, "iq3_s", 256, 110},  {22, "iq2_s", 256, 82},
+    {29, "iq1_m", 256, 56},   {34, "tq1_0", 256, 54}, {35, "tq2_0", 256, 66},
 };
 
 TEST(GgufFormat, TypeTableMatchesGgml) {
@@ -78,12 +78,11 @@ TEST(GgufFormat, RowBytes) {
   EXPECT_EQ(row_bytes(GgmlType::kBF16, 0), 0u);
 }
 
-TEST(GgufFormatDeathTest, RowBytesChecksBlockMultiple) {
-  EXPECT_DEATH((void)row_bytes(GgmlType::kQ4_K, 100), "block");
-}
+TEST(GgufFormatDeathTest, RowBytesChecksBlockMultiple) { EXPECT_DEATH((void)row_bytes(GgmlType::kQ4_K, 100), "block"); }
 
 TEST(GgufFormat, ValueTypeNames) {
-  const char* expected[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+  const char* expected[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                            "bool", "string", "array", "u64", "i64", "f64"};
   for (uint32_t t = 0; t < 13; ++t) {
     EXPECT_STREQ(gguf_value_type_name(static_cast<GgufValueType>(t)), expected[t]);
   }

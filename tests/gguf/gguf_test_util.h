@@ -50,8 +50,8 @@ inline GgufWriter make_sample_writer(uint32_t alignment = 32, bool set_alignment
   w.set_value("v.u64s", GgufValue::make_int_array(T::kUint64, {0, 5, INT64_MAX}));
   w.set_f32_array("v.f32s", {1.5f, -2.0f});
   w.set_value("v.nested", GgufValue::make_nested_array({GgufValue::make_string_array({"x", "yz"}),
-                                                       GgufValue::make_int_array(T::kUint8, {1, 2, 3}),
-                                                       GgufValue::make_nested_array({})}));
+                                                        GgufValue::make_int_array(T::kUint8, {1, 2, 3}),
+                                                        GgufValue::make_nested_array({})}));
   w.add_tensor("blk.0.a", GgmlType::kF32, {8, 2}, pattern_fill(1));
   w.add_tensor("blk.0.b", GgmlType::kQ4_0, {64, 3}, pattern_fill(2));
   w.add_tensor("tok.weight", GgmlType::kQ8_0, {32}, pattern_fill(3));
@@ -67,11 +67,11 @@ enum class FieldKind {
   kKeyLen,
   kKeyBytes,
   kValueType,
-  kScalar,       // a scalar value (width 1..8); value_type says which
-  kStringLen,    // length of a string value or string array item
+  kScalar,     // a scalar value (width 1..8); value_type says which
+  kStringLen,  // length of a string value or string array item
   kElemType,
   kArrayCount,
-  kArrayItem,    // a numeric array item (width 1..8); value_type is the element type
+  kArrayItem,  // a numeric array item (width 1..8); value_type is the element type
   kNameLen,
   kNameBytes,
   kNDims,
@@ -94,11 +94,13 @@ struct FieldMap {
 
   std::vector<Field> of(FieldKind kind) const {
     std::vector<Field> out;
-    for (const Field& f : fields) if (f.kind == kind) out.push_back(f);
+    for (const Field& f : fields)
+      if (f.kind == kind) out.push_back(f);
     return out;
   }
   const Field& find(FieldKind kind, const std::string& owner) const {
-    for (const Field& f : fields) if (f.kind == kind && f.owner == owner) return f;
+    for (const Field& f : fields)
+      if (f.kind == kind && f.owner == owner) return f;
     throw std::runtime_error("no such field for " + owner);
   }
 };
@@ -136,8 +138,7 @@ class FieldWalker {
     pos_ += width;
     return v;
   }
-  uint64_t field(FieldKind kind, size_t width, const std::string& owner,
-                 GgufValueType vt = GgufValueType::kUint8) {
+  uint64_t field(FieldKind kind, size_t width, const std::string& owner, GgufValueType vt = GgufValueType::kUint8) {
     map_.fields.push_back(Field{kind, pos_, width, owner, vt});
     return get(width);
   }
@@ -154,9 +155,14 @@ class FieldWalker {
   }
   static size_t scalar_width(GgufValueType t) {
     switch (t) {
-      case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
-      case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
-      case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32: return 4;
+      case GgufValueType::kUint8:
+      case GgufValueType::kInt8:
+      case GgufValueType::kBool: return 1;
+      case GgufValueType::kUint16:
+      case GgufValueType::kInt16: return 2;
+      case GgufValueType::kUint32:
+      case GgufValueType::kInt32:
+      case GgufValueType::kFloat32: return 4;
       default: return 8;
     }
   }

@@ -115,10 +115,11 @@ TEST_F(GgufMalformed, TruncationMessagesNameTheField) {
 }
 
 TEST_F(GgufMalformed, AbsurdCountsAndLengthsAreErrors) {
-  const FieldKind kinds[] = {FieldKind::kNTensors, FieldKind::kNKv,   FieldKind::kKeyLen,   FieldKind::kStringLen,
-                             FieldKind::kArrayCount, FieldKind::kNameLen, FieldKind::kNe, FieldKind::kTensorOffset};
-  const uint64_t absurd[] = {UINT64_MAX, uint64_t{1} << 40, uint64_t{1} << 63, INT64_MAX, (uint64_t{1} << 32) + 1,
-                             uint64_t{1} << 32, UINT64_MAX - 31};
+  const FieldKind kinds[] = {FieldKind::kNTensors,   FieldKind::kNKv,     FieldKind::kKeyLen, FieldKind::kStringLen,
+                             FieldKind::kArrayCount, FieldKind::kNameLen, FieldKind::kNe,     FieldKind::kTensorOffset};
+  const uint64_t absurd[] = {UINT64_MAX,     uint64_t{1} << 40,       uint64_t{1} << 63,
+                             INT64_MAX,      (uint64_t{1} << 32) + 1, uint64_t{1} << 32,
+                             UINT64_MAX - 31};
   int n_cases = 0;
   for (FieldKind kind : kinds) {
     for (const Field& f : fields_.of(kind)) {
@@ -218,8 +219,8 @@ TEST_F(GgufMalformed, BadOffsets) {
   for (size_t i = 0; i < 8; ++i) orig |= uint64_t{img_[off.offset + i]} << (8 * i);
   std::vector<uint8_t> img = img_;
   poke(img, off, orig + 1);
-  expect_error(parse(img), "tensor 'tok.weight': offset " + std::to_string(orig + 1) +
-                               " is not a multiple of the alignment 32");
+  expect_error(parse(img),
+               "tensor 'tok.weight': offset " + std::to_string(orig + 1) + " is not a multiple of the alignment 32");
   img = img_;
   uint64_t past = (img.size() - data_offset_ + 31) / 32 * 32;
   poke(img, off, past);
@@ -250,8 +251,8 @@ TEST_F(GgufMalformed, BadAlignmentValues) {
                       GgufValue::make_string("32")}) {
     GgufWriter w = test::make_sample_writer(32, false);
     w.set_value("general.alignment", v);
-    expect_error(parse(w.to_bytes()), std::string("general.alignment has type ") + gguf_value_type_name(v.type) +
-                                          " but must be u32");
+    expect_error(parse(w.to_bytes()),
+                 std::string("general.alignment has type ") + gguf_value_type_name(v.type) + " but must be u32");
   }
   // A smaller valid alignment than the writer used: offsets stay multiples, still valid.
   img = img_;
@@ -269,7 +270,8 @@ TEST_F(GgufMalformed, BadDims) {
   }
   std::vector<uint8_t> img = img_;
   std::vector<Field> ne;
-  for (const Field& f : fields_.of(FieldKind::kNe)) if (f.owner == "blk.0.a") ne.push_back(f);
+  for (const Field& f : fields_.of(FieldKind::kNe))
+    if (f.owner == "blk.0.a") ne.push_back(f);
   ASSERT_EQ(ne.size(), 2u);
   poke(img, ne[1], 0);
   expect_error(parse(img), "tensor 'blk.0.a': ne[1] is 0 but must be in [1, 9223372036854775807]");
@@ -323,7 +325,8 @@ TEST_F(GgufMalformed, BadValues) {
   expect_error(parse(img), "metadata key 'v.bool': bool value is 2 but must be 0 or 1");
   img = img_;
   std::vector<Field> items;
-  for (const Field& f : fields_.of(FieldKind::kArrayItem)) if (f.owner == "v.u64s") items.push_back(f);
+  for (const Field& f : fields_.of(FieldKind::kArrayItem))
+    if (f.owner == "v.u64s") items.push_back(f);
   ASSERT_EQ(items.size(), 3u);
   poke(img, items[1], UINT64_MAX);
   expect_error(parse(img), "metadata key 'v.u64s': item 1 is 18446744073709551615");
@@ -346,7 +349,6 @@ TEST(GgufMalformedNesting, DepthIsBounded) {
   bad_writer.set_value("deeper", nest(9));
   expect_error(parse(bad_writer.to_bytes()), "metadata key 'deeper'");
   expect_error(parse(bad_writer.to_bytes()), "arrays nest deeper than the maximum of 8 levels");
-
 }
 
 TEST_F(GgufMalformed, RandomMutationsStayWithinBounds) {

@@ -140,7 +140,8 @@ void check_round_trip(uint32_t alignment, bool set_key) {
   }
   for (size_t i = 0; i < kv.size(); ++i) {
     EXPECT_EQ(md[first + i].first, kv[i].first);
-    EXPECT_TRUE(md[first + i].second == kv[i].second) << kv[i].first << ": " << md[first + i].second.to_display_string();
+    EXPECT_TRUE(md[first + i].second == kv[i].second)
+        << kv[i].first << ": " << md[first + i].second.to_display_string();
   }
 
   ASSERT_EQ(file->tensors().size(), specs.size());
@@ -159,7 +160,8 @@ void check_round_trip(uint32_t alignment, bool set_key) {
     EXPECT_EQ(t.row_bytes() * static_cast<size_t>(t.ne[1] * t.ne[2] * t.ne[3]), t.nbytes);
     ASSERT_LE(t.file_offset + t.nbytes, img.size());
     bool same = true;
-    for (size_t b = 0; b < t.nbytes; ++b) same = same && img[t.file_offset + b] == test::pattern_byte(static_cast<uint32_t>(i), b);
+    for (size_t b = 0; b < t.nbytes; ++b)
+      same = same && img[t.file_offset + b] == test::pattern_byte(static_cast<uint32_t>(i), b);
     EXPECT_TRUE(same);
     EXPECT_EQ(file->find_tensor(t.name), &t);
   }
@@ -378,7 +380,8 @@ TEST(GgufValue, DisplayString) {
   EXPECT_EQ(GgufValue::make_string("a\"b\n").to_display_string(), "\"a\\\"b\\n\"");
   EXPECT_EQ(GgufValue::make_int_array(T::kInt32, {1, 2}).to_display_string(), "[1, 2]");
   EXPECT_EQ(GgufValue::make_string_array(std::vector<std::string>(512, "x")).to_display_string(), "[512 strings]");
-  EXPECT_EQ(GgufValue::make_float_array(T::kFloat32, std::vector<double>(9, 1.0)).to_display_string(), "[9 f32 values]");
+  EXPECT_EQ(GgufValue::make_float_array(T::kFloat32, std::vector<double>(9, 1.0)).to_display_string(),
+            "[9 f32 values]");
   EXPECT_EQ(GgufValue::make_nested_array({GgufValue::make_string_array({"a"})}).to_display_string(), "[[\"a\"]]");
   EXPECT_EQ(GgufValue::make_int_array(T::kUint8, {1, 2, 3}).array_size(), 3u);
   EXPECT_EQ(GgufValue::make_uint(T::kUint8, 1).array_size(), 0u);

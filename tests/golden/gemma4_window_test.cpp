@@ -40,7 +40,7 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 struct Fixture {
-  std::vector<int32_t> ids;     // prompt then gen ids
+  std::vector<int32_t> ids;  // prompt then gen ids
   size_t n_prompt = 0;
   std::vector<float> logits;    // the reference's rows for every id
   std::vector<double> margins;  // their top-1 margins

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Every model in ../shared/models against what llama.cpp computed (../shared/reference), and the
 // 256-token prompts of ../shared/reference/kv (f16 KV cache without flash attention, our default,
-// and every quantized-KV / flash-attention setting there) for the models it covers: prompt logits (one batch) and teacher-forced generation logits, row by row:
+// and every quantized-KV / flash-attention setting there) for the models it covers: prompt logits (one batch) and
+// teacher-forced generation logits, row by row:
 //   normalized squared error sum((a-b)^2)/sum(b^2) <= 1e-3 (quantized) or 1e-4 (float weights),
 //   and the same top-1 token wherever the reference's top-1 margin is >= 0.03.
 // stories260K must also reproduce its 200-token greedy generation exactly (ids and text).
@@ -113,7 +114,7 @@ struct Case {
   // Every row must equal the reference bit for bit (at every tier): where the kernels follow the
   // reference's order exactly, so that an order change inside the bounds still shows.
   bool bit_exact = false;
-  KvConfig kv;            // the reference's KV setting (reference/kv/<model>/<setting>)
+  KvConfig kv;  // the reference's KV setting (reference/kv/<model>/<setting>)
 };
 
 // How gtest names a case in its messages.
@@ -126,8 +127,8 @@ class TierEnvironment : public ::testing::Environment {
   void SetUp() override {
     const char* want = std::getenv("SNIPER_ISA");
     if (want != nullptr && std::strcmp(want, isa_tier_name(selected_tier())) != 0) {
-      GTEST_SKIP() << "SNIPER_ISA=" << want << " is above this host's best tier ("
-                   << isa_tier_name(host_best_tier()) << "), which its own run covers";
+      GTEST_SKIP() << "SNIPER_ISA=" << want << " is above this host's best tier (" << isa_tier_name(host_best_tier())
+                   << "), which its own run covers";
     }
   }
 };
@@ -188,14 +189,13 @@ TEST_P(ReferenceTest, PromptAndTeacherForcedLogits) {
 std::vector<Case> reference_cases() {
   const std::vector<std::string> models = {
       "stories260K", "stories260K-Q8_0", "syn-llama", "syn-llama-BF16", "syn-llama-F16", "syn-llama-Q2_K",
-      "syn-llama-Q3_K_M", "syn-llama-Q4_0", "syn-llama-Q4_K_M", "syn-llama-Q5_K_M", "syn-llama-Q6_K",
-      "syn-llama-Q8_0", "syn-mixtral-Q4_K_M", "syn-qwen2", "syn-qwen2-Q8_0", "syn-qwen3", "syn-qwen3-Q4_K_M",
-      "syn-qwen3moe-Q4_K_M", "syn-qwen3moe-Q6_K", "syn-qwen3moe-Q8_0",
+      "syn-llama-Q3_K_M", "syn-llama-Q4_0", "syn-llama-Q4_K_M", "syn-llama-Q5_K_M", "syn-llama-Q6_K", "syn-llama-Q8_0",
+      "syn-mixtral-Q4_K_M", "syn-qwen2", "syn-qwen2-Q8_0", "syn-qwen3", "syn-qwen3-Q4_K_M", "syn-qwen3moe-Q4_K_M",
+      "syn-qwen3moe-Q6_K", "syn-qwen3moe-Q8_0",
       // The i-quant / ternary / 2-bit set (models/iq, reference/iq).
       "iq/syn-llama-IQ1_M", "iq/syn-llama-IQ1_S", "iq/syn-llama-IQ2_M", "iq/syn-llama-IQ2_S", "iq/syn-llama-IQ2_XS",
-      "iq/syn-llama-IQ2_XXS", "iq/syn-llama-IQ3_M", "iq/syn-llama-IQ3_S", "iq/syn-llama-IQ3_XXS",
-      "iq/syn-llama-IQ4_NL", "iq/syn-llama-Q2_K_S", "iq/syn-llama-TQ1_0", "iq/syn-llama-TQ2_0",
-      "iq/syn-qwen3moe-IQ3_XXS",
+      "iq/syn-llama-IQ2_XXS", "iq/syn-llama-IQ3_M", "iq/syn-llama-IQ3_S", "iq/syn-llama-IQ3_XXS", "iq/syn-llama-IQ4_NL",
+      "iq/syn-llama-Q2_K_S", "iq/syn-llama-TQ1_0", "iq/syn-llama-TQ2_0", "iq/syn-qwen3moe-IQ3_XXS",
       // Hybrid delta-net / attention models (../shared/reference/ARCHITECTURES.md).
       "syn-qwen35moe-small", "syn-qwen3next-small", "syn-qwen35-small", "syn-qwen35-Q4_K_M"};
   std::vector<Case> cases;

@@ -39,8 +39,8 @@ TEST(RepoRef, ParsesRepoTagAndFile) {
 }
 
 TEST(RepoRef, RejectsMalformedByName) {
-  for (const char* bad : {"noslash", "/n", "o/", "a/b/c", "o/n:", "o/n:../x.gguf", "o/n:/abs.gguf", "o/../n",
-                          "o/n:Q4 K", "o n/x"}) {
+  for (const char* bad :
+       {"noslash", "/n", "o/", "a/b/c", "o/n:", "o/n:../x.gguf", "o/n:/abs.gguf", "o/../n", "o/n:Q4 K", "o n/x"}) {
     auto r = parse_repo_ref(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().message.find(bad), std::string::npos) << r.error().message;
@@ -142,7 +142,8 @@ TEST(Select, NoTagPrefersQ4KMThenLargestThatFitsThenSmallest) {
 TEST(TreeListing, ParsesFilesAndLfs) {
   const std::string json = R"([
     {"type":"directory","oid":"x","size":0,"path":"Q4_K_M"},
-    {"type":"file","oid":"b","size":134,"path":"Q4_K_M/a.gguf","lfs":{"oid":")" + kSha + R"(","size":4096,"pointerSize":134}},
+    {"type":"file","oid":"b","size":134,"path":"Q4_K_M/a.gguf","lfs":{"oid":")" +
+                           kSha + R"(","size":4096,"pointerSize":134}},
     {"type":"file","oid":"c","size":12,"path":"README.md"}])";
   auto files = parse_tree_listing(json);
   ASSERT_TRUE(files.ok()) << files.error().message;

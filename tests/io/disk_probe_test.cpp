@@ -107,8 +107,8 @@ bool write_bench_file(const std::string& path, uint64_t size) {
 TEST(DiskProbe, DISABLED_ThroughputTable) {
   const char* dir = std::getenv("SNIPER_IO_BENCH_DIR");
   if (dir == nullptr) dir = std::getenv("SNIPER_BIN_DIR");
-  const std::string path = std::string(dir != nullptr ? dir : ".") + "/sniper_io_bench_" +
-                           std::to_string(::getpid()) + ".bin";
+  const std::string path =
+      std::string(dir != nullptr ? dir : ".") + "/sniper_io_bench_" + std::to_string(::getpid()) + ".bin";
   constexpr uint64_t kFileBytes = uint64_t{2} << 30;
   ASSERT_TRUE(write_bench_file(path, kFileBytes)) << "cannot write " << path;
   std::printf("1 MiB random reads over a 2 GiB file (%s), 3 s or 3 GiB per cell\n", path.c_str());

@@ -95,19 +95,19 @@ class IoEngineTest : public testing::TestWithParam<Param> {
 
   static void expect_pattern(const PendingRead& r) {
     const int64_t bad = first_mismatch(r.buffer.data() + r.span.lead, r.request.offset, r.request.length);
-    EXPECT_EQ(bad, -1) << "read at offset " << r.request.offset << " length " << r.request.length
-                       << " differs at byte " << bad;
+    EXPECT_EQ(bad, -1) << "read at offset " << r.request.offset << " length " << r.request.length << " differs at byte "
+                       << bad;
   }
 
   std::optional<DirectFile> file_;
   std::string skip_reason_;
 };
 
-#define MAKE_ENGINE_OR_SKIP(var, options)                   \
-  std::optional<IoEngine> var = make_engine(options);       \
-  if (!var) {                                               \
+#define MAKE_ENGINE_OR_SKIP(var, options)                    \
+  std::optional<IoEngine> var = make_engine(options);        \
+  if (!var) {                                                \
     if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_; \
-    return;                                                 \
+    return;                                                  \
   }
 
 TEST_P(IoEngineTest, RandomReadsMatchThePattern) {
@@ -433,7 +433,7 @@ TEST_P(IoEngineTest, RegisteredBuffersUseFixedReads) {
   EXPECT_EQ(first_mismatch(loose.data(), 8192, 200 * kKiB), -1);
   const IoStats& s = engine->stats();
   if (GetParam().backend == IoBackend::kUring) {
-    EXPECT_GE(s.n_fixed_reads, 16u);          // the arena read: 1 MiB in 64 KiB chunks
+    EXPECT_GE(s.n_fixed_reads, 16u);        // the arena read: 1 MiB in 64 KiB chunks
     EXPECT_LT(s.n_fixed_reads, s.n_reads);  // the loose buffer used plain reads
   } else {
     EXPECT_EQ(s.n_fixed_reads, 0u);
@@ -517,14 +517,16 @@ TEST_P(IoEngineTest, PartOffsetsReadFromTheirOwnFile) {
     uint32_t part;
     uint64_t offset, length;
   };
-  for (const Case& c : {Case{0, 5, 1 * kMiB}, Case{1, 77, 300 * kKiB}, Case{1, 1 * kMiB, 4567}, Case{0, 3 * kMiB, 123}}) {
+  for (const Case& c :
+       {Case{0, 5, 1 * kMiB}, Case{1, 77, 300 * kKiB}, Case{1, 1 * kMiB, 4567}, Case{0, 3 * kMiB, 123}}) {
     const uint64_t at = make_part_offset(c.part, c.offset);
     const AlignedSpan span = e->span_for(at, c.length);
     AlignedBuffer buf(span.aligned_length, std::max<size_t>(4096, e->buffer_alignment()));
     auto t = e->submit({at, c.length, buf.data()});
     ASSERT_TRUE(t.ok()) << t.error().message;
     ASSERT_TRUE(e->wait(*t).ok());
-    EXPECT_EQ(first_mismatch(buf.data() + span.lead, c.offset, c.length), -1) << "part " << c.part << " at " << c.offset;
+    EXPECT_EQ(first_mismatch(buf.data() + span.lead, c.offset, c.length), -1)
+        << "part " << c.part << " at " << c.offset;
   }
   AlignedBuffer buf(2 * kMiB, 4096);
   auto past = e->submit({make_part_offset(1, 1 * kMiB), 8192, buf.data()});  // part 1 is 1 MiB + 4567 bytes

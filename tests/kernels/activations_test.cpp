@@ -111,7 +111,8 @@ TEST(Activations, SigmoidGateAndSoftcap) {
   const auto gate = normal_vec(n, 9, 3.0f), x0 = normal_vec(n, 10, 20.0f);
   auto x = x0;
   sigmoid_gate(gate.data(), x.data(), n);
-  for (size_t i = 0; i < static_cast<size_t>(n); ++i) EXPECT_NEAR(x[i], x0[i] * sigmoid_d(gate[i]), 1e-5 * (1 + std::fabs(x[i])));
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i)
+    EXPECT_NEAR(x[i], x0[i] * sigmoid_d(gate[i]), 1e-5 * (1 + std::fabs(x[i])));
   x = x0;
   softcap(x.data(), n, 30.0f);
   for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
@@ -136,7 +137,8 @@ TEST(Activations, GeluTableExhaustive) {
     if (std::isinf(x) || std::fabs(want) > 65504.0) continue;  // beyond f16: the row functions never look these up
     const float wr = round_fp16(static_cast<float>(want));
     const double ulp = std::max(std::fabs(static_cast<double>(wr)) * std::ldexp(1.0, -10), std::ldexp(1.0, -24));
-    ASSERT_LE(std::fabs(t - want), ulp + std::fabs(x) * std::ldexp(1.0, -22)) << "h=" << h << " x=" << x << " table " << t << " want " << want;
+    ASSERT_LE(std::fabs(t - want), ulp + std::fabs(x) * std::ldexp(1.0, -22))
+        << "h=" << h << " x=" << x << " table " << t << " want " << want;
   }
 }
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "kernels/kernel_test_util.h"
 #include "kernels/kernels.h"
 #include "quant/q8_0.h"
-#include "kernels/kernel_test_util.h"
 
 namespace sniper {
 namespace {
@@ -47,7 +47,7 @@ Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, u
   c.layout.head_dim = hd;
   c.layout.n_ctx = n_ctx;
   c.layout.head_bytes = type == GgmlType::kF16 ? sizeof(fp16_t) * static_cast<size_t>(hd)
-                                                : sizeof(BlockQ8_0) * static_cast<size_t>(hd / 32);
+                                               : sizeof(BlockQ8_0) * static_cast<size_t>(hd / 32);
   c.layout.row_bytes = by_head ? c.layout.head_bytes : c.layout.head_bytes * static_cast<size_t>(n_kv_heads);
   c.layout.head_stride = by_head ? c.layout.head_bytes * static_cast<size_t>(n_ctx) : c.layout.head_bytes;
   // Byte offset of (position p, kv head h) in K and row-layout V.
@@ -77,7 +77,8 @@ Cache make_cache(GgmlType type, int64_t n_kv_heads, int64_t hd, int64_t n_ctx, u
         auto* kh = reinterpret_cast<fp16_t*>(kd);
         auto* vt = reinterpret_cast<fp16_t*>(c.v.data());
         for (int64_t i = 0; i < hd; ++i) {
-          const size_t row = c.layout.vt_row_bytes / sizeof(fp16_t) * static_cast<size_t>(h * hd + i) + static_cast<size_t>(p);  // V^T
+          const size_t row =
+              c.layout.vt_row_bytes / sizeof(fp16_t) * static_cast<size_t>(h * hd + i) + static_cast<size_t>(p);  // V^T
           kh[i] = fp32_to_fp16(k[at + static_cast<size_t>(i)]);
           vt[row] = fp32_to_fp16(v[at + static_cast<size_t>(i)]);
           c.k_f32[at + static_cast<size_t>(i)] = fp16_to_fp32(kh[i]);
@@ -129,7 +130,8 @@ std::vector<double> naive(const Cache& c, const float* q, int64_t kv_head, int64
   double max = -INFINITY;
   for (int64_t j = 0; j < n_kv; ++j) {
     double d = 0;
-    for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(qk[static_cast<size_t>(i)]) * c.k_f32[static_cast<size_t>(j * width + kv_head * hd + i)];
+    for (int64_t i = 0; i < hd; ++i)
+      d += static_cast<double>(qk[static_cast<size_t>(i)]) * c.k_f32[static_cast<size_t>(j * width + kv_head * hd + i)];
     s[static_cast<size_t>(j)] = 0.125 * d;
     max = std::max(max, s[static_cast<size_t>(j)]);
   }
@@ -137,7 +139,8 @@ std::vector<double> naive(const Cache& c, const float* q, int64_t kv_head, int64
   for (double& x : s) sum += (x = std::exp(x - max));
   for (int64_t j = 0; j < n_kv; ++j) {
     for (int64_t i = 0; i < hd; ++i) {
-      out[static_cast<size_t>(i)] += s[static_cast<size_t>(j)] / sum * c.v_f32[static_cast<size_t>(j * width + kv_head * hd + i)];
+      out[static_cast<size_t>(i)] +=
+          s[static_cast<size_t>(j)] / sum * c.v_f32[static_cast<size_t>(j * width + kv_head * hd + i)];
     }
   }
   return out;
@@ -169,7 +172,8 @@ void check_all(GgmlType type, int64_t hd, int64_t n_kv_heads, int64_t group, int
           want.insert(want.end(), o.begin(), o.end());
           const std::vector<double> plain = naive(c, qg.data(), kvh, n_kv);
           for (int64_t d = 0; d < hd; ++d) {
-            ASSERT_NEAR(o[static_cast<size_t>(d)], plain[static_cast<size_t>(d)], 0.005 + 0.005 * std::fabs(plain[static_cast<size_t>(d)]))
+            ASSERT_NEAR(o[static_cast<size_t>(d)], plain[static_cast<size_t>(d)],
+                        0.005 + 0.005 * std::fabs(plain[static_cast<size_t>(d)]))
                 << "type " << type_name(type) << " n_kv " << n_kv << " head " << g << " d " << d;
           }
         }
@@ -193,7 +197,7 @@ TEST(Attention, F16GroupsMatchRefPerHead) {
   check_all(GgmlType::kF16, 64, 2, 4, 700, {0, 5, 63, 64, 255, 256, 300, 511, 699}, {1, 2, 7});
   check_all(GgmlType::kF16, 128, 1, 8, 300, {0, 100, 299}, {1, 3});
   check_all(GgmlType::kF16, 80, 2, 3, 300, {0, 17, 290}, {1, 4});  // head_dim % 16 != 0: vec_dot order
-  check_all(GgmlType::kF16, 64, 3, 1, 100, {0, 99}, {1, 2});         // n_ctx < 256 and no grouping
+  check_all(GgmlType::kF16, 64, 3, 1, 100, {0, 99}, {1, 2});       // n_ctx < 256 and no grouping
   // More heads than K rows per tile: some heads' passes widen none of the next tile's rows.
   check_all(GgmlType::kF16, 64, 1, 20, 300, {0, 40, 299}, {1, 2});
   // A context that is not a multiple of 64 and spans two of the V product's 2048-position chunks:

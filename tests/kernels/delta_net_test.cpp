@@ -28,7 +28,7 @@ using test::nan_f;
 struct Problem {
   int64_t d, n_k, n_v, n_tokens;
   KeyHeadMap map;
-  std::vector<float> qkv;  // [n_tokens][q n_k*d | k n_k*d | v n_v*d]
+  std::vector<float> qkv;      // [n_tokens][q n_k*d | k n_k*d | v n_v*d]
   std::vector<float> g, beta;  // [n_tokens][n_v]
   std::vector<float> state;    // [n_v][d][d]
   int64_t channels() const { return (2 * n_k + n_v) * d; }
@@ -84,7 +84,8 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
                       const std::string& ctx) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(bits(got[i]), bits(want[i])) << what << " [" << i << "] " << ctx << " got " << got[i] << " want " << want[i];
+    ASSERT_EQ(bits(got[i]), bits(want[i]))
+        << what << " [" << i << "] " << ctx << " got " << got[i] << " want " << want[i];
   }
 }
 
@@ -114,7 +115,8 @@ TEST(DeltaNet, EveryTierMatchesRefBitwise) {
         for (int64_t j = 0; j < sh.n_v; ++j) {
           const bool in = j >= h0 && j < h1;
           for (int64_t c = 0; c < sh.d; ++c) {
-            ASSERT_EQ(std::isnan(want[static_cast<size_t>((t * sh.n_v + j) * sh.d + c)]), !in) << "t=" << t << " head " << j;
+            ASSERT_EQ(std::isnan(want[static_cast<size_t>((t * sh.n_v + j) * sh.d + c)]), !in)
+                << "t=" << t << " head " << j;
           }
         }
       }
@@ -178,7 +180,8 @@ TEST(DeltaNet, RefFollowsTheFormula) {
       const int64_t kh = map == KeyHeadMap::kTiled ? j % n_k : j / (n_v / n_k);
       std::vector<double> S(static_cast<size_t>(d * d));  // S[r * d + c]
       for (int64_t r = 0; r < d; ++r) {
-        for (int64_t c = 0; c < d; ++c) S[static_cast<size_t>(r * d + c)] = p.state[static_cast<size_t>(j * d * d + c * d + r)];
+        for (int64_t c = 0; c < d; ++c)
+          S[static_cast<size_t>(r * d + c)] = p.state[static_cast<size_t>(j * d * d + c * d + r)];
       }
       for (int64_t t = 0; t < n_tokens; ++t) {
         const float* q = p.qkv.data() + t * p.channels() + kh * d;
@@ -200,7 +203,8 @@ TEST(DeltaNet, RefFollowsTheFormula) {
           double o = 0;
           for (int64_t r = 0; r < d; ++r) o += S[static_cast<size_t>(r * d + c)] * q[r];
           o /= std::sqrt(static_cast<double>(d));
-          EXPECT_NEAR(out[static_cast<size_t>((t * n_v + j) * d + c)], o, 2e-5) << "t=" << t << " j=" << j << " c=" << c;
+          EXPECT_NEAR(out[static_cast<size_t>((t * n_v + j) * d + c)], o, 2e-5)
+              << "t=" << t << " j=" << j << " c=" << c;
         }
       }
       for (int64_t r = 0; r < d; ++r) {

@@ -76,7 +76,8 @@ std::vector<double> naive(const Filled& f, const float* q, int64_t kv_head, int6
   double max = -INFINITY;
   for (int64_t j = 0; j < n_kv; ++j) {
     double d = 0;
-    for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(q[i]) * f.k[static_cast<size_t>(j * width + kv_head * hd + i)];
+    for (int64_t i = 0; i < hd; ++i)
+      d += static_cast<double>(q[i]) * f.k[static_cast<size_t>(j * width + kv_head * hd + i)];
     s[static_cast<size_t>(j)] = scale * d;
     max = std::max(max, s[static_cast<size_t>(j)]);
   }
@@ -84,7 +85,8 @@ std::vector<double> naive(const Filled& f, const float* q, int64_t kv_head, int6
   for (double& x : s) sum += (x = std::exp(x - max));
   for (int64_t j = 0; j < n_kv; ++j) {
     for (int64_t i = 0; i < hd; ++i) {
-      out[static_cast<size_t>(i)] += s[static_cast<size_t>(j)] / sum * f.v[static_cast<size_t>(j * width + kv_head * hd + i)];
+      out[static_cast<size_t>(i)] +=
+          s[static_cast<size_t>(j)] / sum * f.v[static_cast<size_t>(j * width + kv_head * hd + i)];
     }
   }
   return out;
@@ -97,7 +99,8 @@ double bound_for(const KvConfig& c) {
       case KvType::kF16: return 0.01;
       case KvType::kBF16: return 0.04;
       case KvType::kQ8_0: return 0.03;
-      case KvType::kQ5_0: case KvType::kQ5_1: return 0.12;
+      case KvType::kQ5_0:
+      case KvType::kQ5_1: return 0.12;
       default: return 0.25;  // 4-bit
     }
   };
@@ -241,7 +244,8 @@ TEST(FlashAttention, PerRowTokenTilesMatchOneTokenAtATime) {
     for (int rep = 0; rep < 2; ++rep) {
       const int64_t hd = std::array<int64_t, 3>{64, 128, 96}[rng() % 3];
       const int64_t group = std::array<int64_t, 4>{1, 3, 4, 8}[rng() % 4];
-      const int64_t n_tok = 2 + static_cast<int64_t>(rng() % 70), pos0 = rep == 0 ? 0 : static_cast<int64_t>(rng() % 120);
+      const int64_t n_tok = 2 + static_cast<int64_t>(rng() % 70),
+                    pos0 = rep == 0 ? 0 : static_cast<int64_t>(rng() % 120);
       check_tokens(c, hd, group, pos0 + n_tok + static_cast<int64_t>(rng() % 5), pos0, n_tok);
     }
   }
@@ -268,14 +272,17 @@ TEST(FlashAttention, SoftmaxMadMatchesItsScalarTwin) {
     for (int64_t hd : {1, 7, 8, 9, 32, 64, 72, 96, 128, 136, 256}) {
       for (int64_t n : {1, 5, 63, 64, 65, 130}) {
         for (int pattern = 0; pattern < 5; ++pattern) {
-          std::vector<float> scores(static_cast<size_t>(n)), v(static_cast<size_t>(n * hd)), acc(static_cast<size_t>(hd));
+          std::vector<float> scores(static_cast<size_t>(n)), v(static_cast<size_t>(n * hd)),
+              acc(static_cast<size_t>(hd));
           for (float& x : v) x = dist(rng);
           for (int64_t i = 0; i < n; ++i) {
             const float r = dist(rng);
             switch (pattern) {
               case 0: scores[static_cast<size_t>(i)] = 3.0f * r; break;
-              case 1: scores[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i); break;  // a new maximum every cell
-              case 2: scores[static_cast<size_t>(i)] = i % 3 == 0 ? 1.0f : r; break;           // ties with the maximum
+              case 1:
+                scores[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i);
+                break;                                                                // a new maximum every cell
+              case 2: scores[static_cast<size_t>(i)] = i % 3 == 0 ? 1.0f : r; break;  // ties with the maximum
               case 3: scores[static_cast<size_t>(i)] = 1.0f + 1e-7f * static_cast<float>(i); break;  // ms rounds to 1
               default: scores[static_cast<size_t>(i)] = i % 2 == 0 ? 0.0f : -200.0f * std::fabs(r) - 120.0f; break;
             }
@@ -396,7 +403,8 @@ TEST(FlashAttention, GemmF32MatchesItsScalarTwin) {
     for (int64_t m : {1, 3, 4, 5, 13, 64}) {
       for (int64_t k : {1, 17, 64, 128}) {
         for (int64_t n : {1, 8, 15, 16, 64, 70, 128}) {
-          std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+          std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)),
+              c(static_cast<size_t>(m * n));
           for (float& e : a) e = dist(rng);
           for (float& e : b) e = dist(rng);
           for (float& e : c) e = dist(rng);
@@ -407,7 +415,8 @@ TEST(FlashAttention, GemmF32MatchesItsScalarTwin) {
               << isa_tier_name(tier) << " m " << m << " k " << k << " n " << n;
           // The scalar twin is the definition: one element checked by hand.
           float acc = c[static_cast<size_t>(n - 1)];
-          for (int64_t kk = 0; kk < k; ++kk) acc = std::fma(a[static_cast<size_t>(kk)], b[static_cast<size_t>(kk * n + n - 1)], acc);
+          for (int64_t kk = 0; kk < k; ++kk)
+            acc = std::fma(a[static_cast<size_t>(kk)], b[static_cast<size_t>(kk * n + n - 1)], acc);
           ASSERT_EQ(test::bits(acc), test::bits(want[static_cast<size_t>(n - 1)]));
         }
       }

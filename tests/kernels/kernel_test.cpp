@@ -13,8 +13,8 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/kernels.h"
 #include "kernels/kernel_test_util.h"
+#include "kernels/kernels.h"
 #include "quant/q4_k.h"
 #include "quant/q6_k.h"
 #include "quant/q8_k.h"
@@ -88,8 +88,8 @@ using GemmFn = decltype(KernelTable::gemm);
 // activations into NaN-prefilled outputs with a padded stride, checks that the padding stays
 // untouched, and hands every output to check(got, w row, a row, r, t).
 template <class Check>
-void run_padded_gemm(GemmFn gemm, GgmlType type, GgmlType at, int64_t block, int64_t n, int64_t n_rows,
-                     int64_t n_tok, uint32_t seed, Cond wc, Check&& check) {
+void run_padded_gemm(GemmFn gemm, GgmlType type, GgmlType at, int64_t block, int64_t n, int64_t n_rows, int64_t n_tok,
+                     uint32_t seed, Cond wc, Check&& check) {
   const auto wq = quantize_rows(type, random_floats(n * n_rows, seed, wc, block), n, n_rows);
   const auto aq = quantize_rows(at, random_floats(n * n_tok, seed + 99, Cond::kIll, block), n, n_tok);
   const size_t wrb = row_bytes(type, n), arb = row_bytes(at, n);
@@ -121,8 +121,8 @@ TEST_P(KernelTest, GemmEqualsVecDotBitwise) {
                           float want = nan_f();
                           table_->vec_dot(n, &want, w, a);
                           ASSERT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
-                              << type_name(type_) << " n=" << n << " rows=" << n_rows << " tok=" << n_tok
-                              << " r=" << r << " t=" << t << " got=" << got << " want=" << want;
+                              << type_name(type_) << " n=" << n << " rows=" << n_rows << " tok=" << n_tok << " r=" << r
+                              << " t=" << t << " got=" << got << " want=" << want;
                         });
         if (HasFatalFailure()) return;
       }

@@ -21,11 +21,10 @@
 namespace sniper::test {
 
 inline constexpr GgmlType kWeightTypes[] = {
-    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ4_0,   GgmlType::kQ4_1,
-    GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kQ2_K,   GgmlType::kQ3_K,
-    GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
-    GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS, GgmlType::kIQ3_S,
-    GgmlType::kIQ1_S, GgmlType::kIQ1_M, GgmlType::kTQ1_0, GgmlType::kTQ2_0,
+    GgmlType::kF32,     GgmlType::kF16,    GgmlType::kBF16,   GgmlType::kQ4_0,    GgmlType::kQ4_1,   GgmlType::kQ5_0,
+    GgmlType::kQ5_1,    GgmlType::kQ8_0,   GgmlType::kQ2_K,   GgmlType::kQ3_K,    GgmlType::kQ4_K,   GgmlType::kQ5_K,
+    GgmlType::kQ6_K,    GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S,
+    GgmlType::kIQ3_XXS, GgmlType::kIQ3_S,  GgmlType::kIQ1_S,  GgmlType::kIQ1_M,   GgmlType::kTQ1_0,  GgmlType::kTQ2_0,
 };
 
 inline constexpr GgmlType kActTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
@@ -80,7 +79,8 @@ inline std::vector<uint8_t> quantize_rows(GgmlType type, const std::vector<float
     const int64_t n_blocks = n * n_rows / info.block_size;
     for (int64_t i = 0; i < n_blocks; ++i) {
       float amax = 0.0f;
-      for (int64_t j = 0; j < info.block_size; ++j) amax = std::max(amax, std::fabs(x[static_cast<size_t>(i * info.block_size + j)]));
+      for (int64_t j = 0; j < info.block_size; ++j)
+        amax = std::max(amax, std::fabs(x[static_cast<size_t>(i * info.block_size + j)]));
       set_block_scale(type, q.data() + info.type_size * i, fp32_to_fp16(amax / 32.0f));
     }
     return q;

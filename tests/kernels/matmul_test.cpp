@@ -120,10 +120,13 @@ void MatmulTest::expect_matches_ref_tier(int64_t n_tok) {
   const GgmlType at = vec_dot_type(type_);
   for (int64_t t = 0; t < p.n_tok; ++t) {
     // The activations are quantized identically at every tier (byte-identical quantizers).
-    std::vector<uint8_t> aq = quantize_rows(at, std::vector<float>(p.x.begin() + t * p.n, p.x.begin() + (t + 1) * p.n), p.n, 1);
+    std::vector<uint8_t> aq =
+        quantize_rows(at, std::vector<float>(p.x.begin() + t * p.n, p.x.begin() + (t + 1) * p.n), p.n, 1);
     const auto ad = dequantize_rows(at, aq.data(), p.n, 1);
     for (int64_t r = 0; r < p.n_rows; ++r) {
-      const double tol = 2e-6 * std::sqrt(static_cast<double>(p.n)) * abs_dot(&p.wd[static_cast<size_t>(r * p.n)], ad.data(), p.n) + 1e-30;
+      const double tol =
+          2e-6 * std::sqrt(static_cast<double>(p.n)) * abs_dot(&p.wd[static_cast<size_t>(r * p.n)], ad.data(), p.n) +
+          1e-30;
       const size_t i = static_cast<size_t>(t * p.n_rows + r);
       ASSERT_NEAR(y[i], y_ref[i], tol) << type_name(type_) << " r=" << r << " t=" << t;
     }
@@ -159,7 +162,8 @@ TEST_P(MatmulTest, MultiGivesBitwiseWhatSeparateCallsGive) {
       std::vector<std::vector<float>> got, want;
       for (size_t i = 0; i < problems.size(); ++i) {
         const Problem& p = problems[i];
-        const QuantizedActs act = quantize_acts(vec_dot_type(type_), p.x.data(), p.n, p.n_tok, p.n, bufs[i], pool, tier_);
+        const QuantizedActs act =
+            quantize_acts(vec_dot_type(type_), p.x.data(), p.n, p.n_tok, p.n, bufs[i], pool, tier_);
         got.emplace_back(static_cast<size_t>(p.n_rows * p.n_tok), nan_f());
         want.emplace_back(static_cast<size_t>(p.n_rows * p.n_tok), nan_f());
         matmul_q(p.w, act, want.back().data(), p.n_rows, pool, tier_, order);

@@ -102,7 +102,8 @@ TEST(Ops, TopKDescendingLowestIndexOnTies) {
     top_k(v.data(), 128, 8, got.data());
     std::vector<int32_t> order(128);
     for (int i = 0; i < 128; ++i) order[static_cast<size_t>(i)] = i;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)]; });
     for (int i = 0; i < 8; ++i) EXPECT_EQ(got[static_cast<size_t>(i)], order[static_cast<size_t>(i)]);
   }
   EXPECT_EQ(argmax(x, 8), 4);
@@ -161,8 +162,8 @@ TEST(Ops, AttentionWeightsEveryTier) {
   struct Shape {
     int64_t n_kv, n_soft, n_dot;
   };
-  const Shape shapes[] = {{1, 1, 1}, {1, 16, 64}, {15, 16, 16}, {16, 16, 64}, {17, 32, 64}, {100, 112, 128},
-                          {257, 272, 320}, {4095, 4096, 4096}, {33, 40, 33}};
+  const Shape shapes[] = {{1, 1, 1},       {1, 16, 64},     {15, 16, 16},       {16, 16, 64}, {17, 32, 64},
+                          {100, 112, 128}, {257, 272, 320}, {4095, 4096, 4096}, {33, 40, 33}};
   for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
     if (tier > host_best_tier()) continue;
     const RowOps& ops = find_row_ops(tier);
@@ -202,8 +203,10 @@ TEST(Ops, AttentionWeightsEveryTier) {
 // (65504 and beyond, subnormals, underflow to zero), infinities and NaNs (encoded as sign | 0x7E00).
 TEST(Ops, RoundFp16RowEveryTier) {
   std::vector<float> x = random_vec(1000, 5, 3.0f);
-  const float specials[] = {0.0f, -0.0f, 65504.0f, 65520.0f, -65536.0f, 1e-5f, -6e-8f, 2.9e-8f, 1e-9f, 1.0f + 0x1p-11f,
-                            1.0f + 0x3p-11f, INFINITY, -INFINITY, std::nanf("0x123"), -std::nanf("")};
+  const float specials[] = {
+      0.0f,          -0.0f, 65504.0f,        65520.0f,        -65536.0f, 1e-5f,     -6e-8f,
+      2.9e-8f,       1e-9f, 1.0f + 0x1p-11f, 1.0f + 0x3p-11f, INFINITY,  -INFINITY, std::nanf("0x123"),
+      -std::nanf("")};
   for (size_t i = 0; i < std::size(specials); ++i) x[i * 37] = specials[i];
   for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
     if (tier > host_best_tier()) continue;
@@ -254,7 +257,8 @@ TEST(Ops, RopeMultiSections) {
         } else {
           comp = sector < sec[0] ? 0 : sector < sec[0] + sec[1] ? 1 : sector < sec[0] + sec[1] + sec[2] ? 2 : 3;
         }
-        const double theta = static_cast<double>(p4[comp]) * std::pow(1e4, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+        const double theta =
+            static_cast<double>(p4[comp]) * std::pow(1e4, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
         EXPECT_NEAR(c[static_cast<size_t>(i)], std::cos(theta), 2e-4) << ci << " pair " << i;
         EXPECT_NEAR(s[static_cast<size_t>(i)], std::sin(theta), 2e-4) << ci << " pair " << i;
       }
@@ -286,7 +290,8 @@ TEST(Ops, RopeFreqFactorOf1e30LeavesThePairAlone) {
           ASSERT_EQ(s[iu], s1[iu]);
           const double th = static_cast<double>(pos) * std::pow(1e6, -2.0 * static_cast<double>(i) / 128.0);
           // theta is a float advanced by repeated multiplication: its error grows with pos.
-          EXPECT_NEAR(yh[i], xh[i] * std::cos(th) - xh[i + 64] * std::sin(th), 1e-4 * (1.0 + static_cast<double>(pos) / 256.0));
+          EXPECT_NEAR(yh[i], xh[i] * std::cos(th) - xh[i + 64] * std::sin(th),
+                      1e-4 * (1.0 + static_cast<double>(pos) / 256.0));
         } else {
           EXPECT_EQ(c[iu], 1.0f);
           EXPECT_LT(std::fabs(s[iu]), 1e-25f);

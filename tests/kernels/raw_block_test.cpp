@@ -151,7 +151,7 @@ TEST_P(RawBlockTest, GemmEqualsRefTierBitwise) {
   const GgmlType act = table->vec_dot_type;
   // Row lengths in blocks on both sides of the kernels' limits (see the file comment).
   // The i-quant / ternary kernels have no block-count limits: a few lengths and one long row.
-  const std::vector<int64_t> lengths = signs_on_acts ? std::vector<int64_t>{1, 3, 8, 65}
+  const std::vector<int64_t> lengths = signs_on_acts  ? std::vector<int64_t>{1, 3, 8, 65}
                                        : block == 256 ? std::vector<int64_t>{1, 3, 8, 64, 65, 128, 129}
                                                       : std::vector<int64_t>{1, 3, 8, 384, 385, 1024, 1025};
   for (const Case& c : cases) {
@@ -177,9 +177,9 @@ TEST_P(RawBlockTest, GemmEqualsRefTierBitwise) {
               }
               ASSERT_TRUE(std::isfinite(want[i]));
               ASSERT_EQ(bits(got[i]), bits(want[i]))
-                  << type_name(type) << " blocks=" << n_blocks << " rows=" << n_rows << " n_tok=" << n_tok
-                  << " t=" << t << " r=" << r << " fill=" << static_cast<int>(c.fill) << " extreme=" << c.extreme
-                  << " got=" << got[i] << " want=" << want[i];
+                  << type_name(type) << " blocks=" << n_blocks << " rows=" << n_rows << " n_tok=" << n_tok << " t=" << t
+                  << " r=" << r << " fill=" << static_cast<int>(c.fill) << " extreme=" << c.extreme << " got=" << got[i]
+                  << " want=" << want[i];
             }
           }
         }
@@ -193,13 +193,13 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RawBlockTest,
-                         ::testing::Combine(::testing::Values(GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
-                                                              GgmlType::kQ6_K, GgmlType::kIQ4_XS, GgmlType::kQ4_0,
-                                                              GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
-                                                              GgmlType::kQ8_0, GgmlType::kIQ4_NL, GgmlType::kIQ2_XXS,
-                                                              GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS,
-                                                              GgmlType::kIQ3_S, GgmlType::kIQ1_S, GgmlType::kIQ1_M,
-                                                              GgmlType::kTQ1_0, GgmlType::kTQ2_0),
+                         ::testing::Combine(::testing::Values(GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K,
+                                                              GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_XS,
+                                                              GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
+                                                              GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kIQ4_NL,
+                                                              GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S,
+                                                              GgmlType::kIQ3_XXS, GgmlType::kIQ3_S, GgmlType::kIQ1_S,
+                                                              GgmlType::kIQ1_M, GgmlType::kTQ1_0, GgmlType::kTQ2_0),
                                             ::testing::Values(IsaTier::kAvx2, IsaTier::kAvx512)),
                          param_name);
 

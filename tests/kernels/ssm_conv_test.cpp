@@ -41,7 +41,8 @@ TEST(SsmConv, MatchesFormulaFromZeroState) {
           double sum = 0;
           for (int64_t k = 0; k < 4; ++k) {
             const int64_t s = t - 3 + k;
-            if (s >= 0) sum += static_cast<double>(w[static_cast<size_t>(c * 4 + k)]) * x[static_cast<size_t>(s * stride + c)];
+            if (s >= 0)
+              sum += static_cast<double>(w[static_cast<size_t>(c * 4 + k)]) * x[static_cast<size_t>(s * stride + c)];
           }
           const double want = sum / (1.0 + std::exp(-sum));
           EXPECT_NEAR(out[static_cast<size_t>(t * stride + c)], want, 1e-5 * (1 + std::fabs(want)))
@@ -73,11 +74,13 @@ TEST(SsmConv, ChunksAndStepsGiveTheBitsOfOnePrefill) {
       std::vector<float> st2 = state0, out2(x.size(), nan_f());
       for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
         const int64_t n = t0 + chunk < n_tokens ? chunk : n_tokens - t0;
-        ssm_conv_silu(x.data() + t0 * channels, channels, n, channels, w.data(), st2.data(), out2.data() + t0 * channels,
-                      channels);
+        ssm_conv_silu(x.data() + t0 * channels, channels, n, channels, w.data(), st2.data(),
+                      out2.data() + t0 * channels, channels);
       }
-      for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(bits(out[i]), bits(out2[i])) << "chunk " << chunk << " at " << i;
-      for (size_t i = 0; i < st.size(); ++i) ASSERT_EQ(bits(st[i]), bits(st2[i])) << "chunk " << chunk << " state " << i;
+      for (size_t i = 0; i < out.size(); ++i)
+        ASSERT_EQ(bits(out[i]), bits(out2[i])) << "chunk " << chunk << " at " << i;
+      for (size_t i = 0; i < st.size(); ++i)
+        ASSERT_EQ(bits(st[i]), bits(st2[i])) << "chunk " << chunk << " state " << i;
     }
   }
 }

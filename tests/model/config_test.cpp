@@ -79,23 +79,26 @@ TEST(ModelConfig, BadMetadataNamesTheKey) {
       {"unknown arch", [](GgufWriter& w) { w.set_string("general.architecture", "gpt-j"); }, "gpt-j"},
       {"missing dim", [](GgufWriter& w) { w.set_u32("llama.embedding_length", 0); }, "llama.embedding_length"},
       {"kv heads", [](GgufWriter& w) { w.set_u32("llama.attention.head_count_kv", 3); }, "head_count_kv"},
-      {"eps", [](GgufWriter& w) { w.set_f32("llama.attention.layer_norm_rms_epsilon", -1.0f); }, "layer_norm_rms_epsilon"},
-      {"eps type", [](GgufWriter& w) { w.set_string("llama.attention.layer_norm_rms_epsilon", "x"); }, "layer_norm_rms_epsilon"},
+      {"eps", [](GgufWriter& w) { w.set_f32("llama.attention.layer_norm_rms_epsilon", -1.0f); },
+       "layer_norm_rms_epsilon"},
+      {"eps type", [](GgufWriter& w) { w.set_string("llama.attention.layer_norm_rms_epsilon", "x"); },
+       "layer_norm_rms_epsilon"},
       {"rope base", [](GgufWriter& w) { w.set_f32("llama.rope.freq_base", 0.5f); }, "rope.freq_base"},
       {"rope scaling", [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "yarn"); }, "rope.scaling.type"},
       {"odd rope dims", [](GgufWriter& w) { w.set_u32("llama.rope.dimension_count", 7); }, "rope.dimension_count"},
-      {"too many used experts", [](GgufWriter& w) {
+      {"too many used experts",
+       [](GgufWriter& w) {
          w.set_u32("llama.expert_count", 4);
          w.set_u32("llama.expert_used_count", 5);
-       }, "expert_used_count"},
+       },
+       "expert_used_count"},
   };
   for (const BadCase& bc : cases) {
     GgufWriter w = base_writer("llama");
     bc.mutate(w);
     auto c = config_of(w);
     ASSERT_FALSE(c.ok()) << bc.what;
-    EXPECT_NE(c.error().message.find(bc.expect_in_message), std::string::npos)
-        << bc.what << ": " << c.error().message;
+    EXPECT_NE(c.error().message.find(bc.expect_in_message), std::string::npos) << bc.what << ": " << c.error().message;
   }
   GgufWriter dense_moe = base_writer("qwen3moe");
   auto c = config_of(dense_moe);
@@ -268,11 +271,17 @@ TEST(LayerPlan, Qwen35FamilyBadMetadataNamesTheKey) {
       {"inner size", [](GgufWriter& w) { w.set_u32("qwen35moe.ssm.inner_size", 60); }, "ssm.inner_size"},
       {"interval beyond the layers", [](GgufWriter& w) { w.set_u32("qwen35moe.full_attention_interval", 5); },
        "full_attention_interval"},
-      {"interval 0", [](GgufWriter& w) { w.set_u32("qwen35moe.full_attention_interval", 0); }, "full_attention_interval"},
+      {"interval 0", [](GgufWriter& w) { w.set_u32("qwen35moe.full_attention_interval", 0); },
+       "full_attention_interval"},
       {"sections of the wrong length",
-       [](GgufWriter& w) { w.set_i32_array("qwen35moe.rope.dimension_sections", {2, 1, 1}); }, "rope.dimension_sections"},
+       [](GgufWriter& w) {
+         w.set_i32_array("qwen35moe.rope.dimension_sections", {2, 1, 1});
+       },
+       "rope.dimension_sections"},
       {"sections beyond the rotated pairs",
-       [](GgufWriter& w) { w.set_i32_array("qwen35moe.rope.dimension_sections", {4, 4, 4, 0}); },
+       [](GgufWriter& w) {
+         w.set_i32_array("qwen35moe.rope.dimension_sections", {4, 4, 4, 0});
+       },
        "rope.dimension_sections"},
       {"conv kernel", [](GgufWriter& w) { w.set_u32("qwen35moe.ssm.conv_kernel", 1); }, "ssm.conv_kernel"},
       {"heads that do not divide", [](GgufWriter& w) { w.set_u32("qwen35moe.attention.head_count_kv", 3); },

@@ -139,7 +139,8 @@ TEST(Gemma4Config, MalformedValuesAreNamed) {
   const Case cases[] = {
       {"pattern too short",
        [](GgufWriter& w) {
-         w.set_value("gemma4.attention.sliding_window_pattern", GgufValue::make_int_array(GgufValueType::kBool, {1, 0}));
+         w.set_value("gemma4.attention.sliding_window_pattern",
+                     GgufValue::make_int_array(GgufValueType::kBool, {1, 0}));
        },
        "sliding_window_pattern"},
       {"pattern too long",
@@ -151,11 +152,20 @@ TEST(Gemma4Config, MalformedValuesAreNamed) {
       {"head counts that do not divide", [](GgufWriter& w) { w.set_u32("gemma4.attention.head_count_kv", 3); },
        "head_count_kv"},
       {"per-layer kv heads that do not divide",
-       [](GgufWriter& w) { w.set_i32_array("gemma4.attention.head_count_kv", {2, 2, 3, 2, 2, 2}); }, "head_count_kv"},
+       [](GgufWriter& w) {
+         w.set_i32_array("gemma4.attention.head_count_kv", {2, 2, 3, 2, 2, 2});
+       },
+       "head_count_kv"},
       {"per-layer kv heads of the wrong length",
-       [](GgufWriter& w) { w.set_i32_array("gemma4.attention.head_count_kv", {2, 2}); }, "head_count_kv"},
+       [](GgufWriter& w) {
+         w.set_i32_array("gemma4.attention.head_count_kv", {2, 2});
+       },
+       "head_count_kv"},
       {"FFN widths of the wrong length",
-       [](GgufWriter& w) { w.set_i32_array("gemma4.feed_forward_length", {256, 256}); }, "feed_forward_length"},
+       [](GgufWriter& w) {
+         w.set_i32_array("gemma4.feed_forward_length", {256, 256});
+       },
+       "feed_forward_length"},
       {"value_length_swa differs", [](GgufWriter& w) { w.set_u32("gemma4.attention.value_length_swa", 32); },
        "value_length_swa"},
       {"too many shared layers", [](GgufWriter& w) { w.set_u32("gemma4.attention.shared_kv_layers", 6); },

@@ -90,7 +90,7 @@ TEST(Q8_0Act, OverflowingScaleSaturatesLikeX86) {
   EXPECT_EQ(b.qs[0], -128);
   EXPECT_EQ(b.qs[1], -128);
   EXPECT_EQ(b.qs[2], -128);  // 0 * inf is NaN, which also converts to INT32_MIN
-  EXPECT_EQ(b.d, 0);          // d = max / 127 underflows in f16
+  EXPECT_EQ(b.d, 0);         // d = max / 127 underflows in f16
 }
 
 TEST(Q8_1, HandComputedBlockIncludingSum) {

@@ -94,7 +94,7 @@ TEST(Fp16, SpecialValues) {
   EXPECT_EQ(fp32_to_fp16(1e10f), 0x7c00);
   EXPECT_EQ(fp32_to_fp16(-INFINITY), 0xfc00);
   EXPECT_EQ(fp32_to_fp16(-0.0f), 0x8000);
-  EXPECT_EQ(fp32_to_fp16(1e-10f), 0x0000);               // below half the smallest subnormal
+  EXPECT_EQ(fp32_to_fp16(1e-10f), 0x0000);                 // below half the smallest subnormal
   EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);  // tie with 0 -> even (0)
   EXPECT_EQ(fp32_to_fp16(std::ldexp(3.0f, -25)), 0x0002);  // tie 1.5 ulp -> even (2)
@@ -189,16 +189,13 @@ TEST(FloatRows, DotProductsMatchDoubleReference) {
       for (size_t i = 0; i < p.size(); ++i) s += std::fabs(static_cast<double>(p[i]) * q[i]);
       return static_cast<double>(n) * 0x1p-24 * s;
     };
-    EXPECT_NEAR(vec_dot_f32_ref(n, w.data(), a.data()), testing::dot_f64(w.data(), a.data(), w.size()),
-                bound(w, a));
-    EXPECT_NEAR(vec_dot_f16_ref(n, wh.data(), ah.data()),
-                testing::dot_f64(wh_f.data(), ah_f.data(), w.size()), bound(wh_f, ah_f));
-    EXPECT_NEAR(vec_dot_bf16_ref(n, wb.data(), ab.data()),
-                testing::dot_f64(wb_f.data(), ab_f.data(), w.size()), bound(wb_f, ab_f));
-    EXPECT_EQ(vec_dot_ref(GgmlType::kF16, n, wh.data(), ah.data()),
-              vec_dot_f16_ref(n, wh.data(), ah.data()));
-    EXPECT_EQ(vec_dot_ref(GgmlType::kBF16, n, wb.data(), ab.data()),
-              vec_dot_bf16_ref(n, wb.data(), ab.data()));
+    EXPECT_NEAR(vec_dot_f32_ref(n, w.data(), a.data()), testing::dot_f64(w.data(), a.data(), w.size()), bound(w, a));
+    EXPECT_NEAR(vec_dot_f16_ref(n, wh.data(), ah.data()), testing::dot_f64(wh_f.data(), ah_f.data(), w.size()),
+                bound(wh_f, ah_f));
+    EXPECT_NEAR(vec_dot_bf16_ref(n, wb.data(), ab.data()), testing::dot_f64(wb_f.data(), ab_f.data(), w.size()),
+                bound(wb_f, ab_f));
+    EXPECT_EQ(vec_dot_ref(GgmlType::kF16, n, wh.data(), ah.data()), vec_dot_f16_ref(n, wh.data(), ah.data()));
+    EXPECT_EQ(vec_dot_ref(GgmlType::kBF16, n, wb.data(), ab.data()), vec_dot_bf16_ref(n, wb.data(), ab.data()));
   }
 }
 

@@ -21,7 +21,8 @@ void expect_table(const nlohmann::json& grids, const char* key, const T (&table)
   const auto& values = grids[key]["values"];
   ASSERT_EQ(values.size(), N) << key;
   ASSERT_EQ(grids[key]["count"].get<size_t>(), N) << key;
-  for (size_t i = 0; i < N; ++i) ASSERT_EQ(values[i].get<uint64_t>(), static_cast<uint64_t>(table[i])) << key << "[" << i << "]";
+  for (size_t i = 0; i < N; ++i)
+    ASSERT_EQ(values[i].get<uint64_t>(), static_cast<uint64_t>(table[i])) << key << "[" << i << "]";
 }
 
 TEST(IqGrids, GeneratedHeaderMatchesGridsJson) {

@@ -46,7 +46,7 @@ TEST(IqKnownAnswer, IQ2_XXS) {
   auto b = zeroed<BlockIQ2_XXS>();
   b.d = kHalf1;
   auto* qs = reinterpret_cast<uint8_t*>(b.qs);
-  qs[0] = 1;  // group 0: iq2xxs_grid[1] = 0x080808080808082b -> 43, 8, 8, ..., 8
+  qs[0] = 1;                           // group 0: iq2xxs_grid[1] = 0x080808080808082b -> 43, 8, 8, ..., 8
   const uint32_t w = 1u | (3u << 28);  // group 0 sign index 1 -> ksigns 0x81 (j = 0, 7); scale 3
   std::memcpy(qs + 4, &w, 4);
   const auto y = decode(GgmlType::kIQ2_XXS, b);
@@ -54,15 +54,15 @@ TEST(IqKnownAnswer, IQ2_XXS) {
   EXPECT_EQ(y[0], -37.625f);  // -0.875 * 43
   EXPECT_EQ(y[1], 7.0f);      // 0.875 * 8
   EXPECT_EQ(y[7], -7.0f);
-  EXPECT_EQ(y[8], 7.0f);      // group 1: grid 0 (all 8), sign index 0
-  EXPECT_EQ(y[32], 1.0f);     // sub-block 1: c = 0 -> 0.125 * 8
+  EXPECT_EQ(y[8], 7.0f);   // group 1: grid 0 (all 8), sign index 0
+  EXPECT_EQ(y[32], 1.0f);  // sub-block 1: c = 0 -> 0.125 * 8
 }
 
 TEST(IqKnownAnswer, IQ2_XS) {
   auto b = zeroed<BlockIQ2_XS>();
   b.d = kHalf2;
   b.qs[5] = static_cast<uint16_t>(511 | (3 << 9));  // grid 511 = all 43; ksigns[3] = 0x03
-  b.scales[1] = 0x52;  // sub-block 1: groups 0, 1 scale 2; groups 2, 3 scale 5
+  b.scales[1] = 0x52;                               // sub-block 1: groups 0, 1 scale 2; groups 2, 3 scale 5
   const auto y = decode(GgmlType::kIQ2_XS, b);
   EXPECT_EQ(y[40], -53.75f);  // 2 * 2.5 * 0.25 * 43, negated (bit 0)
   EXPECT_EQ(y[41], -53.75f);  // bit 1
@@ -91,8 +91,8 @@ TEST(IqKnownAnswer, IQ2_S) {
 TEST(IqKnownAnswer, IQ3_XXS) {
   auto b = zeroed<BlockIQ3_XXS>();
   b.d = kHalf1;
-  b.qs[0] = 255;  // iq3xxs_grid[255] = 0x3e341c04 -> 4, 28, 52, 62
-  b.qs[1] = 1;    // iq3xxs_grid[1] = 0x04040414 -> 20, 4, 4, 4
+  b.qs[0] = 255;                       // iq3xxs_grid[255] = 0x3e341c04 -> 4, 28, 52, 62
+  b.qs[1] = 1;                         // iq3xxs_grid[1] = 0x04040414 -> 20, 4, 4, 4
   const uint32_t w = 1u | (2u << 28);  // sign index 1 -> 0x81; scale 2 -> db = 2.5 * 0.5 = 1.25
   std::memcpy(b.qs + 64, &w, 4);
   const auto y = decode(GgmlType::kIQ3_XXS, b);
@@ -128,10 +128,10 @@ TEST(IqKnownAnswer, IQ1_S) {
   b.qh[0] = 0x8000 | (2 << 12) | 4;  // delta -1/8, scale 2 -> dl = 0.25 * 5, group 0 index 1024
   const auto y = decode(GgmlType::kIQ1_S, b);
   // iq1s_grid[1024] = 0x0000000000ff0100 -> 0, 1, -1, 0, ...; iq1s_grid[0] = all -1
-  EXPECT_EQ(y[0], -0.15625f);  // 1.25 * (0 - 0.125)
-  EXPECT_EQ(y[1], 1.09375f);   // 1.25 * 0.875
-  EXPECT_EQ(y[2], -1.40625f);  // 1.25 * -1.125
-  EXPECT_EQ(y[8], -1.40625f);  // group 1: index 0
+  EXPECT_EQ(y[0], -0.15625f);   // 1.25 * (0 - 0.125)
+  EXPECT_EQ(y[1], 1.09375f);    // 1.25 * 0.875
+  EXPECT_EQ(y[2], -1.40625f);   // 1.25 * -1.125
+  EXPECT_EQ(y[8], -1.40625f);   // group 1: index 0
   EXPECT_EQ(y[32], -0.21875f);  // sub-block 1: 0.25 * (-1 + 0.125)
 }
 
@@ -165,7 +165,7 @@ TEST(IqKnownAnswer, TQ1_0) {
     EXPECT_EQ(y[160 + 16 * n], want[n]) << n;
   }
   for (int n = 0; n < 4; ++n) EXPECT_EQ(y[241 + 4 * n], want[n]) << n;
-  EXPECT_EQ(y[1], -2.0f);    // byte 0 -> trit 0
+  EXPECT_EQ(y[1], -2.0f);  // byte 0 -> trit 0
   EXPECT_EQ(y[240], -2.0f);
 }
 

@@ -123,15 +123,15 @@ TEST(KnownAnswer, Q2_K) {
   auto b = zeroed<BlockQ2_K>();
   b.d = kHalf0_5;
   b.dmin = kHalf0_25;
-  b.scales[0] = 0x37;  // group 0: sc 7, m 3
-  b.qs[0] = 0x02;      // element 0: q = 2 -> 0.5*7*2 - 0.25*3 = 6.25
+  b.scales[0] = 0x37;   // group 0: sc 7, m 3
+  b.qs[0] = 0x02;       // element 0: q = 2 -> 0.5*7*2 - 0.25*3 = 6.25
   b.scales[12] = 0x5A;  // group 12: sc 10, m 5
   b.qs[40] = 0x30;      // element 200 (h 1, r 72: shift 4, byte 32+8): q = 3 -> 15 - 1.25 = 13.75
   const auto y = decode(GgmlType::kQ2_K, b, 256);
   EXPECT_EQ(y[0], 6.25f);
   EXPECT_EQ(y[200], 13.75f);
-  EXPECT_EQ(y[1], -0.75f);   // group 0, q = 0: -dmin * m
-  EXPECT_EQ(y[32], 0.0f);    // shares byte qs[0] (shift 2, q = 0) but is in group 2: sc = m = 0
+  EXPECT_EQ(y[1], -0.75f);  // group 0, q = 0: -dmin * m
+  EXPECT_EQ(y[32], 0.0f);   // shares byte qs[0] (shift 2, q = 0) but is in group 2: sc = m = 0
 }
 
 TEST(KnownAnswer, Q3_K) {
@@ -143,13 +143,13 @@ TEST(KnownAnswer, Q3_K) {
   b.qs[0] = 0x01;  // element 0: low2 = 1, hmask[0] bit 0 clear -> q = 1 - 4 = -3
   // group 12 scale 10: low nibble 0xA in scales[4] high nibble, top bits 0.
   b.scales[4] = 0xA0;
-  b.qs[40] = 0x20;     // element 200: low2 = 2 (shift 4)
-  b.hmask[8] = 0x40;   // element 200 = 32*6 + 8: hmask[8] bit 6 -> high bit set, q = 2
+  b.qs[40] = 0x20;    // element 200: low2 = 2 (shift 4)
+  b.hmask[8] = 0x40;  // element 200 = 32*6 + 8: hmask[8] bit 6 -> high bit set, q = 2
   const auto y = decode(GgmlType::kQ3_K, b, 256);
-  EXPECT_EQ(y[0], -12.0f);   // 0.5 * (40 - 32) * -3
-  EXPECT_EQ(y[200], -22.0f); // 0.5 * (10 - 32) * 2
-  EXPECT_EQ(y[1], -16.0f);   // group 0, low2 0, no high bit: 0.5 * 8 * -4
-  EXPECT_EQ(y[16], 64.0f);   // group 1 scale 0: 0.5 * -32 * -4
+  EXPECT_EQ(y[0], -12.0f);    // 0.5 * (40 - 32) * -3
+  EXPECT_EQ(y[200], -22.0f);  // 0.5 * (10 - 32) * 2
+  EXPECT_EQ(y[1], -16.0f);    // group 0, low2 0, no high bit: 0.5 * 8 * -4
+  EXPECT_EQ(y[16], 64.0f);    // group 1 scale 0: 0.5 * -32 * -4
 }
 
 // Q4_K/Q5_K scales: group 0 sc 3 m 2; group 5 sc 37 = 0b10'0101, m 50 = 0b11'0010:
@@ -182,9 +182,9 @@ TEST(KnownAnswer, Q5_K) {
   b.dmin = kHalf0_5;
   set_k4_scales(b.scales);
   b.qs[0] = 0x07;
-  b.qh[0] = 0x01;   // element 0: 7 + 16 = 23 -> 3*23 - 1 = 68
+  b.qh[0] = 0x01;  // element 0: 7 + 16 = 23 -> 3*23 - 1 = 68
   b.qs[65] = 0x90;
-  b.qh[1] = 0x20;   // element 161: chunk 2, high half -> qh bit 5; 9 + 16 = 25 -> 37*25 - 25 = 900
+  b.qh[1] = 0x20;  // element 161: chunk 2, high half -> qh bit 5; 9 + 16 = 25 -> 37*25 - 25 = 900
   const auto y = decode(GgmlType::kQ5_K, b, 256);
   EXPECT_EQ(y[0], 68.0f);
   EXPECT_EQ(y[161], 900.0f);

@@ -68,11 +68,11 @@ struct Pair {
 };
 
 constexpr Pair kPairs[] = {
-    {"syn-llama-F16.gguf", "syn-llama.gguf"},       {"syn-llama-BF16.gguf", "syn-llama.gguf"},
-    {"syn-llama-Q8_0.gguf", "syn-llama.gguf"},      {"syn-llama-Q6_K.gguf", "syn-llama.gguf"},
-    {"syn-llama-Q5_K_M.gguf", "syn-llama.gguf"},    {"syn-llama-Q4_K_M.gguf", "syn-llama.gguf"},
-    {"syn-llama-Q4_0.gguf", "syn-llama.gguf"},      {"syn-llama-Q3_K_M.gguf", "syn-llama.gguf"},
-    {"syn-llama-Q2_K.gguf", "syn-llama.gguf"},      {"syn-qwen3-Q4_K_M.gguf", "syn-qwen3.gguf"},
+    {"syn-llama-F16.gguf", "syn-llama.gguf"},    {"syn-llama-BF16.gguf", "syn-llama.gguf"},
+    {"syn-llama-Q8_0.gguf", "syn-llama.gguf"},   {"syn-llama-Q6_K.gguf", "syn-llama.gguf"},
+    {"syn-llama-Q5_K_M.gguf", "syn-llama.gguf"}, {"syn-llama-Q4_K_M.gguf", "syn-llama.gguf"},
+    {"syn-llama-Q4_0.gguf", "syn-llama.gguf"},   {"syn-llama-Q3_K_M.gguf", "syn-llama.gguf"},
+    {"syn-llama-Q2_K.gguf", "syn-llama.gguf"},   {"syn-qwen3-Q4_K_M.gguf", "syn-qwen3.gguf"},
     {"syn-qwen2-Q8_0.gguf", "syn-qwen2.gguf"},
 };
 
@@ -115,8 +115,8 @@ TEST(LlamaCppTensors, DecodeMatchesMasterAndEncodeReproducesFile) {
   }
   for (const auto& [type, worst] : worst_rmse) {
     const auto [bad, total] = blocks[type];
-    std::printf("%-5s worst rel_rmse vs master %.4g; re-encoded blocks differing %zu / %zu\n",
-                get_type_info(type).name, worst, bad, total);
+    std::printf("%-5s worst rel_rmse vs master %.4g; re-encoded blocks differing %zu / %zu\n", get_type_info(type).name,
+                worst, bad, total);
     EXPECT_EQ(bad, 0u) << get_type_info(type).name;
     EXPECT_GT(total, 500u) << get_type_info(type).name;
   }

@@ -30,14 +30,11 @@ struct TypeBounds {
 // iq4_xs .079/.0099. (For N(0,1) data the optimal 2/3/4-bit scalar quantizers have rel RMSE
 // .34/.19/.097, so these are the expected sizes.)
 constexpr TypeBounds kBounds[] = {
-    {GgmlType::kF32, 0.0, 1e-6},        {GgmlType::kF16, 2.7e-4, 1.1e-4},
-    {GgmlType::kBF16, 2.6e-3, 6.0e-4},  {GgmlType::kQ4_0, 0.11, 0.033},
-    {GgmlType::kQ4_1, 0.10, 0.018},     {GgmlType::kQ5_0, 0.055, 0.014},
-    {GgmlType::kQ5_1, 0.044, 0.007},    {GgmlType::kQ8_0, 0.0064, 0.0015},
-    {GgmlType::kQ2_K, 0.36, 0.031},     {GgmlType::kQ3_K, 0.185, 0.025},
-    {GgmlType::kQ4_K, 0.091, 0.0055},   {GgmlType::kQ5_K, 0.043, 0.0033},
-    {GgmlType::kQ6_K, 0.024, 0.0015},   {GgmlType::kIQ4_NL, 0.098, 0.025},
-    {GgmlType::kIQ4_XS, 0.091, 0.0115},
+    {GgmlType::kF32, 0.0, 1e-6},      {GgmlType::kF16, 2.7e-4, 1.1e-4},  {GgmlType::kBF16, 2.6e-3, 6.0e-4},
+    {GgmlType::kQ4_0, 0.11, 0.033},   {GgmlType::kQ4_1, 0.10, 0.018},    {GgmlType::kQ5_0, 0.055, 0.014},
+    {GgmlType::kQ5_1, 0.044, 0.007},  {GgmlType::kQ8_0, 0.0064, 0.0015}, {GgmlType::kQ2_K, 0.36, 0.031},
+    {GgmlType::kQ3_K, 0.185, 0.025},  {GgmlType::kQ4_K, 0.091, 0.0055},  {GgmlType::kQ5_K, 0.043, 0.0033},
+    {GgmlType::kQ6_K, 0.024, 0.0015}, {GgmlType::kIQ4_NL, 0.098, 0.025}, {GgmlType::kIQ4_XS, 0.091, 0.0115},
 };
 
 std::vector<uint8_t> quantize(GgmlType type, const std::vector<float>& x) {
@@ -61,21 +58,17 @@ std::vector<int64_t> test_lengths(GgmlType type) {
 
 TEST(QuantTable, SupportedWeightTypesAndActivationPairing) {
   const std::pair<GgmlType, GgmlType> expected[] = {
-      {GgmlType::kF32, GgmlType::kF32},     {GgmlType::kF16, GgmlType::kF16},
-      {GgmlType::kBF16, GgmlType::kBF16},   {GgmlType::kQ4_0, GgmlType::kQ8_0},
-      {GgmlType::kQ5_0, GgmlType::kQ8_0},   {GgmlType::kQ8_0, GgmlType::kQ8_0},
-      {GgmlType::kIQ4_NL, GgmlType::kQ8_0}, {GgmlType::kQ4_1, GgmlType::kQ8_1},
-      {GgmlType::kQ5_1, GgmlType::kQ8_1},   {GgmlType::kQ2_K, GgmlType::kQ8_K},
-      {GgmlType::kQ3_K, GgmlType::kQ8_K},   {GgmlType::kQ4_K, GgmlType::kQ8_K},
-      {GgmlType::kQ5_K, GgmlType::kQ8_K},   {GgmlType::kQ6_K, GgmlType::kQ8_K},
-      {GgmlType::kIQ4_XS, GgmlType::kQ8_K},
+      {GgmlType::kF32, GgmlType::kF32},     {GgmlType::kF16, GgmlType::kF16},   {GgmlType::kBF16, GgmlType::kBF16},
+      {GgmlType::kQ4_0, GgmlType::kQ8_0},   {GgmlType::kQ5_0, GgmlType::kQ8_0}, {GgmlType::kQ8_0, GgmlType::kQ8_0},
+      {GgmlType::kIQ4_NL, GgmlType::kQ8_0}, {GgmlType::kQ4_1, GgmlType::kQ8_1}, {GgmlType::kQ5_1, GgmlType::kQ8_1},
+      {GgmlType::kQ2_K, GgmlType::kQ8_K},   {GgmlType::kQ3_K, GgmlType::kQ8_K}, {GgmlType::kQ4_K, GgmlType::kQ8_K},
+      {GgmlType::kQ5_K, GgmlType::kQ8_K},   {GgmlType::kQ6_K, GgmlType::kQ8_K}, {GgmlType::kIQ4_XS, GgmlType::kQ8_K},
   };
   for (const auto& [w, a] : expected) {
     EXPECT_TRUE(is_supported_weight_type(w)) << get_type_info(w).name;
     EXPECT_EQ(vec_dot_type(w), a) << get_type_info(w).name;
   }
-  for (GgmlType t : {GgmlType::kQ8_1, GgmlType::kQ8_K, GgmlType::kI8, GgmlType::kI32,
-                     GgmlType::kF64}) {
+  for (GgmlType t : {GgmlType::kQ8_1, GgmlType::kQ8_K, GgmlType::kI8, GgmlType::kI32, GgmlType::kF64}) {
     EXPECT_FALSE(is_supported_weight_type(t)) << get_type_info(t).name;
   }
   EXPECT_FALSE(is_supported_weight_type(static_cast<GgmlType>(4)));  // removed Q4_2
@@ -133,8 +126,8 @@ TEST(QuantRoundTrip, RelativeRmseAndDotErrorWithinBounds) {
         EXPECT_LE(consistency, 1.0) << name << " seed " << seed << " n " << n;
       }
     }
-    std::printf("%-7s worst rel_rmse %.4g  dot_err %.4g  vec_dot vs decoded %.3g of bound\n", name,
-                worst_rmse, worst_dot, worst_consistency);
+    std::printf("%-7s worst rel_rmse %.4g  dot_err %.4g  vec_dot vs decoded %.3g of bound\n", name, worst_rmse,
+                worst_dot, worst_consistency);
   }
 }
 

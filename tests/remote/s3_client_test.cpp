@@ -34,8 +34,8 @@ TEST(S3Url, SplitsBucketAndPrefix) {
 }
 
 TEST(S3Url, RejectsMalformedUrlsByName) {
-  for (const char* bad : {"http://bkt/x", "s3://", "s3://ab", "s3://Upper/x", "s3://bkt//x", "s3://bkt/a b", "s3://bkt/a?x",
-                          "s3://bkt/a//b"}) {
+  for (const char* bad : {"http://bkt/x", "s3://", "s3://ab", "s3://Upper/x", "s3://bkt//x", "s3://bkt/a b",
+                          "s3://bkt/a?x", "s3://bkt/a//b"}) {
     auto r = parse_s3_url(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().message.find("remote '"), std::string::npos) << r.error().message;
@@ -43,16 +43,21 @@ TEST(S3Url, RejectsMalformedUrlsByName) {
 }
 
 TEST(S3Config, ReadsTheStandardVariables) {
-  auto c = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"},
-                                      {"AWS_SESSION_TOKEN", "TOK"}, {"AWS_DEFAULT_REGION", "eu-west-3"}}));
+  auto c = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"},
+                                      {"AWS_SECRET_ACCESS_KEY", "SK"},
+                                      {"AWS_SESSION_TOKEN", "TOK"},
+                                      {"AWS_DEFAULT_REGION", "eu-west-3"}}));
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->endpoint, "https://s3.eu-west-3.amazonaws.com");
   EXPECT_FALSE(c->path_style);
   EXPECT_EQ(c->region, "eu-west-3");
   EXPECT_EQ(c->session_token, "TOK");
   // AWS_REGION wins over AWS_DEFAULT_REGION; AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL; custom = path style.
-  auto d = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}, {"AWS_REGION", "auto"},
-                                      {"AWS_DEFAULT_REGION", "eu-west-3"}, {"AWS_ENDPOINT_URL", "http://a:1"},
+  auto d = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"},
+                                      {"AWS_SECRET_ACCESS_KEY", "SK"},
+                                      {"AWS_REGION", "auto"},
+                                      {"AWS_DEFAULT_REGION", "eu-west-3"},
+                                      {"AWS_ENDPOINT_URL", "http://a:1"},
                                       {"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000/"}}));
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->region, "auto");
@@ -64,13 +69,13 @@ TEST(S3Config, PartSizeForMultipartUploads) {
   auto d = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}}));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->part_bytes, uint64_t{64} << 20);
-  auto p = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"},
-                                      {"SNIPER_S3_PART_BYTES", "8388608"}}));
+  auto p = s3_config_from_env(
+      env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}, {"SNIPER_S3_PART_BYTES", "8388608"}}));
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->part_bytes, 8388608u);
   for (const char* bad : {"12", "abc", "10MB", "99999999999"}) {
-    auto r = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"},
-                                        {"SNIPER_S3_PART_BYTES", bad}}));
+    auto r = s3_config_from_env(
+        env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}, {"SNIPER_S3_PART_BYTES", bad}}));
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().message.find("SNIPER_S3_PART_BYTES"), std::string::npos);
   }
@@ -80,12 +85,13 @@ TEST(S3Config, ErrorsNameTheVariable) {
   auto none = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}}));
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message.find("AWS_SECRET_ACCESS_KEY"), std::string::npos);
-  auto bad = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"},
-                                        {"AWS_ENDPOINT_URL", "ftp://host/path"}}));
+  auto bad = s3_config_from_env(
+      env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}, {"AWS_ENDPOINT_URL", "ftp://host/path"}}));
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("AWS_ENDPOINT_URL is 'ftp://host/path'"), std::string::npos) << bad.error().message;
-  auto region = s3_config_from_env(env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"},
-                                           {"AWS_REGION", "us east"}}));
+  EXPECT_NE(bad.error().message.find("AWS_ENDPOINT_URL is 'ftp://host/path'"), std::string::npos)
+      << bad.error().message;
+  auto region = s3_config_from_env(
+      env_of({{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "SK"}, {"AWS_REGION", "us east"}}));
   ASSERT_FALSE(region.ok());
   EXPECT_NE(region.error().message.find("AWS_REGION"), std::string::npos);
 }
@@ -104,7 +110,8 @@ TEST(Sha256, MatchesKnownDigests) {
 TEST(S3Xml, ParsesListObjectsV2Pages) {
   const std::string page =
       "<?xml version=\"1.0\"?><ListBucketResult><Name>b</Name><IsTruncated>true</IsTruncated>"
-      "<Contents><Key>p/a&amp;b.ctx</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified><Size>8128</Size></Contents>"
+      "<Contents><Key>p/a&amp;b.ctx</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified><Size>8128</Size></"
+      "Contents>"
       "<Contents><Key>p/a.ctx.json</Key><Size>0</Size></Contents>"
       "<NextContinuationToken>tok&lt;1</NextContinuationToken></ListBucketResult>";
   std::string next;
@@ -126,7 +133,8 @@ TEST(S3Xml, ParsesListObjectsV2Pages) {
 
 TEST(S3Xml, ParsesErrorCodeAndMessage) {
   std::string code, message;
-  parse_s3_error("<Error><Code>InvalidAccessKeyId</Code><Message>No such key &quot;x&quot;</Message></Error>", &code, &message);
+  parse_s3_error("<Error><Code>InvalidAccessKeyId</Code><Message>No such key &quot;x&quot;</Message></Error>", &code,
+                 &message);
   EXPECT_EQ(code, "InvalidAccessKeyId");
   EXPECT_EQ(message, "No such key \"x\"");
   parse_s3_error("not xml", &code, &message);

@@ -47,9 +47,10 @@ bool valid(const Json& v, const Json& s) {
     }
     bool any = false;
     for (const std::string& t : types) {
-      any = any || (t == "object" && v.is_object()) || (t == "array" && v.is_array()) || (t == "string" && v.is_string()) ||
-            (t == "number" && v.is_number()) || (t == "integer" && v.is_number_integer()) ||
-            (t == "boolean" && v.is_boolean()) || (t == "null" && v.is_null());
+      any = any || (t == "object" && v.is_object()) || (t == "array" && v.is_array()) ||
+            (t == "string" && v.is_string()) || (t == "number" && v.is_number()) ||
+            (t == "integer" && v.is_number_integer()) || (t == "boolean" && v.is_boolean()) ||
+            (t == "null" && v.is_null());
     }
     if (!any) return false;
   }
@@ -91,9 +92,12 @@ bool valid(const Json& v, const Json& s) {
 std::shared_ptr<const TokenVocabulary> test_vocab() {
   auto v = std::make_shared<TokenVocabulary>();
   for (int c = 0x20; c <= 0x7E; ++c) v->pieces.push_back(std::string(1, static_cast<char>(c)));
-  for (const char* p : {"\n", "{\"", "\":", "\": ", "\", \"", "\"}", "true", "false", "null", "12", "-0.5", "e+7",
-                        "\\u00e9", "\\ud800", "\\n", "\xC3", "\xA9", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
-                        "\xC0\x80", "\xFF", "  ", "\n  ", "[]", "{}", "},", "],", "name", "\"age\": 4"}) {
+  for (const char* p : {"\n",       "{\"",  "\":",      "\": ",         "\", \"",
+                        "\"}",      "true", "false",    "null",         "12",
+                        "-0.5",     "e+7",  "\\u00e9",  "\\ud800",      "\\n",
+                        "\xC3",     "\xA9", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
+                        "\xC0\x80", "\xFF", "  ",       "\n  ",         "[]",
+                        "{}",       "},",   "],",       "name",         "\"age\": 4"}) {
     v->pieces.push_back(p);
   }
   v->pieces.push_back("");  // a control token: never allowed
@@ -226,18 +230,20 @@ TEST(JsonSchemaGrammar, AcceptsExactlyTheValidDocuments) {
   auto g = json_schema_grammar(Json::parse(kPersonSchema));
   ASSERT_TRUE(g.ok()) << g.error().message;
   EXPECT_TRUE(accepts(*g, R"({"name":"Ann","age":41,"nested":{"x":1.5e3}})"));
-  EXPECT_TRUE(accepts(*g, " {\n  \"name\": \"\\u00e9\xE2\x82\xAC\",\n  \"age\": -7,\n  \"tags\": [\"ab\", \"\"],\n  \"nested\": {\"x\": 0},\n  \"fixed\": \"v1\"\n}"));
+  EXPECT_TRUE(accepts(*g,
+                      " {\n  \"name\": \"\\u00e9\xE2\x82\xAC\",\n  \"age\": -7,\n  \"tags\": [\"ab\", \"\"],\n  "
+                      "\"nested\": {\"x\": 0},\n  \"fixed\": \"v1\"\n}"));
   EXPECT_TRUE(accepts(*g, R"({"name":"","age":0,"kind":{"k":[true]},"nested":{"x":-0.25},"choice":null})"));
-  EXPECT_FALSE(accepts(*g, R"({"age":41,"nested":{"x":1}})"));                      // name is required
-  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":4.5,"nested":{"x":1}})"));            // integer
-  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":4,"nested":{"x":1,"y":2}})"));        // closed object
-  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":4,"nested":{"x":1},"extra":1})"));    // closed object
-  EXPECT_FALSE(accepts(*g, R"({"name":"0123456789abc","age":4,"nested":{"x":1}})"));  // maxLength 12
-  EXPECT_FALSE(accepts(*g, R"({"name":"\ud800","age":4,"nested":{"x":1}})"));         // lone surrogate
+  EXPECT_FALSE(accepts(*g, R"({"age":41,"nested":{"x":1}})"));                          // name is required
+  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":4.5,"nested":{"x":1}})"));              // integer
+  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":4,"nested":{"x":1,"y":2}})"));          // closed object
+  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":4,"nested":{"x":1},"extra":1})"));      // closed object
+  EXPECT_FALSE(accepts(*g, R"({"name":"0123456789abc","age":4,"nested":{"x":1}})"));    // maxLength 12
+  EXPECT_FALSE(accepts(*g, R"({"name":"\ud800","age":4,"nested":{"x":1}})"));           // lone surrogate
   EXPECT_FALSE(accepts(*g, "{\"name\":\"\xC0\x80\",\"age\":4,\"nested\":{\"x\":1}}"));  // overlong UTF-8
-  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":01,"nested":{"x":1}})"));             // leading zero
-  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":1,"nested":{"x":1}} )"));             // nothing after
-  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":1,"nested":{"x":1},"choice":"a"})")); // minLength 2
+  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":01,"nested":{"x":1}})"));               // leading zero
+  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":1,"nested":{"x":1}} )"));               // nothing after
+  EXPECT_FALSE(accepts(*g, R"({"name":"A","age":1,"nested":{"x":1},"choice":"a"})"));   // minLength 2
 }
 
 TEST(JsonSchemaGrammar, TokenConstraintForcesTheEnd) {
@@ -270,12 +276,14 @@ TEST(JsonSchemaGrammar, UnsupportedSchemasAreClearErrors) {
   expect_error(R"({"type": "array", "maxItems": 100000})", "$.maxItems must be an integer in [0, 1024]");
   expect_error(R"({"enum": []})", "$.enum must be a non-empty array");
   expect_error(R"({"type": "object", "properties": {"a": false}})", "$.properties.a: the schema is false");
-  expect_error(R"({"type": "object", "required": ["b"], "additionalProperties": false})", "'b' is required but not among");
+  expect_error(R"({"type": "object", "required": ["b"], "additionalProperties": false})",
+               "'b' is required but not among");
   expect_error(R"({"oneOf": [{"type": "string"}]})", "the keyword 'oneOf' is not supported");
   expect_error(R"([1])", "$: a schema must be an object or a boolean");
   {
     Json big = Json::parse(R"({"type": "object", "properties": {}})");
-    for (int i = 0; i < 100; ++i) big["properties"]["p" + std::to_string(i)] = Json::parse(R"({"type": "string", "maxLength": 1024})");
+    for (int i = 0; i < 100; ++i)
+      big["properties"]["p" + std::to_string(i)] = Json::parse(R"({"type": "string", "maxLength": 1024})");
     auto g = json_schema_grammar(big);
     ASSERT_FALSE(g.ok());
     EXPECT_NE(g.error().message.find("the schema is too large"), std::string::npos) << g.error().message;

@@ -185,7 +185,7 @@ TEST(Sampler, PenaltiesFollowLlamaCpp) {
   for (int32_t t : {7, 5, 5, 2}) s.accept(t);  // window: 5, 5, 2 (7 fell out)
   std::vector<float> logits = {0.0f, 1.0f, -1.0f, 1.0f, 1.0f, 4.0f, 1.0f, 3.0f};
   s.apply_penalties(logits.data(), 8);
-  EXPECT_FLOAT_EQ(logits[5], 4.0f / 2.0f - (2 * 0.25f + 0.5f));  // positive: divided
+  EXPECT_FLOAT_EQ(logits[5], 4.0f / 2.0f - (2 * 0.25f + 0.5f));   // positive: divided
   EXPECT_FLOAT_EQ(logits[2], -1.0f * 2.0f - (1 * 0.25f + 0.5f));  // negative: multiplied
   EXPECT_FLOAT_EQ(logits[7], 3.0f);                               // outside the window
   EXPECT_FLOAT_EQ(logits[0], 0.0f);
@@ -212,7 +212,8 @@ TEST(Sampler, NoAllocationPerSampleAfterTheFirst) {
   c.frequency_penalty = 0.1f;
   Sampler s(c);
   std::vector<float> logits(32000);
-  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(std::cos(0.001 * static_cast<double>(i * i)));
+  for (size_t i = 0; i < logits.size(); ++i)
+    logits[i] = static_cast<float>(std::cos(0.001 * static_cast<double>(i * i)));
   s.accept(s.sample(logits.data(), 32000));
   g_allocs = 0;
   g_count_allocs = true;

@@ -94,10 +94,9 @@ TEST(SpeculativeRule, OutputIsDistributedAsTheTarget) {
 TEST(SpeculativeRule, AWrongRuleFailsTheSameTest) {
   int failures = 0;
   for (const Case& c : cases()) {
-    const auto counts = run_trials(c.p, c.q.empty() ? nullptr : &c.q, c.point,
-                                   [&](const float* p, const float* q, int32_t d, Sampler& s) {
-                                     return wrong_rule(p, q, d, s);
-                                   });
+    const auto counts =
+        run_trials(c.p, c.q.empty() ? nullptr : &c.q, c.point,
+                   [&](const float* p, const float* q, int32_t d, Sampler& s) { return wrong_rule(p, q, d, s); });
     if (chi_square(counts, c.p, kTrials) > kCritical7) ++failures;
   }
   // Every case where q differs from p enough to reject often is caught.

@@ -35,7 +35,8 @@ TEST(AnthropicProtocol, DefaultsAndFields) {
                   {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"sunny"}]},
                                              {"type":"text","text":"and tomorrow?"}]}],
       "tools":[{"name":"get","description":"d","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}],
-      "tool_choice":{"type":"auto"}})", &r));
+      "tool_choice":{"type":"auto"}})",
+                        &r));
   EXPECT_FLOAT_EQ(r.chat.params.sampler.temperature, 0.2f);
   EXPECT_EQ(r.chat.params.sampler.top_k, 7);
   EXPECT_TRUE(r.chat.params.stream);
@@ -52,7 +53,8 @@ TEST(AnthropicProtocol, DefaultsAndFields) {
   EXPECT_EQ(m[4], Json::parse(R"({"role":"user","content":"and tomorrow?"})"));
   EXPECT_EQ(r.chat.tools[0]["function"]["parameters"]["properties"]["city"]["type"], "string");
   ASSERT_FALSE(messages(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],
-      "tools":[{"name":"get","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"}})", &r));
+      "tools":[{"name":"get","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"}})",
+                        &r));
   EXPECT_TRUE(r.chat.tools.is_null());
 }
 
@@ -77,12 +79,15 @@ TEST(AnthropicProtocol, BadRequestsAreClear400s) {
       {"{" + ok + "," + msgs + R"(,"tools":[{"type":"bash_20250124","name":"bash"}]})", "only custom tools"},
       {"{" + ok + "," + msgs + R"(,"system":5})", "system must be a string or an array of text blocks"},
       {"{" + ok + R"(,"messages":[]})", "at least one message"},
-      {"{" + ok + R"(,"messages":[{"role":"system","content":"x"}]})", "messages[0].role must be \"user\" or \"assistant\""},
+      {"{" + ok + R"(,"messages":[{"role":"system","content":"x"}]})",
+       "messages[0].role must be \"user\" or \"assistant\""},
       {"{" + ok + R"(,"messages":[{"role":"user","content":5}]})", "messages[0].content must be a string or an array"},
-      {"{" + ok + R"(,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]})", "image blocks are not supported"},
+      {"{" + ok + R"(,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]})",
+       "image blocks are not supported"},
       {"{" + ok + R"(,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"b","input":{}}]}]})",
        "tool_use blocks belong to assistant messages"},
-      {"{" + ok + R"(,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"b","input":[]}]}]})",
+      {"{" + ok +
+           R"(,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"b","input":[]}]}]})",
        "input must be an object, got an array"},
   };
   for (const Case& c : cases) {

@@ -72,9 +72,9 @@ TEST(BoundedJson, DepthLimitIsExactAndNamed) {
 TEST(BoundedJson, HundredThousandLevelsFailFastWithoutRecursion) {
   OJson j;
   const auto t0 = std::chrono::steady_clock::now();
-  for (const std::string& text : {nested_objects(100000), nested(100000, '[', "1", ']'),
-                                  "{\"prompt\":" + nested(100000, '[', "\"hi\"", ']') + "}",
-                                  std::string(1000000, '[')}) {
+  for (const std::string& text :
+       {nested_objects(100000), nested(100000, '[', "1", ']'),
+        "{\"prompt\":" + nested(100000, '[', "\"hi\"", ']') + "}", std::string(1000000, '[')}) {
     const std::string why = parse_json_bounded(text, &j);
     EXPECT_NE(why.find("deeper than 64 levels"), std::string::npos) << why;
   }

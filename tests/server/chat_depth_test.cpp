@@ -22,8 +22,8 @@ TEST(ChatDepth, DeepToolCallArgumentsInARequestAreRefused) {
   ChatRenderInput in;
   in.messages = Json::array();
   in.messages.push_back(Json{{"role", "user"}, {"content", "hi"}});
-  Json call = {{"id", "c1"}, {"type", "function"},
-               {"function", {{"name", "f"}, {"arguments", "{\"a\":" + kDeep + "}"}}}};
+  Json call = {
+      {"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{\"a\":" + kDeep + "}"}}}};
   in.messages.push_back(Json{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({call})}});
   auto r = render_chat(*tmpl, ChatFormat{ToolCallFormat::kHermes, false}, in, "", "");
   ASSERT_FALSE(r.ok());
@@ -34,9 +34,9 @@ TEST(ChatDepth, DeepToolCallArgumentsInARequestAreRefused) {
 }
 
 TEST(ChatDepth, DeepGeneratedToolCallBecomesContent) {
-  for (const std::string& call : {"{\"name\": \"f\", \"arguments\": {\"a\": " + kDeep + "}}",
-                                  "{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": " + kDeep + "}\"}",
-                                  "[" + kDeep + "]"}) {
+  for (const std::string& call :
+       {"{\"name\": \"f\", \"arguments\": {\"a\": " + kDeep + "}}",
+        "{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": " + kDeep + "}\"}", "[" + kDeep + "]"}) {
     const std::string text = "<tool_call>\n" + call + "\n</tool_call>";
     ChatOutputParser p(ChatFormat{ToolCallFormat::kHermes, true}, RenderedChat{}, /*tools_requested=*/true);
     std::vector<ChatDelta> deltas;

@@ -116,7 +116,8 @@ void run_golden_file(const std::string& model, size_t min_cases) {
     if (c.contains("tools")) in.tools = c["tools"];
     in.add_generation_prompt = c["add_generation_prompt"].get<bool>();
     if (!c["enable_thinking"].is_null()) in.template_kwargs["enable_thinking"] = c["enable_thinking"];
-    auto r = render_chat(tmpl, format, in, cases["bos_token"].get<std::string>(), cases["eos_token"].get<std::string>());
+    auto r =
+        render_chat(tmpl, format, in, cases["bos_token"].get<std::string>(), cases["eos_token"].get<std::string>());
     ASSERT_TRUE(r.ok()) << r.error().message;
     const std::string expected = c["expected"].get<std::string>();
     EXPECT_EQ(r->prompt, expected);
@@ -124,8 +125,8 @@ void run_golden_file(const std::string& model, size_t min_cases) {
       // Gemma 4 closes an empty thought channel when thinking is off (the default).
       EXPECT_FALSE(r->thinking_open);
       EXPECT_EQ(r->thinking_enabled, in.add_generation_prompt && !expected.ends_with("<channel|>"));
-      EXPECT_EQ(r->thinking_enabled, in.add_generation_prompt &&
-                                         (c["enable_thinking"] == true || expected.ends_with("<tool_response|>")));
+      EXPECT_EQ(r->thinking_enabled,
+                in.add_generation_prompt && (c["enable_thinking"] == true || expected.ends_with("<tool_response|>")));
     } else {
       // Qwen3.5 opens <think> in the generation prompt; Qwen3 leaves it to the model.
       const bool opened = in.add_generation_prompt && expected.ends_with("<think>\n");
@@ -172,7 +173,8 @@ constexpr const char* kQwen3ToolsExpected =
     "<|im_start|>system\nBe brief.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
     "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Get the weather «now»\", "
-    "\"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}\n"
+    "\"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": "
+    "[\"city\"]}}}\n"
     "</tools>\n\nFor each function call, return a json object with function name and arguments within "
     "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
     "</tool_call><|im_end|>\n<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n<think>\n"
@@ -212,8 +214,9 @@ TEST(RenderChat, Qwen3OpenAiToolConversation) {
 }
 
 TEST(RenderChat, TextPartsJoinWithNewlineAndEmptyToolsAreNoTools) {
-  const ChatTemplate tmpl = parse_template("{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
-                                          "{% if tools %}T{% endif %}");
+  const ChatTemplate tmpl = parse_template(
+      "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
+      "{% if tools %}T{% endif %}");
   ChatRenderInput in;
   in.messages = Json::parse(R"([{"role": "user", "content": [{"type": "text", "text": "a"},
                                                               {"type": "text", "text": "b"}]}])");
@@ -269,21 +272,25 @@ const BadInput kBadInputs[] = {
      "messages[1].role is 'robot' but must be one of system, user, assistant, tool, developer"},
     {R"([{"role": "user"}])", "null", "{}", "messages[0].content is missing"},
     {R"([{"role": "user", "content": null}])", "null", "{}", "messages[0].content is null"},
-    {R"([{"role": "assistant", "content": null}])", "null", "{}", "messages[0].content is null but must be a string or an array of text parts (null only with tool_calls)"},
+    {R"([{"role": "assistant", "content": null}])", "null", "{}",
+     "messages[0].content is null but must be a string or an array of text parts (null only with tool_calls)"},
     {R"([{"role": "user", "content": 5}])", "null", "{}", "messages[0].content is a number"},
     {R"([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {}}]}])",
      "null", "{}", "messages[0].content[1].type is 'image_url' but only 'text' parts are supported"},
     {R"([{"role": "user", "content": [{"type": "text"}]}])", "null", "{}", "messages[0].content[0].text is missing"},
-    {R"([{"role": "user", "content": ["a"]}])", "null", "{}", "messages[0].content[0] is a string but must be an object"},
+    {R"([{"role": "user", "content": ["a"]}])", "null", "{}",
+     "messages[0].content[0] is a string but must be an object"},
     {R"([{"role": "user", "content": "x", "name": 3}])", "null", "{}", "messages[0].name is a number"},
-    {R"([{"role": "user", "content": "x", "tool_calls": []}])", "null", "{}", "messages[0].tool_calls is only allowed on assistant"},
-    {R"([{"role": "assistant", "content": "x", "tool_calls": {}}])", "null", "{}", "messages[0].tool_calls is an object but must be an array"},
+    {R"([{"role": "user", "content": "x", "tool_calls": []}])", "null", "{}",
+     "messages[0].tool_calls is only allowed on assistant"},
+    {R"([{"role": "assistant", "content": "x", "tool_calls": {}}])", "null", "{}",
+     "messages[0].tool_calls is an object but must be an array"},
     {R"([{"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}])",
      "null", "{}", "messages[0].tool_calls[0].id is missing"},
     {R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "code", "function": {"name": "f", "arguments": "{}"}}]}])",
      "null", "{}", "messages[0].tool_calls[0].type is 'code' but must be 'function'"},
-    {R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function"}]}])",
-     "null", "{}", "messages[0].tool_calls[0].function is missing"},
+    {R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function"}]}])", "null", "{}",
+     "messages[0].tool_calls[0].function is missing"},
     {R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "", "arguments": "{}"}}]}])",
      "null", "{}", "messages[0].tool_calls[0].function.name is missing or not a non-empty string"},
     {R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{oops"}}]}])",
@@ -292,15 +299,22 @@ const BadInput kBadInputs[] = {
      "null", "{}", "messages[0].tool_calls[0].function.arguments is '[1]' but must encode a JSON object"},
     {R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f"}}]}])",
      "null", "{}", "messages[0].tool_calls[0].function.arguments is missing"},
-    {R"([{"role": "user", "content": "x", "reasoning_content": "r"}])", "null", "{}", "messages[0].reasoning_content is only allowed on assistant"},
+    {R"([{"role": "user", "content": "x", "reasoning_content": "r"}])", "null", "{}",
+     "messages[0].reasoning_content is only allowed on assistant"},
     {R"([{"role": "tool", "content": "x"}])", "null", "{}", "messages[0].tool_call_id is missing"},
-    {R"([{"role": "user", "content": "x"}])", R"({"type": "function"})", "{}", "tools is an object but must be an array"},
-    {R"([{"role": "user", "content": "x"}])", R"([{"type": "retrieval", "function": {"name": "f"}}])", "{}", "tools[0].type is 'retrieval' but must be 'function'"},
+    {R"([{"role": "user", "content": "x"}])", R"({"type": "function"})", "{}",
+     "tools is an object but must be an array"},
+    {R"([{"role": "user", "content": "x"}])", R"([{"type": "retrieval", "function": {"name": "f"}}])", "{}",
+     "tools[0].type is 'retrieval' but must be 'function'"},
     {R"([{"role": "user", "content": "x"}])", R"([{"type": "function"}])", "{}", "tools[0].function is missing"},
-    {R"([{"role": "user", "content": "x"}])", R"([{"type": "function", "function": {"name": ""}}])", "{}", "tools[0].function.name is missing"},
-    {R"([{"role": "user", "content": "x"}])", R"([{"type": "function", "function": {"name": "f", "parameters": "x"}}])", "{}", "tools[0].function.parameters is a string but must be a JSON Schema object"},
-    {R"([{"role": "user", "content": "x"}])", "null", R"({"enable_thinking": "no"})", "chat_template_kwargs.enable_thinking is a string but must be a boolean"},
-    {R"([{"role": "user", "content": "x"}])", "null", R"({"messages": []})", "chat_template_kwargs.messages is reserved"},
+    {R"([{"role": "user", "content": "x"}])", R"([{"type": "function", "function": {"name": ""}}])", "{}",
+     "tools[0].function.name is missing"},
+    {R"([{"role": "user", "content": "x"}])", R"([{"type": "function", "function": {"name": "f", "parameters": "x"}}])",
+     "{}", "tools[0].function.parameters is a string but must be a JSON Schema object"},
+    {R"([{"role": "user", "content": "x"}])", "null", R"({"enable_thinking": "no"})",
+     "chat_template_kwargs.enable_thinking is a string but must be a boolean"},
+    {R"([{"role": "user", "content": "x"}])", "null", R"({"messages": []})",
+     "chat_template_kwargs.messages is reserved"},
     {R"([{"role": "user", "content": "x"}])", "null", "[1]", "chat_template_kwargs is an array but must be an object"},
 };
 
@@ -370,8 +384,8 @@ Json check_deltas(const Parsed& parsed) {
           EXPECT_EQ(d.tool_id.rfind("call_", 0), 0u) << d.tool_id;
           EXPECT_TRUE(ids.insert(d.tool_id).second) << "duplicate id " << d.tool_id;
           EXPECT_FALSE(d.tool_name.empty());
-          calls.push_back({{"id", d.tool_id}, {"type", "function"},
-                           {"function", {{"name", d.tool_name}, {"arguments", ""}}}});
+          calls.push_back(
+              {{"id", d.tool_id}, {"type", "function"}, {"function", {{"name", d.tool_name}, {"arguments", ""}}}});
         } else {
           EXPECT_EQ(d.tool_index, static_cast<int>(calls.size()) - 1);
           EXPECT_TRUE(d.tool_id.empty());
@@ -417,8 +431,8 @@ void expect_all_splits(ChatFormat format, const RenderedChat& rendered, bool too
   }
   for (size_t i = 0; i <= n; ++i) {
     for (size_t j = i; j <= n; ++j) {
-      const Json got =
-          check_deltas(parse_pieces(format, rendered, tools, {text.substr(0, i), text.substr(i, j - i), text.substr(j)}));
+      const Json got = check_deltas(
+          parse_pieces(format, rendered, tools, {text.substr(0, i), text.substr(i, j - i), text.substr(j)}));
       ASSERT_EQ(got, expected) << "cut at " << i << " and " << j << ": " << got.dump();
     }
   }
@@ -462,8 +476,7 @@ TEST(ChatOutputParser, ThinkThenContent) {
 TEST(ChatOutputParser, ThinkMarkersOnlyAtStart) {
   expect_all_splits(kQwen, kThinking, false, "I <think> therefore </think> I am",
                     msg(R"({"role": "assistant", "content": "I <think> therefore </think> I am"})"));
-  expect_all_splits(kQwen, kThinking, false, "<thin>k",
-                    msg(R"({"role": "assistant", "content": "<thin>k"})"));
+  expect_all_splits(kQwen, kThinking, false, "<thin>k", msg(R"({"role": "assistant", "content": "<thin>k"})"));
   expect_all_splits(kQwen, kThinking, false, "<thi", msg(R"({"role": "assistant", "content": "<thi"})"));
 }
 
@@ -507,7 +520,8 @@ TEST(ChatOutputParser, HermesArgumentsAsStringOrMissing) {
 }
 
 TEST(ChatOutputParser, MalformedHermesCallFallsBackToContent) {
-  expect_all_splits(kQwen, kNoThinking, true, "Try:\n<tool_call>\n{\"name\": \"f\", \"arguments\": {oops}}\n</tool_call> done",
+  expect_all_splits(kQwen, kNoThinking, true,
+                    "Try:\n<tool_call>\n{\"name\": \"f\", \"arguments\": {oops}}\n</tool_call> done",
                     msg(R"({"role": "assistant",
                             "content": "Try:\n<tool_call>\n{\"name\": \"f\", \"arguments\": {oops}}\n</tool_call> done"})"));
   expect_all_splits(kQwen, kNoThinking, true, "<tool_call>\n{\"arguments\": {}}\n</tool_call>",
@@ -541,14 +555,16 @@ TEST(ChatOutputParser, Llama3JsonCall) {
                     msg(R"({"role": "assistant", "content": null, "tool_calls": [{"id": "ID", "type": "function",
                             "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"days\":2}"}}]})"));
   expect_all_splits(kLlama, kNoThinking, true,
-                    "<|python_tag|>{\"type\": \"function\", \"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", \"parameters\": {\"q\": \"a;b\"}}",
+                    "<|python_tag|>{\"type\": \"function\", \"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", "
+                    "\"parameters\": {\"q\": \"a;b\"}}",
                     msg(R"({"role": "assistant", "content": null, "tool_calls": [
                           {"id": "ID", "type": "function", "function": {"name": "f", "arguments": "{}"}},
                           {"id": "ID", "type": "function", "function": {"name": "g", "arguments": "{\"q\":\"a;b\"}"}}]})"));
 }
 
 TEST(ChatOutputParser, Llama3NonCallsAreContent) {
-  expect_all_splits(kLlama, kNoThinking, true, "{\"answer\": 4}", msg(R"({"role": "assistant", "content": "{\"answer\": 4}"})"));
+  expect_all_splits(kLlama, kNoThinking, true, "{\"answer\": 4}",
+                    msg(R"({"role": "assistant", "content": "{\"answer\": 4}"})"));
   expect_all_splits(kLlama, kNoThinking, true, "The call {\"name\": \"f\", \"parameters\": {}}",
                     msg(R"({"role": "assistant", "content": "The call {\"name\": \"f\", \"parameters\": {}}"})"));
   expect_all_splits(kLlama, kNoThinking, true, "{\"name\": \"f\", \"parameters\": {} trailing",
@@ -653,11 +669,11 @@ const ChatFormat kGemma4{ToolCallFormat::kGemma4, true, ThinkingSyntax::kGemma4C
 
 TEST(ChatOutputParser, Gemma4ThoughtAndToolCall) {
   // As the template renders an assistant turn with reasoning and a call (chat-gemma4.json).
-  expect_all_splits(
-      kGemma4, kThinking, true,
-      "<|channel>thought\nI should call get_weather.\n<channel|><|tool_call>call:get_weather{location:<|\"|>Paris<|\"|>,"
-      "unit:<|\"|>celsius<|\"|>}<tool_call|>",
-      msg(R"({"role": "assistant", "content": null, "reasoning_content": "I should call get_weather.",
+  expect_all_splits(kGemma4, kThinking, true,
+                    "<|channel>thought\nI should call "
+                    "get_weather.\n<channel|><|tool_call>call:get_weather{location:<|\"|>Paris<|\"|>,"
+                    "unit:<|\"|>celsius<|\"|>}<tool_call|>",
+                    msg(R"({"role": "assistant", "content": null, "reasoning_content": "I should call get_weather.",
               "tool_calls": [{"id": "ID", "type": "function", "function": {"name": "get_weather",
                 "arguments": "{\"location\":\"Paris\",\"unit\":\"celsius\"}"}}]})"));
   expect_all_splits(kGemma4, kThinking, false, "<|channel>thought\nplan<channel|>The answer is 4.",
@@ -683,11 +699,11 @@ TEST(ChatOutputParser, Gemma4LaterThoughtBlocksAndStrayChannelClose) {
 }
 
 TEST(ChatOutputParser, Gemma4ArgumentValues) {
-  expect_whole_and_bytes(
-      kGemma4, kNoThinking, true,
-      "Sure.<|tool_call>call:f{a:1,b:-2.5e3,c:true,d:null,e:[1, <|\"|>x,y}:<|\"|>],f:{g:<|\"|>h<|\"|>,<|\"|>k k<|\"|>:[]},"
-      "h:false}<tool_call|><|tool_call>call:g{}<tool_call|>",
-      msg(R"({"role": "assistant", "content": "Sure.", "tool_calls": [
+  expect_whole_and_bytes(kGemma4, kNoThinking, true,
+                         "Sure.<|tool_call>call:f{a:1,b:-2.5e3,c:true,d:null,e:[1, "
+                         "<|\"|>x,y}:<|\"|>],f:{g:<|\"|>h<|\"|>,<|\"|>k k<|\"|>:[]},"
+                         "h:false}<tool_call|><|tool_call>call:g{}<tool_call|>",
+                         msg(R"({"role": "assistant", "content": "Sure.", "tool_calls": [
             {"id": "ID", "type": "function", "function": {"name": "f",
               "arguments": "{\"a\":1,\"b\":-2500.0,\"c\":true,\"d\":null,\"e\":[1,\"x,y}:\"],\"f\":{\"g\":\"h\",\"k k\":[]},\"h\":false}"}},
             {"id": "ID", "type": "function", "function": {"name": "g", "arguments": "{}"}}]})"));
@@ -702,14 +718,14 @@ TEST(ChatOutputParser, Gemma4MalformedOutputDegradesToContent) {
   for (int i = 0; i < kMaxToolCallDepth + 2; ++i) deep += "]";
   deep += "}<tool_call|>";
   for (const std::string& text : {
-           std::string("<|tool_call>call:f{a:<|\"|>x}<tool_call|>"),      // unterminated string
-           std::string("<|tool_call>call:f{a:1} trailing<tool_call|>"),   // text after the arguments
-           std::string("<|tool_call>call:f{a:1,}<tool_call|>"),           // dangling comma
-           std::string("<|tool_call>call:f{a 1}<tool_call|>"),            // no ':'
-           std::string("<|tool_call>call:{a:1}<tool_call|>"),             // no name
-           std::string("<|tool_call>f{a:1}<tool_call|>"),                 // no "call:"
-           std::string("<|tool_call>call:f{a:[1,2}<tool_call|>"),         // unbalanced
-           std::string("<|tool_call>call:f{a:1e}<tool_call|>"),           // bad number
+           std::string("<|tool_call>call:f{a:<|\"|>x}<tool_call|>"),     // unterminated string
+           std::string("<|tool_call>call:f{a:1} trailing<tool_call|>"),  // text after the arguments
+           std::string("<|tool_call>call:f{a:1,}<tool_call|>"),          // dangling comma
+           std::string("<|tool_call>call:f{a 1}<tool_call|>"),           // no ':'
+           std::string("<|tool_call>call:{a:1}<tool_call|>"),            // no name
+           std::string("<|tool_call>f{a:1}<tool_call|>"),                // no "call:"
+           std::string("<|tool_call>call:f{a:[1,2}<tool_call|>"),        // unbalanced
+           std::string("<|tool_call>call:f{a:1e}<tool_call|>"),          // bad number
            deep,                                                         // nesting beyond the limit
        }) {
     expect_all_splits(kGemma4, kNoThinking, true, text, Json{{"role", "assistant"}, {"content", text}});
@@ -742,9 +758,13 @@ void expect_template_round_trip(const std::string& model, const std::string& ope
   ChatRenderInput in;
   in.messages = Json::array();
   in.messages.push_back({{"role", "user"}, {"content", "Find it."}});
-  in.messages.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({
-      {{"id", "c1"}, {"type", "function"}, {"function", {{"name", "search"}, {"arguments", arguments.dump()}}}},
-      {{"id", "c2"}, {"type", "function"}, {"function", {{"name", "now"}, {"arguments", "{}"}}}}})}});
+  in.messages.push_back(
+      {{"role", "assistant"},
+       {"content", nullptr},
+       {"tool_calls",
+        Json::array(
+            {{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "search"}, {"arguments", arguments.dump()}}}},
+             {{"id", "c2"}, {"type", "function"}, {"function", {{"name", "now"}, {"arguments", "{}"}}}}})}});
   in.tools = Json::parse(R"([{"type": "function", "function": {"name": "search", "parameters": {"type": "object",
       "properties": {"query": {"type": "string"}, "code": {"type": "string"}, "limit": {"type": "integer"}}}}},
       {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}])");

@@ -25,7 +25,8 @@ TEST(HttpWire, FindsTheHeadEndAcrossReads) {
 TEST(HttpWire, ParsesRequestLineHeadersPathAndQuery) {
   httplib::Request req;
   const WireError e = parse_request_head(
-      "POST /v1/context/my%20ctx%2Fx?a=1&b=c+d&flag HTTP/1.1\r\nHost: x\r\nContent-Length:  12 \r\nX-Two: 1\r\nx-two: 2\r\n\r\n",
+      "POST /v1/context/my%20ctx%2Fx?a=1&b=c+d&flag HTTP/1.1\r\nHost: x\r\nContent-Length:  12 \r\nX-Two: 1\r\nx-two: "
+      "2\r\n\r\n",
       WireLimits{}, &req);
   ASSERT_FALSE(e) << e.message;
   EXPECT_EQ(req.method, "POST");

@@ -56,8 +56,8 @@ class PoolServer {
     so.session.n_ctx = 256;
     so.session.n_threads = 2;
     so.context_dir = ::testing::TempDir() + "/sniper_pool_ctx";
-    ModelFileLoader loader = [this, slow_ms](const ModelSource& src, uint64_t mem, SessionOptions* session)
-        -> Result<std::unique_ptr<Model>> {
+    ModelFileLoader loader = [this, slow_ms](const ModelSource& src, uint64_t mem,
+                                             SessionOptions* session) -> Result<std::unique_ptr<Model>> {
       if (src.name == "b" && slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
       ModelLoadOptions lo;
       lo.n_ctx = 256;
@@ -261,7 +261,9 @@ TEST_F(ModelPoolServer, OllamaKeepAliveSetsTheModelsKeepAlive) {
   PoolServer s(sources(), po);
   ASSERT_EQ(s.error(), "");
   auto generate = [&](const std::string& model, const TJson& keep_alive) {
-    TJson req = {{"model", model}, {"prompt", "Once upon a time"}, {"stream", false},
+    TJson req = {{"model", model},
+                 {"prompt", "Once upon a time"},
+                 {"stream", false},
                  {"options", {{"num_predict", 2}, {"temperature", 0}}}};
     if (!keep_alive.is_null()) req["keep_alive"] = keep_alive;
     auto r = s.client()->Post("/api/generate", req.dump(), "application/json");

@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 class ModelSources : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/sniper_model_sources_" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = ::testing::TempDir() + "/sniper_model_sources_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -38,7 +39,7 @@ TEST(SplitStem, ParsesLlamaGgufSplitNames) {
   EXPECT_EQ(part, 2);
   EXPECT_EQ(n, 3);
   EXPECT_FALSE(parse_split_stem("model", &base, &part, &n));
-  EXPECT_FALSE(parse_split_stem("-00001-of-00003", &base, &part, &n));  // no base name
+  EXPECT_FALSE(parse_split_stem("-00001-of-00003", &base, &part, &n));   // no base name
   EXPECT_FALSE(parse_split_stem("m-00004-of-00003", &base, &part, &n));  // part past the count
   EXPECT_FALSE(parse_split_stem("m-00000-of-00003", &base, &part, &n));
   EXPECT_FALSE(parse_split_stem("m-0001-of-00003", &base, &part, &n));

@@ -54,7 +54,8 @@ TEST(OllamaProtocol, OptionsThinkKeepAliveAndFormat) {
   ASSERT_FALSE(chat(R"({"model":"m","stream":false,"think":false,"keep_alive":"1h30m","format":"json",
                         "options":{"temperature":0,"top_p":0.5,"top_k":3,"seed":-5,"num_predict":9,"stop":["a","b"],
                         "num_ctx":8192,"num_thread":4,"mirostat":0},
-                        "messages":[{"role":"user","content":"hi"}]})", &r));
+                        "messages":[{"role":"user","content":"hi"}]})",
+                    &r));
   EXPECT_FALSE(r.stream);
   EXPECT_EQ(r.think, false);
   EXPECT_DOUBLE_EQ(*r.keep_alive, 5400.0);
@@ -66,7 +67,8 @@ TEST(OllamaProtocol, OptionsThinkKeepAliveAndFormat) {
   EXPECT_EQ(r.params.max_tokens, 9);
   EXPECT_EQ(r.params.stop, (std::vector<std::string>{"a", "b"}));
   ASSERT_FALSE(generate(R"({"model":"m","prompt":"p","system":"s","raw":true,"options":{"num_predict":-2},
-                            "format":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}})", &r));
+                            "format":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}})",
+                        &r));
   EXPECT_EQ(r.prompt, "p");
   EXPECT_EQ(r.system, "s");
   EXPECT_TRUE(r.raw);
@@ -80,8 +82,17 @@ TEST(OllamaProtocol, KeepAliveForms) {
   struct Case {
     const char* json;
     double seconds;
-  } cases[] = {{"300", 300}, {"0", 0}, {"-1", kKeepAliveForever}, {"\"5m\"", 300}, {"\"10s\"", 10}, {"\"1h\"", 3600},
-               {"\"250ms\"", 0.25}, {"\"-1m\"", kKeepAliveForever}, {"\"0\"", 0}, {"\"3600\"", 3600}, {"1.5", 1.5}};
+  } cases[] = {{"300", 300},
+               {"0", 0},
+               {"-1", kKeepAliveForever},
+               {"\"5m\"", 300},
+               {"\"10s\"", 10},
+               {"\"1h\"", 3600},
+               {"\"250ms\"", 0.25},
+               {"\"-1m\"", kKeepAliveForever},
+               {"\"0\"", 0},
+               {"\"3600\"", 3600},
+               {"1.5", 1.5}};
   for (const Case& c : cases) {
     auto v = parse_keep_alive(Json::parse(c.json));
     ASSERT_TRUE(v.ok()) << c.json << ": " << v.error().message;
@@ -99,7 +110,8 @@ TEST(OllamaProtocol, MessagesConvertToTheOpenAiShape) {
       {"role":"user","content":"weather?"},
       {"role":"assistant","content":"","thinking":"hmm","tool_calls":[{"function":{"name":"get","arguments":{"city":"Paris"}}}]},
       {"role":"tool","content":"sunny","tool_name":"get"}],
-      "tools":[{"type":"function","function":{"name":"get","parameters":{"type":"object"}}}]})", &r));
+      "tools":[{"type":"function","function":{"name":"get","parameters":{"type":"object"}}}]})",
+                    &r));
   ASSERT_EQ(r.messages.size(), 3u);
   const Json& a = r.messages[1];
   EXPECT_EQ(a["reasoning_content"], "hmm");
@@ -108,9 +120,13 @@ TEST(OllamaProtocol, MessagesConvertToTheOpenAiShape) {
   EXPECT_EQ(r.messages[2]["tool_call_id"], "get");
   EXPECT_TRUE(r.tools.is_array());
   // And back: arguments as an object, reasoning as thinking.
-  const Json back = ollama_message(Json{{"role", "assistant"}, {"content", Json()}, {"reasoning_content", "r"},
-                                        {"tool_calls", Json::array({Json{{"id", "c"}, {"type", "function"},
-                                                                         {"function", Json{{"name", "f"}, {"arguments", R"({"x":1})"}}}}})}});
+  const Json back = ollama_message(
+      Json{{"role", "assistant"},
+           {"content", Json()},
+           {"reasoning_content", "r"},
+           {"tool_calls",
+            Json::array({Json{
+                {"id", "c"}, {"type", "function"}, {"function", Json{{"name", "f"}, {"arguments", R"({"x":1})"}}}}})}});
   EXPECT_EQ(back["content"], "");
   EXPECT_EQ(back["thinking"], "r");
   EXPECT_EQ(back["tool_calls"][0]["function"]["arguments"]["x"], 1);
@@ -137,7 +153,8 @@ TEST(OllamaProtocol, BadRequestsAreClear400s) {
       {"{" + m + R"(,"format":"xml"})", "format is 'xml'"},
       {"{" + m + R"(,"format":{"type":"string","format":"date"}})", "the keyword 'format' is not supported"},
       {R"({"model":"m","messages":{}})", "messages must be an array, got an object"},
-      {R"({"model":"m","messages":[{"role":"user","content":5}]})", "messages[0].content must be a string, got a number"},
+      {R"({"model":"m","messages":[{"role":"user","content":5}]})",
+       "messages[0].content must be a string, got a number"},
       {R"({"model":"m","messages":[{"role":"user","content":"x","images":["aGk="]}]})", "images are not supported"},
       {R"({"model":"m","messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}]})",
        "arguments must be an object, got a string"},
@@ -148,9 +165,10 @@ TEST(OllamaProtocol, BadRequestsAreClear400s) {
     EXPECT_EQ(e->status, 400) << c.body;
     EXPECT_NE(e->message.find(c.needle), std::string::npos) << c.body << " -> " << e->message;
   }
-  for (const std::string body : {R"({"model":"m","prompt":5})", R"({"model":"m","prompt":"x","raw":1})",
-                                 R"({"model":"m","prompt":"x","suffix":"y"})", R"({"model":"m","prompt":"x","context":[1,2]})",
-                                 R"({"model":"m","prompt":"x","template":"{{ .Prompt }}"})"}) {
+  for (const std::string body :
+       {R"({"model":"m","prompt":5})", R"({"model":"m","prompt":"x","raw":1})",
+        R"({"model":"m","prompt":"x","suffix":"y"})", R"({"model":"m","prompt":"x","context":[1,2]})",
+        R"({"model":"m","prompt":"x","template":"{{ .Prompt }}"})"}) {
     auto e = generate(body);
     ASSERT_TRUE(e.has_value()) << body;
     EXPECT_EQ(e->status, 400);
@@ -172,13 +190,18 @@ TEST(StructuredOutput, OpenAiResponseFormats) {
   }
   g = nullptr;
   EXPECT_FALSE(openai_response_format(
-      Json::parse(R"({"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"type":"array","items":{"type":"boolean"},"maxItems":1}}})"), &g));
+      Json::parse(
+          R"({"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"type":"array","items":{"type":"boolean"},"maxItems":1}}})"),
+      &g));
   ASSERT_NE(g, nullptr);
   GrammarMatcher m(g);
   EXPECT_TRUE(m.accept("[true]") && m.is_complete());
   GrammarMatcher m3(g);
   EXPECT_FALSE(m3.accept("[true, false]"));
-  auto e = openai_response_format(Json::parse(R"({"type":"json_schema","json_schema":{"schema":{"type":"object","properties":{"n":{"type":"number","minimum":1}}}}})"), &g);
+  auto e = openai_response_format(
+      Json::parse(
+          R"({"type":"json_schema","json_schema":{"schema":{"type":"object","properties":{"n":{"type":"number","minimum":1}}}}})"),
+      &g);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->param, "response_format");
   EXPECT_NE(e->message.find("$.properties.n: the keyword 'minimum' is not supported"), std::string::npos) << e->message;

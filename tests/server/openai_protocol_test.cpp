@@ -31,7 +31,8 @@ TEST(OpenAiProtocol, DefaultsFollowOpenAi) {
   EXPECT_TRUE(r.params.sampler.validate().ok());
   ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":7,"stop":"x","seed":-1,
                        "stream":true,"stream_options":{"include_usage":true},"top_k":5,"min_p":0.1,"logprobs":false,
-                       "chat_template_kwargs":{"enable_thinking":false},"tool_choice":"auto","tools":[]})", &r));
+                       "chat_template_kwargs":{"enable_thinking":false},"tool_choice":"auto","tools":[]})",
+                    &r));
   EXPECT_EQ(r.params.max_tokens, 7);
   EXPECT_EQ(r.params.stop, std::vector<std::string>{"x"});
   EXPECT_TRUE(r.params.stream && r.params.include_usage);
@@ -45,14 +46,25 @@ TEST(OpenAiProtocol, RejectsBadValuesNamingTheField) {
     std::string body;
     const char* param;
   } cases[] = {
-      {"{" + m + R"(,"temperature":"hot"})", "temperature"}, {"{" + m + R"(,"temperature":2.5})", "temperature"},
-      {"{" + m + R"(,"top_p":0})", "top_p"},                 {"{" + m + R"(,"top_p":1.5})", "top_p"},
-      {"{" + m + R"(,"max_tokens":0})", "max_tokens"},       {"{" + m + R"(,"max_tokens":"5"})", "max_tokens"},
-      {"{" + m + R"(,"max_tokens":1e300})", "max_tokens"},   {"{" + m + R"(,"presence_penalty":3})", "presence_penalty"},
-      {"{" + m + R"(,"stop":[1]})", "stop"},                 {"{" + m + R"(,"n":2})", "n"},
-      {"{" + m + R"(,"top_logprobs":2})", "top_logprobs"},   {"{" + m + R"(,"tools":{}})", "tools"},
-      {"{" + m + R"(,"tool_choice":"maybe"})", "tool_choice"}, {"{" + m + R"(,"response_format":{"type":"xml"}})", "response_format"}, {"{" + m + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","pattern":"x"}}}})", "response_format"},
-      {"{" + m + R"(,"stream_options":5})", "stream_options"}, {"{" + m + R"(,"chat_template_kwargs":[]})", "chat_template_kwargs"},
+      {"{" + m + R"(,"temperature":"hot"})", "temperature"},
+      {"{" + m + R"(,"temperature":2.5})", "temperature"},
+      {"{" + m + R"(,"top_p":0})", "top_p"},
+      {"{" + m + R"(,"top_p":1.5})", "top_p"},
+      {"{" + m + R"(,"max_tokens":0})", "max_tokens"},
+      {"{" + m + R"(,"max_tokens":"5"})", "max_tokens"},
+      {"{" + m + R"(,"max_tokens":1e300})", "max_tokens"},
+      {"{" + m + R"(,"presence_penalty":3})", "presence_penalty"},
+      {"{" + m + R"(,"stop":[1]})", "stop"},
+      {"{" + m + R"(,"n":2})", "n"},
+      {"{" + m + R"(,"top_logprobs":2})", "top_logprobs"},
+      {"{" + m + R"(,"tools":{}})", "tools"},
+      {"{" + m + R"(,"tool_choice":"maybe"})", "tool_choice"},
+      {"{" + m + R"(,"response_format":{"type":"xml"}})", "response_format"},
+      {"{" + m +
+           R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","pattern":"x"}}}})",
+       "response_format"},
+      {"{" + m + R"(,"stream_options":5})", "stream_options"},
+      {"{" + m + R"(,"chat_template_kwargs":[]})", "chat_template_kwargs"},
       {R"({"messages":{}})", "messages"},
   };
   for (const Case& c : cases) {
@@ -76,10 +88,10 @@ TEST(OpenAiProtocol, BodyMustBeValidJsonObjectAndUtf8) {
   EXPECT_TRUE(parse_body(R"({"a":"\udc00"})", &j));
   EXPECT_FALSE(parse_body(R"({"a":"caf\u00e9 \ud83d\ude00 ok"})", &j));
   EXPECT_TRUE(is_valid_utf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
-  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));  // surrogate
-  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));      // overlong
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // surrogate
+  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong
   EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // > U+10FFFF
-  EXPECT_FALSE(is_valid_utf8("\xe2\x82"));      // truncated
+  EXPECT_FALSE(is_valid_utf8("\xe2\x82"));          // truncated
 }
 
 TEST(OpenAiProtocol, CompletionRequests) {
@@ -164,7 +176,8 @@ TEST(ResponseFormatter, TextCompletion) {
 TEST(OpenAiProtocol, ErrorShape) {
   ApiError e = bad_request("bad", "temperature");
   const Json j = error_json(e);
-  EXPECT_EQ(j.dump(), R"({"error":{"message":"bad","type":"invalid_request_error","param":"temperature","code":null}})");
+  EXPECT_EQ(j.dump(),
+            R"({"error":{"message":"bad","type":"invalid_request_error","param":"temperature","code":null}})");
 }
 
 }  // namespace

@@ -58,11 +58,13 @@ class ServerChat : public ::testing::Test {
 TestServer* ServerChat::server_ = nullptr;
 std::string* ServerChat::path_ = nullptr;
 
-const TJson kTools = TJson::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather of a city",
+const TJson kTools =
+    TJson::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather of a city",
   "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])");
 
 TEST_F(ServerChat, RendersThroughTheTemplate) {
-  const TJson messages = {{{"role", "system"}, {"content", "You are terse."}}, {{"role", "user"}, {"content", "Hi there"}}};
+  const TJson messages = {{{"role", "system"}, {"content", "You are terse."}},
+                          {{"role", "user"}, {"content", "Hi there"}}};
   TJson j = chat({{"messages", messages}, {"max_tokens", 8}, {"temperature", 0}});
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["model"], "sniper_server_chat_qwen3");
@@ -84,7 +86,8 @@ TEST_F(ServerChat, RendersThroughTheTemplate) {
   // Tools and enable_thinking change the rendered prompt.
   TJson with_tools = chat({{"messages", messages}, {"max_tokens", 2}, {"tools", kTools}});
   EXPECT_GT(with_tools["usage"]["prompt_tokens"].get<int64_t>(), j["usage"]["prompt_tokens"].get<int64_t>() + 20);
-  TJson no_think = chat({{"messages", messages}, {"max_tokens", 2}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  TJson no_think =
+      chat({{"messages", messages}, {"max_tokens", 2}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
   EXPECT_GT(no_think["usage"]["prompt_tokens"].get<int64_t>(), j["usage"]["prompt_tokens"].get<int64_t>());
   // tool_choice "none" drops the tools.
   TJson none = chat({{"messages", messages}, {"max_tokens", 2}, {"tools", kTools}, {"tool_choice", "none"}});
@@ -93,10 +96,14 @@ TEST_F(ServerChat, RendersThroughTheTemplate) {
 
 TEST_F(ServerChat, StreamsChunks) {
   const TJson messages = {{{"role", "user"}, {"content", "Count to three"}}};
-  auto r = server_->client()->Post(
-      "/v1/chat/completions",
-      TJson{{"messages", messages}, {"max_tokens", 12}, {"temperature", 0}, {"stream", true}, {"stream_options", {{"include_usage", true}}}}.dump(),
-      "application/json");
+  auto r = server_->client()->Post("/v1/chat/completions",
+                                   TJson{{"messages", messages},
+                                         {"max_tokens", 12},
+                                         {"temperature", 0},
+                                         {"stream", true},
+                                         {"stream_options", {{"include_usage", true}}}}
+                                       .dump(),
+                                   "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200);
   bool done = false;
@@ -107,7 +114,8 @@ TEST_F(ServerChat, StreamsChunks) {
   const TJson& last = chunks[chunks.size() - 2];
   EXPECT_FALSE(last["choices"][0]["finish_reason"].is_null());
   EXPECT_TRUE(chunks.back()["choices"].empty());
-  EXPECT_EQ(chunks.back()["usage"]["completion_tokens"].get<int64_t>() + chunks.back()["usage"]["prompt_tokens"].get<int64_t>(),
+  EXPECT_EQ(chunks.back()["usage"]["completion_tokens"].get<int64_t>() +
+                chunks.back()["usage"]["prompt_tokens"].get<int64_t>(),
             chunks.back()["usage"]["total_tokens"].get<int64_t>());
   std::string streamed;
   for (const auto& c : chunks) {
@@ -117,8 +125,10 @@ TEST_F(ServerChat, StreamsChunks) {
     if (d.contains("reasoning_content")) streamed += d["reasoning_content"].get<std::string>();
   }
   TJson j = chat({{"messages", messages}, {"max_tokens", 12}, {"temperature", 0}});
-  std::string whole = j["choices"][0]["message"]["content"].is_string() ? j["choices"][0]["message"]["content"].get<std::string>() : "";
-  if (j["choices"][0]["message"].contains("reasoning_content")) whole = j["choices"][0]["message"]["reasoning_content"].get<std::string>() + whole;
+  std::string whole =
+      j["choices"][0]["message"]["content"].is_string() ? j["choices"][0]["message"]["content"].get<std::string>() : "";
+  if (j["choices"][0]["message"].contains("reasoning_content"))
+    whole = j["choices"][0]["message"]["reasoning_content"].get<std::string>() + whole;
   EXPECT_EQ(streamed, whole);
 }
 

@@ -49,7 +49,11 @@ TEST(ServerConcurrency, FourClientsStreamAtOnce) {
     threads.emplace_back([&, i] {
       auto cli = server.client();
       const TJson body = {{"messages", {{{"role", "user"}, {"content", "Once upon a time " + std::to_string(i)}}}},
-                          {"max_tokens", 40}, {"temperature", 0.8}, {"seed", i}, {"stream", true}, {"ignore_eos", true}};
+                          {"max_tokens", 40},
+                          {"temperature", 0.8},
+                          {"seed", i},
+                          {"stream", true},
+                          {"ignore_eos", true}};
       auto r = cli->Post("/v1/chat/completions", body.dump(), "application/json");
       if (!r) return;
       statuses[i] = r->status;
@@ -80,8 +84,8 @@ TEST(ServerConcurrency, FullQueueAnswers503AndDisconnectFreesTheSlot) {
   // before a loaded CI machine ran the hang-up below, so it was never cancelled).
   TestServer server(models_dir() + "/stories260K.gguf", o, 2048);
   ASSERT_TRUE(server.ok()) << server.error();
-  const std::string long_req = TJson{{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"ignore_eos", true},
-                                     {"stream", true}}.dump();
+  const std::string long_req =
+      TJson{{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}.dump();
   std::atomic<bool> got_first{false};
   std::atomic<bool> release{false};
   std::thread streamer([&] {
@@ -129,7 +133,8 @@ TEST(ServerConcurrency, ExtendingAPromptReusesTheSlotsPrefix) {
   ASSERT_TRUE(server.ok()) << server.error();
   auto cli = server.client();
   auto complete = [&](const std::string& prompt) { return complete_greedy(*cli, prompt); };
-  const std::string base = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park";
+  const std::string base =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park";
   auto a = complete(base);
   EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   auto other = complete("The big dog ran");  // goes to the other, least recently used slot
@@ -204,7 +209,8 @@ TEST(ServerConcurrency, HybridModelReusesAStateCheckpoint) {
     EXPECT_EQ(d["choices"][0]["text"], a["choices"][0]["text"]);
     const int64_t cached_d = d["usage"]["prompt_tokens_details"]["cached_tokens"];
     EXPECT_GT(cached_d, 0);
-    EXPECT_TRUE(wait_for_metric(server, "sniper_prompt_tokens_cached_total " + std::to_string(2 * kept + cached_d) + "\n"));
+    EXPECT_TRUE(
+        wait_for_metric(server, "sniper_prompt_tokens_cached_total " + std::to_string(2 * kept + cached_d) + "\n"));
     auto metrics = cli->Get("/metrics");
     ASSERT_TRUE(metrics);
     EXPECT_EQ(metrics->body.find("sniper_state_checkpoints 0\n"), std::string::npos) << metrics->body;

@@ -60,7 +60,8 @@ class RawClient {
     while (Clock::now() < deadline) {
       if (!until.empty() && out.find(until) != std::string::npos) break;
       pollfd p{fd_, POLLIN, 0};
-      const int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+      const int ms =
+          static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
       if (poll(&p, 1, std::max(ms, 0)) <= 0) break;
       char buf[4096];
       const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
@@ -82,7 +83,8 @@ std::string get_request(const std::string& path, bool close = true) {
 }
 
 std::string post_request(const std::string& path, const std::string& body) {
-  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 

@@ -61,7 +61,8 @@ TestServer* ServerHttp::server_ = nullptr;
 
 TEST_F(ServerHttp, GreedyCompletionEqualsGenerate) {
   const std::string prompt = "Once upon a time, there was a";
-  auto r = post("/v1/completions", TJson{{"model", kModel}, {"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}}.dump());
+  auto r = post("/v1/completions",
+                TJson{{"model", kModel}, {"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}}.dump());
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   auto j = TJson::parse(r->body);
@@ -97,8 +98,12 @@ TEST_F(ServerHttp, GreedyCompletionEqualsGenerate) {
   EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int64_t>() + stats->n_gen);
 
   // Streamed, the pieces concatenate to the same text.
-  auto s = post("/v1/completions", TJson{{"prompt", TJson::array({prompt})}, {"max_tokens", 40}, {"temperature", 0},
-                                         {"stream", true}, {"stream_options", {{"include_usage", true}}}}.dump());
+  auto s = post("/v1/completions", TJson{{"prompt", TJson::array({prompt})},
+                                         {"max_tokens", 40},
+                                         {"temperature", 0},
+                                         {"stream", true},
+                                         {"stream_options", {{"include_usage", true}}}}
+                                       .dump());
   ASSERT_TRUE(s);
   ASSERT_EQ(s->status, 200);
   EXPECT_EQ(s->get_header_value("Content-Type").rfind("text/event-stream", 0), 0u);
@@ -119,14 +124,16 @@ TEST_F(ServerHttp, GreedyCompletionEqualsGenerate) {
 }
 
 TEST_F(ServerHttp, StopStringsAndSeededSampling) {
-  auto r = post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":60,"temperature":0,"stop":[" the","."]})");
+  auto r =
+      post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":60,"temperature":0,"stop":[" the","."]})");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   auto j = TJson::parse(r->body);
   const std::string text = j["choices"][0]["text"];
   EXPECT_EQ(text.find(" the"), std::string::npos) << text;
   EXPECT_EQ(text.find('.'), std::string::npos) << text;
-  const std::string req = R"({"prompt":"Once upon a time","max_tokens":30,"temperature":0.9,"top_p":0.9,"seed":7,"presence_penalty":0.5,"frequency_penalty":0.2})";
+  const std::string req =
+      R"({"prompt":"Once upon a time","max_tokens":30,"temperature":0.9,"top_p":0.9,"seed":7,"presence_penalty":0.5,"frequency_penalty":0.2})";
   auto a = post("/v1/completions", req);
   auto b = post("/v1/completions", req);
   ASSERT_TRUE(a && b);
@@ -134,7 +141,8 @@ TEST_F(ServerHttp, StopStringsAndSeededSampling) {
 }
 
 TEST_F(ServerHttp, ChatWithoutTemplateStreamsAndReturns) {
-  const std::string body = R"({"messages":[{"role":"system","content":"Tell a story."},{"role":"user","content":"Once upon a time"}],"max_tokens":20,"temperature":0})";
+  const std::string body =
+      R"({"messages":[{"role":"system","content":"Tell a story."},{"role":"user","content":"Once upon a time"}],"max_tokens":20,"temperature":0})";
   auto r = post("/v1/chat/completions", body);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -183,20 +191,28 @@ TEST_F(ServerHttp, BadInputsGiveOpenAiErrors) {
   expect_error(post("/v1/chat/completions", R"({"model":"stories260K"})"), 400, "invalid_request_error", "messages");
   expect_error(post("/v1/chat/completions", R"({"messages":"hi"})"), 400, "invalid_request_error", "messages");
   expect_error(post("/v1/chat/completions", R"({"messages":[]})"), 400, "invalid_request_error", "messages");
-  expect_error(post("/v1/chat/completions", R"({"messages":[{"role":"robot","content":"x"}]})"), 400, "invalid_request_error");
-  expect_error(post("/v1/chat/completions", R"({"messages":[{"role":"user","content":42}]})"), 400, "invalid_request_error");
+  expect_error(post("/v1/chat/completions", R"({"messages":[{"role":"robot","content":"x"}]})"), 400,
+               "invalid_request_error");
+  expect_error(post("/v1/chat/completions", R"({"messages":[{"role":"user","content":42}]})"), 400,
+               "invalid_request_error");
   const std::string msg = R"("messages":[{"role":"user","content":"hi"}])";
-  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"temperature":"hot"})"), 400, "invalid_request_error", "temperature");
-  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"temperature":1e9})"), 400, "invalid_request_error", "temperature");
+  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"temperature":"hot"})"), 400, "invalid_request_error",
+               "temperature");
+  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"temperature":1e9})"), 400, "invalid_request_error",
+               "temperature");
   expect_error(post("/v1/chat/completions", "{" + msg + R"(,"top_p":7})"), 400, "invalid_request_error", "top_p");
-  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"max_tokens":-5})"), 400, "invalid_request_error", "max_tokens");
-  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"max_tokens":2.5})"), 400, "invalid_request_error", "max_tokens");
+  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"max_tokens":-5})"), 400, "invalid_request_error",
+               "max_tokens");
+  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"max_tokens":2.5})"), 400, "invalid_request_error",
+               "max_tokens");
   expect_error(post("/v1/chat/completions", "{" + msg + R"(,"n":3})"), 400, "invalid_request_error", "n");
-  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"logprobs":true})"), 400, "invalid_request_error", "logprobs");
+  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"logprobs":true})"), 400, "invalid_request_error",
+               "logprobs");
   expect_error(post("/v1/chat/completions", "{" + msg + R"(,"stop":5})"), 400, "invalid_request_error", "stop");
   expect_error(post("/v1/chat/completions", "{" + msg + R"(,"seed":"x"})"), 400, "invalid_request_error", "seed");
   expect_error(post("/v1/chat/completions", "{" + msg + R"(,"stream":"yes"})"), 400, "invalid_request_error", "stream");
-  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"model":"gpt-4"})"), 404, "invalid_request_error", "model", "model_not_found");
+  expect_error(post("/v1/chat/completions", "{" + msg + R"(,"model":"gpt-4"})"), 404, "invalid_request_error", "model",
+               "model_not_found");
   expect_error(post("/v1/completions", R"({"prompt":"a","echo":true})"), 400, "invalid_request_error", "echo");
   expect_error(post("/v1/completions", R"({"prompt":["a","b"]})"), 400, "invalid_request_error", "prompt");
   expect_error(post("/v1/completions", R"({"max_tokens":3})"), 400, "invalid_request_error", "prompt");
@@ -227,10 +243,10 @@ TEST_F(ServerHttp, DeepNestingIsRejectedWhileParsing) {
   for (int i = 0; i < 100000; ++i) objects += R"({"a":)";
   objects += "1" + std::string(100000, '}') + "}";
   ASSERT_GT(objects.size(), 600000u);
-  for (const std::string& body : {objects,
-                                  R"({"prompt":)" + std::string(100000, '[') + R"("hi")" + std::string(100000, ']') + "}",
-                                  R"({"messages":[{"role":"user","content":"hi"}],"tools":)" + std::string(100000, '[') +
-                                      std::string(100000, ']') + "}"}) {
+  for (const std::string& body :
+       {objects, R"({"prompt":)" + std::string(100000, '[') + R"("hi")" + std::string(100000, ']') + "}",
+        R"({"messages":[{"role":"user","content":"hi"}],"tools":)" + std::string(100000, '[') +
+            std::string(100000, ']') + "}"}) {
     for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
       auto r = post(path, body);
       expect_error(r, 400, "invalid_request_error");
@@ -238,7 +254,8 @@ TEST_F(ServerHttp, DeepNestingIsRejectedWhileParsing) {
     }
   }
   // 64 levels are still parsed (and then judged on their fields).
-  std::string ok64 = R"({"prompt":"Once","max_tokens":2,"temperature":0,"x":)" + std::string(63, '[') + std::string(63, ']') + "}";
+  std::string ok64 =
+      R"({"prompt":"Once","max_tokens":2,"temperature":0,"x":)" + std::string(63, '[') + std::string(63, ']') + "}";
   auto r = post("/v1/completions", ok64);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
@@ -271,14 +288,29 @@ TEST_F(ServerHttp, InfoEndpoints) {
   auto mt = cli->Get("/metrics");
   ASSERT_TRUE(mt);
   EXPECT_EQ(mt->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
-  for (const char* name : {"sniper_requests_total{endpoint=\"completions\",status=\"ok\"} ", "sniper_requests_active ",
-                           "sniper_requests_queued ", "sniper_slots_total 2", "sniper_slots_busy ", "sniper_prompt_tokens_total ",
-                           "sniper_generated_tokens_total ", "sniper_prefill_tokens_per_second ", "sniper_decode_tokens_per_second ",
-                           "sniper_time_to_first_token_seconds ", "sniper_time_to_first_token_seconds_sum ",
-                           "sniper_time_to_first_token_seconds_count ", "sniper_rss_bytes ", "sniper_peak_rss_bytes ",
-                           "sniper_memory_budget_bytes ", "sniper_expert_cache_hit_rate ", "sniper_expert_cache_hits_total ",
-                           "sniper_expert_cache_misses_total ", "sniper_ssd_read_bytes_total ", "sniper_ssd_read_gbps ",
-                           "sniper_io_queue_depth ", "sniper_uptime_seconds ", "# TYPE sniper_requests_total counter",
+  for (const char* name : {"sniper_requests_total{endpoint=\"completions\",status=\"ok\"} ",
+                           "sniper_requests_active ",
+                           "sniper_requests_queued ",
+                           "sniper_slots_total 2",
+                           "sniper_slots_busy ",
+                           "sniper_prompt_tokens_total ",
+                           "sniper_generated_tokens_total ",
+                           "sniper_prefill_tokens_per_second ",
+                           "sniper_decode_tokens_per_second ",
+                           "sniper_time_to_first_token_seconds ",
+                           "sniper_time_to_first_token_seconds_sum ",
+                           "sniper_time_to_first_token_seconds_count ",
+                           "sniper_rss_bytes ",
+                           "sniper_peak_rss_bytes ",
+                           "sniper_memory_budget_bytes ",
+                           "sniper_expert_cache_hit_rate ",
+                           "sniper_expert_cache_hits_total ",
+                           "sniper_expert_cache_misses_total ",
+                           "sniper_ssd_read_bytes_total ",
+                           "sniper_ssd_read_gbps ",
+                           "sniper_io_queue_depth ",
+                           "sniper_uptime_seconds ",
+                           "# TYPE sniper_requests_total counter",
                            "# HELP sniper_rss_bytes"}) {
     EXPECT_NE(mt->body.find(name), std::string::npos) << name;
   }
@@ -324,7 +356,6 @@ TEST(ServerAuth, ApiKeyIsRequiredExceptForUiAndHealth) {
   EXPECT_EQ(gen->status, 200) << gen->body;
 }
 
-
 // --context-shift: each slot goes on past its context (keeping the prompt's first tokens),
 // where without it the context ends the completion.
 TEST(ServerContextShift, SlotsGenerateThePastContext) {
@@ -337,7 +368,8 @@ TEST(ServerContextShift, SlotsGenerateThePastContext) {
     TestServer server(models_dir() + "/stories260K.gguf", o, 64);
     ASSERT_TRUE(server.ok()) << server.error();
     auto cli = server.client();
-    auto r = cli->Post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":200,"temperature":0,"ignore_eos":true})",
+    auto r = cli->Post("/v1/completions",
+                       R"({"prompt":"Once upon a time","max_tokens":200,"temperature":0,"ignore_eos":true})",
                        "application/json");
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;

@@ -16,8 +16,8 @@
 #include <utility>
 
 #include "gguf/writer.h"
-#include "synth/synth_model.h"
 #include "server/test_server.h"
+#include "synth/synth_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sniper::server {
@@ -96,7 +96,8 @@ TEST(ServerSpeculative, GreedyEqualsPlainAndUsageCountsDrafts) {
   EXPECT_GT(accepted, 0);  // stories repeat themselves: n-gram lookup pays
   auto m = spec.client()->Get("/metrics");
   ASSERT_TRUE(m);
-  EXPECT_NE(m->body.find("sniper_draft_accepted_tokens_total " + std::to_string(accepted)), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("sniper_draft_accepted_tokens_total " + std::to_string(accepted)), std::string::npos)
+      << m->body;
   EXPECT_NE(m->body.find("sniper_draft_tokens_total " + std::to_string(accepted + rejected)), std::string::npos);
 }
 
@@ -199,8 +200,13 @@ TEST(ServerDraftModel, SampledAndConstrainedJobs) {
   // Sampled: the draft draws with the job's settings; the usage adds up.
   for (const double temp : {0.8, 1.5}) {
     SCOPED_TRACE(temp);
-    const TJson r = post(spec, {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", temp},
-                                {"top_k", 20}, {"top_p", 0.9}, {"min_p", 0.02}, {"seed", 7}});
+    const TJson r = post(spec, {{"prompt", "Once upon a time"},
+                                {"max_tokens", 40},
+                                {"temperature", temp},
+                                {"top_k", 20},
+                                {"top_p", 0.9},
+                                {"min_p", 0.02},
+                                {"seed", 7}});
     ASSERT_TRUE(r.contains("usage")) << r.dump();
     const int64_t n = r["usage"]["completion_tokens"].get<int64_t>();
     EXPECT_GT(n, 0);
@@ -219,8 +225,11 @@ TEST(ServerDraftModel, SampledAndConstrainedJobs) {
                         {"properties", {{"ok", {{"type", "boolean"}}}}},
                         {"required", {"ok"}},
                         {"additionalProperties", false}};
-  const TJson r = post(spec, {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0},
-                              {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", schema}}}}}});
+  const TJson r = post(
+      spec, {{"prompt", "Once upon a time"},
+             {"max_tokens", 40},
+             {"temperature", 0},
+             {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", schema}}}}}});
   ASSERT_TRUE(r.contains("choices")) << r.dump();
   // The tiny model pads with whitespace, so 40 tokens may end mid-object: the grammar held if
   // the text is the schema's object so far.
@@ -273,7 +282,8 @@ TEST(ServerDraftModel, IncompatibleVocabularyIsAStartupError) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().find("draft model " + path), std::string::npos) << s.error();
   EXPECT_NE(s.error().find("vocabulary is incompatible: token 300 is '<not-a-story-token>' in the draft"),
-            std::string::npos) << s.error();
+            std::string::npos)
+      << s.error();
 }
 
 TEST(ServerDraftModel, NonsenseCombinationsAreRefused) {

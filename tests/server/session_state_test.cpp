@@ -156,7 +156,8 @@ TEST(SessionState, CompressedContextsRestoreWithinBounds) {
       cache_q8.nmse = std::max(cache_q8.nmse, e.nmse);
       cache_q8.cosine = std::min(cache_q8.cosine, e.cosine);
     }
-    std::printf("yardstick: a q8_0 KV cache instead of f16: logits NMSE %.3g, cosine %.6f\n", cache_q8.nmse, cache_q8.cosine);
+    std::printf("yardstick: a q8_0 KV cache instead of f16: logits NMSE %.3g, cosine %.6f\n", cache_q8.nmse,
+                cache_q8.cosine);
   }
   for (KvType kv : {KvType::kF16, KvType::kQ8_0}) {
     for (ContextCompression c : {ContextCompression::kQ8_0, ContextCompression::kQ4_0}) {

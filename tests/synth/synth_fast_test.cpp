@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -315,7 +315,8 @@ TEST(SynthPresets, Qwen35MoeUsesLlamaCppQ4KMRules) {
   for (const char* q4k : {"attn_q.weight", "attn_k.weight", "attn_output.weight"}) {
     EXPECT_EQ(type_histogram(*plan, q4k), (H{{"q4_K", 10}})) << q4k;
   }
-  for (const char* q4k : {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight"}) {
+  for (const char* q4k :
+       {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight"}) {
     EXPECT_EQ(type_histogram(*plan, q4k), (H{{"q4_K", 40}})) << q4k;
   }
   for (const char* f32 : {"ssm_conv1d.weight", "ssm_a", "ssm_dt.bias", "ssm_norm.weight"}) {
@@ -399,9 +400,15 @@ TEST(SynthPresets, Qwen35DenseUsesLlamaCppQ4KMRules) {
   EXPECT_EQ(type_histogram(*plan, "ssm_out.weight"), (H{{"q4_K", 48}}));
   EXPECT_EQ(type_histogram(*plan, "output.weight"), (H{{"q6_K", 1}}));
   for (const SynthTensor& t : *plan) {
-    if (t.name == "blk.0.attn_qkv.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{5120, 10240})); }
-    if (t.name == "blk.0.ssm_beta.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{5120, 48})); }
-    if (t.name == "blk.3.attn_q.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{5120, 12288})); }
+    if (t.name == "blk.0.attn_qkv.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{5120, 10240}));
+    }
+    if (t.name == "blk.0.ssm_beta.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{5120, 48}));
+    }
+    if (t.name == "blk.3.attn_q.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{5120, 12288}));
+    }
     EXPECT_EQ(t.name.find("exps"), std::string::npos) << t.name;
   }
 }
@@ -419,8 +426,12 @@ TEST(SynthPresets, Qwen3NextUsesLlamaCppQ4KMRules) {
   EXPECT_EQ(type_histogram(*plan, "ssm_ba.weight"), (H{{"q4_K", 36}}));
   EXPECT_EQ(type_histogram(*plan, "ssm_alpha.weight"), H{});
   for (const SynthTensor& t : *plan) {
-    if (t.name == "blk.0.ssm_ba.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2048, 64})); }
-    if (t.name == "blk.0.ffn_gate_exps.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2048, 512, 512})); }
+    if (t.name == "blk.0.ssm_ba.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{2048, 64}));
+    }
+    if (t.name == "blk.0.ffn_gate_exps.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{2048, 512, 512}));
+    }
   }
 }
 
@@ -442,16 +453,27 @@ TEST(SynthPresets, Gemma4UsesLlamaCppQ4KMRules) {
   EXPECT_EQ(type_histogram(*moe, "ffn_down.weight"), (H{{"q5_0", 16}, {"q8_0", 14}}));
   EXPECT_EQ(type_histogram(*moe, "ffn_down_exps.weight"), (H{{"q5_0", 16}, {"q8_0", 14}}));
   EXPECT_EQ(type_histogram(*moe, "ffn_gate_up_exps.weight"), (H{{"q4_K", 30}}));
-  for (const char* f32 : {"ffn_gate_inp.weight", "ffn_gate_inp.scale", "ffn_down_exps.scale", "layer_output_scale.weight"}) {
+  for (const char* f32 :
+       {"ffn_gate_inp.weight", "ffn_gate_inp.scale", "ffn_down_exps.scale", "layer_output_scale.weight"}) {
     EXPECT_EQ(type_histogram(*moe, f32), (H{{"f32", 30}})) << f32;
   }
   EXPECT_EQ(type_histogram(*moe, "rope_freqs.weight"), (H{{"f32", 1}}));
   for (const SynthTensor& t : *moe) {
-    if (t.name == "blk.0.attn_k.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 2048})); }
-    if (t.name == "blk.5.attn_k.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 1024})); }
-    if (t.name == "blk.5.attn_q.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 8192})); }
-    if (t.name == "blk.0.ffn_gate_up_exps.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 1408, 128})); }
-    if (t.name == "rope_freqs.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{256})); }
+    if (t.name == "blk.0.attn_k.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 2048}));
+    }
+    if (t.name == "blk.5.attn_k.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 1024}));
+    }
+    if (t.name == "blk.5.attn_q.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 8192}));
+    }
+    if (t.name == "blk.0.ffn_gate_up_exps.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{2816, 1408, 128}));
+    }
+    if (t.name == "rope_freqs.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{256}));
+    }
     EXPECT_NE(t.name, "blk.5.attn_v.weight");  // full layers: V = K
   }
   auto e4b = plan_synth_model(preset("gemma4-e4b"));
@@ -465,8 +487,12 @@ TEST(SynthPresets, Gemma4UsesLlamaCppQ4KMRules) {
   EXPECT_EQ(type_histogram(*e4b, "inp_gate.weight"), (H{{"q4_K", 42}}));
   EXPECT_EQ(type_histogram(*e4b, "proj.weight"), (H{{"q4_K", 42}}));
   for (const SynthTensor& t : *e4b) {
-    if (t.name == "per_layer_token_embd.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{42 * 256, 262144})); }
-    if (t.name == "per_layer_model_proj.weight") { EXPECT_EQ(t.ne, (std::vector<int64_t>{2560, 42 * 256})); }
+    if (t.name == "per_layer_token_embd.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{42 * 256, 262144}));
+    }
+    if (t.name == "per_layer_model_proj.weight") {
+      EXPECT_EQ(t.ne, (std::vector<int64_t>{2560, 42 * 256}));
+    }
   }
 }
 

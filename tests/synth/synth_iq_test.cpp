@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "golden/shared_dir.h"
 #include "gguf/reader.h"
+#include "golden/shared_dir.h"
 #include "quant/quant.h"
 #include "synth/synth_iq_blocks.h"
 #include "synth/synth_mix.h"

@@ -13,9 +13,9 @@
 #include <sstream>
 
 #include "engine/model.h"
-#include "golden/shared_dir.h"
-#include "gguf/reader.h"
 #include "engine/session.h"
+#include "gguf/reader.h"
+#include "golden/shared_dir.h"
 #include "kernels/ops.h"
 #include "synth/synth_presets.h"
 
@@ -68,10 +68,10 @@ void expect_runs(const std::string& path) {
 
 TEST(SynthModel, EveryArchAndTypeLoadsAndRuns) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"llama", "f32"},    {"llama", "f16"},    {"llama", "bf16"},   {"llama", "q8_0"},   {"llama", "q4_0"},
-      {"llama", "q4_1"},   {"llama", "q5_0"},   {"llama", "q5_1"},   {"llama", "q2_k"},   {"llama", "q3_k"},
-      {"llama", "q4_k"},   {"llama", "q5_k"},   {"llama", "q6_k"},   {"llama", "iq4_nl"}, {"llama", "iq4_xs"},
-      {"llama", "q4_k_m"}, {"qwen2", "q8_0"},   {"qwen3", "q4_k_m"}, {"qwen3moe", "q4_k_m"},
+      {"llama", "f32"},    {"llama", "f16"},  {"llama", "bf16"},   {"llama", "q8_0"},      {"llama", "q4_0"},
+      {"llama", "q4_1"},   {"llama", "q5_0"}, {"llama", "q5_1"},   {"llama", "q2_k"},      {"llama", "q3_k"},
+      {"llama", "q4_k"},   {"llama", "q5_k"}, {"llama", "q6_k"},   {"llama", "iq4_nl"},    {"llama", "iq4_xs"},
+      {"llama", "q4_k_m"}, {"qwen2", "q8_0"}, {"qwen3", "q4_k_m"}, {"qwen3moe", "q4_k_m"},
   };
   for (const auto& [arch, type] : cases) {
     SCOPED_TRACE(arch + "/" + type);
@@ -130,12 +130,11 @@ TEST(SynthModel, HybridAndGemma4PresetsLoadAndRun) {
   };
   // (Exact fills of the MoE presets take seconds; the dense ones cover the quantizer path.)
   const Case cases[] = {
-      {"qwen35moe-tiny", "q4_k_m", SynthFill::kFast}, {"qwen35moe-tiny", "iq2_m", SynthFill::kFast},
+      {"qwen35moe-tiny", "q4_k_m", SynthFill::kFast},  {"qwen35moe-tiny", "iq2_m", SynthFill::kFast},
       {"qwen35moe-tiny", "iq3_xxs", SynthFill::kFast}, {"qwen35-tiny", "q4_k_m", SynthFill::kExact},
       {"qwen35-tiny", "q4_k_m", SynthFill::kFast},     {"qwen3next-tiny", "q4_k_m", SynthFill::kFast},
       {"gemma4moe-tiny", "q4_k_m", SynthFill::kFast},  {"gemma4moe-tiny", "dense", SynthFill::kFast},
-      {"gemma4e-tiny", "q4_k_m", SynthFill::kExact},
-      {"gemma4e-tiny", "q4_k_m", SynthFill::kFast},
+      {"gemma4e-tiny", "q4_k_m", SynthFill::kExact},   {"gemma4e-tiny", "q4_k_m", SynthFill::kFast},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.preset) + "/" + c.type + (c.fill == SynthFill::kFast ? "/fast" : "/exact"));
@@ -193,7 +192,9 @@ TEST(SynthModel, KeysAndTensorNamesMatchTheConverterFixtures) {
     auto ours = gguf_open(path);
     ASSERT_TRUE(ours.ok()) << ours.error().message;
     EXPECT_EQ(arch_keys(*ours), arch_keys(*ref));
-    auto n_layers = [](const GgufFile& f) { return *f.get_int(f.get_string("general.architecture").value() + ".block_count"); };
+    auto n_layers = [](const GgufFile& f) {
+      return *f.get_int(f.get_string("general.architecture").value() + ".block_count");
+    };
     const int64_t ref_layers = n_layers(*ref), our_layers = n_layers(*ours);
     // Layer 0 (delta net / sliding) and the last layer (full attention) of each.
     EXPECT_EQ(names(*ours, 0), names(*ref, 0));

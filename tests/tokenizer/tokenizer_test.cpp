@@ -215,7 +215,12 @@ TEST(TokenizerInvalidUtf8, NeverCrashesAndMapsToReplacement) {
   }
   // BPE sees each invalid byte as U+FFFD, exactly as if U+FFFD had been written.
   const Tokenizer& qwen = load_tokenizer(vocab_path("qwen2"));
-  EXPECT_EQ(qwen.encode("a\xff" "b", false, false), qwen.encode("a\xEF\xBF\xBD" "b", false, false));
+  EXPECT_EQ(qwen.encode("a\xff"
+                        "b",
+                        false, false),
+            qwen.encode("a\xEF\xBF\xBD"
+                        "b",
+                        false, false));
   // SPM falls back to byte tokens, so the bytes survive a round trip.
   const Tokenizer& spm = load_tokenizer(vocab_path("llama-spm"));
   EXPECT_EQ(spm.decode(spm.encode(bad, false, false), false), bad);
@@ -284,7 +289,9 @@ TEST(StreamingDetokenizer, InvalidBytesBecomeReplacementCharacters) {
   StreamingDetokenizer stream(tok);
   EXPECT_EQ(stream.push(e2), "");
   EXPECT_EQ(stream.push(x82), "");
-  EXPECT_EQ(stream.push(a), "\xEF\xBF\xBD" "a");  // E2 82 cut short by 'a'
+  EXPECT_EQ(stream.push(a),
+            "\xEF\xBF\xBD"
+            "a");  // E2 82 cut short by 'a'
   EXPECT_EQ(stream.push(ff), "\xEF\xBF\xBD");
   EXPECT_EQ(stream.push(e2), "");
   EXPECT_EQ(stream.flush(), "\xEF\xBF\xBD");
@@ -305,9 +312,9 @@ TEST(Unicode, LenientDecodeLikeLlamaCpp) {
 
 TEST(Unicode, SanitizeReplacesMaximalSubparts) {
   EXPECT_EQ(sanitize_utf8("ok"), "ok");
-  EXPECT_EQ(sanitize_utf8("\xE2\x82"), "\xEF\xBF\xBD");       // truncated: one U+FFFD
+  EXPECT_EQ(sanitize_utf8("\xE2\x82"), "\xEF\xBF\xBD");                              // truncated: one U+FFFD
   EXPECT_EQ(sanitize_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
-  EXPECT_EQ(sanitize_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+  EXPECT_EQ(sanitize_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong
   EXPECT_EQ(utf8_valid_prefix_length("ab\xE2\x82"), 2u);
 }
 
@@ -361,7 +368,8 @@ TEST(PreTokenizer, Qwen35LetterRunsTakeCombiningMarks) {
   EXPECT_EQ(split(k, "re\u0301sume\u0301 x"), (Words{"re\u0301sume\u0301", " x"}));
   EXPECT_EQ(split(PreTokenizerKind::kQwen2, "re\u0301sume\u0301 x"), (Words{"re", "\u0301sume", "\u0301", " x"}));
   EXPECT_EQ(split(k, "नमस्ते दुनिया"), (Words{"नमस्ते", " दुनिया"}));
-  EXPECT_EQ(split(k, "I'VE 12345 ok!!\n\n x"), (Words{"I", "'VE", " ", "1", "2", "3", "4", "5", " ok", "!!\n\n", " x"}));
+  EXPECT_EQ(split(k, "I'VE 12345 ok!!\n\n x"),
+            (Words{"I", "'VE", " ", "1", "2", "3", "4", "5", " ok", "!!\n\n", " x"}));
   EXPECT_EQ(split(k, "😶\u200d🌫\ufe0f ok"), (Words{"😶\u200d🌫", "\ufe0f", " ok"}));
   EXPECT_EQ(split(k, "\u0301a \u0301\u0301!"), (Words{"\u0301a", " \u0301\u0301", "!"}));
   EXPECT_EQ(split(k, "x  \n\ty"), (Words{"x", "  \n", "\ty"}));
@@ -463,7 +471,15 @@ GgufFile tiny_spm_file(const std::string& model) {
   GgufValue tokens;
   tokens.type = GgufValueType::kArray;
   tokens.elem_type = GgufValueType::kString;
-  tokens.arr_str = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81" "ab"};
+  tokens.arr_str = {"<unk>",
+                    "<s>",
+                    "</s>",
+                    "\xE2\x96\x81",
+                    "a",
+                    "b",
+                    "ab",
+                    "\xE2\x96\x81"
+                    "ab"};
   file.add_kv("tokenizer.ggml.tokens", tokens);
   GgufValue scores;
   scores.type = GgufValueType::kArray;
@@ -514,7 +530,8 @@ TEST(TokenizerMetadata, ShortScoresIsAnError) {
   scores.elem_type = GgufValueType::kFloat32;
   scores.arr_float = {0, 0};
   GgufFile short_file;
-  for (const auto& [key, value] : file.metadata()) short_file.add_kv(key, key == "tokenizer.ggml.scores" ? scores : value);
+  for (const auto& [key, value] : file.metadata())
+    short_file.add_kv(key, key == "tokenizer.ggml.scores" ? scores : value);
   auto tok = Tokenizer::from_gguf(short_file);
   ASSERT_FALSE(tok.ok());
   EXPECT_NE(tok.error().message.find("tokenizer.ggml.scores has 2 entries"), std::string::npos);
@@ -529,9 +546,26 @@ GgufValue string_value(const std::string& text) {
 
 // A tiny SentencePiece-style BPE vocab as Gemma 4's GGUF stores it (tokenizer.ggml.model "gemma4",
 // merges over '▁'-escaped raw UTF-8, "<0xXX>" byte tokens). Ids: see kGemma4Tokens.
-const std::vector<std::string> kGemma4Tokens = {
-    "<pad>", "<eos>", "<bos>", "<|channel>", "<channel|>", "\n", "\n\n", "\xE2\x96\x81", "a", "b", "ab",
-    "\xE2\x96\x81" "ab", "<0x0A>", "<0xC3>", "<0xA9>", "<turn|>", "<|tool_response>", "</s>", "<|\"|>"};
+const std::vector<std::string> kGemma4Tokens = {"<pad>",
+                                                "<eos>",
+                                                "<bos>",
+                                                "<|channel>",
+                                                "<channel|>",
+                                                "\n",
+                                                "\n\n",
+                                                "\xE2\x96\x81",
+                                                "a",
+                                                "b",
+                                                "ab",
+                                                "\xE2\x96\x81"
+                                                "ab",
+                                                "<0x0A>",
+                                                "<0xC3>",
+                                                "<0xA9>",
+                                                "<turn|>",
+                                                "<|tool_response>",
+                                                "</s>",
+                                                "<|\"|>"};
 GgufFile tiny_gemma4_file(const std::string& model, bool add_bos_key) {
   GgufFile file;
   file.add_kv("tokenizer.ggml.model", string_value(model));
@@ -629,7 +663,8 @@ TEST(TokenizerGemma4, UnknownModelOrPreStaysAnError) {
 
 // Construction of a 150k-token BPE vocab and encoding 100 kB must not be pathological (quadratic merges,
 // per-token rebuilds). The budgets only catch that: a loaded 2-core CI machine swings timings by several
-// times, and speed itself is measured by benchmarks, not by unit tests (on this machine under load: build 0.17-0.23 s, encode 0.02-0.04 s).
+// times, and speed itself is measured by benchmarks, not by unit tests (on this machine under load: build 0.17-0.23 s,
+// encode 0.02-0.04 s).
 TEST(TokenizerPerformance, BpeConstructionAndEncoding) {
   for (const std::string name : {"qwen2", "llama-bpe"}) {
     auto file = gguf_open(vocab_path(name));

@@ -44,7 +44,8 @@ TEST(StaticCacheBound, Edges) {
 
 // Requests per key for `tokens` tokens, each picking `active` distinct experts per layer with
 // probabilities proportional to `weight` (one weight per expert, the same in every layer).
-std::vector<uint32_t> route(std::mt19937_64& rng, int tokens, int layers, int active, const std::vector<double>& weight) {
+std::vector<uint32_t> route(std::mt19937_64& rng, int tokens, int layers, int active,
+                            const std::vector<double>& weight) {
   const int n_experts = static_cast<int>(weight.size());
   std::vector<uint32_t> counts(static_cast<size_t>(layers * n_experts), 0);
   std::vector<double> w(weight);

@@ -105,8 +105,7 @@ TEST_F(WeightStoreTest, FileChangedSinceParsedIsRefused) {
   ASSERT_EQ(0, truncate(path_.c_str(), static_cast<off_t>(gguf_->file_size - 100)));
   auto store = WeightStore::open(*gguf_, Residency::kResident);
   ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.error().message.find("changed size since it was parsed"), std::string::npos)
-      << store.error().message;
+  EXPECT_NE(store.error().message.find("changed size since it was parsed"), std::string::npos) << store.error().message;
   EXPECT_NE(store.error().message.find(path_), std::string::npos) << store.error().message;
 }
 

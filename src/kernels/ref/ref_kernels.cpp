@@ -27,8 +27,8 @@ void vec_dot_entry_ref(int64_t n, float* out, const void* w, const void* a) {
 }
 
 template <GgmlType kType>
-void gemm_ref(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
-              const void* a, size_t a_row_bytes, float* out, int64_t out_stride) {
+void gemm_ref(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+              size_t a_row_bytes, float* out, int64_t out_stride) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -52,14 +52,14 @@ float tinyblas_dot(int64_t n, const uint8_t* w, const uint8_t* a) {
 }
 
 template <GgmlType kType>
-void gemm_batched_ref(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
-                      const void* a, size_t a_row_bytes, float* out, int64_t out_stride) {
+void gemm_batched_ref(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                      size_t a_row_bytes, float* out, int64_t out_stride) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t r = 0; r < n_rows; ++r) {
-      out[t * out_stride + r] = tinyblas_dot<kType>(n, wb + static_cast<size_t>(r) * w_row_bytes,
-                                                    ab + static_cast<size_t>(t) * a_row_bytes);
+      out[t * out_stride + r] =
+          tinyblas_dot<kType>(n, wb + static_cast<size_t>(r) * w_row_bytes, ab + static_cast<size_t>(t) * a_row_bytes);
     }
   }
 }

@@ -46,12 +46,18 @@ struct Vec16x2 {
 
 struct LoadF32 {
   using E = float;
-  template <class V> static typename V::T load(const E* p) { return V::load_f32(p); }
+  template <class V>
+  static typename V::T load(const E* p) {
+    return V::load_f32(p);
+  }
   static float value(E x) { return x; }
 };
 struct LoadF16 {
   using E = uint16_t;
-  template <class V> static typename V::T load(const E* p) { return V::load_f16(p); }
+  template <class V>
+  static typename V::T load(const E* p) {
+    return V::load_f16(p);
+  }
   static float value(E x) { return h2f(x); }
 };
 

@@ -50,10 +50,9 @@ inline __m256i grid64x4(const uint64_t* grid, int i0, int i1, int i2, int i3) {
 }
 // ksigns64 bytes are 0x00 / 0xff; OR 1 makes them +1 / -1 for vpsignb.
 inline __m256i signs64x4(uint32_t w) {
-  const __m256i s = _mm256_set_epi64x(static_cast<int64_t>(kKsigns64[(w >> 21) & 127]),
-                                      static_cast<int64_t>(kKsigns64[(w >> 14) & 127]),
-                                      static_cast<int64_t>(kKsigns64[(w >> 7) & 127]),
-                                      static_cast<int64_t>(kKsigns64[w & 127]));
+  const __m256i s = _mm256_set_epi64x(
+      static_cast<int64_t>(kKsigns64[(w >> 21) & 127]), static_cast<int64_t>(kKsigns64[(w >> 14) & 127]),
+      static_cast<int64_t>(kKsigns64[(w >> 7) & 127]), static_cast<int64_t>(kKsigns64[w & 127]));
   return _mm256_or_si256(s, _mm256_set1_epi8(1));
 }
 inline __m256i sign_bits(const uint8_t* p) {
@@ -91,9 +90,9 @@ struct DecIQ2_XS {
   static float scale(const Block& b) { return h2f(b.d); }
   static Chunk chunk(const Block& b, int c) {
     const uint16_t* q = b.qs + 4 * c;
-    const __m256i sign = _mm256_set_epi64x(
-        static_cast<int64_t>(kKsigns64[q[3] >> 9]), static_cast<int64_t>(kKsigns64[q[2] >> 9]),
-        static_cast<int64_t>(kKsigns64[q[1] >> 9]), static_cast<int64_t>(kKsigns64[q[0] >> 9]));
+    const __m256i sign =
+        _mm256_set_epi64x(static_cast<int64_t>(kKsigns64[q[3] >> 9]), static_cast<int64_t>(kKsigns64[q[2] >> 9]),
+                          static_cast<int64_t>(kKsigns64[q[1] >> 9]), static_cast<int64_t>(kKsigns64[q[0] >> 9]));
     return {grid64x4(kIq2xsGrid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511),
             _mm256_or_si256(sign, _mm256_set1_epi8(1)), 2 * (b.scales[c] & 0xf) + 1, 2 * (b.scales[c] >> 4) + 1};
   }
@@ -167,8 +166,8 @@ struct DecIQ1_S {
   // bsums of its two halves with one vpmaddwd).
   static __m256i delta_scales(const Block& b) {
     const __m128i qh = load128(b.qh);
-    const __m128i sc = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
-                                    _mm_set1_epi16(1));
+    const __m128i sc =
+        _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1), _mm_set1_epi16(1));
     const __m128i dsc = _mm_sign_epi16(sc, _mm_or_si128(qh, _mm_set1_epi16(1)));  // qh < 0: bit 15, e = -1
     return _mm256_setr_m128i(_mm_unpacklo_epi16(dsc, dsc), _mm_unpackhi_epi16(dsc, dsc));
   }
@@ -195,10 +194,11 @@ struct DecIQ1_M {
   // sums with these, no sign work per token.
   static __m256i delta_scales(const Block& b, int c, __m256i scale16) {
     const uint32_t h = static_cast<uint32_t>(b.qh[2 * c]) | static_cast<uint32_t>(b.qh[2 * c + 1]) << 8;
-    const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(h)), _mm256_setr_epi32(3, 3, 7, 7, 11, 11, 15, 15)),
-                                         _mm256_set1_epi32(1));
+    const __m256i bit = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(h)), _mm256_setr_epi32(3, 3, 7, 7, 11, 11, 15, 15)),
+        _mm256_set1_epi32(1));
     const __m256i neg = _mm256_sub_epi32(_mm256_setzero_si256(), bit);  // all ones where negative
-    return _mm256_sub_epi16(_mm256_xor_si256(scale16, neg), neg);      // -x = ~x + 1 per i16 word
+    return _mm256_sub_epi16(_mm256_xor_si256(scale16, neg), neg);       // -x = ~x + 1 per i16 word
   }
 };
 
@@ -210,7 +210,8 @@ inline __m256i trits(__m256i x, __m256i m) {
   const __m256i k768 = _mm256_set1_epi16(768);
   const __m256i q_even = _mm256_and_si256(_mm256_mullo_epi16(x, m), _mm256_set1_epi16(0x00ff));
   const __m256i q_odd = _mm256_mullo_epi16(_mm256_and_si256(x, _mm256_set1_epi16(static_cast<int16_t>(0xff00))), m);
-  const __m256i t_odd = _mm256_and_si256(_mm256_mulhi_epu16(q_odd, k768), _mm256_set1_epi16(static_cast<int16_t>(0xff00)));
+  const __m256i t_odd =
+      _mm256_and_si256(_mm256_mulhi_epu16(q_odd, k768), _mm256_set1_epi16(static_cast<int16_t>(0xff00)));
   return _mm256_or_si256(_mm256_mulhi_epu16(q_even, k768), t_odd);
 }
 
@@ -277,7 +278,8 @@ struct DotIQ {
           // digit * y pairs summed over the 8 chunks stay within i16 (8 * 2 * 3 * 128 = 6144),
           // then one vpmaddwd: the same i32 lanes as a per-chunk sum.
           __m256i s16 = _mm256_maddubs_epi16(dg[0], load256(a[t][i].qs));
-          for (int c = 1; c < 8; ++c) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(dg[c], load256(a[t][i].qs + 32 * c)));
+          for (int c = 1; c < 8; ++c)
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(dg[c], load256(a[t][i].qs + 32 * c)));
           isum[t] = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
         }
       } else {
@@ -285,12 +287,14 @@ struct DotIQ {
           const Chunk ch = D::chunk(b, c);
           const __m256i scale = D::kOneScale ? Isa::scale_vec(ch.scale_lo) : Isa::scale_vec(ch.scale_lo, ch.scale_hi);
           __m256i dscale = _mm256_setzero_si256();
-          if constexpr (D::kFinish == IqFinish::kIq1m) dscale = D::delta_scales(b, c, scale_pair16(ch.scale_lo, ch.scale_hi));
+          if constexpr (D::kFinish == IqFinish::kIq1m)
+            dscale = D::delta_scales(b, c, scale_pair16(ch.scale_lo, ch.scale_hi));
           for (int t = 0; t < NT; ++t) {
             const __m256i y = load256(a[t][i].qs + 32 * c);
             isum[t] = Isa::dot(isum[t], ch.mag, _mm256_sign_epi8(y, ch.sign), scale);
             if constexpr (D::kFinish == IqFinish::kIq1m) {
-              isum2[t] = _mm256_add_epi32(isum2[t], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), y), dscale));
+              isum2[t] =
+                  _mm256_add_epi32(isum2[t], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), y), dscale));
             }
           }
         }
@@ -313,7 +317,8 @@ struct DotIQ {
         }
         if constexpr (D::kFinish == IqFinish::kIq1s) {
           const int sumi1 = hsum_epi32(_mm256_madd_epi16(load256(a[t][i].bsums), dscale1));
-          acc1[t] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(static_cast<float>(sumi1)), _mm_set_ss(acc1[t])));
+          acc1[t] =
+              _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(static_cast<float>(sumi1)), _mm_set_ss(acc1[t])));
         }
       }
     }
@@ -336,15 +341,42 @@ struct DotIQ {
 template <class Isa, class Table>
 void patch_iquants(Table& t) {
   switch (t.type) {
-    case GgmlType::kIQ2_XXS: t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ2_XXS>>; t.gemm = &gemm_entry<DotIQ<Isa, DecIQ2_XXS>>; break;
-    case GgmlType::kIQ2_XS: t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ2_XS>>; t.gemm = &gemm_entry<DotIQ<Isa, DecIQ2_XS>>; break;
-    case GgmlType::kIQ2_S: t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ2_S>>; t.gemm = &gemm_entry<DotIQ<Isa, DecIQ2_S>>; break;
-    case GgmlType::kIQ3_XXS: t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ3_XXS>>; t.gemm = &gemm_entry<DotIQ<Isa, DecIQ3_XXS>>; break;
-    case GgmlType::kIQ3_S: t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ3_S>>; t.gemm = &gemm_entry<DotIQ<Isa, DecIQ3_S>>; break;
-    case GgmlType::kIQ1_S: t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ1_S>>; t.gemm = &gemm_entry<DotIQ<Isa, DecIQ1_S>>; break;
-    case GgmlType::kIQ1_M: t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ1_M>>; t.gemm = &gemm_entry<DotIQ<Isa, DecIQ1_M>>; break;
-    case GgmlType::kTQ1_0: t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecTQ1_0>>; t.gemm = &gemm_entry<DotIQ<Isa, DecTQ1_0>>; break;
-    case GgmlType::kTQ2_0: t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecTQ2_0>>; t.gemm = &gemm_entry<DotIQ<Isa, DecTQ2_0>>; break;
+    case GgmlType::kIQ2_XXS:
+      t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ2_XXS>>;
+      t.gemm = &gemm_entry<DotIQ<Isa, DecIQ2_XXS>>;
+      break;
+    case GgmlType::kIQ2_XS:
+      t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ2_XS>>;
+      t.gemm = &gemm_entry<DotIQ<Isa, DecIQ2_XS>>;
+      break;
+    case GgmlType::kIQ2_S:
+      t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ2_S>>;
+      t.gemm = &gemm_entry<DotIQ<Isa, DecIQ2_S>>;
+      break;
+    case GgmlType::kIQ3_XXS:
+      t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ3_XXS>>;
+      t.gemm = &gemm_entry<DotIQ<Isa, DecIQ3_XXS>>;
+      break;
+    case GgmlType::kIQ3_S:
+      t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ3_S>>;
+      t.gemm = &gemm_entry<DotIQ<Isa, DecIQ3_S>>;
+      break;
+    case GgmlType::kIQ1_S:
+      t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ1_S>>;
+      t.gemm = &gemm_entry<DotIQ<Isa, DecIQ1_S>>;
+      break;
+    case GgmlType::kIQ1_M:
+      t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecIQ1_M>>;
+      t.gemm = &gemm_entry<DotIQ<Isa, DecIQ1_M>>;
+      break;
+    case GgmlType::kTQ1_0:
+      t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecTQ1_0>>;
+      t.gemm = &gemm_entry<DotIQ<Isa, DecTQ1_0>>;
+      break;
+    case GgmlType::kTQ2_0:
+      t.vec_dot = &vec_dot_entry<DotIQ<Isa, DecTQ2_0>>;
+      t.gemm = &gemm_entry<DotIQ<Isa, DecTQ2_0>>;
+      break;
     default: break;
   }
 }

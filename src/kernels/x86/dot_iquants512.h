@@ -87,7 +87,8 @@ struct Dec512IQ2_XXS : PairDecoder<Dec512IQ2_XXS> {
   static __m512i scales(const Block& b) {
     // chunk c = u32 words 2c (grid indices) and 2c + 1 (signs, scale in bits 28..31)
     const __m512i q = _mm512_loadu_si512(b.qs);
-    const __m512i w = _mm512_permutexvar_epi32(_mm512_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15), q);
+    const __m512i w =
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15), q);
     return odd_scale(_mm512_srli_epi32(w, 28));
   }
   static Pair pair(const Block& b, int p) {
@@ -96,7 +97,8 @@ struct Dec512IQ2_XXS : PairDecoder<Dec512IQ2_XXS> {
     const __m128i idx8 = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
     const __m512i idx = _mm512_cvtepu8_epi64(idx8);
     const __m512i mag = _mm512_i64gather_epi64(idx, reinterpret_cast<const long long*>(kIq2xxsGrid), 8);
-    const uint64_t neg = ksigns_mask4(load_u32le(q + 4)) | static_cast<uint64_t>(ksigns_mask4(load_u32le(q + 12))) << 32;
+    const uint64_t neg = ksigns_mask4(load_u32le(q + 4)) | static_cast<uint64_t>(ksigns_mask4(load_u32le(q + 12)))
+                                                               << 32;
     return {mag, neg};
   }
 };
@@ -170,9 +172,10 @@ struct Dec512IQ3_S {
       const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * p)));
       uint16_t h;
       std::memcpy(&h, b.qh + 2 * p, 2);
-      const __m512i hi = _mm512_and_si512(
-          _mm512_srlv_epi32(_mm512_set1_epi32(h), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
-          _mm512_set1_epi32(1));
+      const __m512i hi =
+          _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(h),
+                                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
+                           _mm512_set1_epi32(1));
       _mm512_store_si512(mag + 64 * p, gather16(kIq3sGrid, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 8))));
       neg[p] = load_u64(b.signs + 8 * p);
     }
@@ -228,11 +231,26 @@ struct DotIQ512 {
 template <class Table>
 void patch_iquants512(Table& t) {
   switch (t.type) {
-    case GgmlType::kIQ2_XXS: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_XXS>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ2_XXS>>; break;
-    case GgmlType::kIQ2_XS: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_XS>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ2_XS>>; break;
-    case GgmlType::kIQ2_S: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_S>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ2_S>>; break;
-    case GgmlType::kIQ3_XXS: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ3_XXS>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ3_XXS>>; break;
-    case GgmlType::kIQ3_S: t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ3_S>>; t.gemm = &gemm_entry8<DotIQ512<Dec512IQ3_S>>; break;
+    case GgmlType::kIQ2_XXS:
+      t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_XXS>>;
+      t.gemm = &gemm_entry8<DotIQ512<Dec512IQ2_XXS>>;
+      break;
+    case GgmlType::kIQ2_XS:
+      t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_XS>>;
+      t.gemm = &gemm_entry8<DotIQ512<Dec512IQ2_XS>>;
+      break;
+    case GgmlType::kIQ2_S:
+      t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ2_S>>;
+      t.gemm = &gemm_entry8<DotIQ512<Dec512IQ2_S>>;
+      break;
+    case GgmlType::kIQ3_XXS:
+      t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ3_XXS>>;
+      t.gemm = &gemm_entry8<DotIQ512<Dec512IQ3_XXS>>;
+      break;
+    case GgmlType::kIQ3_S:
+      t.vec_dot = &vec_dot_entry<DotIQ512<Dec512IQ3_S>>;
+      t.gemm = &gemm_entry8<DotIQ512<Dec512IQ3_S>>;
+      break;
     default: break;
   }
 }

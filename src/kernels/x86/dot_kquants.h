@@ -49,9 +49,7 @@ inline void unpack_scales_k3(const uint8_t* packed, int8_t* sc) {
 }
 
 // Sum over the 16 groups of scale16[g] * bsums[g] (i16 x i16 -> i32 lanes, 8 lanes).
-inline __m256i bsum_dot(const int16_t* bsums, __m256i scale16) {
-  return _mm256_madd_epi16(load256(bsums), scale16);
-}
+inline __m256i bsum_dot(const int16_t* bsums, __m256i scale16) { return _mm256_madd_epi16(load256(bsums), scale16); }
 
 // ggml's q4_K/q5_K min term: 4 i32 lanes, lane m = mins[2m] * (bsums[4m] + bsums[4m+1]) +
 // mins[2m+1] * (bsums[4m+2] + bsums[4m+3]) (hadd of the 16 group sums, then madd).
@@ -107,7 +105,8 @@ struct DotQ4_K {
       }
       const float d = h2f(w[i].d), dmin = h2f(w[i].dmin);
       for (int t = 0; t < NT; ++t) {
-        accm[t] = _mm_fmadd_ps(_mm_set1_ps(-a[t][i].d * dmin), _mm_cvtepi32_ps(min_dot4(a[t][i].bsums, mins8)), accm[t]);
+        accm[t] =
+            _mm_fmadd_ps(_mm_set1_ps(-a[t][i].d * dmin), _mm_cvtepi32_ps(min_dot4(a[t][i].bsums, mins8)), accm[t]);
         acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t][i].d * d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
       }
     }
@@ -142,8 +141,8 @@ struct DotQ5_K {
         const __m256i h0 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * j)), one);
         const __m256i h1 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * j + 1)), one);
         const __m256i lo = _mm256_or_si256(_mm256_and_si256(q4, low_mask), _mm256_slli_epi16(h0, 4));
-        const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), low_mask),
-                                           _mm256_slli_epi16(h1, 4));
+        const __m256i hi =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q4, 4), low_mask), _mm256_slli_epi16(h1, 4));
         const __m256i s_lo = _mm256_set1_epi16(sc[2 * j]);
         const __m256i s_hi = _mm256_set1_epi16(sc[2 * j + 1]);
         for (int t = 0; t < NT; ++t) {

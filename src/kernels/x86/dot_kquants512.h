@@ -142,7 +142,8 @@ struct DotQ4_K512 {
       const __m128i mins8 = q4_k_superblock_isums<NT>(w[i], a, i, k, isum);
       const float d = h2f(w[i].d), dmin = h2f(w[i].dmin);
       for (int t = 0; t < NT; ++t) {
-        accm[t] = _mm_fmadd_ps(_mm_set1_ps(-a[t][i].d * dmin), _mm_cvtepi32_ps(min_dot4(a[t][i].bsums, mins8)), accm[t]);
+        accm[t] =
+            _mm_fmadd_ps(_mm_set1_ps(-a[t][i].d * dmin), _mm_cvtepi32_ps(min_dot4(a[t][i].bsums, mins8)), accm[t]);
         acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t][i].d * d), _mm256_cvtepi32_ps(fold512(isum[t])), acc[t]);
       }
     }
@@ -225,8 +226,8 @@ constexpr int kTileTokens512 = 8;
 // kTileTokens512) for a kernel with dot_prefetch: prefetches run ahead across the rows of this
 // call, never past them. Every token's result is the same for any tile size (see x86_util.h).
 template <class K>
-void gemm_entry_prefetch(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
-                         const void* a, size_t a_row_bytes, float* out, int64_t out_stride) {
+void gemm_entry_prefetch(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                         size_t a_row_bytes, float* out, int64_t out_stride) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   const uint8_t* w_end = wb + static_cast<size_t>(n_rows) * w_row_bytes;

@@ -122,8 +122,8 @@ struct DotQ3_K512 {
     const __m512i four = _mm512_set1_epi8(4);
     const __m512i shift01 = words_by_quarter(0, 0, 2, 2), shift23 = words_by_quarter(4, 4, 6, 6);
     // hmask bit 4h + k of chunk 4h + k moved to bit 2: pairs (k, k + 1) of each half.
-    const __m512i hshift[4] = {words_by_quarter(0, 0, 1, 1), words_by_quarter(2, 2, 3, 3),
-                               words_by_quarter(4, 4, 5, 5), words_by_quarter(6, 6, 7, 7)};
+    const __m512i hshift[4] = {words_by_quarter(0, 0, 1, 1), words_by_quarter(2, 2, 3, 3), words_by_quarter(4, 4, 5, 5),
+                               words_by_quarter(6, 6, 7, 7)};
     const GroupWordIndex gw;
     const Q3KScaleConsts sk;
     for (int64_t i = 0; i < n / 256; ++i) {
@@ -162,11 +162,12 @@ inline int iq4_xs_scale(const BlockIQ4_XS& b, int ib) {
 // The signed table values of IQ4_XS blocks 2p and 2p + 1 (quant bytes 32p .. 32p + 31) in element
 // order: [block 2p low nibbles | its high nibbles | block 2p + 1 low | high].
 [[gnu::always_inline]] inline __m512i iq4_xs_pair_values(const uint8_t* qs, __m512i lut) {
-  const __m512i x = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
-                                             _mm512_castsi256_si512(load256(qs)));
-  const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(x, _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0,
-                                                                              0x0004000400040004, 0x0004000400040004)),
-                                       _mm512_set1_epi8(0x0F));
+  const __m512i x =
+      _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(load256(qs)));
+  const __m512i nib =
+      _mm512_and_si512(_mm512_srlv_epi16(x, _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0,
+                                                              0x0004000400040004, 0x0004000400040004)),
+                       _mm512_set1_epi8(0x0F));
   return _mm512_shuffle_epi8(lut, nib);
 }
 

@@ -73,15 +73,15 @@ struct DotIQ1_S_512 {
     // group j of a pair: bits 3 (j % 4) of qh[2p + j / 4]
     const __m512i hi_shift = _mm512_setr_epi64(0, 3, 6, 9, 16, 19, 22, 25);
     // i16 word w of pair p's scale vector = the scale of chunk 2p + w / 16
-    const __m512i sel0 = _mm512_set_epi64(0x0001000100010001, 0x0001000100010001, 0x0001000100010001,
-                                          0x0001000100010001, 0, 0, 0, 0);
+    const __m512i sel0 =
+        _mm512_set_epi64(0x0001000100010001, 0x0001000100010001, 0x0001000100010001, 0x0001000100010001, 0, 0, 0, 0);
     const __m512i zero = _mm512_setzero_si512();
     for (int64_t i = 0; i < n / 256; ++i) {
       const BlockIQ1_S& b = w[i];
       const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh));
       // i16 odd scale 2 ((qh >> 12) & 7) + 1 of each chunk, and the same with the delta sign (bit 15)
-      const __m128i sc = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
-                                      _mm_set1_epi16(1));
+      const __m128i sc =
+          _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1), _mm_set1_epi16(1));
       const __m128i dsc = _mm_sign_epi16(sc, _mm_or_si128(qh, _mm_set1_epi16(1)));
       // delta scale per bsums pair: word 2c and 2c + 1 = dsc[c]
       const __m256i dsc2 = _mm256_setr_m128i(_mm_unpacklo_epi16(dsc, dsc), _mm_unpackhi_epi16(dsc, dsc));
@@ -92,7 +92,8 @@ struct DotIQ1_S_512 {
         const __m512i g = iq1_pair_grid(b.qs + 8 * p, load_u32_t512(b.qh + 2 * p), hi_shift);
         const __m512i mag = _mm512_abs_epi8(g);
         const __mmask64 neg = _mm512_movepi8_mask(g);
-        const __m512i s = _mm512_permutexvar_epi16(_mm512_add_epi16(sel0, _mm512_set1_epi16(static_cast<short>(2 * p))), sc512);
+        const __m512i s =
+            _mm512_permutexvar_epi16(_mm512_add_epi16(sel0, _mm512_set1_epi16(static_cast<short>(2 * p))), sc512);
         for (int t = 0; t < NT; ++t) {
           const __m512i y = _mm512_loadu_si512(a[t][i].qs + 64 * p);
           const __m512i ys = _mm512_mask_sub_epi8(y, neg, zero, y);
@@ -104,7 +105,8 @@ struct DotIQ1_S_512 {
         const float d = dw * a[t][i].d;
         acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold_lanes(isum[t])), acc[t]);
         const int sumi1 = hsum_epi32(_mm256_madd_epi16(load256(a[t][i].bsums), dsc2));
-        acc1[t] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(static_cast<float>(sumi1)), _mm_set_ss(acc1[t])));
+        acc1[t] =
+            _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(static_cast<float>(sumi1)), _mm_set_ss(acc1[t])));
       }
     }
     for (int t = 0; t < NT; ++t) {
@@ -129,16 +131,17 @@ struct DotIQ1_M_512 {
     const __m512i field_word = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const __m512i field_shift = _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9);
     const __m512i pair_sel = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    const __m512i delta_bit = _mm512_setr_epi32(1 << 3, 1 << 3, 1 << 7, 1 << 7, 1 << 11, 1 << 11, 1 << 15, 1 << 15,
-                                                1 << 19, 1 << 19, 1 << 23, 1 << 23, 1 << 27, 1 << 27, static_cast<int>(0x80000000u),
-                                                static_cast<int>(0x80000000u));
+    const __m512i delta_bit =
+        _mm512_setr_epi32(1 << 3, 1 << 3, 1 << 7, 1 << 7, 1 << 11, 1 << 11, 1 << 15, 1 << 15, 1 << 19, 1 << 19, 1 << 23,
+                          1 << 23, 1 << 27, 1 << 27, static_cast<int>(0x80000000u), static_cast<int>(0x80000000u));
     const __m512i zero = _mm512_setzero_si512();
     const __m512i ones = _mm512_set1_epi8(1);
     for (int64_t i = 0; i < n / 256; ++i) {
       const BlockIQ1_M& b = w[i];
       __m512i isum[NT], isum2[NT];
       for (int t = 0; t < NT; ++t) isum[t] = isum2[t] = zero;
-      const __m512i words = _mm512_zextsi128_si512(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales))));
+      const __m512i words =
+          _mm512_zextsi128_si512(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales))));
       const __m512i fields = _mm512_and_si512(
           _mm512_srlv_epi32(_mm512_permutexvar_epi32(field_word, words), field_shift), _mm512_set1_epi32(7));
       // both i16 halves of each lane = 2 field + 1 (at most 15: no carry into the high half)
@@ -168,7 +171,8 @@ struct DotIQ1_M_512 {
       }
     }
     for (int t = 0; t < NT; ++t) {
-      out[t] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(0.125f), _mm_set_ss(hsum_ps(acc2[t])), _mm_set_ss(hsum_ps(acc[t]))));
+      out[t] =
+          _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(0.125f), _mm_set_ss(hsum_ps(acc2[t])), _mm_set_ss(hsum_ps(acc[t]))));
     }
   }
 };
@@ -197,10 +201,13 @@ struct Dec512TQ1_0 {
     const __m512i x1v = _mm512_broadcast_i32x4(x1);
     const __m512i mix = _mm512_inserti32x4(_mm512_inserti32x4(x0, x1, 2), x1, 3);  // [x0 lo, x0 hi, x1, x1]
     const __m512i tail = _mm512_inserti32x4(x1v, qh, 3);                           // [x1, x1, x1, qh x 4]
-    auto m = [](int a, int b) { return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(a)), _mm256_set1_epi16(static_cast<short>(b)), 1); };
+    auto m = [](int a, int b) {
+      return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(a)), _mm256_set1_epi16(static_cast<short>(b)), 1);
+    };
     d[0] = trits512(x0, m(1, 3));
     d[1] = trits512(x0, m(9, 27));
-    d[2] = trits512(mix, _mm512_inserti64x4(_mm512_set1_epi16(81), _mm256_setr_m128i(_mm_set1_epi16(1), _mm_set1_epi16(3)), 1));
+    d[2] = trits512(
+        mix, _mm512_inserti64x4(_mm512_set1_epi16(81), _mm256_setr_m128i(_mm_set1_epi16(1), _mm_set1_epi16(3)), 1));
     d[3] = trits512(tail, _mm512_setr_epi32(0x00090009, 0x00090009, 0x00090009, 0x00090009, 0x001b001b, 0x001b001b,
                                             0x001b001b, 0x001b001b, 0x00510051, 0x00510051, 0x00510051, 0x00510051,
                                             0x00010001, 0x00030003, 0x00090009, 0x001b001b));
@@ -213,9 +220,10 @@ struct Dec512TQ2_0 {
     for (int c = 0; c < 2; ++c) {
       const __m512i x = _mm512_broadcast_i64x4(load256(b.qs + 32 * c));
       // pair 2c + h: shifts 4h (chunk 4c + 2h) and 4h + 2 (chunk 4c + 2h + 1)
-      d[2 * c] = _mm512_and_si512(_mm512_srlv_epi16(x, _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1)), m3);
-      d[2 * c + 1] = _mm512_and_si512(
-          _mm512_srlv_epi16(x, _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)), m3);
+      d[2 * c] = _mm512_and_si512(
+          _mm512_srlv_epi16(x, _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1)), m3);
+      d[2 * c + 1] =
+          _mm512_and_si512(_mm512_srlv_epi16(x, _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)), m3);
     }
   }
 };
@@ -251,10 +259,22 @@ struct DotTQ512 {
 template <class Table>
 void patch_ternary512(Table& t) {
   switch (t.type) {
-    case GgmlType::kIQ1_S: t.vec_dot = &vec_dot_entry<DotIQ1_S_512>; t.gemm = &gemm_entry8<DotIQ1_S_512>; break;
-    case GgmlType::kIQ1_M: t.vec_dot = &vec_dot_entry<DotIQ1_M_512>; t.gemm = &gemm_entry8<DotIQ1_M_512>; break;
-    case GgmlType::kTQ1_0: t.vec_dot = &vec_dot_entry<DotTQ512<Dec512TQ1_0>>; t.gemm = &gemm_entry8<DotTQ512<Dec512TQ1_0>>; break;
-    case GgmlType::kTQ2_0: t.vec_dot = &vec_dot_entry<DotTQ512<Dec512TQ2_0>>; t.gemm = &gemm_entry8<DotTQ512<Dec512TQ2_0>>; break;
+    case GgmlType::kIQ1_S:
+      t.vec_dot = &vec_dot_entry<DotIQ1_S_512>;
+      t.gemm = &gemm_entry8<DotIQ1_S_512>;
+      break;
+    case GgmlType::kIQ1_M:
+      t.vec_dot = &vec_dot_entry<DotIQ1_M_512>;
+      t.gemm = &gemm_entry8<DotIQ1_M_512>;
+      break;
+    case GgmlType::kTQ1_0:
+      t.vec_dot = &vec_dot_entry<DotTQ512<Dec512TQ1_0>>;
+      t.gemm = &gemm_entry8<DotTQ512<Dec512TQ1_0>>;
+      break;
+    case GgmlType::kTQ2_0:
+      t.vec_dot = &vec_dot_entry<DotTQ512<Dec512TQ2_0>>;
+      t.gemm = &gemm_entry8<DotTQ512<Dec512TQ2_0>>;
+      break;
     default: break;
   }
 }

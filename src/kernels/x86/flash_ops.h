@@ -156,7 +156,8 @@ void softmax_mad_f32_t(float* acc, float* m, float* sum, const float* scores, in
     }
     const float* vt = v + t0 * hd;
     int64_t d = 0;
-    for (; d + kVecs * P::kLanes <= hd; d += kVecs * P::kLanes) softmax_mad_block<P, kVecs>(acc + d, ms, vs, nc, vt + d, hd);
+    for (; d + kVecs * P::kLanes <= hd; d += kVecs * P::kLanes)
+      softmax_mad_block<P, kVecs>(acc + d, ms, vs, nc, vt + d, hd);
     for (; d + P::kLanes <= hd; d += P::kLanes) softmax_mad_block<P, 1>(acc + d, ms, vs, nc, vt + d, hd);
     for (; d < hd; ++d) {
       float a = acc[d];

@@ -50,9 +50,9 @@ struct alignas(64) Q8KPairBlock {
 
 // Activation terms of up to 8 tokens (padded to whole pairs and quads by repeating a token).
 struct Q8KTileTerms {
-  __m512 yd2[kTileMaxSuperBlocks][4];     // [d_y(2p) x8 | d_y(2p+1) x8]
-  __m512 nyd4[kTileMaxSuperBlocks][2];    // Q4_K, Q5_K: [-d_y(4q + k) x4 for k < 4]
-  __m512i q8s4[kTileMaxSuperBlocks][2];   // Q4_K, Q5_K: [hadd(bsums) of token 4q + k, 8 words, for k < 4]
+  __m512 yd2[kTileMaxSuperBlocks][4];      // [d_y(2p) x8 | d_y(2p+1) x8]
+  __m512 nyd4[kTileMaxSuperBlocks][2];     // Q4_K, Q5_K: [-d_y(4q + k) x4 for k < 4]
+  __m512i q8s4[kTileMaxSuperBlocks][2];    // Q4_K, Q5_K: [hadd(bsums) of token 4q + k, 8 words, for k < 4]
   __m512i nbsum2[kTileMaxSuperBlocks][4];  // Q6_K, Q2_K: [-bsums of token 2p, 16 words | of token 2p+1]
 };
 
@@ -70,8 +70,8 @@ void lay_out_tile(const BlockQ8_K* const* a, int n_pad, int64_t n_sb, Q8KPairBlo
       terms.yd2[i][p] = _mm512_insertf32x8(_mm512_set1_ps(a[2 * p][i].d), _mm256_set1_ps(a[2 * p + 1][i].d), 1);
       if constexpr (kType == GgmlType::kQ6_K || kType == GgmlType::kQ2_K) {
         // -bsums: each is a sum of 16 int8, in [-2048, 2032], so its negation fits 16 bits.
-        const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(load256(a[2 * p][i].bsums)),
-                                             load256(a[2 * p + 1][i].bsums), 1);
+        const __m512i b =
+            _mm512_inserti64x4(_mm512_castsi256_si512(load256(a[2 * p][i].bsums)), load256(a[2 * p + 1][i].bsums), 1);
         terms.nbsum2[i][p] = _mm512_sub_epi16(_mm512_setzero_si512(), b);
       }
     }
@@ -172,7 +172,8 @@ struct TilesK4 {
         const __m512i s_lo = _mm512_set1_epi32(sc[2 * j]);
         const __m512i s_hi = _mm512_set1_epi32(sc[2 * j + 1]);
         for (int p = 0; p < NP; ++p) {
-          isum[p] = _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(lo, _mm512_load_si512(acts[i].qs[2 * j][p])), s_lo);
+          isum[p] =
+              _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(lo, _mm512_load_si512(acts[i].qs[2 * j][p])), s_lo);
           isum[p] =
               _mm512_dpwssd_epi32(isum[p], _mm512_maddubs_epi16(hi, _mm512_load_si512(acts[i].qs[2 * j + 1][p])), s_hi);
         }
@@ -277,8 +278,8 @@ struct TilesQ6_K {
 // padded by repeating the last token (its extra result is dropped). Prefetches run ahead across
 // the rows of this call, never past them.
 template <class Tiles, class OneToken>
-void gemm_pair_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const uint8_t* wb, size_t w_row_bytes,
-                     const uint8_t* ab, size_t a_row_bytes, float* out, int64_t out_stride, OneToken&& one) {
+void gemm_pair_tiles(int64_t n, int64_t n_rows, int64_t n_tok, const uint8_t* wb, size_t w_row_bytes, const uint8_t* ab,
+                     size_t a_row_bytes, float* out, int64_t out_stride, OneToken&& one) {
   const int64_t n_sb = n / 256;
   const uint8_t* w_end = wb + static_cast<size_t>(n_rows) * w_row_bytes;
   Q8KTileTerms terms;

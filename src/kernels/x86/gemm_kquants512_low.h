@@ -108,8 +108,8 @@ struct TilesIQ4_XS {
     const __m512i lut = _mm512_broadcast_i32x4(load128(kIq4nlValues));
     // Block ib's 16 quant bytes in every 128-bit lane, high nibbles shifted down in lanes 1 and 3:
     // [low nibbles | high nibbles] = the block's 32 values, for both tokens of a pair.
-    const __m512i nibble_shift = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0,
-                                                   0x0004000400040004, 0x0004000400040004);
+    const __m512i nibble_shift =
+        _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004, 0x0004000400040004);
     const __m512i low_mask = _mm512_set1_epi8(0x0F);
     single_scale_row<NP>(n_sb, w, terms, out, pf_limit, [&](int64_t i, __m512i* isum) {
       for (int p = 0; p < NP; ++p) isum[p] = _mm512_setzero_si512();

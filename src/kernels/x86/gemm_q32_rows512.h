@@ -75,7 +75,8 @@ template <class W>
 template <class W>
 [[gnu::always_inline]] inline __m512i row_words16(const W* const* rows, int64_t i, size_t offset) {
   alignas(64) uint32_t v[kRowLanes];
-  for (int r = 0; r < kRowLanes; ++r) __builtin_memcpy(&v[r], reinterpret_cast<const uint8_t*>(rows[r] + i) + offset, 4);
+  for (int r = 0; r < kRowLanes; ++r)
+    __builtin_memcpy(&v[r], reinterpret_cast<const uint8_t*>(rows[r] + i) + offset, 4);
   return _mm512_load_si512(v);
 }
 
@@ -154,8 +155,8 @@ struct LanesQ5_1 : Q32Lanes<FmtQ5_1, 0, true> {
 struct LanesIQ4_NL : Q32Lanes<FmtIQ4_NL, 128, false> {  // table value + 128
   static void lay_out(const W* const* rows, int64_t i, __m512i* q) {
     nibble_lanes(rows, i, offsetof(W, qs), q);
-    const __m512i lut = _mm512_xor_si512(_mm512_broadcast_i32x4(load128(kIq4nlValues)),
-                                         _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __m512i lut =
+        _mm512_xor_si512(_mm512_broadcast_i32x4(load128(kIq4nlValues)), _mm512_set1_epi8(static_cast<char>(0x80)));
     for (int k = 0; k < 8; ++k) q[k] = _mm512_shuffle_epi8(lut, q[k]);
   }
 };
@@ -280,7 +281,8 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
   // copy) transposes each block as it goes.
   const bool copy = n_tok > kQ32PassTokens && nb <= kQ32RowsMaxBlocks;
   // Tokens come in slices whose lane biases are prepared at once (a multiple of the pass).
-  const int64_t slice = std::max<int64_t>(1, kQ32BiasBlocks / std::max<int64_t>(nb, 1) / kQ32PassTokens) * kQ32PassTokens;
+  const int64_t slice =
+      std::max<int64_t>(1, kQ32BiasBlocks / std::max<int64_t>(nb, 1) / kQ32PassTokens) * kQ32PassTokens;
   alignas(64) int32_t bias[F::kOffset != 0 ? 8 * kQ32BiasBlocks : 8];
   // Without an offset the biases are never read and `bias` holds one block's lanes: every
   // token's and block's pointer is its start rather than past its end.
@@ -290,7 +292,8 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
     const int64_t s1 = std::min(n_tok, s0 + slice);
     if constexpr (F::kOffset != 0) {
       for (int64_t t = s0; t < s1; ++t) {
-        lane_bias<F>(reinterpret_cast<const A*>(ab + static_cast<size_t>(t) * a_row_bytes), nb, bias + 8 * nb * (t - s0));
+        lane_bias<F>(reinterpret_cast<const A*>(ab + static_cast<size_t>(t) * a_row_bytes), nb,
+                     bias + 8 * nb * (t - s0));
       }
     }
     for (int64_t r0 = 0; r0 < n_rows; r0 += kRowLanes) {
@@ -300,7 +303,8 @@ void gemm_q32_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size
         rows[r] = reinterpret_cast<const W*>(wb + static_cast<size_t>(r0 + std::min(r, nr - 1)) * w_row_bytes);
       }
       const uint8_t* next = wb + static_cast<size_t>(std::min(n_rows, r0 + kRowLanes)) * w_row_bytes;
-      NextGroupPrefetch prefetch(next, wb + static_cast<size_t>(std::min(n_rows, r0 + 2 * kRowLanes)) * w_row_bytes, nb);
+      NextGroupPrefetch prefetch(next, wb + static_cast<size_t>(std::min(n_rows, r0 + 2 * kRowLanes)) * w_row_bytes,
+                                 nb);
       if (copy) {
         for (int64_t i = 0; i < nb; ++i) {
           prefetch.step();

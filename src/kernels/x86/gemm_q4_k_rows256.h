@@ -79,15 +79,17 @@ struct Q4KRows8 {
       for (int d = 0; d < 8; ++d) {
         __m256i isum[NT];
         for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
-        add_lane_sums<NT>(b.q, d, [&b](int c) { return b.sc[c]; }, a, i, isum);
+        add_lane_sums<NT>(
+            b.q, d, [&b](int c) { return b.sc[c]; }, a, i, isum);
         for (int t = 0; t < NT; ++t) acc[t][d] = _mm256_fmadd_ps(dd[t], _mm256_cvtepi32_ps(isum[t]), acc[t][d]);
       }
       for (int t = 0; t < NT; ++t) {
         // Chunk pair m: min 2m * (bsum 4m + bsum 4m+1) + min 2m+1 * (bsum 4m+2 + bsum 4m+3).
         const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(a[t][i].d), b.dmin);
         for (int m = 0; m < 4; ++m) {
-          const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(b.mins[2 * m], bcast32_256(a[t][i].bsums + 4 * m)),
-                                             _mm256_madd_epi16(b.mins[2 * m + 1], bcast32_256(a[t][i].bsums + 4 * m + 2)));
+          const __m256i p =
+              _mm256_add_epi32(_mm256_madd_epi16(b.mins[2 * m], bcast32_256(a[t][i].bsums + 4 * m)),
+                               _mm256_madd_epi16(b.mins[2 * m + 1], bcast32_256(a[t][i].bsums + 4 * m + 2)));
           acc_m[t][m] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(p), acc_m[t][m]);
         }
       }

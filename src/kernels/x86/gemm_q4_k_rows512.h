@@ -33,10 +33,10 @@ struct Q4KRows {
 
   // One super-block of 16 rows, rows in lanes.
   struct alignas(64) Block {
-    __m512i q[8][8];   // [chunk c][dword d]: lane r = row r's elements 32c + 4d .. 32c + 4d + 3 (0..15)
-    __m512i sc[8];     // [chunk c]: lane r = [scale c | scale c] of row r as words
-    __m512i mins[8];   // [chunk c]: lane r = [min c | min c] of row r as words
-    __m512 d, dmin;    // lane r = row r's d, dmin
+    __m512i q[8][8];  // [chunk c][dword d]: lane r = row r's elements 32c + 4d .. 32c + 4d + 3 (0..15)
+    __m512i sc[8];    // [chunk c]: lane r = [scale c | scale c] of row r as words
+    __m512i mins[8];  // [chunk c]: lane r = [min c | min c] of row r as words
+    __m512 d, dmin;   // lane r = row r's d, dmin
   };
 
   static void lay_out(const uint8_t* const* row_bytes, int64_t n_sb, Block* blocks) {

@@ -39,7 +39,8 @@ struct Q6KRows8 {
           const __m256i qa = load256(rows[r][i].ql + 64 * half);
           const __m256i qb = load256(rows[r][i].ql + 64 * half + 32);
           const __m256i qh = load256(rows[r][i].qh + 32 * half);
-          z[0][r] = _mm256_or_si256(_mm256_and_si256(qa, low_mask), _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4));
+          z[0][r] =
+              _mm256_or_si256(_mm256_and_si256(qa, low_mask), _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4));
           z[1][r] = _mm256_or_si256(_mm256_and_si256(qb, low_mask),
                                     _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits), 4));
           z[2][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), low_mask),
@@ -93,7 +94,8 @@ struct Q6KRows8 {
           const __m256i bs = _mm256_madd_epi16(b.bsc[d], bcast32_256(a[t][i].bsums + 2 * d));
           isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bs, 5));
         }
-        add_lane_sums<NT>(b.q, d, [&b, d](int c) { return b.sc[c][d >= 4 ? 1 : 0]; }, a, i, isum);
+        add_lane_sums<NT>(
+            b.q, d, [&b, d](int c) { return b.sc[c][d >= 4 ? 1 : 0]; }, a, i, isum);
         for (int t = 0; t < NT; ++t) acc[t][d] = _mm256_fmadd_ps(dd[t], _mm256_cvtepi32_ps(isum[t]), acc[t][d]);
       }
     }

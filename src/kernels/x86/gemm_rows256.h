@@ -41,7 +41,7 @@ constexpr int kRows8MaxSuperBlocks = 48;
     u[2 * k] = _mm256_unpacklo_epi32(z[2 * k], z[2 * k + 1]);      // rows 2k, 2k+1: d0 d1 | d4 d5
     u[2 * k + 1] = _mm256_unpackhi_epi32(z[2 * k], z[2 * k + 1]);  //                 d2 d3 | d6 d7
   }
-  for (int h = 0; h < 2; ++h) {  // rows 0..3 (h = 0) and 4..7 (h = 1)
+  for (int h = 0; h < 2; ++h) {                                        // rows 0..3 (h = 0) and 4..7 (h = 1)
     v[4 * h + 0] = _mm256_unpacklo_epi64(u[4 * h], u[4 * h + 2]);      // d0 | d4
     v[4 * h + 1] = _mm256_unpackhi_epi64(u[4 * h], u[4 * h + 2]);      // d1 | d5
     v[4 * h + 2] = _mm256_unpacklo_epi64(u[4 * h + 1], u[4 * h + 3]);  // d2 | d6
@@ -110,7 +110,8 @@ void gemm_rows8(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t 
     for (int64_t t0 = 0; t0 < n_tok; t0 += kRows8TileTokens) {
       const int nt = static_cast<int>(std::min<int64_t>(n_tok - t0, kRows8TileTokens));
       const BlockQ8_K* at[kRows8TileTokens];
-      for (int t = 0; t < nt; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(ab + static_cast<size_t>(t0 + t) * a_row_bytes);
+      for (int t = 0; t < nt; ++t)
+        at[t] = reinterpret_cast<const BlockQ8_K*>(ab + static_cast<size_t>(t0 + t) * a_row_bytes);
       float* o = out + t0 * out_stride + r0;
       switch (nt) {
         case 1: K::template tile<1>(n_sb, blocks, at, o, out_stride, nr); break;

@@ -110,7 +110,8 @@ void gemm_rows(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w
     for (int64_t t0 = 0; t0 < n_tok; t0 += kRowsTileTokens) {
       const int nt = static_cast<int>(std::min<int64_t>(n_tok - t0, kRowsTileTokens));
       const BlockQ8_K* at[kRowsTileTokens];
-      for (int t = 0; t < nt; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(ab + static_cast<size_t>(t0 + t) * a_row_bytes);
+      for (int t = 0; t < nt; ++t)
+        at[t] = reinterpret_cast<const BlockQ8_K*>(ab + static_cast<size_t>(t0 + t) * a_row_bytes);
       float* o = out + t0 * out_stride + r0;
       switch (nt) {
         case 1: K::template tile<1>(n_sb, blocks, at, o, out_stride, lanes); break;

@@ -77,7 +77,7 @@ struct Q4KMatvecConsts {
 // in every one of them), 12..15 zero; times [d_y * d x8 | -d_y * dmin x4 | 0] and FMA'd into acc.
 template <bool kScalarMin>
 [[gnu::always_inline]] inline __m512 k4_superblock_step(__m512 acc, __m512i isum, __m256i words, const uint16_t* d_dmin,
-                                                         const Q8KForQ4K& a, __m512i d_spread) {
+                                                        const Q8KForQ4K& a, __m512i d_spread) {
   __m256i mins = _mm256_madd_epi16(words, _mm256_load_si256(reinterpret_cast<const __m256i*>(a.bsum2)));
   if constexpr (kScalarMin) {
     mins = _mm256_add_epi32(mins, _mm256_shuffle_epi32(mins, _MM_SHUFFLE(1, 0, 3, 2)));

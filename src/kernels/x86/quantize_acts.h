@@ -6,7 +6,6 @@
 // Include only from ISA translation units (needs AVX2 + F16C).
 #pragma once
 
-
 #include "kernels/x86/x86_util.h"
 #include "quant/q8_0.h"
 #include "quant/q8_1.h"
@@ -134,8 +133,8 @@ inline void quantize_q8_K(const float* x, void* dst, int64_t n) {
       }
       const __m256i ab = _mm256_packus_epi32(q[0], q[1]);
       const __m256i cd = _mm256_packus_epi32(q[2], q[3]);
-      const __m256i r = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd),
-                                                    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      const __m256i r =
+          _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs + 32 * j), r);
       // bsums of the two 16-element groups.
       const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), r);

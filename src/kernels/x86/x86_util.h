@@ -61,8 +61,8 @@ inline __m256i unpack_nibbles(const uint8_t* p) {
 
 // 32 bits (little-endian bit j = element j) -> 32 bytes, 0xFF where the bit is set.
 inline __m256i bits_to_bytes(uint32_t bits) {
-  const __m256i shuf = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
-                                          0x0202020202020202, 0x0303030303030303);
+  const __m256i shuf =
+      _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
   __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)), shuf);
   // Byte k of each group keeps all bits but bit k set; it becomes 0xFF iff bit k was set.
   v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
@@ -98,8 +98,8 @@ void vec_dot_entry(int64_t n, float* out, const void* w, const void* a) {
 // gemm entry (KernelTable::gemm signature) for kernel K: tokens in tiles of kMaxTileTokens,
 // rows inside, so a tile's activations stay in L1 while weight rows stream.
 template <class K>
-void gemm_entry(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes,
-                const void* a, size_t a_row_bytes, float* out, int64_t out_stride) {
+void gemm_entry(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
+                size_t a_row_bytes, float* out, int64_t out_stride) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTileTokens) {

@@ -20,8 +20,8 @@ void widen_f16_avx2(const uint16_t* x, float* y, int64_t n) { x86::widen_f16_t<F
 void gemm_f32_avx2(float* c, const float* a, const float* b, int64_t m, int64_t k, int64_t n) {
   x86::gemm_f32_t<F32x8>(c, a, b, m, k, n);
 }
-void softmax_mad_f32_avx2(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale,
-                            const float* v, int64_t hd) {
+void softmax_mad_f32_avx2(float* acc, float* m, float* sum, const float* scores, int64_t n, float scale, const float* v,
+                          int64_t hd) {
   x86::softmax_mad_f32_t<F32x8>(acc, m, sum, scores, n, scale, v, hd);
 }
 

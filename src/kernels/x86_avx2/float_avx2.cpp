@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// AVX2 kernels for float weights (F32, F16 via F16C, BF16; 16-lane orders as two __m256) and the activation quantizers of
-// every vec_dot_type (bit-identical to the `_ref` quantizers).
+// AVX2 kernels for float weights (F32, F16 via F16C, BF16; 16-lane orders as two __m256) and the activation quantizers
+// of every vec_dot_type (bit-identical to the `_ref` quantizers).
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_float.h"
 #include "kernels/x86/isa_policies.h"

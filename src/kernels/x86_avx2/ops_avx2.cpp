@@ -83,8 +83,8 @@ inline __m256 round_fp16_8(__m256 v) {
   __m256 r = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
   if (!_mm256_testz_ps(nan, nan)) {
-    const __m256 quiet = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)),
-                                      _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)));
+    const __m256 quiet =
+        _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)), _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)));
     r = _mm256_blendv_ps(r, quiet, nan);
   }
   return r;

@@ -35,7 +35,7 @@ namespace {
 
 constexpr int kRowsPerTile = 16;
 constexpr int64_t kPrefetchTiles = 4;  // KQ: how far ahead (in tiles of rows) K rows are prefetched
-constexpr int64_t kChunk = 2048;  // positions per KQV chunk: 4 heads x 2048 x 4 B = 32 KB of weights (L1)
+constexpr int64_t kChunk = 2048;       // positions per KQV chunk: 4 heads x 2048 x 4 B = 32 KB of weights (L1)
 
 // One head's sum over one widened K row (kHd floats) against the query in registers.
 template <bool kTiny, int kHd>
@@ -82,7 +82,9 @@ inline void kq_tile(const float* kf, const float* q, float* out, int nr) {
   }
 }
 
-inline __m512 widen(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 widen(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 
 // Widens rows [ra, rb) of the tile of 16 K rows starting at r0 into kf (row r at kf + r * kHd);
 // rows past n_rows become zeros.
@@ -181,12 +183,14 @@ void kqv_vec_chunk(int64_t c0, int64_t c1, bool first, bool last, int64_t hd, co
       prefetch_v(pf, i);
       for (int j = 0; j < 4; ++j) {
         const __m512 w = widen(row + i + 16 * j);
-        for (int t = 0; t < NG; ++t) acc[t][j] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + t * p_stride + i + 16 * j), acc[t][j]);
+        for (int t = 0; t < NG; ++t)
+          acc[t][j] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + t * p_stride + i + 16 * j), acc[t][j]);
       }
     }
     for (int t = 0; t < NG; ++t) {
       if (last) {
-        out[t * hd + d] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3])));
+        out[t * hd + d] = _mm512_reduce_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3])));
       } else {
         for (int j = 0; j < 4; ++j) _mm512_store_ps(st + (t * 4 + j) * 16, acc[t][j]);
       }

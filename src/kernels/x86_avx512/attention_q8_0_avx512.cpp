@@ -27,7 +27,7 @@ namespace sniper::kernels_internal {
 
 namespace {
 
-constexpr int kHeads = 8;        // heads per pass over K
+constexpr int kHeads = 8;          // heads per pass over K
 constexpr int64_t kMaxBlocks = 8;  // head_dim <= 256
 constexpr int64_t kPrefetchRows = 16;
 
@@ -67,7 +67,8 @@ inline __m512 reduce8x2(const __m512* acc) {
   }
   for (int k = 0; k < 2; ++k) {  // x0 + x2, x1 + x3
     const __m512 a = s[2 * k], b = s[2 * k + 1];
-    t[k] = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    t[k] = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
   }
   // y0 + y1
   return _mm512_add_ps(_mm512_shuffle_ps(t[0], t[1], _MM_SHUFFLE(2, 0, 2, 0)),
@@ -96,8 +97,10 @@ void kq_pass(int64_t nb, int64_t n_rows, const uint8_t* k, size_t k_row_bytes, c
     __m512 acc[kHeads];
     for (int g = 0; g < kHeads; ++g) acc[g] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      const __m512i u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load_qs(k0[b])), load_qs(k1[b]), 1), k128);
-      const __m512 dk = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(x86::h2f(k0[b].d)), _mm512_set1_ps(x86::h2f(k1[b].d)));
+      const __m512i u =
+          _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load_qs(k0[b])), load_qs(k1[b]), 1), k128);
+      const __m512 dk =
+          _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(x86::h2f(k0[b].d)), _mm512_set1_ps(x86::h2f(k1[b].d)));
 #pragma GCC unroll 8
       for (int g = 0; g < G; ++g) {
         const __m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(qt.neg_bias[g][b]), u, _mm512_load_si512(qt.q[g][b]));

@@ -29,7 +29,8 @@ struct Vec512 {
   static T load_f32(const float* p) { return _mm512_loadu_ps(p); }
   static T load_f16(const uint16_t* p) { return _mm512_cvtph_ps(x86::load256(p)); }
   static T bf16_odd(const uint16_t* p) {
-    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+    return _mm512_castsi512_ps(
+        _mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
   }
   static T bf16_even(const uint16_t* p) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(p), 16)); }
 };

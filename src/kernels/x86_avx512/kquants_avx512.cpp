@@ -15,8 +15,8 @@
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_kquants512.h"
 #include "kernels/x86/dot_kquants512_low.h"
-#include "kernels/x86/gemm_kquants512_low.h"
 #include "kernels/x86/gemm_kquants512.h"
+#include "kernels/x86/gemm_kquants512_low.h"
 #include "kernels/x86/gemm_q4_k_rows512.h"
 #include "kernels/x86/isa_policies.h"
 

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 // AVX-512 twins of the row operations whose cost grows with context or width: softmax (the
 // attention scores of every head, every layer), the f16 rounding of attention weights, flash
-// attention's exp-and-sum, and SwiGLU (the flash attention row steps are flash_ops_avx512.cpp). They compute exactly what the scalar
-// ops_ref twins compute — ggml's vectorised expf (ggml-cpu vec.h, AVX-512 variant) on 16-lane
-// blocks, _mm512_reduce_add_ps for the block sums, libm expf on the tail — so every tier gives
-// the same bits (tests/kernels/ops_test.cpp checks this).
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source, which trips
-// -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
+// attention's exp-and-sum, and SwiGLU (the flash attention row steps are flash_ops_avx512.cpp). They compute exactly
+// what the scalar ops_ref twins compute — ggml's vectorised expf (ggml-cpu vec.h, AVX-512 variant) on 16-lane blocks,
+// _mm512_reduce_add_ps for the block sums, libm expf on the tail — so every tier gives the same bits
+// (tests/kernels/ops_test.cpp checks this). GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off
+// source, which trips -Wuninitialized/-Wmaybe-uninitialized at -O2+ (a false positive: those lanes are never read).
 #if defined(__GNUC__) && !defined(__clang__)  // GCC only: Clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -30,7 +29,8 @@ inline __m512 v_expf(__m512 x) {
   const __m512 r = _mm512_set1_ps(0x1.8p23f);
   const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
   const __m512 n = _mm512_sub_ps(z, r);
-  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 b =
+      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
   const __mmask16 d = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
   const __m512 u = _mm512_mul_ps(b, b);
   const __m512 j = _mm512_fmadd_ps(

@@ -16,12 +16,12 @@
 namespace sniper {
 
 struct ArchSpec {
-  const char* name;             // general.architecture value
+  const char* name;  // general.architecture value
   RopeStyle rope_style;
-  bool qkv_bias;                // expects attn_{q,k,v}.bias
-  bool qk_norm;                 // expects attn_{q,k}_norm.weight
-  bool allow_moe;               // may carry ffn_*_exps tensors
-  bool requires_moe;            // must carry them (qwen3moe)
+  bool qkv_bias;      // expects attn_{q,k,v}.bias
+  bool qk_norm;       // expects attn_{q,k}_norm.weight
+  bool allow_moe;     // may carry ffn_*_exps tensors
+  bool requires_moe;  // must carry them (qwen3moe)
   // Architecture-specific adjustments after the common keys are read (may be null).
   Status (*finish)(const GgufFile& file, ModelConfig& config);
 };
@@ -37,10 +37,10 @@ extern const ArchSpec kQwen3NextArch;
 // The Qwen3.5 / Qwen3-Next hybrid plan (arch/qwen35_family.cpp): reads the ssm.*, interval,
 // rope-section and expert keys and fills config.layers. Errors name the key.
 struct Qwen35Family {
-  bool moe;             // routed + shared experts (else a dense SwiGLU FFN)
-  bool grouped_heads;   // delta-net value head j reads key head j / (nv / nk), else j % nk
-  bool fused_ba;        // ssm_ba instead of ssm_beta + ssm_alpha
-  bool rope_sections;   // rope.dimension_sections (IMRoPE) is required
+  bool moe;            // routed + shared experts (else a dense SwiGLU FFN)
+  bool grouped_heads;  // delta-net value head j reads key head j / (nv / nk), else j % nk
+  bool fused_ba;       // ssm_ba instead of ssm_beta + ssm_alpha
+  bool rope_sections;  // rope.dimension_sections (IMRoPE) is required
 };
 [[nodiscard]] Status finish_qwen35_family(const GgufFile& file, ModelConfig& config, const Qwen35Family& family);
 extern const ArchSpec kGemma4Arch;

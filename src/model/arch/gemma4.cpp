@@ -53,7 +53,8 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
     return make_error("%sattention.sliding_window_pattern has %zu items but block_count is %ld", p.c_str(),
                       (*pattern)->size(), static_cast<long>(L));
   }
-  SNIPER_ASSIGN_OR_RETURN(const int64_t window, int_in_range(file, p + "attention.sliding_window", 1, int64_t{1} << 24));
+  SNIPER_ASSIGN_OR_RETURN(const int64_t window,
+                          int_in_range(file, p + "attention.sliding_window", 1, int64_t{1} << 24));
   SNIPER_ASSIGN_OR_RETURN(const int64_t hd_swa, int_in_range(file, p + "attention.key_length_swa", 1, 4096));
   SNIPER_ASSIGN_OR_RETURN(const int64_t vd_swa, int_in_range(file, p + "attention.value_length_swa", 1, 4096));
   if (vd_swa != hd_swa) {
@@ -91,7 +92,8 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
     SNIPER_ASSIGN_OR_RETURN(lp.n_kv_heads, layer_int(file, p + "attention.head_count_kv", l, L, 1, 4096));
     if (lp.n_heads % lp.n_kv_heads != 0) {
       return make_error("layer %ld: %sattention.head_count %ld is not a multiple of attention.head_count_kv %ld",
-                        static_cast<long>(l), p.c_str(), static_cast<long>(lp.n_heads), static_cast<long>(lp.n_kv_heads));
+                        static_cast<long>(l), p.c_str(), static_cast<long>(lp.n_heads),
+                        static_cast<long>(lp.n_kv_heads));
     }
     SNIPER_ASSIGN_OR_RETURN(lp.ffn_dim, layer_int(file, p + "feed_forward_length", l, L, 1, int64_t{1} << 23));
     lp.head_dim = sliding ? hd_swa : c.head_dim;

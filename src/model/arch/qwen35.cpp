@@ -8,7 +8,8 @@ namespace sniper {
 
 namespace {
 Status finish_qwen35(const GgufFile& file, ModelConfig& config) {
-  return finish_qwen35_family(file, config, {.moe = false, .grouped_heads = false, .fused_ba = false, .rope_sections = true});
+  return finish_qwen35_family(file, config,
+                              {.moe = false, .grouped_heads = false, .fused_ba = false, .rope_sections = true});
 }
 }  // namespace
 

@@ -9,7 +9,8 @@ namespace sniper {
 
 namespace {
 Status finish_qwen35moe(const GgufFile& file, ModelConfig& config) {
-  return finish_qwen35_family(file, config, {.moe = true, .grouped_heads = false, .fused_ba = false, .rope_sections = true});
+  return finish_qwen35_family(file, config,
+                              {.moe = true, .grouped_heads = false, .fused_ba = false, .rope_sections = true});
 }
 }  // namespace
 

@@ -11,8 +11,8 @@ Status finish_qwen3moe(const GgufFile& file, ModelConfig& config) {
   auto ff = file.get_int(config.arch + ".expert_feed_forward_length");
   if (!ff.ok()) return ff.error();
   if (*ff <= 0 || *ff > (int64_t{1} << 20)) {
-    return make_error("%s.expert_feed_forward_length is %ld but must be in [1, 1048576]",
-                      config.arch.c_str(), static_cast<long>(*ff));
+    return make_error("%s.expert_feed_forward_length is %ld but must be in [1, 1048576]", config.arch.c_str(),
+                      static_cast<long>(*ff));
   }
   config.expert_hidden_dim = *ff;
   return ok_status();

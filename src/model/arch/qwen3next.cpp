@@ -9,7 +9,8 @@ namespace sniper {
 
 namespace {
 Status finish_qwen3next(const GgufFile& file, ModelConfig& config) {
-  return finish_qwen35_family(file, config, {.moe = true, .grouped_heads = true, .fused_ba = true, .rope_sections = false});
+  return finish_qwen35_family(file, config,
+                              {.moe = true, .grouped_heads = true, .fused_ba = true, .rope_sections = false});
 }
 }  // namespace
 

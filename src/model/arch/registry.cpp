@@ -8,14 +8,7 @@ namespace sniper {
 
 namespace {
 constexpr const ArchSpec* kArchs[] = {
-    &kLlamaArch,
-    &kQwen2Arch,
-    &kQwen3Arch,
-    &kQwen3MoeArch,
-    &kQwen35Arch,
-    &kQwen35MoeArch,
-    &kQwen3NextArch,
-    &kGemma4Arch,
+    &kLlamaArch, &kQwen2Arch, &kQwen3Arch, &kQwen3MoeArch, &kQwen35Arch, &kQwen35MoeArch, &kQwen3NextArch, &kGemma4Arch,
 };
 }  // namespace
 

@@ -46,7 +46,9 @@ AttentionBlock::AttentionBlock(const ModelConfig& config, const QTensor& rope_fr
 }
 
 size_t AttentionBlock::scratch_bytes() const {
-  return (q_.size() + qg_.size() + gate_.size() + k_.size() + v_.size() + att_.size() + rope_cos_.size() + rope_sin_.size()) * sizeof(float) +
+  return (q_.size() + qg_.size() + gate_.size() + k_.size() + v_.size() + att_.size() + rope_cos_.size() +
+          rope_sin_.size()) *
+             sizeof(float) +
          att_scratch_.size();
 }
 
@@ -78,10 +80,10 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   // q, k and v in one parallel pass (k and v are small: alone, each would pay a pass's
   // hand-out and barrier for a few chunks); results equal three matmul_q calls bit for bit.
   const bool gated = lp.attn_output_gate;
-  const MatmulJob qkv[3] = {
-      {&lw.wq, acts.get(lw.wq.type, io.xb, dim, n_tok, pool), gated ? qg_.data() : q_.data(), gated ? 2 * q_dim : q_dim},
-      {&lw.wk, acts.get(lw.wk.type, io.xb, dim, n_tok, pool), k_.data(), kv_dim},
-      {&lw.wv, acts.get(lw.wv.type, io.xb, dim, n_tok, pool), v_.data(), kv_dim}};
+  const MatmulJob qkv[3] = {{&lw.wq, acts.get(lw.wq.type, io.xb, dim, n_tok, pool), gated ? qg_.data() : q_.data(),
+                             gated ? 2 * q_dim : q_dim},
+                            {&lw.wk, acts.get(lw.wk.type, io.xb, dim, n_tok, pool), k_.data(), kv_dim},
+                            {&lw.wv, acts.get(lw.wv.type, io.xb, dim, n_tok, pool), v_.data(), kv_dim}};
   matmul_q_multi(qkv, pool, selected_tier(), MatmulOrder::kAuto);
   if (gated) {
     // W_q's rows per head: [q (hd) | gate (hd)].
@@ -124,7 +126,8 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   const size_t stride = (need + 63) / 64 * 64;
   const size_t n_threads = static_cast<size_t>(pool.n_threads());
   if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
-  uint8_t* scratch_base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(att_scratch_.data()) + 63) & ~uintptr_t{63});
+  uint8_t* scratch_base =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(att_scratch_.data()) + 63) & ~uintptr_t{63});
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const uint8_t* k_rows = kv.k_rows(slot.index);
   const uint8_t* v_rows = kv.v_rows(slot.index);

@@ -29,14 +29,14 @@ class AttentionBlock final : public MixerBlock {
  private:
   const ModelConfig& config_;
   QTensor rope_freqs_;
-  std::vector<float> q_;        // [B, q_dim]
-  std::vector<float> qg_;       // [B, 2 * q_dim] W_q's output when gated: per head [q | gate]
-  std::vector<float> gate_;     // [B, q_dim] the gate's logits
-  std::vector<float> k_;        // [B, kv_dim]
-  std::vector<float> v_;        // [B, kv_dim]
-  std::vector<float> att_;      // [B, q_dim] attention output
-  std::vector<float> rope_cos_; // [B, rope_dims/2]
-  std::vector<float> rope_sin_; // [B, rope_dims/2]
+  std::vector<float> q_;              // [B, q_dim]
+  std::vector<float> qg_;             // [B, 2 * q_dim] W_q's output when gated: per head [q | gate]
+  std::vector<float> gate_;           // [B, q_dim] the gate's logits
+  std::vector<float> k_;              // [B, kv_dim]
+  std::vector<float> v_;              // [B, kv_dim]
+  std::vector<float> att_;            // [B, q_dim] attention output
+  std::vector<float> rope_cos_;       // [B, rope_dims/2]
+  std::vector<float> rope_sin_;       // [B, rope_dims/2]
   std::vector<uint8_t> att_scratch_;  // per thread attention scratch
 };
 

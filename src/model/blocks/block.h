@@ -62,17 +62,17 @@ class ActCache {
 
 // The activation buffers every block shares (owned by the Transformer; one forward at a time).
 struct BlockBuffers {
-  ActBuffer act;         // single-use activations (matmul())
-  ActBuffer act_bufs[3]; // activations reused across weights (ActCache)
+  ActBuffer act;          // single-use activations (matmul())
+  ActBuffer act_bufs[3];  // activations reused across weights (ActCache)
 };
 
 // One call's inputs and outputs, shared by the blocks of every layer.
 struct BlockIo {
-  int64_t n_tok = 0;        // tokens of the chunk, 1 <= n_tok <= max_batch
-  int64_t pos0 = 0;         // position of the chunk's first token
-  const float* x = nullptr; // [n_tok, dim] residual stream entering the block (read only)
-  const float* xb = nullptr;// [n_tok, dim] normed input of the block
-  float* out = nullptr;     // [n_tok, dim] the block's output
+  int64_t n_tok = 0;          // tokens of the chunk, 1 <= n_tok <= max_batch
+  int64_t pos0 = 0;           // position of the chunk's first token
+  const float* x = nullptr;   // [n_tok, dim] residual stream entering the block (read only)
+  const float* xb = nullptr;  // [n_tok, dim] normed input of the block
+  float* out = nullptr;       // [n_tok, dim] the block's output
   BlockBuffers* buffers = nullptr;
   ThreadPool* pool = nullptr;
 };

@@ -36,13 +36,13 @@ class DeltaNetBlock final : public MixerBlock {
  private:
   const ModelConfig& config_;
   DeltaNetConfig d_;
-  std::vector<float> qkv_;    // [B, C] projected q | k | v
-  std::vector<float> conv_;   // [B, C] after conv and silu; q and k heads then L2-normalised
-  std::vector<float> z_;      // [B, nv*d] output gate
-  std::vector<float> beta_;   // [B, nv] beta logits, then sigmoid
-  std::vector<float> g_;      // [B, nv] alpha logits, then the log-decay g
-  std::vector<float> ba_;     // [B, 2*nv] fused beta/alpha logits (fused_ba)
-  std::vector<float> o_;      // [B, nv*d] per-head outputs, then gated and normed
+  std::vector<float> qkv_;   // [B, C] projected q | k | v
+  std::vector<float> conv_;  // [B, C] after conv and silu; q and k heads then L2-normalised
+  std::vector<float> z_;     // [B, nv*d] output gate
+  std::vector<float> beta_;  // [B, nv] beta logits, then sigmoid
+  std::vector<float> g_;     // [B, nv] alpha logits, then the log-decay g
+  std::vector<float> ba_;    // [B, 2*nv] fused beta/alpha logits (fused_ba)
+  std::vector<float> o_;     // [B, nv*d] per-head outputs, then gated and normed
 };
 
 }  // namespace sniper

@@ -33,8 +33,10 @@ Gemma4Attention::Gemma4Attention(const ModelConfig& config, const QTensor& rope_
 }
 
 size_t Gemma4Attention::scratch_bytes() const {
-  return (q_.size() + k_.size() + v_.size() + att_.size() + rope_cos_.size() + rope_sin_.size() + ring_scratch_.size()) *
-             sizeof(float) + att_scratch_.size();
+  return (q_.size() + k_.size() + v_.size() + att_.size() + rope_cos_.size() + rope_sin_.size() +
+          ring_scratch_.size()) *
+             sizeof(float) +
+         att_scratch_.size();
 }
 
 Status Gemma4Attention::forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state, const BlockIo& io) {
@@ -111,7 +113,8 @@ void Gemma4Attention::attend_full(const LayerPlan& lp, const KvCache& kv, int64_
   const size_t stride = (need + 63) / 64 * 64;
   const size_t n_threads = static_cast<size_t>(pool.n_threads());
   if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
-  uint8_t* scratch_base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(att_scratch_.data()) + 63) & ~uintptr_t{63});
+  uint8_t* scratch_base =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(att_scratch_.data()) + 63) & ~uintptr_t{63});
   const uint8_t* k_rows = kv.k_rows(index);
   const uint8_t* v_rows = kv.v_rows(index);
   const int64_t n_items = n_tiles * n_kv_heads;
@@ -230,7 +233,8 @@ void Gemma4Attention::attend_window(const LayerPlan& lp, const KvCache& kv, int6
       } else {
         const uint8_t* v_head = v_rows + layout.v_head_stride * static_cast<size_t>(kvh);
         for (int64_t j = 0; j < n; ++j) {
-          vt_kernels.dequant_row(v_head + layout.v_row_bytes * static_cast<size_t>((first + j) % cap), v_tile + j * hd, hd);
+          vt_kernels.dequant_row(v_head + layout.v_row_bytes * static_cast<size_t>((first + j) % cap), v_tile + j * hd,
+                                 hd);
         }
       }
       std::fill(acc, acc + nh * hd, 0.0f);

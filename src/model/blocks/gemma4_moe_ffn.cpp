@@ -78,7 +78,8 @@ Status Gemma4MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const Bl
   n_tok_ = n_tok;
   // The MLP beside the experts.
   mlp_.gelu_mlp(lw, c.layer(layer_idx).ffn_dim, io, m_.data());
-  for (int64_t t = 0; t < n_tok; ++t) rms_norm(m_.data() + t * dim, f32_data(lw.post_ffw_norm_1), m_.data() + t * dim, dim, c.norm_eps);
+  for (int64_t t = 0; t < n_tok; ++t)
+    rms_norm(m_.data() + t * dim, f32_data(lw.post_ffw_norm_1), m_.data() + t * dim, dim, c.norm_eps);
 
   // Routing from the residual x1.
   const float inv_sqrt_dim = 1.0f / std::sqrt(static_cast<float>(dim));
@@ -191,8 +192,9 @@ void Gemma4MoeFfn::run_expert(const ReadyExpert& ex, const LayerWeights& lw, Thr
   }
   if (rows == 0) return;  // handed out but routed no token
   ActCache acts(bufs.act_bufs, 3);
-  const MatmulJob gate_up[2] = {{&ex.view.gate, acts.get(ex.view.gate.type, gathered_.data(), dim, rows, pool), hg_.data(), eff},
-                                {&ex.view.up, acts.get(ex.view.up.type, gathered_.data(), dim, rows, pool), hu_.data(), eff}};
+  const MatmulJob gate_up[2] = {
+      {&ex.view.gate, acts.get(ex.view.gate.type, gathered_.data(), dim, rows, pool), hg_.data(), eff},
+      {&ex.view.up, acts.get(ex.view.up.type, gathered_.data(), dim, rows, pool), hu_.data(), eff}};
   matmul_q_multi(gate_up, pool, selected_tier(), MatmulOrder::kVecDot);
   for (int64_t r = 0; r < rows; ++r) geglu(hg_.data() + r * eff, hu_.data() + r * eff, hg_.data() + r * eff, eff);
   matmul(ex.view.down, hg_.data(), down_.data(), rows, bufs.act, pool, selected_tier(), MatmulOrder::kVecDot);

@@ -52,22 +52,22 @@ class Gemma4MoeFfn final : public FfnBlock {
   GeluFfn mlp_;
   std::unique_ptr<ResidentExperts> resident_;
   ExpertSource* experts_;
-  std::vector<float> m_;         // [B, dim] the MLP, then the block's sum
-  std::vector<float> he_;        // [B, dim] the experts' input
-  std::vector<float> rin_;       // [B, dim] the router's input
-  std::vector<float> router_;    // [B, n_experts]
-  std::vector<int32_t> sel_;     // [B, k]
-  std::vector<float> sel_w_;     // [B, k]
-  std::vector<uint8_t> used_;    // [n_experts]
+  std::vector<float> m_;       // [B, dim] the MLP, then the block's sum
+  std::vector<float> he_;      // [B, dim] the experts' input
+  std::vector<float> rin_;     // [B, dim] the router's input
+  std::vector<float> router_;  // [B, n_experts]
+  std::vector<int32_t> sel_;   // [B, k]
+  std::vector<float> sel_w_;   // [B, k]
+  std::vector<uint8_t> used_;  // [n_experts]
   std::vector<int32_t> union_;
   std::vector<int32_t> predicted_;  // a prefetch hint's experts, ascending
   std::vector<int32_t> rows_tok_;   // tokens routed to the current expert
   std::vector<int32_t> rows_slot_;  // their slots
-  std::vector<float> gathered_;  // [B, dim]
-  std::vector<float> hg_;        // [B, eff]
-  std::vector<float> hu_;        // [B, eff]
-  std::vector<float> down_;      // [B, dim]
-  std::vector<float> exp_out_;   // [B, k, dim]
+  std::vector<float> gathered_;     // [B, dim]
+  std::vector<float> hg_;           // [B, eff]
+  std::vector<float> hu_;           // [B, eff]
+  std::vector<float> down_;         // [B, dim]
+  std::vector<float> exp_out_;      // [B, k, dim]
   int64_t n_tok_ = 0;
 };
 

@@ -80,10 +80,12 @@ Status MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo&
 void MoeFfn::compute_shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
   const int64_t dim = config_.dim, ff = config_.shared_expert_hidden_dim;
   ActCache acts(bufs_->act_bufs, 3);
-  const MatmulJob gate_up[2] = {{&lw.shexp_gate, acts.get(lw.shexp_gate.type, xb_, dim, n_tok, pool), sh_hb_.data(), ff},
-                                {&lw.shexp_up, acts.get(lw.shexp_up.type, xb_, dim, n_tok, pool), sh_hb2_.data(), ff}};
+  const MatmulJob gate_up[2] = {
+      {&lw.shexp_gate, acts.get(lw.shexp_gate.type, xb_, dim, n_tok, pool), sh_hb_.data(), ff},
+      {&lw.shexp_up, acts.get(lw.shexp_up.type, xb_, dim, n_tok, pool), sh_hb2_.data(), ff}};
   matmul_q_multi(gate_up, pool, selected_tier(), MatmulOrder::kAuto);
-  for (int64_t t = 0; t < n_tok; ++t) silu_mul(sh_hb_.data() + t * ff, sh_hb2_.data() + t * ff, sh_hb_.data() + t * ff, ff);
+  for (int64_t t = 0; t < n_tok; ++t)
+    silu_mul(sh_hb_.data() + t * ff, sh_hb2_.data() + t * ff, sh_hb_.data() + t * ff, ff);
   matmul(lw.shexp_down, sh_hb_.data(), sh_out_.data(), n_tok, bufs_->act, pool);
   // The gate's logit: ffn_gate_inp_shexp is one f32 row [dim -> 1].
   matmul(lw.shexp_gate_inp, xb_, sh_logit_.data(), n_tok, bufs_->act, pool);
@@ -286,7 +288,8 @@ void MoeFfn::run_experts(std::span<const ReadyExpert> experts, ThreadPool& pool)
     }
     matmul_q_multi(std::span<const MatmulJob>(jobs, n_jobs), pool, selected_tier(), MatmulOrder::kVecDot);
     pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) silu_mul(hb_.data() + r * ff, hb2_.data() + r * ff, hb_.data() + r * ff, ff);
+      for (int64_t r = begin; r < end; ++r)
+        silu_mul(hb_.data() + r * ff, hb2_.data() + r * ff, hb_.data() + r * ff, ff);
     });
     const QuantizedActs down_in =
         quantize_acts(get_kernels(first.down.type).vec_dot_type, hb_.data(), ff, rows, ff, bufs_->act, pool);
@@ -366,7 +369,8 @@ void MoeFfn::predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& 
   // of the next prefetch_depth() layers, nearest first, so the SSD always has work queued.
   // Wrong guesses cost bandwidth, never correctness.
   const int64_t depth = std::max<int64_t>(1, experts_->prefetch_depth());
-  for (int64_t d = 1; d <= depth && layer_idx + d < config_.n_layers; ++d) predict_layer_experts(layer_idx + d, n_tok, pool);
+  for (int64_t d = 1; d <= depth && layer_idx + d < config_.n_layers; ++d)
+    predict_layer_experts(layer_idx + d, n_tok, pool);
 }
 
 void MoeFfn::predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPool& pool) {

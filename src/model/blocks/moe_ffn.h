@@ -83,29 +83,29 @@ class MoeFfn final : public FfnBlock {
   const float* xb_ = nullptr;  // [n_tok, dim] normed input
   float* out_ = nullptr;       // [n_tok, dim]
   BlockBuffers* bufs_ = nullptr;
-  std::vector<int32_t> window_;  // [window] candidates for cache-aware routing
-  std::vector<int32_t> union_;  // experts the chunk routes to, ascending
-  std::vector<uint8_t> used_;   // [n_experts] membership scratch
-  std::vector<float> hb_;       // [B, ff] gate / activation
-  std::vector<float> hb2_;      // [B, ff] up
-  std::vector<float> router_;   // [B, n_experts]
-  std::vector<int32_t> sel_;    // [B, k] selected experts
-  std::vector<float> sel_w_;    // [B, k] their weights
-  std::vector<float> exp_out_;  // [B, k, dim] per-slot expert outputs, summed in slot order
-  std::vector<float> gathered_; // [B, dim]
-  std::vector<float> down_;     // [B, dim]
-  std::vector<ReadyExpert> group_;  // a layer's experts run together (run_experts_one_token, run_experts)
+  std::vector<int32_t> window_;       // [window] candidates for cache-aware routing
+  std::vector<int32_t> union_;        // experts the chunk routes to, ascending
+  std::vector<uint8_t> used_;         // [n_experts] membership scratch
+  std::vector<float> hb_;             // [B, ff] gate / activation
+  std::vector<float> hb2_;            // [B, ff] up
+  std::vector<float> router_;         // [B, n_experts]
+  std::vector<int32_t> sel_;          // [B, k] selected experts
+  std::vector<float> sel_w_;          // [B, k] their weights
+  std::vector<float> exp_out_;        // [B, k, dim] per-slot expert outputs, summed in slot order
+  std::vector<float> gathered_;       // [B, dim]
+  std::vector<float> down_;           // [B, dim]
+  std::vector<ReadyExpert> group_;    // a layer's experts run together (run_experts_one_token, run_experts)
   std::vector<int32_t> route_start_;  // [n_experts + 1] route_by_expert: each expert's first row
   std::vector<int32_t> route_next_;   // [n_experts] its fill cursor
   std::vector<int32_t> route_tok_;    // [B, k] the routed (token, slot) pairs, grouped by expert
   std::vector<int32_t> route_slot_;   // [B, k]
-  std::vector<float> group_hb_;     // [k, ff] gate then activation, per expert
-  std::vector<float> group_hb2_;    // [k, ff] up
-  std::vector<float> group_down_;   // [k, dim]
-  std::vector<float> sh_hb_;        // [B, shared ff] shared expert gate then activation
-  std::vector<float> sh_hb2_;       // [B, shared ff] shared expert up
-  std::vector<float> sh_out_;       // [B, dim] shared expert output
-  std::vector<float> sh_logit_;     // [B] shared expert gate logits
+  std::vector<float> group_hb_;       // [k, ff] gate then activation, per expert
+  std::vector<float> group_hb2_;      // [k, ff] up
+  std::vector<float> group_down_;     // [k, dim]
+  std::vector<float> sh_hb_;          // [B, shared ff] shared expert gate then activation
+  std::vector<float> sh_hb2_;         // [B, shared ff] shared expert up
+  std::vector<float> sh_out_;         // [B, dim] shared expert output
+  std::vector<float> sh_logit_;       // [B] shared expert gate logits
 };
 
 }  // namespace sniper

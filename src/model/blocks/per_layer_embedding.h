@@ -26,7 +26,8 @@ class PerLayerEmbedding {
   [[nodiscard]] Status begin_chunk(const int32_t* tokens, const float* x0, int64_t n_tok, BlockBuffers& buffers,
                                    ThreadPool& pool);
   // x [n_tok, dim] += layer l's branch.
-  void apply(int64_t layer_idx, const LayerWeights& lw, float* x, int64_t n_tok, BlockBuffers& buffers, ThreadPool& pool);
+  void apply(int64_t layer_idx, const LayerWeights& lw, float* x, int64_t n_tok, BlockBuffers& buffers,
+             ThreadPool& pool);
   size_t scratch_bytes() const { return (tok_.size() + proj_.size() + gate_.size() + out_.size()) * sizeof(float); }
 
  private:
