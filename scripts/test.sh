@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Installs dependencies, builds with warnings as errors and runs every test (ctest).
 # Usage: scripts/test.sh [ci|ci-asan|ci-asan-full|fuzz|release|dev]
-#   (default: ci, then ci-asan for the sanitizer tests and the fuzzers).
+#   (default: the format check (scripts/check-format.sh), ci, then ci-asan for the sanitizer
+#   tests and the fuzzers).
 # Two builds in CI:
 #   `ci` (GCC, -O3; the tests' own sources at -O1) runs every test but the fuzz corpus replays;
 #   `ci-asan` (Clang, ASan/UBSan at -O1, and -fsanitize=fuzzer-no-link so that the libraries are
@@ -53,5 +54,6 @@ if [ $# -ge 1 ]; then
   esac
   exit 0
 fi
+scripts/check-format.sh
 run_preset ci
 run_preset ci-asan -LE "$asan_exclude"
