@@ -100,4 +100,8 @@ void geglu_avx2(const float* gate, const float* up, float* out, int64_t n);
 void gelu_avx512(const float* x, float* y, int64_t n);
 void geglu_avx512(const float* gate, const float* up, float* out, int64_t n);
 
+// LayerNorm (kernels/layer_norm.h): the AVX2 and AVX-512 twins of layer_norm_ref.
+void layer_norm_avx2(const float* x, const float* w, const float* b, float* out, int64_t n, float eps);
+void layer_norm_avx512(const float* x, const float* w, const float* b, float* out, int64_t n, float eps);
+
 }  // namespace sniper::kernels_internal
