@@ -51,7 +51,8 @@ bool eval_cb(ggml_tensor* t, bool ask, void* user) {
   }
   if (d.all && t->name[0] != '\0') {
     std::string n = t->name;
-    for (char& c : n) if (c == '/' || c == ' ') c = '_';
+    for (char& c : n)
+      if (c == '/' || c == ' ') c = '_';
     dump_tensor(d, t, n.c_str());
   }
   return true;

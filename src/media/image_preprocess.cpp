@@ -50,8 +50,7 @@ void resize_bilinear(const Image& src, Image& dst, int64_t tw, int64_t th) {
 }  // namespace
 
 ImageSize smart_resize_size(int64_t width64, int64_t height64, const PreprocessSpec& spec) {
-  CHECK(width64 >= 1 && height64 >= 1 && spec.align >= 1 && spec.min_pixels >= 1 &&
-        spec.min_pixels <= spec.max_pixels);
+  CHECK(width64 >= 1 && height64 >= 1 && spec.align >= 1 && spec.min_pixels >= 1 && spec.min_pixels <= spec.max_pixels);
   // mtmd computes in int and float; the sides are at most 65535 (MediaLimits) so int is exact.
   const int width = static_cast<int>(width64), height = static_cast<int>(height64);
   const int f = static_cast<int>(spec.align);
@@ -85,10 +84,10 @@ Image resize_bilinear_pad(const Image& src, ImageSize target) {
   const float scale_w = static_cast<float>(target.width) / static_cast<float>(src.width);
   const float scale_h = static_cast<float>(target.height) / static_cast<float>(src.height);
   const float scale = std::min(scale_w, scale_h);
-  const int64_t new_w = std::min<int64_t>(
-      static_cast<int>(std::ceil(static_cast<float>(src.width) * scale)), target.width);
-  const int64_t new_h = std::min<int64_t>(
-      static_cast<int>(std::ceil(static_cast<float>(src.height) * scale)), target.height);
+  const int64_t new_w =
+      std::min<int64_t>(static_cast<int>(std::ceil(static_cast<float>(src.width) * scale)), target.width);
+  const int64_t new_h =
+      std::min<int64_t>(static_cast<int>(std::ceil(static_cast<float>(src.height) * scale)), target.height);
   Image resized;
   resize_bilinear(src, resized, new_w, new_h);
   dst.rgb.assign(static_cast<size_t>(target.width * target.height * 3), 0);
@@ -113,11 +112,11 @@ Result<PreprocessedImage> preprocess_image(const Image& image, const PreprocessS
   const ImageSize target = smart_resize_size(image.width, image.height, spec);
   if (target.width < spec.align || target.height < spec.align || target.width % spec.align != 0 ||
       target.height % spec.align != 0 || target.width * target.height > spec.max_pixels * 4) {
-    return make_error("image of %lldx%lld pixels resizes to %lldx%lld, which the encoder cannot take (sides must be "
-                      "positive multiples of %lld)",
-                      static_cast<long long>(image.width), static_cast<long long>(image.height),
-                      static_cast<long long>(target.width), static_cast<long long>(target.height),
-                      static_cast<long long>(spec.align));
+    return make_error(
+        "image of %lldx%lld pixels resizes to %lldx%lld, which the encoder cannot take (sides must be "
+        "positive multiples of %lld)",
+        static_cast<long long>(image.width), static_cast<long long>(image.height), static_cast<long long>(target.width),
+        static_cast<long long>(target.height), static_cast<long long>(spec.align));
   }
   const Image resized = resize_bilinear_pad(image, target);
   PreprocessedImage out;
@@ -128,7 +127,8 @@ Result<PreprocessedImage> preprocess_image(const Image& image, const PreprocessS
   for (size_t i = 0; i < n; ++i) {
     for (int c = 0; c < 3; ++c) {
       const float v = static_cast<float>(resized.rgb[3 * i + static_cast<size_t>(c)]) / 255.0f;
-      out.planar[static_cast<size_t>(c) * n + i] = (v - spec.mean[static_cast<size_t>(c)]) / spec.std[static_cast<size_t>(c)];
+      out.planar[static_cast<size_t>(c) * n + i] =
+          (v - spec.mean[static_cast<size_t>(c)]) / spec.std[static_cast<size_t>(c)];
     }
   }
   return out;

@@ -35,12 +35,12 @@ MediaHash hash_media(std::span<const uint8_t> bytes);
 struct MediaChunk {
   MediaKind kind = MediaKind::kImage;
   MediaHash hash;
-  TokenGrid grid;              // the tokens' grid: nx * ny == n_tokens (audio: n_tokens x 1)
-  int64_t dim = 0;             // width of each embedding
-  bool non_causal = false;     // the language model attends within the chunk both ways (gemma4v)
-  std::string begin_text;      // text mtmd puts before the chunk ("<|image>"), tokenized as text
-  std::string end_text;        // and after it ("<image|>")
-  std::vector<float> embd;     // [n_tokens][dim]
+  TokenGrid grid;           // the tokens' grid: nx * ny == n_tokens (audio: n_tokens x 1)
+  int64_t dim = 0;          // width of each embedding
+  bool non_causal = false;  // the language model attends within the chunk both ways (gemma4v)
+  std::string begin_text;   // text mtmd puts before the chunk ("<|image>"), tokenized as text
+  std::string end_text;     // and after it ("<image|>")
+  std::vector<float> embd;  // [n_tokens][dim]
   int64_t n_tokens() const { return grid.n_tokens(); }
 };
 

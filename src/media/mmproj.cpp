@@ -154,9 +154,10 @@ Result<std::unique_ptr<Mmproj>> Mmproj::load(const std::string& path, const Mmpr
 
 Status Mmproj::check_language_model(int64_t lm_dim) const {
   if (encoder_ != nullptr && encoder_->out_dim() != lm_dim) {
-    return make_error("%s projects images to embeddings of width %lld but the language model's width is %lld (is it "
-                      "the mmproj file of another model?)",
-                      gguf_.path.c_str(), static_cast<long long>(encoder_->out_dim()), static_cast<long long>(lm_dim));
+    return make_error(
+        "%s projects images to embeddings of width %lld but the language model's width is %lld (is it "
+        "the mmproj file of another model?)",
+        gguf_.path.c_str(), static_cast<long long>(encoder_->out_dim()), static_cast<long long>(lm_dim));
   }
   return ok_status();
 }
@@ -166,7 +167,8 @@ Result<PreprocessedImage> Mmproj::preprocess(const Image& image) const {
   return preprocess_image(image, vision_.preprocess);
 }
 
-Result<MediaChunk> Mmproj::encode_preprocessed(const PreprocessedImage& image, const MediaHash& hash, ThreadPool& pool) {
+Result<MediaChunk> Mmproj::encode_preprocessed(const PreprocessedImage& image, const MediaHash& hash,
+                                               ThreadPool& pool) {
   if (encoder_ == nullptr) return make_error("%s has no vision encoder", gguf_.path.c_str());
   SNIPER_ASSIGN_OR_RETURN(EncodedImage enc, encoder_->encode(image, pool));
   MediaChunk chunk;

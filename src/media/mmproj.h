@@ -40,10 +40,10 @@ struct MmprojOptions {
 
 // What a projector file costs in RAM, resident or streamed.
 struct MmprojMemory {
-  uint64_t weight_bytes = 0;         // every tensor the encoder reads
-  uint64_t layer_matrix_bytes = 0;   // of which the ViT layers' matrices (what streams)
-  uint64_t layer_buffer_bytes = 0;   // one stream buffer: the largest layer with O_DIRECT widening
-  uint64_t scratch_bytes = 0;        // the encoder's activations for the largest image
+  uint64_t weight_bytes = 0;        // every tensor the encoder reads
+  uint64_t layer_matrix_bytes = 0;  // of which the ViT layers' matrices (what streams)
+  uint64_t layer_buffer_bytes = 0;  // one stream buffer: the largest layer with O_DIRECT widening
+  uint64_t scratch_bytes = 0;       // the encoder's activations for the largest image
   uint64_t resident_total() const { return weight_bytes + scratch_bytes; }
   uint64_t streamed_total() const { return weight_bytes - layer_matrix_bytes + 2 * layer_buffer_bytes + scratch_bytes; }
 };

@@ -160,9 +160,10 @@ TokenGrid vision_token_grid(const VisionConfig& c, int64_t width, int64_t height
 Result<ProjectorFileInfo> read_projector_file_info(const GgufFile& file) {
   SNIPER_ASSIGN_OR_RETURN(std::string arch, file.get_string_or("general.architecture", ""));
   if (arch != "clip") {
-    return make_error("%s is not a multimodal projector: general.architecture is '%s' but must be 'clip' (the "
-                      "mmproj file llama.cpp's converter writes)",
-                      file.path.c_str(), arch.c_str());
+    return make_error(
+        "%s is not a multimodal projector: general.architecture is '%s' but must be 'clip' (the "
+        "mmproj file llama.cpp's converter writes)",
+        file.path.c_str(), arch.c_str());
   }
   SNIPER_ASSIGN_OR_RETURN(bool has_vision, file.get_bool_or("clip.has_vision_encoder", false));
   SNIPER_ASSIGN_OR_RETURN(bool has_audio, file.get_bool_or("clip.has_audio_encoder", false));
@@ -208,8 +209,9 @@ Result<VisionConfig> read_vision_config(const GgufFile& f, const ProjectorTypeIn
   SNIPER_ASSIGN_OR_RETURN(c.n_kv_heads,
                           get_int_range(f, "clip.vision.attention.head_count_kv", 1, 1024, false, c.n_heads));
   if (c.n_heads % c.n_kv_heads != 0) {
-    return make_error("projector key clip.vision.attention.head_count (%lld) must be a multiple of head_count_kv (%lld)",
-                      static_cast<long long>(c.n_heads), static_cast<long long>(c.n_kv_heads));
+    return make_error(
+        "projector key clip.vision.attention.head_count (%lld) must be a multiple of head_count_kv (%lld)",
+        static_cast<long long>(c.n_heads), static_cast<long long>(c.n_kv_heads));
   }
   const bool has_head_dim = f.has("clip.vision.attention.head_dim");
   if (!has_head_dim && c.n_embd % c.n_heads != 0) {
@@ -265,16 +267,18 @@ Result<VisionConfig> read_vision_config(const GgufFile& f, const ProjectorTypeIn
         SNIPER_ASSIGN_OR_RETURN(const std::vector<int64_t>* ds, f.get_int_array("clip.vision.is_deepstack_layers"));
         for (int64_t v : *ds) {
           if (v != 0) {
-            return make_error("projector has deepstack layers (clip.vision.is_deepstack_layers): Qwen3-VL deepstack "
-                              "is not supported (Qwen3.5 / Qwen3.6 projectors have none)");
+            return make_error(
+                "projector has deepstack layers (clip.vision.is_deepstack_layers): Qwen3-VL deepstack "
+                "is not supported (Qwen3.5 / Qwen3.6 projectors have none)");
           }
         }
       }
       if (c.n_kv_heads != c.n_heads || c.q_dim() != c.n_embd) {
-        return make_error("qwen3vl_merger needs head_count_kv == head_count and head_count * head_dim == width "
-                          "(%lld heads, %lld kv heads, head_dim %lld, width %lld)",
-                          static_cast<long long>(c.n_heads), static_cast<long long>(c.n_kv_heads),
-                          static_cast<long long>(c.head_dim), static_cast<long long>(c.n_embd));
+        return make_error(
+            "qwen3vl_merger needs head_count_kv == head_count and head_count * head_dim == width "
+            "(%lld heads, %lld kv heads, head_dim %lld, width %lld)",
+            static_cast<long long>(c.n_heads), static_cast<long long>(c.n_kv_heads), static_cast<long long>(c.head_dim),
+            static_cast<long long>(c.n_embd));
       }
       c.min_tokens = 8;
       c.max_tokens = 4096;
@@ -406,9 +410,8 @@ Result<VisionWeights> bind_vision_weights(const VisionConfig& c, const TensorLoo
 
 std::vector<std::string> vision_layer_tensor_names(const VisionConfig& c, int64_t l) {
   if (c.type == ProjectorType::kGemma4V) {
-    return {blk(l, "attn_q.weight"),   blk(l, "attn_k.weight"),  blk(l, "attn_v.weight"),
-            blk(l, "attn_out.weight"), blk(l, "ffn_gate.weight"), blk(l, "ffn_up.weight"),
-            blk(l, "ffn_down.weight")};
+    return {blk(l, "attn_q.weight"),   blk(l, "attn_k.weight"), blk(l, "attn_v.weight"),  blk(l, "attn_out.weight"),
+            blk(l, "ffn_gate.weight"), blk(l, "ffn_up.weight"), blk(l, "ffn_down.weight")};
   }
   return {blk(l, "attn_qkv.weight"), blk(l, "attn_out.weight"), blk(l, "ffn_up.weight"), blk(l, "ffn_down.weight")};
 }

@@ -63,9 +63,9 @@ struct VisionConfig {
   int64_t n_ff = 0;        // feed_forward_length
   int64_t n_layers = 0;    // block_count
   int64_t patch_size = 0;  // patch_size
-  int64_t merge = 0;       // gemma4v: projector.scale_factor (pooling kernel, default 3); qwen3vl: spatial_merge_size (2)
-  int64_t out_dim = 0;     // width of the embeddings handed to the language model
-  float eps = 1e-6f;       // attention.layer_norm_epsilon
+  int64_t merge = 0;    // gemma4v: projector.scale_factor (pooling kernel, default 3); qwen3vl: spatial_merge_size (2)
+  int64_t out_dim = 0;  // width of the embeddings handed to the language model
+  float eps = 1e-6f;    // attention.layer_norm_epsilon
   VisionFfnAct ffn_act = VisionFfnAct::kGelu;
   float rope_theta = 0.0f;  // gemma4v 100, qwen3vl 10000
   int64_t pos_size = 0;     // gemma4v: rows of each position table; qwen3vl: side of the position grid
@@ -96,31 +96,31 @@ struct ClampBounds {
 };
 
 struct VisionLayerWeights {
-  QTensor ln1_w, ln1_b;       // [E]
-  QTensor q, k, v;            // [E -> q_dim], [E -> kv_dim] (gemma4v)
-  QTensor qkv, qkv_b;         // [E -> 3E], [3E] (qwen3vl)
-  QTensor q_norm, k_norm;     // [head_dim] (gemma4v)
-  QTensor o, o_b;             // [q_dim -> E], [E]
-  QTensor attn_post_norm;     // [E] (gemma4v)
-  QTensor ln2_w, ln2_b;       // [E]
-  QTensor up, up_b;           // [E -> F], [F]
-  QTensor gate, gate_b;       // [E -> F], [F] (gemma4v: gated FFN)
-  QTensor down, down_b;       // [F -> E], [E]
-  QTensor ffn_post_norm;      // [E] (gemma4v)
-  QTensor out_scale;          // [1] or [E] (gemma4v layer scalar)
+  QTensor ln1_w, ln1_b;    // [E]
+  QTensor q, k, v;         // [E -> q_dim], [E -> kv_dim] (gemma4v)
+  QTensor qkv, qkv_b;      // [E -> 3E], [3E] (qwen3vl)
+  QTensor q_norm, k_norm;  // [head_dim] (gemma4v)
+  QTensor o, o_b;          // [q_dim -> E], [E]
+  QTensor attn_post_norm;  // [E] (gemma4v)
+  QTensor ln2_w, ln2_b;    // [E]
+  QTensor up, up_b;        // [E -> F], [F]
+  QTensor gate, gate_b;    // [E -> F], [F] (gemma4v: gated FFN)
+  QTensor down, down_b;    // [F -> E], [E]
+  QTensor ffn_post_norm;   // [E] (gemma4v)
+  QTensor out_scale;       // [1] or [E] (gemma4v layer scalar)
   ClampBounds clamp_q, clamp_k, clamp_v, clamp_o, clamp_up, clamp_gate, clamp_down;
 };
 
 struct VisionWeights {
-  QTensor patch_embd[2];   // [P, P, 3, E] (ggml order); [1] only for qwen3vl (the second temporal kernel)
-  QTensor patch_bias;      // [E] (qwen3vl)
-  QTensor pos_embd;        // gemma4v [E, pos_size, 2]; qwen3vl [E, pos_size^2]
+  QTensor patch_embd[2];         // [P, P, 3, E] (ggml order); [1] only for qwen3vl (the second temporal kernel)
+  QTensor patch_bias;            // [E] (qwen3vl)
+  QTensor pos_embd;              // gemma4v [E, pos_size, 2]; qwen3vl [E, pos_size^2]
   QTensor pre_ln_w, pre_ln_b;    // [E] optional (qwen3vl)
   QTensor post_ln_w, post_ln_b;  // [E] (qwen3vl)
-  QTensor mm0_w, mm0_b;    // [4E -> 4E], [4E] (qwen3vl merger)
-  QTensor mm2_w, mm2_b;    // [4E -> out], [out] (qwen3vl merger)
-  QTensor input_proj;      // [E -> out] (gemma4v)
-  QTensor std_bias, std_scale;  // [E] optional (gemma4v)
+  QTensor mm0_w, mm0_b;          // [4E -> 4E], [4E] (qwen3vl merger)
+  QTensor mm2_w, mm2_b;          // [4E -> out], [out] (qwen3vl merger)
+  QTensor input_proj;            // [E -> out] (gemma4v)
+  QTensor std_bias, std_scale;   // [E] optional (gemma4v)
   ClampBounds clamp_proj;
   std::vector<VisionLayerWeights> layers;
 };

@@ -111,8 +111,8 @@ Result<EncodedImage> VisionEncoder::encode_qwen3vl(const PreprocessedImage& imag
   }
   // Vision M-RoPE angles per token: t = row, h = column (the w and e sections are past the pairs).
   const int64_t half = hd / 2;
-  const int32_t sections[4] = {static_cast<int32_t>(hd / 4), static_cast<int32_t>(hd / 4),
-                               static_cast<int32_t>(hd / 4), static_cast<int32_t>(hd / 4)};
+  const int32_t sections[4] = {static_cast<int32_t>(hd / 4), static_cast<int32_t>(hd / 4), static_cast<int32_t>(hd / 4),
+                               static_cast<int32_t>(hd / 4)};
   std::vector<float> rope_cos(static_cast<size_t>(n * half)), rope_sin(rope_cos.size());
   for (int64_t t = 0; t < n; ++t) {
     const int64_t p = patch_of[static_cast<size_t>(t)];
@@ -153,7 +153,8 @@ Result<EncodedImage> VisionEncoder::encode_qwen3vl(const PreprocessedImage& imag
     ffn(L, xb, n, out, pool);
     for (int64_t t = 0; t < n; ++t) add_inplace(x + t * E, out + t * E, E);
   }
-  for (int64_t t = 0; t < n; ++t) layer_norm(x + t * E, f32_view(w.post_ln_w), f32_view(w.post_ln_b), xb + t * E, E, c.eps);
+  for (int64_t t = 0; t < n; ++t)
+    layer_norm(x + t * E, f32_view(w.post_ln_w), f32_view(w.post_ln_b), xb + t * E, E, c.eps);
   // The merger over rows of 4 consecutive tokens.
   const int64_t n_out = n / 4, E4 = 4 * E;
   grow(att_, static_cast<size_t>(n_out * E4));

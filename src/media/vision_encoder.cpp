@@ -76,7 +76,8 @@ void VisionEncoder::linear(const QTensor& w, const float* x, int64_t n_tok, floa
   if (clamp != nullptr) {
     // ggml_clamp makes a new tensor: every linear clamps the shared input on its own.
     grow(clamped_, static_cast<size_t>(n_tok * n_in));
-    for (int64_t i = 0; i < n_tok * n_in; ++i) clamped_[static_cast<size_t>(i)] = clamp_ggml(x[i], clamp->in_min, clamp->in_max);
+    for (int64_t i = 0; i < n_tok * n_in; ++i)
+      clamped_[static_cast<size_t>(i)] = clamp_ggml(x[i], clamp->in_min, clamp->in_max);
     x = clamped_.data();
   }
   matmul(w, x, y, n_tok, act_, pool);
@@ -193,8 +194,7 @@ void VisionEncoder::attention(const float* q, const float* k, const float* v, in
       if (item >= n_items) break;
       const int64_t kvh = item / n_tiles, t = item % n_tiles * tok_tile, nt = std::min(tok_tile, n - t);
       const int64_t off = t * q_dim + kvh * group * hd;
-      attend_tokens(layout, batch, q + off, q_dim, k_rows, v_rows, kvh, group, nt, n, scale, att + off, q_dim,
-                    scratch);
+      attend_tokens(layout, batch, q + off, q_dim, k_rows, v_rows, kvh, group, nt, n, scale, att + off, q_dim, scratch);
     }
   });
 }

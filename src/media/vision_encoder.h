@@ -85,7 +85,7 @@ class VisionEncoder {
   ActBuffer act_;
   ActBuffer act_kernel_;
   std::vector<float> x_, xb_, q_, k_, v_, att_, tmp_, ffn_a_, ffn_b_, clamped_;
-  std::vector<uint16_t> patches_;  // [n_patches][3 P^2] f16 (im2col)
+  std::vector<uint16_t> patches_;    // [n_patches][3 P^2] f16 (im2col)
   std::vector<uint16_t> k16_, v16_;  // [kv_heads][n][head_dim] f16
   std::vector<uint8_t> att_scratch_;
 };

@@ -14,9 +14,9 @@ namespace {
 
 // _mm512_reduce_add_ps's tree over the 16 lanes lo (0-7) and hi (8-15).
 inline float reduce_add_16_avx2(__m256 lo, __m256 hi) {
-  const __m256 t3 = _mm256_add_ps(hi, lo);                                             // v[i + 8] + v[i]
+  const __m256 t3 = _mm256_add_ps(hi, lo);                                                 // v[i + 8] + v[i]
   const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));  // t3[i + 4] + t3[i]
-  const __m128 t8 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));                            // t6[0] + t6[2], t6[1] + t6[3]
+  const __m128 t8 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));  // t6[0] + t6[2], t6[1] + t6[3]
   return _mm_cvtss_f32(_mm_add_ss(t8, _mm_shuffle_ps(t8, t8, 1)));
 }
 
