@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hub_model.h"
+#include "media_args.h"
 
 namespace sniper::cli {
 
@@ -112,9 +113,11 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   so.n_ctx = lo.n_ctx;
   so.kv_type = lo.kv_type;
   Loaded out;
+  SNIPER_ASSIGN_OR_RETURN(out.mmproj, load_mmproj_for_model(args, model_path, &lo));
   auto model = Model::load(model_path, lo);
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();
+  if (out.mmproj != nullptr) SNIPER_TRY(out.mmproj->check_language_model(out.model->config().dim));
   so.batch = out.model->planned_batch();
   so.n_checkpoints = out.model->plan().n_checkpoints;
   if (args.has("--routing-bias")) {

@@ -178,7 +178,7 @@ Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_
                    .out = out_.data(),
                    .buffers = &buffers_,
                    .pool = &pool};
-  mixer_->begin_chunk(pos0, n);
+  mixer_->begin_chunk(pos0, n, ChunkInput{});
   for (int64_t t = 0; t < n; ++t)
     rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
   SNIPER_TRY(mixer_->forward(0, lw, state, io));

@@ -52,14 +52,25 @@ size_t AttentionBlock::scratch_bytes() const {
          att_scratch_.size();
 }
 
-void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok) {
-  // Rotation angles for each position of the chunk (shared by all layers).
+void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok, const ChunkInput& in) {
+  // Rotation angles for each position of the chunk (shared by all layers). M-RoPE tokens with 2D
+  // positions (an image) take their sections' components; every other token has one position in
+  // all components, which is plain rope (rope_angles_multi gives the same bits then).
   const ModelConfig& c = config_;
   const int64_t half = c.rope_dims / 2;
   const float* freq_factors = rope_freqs_.data ? f32_data(rope_freqs_) : nullptr;
   for (int64_t t = 0; t < n_tok; ++t) {
-    rope_angles(pos0 + t, c.rope_dims, c.rope_base, c.rope_freq_scale, freq_factors, rope_cos_.data() + t * half,
-                rope_sin_.data() + t * half);
+    float* cos_t = rope_cos_.data() + t * half;
+    float* sin_t = rope_sin_.data() + t * half;
+    if (in.rope_pos != nullptr) {
+      CHECK(c.has_mrope(), "2D rope positions for a model without M-RoPE sections");
+      const int64_t p4[4] = {in.rope_pos[t], in.rope_pos[n_tok + t], in.rope_pos[2 * n_tok + t],
+                             in.rope_pos[3 * n_tok + t]};
+      rope_angles_multi(p4, c.rope_sections, /*interleaved=*/true, c.rope_dims, c.rope_base, c.rope_freq_scale,
+                        freq_factors, cos_t, sin_t);
+    } else {
+      rope_angles(pos0 + t + in.rope_offset, c.rope_dims, c.rope_base, c.rope_freq_scale, freq_factors, cos_t, sin_t);
+    }
   }
 }
 
@@ -117,7 +128,8 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   // (and, with flash attention, the tokens of a tile) read its K and V once. Items are spread
   // over the pool.
   const AttentionLayout& layout = kv.layout();
-  const AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
+  AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
+  batch.causal = !io.non_causal;
   const int64_t group = n_heads / n_kv_heads;
   // Items of up to tok_tile tokens of one kv head (tok_tile > 1 where their rows share K/V tiles).
   const int64_t tok_tile = attention_token_tile(layout, batch, group);
@@ -141,8 +153,8 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
       // kv head major: consecutive items read the same head's K and V.
       const int64_t kvh = item / n_tiles, t = item % n_tiles * tok_tile, nt = std::min(tok_tile, n_tok - t);
       const int64_t off = t * q_dim + kvh * group * hd;
-      attend_tokens(layout, batch, q_.data() + off, q_dim, k_rows, v_rows, kvh, group, nt, pos0 + t + 1, scale,
-                    att_.data() + off, q_dim, scratch);
+      attend_tokens(layout, batch, q_.data() + off, q_dim, k_rows, v_rows, kvh, group, nt,
+                    batch.causal ? pos0 + t + 1 : pos0 + n_tok, scale, att_.data() + off, q_dim, scratch);
     }
   });
 

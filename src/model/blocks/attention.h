@@ -21,7 +21,7 @@ class AttentionBlock final : public MixerBlock {
   // rope_freqs: the model's optional frequency factors (data null when absent).
   AttentionBlock(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch);
 
-  void begin_chunk(int64_t pos0, int64_t n_tok) override;
+  void begin_chunk(int64_t pos0, int64_t n_tok, const ChunkInput& in) override;
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state,
                                const BlockIo& io) override;
   size_t scratch_bytes() const override;

@@ -87,10 +87,10 @@ Status Gemma4Attention::forward(int64_t layer_idx, const LayerWeights& lw, Seque
   }
 
   if (lp.sliding_window > 0) {
-    attend_window(lp, kv, slot.index, pos0, n_tok, pool);
+    attend_window(lp, kv, slot.index, pos0, n_tok, io.non_causal, pool);
   } else {
     CHECK(!kv.ring(), "layer %ld: a full-attention layer over a ring", static_cast<long>(layer_idx));
-    attend_full(lp, kv, slot.index, pos0, n_tok, pool);
+    attend_full(lp, kv, slot.index, pos0, n_tok, io.non_causal, pool);
   }
   matmul(lw.wo, att_.data(), io.out, n_tok, io.buffers->act, pool);
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -100,11 +100,12 @@ Status Gemma4Attention::forward(int64_t layer_idx, const LayerWeights& lw, Seque
 }
 
 void Gemma4Attention::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                                  ThreadPool& pool) {
+                                  bool non_causal, ThreadPool& pool) {
   // As AttentionBlock, with gemma4's attention scale 1.0: one item per (tile of tokens, kv head).
   const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), n_kv_heads = lp.n_kv_heads;
   const AttentionLayout& layout = kv.layout();
-  const AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
+  AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
+  batch.causal = !non_causal;
   const int64_t group = lp.n_heads / n_kv_heads;
   // Items of up to tok_tile tokens of one kv head (tok_tile > 1 where their rows share K/V tiles).
   const int64_t tok_tile = attention_token_tile(layout, batch, group);
@@ -127,16 +128,18 @@ void Gemma4Attention::attend_full(const LayerPlan& lp, const KvCache& kv, int64_
       // kv head major: consecutive items read the same head's K and V.
       const int64_t kvh = item / n_tiles, t = item % n_tiles * tok_tile, nt = std::min(tok_tile, n_tok - t);
       const int64_t off = t * q_dim + kvh * group * hd;
-      attend_tokens(layout, batch, q_.data() + off, q_dim, k_rows, v_rows, kvh, group, nt, pos0 + t + 1, 1.0f,
-                    att_.data() + off, q_dim, scratch);
+      attend_tokens(layout, batch, q_.data() + off, q_dim, k_rows, v_rows, kvh, group, nt,
+                    non_causal ? pos0 + n_tok : pos0 + t + 1, 1.0f, att_.data() + off, q_dim, scratch);
     }
   });
 }
 
 void Gemma4Attention::attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                                    ThreadPool& pool) {
+                                    bool non_causal, ThreadPool& pool) {
   // Per (token, kv head, part of its query-head group): the keys of positions [p - window + 1, p]
-  // are gathered once from their ring slots (p % capacity) into a transposed f32 tile, the
+  // (to the chunk's last position when non_causal: a media chunk's tokens see each other, as
+  // llama.cpp's window mask lets them) are gathered once from their ring slots (p % capacity)
+  // into a transposed f32 tile, the
   // group's scores are one gemm (heads x head_dim times head_dim x window), each head's softmax
   // (scale 1.0) and the f16 rounding of its probabilities follow the reference, and the V product
   // is one gemm over the window's V rows in position order. Q is rounded to f16 as the
@@ -150,7 +153,9 @@ void Gemma4Attention::attend_window(const LayerPlan& lp, const KvCache& kv, int6
   const RowOps& ops = find_row_ops(selected_tier());
   const bool k_f16 = layout.k_type == GgmlType::kF16;
   const bool vt_bf16 = layout.v_type == GgmlType::kBF16;
-  const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), W = lp.sliding_window, cap = kv.n_ctx();
+  const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), cap = kv.n_ctx();
+  // The most cells one token sees: the window, and the chunk's later tokens when non_causal.
+  const int64_t W = lp.sliding_window + (non_causal ? n_tok - 1 : 0);
   const int64_t group = lp.n_heads / lp.n_kv_heads;
   // Split a group's heads into parts when there are fewer (token, kv head) items than threads.
   const int64_t n_threads = pool.n_threads();
@@ -184,8 +189,9 @@ void Gemma4Attention::attend_window(const LayerPlan& lp, const KvCache& kv, int6
       const int64_t h0 = kvh * group + part * heads_per_part;
       const int64_t nh = std::min(heads_per_part, kvh * group + group - h0);
       if (nh <= 0) continue;
-      const int64_t p = pos0 + t, first = std::max<int64_t>(0, p - W + 1), n = p - first + 1;
-      CHECK(p - first < cap, "the ring holds %ld positions, the window needs %ld", static_cast<long>(cap),
+      const int64_t p = pos0 + t, first = std::max<int64_t>(0, p - lp.sliding_window + 1);
+      const int64_t last = non_causal ? pos0 + n_tok - 1 : p, n = last - first + 1;
+      CHECK(last - first < cap, "the ring holds %ld positions, the window needs %ld", static_cast<long>(cap),
             static_cast<long>(n));
       // The window's slots: at most two contiguous runs of the ring.
       const int64_t s0 = first % cap, run0 = std::min(n, cap - s0);

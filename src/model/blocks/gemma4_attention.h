@@ -25,15 +25,16 @@ class Gemma4Attention final : public MixerBlock {
   // rope_freqs: the model's frequency factors for full layers (data null when absent).
   Gemma4Attention(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch);
 
-  void begin_chunk(int64_t, int64_t) override {}
+  void begin_chunk(int64_t, int64_t, const ChunkInput&) override {}
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state,
                                const BlockIo& io) override;
   size_t scratch_bytes() const override;
 
  private:
+  // non_causal: every token of the chunk also sees the chunk's later tokens (a media chunk).
   void attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                     ThreadPool& pool);
-  void attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
+                     bool non_causal, ThreadPool& pool);
+  void attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok, bool non_causal,
                    ThreadPool& pool);
 
   const ModelConfig& config_;
