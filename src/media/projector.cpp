@@ -239,10 +239,7 @@ Result<VisionConfig> read_vision_config(const GgufFile& f, const ProjectorTypeIn
   SNIPER_ASSIGN_OR_RETURN(bool gelu, f.get_bool_or("clip.use_gelu", false));
   SNIPER_ASSIGN_OR_RETURN(bool silu, f.get_bool_or("clip.use_silu", false));
   if (gelu && silu) return make_error("projector sets both clip.use_gelu and clip.use_silu");
-  if (!gelu && !silu) {
-    return make_error("projector sets neither clip.use_gelu nor clip.use_silu (GELU-quick FFNs are not supported)");
-  }
-  c.ffn_act = gelu ? VisionFfnAct::kGelu : VisionFfnAct::kSilu;
+  c.ffn_act = gelu ? VisionFfnAct::kGelu : silu ? VisionFfnAct::kSilu : VisionFfnAct::kGeluQuick;
   SNIPER_ASSIGN_OR_RETURN(c.preprocess.mean, get_triple(f, "clip.vision.image_mean", false));
   SNIPER_ASSIGN_OR_RETURN(c.preprocess.std, get_triple(f, "clip.vision.image_std", true));
   switch (c.type) {

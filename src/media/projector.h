@@ -50,7 +50,9 @@ std::span<const ProjectorTypeInfo> projector_types();
 // The entry named `name`, or nullptr.
 const ProjectorTypeInfo* find_projector_type(std::string_view name);
 
-enum class VisionFfnAct { kGelu, kSilu };
+// The ViT FFN's activation: clip.use_gelu (GELU), clip.use_silu (SiLU), or neither: GELU-quick,
+// mtmd's default (Gemma 4's converter sets neither).
+enum class VisionFfnAct { kGelu, kSilu, kGeluQuick };
 
 // A vision encoder's hyper-parameters (clip.vision.* and the type's fixed values, as mtmd sets them).
 struct VisionConfig {

@@ -201,7 +201,7 @@ void VisionEncoder::attention(const float* q, const float* k, const float* v, in
 
 void VisionEncoder::ffn(const VisionLayerWeights& L, const float* xb, int64_t n, float* out, ThreadPool& pool) {
   const int64_t F = config_.n_ff, E = config_.n_embd;
-  const bool gelu_act = config_.ffn_act == VisionFfnAct::kGelu;
+  const VisionFfnAct act = config_.ffn_act;
   const bool gated = L.gate.row_bytes != 0;
   const int64_t chunk = std::min(n, kFfnChunk);
   grow(ffn_a_, static_cast<size_t>(chunk * F));
@@ -216,19 +216,19 @@ void VisionEncoder::ffn(const VisionLayerWeights& L, const float* xb, int64_t n,
       for (int64_t t = 0; t < m; ++t) {
         float* g = ffn_b_.data() + t * F;
         float* u = ffn_a_.data() + t * F;
-        if (gelu_act) {
-          geglu(g, u, u, F);
-        } else {
-          silu_mul(g, u, u, F);
+        switch (act) {
+          case VisionFfnAct::kGelu: geglu(g, u, u, F); break;
+          case VisionFfnAct::kSilu: silu_mul(g, u, u, F); break;
+          case VisionFfnAct::kGeluQuick: geglu_quick(g, u, u, F); break;
         }
       }
     } else {
       for (int64_t t = 0; t < m; ++t) {
         float* u = ffn_a_.data() + t * F;
-        if (gelu_act) {
-          gelu(u, u, F);
-        } else {
-          silu_row(u, u, F);
+        switch (act) {
+          case VisionFfnAct::kGelu: gelu(u, u, F); break;
+          case VisionFfnAct::kSilu: silu_row(u, u, F); break;
+          case VisionFfnAct::kGeluQuick: gelu_quick(u, u, F); break;
         }
       }
     }
