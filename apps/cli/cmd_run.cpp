@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // sniper run -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t N]: streams the prompt and the
 // generated text to stdout, then one line of figures to stderr.
+// With --mmproj P --image F [--image F2]: each <__media__> marker of the prompt is an image (as
+// llama-mtmd-cli, markers are put before the prompt when it has none); the figures then add the
+// images' tokens and the time to decode, preprocess and encode them, and the time to first token.
 #include <cstdio>
 #include <cstring>
 
@@ -8,13 +11,15 @@
 #include "commands.h"
 #include "common.h"
 #include "engine/generate.h"
+#include "media_args.h"
 #include "spec_args.h"
 
 namespace sniper::cli {
 
 int cmd_run(int argc, char** argv) {
   const std::vector<FlagSpec> specs =
-      concat(concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), context_shift_flags()),
+      concat(concat(concat(concat(concat(model_flags(), media_flags()), sampling_flags()), spec_flags()),
+                    context_shift_flags()),
              {
                  {"--prompt", "-p", "TEXT", "prompt text"},
                  {"--file", "-f", "PATH", "read the prompt from a file"},
@@ -44,6 +49,10 @@ int cmd_run(int argc, char** argv) {
   if (!sampler.ok()) return fail(sampler.error());
   auto spec_req = parse_spec_args(*args);
   if (!spec_req.ok()) return fail(spec_req.error());
+  if (args->has("--image") && spec_req->kind == SpecKind::kMtp) {
+    return fail(make_error("--spec-type mtp does not take images (the MTP head reads token ids); use ngram or draft"));
+  }
+  const auto t_load = now_s();
   auto loaded = load_model_and_session(*args, spec_req->checkpoints(), spec_req->draft_mem_bytes,
                                        spec_req->logit_rows(), spec_req->kind == SpecKind::kMtp);
   if (!loaded.ok()) return fail(loaded.error());
@@ -54,7 +63,26 @@ int cmd_run(int argc, char** argv) {
   auto tokenizer = loaded->model->tokenizer();
   if (!tokenizer.ok()) return fail(tokenizer.error());
   const Tokenizer& tok = **tokenizer;
-  std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/!args->has("--no-bos"), /*parse_special=*/true);
+  const double load_s = now_s() - t_load;
+  // Images: encoded first, then the prompt split at its markers as mtmd does.
+  std::vector<MediaChunk> media;
+  MediaTimings media_t;
+  const auto t_media = now_s();
+  if (loaded->mmproj != nullptr) {
+    auto chunks = encode_images(*args, *loaded->mmproj, loaded->session->pool(), &media_t);
+    if (!chunks.ok()) return fail(chunks.error());
+    media = std::move(chunks).value();
+    if (prompt.find(kMediaMarker) == std::string::npos) {
+      std::string markers;
+      for (size_t i = 0; i < media.size(); ++i) markers += kMediaMarker;
+      prompt = markers + prompt;
+    }
+  }
+  const double media_s = now_s() - t_media;
+  auto built = build_media_prompt(tok, loaded->model->config(), prompt, media, /*add_bos=*/!args->has("--no-bos"));
+  if (!built.ok()) return fail(built.error());
+  const MediaPrompt& mprompt = *built;
+  std::vector<int32_t> ids = mprompt.cells;
   if (ids.empty()) return fail(make_error("the prompt encodes to no tokens"));
 
   GenerateOptions go;
@@ -70,7 +98,7 @@ int cmd_run(int argc, char** argv) {
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
   }
-  auto stats = generate(*loaded->session, tok, ids, go, [](std::string_view text) {
+  auto stats = generate(*loaded->session, tok, mprompt, go, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return true;
@@ -83,6 +111,16 @@ int cmd_run(int argc, char** argv) {
                stats->gen_tok_s(), static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
   if (go.context_shift) std::fprintf(stderr, " | context shifts: %ld", static_cast<long>(stats->n_shifts));
   std::fputc('\n', stderr);
+  if (!media.empty()) {
+    int64_t n_media_tokens = 0;
+    for (const MediaChunk& c : media) n_media_tokens += c.n_tokens();
+    std::fprintf(stderr,
+                 "media: %zu image(s), %ld tokens | decode %.1f ms, preprocess %.1f ms, encode %.1f ms | "
+                 "time to first token %.1f ms (from the images' bytes) | load %.2f s%s\n",
+                 media.size(), static_cast<long>(n_media_tokens), media_t.decode_s * 1e3, media_t.preprocess_s * 1e3,
+                 media_t.encode_s * 1e3, (media_s * 1e3) + stats->ttft_ms, load_s,
+                 loaded->mmproj->streams() ? " | projector layers streamed" : "");
+  }
   if (go.draft != nullptr) std::fprintf(stderr, "%s\n", spec_summary(stats->spec).c_str());
   return 0;
 }

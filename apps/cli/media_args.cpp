@@ -36,8 +36,8 @@ Result<MmprojOptions> mmproj_options_from_args(const Args& args) {
   o.n_threads_hint = threads > 0 ? static_cast<int>(threads) : hardware_threads();
   const int64_t n_images = static_cast<int64_t>(args.get_all("--image").size());
   if (n_images > o.limits.max_media) {
-    return make_error("%lld images given but at most %lld media items fit one prompt",
-                      static_cast<long long>(n_images), static_cast<long long>(o.limits.max_media));
+    return make_error("%lld images given but at most %lld media items fit one prompt", static_cast<long long>(n_images),
+                      static_cast<long long>(o.limits.max_media));
   }
   SNIPER_TRY(validate_media_limits(o.limits));
   return o;
@@ -46,7 +46,8 @@ Result<MmprojOptions> mmproj_options_from_args(const Args& args) {
 Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const std::string& model_path,
                                                       ModelLoadOptions* lo, MediaPlan* plan_out) {
   if (!args.has("--mmproj")) {
-    if (args.has("--image")) return make_error("--image needs a projector: pass --mmproj PATH (the model's mmproj file)");
+    if (args.has("--image"))
+      return make_error("--image needs a projector: pass --mmproj PATH (the model's mmproj file)");
     return std::unique_ptr<Mmproj>();
   }
   const std::string path = args.get_string("--mmproj");
@@ -88,8 +89,7 @@ Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const st
   return Mmproj::load(path, mo);
 }
 
-Result<std::vector<MediaChunk>> encode_images(const Args& args, Mmproj& mmproj, ThreadPool& pool,
-                                              MediaTimings* total) {
+Result<std::vector<MediaChunk>> encode_images(const Args& args, Mmproj& mmproj, ThreadPool& pool, MediaTimings* total) {
   std::vector<MediaChunk> chunks;
   for (const std::string& path : args.get_all("--image")) {
     std::ifstream f(path, std::ios::binary);

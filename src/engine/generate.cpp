@@ -37,6 +37,11 @@ Status shift_full_context(Session& session, int64_t n_keep) {
 
 Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                                const GenerateOptions& options, const TextCallback& on_text) {
+  return generate(session, tokenizer, text_prompt(prompt), options, on_text);
+}
+
+Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const MediaPrompt& prompt,
+                               const GenerateOptions& options, const TextCallback& on_text) {
   GeneratorOptions go;
   go.n_predict = options.n_predict;
   go.sampler = options.sampler;
@@ -50,8 +55,8 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
   }
 
   GenerateStats stats;
-  stats.n_prompt = static_cast<int64_t>(prompt.size());
-  gen.accept_prompt(prompt);
+  stats.n_prompt = prompt.n_cells();
+  for (const PromptPiece& piece : prompt.pieces) gen.accept_prompt(piece.tokens);
   if (options.context_shift) {
     SNIPER_TRY(context_shift_support(session.model().config()));
     if (spec) {
@@ -61,14 +66,20 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  const int64_t n_prompt = prompt.n_cells();
   // llama.cpp shifts once when what it is about to evaluate reaches the end of the context.
   if (options.context_shift && n_prompt > 0 && session.n_past() + n_prompt >= session.n_ctx() &&
       session.n_past() > options.n_keep + 1) {
     SNIPER_TRY(shift_full_context(session, options.n_keep));
     ++stats.n_shifts;
   }
-  if (!prompt.empty()) SNIPER_TRY(session.eval(prompt));
+  for (const PromptPiece& piece : prompt.pieces) {
+    if (piece.media != nullptr) {
+      SNIPER_TRY(session.eval_media(*piece.media));
+    } else if (!piece.tokens.empty()) {
+      SNIPER_TRY(session.eval(piece.tokens));
+    }
+  }
   stats.prompt_ms = ms_since(t0);
   if (session.n_past() == 0) return make_error("nothing to generate from: the prompt is empty");
 

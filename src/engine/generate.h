@@ -64,5 +64,10 @@ using TextCallback = std::function<bool(std::string_view text)>;
 // the stats; on_text sees the generated text only (not the prompt).
 Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                                const GenerateOptions& options, const TextCallback& on_text);
+// The same for a prompt with media (engine/media_prompt.h): its pieces are evaluated in order
+// after whatever the session holds (text through eval, media through eval_media); n_prompt
+// counts its cells; the sampler's penalties see its text tokens only.
+Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const MediaPrompt& prompt,
+                               const GenerateOptions& options, const TextCallback& on_text);
 
 }  // namespace sniper

@@ -16,7 +16,8 @@ std::string MediaPlan::describe() const {
   };
   s += "projector (mmproj):\n";
   if (stream_projector) {
-    line("projector resident weights", memory.weight_bytes - memory.layer_matrix_bytes, "(patch, positions, norms, projection)");
+    line("projector resident weights", memory.weight_bytes - memory.layer_matrix_bytes,
+         "(patch, positions, norms, projection)");
     line("projector layer buffers", 2 * memory.layer_buffer_bytes, "(ViT layers streamed, double-buffered)");
   } else {
     line("projector weights", memory.weight_bytes, "(resident)");
@@ -54,11 +55,11 @@ Result<MediaPlan> plan_media(const GgufFile& file, const ModelConfig& config, co
   } else if (s_ok) {
     stream = true;
   } else {
-    return make_error("the memory budget %s holds neither the language model with its projector resident (%s: %s) nor "
-                      "with the projector's layers streamed (%s: %s)",
-                      format_bytes(budget).c_str(), format_bytes(resident).c_str(),
-                      with_resident.error().message.c_str(), format_bytes(streamed).c_str(),
-                      with_streamed.error().message.c_str());
+    return make_error(
+        "the memory budget %s holds neither the language model with its projector resident (%s: %s) nor "
+        "with the projector's layers streamed (%s: %s)",
+        format_bytes(budget).c_str(), format_bytes(resident).c_str(), with_resident.error().message.c_str(),
+        format_bytes(streamed).c_str(), with_streamed.error().message.c_str());
   }
   out.stream_projector = stream;
   out.projector_bytes = stream ? streamed : resident;

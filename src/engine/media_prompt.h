@@ -54,8 +54,8 @@ int64_t media_n_pos(const ModelConfig& config, const MediaChunk& chunk);
 std::vector<int32_t> media_rope_positions(const ModelConfig& config, const MediaChunk& chunk, int64_t p);
 
 struct PromptPiece {
-  std::vector<int32_t> tokens;         // a text piece (media == nullptr)
-  const MediaChunk* media = nullptr;   // or a media chunk (owned by the caller)
+  std::vector<int32_t> tokens;        // a text piece (media == nullptr)
+  const MediaChunk* media = nullptr;  // or a media chunk (owned by the caller)
 };
 
 // A prompt as pieces, and as cells (tokens with kMediaToken at media cells) with its spans.

@@ -148,12 +148,16 @@ Status Session::shift_context(int64_t n_keep, int64_t n_discard) {
   ::sniper::shift_context(model_.config(), model_.weights(), *state_, n_keep, n_discard, n_past(), pool_);
   history_.erase(history_.begin() + n_keep, history_.begin() + n_keep + n_discard);
   std::vector<MediaSpan> kept;
-  for (MediaSpan span : media_) {
+  std::vector<std::shared_ptr<const MediaChunk>> kept_chunks;
+  for (size_t i = 0; i < media_.size(); ++i) {
+    MediaSpan span = media_[i];
     if (span.start >= n_keep && span.start < end) continue;  // discarded whole
     if (span.start >= end) span.start -= n_discard;
     kept.push_back(span);
+    kept_chunks.push_back(media_chunks_[i]);
   }
   media_ = std::move(kept);
+  media_chunks_ = std::move(kept_chunks);
   if (observer_ != nullptr) observer_->on_rewrite(n_keep);
   if (checkpoints_) checkpoints_->clear();  // positions moved: no checkpoint describes the state any more
   return ok_status();
@@ -169,6 +173,7 @@ void Session::set_history(std::vector<int32_t> tokens, std::vector<MediaSpan> me
   }
   history_ = std::move(tokens);
   media_ = std::move(media);
+  media_chunks_.assign(media_.size(), nullptr);
   if (observer_ != nullptr) observer_->on_rewrite(0);
   // A restored state is a prefix worth coming back to (a saved system prompt, a document).
   if (checkpoints_) {
@@ -223,8 +228,36 @@ int64_t Session::truncate(int64_t n) {
   }
   if (checkpoints_) checkpoints_->drop_after(n);
   history_.resize(static_cast<size_t>(n));
-  while (!media_.empty() && media_.back().end() > n) media_.pop_back();
+  while (!media_.empty() && media_.back().end() > n) {
+    media_.pop_back();
+    media_chunks_.pop_back();
+  }
   return n;
+}
+
+Status Session::rewind(int64_t keep, int64_t* n_redo) {
+  *n_redo = 0;
+  if (keep >= n_past()) return ok_status();
+  const std::vector<int32_t> cells(history_.begin(), history_.begin() + keep);
+  const std::vector<MediaSpan> spans = media_;
+  const std::vector<std::shared_ptr<const MediaChunk>> chunks = media_chunks_;
+  int64_t at = truncate(keep);
+  *n_redo = keep - at;
+  for (size_t i = 0; i < spans.size() && at < keep; ++i) {
+    const MediaSpan& span = spans[i];
+    if (span.end() <= at || span.start >= keep) continue;
+    if (span.start > at) SNIPER_TRY(eval(std::span<const int32_t>(cells).subspan(at, span.start - at)));
+    if (chunks[i] == nullptr) {
+      return make_error(
+          "going back needs the media at cells [%ld, %ld) evaluated again, but its chunk is not held "
+          "(a restored state): send the media again",
+          static_cast<long>(span.start), static_cast<long>(span.end()));
+    }
+    SNIPER_TRY(eval_media(*chunks[i]));
+    at = n_past();
+  }
+  if (at < keep) SNIPER_TRY(eval(std::span<const int32_t>(cells).subspan(at, keep - at)));
+  return ok_status();
 }
 
 Status Session::eval_media(const MediaChunk& chunk) {
@@ -280,7 +313,10 @@ Status Session::eval_media(const MediaChunk& chunk) {
         const int64_t kept = checkpoints_ ? checkpoints_->restore(*state_, start) : 0;
         if (kept == 0) state_->reset_recurrent();
         history_.resize(static_cast<size_t>(kept));
-        while (!media_.empty() && media_.back().end() > kept) media_.pop_back();
+        while (!media_.empty() && media_.back().end() > kept) {
+          media_.pop_back();
+          media_chunks_.pop_back();
+        }
       } else {
         history_.resize(static_cast<size_t>(start));
       }
@@ -296,6 +332,7 @@ Status Session::eval_media(const MediaChunk& chunk) {
   span.kind = chunk.kind;
   span.hash = chunk.hash;
   media_.push_back(span);
+  media_chunks_.push_back(std::make_shared<const MediaChunk>(chunk));
   // A second turn over the same media comes back here.
   checkpoint();
   return ok_status();

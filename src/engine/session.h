@@ -93,6 +93,11 @@ class Session {
   const std::vector<int32_t>& history() const { return history_; }
   // The media chunks in the history, in order.
   const std::vector<MediaSpan>& media_spans() const { return media_; }
+  // Goes back to `keep` cells: truncate(keep), then evaluates again what the state could not
+  // rewind to (text, and media chunks from the copies eval_media keeps). *n_redo: cells
+  // evaluated again. Errors: a failed evaluation, or media to evaluate again whose chunk is not
+  // held (a restored state's media: the error names the span).
+  [[nodiscard]] Status rewind(int64_t keep, int64_t* n_redo);
   // Cells the history shares with a prompt (engine/media_prompt.h common_prefix_cells).
   int64_t common_prefix(const MediaPrompt& prompt) const {
     return common_prefix_cells(history_, media_, prompt.cells, prompt.spans);
@@ -154,6 +159,8 @@ class Session {
 
   std::vector<int32_t> history_;
   std::vector<MediaSpan> media_;  // the history's media chunks, in order
+  // [media_.size()] a copy of each chunk (null for a restored state's media), for rewind()
+  std::vector<std::shared_ptr<const MediaChunk>> media_chunks_;
   std::vector<float> last_logits_;
   std::vector<float> chunk_logits_;
   ForwardObserver* observer_ = nullptr;

@@ -61,7 +61,7 @@ struct Loaded {
 };
 
 Loaded open_case(const Case& c, ResidencyMode residency = ResidencyMode::kAuto, bool stream_projector = false,
-              int64_t batch = 0) {
+                 int64_t batch = 0) {
   Loaded r;
   MmprojOptions mo;
   mo.stream_layers = stream_projector;
