@@ -45,10 +45,12 @@ void dump_tensor(Dump& d, const ggml_tensor* t, const char* name) {
 
 bool eval_cb(ggml_tensor* t, bool ask, void* user) {
   auto& d = *static_cast<Dump*>(user);
-  if (ask) return true;
-  for (int i = 0; i < GGML_MAX_SRC; ++i) {
+  // The input is read when its first consumer is asked about, before anything is computed: that
+  // consumer may run in place (gemma4v's scale_bias overwrites inp_raw).
+  for (int i = 0; ask && i < GGML_MAX_SRC; ++i) {
     if (t->src[i] != nullptr && std::strcmp(t->src[i]->name, "inp_raw") == 0) dump_tensor(d, t->src[i], "inp_raw");
   }
+  if (ask) return true;
   if (d.all && t->name[0] != '\0') {
     std::string n = t->name;
     for (char& c : n)
