@@ -64,10 +64,10 @@ for m in $models; do
   lm=$work/$m.gguf
   mm=$work/$m$suffix.mmproj.gguf
   if [ ! -f "$lm" ]; then
-    "$sniper" synth --preset "$m" -o "$lm" >/dev/null
+    "$sniper" synth --preset "$m" -o "$lm" >/dev/null 2>&1
   fi
   if [ ! -f "$mm" ]; then
-    "$sniper" synth --mmproj "$proj" --preset "$m" --for "$lm" ${MM_LAYERS:+--layers $MM_LAYERS} -o "$mm" >/dev/null
+    "$sniper" synth --mmproj "$proj" --preset "$m" --for "$lm" ${MM_LAYERS:+--layers $MM_LAYERS} -o "$mm" >/dev/null 2>&1
   fi
   for mode in ram cap; do
     wrap=()

@@ -62,7 +62,8 @@ class Writer {
       } else {
         const int64_t row = ne[0], rows = n / row;
         const size_t rb = row_bytes(type, row);
-        for (int64_t r = 0; r < rows; ++r) quantize_row_ref(type, v.data() + r * row, dst + rb * static_cast<size_t>(r), row);
+        for (int64_t r = 0; r < rows; ++r)
+          quantize_row_ref(type, v.data() + r * row, dst + rb * static_cast<size_t>(r), row);
       }
     });
   }

@@ -28,10 +28,10 @@ struct SynthMmprojSpec {
   int64_t n_heads = 2;
   int64_t n_ff = 128;
   int64_t patch = 16;
-  int64_t pos_size = 0;        // gemma4v: rows per position table (default 64); qwen3vl: grid side (default 16)
-  std::string act = "gelu";    // gelu | silu | gelu_quick (neither key: what Gemma 4's converter writes)
-  std::string type = "f32";    // matrices: f32 f16 bf16 q8_0 q4_0 q4_k ...; the patch kernel is f16 for
-                               // any type but f32; norms, biases and positions stay f32
+  int64_t pos_size = 0;      // gemma4v: rows per position table (default 64); qwen3vl: grid side (default 16)
+  std::string act = "gelu";  // gelu | silu | gelu_quick (neither key: what Gemma 4's converter writes)
+  std::string type = "f32";  // matrices: f32 f16 bf16 q8_0 q4_0 q4_k ...; the patch kernel is f16 for
+                             // any type but f32; norms, biases and positions stay f32
   uint64_t seed = 1;
 };
 

@@ -94,9 +94,8 @@ std::string projector_path(const nlohmann::json& meta, const std::string& name, 
     if (k == "--ff") s.n_ff = std::stoll(v);
     if (k == "--mmproj-act") s.act = v;
   }
-  const std::string path = (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) +
-                                                                        ".mmproj.gguf"))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".mmproj.gguf")).string();
   auto written = write_synth_mmproj(s, path);
   EXPECT_TRUE(written.ok()) << written.error().message;
   const std::vector<uint8_t> bytes = read_bytes(path);

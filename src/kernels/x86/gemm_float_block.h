@@ -55,8 +55,7 @@ inline void block_rows(int64_t n, int64_t n_rows, int nt, const uint8_t* w, size
   int64_t r = 0;
   if (nt == RN) {
     for (; r + RM <= n_rows; r += RM) {
-      block_kernel<V, L, LA, RM, RN>(n, w + static_cast<size_t>(r) * w_row_bytes, w_row_bytes, a, out + r,
-                                     out_stride);
+      block_kernel<V, L, LA, RM, RN>(n, w + static_cast<size_t>(r) * w_row_bytes, w_row_bytes, a, out + r, out_stride);
     }
   }
   // Rows past the last whole block, and blocks of fewer tokens: one row at a time.
