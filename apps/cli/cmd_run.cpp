@@ -98,7 +98,7 @@ int cmd_run(int argc, char** argv) {
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
   }
-  auto stats = generate(*loaded->session, tok, mprompt, go, [](std::string_view text) {
+  auto stats = generate_media(*loaded->session, tok, mprompt, go, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return true;

@@ -37,11 +37,11 @@ Status shift_full_context(Session& session, int64_t n_keep) {
 
 Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                                const GenerateOptions& options, const TextCallback& on_text) {
-  return generate(session, tokenizer, text_prompt(prompt), options, on_text);
+  return generate_media(session, tokenizer, text_prompt(prompt), options, on_text);
 }
 
-Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const MediaPrompt& prompt,
-                               const GenerateOptions& options, const TextCallback& on_text) {
+Result<GenerateStats> generate_media(Session& session, const Tokenizer& tokenizer, const MediaPrompt& prompt,
+                                     const GenerateOptions& options, const TextCallback& on_text) {
   GeneratorOptions go;
   go.n_predict = options.n_predict;
   go.sampler = options.sampler;

@@ -67,7 +67,7 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
 // The same for a prompt with media (engine/media_prompt.h): its pieces are evaluated in order
 // after whatever the session holds (text through eval, media through eval_media); n_prompt
 // counts its cells; the sampler's penalties see its text tokens only.
-Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const MediaPrompt& prompt,
-                               const GenerateOptions& options, const TextCallback& on_text);
+Result<GenerateStats> generate_media(Session& session, const Tokenizer& tokenizer, const MediaPrompt& prompt,
+                                     const GenerateOptions& options, const TextCallback& on_text);
 
 }  // namespace sniper
