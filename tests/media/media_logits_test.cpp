@@ -7,6 +7,8 @@
 //   * streamed language model weights and a streamed projector give the resident run's bits;
 //   * a second turn over the same image reuses the image's KV rows (and gives the first turn's
 //     bits), another image does not; truncating inside an image keeps it whole or not at all;
+//   * a saved context with an image (version 4) restores, continues with the same bits, reuses the
+//     image by hash, and refuses a damaged media table;
 //   * a non-causal image longer than one forward, or markers that do not match the images, fail
 //     with errors that name the numbers.
 #include <gtest/gtest.h>
@@ -17,6 +19,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +27,7 @@
 #include "engine/media_prompt.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "engine/session_state.h"
 #include "golden/shared_dir.h"
 #include "media/mmproj.h"
 
@@ -226,6 +230,88 @@ TEST_P(MediaLogits, SecondTurnReusesTheImage) {
   EXPECT_LE(kept, image_start);
   EXPECT_TRUE(r.session->media_spans().empty());
   (void)fresh;
+}
+
+// A saved context with an image (version 4: the media table) restores into a new session, which
+// continues with the same bits as the session that evaluated the image, reuses the image by hash,
+// and names the image when asked to rewind into it (its embeddings are not in the file).
+TEST_P(MediaLogits, SavedContextKeepsTheImage) {
+  const Case& c = GetParam();
+  const std::string dir = shared_dir() + "/reference/mm/" + c.name;
+  Loaded r = open_case(c);
+  ASSERT_NE(r.session, nullptr);
+  auto tok = r.model->tokenizer();
+  std::vector<MediaChunk> media = {encode(r, dir + "/img.png")};
+  const std::string text = read_text(dir + "/prompt.txt");
+  auto turn1 = build_media_prompt(**tok, r.model->config(), text, media, true);
+  ASSERT_TRUE(turn1.ok());
+  rows_of(r, *turn1, {});
+  auto fp = model_fingerprint(r.model->gguf());
+  ASSERT_TRUE(fp.ok());
+  const SessionState state = capture_session_state(*r.session, *fp);
+  ASSERT_EQ(state.media.size(), 1u);
+  EXPECT_EQ(state.media[0], turn1->spans[0]);
+  const std::string bytes = serialize_session_state(state);
+  uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  EXPECT_EQ(version, kSessionStateMediaVersion);
+  auto parsed = parse_session_state(bytes);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->media, state.media);
+  EXPECT_EQ(parsed->tokens, state.tokens);
+
+  SessionOptions so;
+  so.batch = r.model->planned_batch();
+  so.n_threads = 2;
+  auto restored = Session::create(*r.model, so);
+  ASSERT_TRUE(restored.ok());
+  ASSERT_TRUE(check_compatible(*parsed, **restored, *fp).ok());
+  restore_session_state(*parsed, **restored);
+  EXPECT_EQ((*restored)->media_spans(), state.media);
+  // The next turn: the same image (by hash) and more text; both sessions evaluate only the text.
+  auto turn2 = build_media_prompt(**tok, r.model->config(), text + " And the colours?", media, true);
+  ASSERT_TRUE(turn2.ok());
+  const int64_t shared = (*restored)->common_prefix(*turn2);
+  EXPECT_EQ(shared, turn1->n_cells());
+  ASSERT_EQ(r.session->common_prefix(*turn2), shared);
+  ASSERT_TRUE(r.session->eval_prompt(*turn2).ok());
+  ASSERT_TRUE((*restored)->eval_prompt(*turn2).ok());
+  ASSERT_EQ(r.session->last_logits().size(), (*restored)->last_logits().size());
+  EXPECT_EQ(0, std::memcmp(r.session->last_logits().data(), (*restored)->last_logits().data(),
+                           r.session->last_logits().size() * sizeof(float)));
+  // Rewinding into the image needs the image again: the error says which.
+  int64_t redo = 0;
+  Status st = (*restored)->rewind(turn1->spans[0].start + 1, &redo);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("send the media again"), std::string::npos) << st.error().message;
+
+  // A damaged media table is an error that says what is wrong (the checksum is redone each time).
+  auto damaged = [&](size_t at, int64_t value) {
+    std::string b = bytes.substr(0, bytes.size() - 8);
+    std::memcpy(b.data() + at, &value, sizeof(value));
+    const uint64_t h = fnv1a64(b.data(), b.size());
+    b.append(reinterpret_cast<const char*>(&h), sizeof(h));
+    return parse_session_state(b);
+  };
+  const size_t table = 72 + state.tokens.size() * 4;
+  for (auto [at, value, what] : std::vector<std::tuple<size_t, int64_t, const char*>>{
+           {table, 0, "media table holds 0"},
+           {table + 8, state.media[0].start + 1, "covers cell"},
+           {table + 8, -1, "out of range"},
+           {table + 16, 0, "out of range"},
+           {table + 24, state.media[0].n_tokens + 1, "out of range"}}) {
+    auto bad = damaged(at, value);
+    ASSERT_FALSE(bad.ok()) << what;
+    EXPECT_NE(bad.error().message.find(what), std::string::npos) << bad.error().message;
+  }
+  // A text-only session still writes version 3.
+  auto text_only = Session::create(*r.model, so);
+  ASSERT_TRUE(text_only.ok());
+  const std::vector<int32_t> ids = {1, 2, 3};
+  ASSERT_TRUE((*text_only)->eval(ids).ok());
+  const std::string v3 = serialize_session_state(capture_session_state(**text_only, *fp));
+  std::memcpy(&version, v3.data() + 8, 4);
+  EXPECT_EQ(version, kSessionStateVersion);
 }
 
 TEST_P(MediaLogits, ErrorsNameTheProblem) {
