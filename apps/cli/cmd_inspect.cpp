@@ -4,6 +4,7 @@
 // embeddings, output head) vs routed-expert bytes vs dense FFN bytes, per layer and in total.
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "engine/prefill_chunk.h"
 #include "gguf/reader.h"
 #include "gguf/split.h"
+#include "media_args.h"
 #include "model/config.h"
 #include "spec_args.h"
 #include "weights/tensor_roles.h"
@@ -62,6 +64,10 @@ int cmd_inspect(int argc, char** argv) {
       {"--spec-type", nullptr, "none|ngram|draft|mtp",
        "speculative decoding for --plan, as run takes it: mtp loads the "
        "model's MTP head (the others leave the target's plan as it is)"},
+      {"--mmproj", nullptr, "PATH",
+       "multimodal projector for --plan: its share of the budget (resident or streamed layers) comes first"},
+      {"--image-min-tokens", nullptr, "N", "fewest tokens an image is resized to, for --plan --mmproj"},
+      {"--image-max-tokens", nullptr, "N", "most tokens an image is resized to, for --plan --mmproj"},
       {"--help", "-h", nullptr, "show this help"},
   };
   auto args = Args::parse("inspect", argc, argv, 2, specs);
@@ -185,18 +191,46 @@ int cmd_inspect(int argc, char** argv) {
       if (Status st = check_mtp_supported(*file, *config); !st.ok()) return fail(st.error());
     }
     req.load_mtp = *spec == SpecKind::kMtp;
+    // With a projector, as run plans it (media_args.cpp): its share comes off the budget first, and
+    // an image that attends both ways runs in one forward (the chunk and the sliding rings widen).
+    std::optional<MediaPlan> media;
+    int64_t media_tokens = 0;
+    if (args->has("--mmproj")) {
+      const std::string mm_path = args->get_string("--mmproj");
+      auto mo = mmproj_options_from_args(*args);
+      if (!mo.ok()) return fail(mo.error());
+      auto mem = mmproj_memory(mm_path, *mo);
+      if (!mem.ok()) return fail(make_error("%s: %s", mm_path.c_str(), mem.error().message.c_str()));
+      auto tokens = media_chunk_tokens_of(mm_path, *mo);
+      if (!tokens.ok()) return fail(tokens.error());
+      media_tokens = *tokens;
+      if (media_tokens > 0) widen_rings_for_chunks(*config, media_tokens);
+      PlanRequest mreq = req;
+      mreq.batch = std::max(auto_batch ? kShortPromptChunk : req.batch, media_tokens);
+      auto mp = plan_media(*file, *config, mreq, *mem);
+      if (!mp.ok()) return fail(mp.error());
+      req.budget_bytes -= mp->projector_bytes;
+      media = std::move(mp).value();
+    }
     Result<MemoryPlan> plan = make_error("no plan");
     if (auto_batch) {
       auto choice = choose_prefill_chunk(*file, *config, req);
       if (!choice.ok()) return fail(choice.error());
       req.batch = choice->batch;
       plan = std::move(choice->plan);
+      if (req.batch < media_tokens) {
+        req.batch = media_tokens;  // an image's chunk runs in one forward
+        plan = make_plan(*file, *config, req);
+      }
     } else {
+      req.batch = std::max(req.batch, media_tokens);
       plan = make_plan(*file, *config, req);
     }
     if (!plan.ok()) return fail(plan.error());
     std::printf("\n%s", plan->describe().c_str());
-    std::printf("  prefill chunk %ld tokens%s\n", static_cast<long>(req.batch), auto_batch ? " (--batch auto)" : "");
+    std::printf("  prefill chunk %ld tokens%s%s\n", static_cast<long>(req.batch), auto_batch ? " (--batch auto)" : "",
+                req.batch == media_tokens && media_tokens > 0 ? " (an image's tokens, in one forward)" : "");
+    if (media) std::printf("%s", media->describe().c_str());
   }
   return 0;
 }

@@ -43,6 +43,16 @@ Result<MmprojOptions> mmproj_options_from_args(const Args& args) {
   return o;
 }
 
+Result<int64_t> media_chunk_tokens_of(const std::string& mmproj_path, const MmprojOptions& options) {
+  SNIPER_ASSIGN_OR_RETURN(GgufFile header, gguf_open(mmproj_path));
+  SNIPER_ASSIGN_OR_RETURN(ProjectorFileInfo info, read_projector_file_info(header));
+  if (info.vision == nullptr) return int64_t{0};
+  auto vc = read_vision_config(header, *info.vision);
+  if (!vc.ok()) return make_error("%s: %s", mmproj_path.c_str(), vc.error().message.c_str());
+  if (!vc->non_causal) return int64_t{0};
+  return options.image_max_tokens > 0 ? options.image_max_tokens : vc->max_tokens;
+}
+
 Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const std::string& model_path,
                                                       ModelLoadOptions* lo, MediaPlan* plan_out) {
   if (!args.has("--mmproj")) {
@@ -54,16 +64,7 @@ Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const st
   SNIPER_ASSIGN_OR_RETURN(MmprojOptions mo, mmproj_options_from_args(args));
   SNIPER_ASSIGN_OR_RETURN(MmprojMemory mem, mmproj_memory(path, mo));
   // The projector's header says how long its images may get (for the batch and sliding rings).
-  {
-    SNIPER_ASSIGN_OR_RETURN(GgufFile header, gguf_open(path));
-    SNIPER_ASSIGN_OR_RETURN(ProjectorFileInfo info, read_projector_file_info(header));
-    if (info.vision != nullptr) {
-      auto vc = read_vision_config(header, *info.vision);
-      if (!vc.ok()) return make_error("%s: %s", path.c_str(), vc.error().message.c_str());
-      const int64_t max_tokens = mo.image_max_tokens > 0 ? mo.image_max_tokens : vc->max_tokens;
-      if (vc->non_causal) lo->media_chunk_tokens = max_tokens;
-    }
-  }
+  SNIPER_ASSIGN_OR_RETURN(lo->media_chunk_tokens, media_chunk_tokens_of(path, mo));
   if (lo->residency == ResidencyMode::kMmap) {
     mo.residency = Residency::kMmap;
   } else if (lo->mem_bytes > 0) {

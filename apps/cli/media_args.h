@@ -22,6 +22,10 @@ std::vector<FlagSpec> media_flags();
 // The projector options the flags ask for (limits validated, names in errors).
 Result<MmprojOptions> mmproj_options_from_args(const Args& args);
 
+// How many tokens the projector's images run in one language model forward: the largest image
+// (--image-max-tokens or the projector's) when they attend both ways (gemma4v), else 0.
+Result<int64_t> media_chunk_tokens_of(const std::string& mmproj_path, const MmprojOptions& options);
+
 // Plans the projector of --mmproj beside the language model at model_path under lo->mem_bytes:
 // takes its share off the budget, sets lo->media_chunk_tokens for a projector whose images attend
 // both ways, and loads it (streamed layers when the plan says so). Errors name the file and the

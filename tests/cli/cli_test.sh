@@ -232,5 +232,34 @@ wait "$serve_pid"
 if grep -q "draft model .*KV for 2 slot(s)" "$tmp/serve.err" && echo "$served" | grep -q '"accepted_prediction_tokens":[1-9]' \
   && echo "$served" | grep -q '"text":", there was a little girl'; then pass; else fail "serve -md: $served $(cat "$tmp/serve.err")"; fi
 
+# Images (--mmproj): logits writes libmtmd's embeddings bit for bit (../shared/reference/mm), run
+# answers with the media line, inspect --plan counts the projector, synth --mmproj writes one that
+# loads; bad input is one clear line.
+lmq=$shared/models/syn-qwen35moe-small.gguf
+mmq=$shared/models/mm/syn-qwen3vl-small.mmproj.gguf
+refq=$shared/reference/mm/syn-qwen3vl-small
+"$bin" logits -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" --prompt "$(cat "$refq/prompt.txt")"   --media-embd-out "$tmp/embd.f32" -o "$tmp/mm_logits.f32" >/dev/null 2>"$tmp/mm_logits.err"   && cmp -s "$tmp/embd.f32" "$refq/embd.f32" && pass || fail "logits --mmproj embeddings: $(cat "$tmp/mm_logits.err")"
+"$bin" run -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" -p "What is it?" -n 4 --temp 0 >/dev/null   2>"$tmp/mm_run.err" && grep -q "media: 1 image(s)" "$tmp/mm_run.err" && pass || fail "run --image: $(cat "$tmp/mm_run.err")"
+"$bin" inspect "$lmq" --plan --mem 4G --mmproj "$mmq" 2>/dev/null | grep -q "projector weights" && pass \
+  || fail "inspect --plan --mmproj"
+"$bin" synth --mmproj gemma4v --lm-dim 64 --dim 32 --layers 1 --heads 2 --ff 64 -o "$tmp/p.gguf" >/dev/null 2>&1 \
+  && "$bin" inspect "$lmq" --plan --mmproj "$tmp/p.gguf" >/dev/null 2>&1 && pass || fail "synth --mmproj"
+printf 'not an image' >"$tmp/bad.png"
+head -c 100 "$refq/img.png" >"$tmp/cut.png"
+expect_error "image without a projector" "needs a projector" "$bin" run -m "$lmq" --image "$refq/img.png" -p hi
+expect_error "unknown image format" "bad.png" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$tmp/bad.png" -p hi
+expect_error "truncated png" "cut.png" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$tmp/cut.png" -p hi
+expect_error "missing image" "cannot open image" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$tmp/none.png" -p hi
+expect_error "image over the byte limit" "--media-max-bytes" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" \
+  -p hi --media-max-bytes 100
+expect_error "image over the pixel limit" "pixels" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" -p hi \
+  --media-max-pixels 10
+expect_error "markers and images differ" "media markers" "$bin" logits -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" \
+  --prompt "<__media__> and <__media__>" -o "$tmp/x.f32"
+expect_error "projector for another width" "width" "$bin" run -m "$st" --mmproj "$mmq" --image "$refq/img.png" -p hi
+expect_error "a language model as projector" "clip" "$bin" run -m "$lmq" --mmproj "$st" --image "$refq/img.png" -p hi
+expect_error "mtp with an image" "mtp" "$bin" run -m "$tmp/mtp.gguf" --mmproj "$mmq" --image "$refq/img.png" -p hi \
+  --spec-type mtp
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
