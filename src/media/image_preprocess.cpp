@@ -73,6 +73,19 @@ ImageSize smart_resize_size(int64_t width64, int64_t height64, const PreprocessS
   return {w_bar, h_bar};
 }
 
+int64_t planned_preprocessed_pixels(const PreprocessSpec& spec) {
+  // Unscaled: under max_pixels (the branch condition). Scaled down with neither side held at
+  // align: the floors keep it under max_pixels. Scaled up: sides a <= b before the ceils with
+  // a * b = min_pixels and b <= sqrt((min_pixels / align + align) * min_pixels) (a source side
+  // over min_pixels / align + align rounds to an area of at least min_pixels); after them
+  // (a + align)(b + align) = min_pixels + align (a + b) + align^2, and a + b = b + min_pixels / b
+  // grows with b past sqrt(min_pixels).
+  const double f = static_cast<double>(spec.align), mn = static_cast<double>(spec.min_pixels);
+  const double b = std::sqrt((mn / f + f) * mn);
+  const auto up = static_cast<int64_t>(std::ceil(mn + f * (b + mn / b) + 2 * f * f));
+  return std::max(spec.max_pixels, up);
+}
+
 Image resize_bilinear_pad(const Image& src, ImageSize target) {
   Image dst;
   dst.width = target.width;
@@ -111,12 +124,20 @@ Result<PreprocessedImage> preprocess_image(const Image& image, const PreprocessS
   }
   const ImageSize target = smart_resize_size(image.width, image.height, spec);
   if (target.width < spec.align || target.height < spec.align || target.width % spec.align != 0 ||
-      target.height % spec.align != 0 || target.width * target.height > spec.max_pixels * 4) {
+      target.height % spec.align != 0) {
     return make_error(
         "image of %lldx%lld pixels resizes to %lldx%lld, which the encoder cannot take (sides must be "
         "positive multiples of %lld)",
         static_cast<long long>(image.width), static_cast<long long>(image.height), static_cast<long long>(target.width),
         static_cast<long long>(target.height), static_cast<long long>(spec.align));
+  }
+  if (target.width * target.height > planned_preprocessed_pixels(spec)) {
+    return make_error(
+        "image of %lldx%lld pixels has too extreme an aspect ratio: it would resize to %lldx%lld, %lld pixels, "
+        "over the %lld the projector's token maximum allows (crop it, or raise --image-max-tokens)",
+        static_cast<long long>(image.width), static_cast<long long>(image.height), static_cast<long long>(target.width),
+        static_cast<long long>(target.height), static_cast<long long>(target.width * target.height),
+        static_cast<long long>(planned_preprocessed_pixels(spec)));
   }
   const Image resized = resize_bilinear_pad(image, target);
   PreprocessedImage out;

@@ -42,6 +42,14 @@ struct ImageSize {
 // 1 <= min_pixels <= max_pixels (CHECKed: the projector loader validates).
 ImageSize smart_resize_size(int64_t width, int64_t height, const PreprocessSpec& spec);
 
+// The most pixels an image may have after step 1 and still be encoded: max_pixels, or more where
+// scaling a small image up rounds both sides up. smart_resize_size() exceeds it only when it
+// scales down an image of an extreme aspect ratio (beyond max_pixels / align^2 : 1) and holds the
+// short side at align while the long one keeps growing (mtmd then gives more tokens than its
+// maximum); preprocess_image() refuses those. Memory planning sizes the encoder's scratch for it.
+// Same preconditions as smart_resize_size().
+int64_t planned_preprocessed_pixels(const PreprocessSpec& spec);
+
 // Step 2 alone: `src` resized into a target-size canvas as mtmd's img_tool::resize with
 // RESIZE_ALGO_BILINEAR and PAD_CEIL (pad colour black).
 Image resize_bilinear_pad(const Image& src, ImageSize target);
@@ -52,8 +60,8 @@ struct PreprocessedImage {
   std::vector<float> planar;  // [3][height][width]
 };
 
-// Steps 1-3. An Error when the target size is degenerate (a side of 0 after scaling an extreme
-// aspect ratio), naming the sizes.
+// Steps 1-3. An Error, naming the sizes, when the target size is degenerate or over
+// planned_preprocessed_pixels() (an extreme aspect ratio).
 Result<PreprocessedImage> preprocess_image(const Image& image, const PreprocessSpec& spec);
 
 }  // namespace sniper

@@ -152,6 +152,8 @@ Result<std::unique_ptr<Mmproj>> Mmproj::load(const std::string& path, const Mmpr
   return m;
 }
 
+size_t Mmproj::scratch_bytes() const { return encoder_ != nullptr ? encoder_->scratch_bytes() : 0; }
+
 Status Mmproj::check_language_model(int64_t lm_dim) const {
   if (encoder_ != nullptr && encoder_->out_dim() != lm_dim) {
     return make_error(

@@ -72,6 +72,9 @@ class Mmproj {
   const MmprojOptions& options() const { return options_; }
   bool streams() const { return streamer_ != nullptr; }
   const MmprojMemory& memory() const { return memory_; }
+  // Bytes of encoder scratch held now (it grows to the largest image encoded; at most
+  // memory().scratch_bytes).
+  size_t scratch_bytes() const;
   // Media kinds this projector encodes, for capability reports ("vision").
   bool supports(MediaKind kind) const { return kind == MediaKind::kImage ? has_vision() : false; }
 

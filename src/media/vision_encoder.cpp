@@ -50,9 +50,8 @@ size_t VisionEncoder::scratch_bytes() const {
 }
 
 size_t VisionEncoder::estimate_scratch_bytes(const VisionConfig& c, int n_threads) {
-  // The most patches an image may have: max_tokens * merge^2 (the preprocessing bounds the
-  // area), plus the rounding of both sides to the alignment.
-  const int64_t n = (c.max_tokens + 2 * (c.max_tokens / 1 + 1)) * c.merge * c.merge;
+  // The most patches an image may have: the preprocessing's largest output over P x P patches.
+  const int64_t n = planned_preprocessed_pixels(c.preprocess) / (c.patch_size * c.patch_size);
   const auto N = static_cast<size_t>(n), E = static_cast<size_t>(c.n_embd);
   const size_t F = static_cast<size_t>(std::max(c.n_ff, 4 * c.n_embd));
   const size_t K = static_cast<size_t>(3 * c.patch_size * c.patch_size);

@@ -57,8 +57,9 @@ class VisionEncoder {
   int64_t out_dim() const;
   // Bytes of scratch this instance holds now (it grows with the largest image encoded).
   size_t scratch_bytes() const;
-  // Upper bound of the scratch for the largest image the config allows (max_tokens), with a pool
-  // of n_threads: what memory planning counts.
+  // Upper bound of the scratch for the largest image the config allows (its preprocessing's
+  // largest output, planned_preprocessed_pixels), with a pool of n_threads: what memory planning
+  // counts.
   static size_t estimate_scratch_bytes(const VisionConfig& config, int n_threads);
 
  private:
