@@ -282,7 +282,8 @@ std::string wrap_text(const std::string& text, int width, int indent, bool inden
 
 std::string format_usage(const std::string& command, const std::string& synopsis, const std::vector<FlagSpec>& specs,
                          const std::string& description, int width) {
-  std::string out = "usage: sniper " + command + (synopsis.empty() ? "" : " " + synopsis) + "\n";
+  const std::string head = "usage: sniper " + command + " ";
+  std::string out = head + wrap_text(synopsis, width, static_cast<int>(head.size()), false) + "\n";
   if (!description.empty()) out += "\n" + wrap_text(description, width, 0, false) + "\n";
   constexpr size_t kMaxLeft = 30;
   size_t left_width = 0;

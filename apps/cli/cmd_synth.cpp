@@ -3,6 +3,7 @@
 // Flags given with a preset override its fields (e.g. --layers 4 for a shortened copy).
 // Files over 100 MB get a progress line on stderr, updated in place, when stderr is a terminal
 // (progress.h: never carriage returns into a file or a pipe).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -81,9 +82,16 @@ int cmd_synth(int argc, char** argv) {
   auto args = Args::parse("synth", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
-    print_usage("synth", "(--preset NAME | --arch A [shape flags]) [--type T] [--seed S] -o OUT.gguf", specs);
+    print_usage("synth", "(--preset NAME | --arch A [shape flags]) [--type T] [--seed S] -o OUT.gguf", specs,
+                "Writes a random-weight model of a real architecture: real tensor names, metadata, valid quantized "
+                "blocks and a tokenizer, for tests and benchmarks of shapes you do not have on disk.");
     std::printf("\npresets:\n");
-    for (const SynthPreset& p : synth_presets()) std::printf("  %-16s %s\n", p.name.c_str(), p.description.c_str());
+    int name_width = 0;
+    for (const SynthPreset& p : synth_presets()) name_width = std::max(name_width, static_cast<int>(p.name.size()));
+    for (const SynthPreset& p : synth_presets()) {
+      std::printf("  %-*s %s\n", name_width, p.name.c_str(),
+                  wrap_text(p.description, help_width(), name_width + 3, false).c_str());
+    }
     return 0;
   }
   if (!args->has("--output") && !args->has("--dry-run")) return fail(make_error("--output (-o) OUT.gguf is required"));

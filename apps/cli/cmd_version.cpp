@@ -33,9 +33,15 @@ int cmd_version(int argc, char** argv) {
   const CpuFeatures& f = cpu_features();
   std::string flags;
   const std::pair<const char*, bool> named[] = {
-      {"avx2", f.avx2},         {"fma", f.fma},           {"f16c", f.f16c},
-      {"avx512f", f.avx512f},   {"avx512bw", f.avx512bw}, {"avx512vl", f.avx512vl},
-      {"avx512dq", f.avx512dq}, {"avx512vnni", f.avx512vnni}, {"avx512bf16", f.avx512bf16},
+      {"avx2", f.avx2},
+      {"fma", f.fma},
+      {"f16c", f.f16c},
+      {"avx512f", f.avx512f},
+      {"avx512bw", f.avx512bw},
+      {"avx512vl", f.avx512vl},
+      {"avx512dq", f.avx512dq},
+      {"avx512vnni", f.avx512vnni},
+      {"avx512bf16", f.avx512bf16},
       {"avxvnni", f.avxvnni},
   };
   for (const auto& [name, on] : named) {

@@ -76,7 +76,8 @@ LoadProgress load_progress(ProgressLine& line, const std::string& name) {
     const double dt = steady_now_s() - t0;
     char buf[256];
     std::snprintf(buf, sizeof(buf), "loading %s: %.2f / %.2f GB (%d%%), %.2f GB/s", name.c_str(), done / 1e9,
-                  total / 1e9, total > 0 ? static_cast<int>(100.0 * done / total) : 100, dt > 0 ? done / 1e9 / dt : 0.0);
+                  total / 1e9, total > 0 ? static_cast<int>(100.0 * done / total) : 100,
+                  dt > 0 ? done / 1e9 / dt : 0.0);
     line.update(buf);
   };
 }

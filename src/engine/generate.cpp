@@ -41,6 +41,11 @@ Result<bool> eval_with_progress(Session& session, std::span<const int32_t> token
     return true;
   }
   const int64_t n = static_cast<int64_t>(tokens.size());
+  // A prompt past the context is refused whole, before any chunk is evaluated (eval()'s message).
+  if (session.n_past() + n > session.n_ctx()) {
+    SNIPER_TRY(session.eval(tokens));
+    return true;
+  }
   const int64_t batch = session.max_batch();
   for (int64_t start = 0; start < n; start += batch) {
     const int64_t m = std::min(batch, n - start);
