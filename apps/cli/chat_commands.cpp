@@ -80,8 +80,7 @@ const std::vector<ChatCommandInfo>& chat_commands() {
       {"help", "", "show this help", false},
       {"clear", "", "forget the conversation (the system prompt and settings stay)", false},
       {"system", "[TEXT|-]", "show the system prompt, set it to TEXT, or remove it with -", false},
-      {"set", "[NAME VALUE]", "show the settings, or change one: /set temp 0.7, /set top-k 20, /set think off",
-       false},
+      {"set", "[NAME VALUE]", "show the settings, or change one: /set temp 0.7, /set top-k 20, /set think off", false},
       {"save", "NAME", "save the conversation and its evaluated context as NAME", false},
       {"load", "[NAME]", "continue a saved conversation (without NAME: list them)", false},
       {"image", "PATH", "attach an image to the next message (models with image input)", true},
@@ -176,7 +175,8 @@ Result<std::string> apply_chat_setting(ChatSettings* settings, const std::string
                       near.empty() ? "" : (near + "?").c_str(), all.c_str());
   }
   const std::string key = setting->name;
-  if (value.empty() && key != "system") return make_error("/set %s needs a value: /set %s VALUE", key.c_str(), key.c_str());
+  if (value.empty() && key != "system")
+    return make_error("/set %s needs a value: /set %s VALUE", key.c_str(), key.c_str());
   ChatSettings next = *settings;
   SamplerConfig& c = next.sampler;
   std::string shown;

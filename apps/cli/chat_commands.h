@@ -30,10 +30,10 @@ struct ChatCommand {
 };
 
 struct ChatCommandInfo {
-  const char* name;     // "set"
-  const char* args;     // "[NAME VALUE]"
-  const char* help;     // one line
-  bool needs_media;     // /image, /audio: only with a model that takes media input (issue 39)
+  const char* name;  // "set"
+  const char* args;  // "[NAME VALUE]"
+  const char* help;  // one line
+  bool needs_media;  // /image, /audio: only with a model that takes media input (issue 39)
 };
 
 // Every command, in help order.

@@ -74,8 +74,8 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
   // With --context-shift: the conversation before this turn, as the template closes it.
   std::string before;
   if (shift_ && messages_.size() > 1) {
-    auto prev = render(nlohmann::json(std::vector<nlohmann::json>(messages_.begin(), messages_.end() - 1)), settings,
-                       false);
+    auto prev =
+        render(nlohmann::json(std::vector<nlohmann::json>(messages_.begin(), messages_.end() - 1)), settings, false);
     if (prev.ok()) before = *prev;
   }
   std::vector<int32_t> ids = tok_.encode(prompt, /*add_special=*/!tmpl_, /*parse_special=*/true);
@@ -217,9 +217,8 @@ Status ChatConversation::load(const std::string& dir, const std::string& name, C
   std::stringstream ss;
   ss << in.rdbuf();
   const nlohmann::json doc = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != "sniper-chat" ||
-      !doc.contains("messages") || !doc["messages"].is_array() || !doc.contains("system") ||
-      !doc["system"].is_string()) {
+  if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != "sniper-chat" || !doc.contains("messages") ||
+      !doc["messages"].is_array() || !doc.contains("system") || !doc["system"].is_string()) {
     return make_error("'%s' is not a saved sniper chat (format, system and messages expected)", path.c_str());
   }
   for (size_t i = 0; i < doc["messages"].size(); ++i) {

@@ -30,9 +30,9 @@
 namespace sniper::cli {
 
 struct ChatTurnHooks {
-  TextCallback on_text;             // the reply as it streams; false stops it
+  TextCallback on_text;               // the reply as it streams; false stops it
   PromptProgress on_prompt_progress;  // the prompt's evaluation; false stops it
-  DraftSource* draft = nullptr;     // speculative decoding (may be null)
+  DraftSource* draft = nullptr;       // speculative decoding (may be null)
   SpecConfig spec;
 };
 

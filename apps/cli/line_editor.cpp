@@ -230,7 +230,9 @@ std::string state_file_path(const std::string& name) {
 
 bool continue_input(const std::string& line, std::string* text, bool* in_block) {
   constexpr const char* kQuotes = "\"\"\"";
-  auto ends_with_quotes = [](const std::string& s) { return s.size() >= 3 && s.compare(s.size() - 3, 3, kQuotes) == 0; };
+  auto ends_with_quotes = [](const std::string& s) {
+    return s.size() >= 3 && s.compare(s.size() - 3, 3, kQuotes) == 0;
+  };
   if (*in_block) {
     if (ends_with_quotes(line)) {
       *text += line.substr(0, line.size() - 3);
