@@ -148,9 +148,9 @@ void print_compat_notes(const Args& args) {
   }
 }
 
-void lock_memory_if_asked(const Args& args) {
+void lock_memory_if_asked(const Args& args, bool future) {
   if (!args.has("--mlock")) return;
-  if (mlockall(MCL_CURRENT) != 0) {
+  if (mlockall(MCL_CURRENT | (future ? MCL_FUTURE : 0)) != 0) {
     const int err = errno;
     rlimit lim{};
     getrlimit(RLIMIT_MEMLOCK, &lim);

@@ -30,9 +30,10 @@ struct Loaded {
 
 // One line on stderr for each llama.cpp flag accepted but ignored here (-ngl).
 void print_compat_notes(const Args& args);
-// --mlock: locks every page the process holds now (weights, caches, buffers) in RAM; a warning on
+// --mlock: locks every page the process holds now (weights, caches, buffers) in RAM, and with
+// `future` every page it maps later too (a server whose models load on demand); a warning on
 // stderr names the reason (and 'ulimit -l') when the kernel refuses.
-void lock_memory_if_asked(const Args& args);
+void lock_memory_if_asked(const Args& args, bool future = false);
 
 // Takes reserved_bytes (a draft model's --mem-draft; 0: none) off *mem_bytes (0: unlimited, left
 // so). An Error, *mem_bytes unchanged, when it is not below the budget.
