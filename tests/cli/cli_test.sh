@@ -269,7 +269,7 @@ SNIPER_HOME=$store "$bin" list --paths | grep -q "$store/models/test-org/Stories
 "$bin" --version >"$tmp/version"
 grep -Eq '^sniper [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-f]{7,}(-dirty)?|unknown, [A-Za-z]+ build\)$' "$tmp/version"   && grep -q "^kernel tiers on this CPU: ref" "$tmp/version" && cmp -s "$tmp/version" <("$bin" version) && pass   || fail "version: $(cat "$tmp/version")"
 # Help: every command's --help starts with its usage, and holds 80 columns.
-for c in run chat serve pull list rm ps inspect bench context synth pack split logits version; do
+for c in run chat serve agent top pull list rm ps inspect bench context synth pack split logits version; do
   COLUMNS=80 "$bin" "$c" --help >"$tmp/help_$c" 2>&1
   st_help=$?
   long=$(awk 'length($0) > 80' "$tmp/help_$c" | head -1)
@@ -287,6 +287,36 @@ wait "$ps_pid"
 if grep -Eq '^NAME +STATE +MEMORY +BUDGET +LOADED +KEEP-ALIVE +REQUESTS$' "$tmp/ps"   && grep -Eq '^stories260K +loaded +[0-9.]+ [KMG]i?B +.* ago +stays loaded +0 active, 0 waiting$' "$tmp/ps"; then pass
 else fail "ps: $(cat "$tmp/ps")"; fi
 expect_error "ps without a server" "cannot reach" "$bin" ps --url "$ps_url"
+# serve: the model as the first word; an IPv6 URL in brackets; one log line per request (JSON
+# here), the polled routes left out; llama-server's -np and request defaults (--temp, -n); --alias
+# with several names and a catch-all.
+"$bin" serve "$st" --host ::1 --port 0 -np 2 --metrics --log-format json --temp 0 -n 12 --alias story,'*' \
+  >"$tmp/log_serve.out" 2>"$tmp/log_serve.err" &
+log_pid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/log_serve.out" && break; sleep 0.1; done
+log_url=$(sed -n 's|.*listening on \(http://[^ ]*\)/$|\1|p' "$tmp/log_serve.out")
+log_reply=$(curl -s -g "$log_url/v1/completions" -H 'content-type: application/json' \
+  -d '{"prompt":"Once upon a time","model":"some-fixed-client-name"}')
+curl -s -g "$log_url/health" >/dev/null
+kill "$log_pid"
+wait "$log_pid"
+if echo "$log_url" | grep -Eq '^http://\[::1\]:[0-9]+$' && echo "$log_reply" | grep -q '"text":", there was a little girl' \
+  && echo "$log_reply" | grep -q '"completion_tokens":12' && grep -q "2 slot(s)" "$tmp/log_serve.err" \
+  && [ "$(grep -c '^{"time"' "$tmp/log_serve.err")" -eq 1 ] \
+  && grep '^{"time"' "$tmp/log_serve.err" | node -e '
+const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+if (j.method !== "POST" || j.path !== "/v1/completions" || j.status !== 200 || j.model !== "story" ||
+    j.prompt_tokens !== 5 || j.completion_tokens !== 12 || !(j.duration_ms >= 0) || j.client !== "::1") process.exit(1);'
+then pass; else fail "serve log/IPv6/defaults/alias: url $log_url reply $log_reply $(cat "$tmp/log_serve.err")"; fi
+expect_error "serve --log-format" "must be text, json or off" "$bin" serve "$st" --log-format xml
+expect_error "serve --temp out of range" "--temp is 3" "$bin" serve "$st" --temp 3
+expect_error "serve two words" "unexpected argument" "$bin" serve "$st" "$st"
+# agent: nothing answers at the URL -> one clear error and a non-zero exit.
+echo hi | "$bin" agent --url http://127.0.0.1:1 >"$tmp/agent.out" 2>"$tmp/agent.err"
+agent_status=$?
+if [ $agent_status -eq 1 ] && grep -q "^error: no backend answers:" "$tmp/agent.err" \
+  && grep -q "connection refused" "$tmp/agent.err" && grep -q "sniper serve MODEL" "$tmp/agent.err"; then pass
+else fail "agent without a backend (status $agent_status): $(cat "$tmp/agent.err")"; fi
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
