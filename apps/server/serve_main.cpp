@@ -21,6 +21,7 @@
 #include "base/memory_limit.h"
 #include "cli/common.h"
 #include "cli/hub_model.h"
+#include "cli/progress.h"
 #include "cli/spec_args.h"
 #include "hub/hub_files.h"
 #include "model/context_shift.h"
@@ -188,9 +189,14 @@ int serve_main(int argc, char** argv) {
   so.port = static_cast<int>(*port);
   so.api_key = args->get_string("--api-key");
   if (args->has("--api-key") && so.api_key.empty()) return cli::fail(make_error("--api-key must not be empty"));
-  auto slots = args->get_int(args->has("--parallel") ? "--parallel" : "--slots", 1, 1, 256);
+  auto slots = args->get_int("--slots", 1, 1, 256);
   if (!slots.ok()) return cli::fail(slots.error());
   so.n_slots = static_cast<int>(*slots);
+  if (args->has("--parallel")) {  // llama-server's -np for --slots
+    auto parallel = args->get_int("--parallel", 1, 1, 256);
+    if (!parallel.ok()) return cli::fail(parallel.error());
+    so.n_slots = static_cast<int>(*parallel);
+  }
   auto queue = args->get_int("--queue", 16, 0, 65536);
   if (!queue.ok()) return cli::fail(queue.error());
   so.queue_capacity = static_cast<int>(*queue);
@@ -279,12 +285,18 @@ int serve_main(int argc, char** argv) {
   // Loads one model for a budget (the pool's share of --mem, or all of it when pinned).
   const ModelLoadOptions base_lo = *lo;
   const bool context_shift = so.context_shift;
-  ModelFileLoader loader = [base_lo, routing_bias, context_shift](
+  // The model loaded before listening shows its load on a terminal (models loaded on demand later
+  // do not: their lines would cut into the request log).
+  cli::ProgressLine load_line;
+  ModelFileLoader loader = [base_lo, routing_bias, context_shift, pinned, &load_line](
                                const ModelSource& source, uint64_t mem_bytes,
                                SessionOptions* session) -> Result<std::unique_ptr<Model>> {
     ModelLoadOptions o = base_lo;
     o.mem_bytes = mem_bytes;
-    SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(source.path, o));
+    if (pinned) o.progress = cli::load_progress(load_line, std::filesystem::path(source.path).filename().string());
+    auto loaded = Model::load(source.path, o);
+    load_line.clear();
+    SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, std::move(loaded));
     if (context_shift) SNIPER_TRY(context_shift_support(model->config()));  // refuses recurrent / sliding models
     session->n_checkpoints = model->plan().n_checkpoints;
     if (!routing_bias.empty()) {
