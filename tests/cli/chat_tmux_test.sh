@@ -22,9 +22,9 @@ SHARED=$(realpath "$2")
 command -v tmux > /dev/null || { echo "tmux not installed"; exit 1; }
 
 WORK=$(mktemp -d /tmp/sniper-chat-tmux-XXXXXX)
-SOCKET="sniper-chat-test-$$"
 SESSION=chat
-TMUX_CMD=(tmux -L "$SOCKET" -f /dev/null)
+RUN=0
+TMUX_CMD=(tmux -L "sniper-chat-test-$$-$RUN" -f /dev/null)
 
 cleanup() {
   "${TMUX_CMD[@]}" kill-server 2> /dev/null || true
@@ -87,7 +87,11 @@ echo EXITED=\$?
 sleep 600
 EOF
   if [[ -n "${SNIPER_TMUX_DEBUG:-}" ]]; then screen 2> /dev/null || true; fi
+  # Each program gets a tmux server of its own: a new session on a server that is still shutting
+  # down fails with "server exited unexpectedly".
   "${TMUX_CMD[@]}" kill-server 2> /dev/null || true
+  RUN=$((RUN + 1))
+  TMUX_CMD=(tmux -L "sniper-chat-test-$$-$RUN" -f /dev/null)
   "${TMUX_CMD[@]}" new-session -d -s "$SESSION" -x 160 -y 50 "sh '$WORK/run.sh'"
 }
 
