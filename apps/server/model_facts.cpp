@@ -122,7 +122,8 @@ std::vector<std::string> model_part_paths(const std::string& path) {
   return out;
 }
 
-FileDigests::FileDigests(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {
+FileDigests::FileDigests(std::string cache_dir, uint64_t min_cached_bytes)
+    : cache_dir_(std::move(cache_dir)), min_cached_bytes_(min_cached_bytes) {
   worker_ = std::thread([this] { run(); });
 }
 
@@ -212,11 +213,14 @@ void FileDigests::write_cache(const std::string& path, const std::vector<std::st
                               const std::string& sha256) const {
   if (cache_dir_.empty()) return;
   nlohmann::json j = {{"path", path}, {"sha256", sha256}, {"parts", nlohmann::json::array()}};
+  uint64_t total = 0;
   for (const std::string& p : parts) {
     FileStamp st;
     if (!stamp_of(p, &st)) return;
+    total += st.size;
     j["parts"].push_back({{"path", p}, {"size", st.size}, {"mtime_ns", st.mtime_ns}});
   }
+  if (total < min_cached_bytes_) return;
   std::error_code ec;
   fs::create_directories(cache_dir_, ec);
   if (ec) return;  // a cache only: the digest is still known for this run

@@ -36,7 +36,10 @@ std::vector<std::string> model_part_paths(const std::string& path);
 class FileDigests {
  public:
   // `cache_dir`: where digests are kept between runs (created when first written; "" keeps none).
-  explicit FileDigests(std::string cache_dir);
+  // Only models of at least `min_cached_bytes` are written there: hashing a smaller one again
+  // costs nothing, and test runs would otherwise leave an entry per temporary file.
+  explicit FileDigests(std::string cache_dir, uint64_t min_cached_bytes = kMinCachedBytes);
+  static constexpr uint64_t kMinCachedBytes = uint64_t{64} << 20;
   ~FileDigests();  // stops the worker; a hash in progress is abandoned
   FileDigests(const FileDigests&) = delete;
   FileDigests& operator=(const FileDigests&) = delete;
@@ -59,6 +62,7 @@ class FileDigests {
   void write_cache(const std::string& path, const std::vector<std::string>& parts, const std::string& sha256) const;
 
   std::string cache_dir_;
+  uint64_t min_cached_bytes_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Known> known_;  // by model path

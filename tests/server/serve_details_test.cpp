@@ -148,18 +148,28 @@ TEST(ModelFacts, DigestIsTheFilesSha256ComputedOnceAndCached) {
   std::ofstream(file) << "abc";
   const std::string want = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";  // sha256("abc")
   {
-    FileDigests d(dir + "/cache");
+    FileDigests d(dir + "/cache", /*min_cached_bytes=*/0);
     EXPECT_EQ(wait_digest(d, file), want);
   }
   {
-    FileDigests d(dir + "/cache");
+    FileDigests d(dir + "/cache", 0);
     EXPECT_EQ(d.digest(file), want);  // from the cache at once
   }
   std::ofstream(file, std::ios::app) << "d";  // a changed file is hashed again
-  FileDigests d(dir + "/cache");
-  EXPECT_EQ(d.digest(file), "");
-  EXPECT_EQ(wait_digest(d, file), "88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589");
-  EXPECT_EQ(d.digest(dir + "/models/missing.gguf"), "");
+  {
+    FileDigests d(dir + "/cache", 0);
+    EXPECT_EQ(d.digest(file), "");
+    EXPECT_EQ(wait_digest(d, file), "88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589");
+    EXPECT_EQ(d.digest(dir + "/models/missing.gguf"), "");
+  }
+  // Small files are not worth an entry in the cache (tests would leave one per temporary file).
+  std::filesystem::remove_all(dir + "/cache");
+  {
+    FileDigests d(dir + "/cache");
+    EXPECT_EQ(wait_digest(d, file), "88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/cache"));
+  std::filesystem::remove_all(dir);
 }
 
 // One synthetic model served in-process, as `serve -m FILE --alias ...` serves it.
