@@ -95,10 +95,13 @@ int cmd_logits(int argc, char** argv) {
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
     print_usage("logits",
-                "-m MODEL --prompt-ids FILE [--gen-ids FILE] -o OUT.f32\n"
-                "       sniper logits -m MODEL [--mmproj P --image F] --prompt TEXT [--gen-ids FILE] "
+                "MODEL (--prompt-ids FILE | [--mmproj P --image F] --prompt TEXT) [--gen-ids FILE] "
                 "[--media-embd-out E.f32] -o OUT.f32",
-                specs);
+                specs,
+                "Writes the logits of every prompt position (one batch), then of each --gen-ids token fed alone, as "
+                "little-endian float32 rows: the layout of llama.cpp's reference dumps. With --prompt, each "
+                "<__media__> marker in the text takes the next --image, encoded by the --mmproj projector "
+                "(--media-embd-out writes their embeddings).");
     return 0;
   }
   if (!args->has("--prompt-ids") && !args->has("--prompt")) {

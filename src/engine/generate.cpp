@@ -35,6 +35,26 @@ Status shift_full_context(Session& session, int64_t n_keep) {
   return session.shift_context(n_keep, n_discard);
 }
 
+Result<bool> eval_with_progress(Session& session, std::span<const int32_t> tokens, const PromptProgress& progress) {
+  if (!progress) {
+    SNIPER_TRY(session.eval(tokens));
+    return true;
+  }
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  // A prompt past the context is refused whole, before any chunk is evaluated (eval()'s message).
+  if (session.n_past() + n > session.n_ctx()) {
+    SNIPER_TRY(session.eval(tokens));
+    return true;
+  }
+  const int64_t batch = session.max_batch();
+  for (int64_t start = 0; start < n; start += batch) {
+    const int64_t m = std::min(batch, n - start);
+    SNIPER_TRY(session.eval(tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(m))));
+    if (!progress(start + m, n) && start + m < n) return false;
+  }
+  return true;
+}
+
 Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                                const GenerateOptions& options, const TextCallback& on_text) {
   return generate_media(session, tokenizer, text_prompt(prompt), options, on_text);
@@ -73,12 +93,44 @@ Result<GenerateStats> generate_media(Session& session, const Tokenizer& tokenize
     SNIPER_TRY(shift_full_context(session, options.n_keep));
     ++stats.n_shifts;
   }
+  // The prompt's pieces in order; with on_prompt_progress, text in eval()'s chunks and a progress
+  // call after each chunk and each media chunk (cells so far of the prompt's). A prompt past the
+  // context is refused whole before any piece is evaluated (eval()'s message).
+  const int64_t n_before = session.n_past();
+  if (n_before + n_prompt > session.n_ctx()) {
+    const ModelConfig& c = session.model().config();
+    return make_error(
+        "context limit: %ld tokens already in context + %ld new = %ld, but the context holds %ld "
+        "(raise it with --ctx, up to the model's %ld)",
+        static_cast<long>(n_before), static_cast<long>(n_prompt), static_cast<long>(n_before + n_prompt),
+        static_cast<long>(session.n_ctx()), static_cast<long>(c.n_ctx_train));
+  }
+  int64_t done = 0;
+  bool stop = false;  // the callback said stop
   for (const PromptPiece& piece : prompt.pieces) {
+    if (stop && done < n_prompt) break;
     if (piece.media != nullptr) {
       SNIPER_TRY(session.eval_media(*piece.media));
+      done += piece.media->n_tokens();
+      if (options.on_prompt_progress && !options.on_prompt_progress(done, n_prompt)) stop = true;
     } else if (!piece.tokens.empty()) {
-      SNIPER_TRY(session.eval(piece.tokens));
+      PromptProgress progress;
+      if (options.on_prompt_progress) {
+        progress = [&](int64_t d, int64_t) {
+          if (!options.on_prompt_progress(done + d, n_prompt)) stop = true;
+          return !stop;
+        };
+      }
+      SNIPER_ASSIGN_OR_RETURN(bool whole, eval_with_progress(session, piece.tokens, progress));
+      if (!whole) break;
+      done += static_cast<int64_t>(piece.tokens.size());
     }
+  }
+  if (stop && session.n_past() - n_before < n_prompt) {
+    stats.prompt_ms = ms_since(t0);
+    stats.n_prompt = session.n_past() - n_before;
+    stats.finish_reason = "cancelled";
+    return stats;
   }
   stats.prompt_ms = ms_since(t0);
   if (session.n_past() == 0) return make_error("nothing to generate from: the prompt is empty");
