@@ -55,6 +55,41 @@ Result<bool> eval_with_progress(Session& session, std::span<const int32_t> token
   return true;
 }
 
+Result<int64_t> eval_media_prompt(Session& session, const MediaPrompt& prompt, const PromptProgress& progress) {
+  const int64_t n_prompt = prompt.n_cells();
+  const int64_t n_before = session.n_past();
+  if (n_before + n_prompt > session.n_ctx()) {
+    const ModelConfig& c = session.model().config();
+    return make_error(
+        "context limit: %ld tokens already in context + %ld new = %ld, but the context holds %ld "
+        "(raise it with --ctx, up to the model's %ld)",
+        static_cast<long>(n_before), static_cast<long>(n_prompt), static_cast<long>(n_before + n_prompt),
+        static_cast<long>(session.n_ctx()), static_cast<long>(c.n_ctx_train));
+  }
+  int64_t done = 0;
+  bool stop = false;  // `progress` said stop
+  for (const PromptPiece& piece : prompt.pieces) {
+    if (stop) break;
+    if (piece.media != nullptr) {
+      SNIPER_TRY(session.eval_media(*piece.media));
+      done += piece.media->n_tokens();
+      if (progress && !progress(done, n_prompt)) stop = true;
+    } else if (!piece.tokens.empty()) {
+      PromptProgress chunk_progress;
+      if (progress) {
+        chunk_progress = [&](int64_t d, int64_t) {
+          if (!progress(done + d, n_prompt)) stop = true;
+          return !stop;
+        };
+      }
+      SNIPER_ASSIGN_OR_RETURN(bool whole, eval_with_progress(session, piece.tokens, chunk_progress));
+      if (!whole) break;
+      done += static_cast<int64_t>(piece.tokens.size());
+    }
+  }
+  return session.n_past() - n_before;
+}
+
 Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                                const GenerateOptions& options, const TextCallback& on_text) {
   return generate_media(session, tokenizer, text_prompt(prompt), options, on_text);
@@ -93,42 +128,10 @@ Result<GenerateStats> generate_media(Session& session, const Tokenizer& tokenize
     SNIPER_TRY(shift_full_context(session, options.n_keep));
     ++stats.n_shifts;
   }
-  // The prompt's pieces in order; with on_prompt_progress, text in eval()'s chunks and a progress
-  // call after each chunk and each media chunk (cells so far of the prompt's). A prompt past the
-  // context is refused whole before any piece is evaluated (eval()'s message).
-  const int64_t n_before = session.n_past();
-  if (n_before + n_prompt > session.n_ctx()) {
-    const ModelConfig& c = session.model().config();
-    return make_error(
-        "context limit: %ld tokens already in context + %ld new = %ld, but the context holds %ld "
-        "(raise it with --ctx, up to the model's %ld)",
-        static_cast<long>(n_before), static_cast<long>(n_prompt), static_cast<long>(n_before + n_prompt),
-        static_cast<long>(session.n_ctx()), static_cast<long>(c.n_ctx_train));
-  }
-  int64_t done = 0;
-  bool stop = false;  // the callback said stop
-  for (const PromptPiece& piece : prompt.pieces) {
-    if (stop && done < n_prompt) break;
-    if (piece.media != nullptr) {
-      SNIPER_TRY(session.eval_media(*piece.media));
-      done += piece.media->n_tokens();
-      if (options.on_prompt_progress && !options.on_prompt_progress(done, n_prompt)) stop = true;
-    } else if (!piece.tokens.empty()) {
-      PromptProgress progress;
-      if (options.on_prompt_progress) {
-        progress = [&](int64_t d, int64_t) {
-          if (!options.on_prompt_progress(done + d, n_prompt)) stop = true;
-          return !stop;
-        };
-      }
-      SNIPER_ASSIGN_OR_RETURN(bool whole, eval_with_progress(session, piece.tokens, progress));
-      if (!whole) break;
-      done += static_cast<int64_t>(piece.tokens.size());
-    }
-  }
-  if (stop && session.n_past() - n_before < n_prompt) {
+  SNIPER_ASSIGN_OR_RETURN(int64_t evaluated, eval_media_prompt(session, prompt, options.on_prompt_progress));
+  if (evaluated < n_prompt) {
     stats.prompt_ms = ms_since(t0);
-    stats.n_prompt = session.n_past() - n_before;
+    stats.n_prompt = evaluated;
     stats.finish_reason = "cancelled";
     return stats;
   }

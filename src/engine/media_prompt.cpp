@@ -113,6 +113,45 @@ MediaPrompt text_prompt(std::vector<int32_t> tokens) {
   return p;
 }
 
+Result<MediaPrompt> slice_prompt(const MediaPrompt& prompt, int64_t begin, int64_t end) {
+  if (begin < 0 || begin > end || end > prompt.n_cells()) {
+    return make_error("prompt slice [%lld, %lld) is outside the prompt's %lld cells", static_cast<long long>(begin),
+                      static_cast<long long>(end), static_cast<long long>(prompt.n_cells()));
+  }
+  for (const MediaSpan& s : prompt.spans) {
+    for (const int64_t bound : {begin, end}) {
+      if (bound > s.start && bound < s.end()) {
+        return make_error("prompt slice bound %lld falls inside the media chunk at cells [%lld, %lld)",
+                          static_cast<long long>(bound), static_cast<long long>(s.start),
+                          static_cast<long long>(s.end()));
+      }
+    }
+  }
+  MediaPrompt out;
+  int64_t cell = 0;
+  for (const PromptPiece& piece : prompt.pieces) {
+    const int64_t size = piece.media != nullptr ? piece.media->n_tokens() : static_cast<int64_t>(piece.tokens.size());
+    const int64_t lo = std::max(cell, begin), hi = std::min(cell + size, end);
+    if (lo < hi) {
+      if (piece.media != nullptr) {
+        out.pieces.push_back({{}, piece.media});
+      } else {
+        out.pieces.push_back(
+            {std::vector<int32_t>(piece.tokens.begin() + (lo - cell), piece.tokens.begin() + (hi - cell)), nullptr});
+      }
+    }
+    cell += size;
+  }
+  out.cells.assign(prompt.cells.begin() + begin, prompt.cells.begin() + end);
+  for (MediaSpan s : prompt.spans) {
+    if (s.start >= begin && s.end() <= end) {
+      s.start -= begin;
+      out.spans.push_back(s);
+    }
+  }
+  return out;
+}
+
 int64_t common_prefix_cells(std::span<const int32_t> a, std::span<const MediaSpan> a_spans, std::span<const int32_t> b,
                             std::span<const MediaSpan> b_spans) {
   const size_t n = std::min(a.size(), b.size());

@@ -77,6 +77,11 @@ Result<MediaPrompt> build_media_prompt(const Tokenizer& tokenizer, const ModelCo
 // The prompt of plain tokens (no media).
 MediaPrompt text_prompt(std::vector<int32_t> tokens);
 
+// Cells [begin, end) of `prompt` as a prompt of its own (the media pieces point at the same
+// chunks; span starts count from begin). Errors: a bound outside [0, n_cells] or begin > end, a
+// bound inside a media span (a chunk is evaluated whole).
+Result<MediaPrompt> slice_prompt(const MediaPrompt& prompt, int64_t begin, int64_t end);
+
 // Cells two sequences share from the start: equal tokens, and media cells of spans with the same
 // hash, kind and size at the same offsets. A shared prefix never ends inside a span (it stops at
 // the span's start).
