@@ -90,32 +90,37 @@ Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const st
   return Mmproj::load(path, mo);
 }
 
+Result<MediaChunk> encode_image_file(const std::string& path, Mmproj& mmproj, ThreadPool& pool, MediaTimings* total) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error("cannot open image '%s'", path.c_str());
+  f.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(f.tellg());
+  if (size > mmproj.options().limits.max_bytes) {
+    return make_error("image '%s' is %llu bytes, over the limit of %llu bytes (--media-max-bytes)", path.c_str(),
+                      static_cast<unsigned long long>(size),
+                      static_cast<unsigned long long>(mmproj.options().limits.max_bytes));
+  }
+  f.seekg(0);
+  std::vector<uint8_t> bytes(size);
+  if (!f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
+    return make_error("cannot read image '%s'", path.c_str());
+  }
+  MediaTimings t;
+  auto chunk = mmproj.encode(bytes, pool, &t);
+  if (!chunk.ok()) return make_error("image '%s': %s", path.c_str(), chunk.error().message.c_str());
+  if (total != nullptr) {
+    total->decode_s += t.decode_s;
+    total->preprocess_s += t.preprocess_s;
+    total->encode_s += t.encode_s;
+  }
+  return std::move(chunk).value();
+}
+
 Result<std::vector<MediaChunk>> encode_images(const Args& args, Mmproj& mmproj, ThreadPool& pool, MediaTimings* total) {
   std::vector<MediaChunk> chunks;
   for (const std::string& path : args.get_all("--image")) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return make_error("cannot open image '%s'", path.c_str());
-    f.seekg(0, std::ios::end);
-    const auto size = static_cast<uint64_t>(f.tellg());
-    if (size > mmproj.options().limits.max_bytes) {
-      return make_error("image '%s' is %llu bytes, over the limit of %llu bytes (--media-max-bytes)", path.c_str(),
-                        static_cast<unsigned long long>(size),
-                        static_cast<unsigned long long>(mmproj.options().limits.max_bytes));
-    }
-    f.seekg(0);
-    std::vector<uint8_t> bytes(size);
-    if (!f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
-      return make_error("cannot read image '%s'", path.c_str());
-    }
-    MediaTimings t;
-    auto chunk = mmproj.encode(bytes, pool, &t);
-    if (!chunk.ok()) return make_error("image '%s': %s", path.c_str(), chunk.error().message.c_str());
-    if (total != nullptr) {
-      total->decode_s += t.decode_s;
-      total->preprocess_s += t.preprocess_s;
-      total->encode_s += t.encode_s;
-    }
-    chunks.push_back(std::move(chunk).value());
+    SNIPER_ASSIGN_OR_RETURN(MediaChunk chunk, encode_image_file(path, mmproj, pool, total));
+    chunks.push_back(std::move(chunk));
   }
   return chunks;
 }

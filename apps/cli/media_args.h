@@ -33,6 +33,11 @@ Result<int64_t> media_chunk_tokens_of(const std::string& mmproj_path, const Mmpr
 Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const std::string& model_path,
                                                       ModelLoadOptions* lo, MediaPlan* plan_out = nullptr);
 
+// Reads (up to the projector's byte limit) and encodes the image at `path`; *total adds its
+// timings. Errors name the file.
+Result<MediaChunk> encode_image_file(const std::string& path, Mmproj& mmproj, ThreadPool& pool,
+                                     MediaTimings* total = nullptr);
+
 // Reads and encodes every --image, in order. Errors name the file.
 Result<std::vector<MediaChunk>> encode_images(const Args& args, Mmproj& mmproj, ThreadPool& pool,
                                               MediaTimings* total = nullptr);

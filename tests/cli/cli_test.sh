@@ -370,6 +370,29 @@ expect_error "projector for another width" "width" "$bin" run -m "$st" --mmproj 
 expect_error "a language model as projector" "clip" "$bin" run -m "$lmq" --mmproj "$st" --image "$refq/img.png" -p hi
 expect_error "mtp with an image" "mtp" "$bin" run -m "$tmp/mtp.gguf" --mmproj "$mmq" --image "$refq/img.png" -p hi \
   --spec-type mtp
+# chat /image: the first reply is run's over the same plain-format prompt (the image in place of
+# its marker), the second turn reuses the image's cells (fewer prompt tokens than the first);
+# /image without a projector, of a bad file, and /audio each say why and the chat goes on.
+"$bin" run -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" -p "User: <__media__>What is it?
+Assistant:" -n 8 --temp 0 --no-echo >"$tmp/mm_run8.out" 2>/dev/null || fail "run --image (plain chat format)"
+printf '/image %s\nWhat is it?\nAnd the colours?\n' "$refq/img.png" | "$bin" chat -m "$lmq" --mmproj "$mmq" -n 8 \
+  --temp 0 >"$tmp/mm_chat.out" 2>"$tmp/mm_chat.err"
+if grep -q "attached to the next message" "$tmp/mm_chat.out" \
+  && tail -n +2 "$tmp/mm_chat.out" | cmp -s -n "$(stat -c %s "$tmp/mm_run8.out")" - "$tmp/mm_run8.out"; then pass
+else fail "chat /image reply differs from run's: $(cat "$tmp/mm_chat.out" "$tmp/mm_chat.err")"; fi
+c_first=$(grep 'prompt tok' "$tmp/mm_chat.err" | sed -n '1s/^\[\([0-9]*\) prompt tok.*/\1/p')
+c_second=$(grep 'prompt tok' "$tmp/mm_chat.err" | sed -n '2s/^\[\([0-9]*\) prompt tok.*/\1/p')
+if [ -n "$c_second" ] && [ "$c_second" -lt "$c_first" ]; then pass
+else fail "chat /image reuse: first $c_first, second $c_second"; fi
+printf '/image %s\n/image %s\n/audio %s\nhi\n' "$refq/img.png" "$tmp/cut.png" "$refq/img.png" | "$bin" chat -m "$lmq" \
+  -n 2 --temp 0 >/dev/null 2>"$tmp/mm_chat_bad.err"
+if grep -q "start the chat with --mmproj" "$tmp/mm_chat_bad.err" && grep -q "audio encoder" "$tmp/mm_chat_bad.err" \
+  && [ "$(grep -c 'prompt tok' "$tmp/mm_chat_bad.err")" -eq 1 ]; then pass
+else fail "chat /image without a projector: $(cat "$tmp/mm_chat_bad.err")"; fi
+printf '/image %s\nhi\n' "$tmp/cut.png" | "$bin" chat -m "$lmq" --mmproj "$mmq" -n 2 --temp 0 >/dev/null \
+  2>"$tmp/mm_chat_cut.err"
+if grep -q "cut.png" "$tmp/mm_chat_cut.err" && [ "$(grep -c 'prompt tok' "$tmp/mm_chat_cut.err")" -eq 1 ]; then pass
+else fail "chat /image of a truncated file: $(cat "$tmp/mm_chat_cut.err")"; fi
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
