@@ -230,6 +230,12 @@ std::vector<uint8_t> write_gif(const RawImage& img, int screen_w, int screen_h, 
       }
     }
     if (local != nullptr) GifFreeMapObject(local);
+    // EGifPutImageDesc keeps a copy of the local map that giflib 5.2.1's EGifCloseFile does not
+    // free (LeakSanitizer caught it): freed here, and cleared so that no release frees it twice.
+    if (gif->Image.ColorMap != nullptr) {
+      GifFreeMapObject(gif->Image.ColorMap);
+      gif->Image.ColorMap = nullptr;
+    }
   }
   GifFreeMapObject(global);
   EGifCloseFile(gif, &err);
