@@ -79,7 +79,7 @@ double best_time(int reps, bool cpu_clock, F&& fn) {
 std::vector<const GgmlTypeInfo*> all_weight_types() {
   std::vector<const GgmlTypeInfo*> out;
   for (uint32_t i = 0; i < kGgmlTypeSlots; ++i) {
-    const GgmlTypeInfo* info = find_type_info(i);
+    const GgmlTypeInfo* info = find_memory_type_info(i);  // the repacked layouts too
     if (info != nullptr && is_supported_weight_type(info->type)) out.push_back(info);
   }
   return out;
