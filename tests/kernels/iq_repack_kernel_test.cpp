@@ -4,7 +4,8 @@
 // vec_dot and gemm (1..9 tokens, rows off every tile), and every output must equal the source
 // type's `_ref` dot product bit for bit, which is what a model gets without the repack. The
 // AVX-512 tier is also built without its AVX512_VBMI kernels (as on a host without VBMI) and
-// checked the same way, so both builds of x86/dot_iq_repacked512.h are tested on a VBMI host.
+// checked the same way, so both builds of x86/dot_iq_repacked512.h (and of the file layouts'
+// x86/dot_iquants512.h) are tested on a VBMI host.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -91,6 +92,30 @@ TEST(IqRepackKernels, Avx512WithoutVbmiEqualsTheSourceRef) {
     }
     check_table(k, source, "avx512 without vbmi");
     if (HasFatalFailure()) return;
+  }
+}
+
+// The file layouts whose AVX-512 kernels have a VBMI build (signs by vpermi2b): without it, as
+// on a host without VBMI, every output is still the ref tier's, bit for bit.
+TEST(IqRepackKernels, Avx512WithoutVbmiFileLayoutsEqualRef) {
+  if (!host_has(IsaTier::kAvx512)) GTEST_SKIP() << "no AVX-512";
+  for (GgmlType type :
+       {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS, GgmlType::kIQ3_S}) {
+    const KernelTable k = avx512_without_vbmi(type);
+    const KernelTable* ref = find_kernels(type, IsaTier::kRef);
+    std::mt19937 rng(11 + static_cast<uint32_t>(type));
+    for (int64_t nb : {1, 3}) {
+      const int64_t n = 256 * nb, n_rows = 7, n_tok = 9;
+      const auto w = quantize_rows(type, random_floats(n * n_rows, rng(), Cond::kWell, 256), n, n_rows);
+      const auto a = quantize_rows(GgmlType::kQ8_K, random_floats(n * n_tok, rng(), Cond::kIll, 256), n, n_tok);
+      const size_t wrb = row_bytes(type, n), arb = row_bytes(GgmlType::kQ8_K, n);
+      std::vector<float> got(static_cast<size_t>(n_rows * n_tok), nan_f()), want(got);
+      k.gemm(n, n_rows, n_tok, w.data(), wrb, a.data(), arb, got.data(), n_rows);
+      ref->gemm(n, n_rows, n_tok, w.data(), wrb, a.data(), arb, want.data(), n_rows);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(bits(got[i]), bits(want[i])) << type_name(type) << " n=" << n << " i=" << i;
+      }
+    }
   }
 }
 
