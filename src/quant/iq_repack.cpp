@@ -158,14 +158,15 @@ void decode_iq3_rp(const BlockIQ3_RP& b, const uint8_t* levels, int8_t* q, int* 
 void decode_iq3_xxs_rp_block(const BlockIQ3_RP& b, int8_t* q, int* scale16) {
   decode_iq3_rp(b, kIq3XxsRpLevels, q, scale16);
 }
-void decode_iq3_s_rp_block(const BlockIQ3_RP& b, int8_t* q, int* scale16) { decode_iq3_rp(b, kIq3SRpLevels, q, scale16); }
+void decode_iq3_s_rp_block(const BlockIQ3_RP& b, int8_t* q, int* scale16) {
+  decode_iq3_rp(b, kIq3SRpLevels, q, scale16);
+}
 
 void dequantize_row_iq2_rp_ref(const BlockIQ2_RP* x, float* y, int64_t n) {
   iq_internal::dequantize_scaled<BlockIQ2_RP, decode_iq2_rp_block>(x, y, n, 0.125f, "dequantize_row_iq2_rp_ref");
 }
 void dequantize_row_iq3_xxs_rp_ref(const BlockIQ3_RP* x, float* y, int64_t n) {
-  iq_internal::dequantize_scaled<BlockIQ3_RP, decode_iq3_xxs_rp_block>(x, y, n, 0.25f,
-                                                                       "dequantize_row_iq3_xxs_rp_ref");
+  iq_internal::dequantize_scaled<BlockIQ3_RP, decode_iq3_xxs_rp_block>(x, y, n, 0.25f, "dequantize_row_iq3_xxs_rp_ref");
 }
 void dequantize_row_iq3_s_rp_ref(const BlockIQ3_RP* x, float* y, int64_t n) {
   iq_internal::dequantize_scaled<BlockIQ3_RP, decode_iq3_s_rp_block>(x, y, n, 1.0f, "dequantize_row_iq3_s_rp_ref");

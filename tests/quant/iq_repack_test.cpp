@@ -99,8 +99,8 @@ TEST(IqRepack, RepackedRowsEqualTheSourceBitwise) {
           const auto a = random_acts(nb, rng, extremes);
           const float w = vec_dot_ref(type, n, src.data(), a.data());
           const float g = vec_dot_ref(to, n, dst.data(), a.data());
-          ASSERT_EQ(bits_of(w), bits_of(g)) << get_type_info(type).name << " nb=" << nb << " want=" << w
-                                            << " got=" << g;
+          ASSERT_EQ(bits_of(w), bits_of(g))
+              << get_type_info(type).name << " nb=" << nb << " want=" << w << " got=" << g;
         }
       }
     }
@@ -120,7 +120,8 @@ TEST(IqRepack, DecodedIntegersAndScalesMatch) {
       decode_iq2_rp_block(*reinterpret_cast<const BlockIQ2_RP*>(dst.data()), q1, s1);
       ASSERT_EQ(std::memcmp(q0, q1, 256), 0);
       ASSERT_EQ(std::memcmp(s0, s1, sizeof(s0)), 0);
-      ASSERT_EQ(reinterpret_cast<const BlockIQ2_RP*>(dst.data())->d, reinterpret_cast<const BlockIQ2_S*>(src.data())->d);
+      ASSERT_EQ(reinterpret_cast<const BlockIQ2_RP*>(dst.data())->d,
+                reinterpret_cast<const BlockIQ2_S*>(src.data())->d);
     }
     {
       const auto src = random_blocks(GgmlType::kIQ3_XXS, 1, rng);
@@ -155,9 +156,9 @@ TEST(IqRepack, LayoutKnownAnswer) {
   // element 72 = 64 * 1 + 8: magnitude 43 = code 2 at bits 2..3 of byte 8; elements 73..79 code 0
   EXPECT_EQ(r2.qs[8], 2 << 2);
   for (int m = 9; m < 16; ++m) EXPECT_EQ(r2.qs[m], 0) << m;
-  EXPECT_EQ(r2.signs[9], 1);       // bit 72 % 8 of byte 72 / 8
-  EXPECT_EQ(r2.scales[2], 0x05);   // element group 4 (64..79) low nibble, 5 (80..95) high nibble
-  EXPECT_EQ(r2.qs[0], 0);          // everything else: magnitude 8 = code 0
+  EXPECT_EQ(r2.signs[9], 1);      // bit 72 % 8 of byte 72 / 8
+  EXPECT_EQ(r2.scales[2], 0x05);  // element group 4 (64..79) low nibble, 5 (80..95) high nibble
+  EXPECT_EQ(r2.qs[0], 0);         // everything else: magnitude 8 = code 0
   int8_t q[256];
   int sc[16];
   decode_iq2_rp_block(r2, q, sc);

@@ -33,10 +33,10 @@ inline __m128i odd_scales16(const uint8_t* scales) {
 
 // i16 words 0..7 = scale byte 2c, words 8..15 = byte 2c + 1 (chunk c's two halves).
 inline __m256i chunk_scales(__m128i odd, int c) {
-  const __m128i idx = _mm_setr_epi8(static_cast<char>(2 * c), -1, static_cast<char>(2 * c), -1, static_cast<char>(2 * c),
-                                    -1, static_cast<char>(2 * c), -1, static_cast<char>(2 * c + 1), -1,
-                                    static_cast<char>(2 * c + 1), -1, static_cast<char>(2 * c + 1), -1,
-                                    static_cast<char>(2 * c + 1), -1);
+  const __m128i idx =
+      _mm_setr_epi8(static_cast<char>(2 * c), -1, static_cast<char>(2 * c), -1, static_cast<char>(2 * c), -1,
+                    static_cast<char>(2 * c), -1, static_cast<char>(2 * c + 1), -1, static_cast<char>(2 * c + 1), -1,
+                    static_cast<char>(2 * c + 1), -1, static_cast<char>(2 * c + 1), -1);
   const __m128i lo_hi = _mm_shuffle_epi8(odd, idx);  // words 0..3 = s[2c], 4..7 = s[2c + 1]
   return _mm256_setr_m128i(_mm_unpacklo_epi64(lo_hi, lo_hi), _mm_unpackhi_epi64(lo_hi, lo_hi));
 }
@@ -67,10 +67,9 @@ struct DecIQ3_RP {
     const __m256i nib = _mm256_and_si256((c / 2) % 2 ? _mm256_srli_epi16(q, 4) : q, _mm256_set1_epi8(0x0f));
     const __m128i lev = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels));
     *mag = _mm256_shuffle_epi8(_mm256_setr_m128i(lev, lev), nib);
-    *sign = _mm256_shuffle_epi8(
-        _mm256_setr_epi8(1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1,
-                         -1, -1, -1, -1),
-        nib);
+    *sign = _mm256_shuffle_epi8(_mm256_setr_epi8(1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 1, 1, 1,
+                                                 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1),
+                                nib);
   }
 };
 
