@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: MIT
-// The lookup-free layouts of iq_repack.h: each source block is decoded with its own decoder
-// (iq2.h, iq3.h, tq.h) and the integers re-encoded, so a repacked block holds exactly what the
-// source block decodes to; the dot products reuse the source types' scalar machinery
-// (iq_scaled.h) with the same factors, hence the same float operations.
+// The lookup-free layouts of iq_repack.h: each source group's grid entry is re-encoded through
+// a table of its elements' codes (built once from the grids of iq_grids.h), signs and scales
+// copied as the source decoders (iq2.cpp, iq3.cpp) read them, so a repacked block decodes to
+// exactly what the source block decodes to (tests/quant/iq_repack_test.cpp checks it against the
+// decoders); the dot products reuse the source types' scalar machinery (iq_scaled.h) with the
+// same factors, hence the same float operations.
 #include "quant/iq_repack.h"
 
 #include <cstring>
+#include <vector>
 
 #include "base/check.h"
 #include "quant/block_count.h"
 #include "quant/iq2.h"
 #include "quant/iq3.h"
+#include "quant/iq_grids.h"
 #include "quant/iq_scaled.h"
 #include "quant/tq.h"
 
@@ -18,7 +22,7 @@ namespace sniper {
 
 namespace {
 
-// The code of magnitude v in levels[0..n), CHECKed to exist (the decoders only yield grid values).
+// The code of magnitude v in levels[0..n), CHECKed to exist (the grids hold only these values).
 uint8_t level_code(const uint8_t* levels, int n, int v) {
   for (int c = 0; c < n; ++c) {
     if (levels[c] == v) return static_cast<uint8_t>(c);
@@ -27,14 +31,71 @@ uint8_t level_code(const uint8_t* levels, int n, int v) {
   return 0;
 }
 
-void encode_scales(const int* scale16, uint8_t* scales) {
-  for (int j = 0; j < 8; ++j) {
-    const int lo = (scale16[2 * j] - 1) / 2, hi = (scale16[2 * j + 1] - 1) / 2;
-    CHECK(lo >= 0 && lo < 16 && hi >= 0 && hi < 16 && 2 * lo + 1 == scale16[2 * j] && 2 * hi + 1 == scale16[2 * j + 1],
-          "scales %d, %d are not odd 4-bit scales", scale16[2 * j], scale16[2 * j + 1]);
-    scales[j] = static_cast<uint8_t>(lo | hi << 4);
+// Per grid entry, its elements' codes spread one per byte (IQ2: 8 bytes, IQ3: 4), so a group is
+// re-encoded with one table load: the repack of a 10 GB file takes seconds, not minutes.
+template <class Entry, size_t kN, int kElems>
+std::vector<uint64_t> spread_codes(const Entry (&grid)[kN], const uint8_t* levels, int n_levels) {
+  std::vector<uint64_t> out(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    for (int k = 0; k < kElems; ++k) {
+      const int v = static_cast<int>((static_cast<uint64_t>(grid[i]) >> (8 * k)) & 0xff);
+      out[i] |= static_cast<uint64_t>(level_code(levels, n_levels, v)) << (8 * k);
+    }
   }
+  return out;
 }
+
+const std::vector<uint64_t>& iq2_xxs_codes() {
+  static const std::vector<uint64_t> t = spread_codes<uint64_t, 256, 8>(kIq2xxsGrid, kIq2RpLevels, 3);
+  return t;
+}
+const std::vector<uint64_t>& iq2_xs_codes() {
+  static const std::vector<uint64_t> t = spread_codes<uint64_t, 512, 8>(kIq2xsGrid, kIq2RpLevels, 3);
+  return t;
+}
+const std::vector<uint64_t>& iq2_s_codes() {
+  static const std::vector<uint64_t> t = spread_codes<uint64_t, 1024, 8>(kIq2sGrid, kIq2RpLevels, 3);
+  return t;
+}
+const std::vector<uint64_t>& iq3_xxs_codes() {
+  static const std::vector<uint64_t> t = spread_codes<uint32_t, 256, 4>(kIq3xxsGrid, kIq3XxsRpLevels, 8);
+  return t;
+}
+const std::vector<uint64_t>& iq3_s_codes() {
+  static const std::vector<uint64_t> t = spread_codes<uint32_t, 512, 4>(kIq3sGrid, kIq3SRpLevels, 8);
+  return t;
+}
+
+inline uint64_t load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+inline void or64(uint8_t* p, uint64_t v) { std::memcpy(p, &(v |= load64(p)), 8); }
+inline uint32_t load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline void or32(uint8_t* p, uint32_t v) { std::memcpy(p, &(v |= load32(p)), 4); }
+
+// IQ2 group g (elements 8g..8g+7): spread codes (byte k = code of element 8g + k) and the sign
+// byte. Element 64j + m is at bits 2j of byte m: the group's bytes are 8g % 64 .. +7, shift 2 (g / 8).
+inline void put_iq2_group(BlockIQ2_RP& out, int g, uint64_t codes, uint8_t sign) {
+  or64(out.qs + 8 * (g % 8), codes << (2 * (g / 8)));
+  out.signs[g] = sign;
+}
+
+// IQ3 half-group (elements 4q..4q+3): spread codes and their 4 sign bits. Element 128h + r is in
+// byte 64h + r % 64, nibble r / 64.
+inline void put_iq3_quad(BlockIQ3_RP& out, int q, uint64_t codes, unsigned sign4) {
+  uint32_t v = static_cast<uint32_t>(codes);
+  for (int k = 0; k < 4; ++k) v |= ((sign4 >> k) & 1u) << (8 * k + 3);
+  const int e = 4 * q, h = e / 128, r = e % 128;
+  or32(out.qs + 64 * h + r % 64, v << (4 * (r / 64)));
+}
+
+void scales_from_nibbles(const uint8_t* nib, uint8_t* scales) { std::memcpy(scales, nib, 8); }
 
 void decode_scales(const uint8_t* scales, int* scale16) {
   for (int j = 0; j < 8; ++j) {
@@ -43,51 +104,76 @@ void decode_scales(const uint8_t* scales, int* scale16) {
   }
 }
 
-void encode_iq2_rp(fp16_t d, const int8_t* q, const int* scale16, BlockIQ2_RP& out) {
+// Per 32 elements one 4-bit scale c (both halves): scales[j] = c | c << 4.
+inline uint8_t both_halves(unsigned c) { return static_cast<uint8_t>((c & 0xf) | (c & 0xf) << 4); }
+
+void repack_iq2_xxs(const BlockIQ2_XXS& b, BlockIQ2_RP& out) {
+  const std::vector<uint64_t>& t = iq2_xxs_codes();
   std::memset(&out, 0, sizeof(out));
-  out.d = d;
-  encode_scales(scale16, out.scales);
-  for (int e = 0; e < 256; ++e) {
-    const int v = q[e] < 0 ? -q[e] : q[e];
-    out.qs[e % 64] |= static_cast<uint8_t>(level_code(kIq2RpLevels, 3, v) << (2 * (e / 64)));
-    if (q[e] < 0) out.signs[e / 8] |= static_cast<uint8_t>(1 << (e % 8));
+  out.d = b.d;
+  const auto* qs = reinterpret_cast<const uint8_t*>(b.qs);
+  for (int s = 0; s < 8; ++s) {
+    const uint32_t w = load32(qs + 8 * s + 4);
+    for (int l = 0; l < 4; ++l) put_iq2_group(out, 4 * s + l, t[qs[8 * s + l]], kKsignsIq2xs[(w >> (7 * l)) & 127]);
+    out.scales[s] = both_halves(w >> 28);
   }
 }
 
-void encode_iq3_rp(fp16_t d, const int8_t* q, const int* scale16, const uint8_t* levels, BlockIQ3_RP& out) {
+void repack_iq2_xs(const BlockIQ2_XS& b, BlockIQ2_RP& out) {
+  const std::vector<uint64_t>& t = iq2_xs_codes();
   std::memset(&out, 0, sizeof(out));
-  out.d = d;
-  encode_scales(scale16, out.scales);
-  for (int e = 0; e < 256; ++e) {
-    const int v = q[e] < 0 ? -q[e] : q[e];
-    const int nibble = level_code(levels, 8, v) | (q[e] < 0 ? 8 : 0);
-    const int h = e / 128, r = e % 128;
-    out.qs[64 * h + r % 64] |= static_cast<uint8_t>(nibble << (4 * (r / 64)));
+  out.d = b.d;
+  for (int g = 0; g < 32; ++g) put_iq2_group(out, g, t[b.qs[g] & 511], kKsignsIq2xs[b.qs[g] >> 9]);
+  scales_from_nibbles(b.scales, out.scales);
+}
+
+void repack_iq2_s(const BlockIQ2_S& b, BlockIQ2_RP& out) {
+  const std::vector<uint64_t>& t = iq2_s_codes();
+  std::memset(&out, 0, sizeof(out));
+  out.d = b.d;
+  for (int g = 0; g < 32; ++g) {
+    const int idx = b.qs[g] | (((b.qh[g / 4] >> (2 * (g % 4))) & 3) << 8);
+    put_iq2_group(out, g, t[static_cast<size_t>(idx)], b.qs[32 + g]);
+  }
+  scales_from_nibbles(b.scales, out.scales);
+}
+
+void repack_iq3_xxs(const BlockIQ3_XXS& b, BlockIQ3_RP& out) {
+  const std::vector<uint64_t>& t = iq3_xxs_codes();
+  std::memset(&out, 0, sizeof(out));
+  out.d = b.d;
+  for (int s = 0; s < 8; ++s) {
+    const uint32_t w = load32(b.qs + 64 + 4 * s);
+    for (int l = 0; l < 4; ++l) {
+      const uint8_t sign = kKsignsIq2xs[(w >> (7 * l)) & 127];
+      put_iq3_quad(out, 8 * s + 2 * l, t[b.qs[8 * s + 2 * l]], sign & 0xf);
+      put_iq3_quad(out, 8 * s + 2 * l + 1, t[b.qs[8 * s + 2 * l + 1]], sign >> 4);
+    }
+    out.scales[s] = both_halves(w >> 28);
   }
 }
 
-template <class Src, void (*Decode)(const Src&, int8_t*, int*)>
-void repack_iq2(const void* src, void* dst, int64_t nb) {
-  const auto* in = static_cast<const Src*>(src);
-  auto* out = static_cast<BlockIQ2_RP*>(dst);
-  int8_t q[256];
-  int scale16[16];
-  for (int64_t i = 0; i < nb; ++i) {
-    Decode(in[i], q, scale16);
-    encode_iq2_rp(in[i].d, q, scale16, out[i]);
+void repack_iq3_s(const BlockIQ3_S& b, BlockIQ3_RP& out) {
+  const std::vector<uint64_t>& t = iq3_s_codes();
+  std::memset(&out, 0, sizeof(out));
+  out.d = b.d;
+  for (int s = 0; s < 8; ++s) {
+    for (int l = 0; l < 4; ++l) {
+      const int i0 = b.qs[8 * s + 2 * l] | (((b.qh[s] >> (2 * l)) & 1) << 8);
+      const int i1 = b.qs[8 * s + 2 * l + 1] | (((b.qh[s] >> (2 * l + 1)) & 1) << 8);
+      const uint8_t sign = b.signs[4 * s + l];
+      put_iq3_quad(out, 8 * s + 2 * l, t[static_cast<size_t>(i0)], sign & 0xf);
+      put_iq3_quad(out, 8 * s + 2 * l + 1, t[static_cast<size_t>(i1)], sign >> 4);
+    }
+    out.scales[s] = both_halves(b.scales[s / 2] >> (4 * (s % 2)));
   }
 }
 
-template <class Src, void (*Decode)(const Src&, int8_t*, int*)>
-void repack_iq3(const void* src, void* dst, int64_t nb, const uint8_t* levels) {
+template <class Src, class Dst, void (*Repack)(const Src&, Dst&)>
+void repack_blocks(const void* src, void* dst, int64_t nb) {
   const auto* in = static_cast<const Src*>(src);
-  auto* out = static_cast<BlockIQ3_RP*>(dst);
-  int8_t q[256];
-  int scale16[16];
-  for (int64_t i = 0; i < nb; ++i) {
-    Decode(in[i], q, scale16);
-    encode_iq3_rp(in[i].d, q, scale16, levels, out[i]);
-  }
+  auto* out = static_cast<Dst*>(dst);
+  for (int64_t i = 0; i < nb; ++i) Repack(in[i], out[i]);
 }
 
 void repack_tq1_0(const void* src, void* dst, int64_t nb) {
@@ -123,11 +209,11 @@ GgmlType repacked_type(GgmlType type) {
 void repack_row(GgmlType from, const void* src, void* dst, int64_t n) {
   const int64_t nb = block_count(n, 256, "repack_row");
   switch (from) {
-    case GgmlType::kIQ2_XXS: repack_iq2<BlockIQ2_XXS, decode_iq2_xxs_block>(src, dst, nb); return;
-    case GgmlType::kIQ2_XS: repack_iq2<BlockIQ2_XS, decode_iq2_xs_block>(src, dst, nb); return;
-    case GgmlType::kIQ2_S: repack_iq2<BlockIQ2_S, decode_iq2_s_block>(src, dst, nb); return;
-    case GgmlType::kIQ3_XXS: repack_iq3<BlockIQ3_XXS, decode_iq3_xxs_block>(src, dst, nb, kIq3XxsRpLevels); return;
-    case GgmlType::kIQ3_S: repack_iq3<BlockIQ3_S, decode_iq3_s_block>(src, dst, nb, kIq3SRpLevels); return;
+    case GgmlType::kIQ2_XXS: repack_blocks<BlockIQ2_XXS, BlockIQ2_RP, repack_iq2_xxs>(src, dst, nb); return;
+    case GgmlType::kIQ2_XS: repack_blocks<BlockIQ2_XS, BlockIQ2_RP, repack_iq2_xs>(src, dst, nb); return;
+    case GgmlType::kIQ2_S: repack_blocks<BlockIQ2_S, BlockIQ2_RP, repack_iq2_s>(src, dst, nb); return;
+    case GgmlType::kIQ3_XXS: repack_blocks<BlockIQ3_XXS, BlockIQ3_RP, repack_iq3_xxs>(src, dst, nb); return;
+    case GgmlType::kIQ3_S: repack_blocks<BlockIQ3_S, BlockIQ3_RP, repack_iq3_s>(src, dst, nb); return;
     case GgmlType::kTQ1_0: repack_tq1_0(src, dst, nb); return;
     default: CHECK(false, "type %s has no repacked layout", get_type_info(from).name);
   }

@@ -129,9 +129,9 @@ TEST(RepackPlan, BudgetDecidesHowMuchIsRepackedExpertsLast) {
   EXPECT_TRUE(none.all_resident);
   EXPECT_TRUE(none.repacked_tensors.empty());
   EXPECT_EQ(none.repack_all_extra_bytes, all.repack_all_extra_bytes);
-  EXPECT_EQ(none.resident_weight_bytes + none.kv_bytes + none.checkpoint_bytes + none.scratch_bytes +
-                none.overhead_bytes,
-            all.all_resident_bytes);
+  EXPECT_EQ(
+      none.resident_weight_bytes + none.kv_bytes + none.checkpoint_bytes + none.scratch_bytes + none.overhead_bytes,
+      all.all_resident_bytes);
 
   // Room for the tensors read every token but not for the experts: those go first.
   const uint64_t some_room = all.repack_all_extra_bytes - expert_extra;
