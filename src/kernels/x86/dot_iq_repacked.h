@@ -31,14 +31,13 @@ inline __m128i odd_scales16(const uint8_t* scales) {
   return _mm_or_si128(_mm_add_epi8(s, s), _mm_set1_epi8(1));
 }
 
-// i16 words 0..7 = scale byte 2c, words 8..15 = byte 2c + 1 (chunk c's two halves).
-inline __m256i chunk_scales(__m128i odd, int c) {
-  const __m128i idx =
-      _mm_setr_epi8(static_cast<char>(2 * c), -1, static_cast<char>(2 * c), -1, static_cast<char>(2 * c), -1,
-                    static_cast<char>(2 * c), -1, static_cast<char>(2 * c + 1), -1, static_cast<char>(2 * c + 1), -1,
-                    static_cast<char>(2 * c + 1), -1, static_cast<char>(2 * c + 1), -1);
-  const __m128i lo_hi = _mm_shuffle_epi8(odd, idx);  // words 0..3 = s[2c], 4..7 = s[2c + 1]
-  return _mm256_setr_m128i(_mm_unpacklo_epi64(lo_hi, lo_hi), _mm_unpackhi_epi64(lo_hi, lo_hi));
+// The block's odd scales for chunk_scales: byte 2c of the low lane = scale 2c, of the high lane
+// = scale 2c + 1.
+inline __m256i scale_lanes(__m128i odd) { return _mm256_setr_m128i(odd, _mm_srli_si128(odd, 1)); }
+
+// i16 words 0..7 = scale 2c, words 8..15 = scale 2c + 1 (chunk c's two halves): one vpshufb.
+inline __m256i chunk_scales(__m256i lanes, int c) {
+  return _mm256_shuffle_epi8(lanes, _mm256_set1_epi16(static_cast<int16_t>(0xff00 | (2 * c))));
 }
 
 // Decoders: chunk(b, c, &mag, &sign): magnitudes and +-1 sign bytes of chunk c.
@@ -85,13 +84,13 @@ struct DotIQRepacked {
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 256; ++i) {
       const Block& b = w[i];
-      const __m128i odd = odd_scales16(b.scales);
+      const __m256i sl = scale_lanes(odd_scales16(b.scales));
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
       for (int c = 0; c < 8; ++c) {
         __m256i mag, sign;
         D::chunk(b, c, &mag, &sign);
-        const __m256i sc = chunk_scales(odd, c);
+        const __m256i sc = chunk_scales(sl, c);
         for (int t = 0; t < NT; ++t) {
           const __m256i ys = _mm256_sign_epi8(load256(a[t][i].qs + 32 * c), sign);
           isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, ys), sc));
