@@ -75,10 +75,11 @@ constexpr GgmlTypeInfo kTypeTable[] = {
 // The in-memory layouts (quant/iq_repack.h gives each one's bytes):
 //   iq2_rp     = f16 d + 8 scale nibbles + 32 sign bytes + 64 two-bit codes   = 2+8+32+64  = 106
 //   iq3_*_rp   = f16 d + 8 scale nibbles + 128 nibbles (3-bit code, sign)    = 2+8+128    = 138
+//   iq1_*_rp   = f16 d + 8 scale nibbles + 4 delta-sign bytes + 64 2-bit codes = 2+8+4+64 = 78
 constexpr GgmlTypeInfo kMemoryTypeTable[] = {
-    {GgmlType::kIQ2_RP, "iq2_rp", 256, 106},
-    {GgmlType::kIQ3_XXS_RP, "iq3_xxs_rp", 256, 138},
-    {GgmlType::kIQ3_S_RP, "iq3_s_rp", 256, 138},
+    {GgmlType::kIQ2_RP, "iq2_rp", 256, 106},     {GgmlType::kIQ3_XXS_RP, "iq3_xxs_rp", 256, 138},
+    {GgmlType::kIQ3_S_RP, "iq3_s_rp", 256, 138}, {GgmlType::kIQ1_S_RP, "iq1_s_rp", 256, 78},
+    {GgmlType::kIQ1_M_RP, "iq1_m_rp", 256, 78},
 };
 
 // ggml.h's GGML_TYPE_* names by number, including numbers ggml has retired (Q4_2, Q4_0_4_4, ...)

@@ -80,10 +80,12 @@ enum class GgmlType : uint32_t {
   kIQ2_RP = 64,
   kIQ3_XXS_RP = 65,
   kIQ3_S_RP = 66,
+  kIQ1_S_RP = 67,
+  kIQ1_M_RP = 68,
 };
 
 // One past the largest GgmlType value (tables indexed by type number are this long).
-constexpr uint32_t kGgmlTypeSlots = 67;
+constexpr uint32_t kGgmlTypeSlots = 69;
 
 // Static facts about one tensor type.
 struct GgmlTypeInfo {

@@ -25,7 +25,9 @@ bool has_settable_block_scale(GgmlType type) {
     case GgmlType::kTQ2_0:
     case GgmlType::kIQ2_RP:
     case GgmlType::kIQ3_XXS_RP:
-    case GgmlType::kIQ3_S_RP: return true;
+    case GgmlType::kIQ3_S_RP:
+    case GgmlType::kIQ1_S_RP:
+    case GgmlType::kIQ1_M_RP: return true;
     default: return false;
   }
 }

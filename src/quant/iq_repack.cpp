@@ -12,6 +12,8 @@
 
 #include "base/check.h"
 #include "quant/block_count.h"
+#include "quant/iq1.h"
+#include "quant/iq1_dot.h"
 #include "quant/iq2.h"
 #include "quant/iq3.h"
 #include "quant/iq_grids.h"
@@ -169,6 +171,57 @@ void repack_iq3_s(const BlockIQ3_S& b, BlockIQ3_RP& out) {
   }
 }
 
+// The IQ1 grid's int8 values -1, 0, 1 as codes q + 1, spread one per byte.
+const std::vector<uint64_t>& iq1_codes() {
+  static const std::vector<uint64_t> t = [] {
+    std::vector<uint64_t> out(2048);
+    for (size_t i = 0; i < out.size(); ++i) {
+      for (int k = 0; k < 8; ++k) {
+        const auto v = static_cast<int8_t>(static_cast<uint8_t>(kIq1sGrid[i] >> (8 * k)));
+        CHECK(v >= -1 && v <= 1, "iq1 grid value %d", v);
+        out[i] |= static_cast<uint64_t>(v + 1) << (8 * k);
+      }
+    }
+    return out;
+  }();
+  return t;
+}
+
+inline void put_iq1_group(BlockIQ1_RP& out, int g, uint64_t codes, bool negative_delta) {
+  or64(out.qs + 8 * (g % 8), codes << (2 * (g / 8)));
+  if (negative_delta) out.delta[g / 8] |= static_cast<uint8_t>(1 << (g % 8));
+}
+
+void repack_iq1_s(const BlockIQ1_S& b, BlockIQ1_RP& out) {
+  const std::vector<uint64_t>& t = iq1_codes();
+  std::memset(&out, 0, sizeof(out));
+  out.d = b.d;
+  for (int s = 0; s < 8; ++s) {
+    const uint16_t h = b.qh[s];
+    for (int l = 0; l < 4; ++l) {
+      const int idx = b.qs[4 * s + l] | (((h >> (3 * l)) & 7) << 8);
+      put_iq1_group(out, 4 * s + l, t[static_cast<size_t>(idx)], (h & 0x8000) != 0);
+    }
+    out.scales[s] = both_halves((h >> 12) & 7);
+  }
+}
+
+void repack_iq1_m(const BlockIQ1_M& b, BlockIQ1_RP& out) {
+  const std::vector<uint64_t>& t = iq1_codes();
+  std::memset(&out, 0, sizeof(out));
+  out.d = iq1_m_scale_bits(b);
+  uint16_t sc[4];
+  std::memcpy(sc, b.scales, 8);
+  for (int s = 0; s < 8; ++s) {
+    for (int l = 0; l < 4; ++l) {
+      const int nib = (b.qh[2 * s + l / 2] >> (4 * (l % 2))) & 0xf;
+      put_iq1_group(out, 4 * s + l, t[static_cast<size_t>(b.qs[4 * s + l] | ((nib & 7) << 8))], (nib & 8) != 0);
+    }
+    const int r = 6 * (s % 2);
+    out.scales[s] = static_cast<uint8_t>(((sc[s / 2] >> r) & 7) | ((sc[s / 2] >> (r + 3)) & 7) << 4);
+  }
+}
+
 template <class Src, class Dst, void (*Repack)(const Src&, Dst&)>
 void repack_blocks(const void* src, void* dst, int64_t nb) {
   const auto* in = static_cast<const Src*>(src);
@@ -201,6 +254,8 @@ GgmlType repacked_type(GgmlType type) {
     case GgmlType::kIQ2_S: return GgmlType::kIQ2_RP;
     case GgmlType::kIQ3_XXS: return GgmlType::kIQ3_XXS_RP;
     case GgmlType::kIQ3_S: return GgmlType::kIQ3_S_RP;
+    case GgmlType::kIQ1_S: return GgmlType::kIQ1_S_RP;
+    case GgmlType::kIQ1_M: return GgmlType::kIQ1_M_RP;
     case GgmlType::kTQ1_0: return GgmlType::kTQ2_0;
     default: return type;
   }
@@ -214,6 +269,8 @@ void repack_row(GgmlType from, const void* src, void* dst, int64_t n) {
     case GgmlType::kIQ2_S: repack_blocks<BlockIQ2_S, BlockIQ2_RP, repack_iq2_s>(src, dst, nb); return;
     case GgmlType::kIQ3_XXS: repack_blocks<BlockIQ3_XXS, BlockIQ3_RP, repack_iq3_xxs>(src, dst, nb); return;
     case GgmlType::kIQ3_S: repack_blocks<BlockIQ3_S, BlockIQ3_RP, repack_iq3_s>(src, dst, nb); return;
+    case GgmlType::kIQ1_S: repack_blocks<BlockIQ1_S, BlockIQ1_RP, repack_iq1_s>(src, dst, nb); return;
+    case GgmlType::kIQ1_M: repack_blocks<BlockIQ1_M, BlockIQ1_RP, repack_iq1_m>(src, dst, nb); return;
     case GgmlType::kTQ1_0: repack_tq1_0(src, dst, nb); return;
     default: CHECK(false, "type %s has no repacked layout", get_type_info(from).name);
   }
@@ -267,6 +324,33 @@ float vec_dot_iq3_xxs_rp_q8_K_ref(int64_t n, const BlockIQ3_RP* w, const BlockQ8
 }
 float vec_dot_iq3_s_rp_q8_K_ref(int64_t n, const BlockIQ3_RP* w, const BlockQ8_K* a) {
   return iq_internal::vec_dot_scaled<BlockIQ3_RP, decode_iq3_s_rp_block>(n, w, a, 1.0f, "vec_dot_iq3_s_rp_q8_K_ref");
+}
+
+void decode_iq1_rp_block(const BlockIQ1_RP& b, int8_t* q, int8_t* delta, int* scale16) {
+  for (int e = 0; e < 256; ++e) {
+    q[e] = static_cast<int8_t>(((b.qs[e % 64] >> (2 * (e / 64))) & 3) - 1);
+    delta[e] = (b.delta[e / 64] >> ((e / 8) % 8)) & 1 ? -1 : 1;
+  }
+  decode_scales(b.scales, scale16);
+}
+
+namespace {
+
+fp16_t iq1_rp_d(const BlockIQ1_RP& b) { return b.d; }
+
+}  // namespace
+
+void dequantize_row_iq1_s_rp_ref(const BlockIQ1_RP* x, float* y, int64_t n) {
+  iq1_internal::dequantize<BlockIQ1_RP, decode_iq1_rp_block, iq1_rp_d>(x, y, n, "dequantize_row_iq1_s_rp_ref");
+}
+void dequantize_row_iq1_m_rp_ref(const BlockIQ1_RP* x, float* y, int64_t n) {
+  iq1_internal::dequantize<BlockIQ1_RP, decode_iq1_rp_block, iq1_rp_d>(x, y, n, "dequantize_row_iq1_m_rp_ref");
+}
+float vec_dot_iq1_s_rp_q8_K_ref(int64_t n, const BlockIQ1_RP* w, const BlockQ8_K* a) {
+  return iq1_internal::vec_dot_s<BlockIQ1_RP, decode_iq1_rp_block, iq1_rp_d>(n, w, a, "vec_dot_iq1_s_rp_q8_K_ref");
+}
+float vec_dot_iq1_m_rp_q8_K_ref(int64_t n, const BlockIQ1_RP* w, const BlockQ8_K* a) {
+  return iq1_internal::vec_dot_m<BlockIQ1_RP, decode_iq1_rp_block, iq1_rp_d>(n, w, a, "vec_dot_iq1_m_rp_q8_K_ref");
 }
 
 }  // namespace sniper

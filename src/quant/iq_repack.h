@@ -9,6 +9,9 @@
 //   IQ3_XXS_RP (from IQ3_XXS; 138 bytes): a nibble per element, 3-bit magnitude code into
 //              {4, 12, 20, 28, 36, 44, 52, 62} | sign << 3; x = d * (2s+1) * q / 4
 //   IQ3_S_RP   (from IQ3_S; 138 bytes): as IQ3_XXS_RP with magnitudes {1, 3, ..., 15}; x = d * (2s+1) * q
+//   IQ1_S_RP, IQ1_M_RP (from IQ1_S, IQ1_M; 78 bytes): a 2-bit code q + 1 per element (q in
+//              -1, 0, 1), a delta sign bit per 8 elements, a 4-bit scale s per 16;
+//              x = d * (2s+1) * (q + delta / 8), each in its source's dot order (iq1_dot.h)
 // Byte layouts are chosen for the SIMD kernels (x86/dot_iq_repacked*.h): one 64-byte load of
 // codes gives the 64 elements of two 32-element chunks (the lane pairs of the 512-bit kernels),
 // its first and last 32 bytes one chunk each (the 256-bit kernels). Every bit pattern decodes
@@ -39,13 +42,22 @@ struct BlockIQ3_RP {
 };
 static_assert(sizeof(BlockIQ3_RP) == 138, "iq3_*_rp block must be 138 bytes");
 
+struct BlockIQ1_RP {
+  fp16_t d;           // IQ1_M: iq1_m_scale_bits of the source
+  uint8_t scales[8];  // as BlockIQ2_RP (s <= 7 here)
+  uint8_t delta[4];   // bit g % 8 of byte g / 8: elements 8g..8g+7 have delta -1 (else +1)
+  uint8_t qs[64];     // code q + 1 of element 64j + m in bits 2j..2j+1 of byte m (code 3 decodes as q = 2)
+};
+static_assert(sizeof(BlockIQ1_RP) == 78, "iq1_*_rp block must be 78 bytes");
+
 // The magnitudes behind each layout's codes (entries 8..15 of the IQ3 tables repeat 0..7, so a
 // table lookup by the whole nibble, sign bit included, gives the magnitude).
 inline constexpr uint8_t kIq2RpLevels[4] = {8, 25, 43, 43};
 inline constexpr uint8_t kIq3XxsRpLevels[16] = {4, 12, 20, 28, 36, 44, 52, 62, 4, 12, 20, 28, 36, 44, 52, 62};
 inline constexpr uint8_t kIq3SRpLevels[16] = {1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15};
 
-// The layout `type` repacks into at load time (kIQ2_RP for IQ2_XXS, ...; kTQ2_0 for TQ1_0), or
+// The layout `type` repacks into at load time (kIQ2_RP for IQ2_XXS, ..., kIQ1_S_RP for IQ1_S;
+// kTQ2_0 for TQ1_0), or
 // `type` itself when it has none.
 GgmlType repacked_type(GgmlType type);
 
@@ -58,6 +70,14 @@ void repack_row(GgmlType from, const void* src, void* dst, int64_t n);
 void decode_iq2_rp_block(const BlockIQ2_RP& b, int8_t* q, int* scale16);
 void decode_iq3_xxs_rp_block(const BlockIQ3_RP& b, int8_t* q, int* scale16);
 void decode_iq3_s_rp_block(const BlockIQ3_RP& b, int8_t* q, int* scale16);
+
+// q[256], delta[256] (+-1), scale16[16]: the iq1.h decoders' contract.
+void decode_iq1_rp_block(const BlockIQ1_RP& b, int8_t* q, int8_t* delta, int* scale16);
+
+void dequantize_row_iq1_s_rp_ref(const BlockIQ1_RP* x, float* y, int64_t n);
+void dequantize_row_iq1_m_rp_ref(const BlockIQ1_RP* x, float* y, int64_t n);
+float vec_dot_iq1_s_rp_q8_K_ref(int64_t n, const BlockIQ1_RP* w, const BlockQ8_K* a);
+float vec_dot_iq1_m_rp_q8_K_ref(int64_t n, const BlockIQ1_RP* w, const BlockQ8_K* a);
 
 void dequantize_row_iq2_rp_ref(const BlockIQ2_RP* x, float* y, int64_t n);
 void dequantize_row_iq3_xxs_rp_ref(const BlockIQ3_RP* x, float* y, int64_t n);

@@ -111,6 +111,8 @@ constexpr RefCodec kCodecs[] = {
     SNIPER_READ_ROW(kIQ3_XXS_RP, kQ8_K, BlockIQ3_RP, BlockQ8_K, dequantize_row_iq3_xxs_rp_ref,
                     vec_dot_iq3_xxs_rp_q8_K_ref),
     SNIPER_READ_ROW(kIQ3_S_RP, kQ8_K, BlockIQ3_RP, BlockQ8_K, dequantize_row_iq3_s_rp_ref, vec_dot_iq3_s_rp_q8_K_ref),
+    SNIPER_READ_ROW(kIQ1_S_RP, kQ8_K, BlockIQ1_RP, BlockQ8_K, dequantize_row_iq1_s_rp_ref, vec_dot_iq1_s_rp_q8_K_ref),
+    SNIPER_READ_ROW(kIQ1_M_RP, kQ8_K, BlockIQ1_RP, BlockQ8_K, dequantize_row_iq1_m_rp_ref, vec_dot_iq1_m_rp_q8_K_ref),
     SNIPER_ACT_ROW(kQ8_1, BlockQ8_1, quantize_row_q8_1_ref, dequantize_row_q8_1_ref),
     SNIPER_ACT_ROW(kQ8_K, BlockQ8_K, quantize_row_q8_K_ref, dequantize_row_q8_K_ref),
 };

@@ -72,9 +72,10 @@ TEST_P(RepackModelTest, RepackedEqualsFileLayoutBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IqModels, RepackModelTest,
-                         ::testing::Values("iq/syn-llama-IQ2_XXS", "iq/syn-llama-IQ2_XS", "iq/syn-llama-IQ2_S",
-                                           "iq/syn-llama-IQ2_M", "iq/syn-llama-IQ3_XXS", "iq/syn-llama-IQ3_S",
-                                           "iq/syn-llama-IQ3_M", "iq/syn-llama-TQ1_0", "iq/syn-qwen3moe-IQ3_XXS"),
+                         ::testing::Values("iq/syn-llama-IQ1_S", "iq/syn-llama-IQ1_M", "iq/syn-llama-IQ2_XXS",
+                                           "iq/syn-llama-IQ2_XS", "iq/syn-llama-IQ2_S", "iq/syn-llama-IQ2_M",
+                                           "iq/syn-llama-IQ3_XXS", "iq/syn-llama-IQ3_S", "iq/syn-llama-IQ3_M",
+                                           "iq/syn-llama-TQ1_0", "iq/syn-qwen3moe-IQ3_XXS"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string s = info.param.substr(3);
                            for (char& ch : s) ch = ch == '-' ? '_' : ch;

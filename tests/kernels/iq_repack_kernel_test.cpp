@@ -19,8 +19,8 @@
 namespace sniper::test {
 namespace {
 
-constexpr GgmlType kSources[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S,
-                                 GgmlType::kIQ3_XXS, GgmlType::kIQ3_S,  GgmlType::kTQ1_0};
+constexpr GgmlType kSources[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS,
+                                 GgmlType::kIQ3_S,   GgmlType::kIQ1_S,  GgmlType::kIQ1_M, GgmlType::kTQ1_0};
 
 // The AVX-512 table of `type` as a host without AVX512_VBMI builds it (kernels/dispatch.cpp).
 KernelTable avx512_without_vbmi(GgmlType type) {

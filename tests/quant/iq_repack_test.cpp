@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "quant/block_scale.h"
+#include "quant/iq1.h"
 #include "quant/iq2.h"
 #include "quant/iq3.h"
 #include "quant/q8_k.h"
@@ -24,8 +25,8 @@
 namespace sniper {
 namespace {
 
-constexpr GgmlType kSources[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S,
-                                 GgmlType::kIQ3_XXS, GgmlType::kIQ3_S,  GgmlType::kTQ1_0};
+constexpr GgmlType kSources[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS,
+                                 GgmlType::kIQ3_S,   GgmlType::kIQ1_S,  GgmlType::kIQ1_M, GgmlType::kTQ1_0};
 
 uint32_t bits_of(float f) {
   uint32_t u;
@@ -68,12 +69,15 @@ TEST(IqRepack, TypesMapToTheirLayouts) {
   EXPECT_EQ(repacked_type(GgmlType::kIQ2_S), GgmlType::kIQ2_RP);
   EXPECT_EQ(repacked_type(GgmlType::kIQ3_XXS), GgmlType::kIQ3_XXS_RP);
   EXPECT_EQ(repacked_type(GgmlType::kIQ3_S), GgmlType::kIQ3_S_RP);
+  EXPECT_EQ(repacked_type(GgmlType::kIQ1_S), GgmlType::kIQ1_S_RP);
+  EXPECT_EQ(repacked_type(GgmlType::kIQ1_M), GgmlType::kIQ1_M_RP);
   EXPECT_EQ(repacked_type(GgmlType::kTQ1_0), GgmlType::kTQ2_0);
-  for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kIQ1_S, GgmlType::kIQ4_XS, GgmlType::kTQ2_0, GgmlType::kIQ2_RP}) {
+  for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kIQ4_XS, GgmlType::kTQ2_0, GgmlType::kIQ2_RP, GgmlType::kIQ1_M_RP}) {
     EXPECT_EQ(repacked_type(t), t) << get_type_info(t).name;
   }
   // In-memory layouts are not file types: a GGUF naming one is rejected by the reader.
-  for (GgmlType t : {GgmlType::kIQ2_RP, GgmlType::kIQ3_XXS_RP, GgmlType::kIQ3_S_RP}) {
+  for (GgmlType t :
+       {GgmlType::kIQ2_RP, GgmlType::kIQ3_XXS_RP, GgmlType::kIQ3_S_RP, GgmlType::kIQ1_S_RP, GgmlType::kIQ1_M_RP}) {
     EXPECT_EQ(find_type_info(static_cast<uint32_t>(t)), nullptr);
     ASSERT_NE(find_memory_type_info(static_cast<uint32_t>(t)), nullptr);
     EXPECT_TRUE(is_supported_weight_type(t));
@@ -129,6 +133,20 @@ TEST(IqRepack, DecodedIntegersAndScalesMatch) {
       decode_iq3_xxs_block(*reinterpret_cast<const BlockIQ3_XXS*>(src.data()), q0, s0);
       decode_iq3_xxs_rp_block(*reinterpret_cast<const BlockIQ3_RP*>(dst.data()), q1, s1);
       ASSERT_EQ(std::memcmp(q0, q1, 256), 0);
+      ASSERT_EQ(std::memcmp(s0, s1, sizeof(s0)), 0);
+    }
+    for (GgmlType t : {GgmlType::kIQ1_S, GgmlType::kIQ1_M}) {
+      const auto src = random_blocks(t, 1, rng);
+      const auto dst = repack(t, src, 256);
+      int8_t d0[256], d1[256];
+      if (t == GgmlType::kIQ1_S) {
+        decode_iq1_s_block(*reinterpret_cast<const BlockIQ1_S*>(src.data()), q0, d0, s0);
+      } else {
+        decode_iq1_m_block(*reinterpret_cast<const BlockIQ1_M*>(src.data()), q0, d0, s0);
+      }
+      decode_iq1_rp_block(*reinterpret_cast<const BlockIQ1_RP*>(dst.data()), q1, d1, s1);
+      ASSERT_EQ(std::memcmp(q0, q1, 256), 0);
+      ASSERT_EQ(std::memcmp(d0, d1, 256), 0);
       ASSERT_EQ(std::memcmp(s0, s1, sizeof(s0)), 0);
     }
     {

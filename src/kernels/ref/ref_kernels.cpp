@@ -129,6 +129,8 @@ bool fill_ref_kernels(GgmlType type, KernelTable& t) {
     SNIPER_REF_CASE(kIQ2_RP)
     SNIPER_REF_CASE(kIQ3_XXS_RP)
     SNIPER_REF_CASE(kIQ3_S_RP)
+    SNIPER_REF_CASE(kIQ1_S_RP)
+    SNIPER_REF_CASE(kIQ1_M_RP)
 #undef SNIPER_REF_CASE
     default: return false;
   }

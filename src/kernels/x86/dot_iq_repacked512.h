@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // AVX-512 dot-product kernels for the lookup-free i-quant layouts (quant/iq_repack.h: IQ2_RP,
-// IQ3_XXS_RP, IQ3_S_RP) against q8_K activations, 64 elements (two 32-element chunks) per step:
+// IQ3_XXS_RP, IQ3_S_RP; IQ1_S_RP and IQ1_M_RP below) against q8_K activations, 64 elements (two 32-element chunks) per
+// step:
 //  - magnitudes: a table lookup of the code bytes (IQ2_RP pair j = the codes at bits 2j of the
 //    64 code bytes, shifted by 2j; IQ3 pair 2h + k = nibble k of code bytes [64h, 64h + 64))
 //    into a table that repeats the levels every 4 or 8 bytes (so the sign bit of an IQ3 nibble,
@@ -167,6 +168,103 @@ struct DotIQRepacked512 {
   }
 };
 
+// IQ1_S_RP / IQ1_M_RP: codes c = q + 1 (0..2) per element, so a pair's q * y sums are
+// maddubs(c, y) - maddubs(1, y) (i16, at most 3 * 2 * 127: exact), times the scales with
+// vpdpwssd. IQ1_M's delta part: the activations' byte-pair sums maddubs(1, y) times the scales
+// negated where a group of 8 (4 words) has delta -1 (a masked word subtract; the mask from a
+// table of each delta byte's bits spread to 4 words each). IQ1_S's delta part (one sign and
+// scale per 32): the q8_K bsums times +-scale, one vpmaddwd per block, as in dot_ternary512.h.
+// The float steps are those of DotIQ1_S_512 / DotIQ1_M_512, the `_ref` order (quant/iq1_dot.h).
+constexpr std::array<uint32_t, 256> delta_word_masks() {
+  std::array<uint32_t, 256> t{};
+  for (size_t b = 0; b < 256; ++b) {
+    for (int g = 0; g < 8; ++g) {
+      if ((b >> g) & 1) t[b] |= 0xfu << (4 * g);
+    }
+  }
+  return t;
+}
+inline constexpr std::array<uint32_t, 256> kDeltaWordMasks = delta_word_masks();
+
+template <bool kM>
+struct DotIQ1Repacked512 {
+  template <int NT>
+  static void dot(int64_t n, const void* wv, const void* const* av, float* out) {
+    const auto* w = static_cast<const BlockIQ1_RP*>(wv);
+    const BlockQ8_K* a[NT];
+    for (int t = 0; t < NT; ++t) a[t] = static_cast<const BlockQ8_K*>(av[t]);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i three = _mm512_set1_epi8(3);
+    __m256 acc[NT], acc2[NT];
+    float acc1[NT];
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = acc2[t] = _mm256_setzero_ps();
+      acc1[t] = 0.0f;
+    }
+    for (int64_t i = 0; i < n / 256; ++i) {
+      const BlockIQ1_RP& b = w[i];
+      const __m512i codes = _mm512_loadu_si512(b.qs);
+      const __m512i sw = odd_scale_words(b.scales);
+      __m512i isum[NT], isum2[NT];
+      for (int t = 0; t < NT; ++t) isum[t] = isum2[t] = zero;
+      for (int p = 0; p < 4; ++p) {
+        const __m512i c =
+            _mm512_and_si512(p == 0 ? codes : _mm512_srli_epi16(codes, static_cast<unsigned>(2 * p)), three);
+        const __m512i sc =
+            _mm512_permutexvar_epi16(_mm512_load_si512(kRepackScaleIndex[static_cast<size_t>(p)].data()), sw);
+        __m512i ds = zero;
+        if constexpr (kM) {
+          const __mmask32 neg = _cvtu32_mask32(kDeltaWordMasks[b.delta[p]]);
+          ds = _mm512_mask_sub_epi16(sc, neg, zero, sc);
+        }
+        for (int t = 0; t < NT; ++t) {
+          const __m512i y = _mm512_loadu_si512(a[t][i].qs + 64 * p);
+          const __m512i y1 = _mm512_maddubs_epi16(ones, y);
+          isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_sub_epi16(_mm512_maddubs_epi16(c, y), y1), sc);
+          if constexpr (kM) isum2[t] = _mm512_dpwssd_epi32(isum2[t], y1, ds);
+        }
+      }
+      __m256i dsc2 = _mm256_setzero_si256();
+      if constexpr (!kM) {
+        // chunk c's delta (group 4c's bit) and scale (low nibble of scales[c]) for bsums 2c, 2c + 1
+        uint32_t d32;
+        std::memcpy(&d32, b.delta, 4);
+        const __m128i dv = _mm_set1_epi32(static_cast<int>(d32));
+        const __m128i one = _mm_set1_epi32(1);  // bits 0 and 1 only before the saturating pack
+        const __m128i bits = _mm_packs_epi32(_mm_and_si128(_mm_srlv_epi32(dv, _mm_setr_epi32(0, 4, 8, 12)), one),
+                                             _mm_and_si128(_mm_srlv_epi32(dv, _mm_setr_epi32(16, 20, 24, 28)), one));
+        const __mmask8 m = _mm_test_epi16_mask(bits, bits);
+        uint64_t s8;
+        std::memcpy(&s8, b.scales, 8);
+        const __m128i lo = _mm_and_si128(_mm_cvtsi64_si128(static_cast<long long>(s8)), _mm_set1_epi8(0x0f));
+        const __m128i sc8 = _mm_or_si128(_mm_slli_epi16(_mm_cvtepu8_epi16(lo), 1), _mm_set1_epi16(1));
+        const __m128i dsc = _mm_mask_sub_epi16(sc8, m, _mm_setzero_si128(), sc8);
+        dsc2 = _mm256_setr_m128i(_mm_unpacklo_epi16(dsc, dsc), _mm_unpackhi_epi16(dsc, dsc));
+      }
+      const float dw = h2f(b.d);
+      for (int t = 0; t < NT; ++t) {
+        const float d = dw * a[t][i].d;
+        const __m256i lanes = _mm256_add_epi32(_mm512_castsi512_si256(isum[t]), _mm512_extracti64x4_epi64(isum[t], 1));
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc[t]);
+        if constexpr (kM) {
+          const __m256i l2 = _mm256_add_epi32(_mm512_castsi512_si256(isum2[t]), _mm512_extracti64x4_epi64(isum2[t], 1));
+          acc2[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(l2), acc2[t]);
+        } else {
+          const int sumi1 = hsum_epi32(_mm256_madd_epi16(load256(a[t][i].bsums), dsc2));
+          acc1[t] =
+              _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(static_cast<float>(sumi1)), _mm_set_ss(acc1[t])));
+        }
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      const float h = hsum_ps(acc[t]);
+      const float delta = kM ? hsum_ps(acc2[t]) : acc1[t];
+      out[t] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(0.125f), _mm_set_ss(delta), _mm_set_ss(h)));
+    }
+  }
+};
+
 using Dec512IQ3XXS_RP = Dec512IQ3_RP<&kIq3XxsRpLevels64, 1>;
 using Dec512IQ3S_RP = Dec512IQ3_RP<&kIq3SRpLevels64, 4>;
 
@@ -185,6 +283,14 @@ void patch_iq_repacked512(Table& t) {
     case GgmlType::kIQ3_S_RP:
       t.vec_dot = &vec_dot_entry<DotIQRepacked512<Dec512IQ3S_RP>>;
       t.gemm = &gemm_entry8<DotIQRepacked512<Dec512IQ3S_RP>>;
+      break;
+    case GgmlType::kIQ1_S_RP:
+      t.vec_dot = &vec_dot_entry<DotIQ1Repacked512<false>>;
+      t.gemm = &gemm_entry8<DotIQ1Repacked512<false>>;
+      break;
+    case GgmlType::kIQ1_M_RP:
+      t.vec_dot = &vec_dot_entry<DotIQ1Repacked512<true>>;
+      t.gemm = &gemm_entry8<DotIQ1Repacked512<true>>;
       break;
     default: break;
   }
