@@ -38,7 +38,8 @@ std::vector<TypeMatvec> measure_type_matvecs(const Model& model, ThreadPool& poo
   }
   std::vector<TypeMatvec> out;
   ActBuffer act;
-  for (const auto& [key, g] : groups) {
+  for (const auto& entry : groups) {
+    const Group& g = entry.second;  // named, not a structured binding: lambdas capture it
     int64_t max_n = 0, max_rows = 0;
     for (const QTensor& m : g.matrices) {
       max_n = std::max(max_n, m.ne[0]);
@@ -57,7 +58,7 @@ std::vector<TypeMatvec> measure_type_matvecs(const Model& model, ThreadPool& poo
       best = std::min(best, now_s() - t0);
     }
     TypeMatvec tm;
-    const auto type = static_cast<GgmlType>(key.first);
+    const auto type = static_cast<GgmlType>(entry.first.first);
     tm.type = get_type_info(type).name;
     if (g.file_type != type) tm.file_type = get_type_info(g.file_type).name;
     tm.bytes = g.bytes;
