@@ -326,12 +326,28 @@ float vec_dot_iq3_s_rp_q8_K_ref(int64_t n, const BlockIQ3_RP* w, const BlockQ8_K
   return iq_internal::vec_dot_scaled<BlockIQ3_RP, decode_iq3_s_rp_block>(n, w, a, 1.0f, "vec_dot_iq3_s_rp_q8_K_ref");
 }
 
-void decode_iq1_rp_block(const BlockIQ1_RP& b, int8_t* q, int8_t* delta, int* scale16) {
+namespace {
+
+// delta_group(e) = the group of 8 whose delta bit element e takes.
+template <int (*DeltaGroup)(int)>
+void decode_iq1_rp(const BlockIQ1_RP& b, int8_t* q, int8_t* delta, int* scale16) {
   for (int e = 0; e < 256; ++e) {
     q[e] = static_cast<int8_t>(((b.qs[e % 64] >> (2 * (e / 64))) & 3) - 1);
-    delta[e] = (b.delta[e / 64] >> ((e / 8) % 8)) & 1 ? -1 : 1;
+    const int g = DeltaGroup(e);
+    delta[e] = (b.delta[g / 8] >> (g % 8)) & 1 ? -1 : 1;
   }
   decode_scales(b.scales, scale16);
+}
+int chunk_delta_group(int e) { return 4 * (e / 32); }
+int own_delta_group(int e) { return e / 8; }
+
+}  // namespace
+
+void decode_iq1_s_rp_block(const BlockIQ1_RP& b, int8_t* q, int8_t* delta, int* scale16) {
+  decode_iq1_rp<chunk_delta_group>(b, q, delta, scale16);
+}
+void decode_iq1_m_rp_block(const BlockIQ1_RP& b, int8_t* q, int8_t* delta, int* scale16) {
+  decode_iq1_rp<own_delta_group>(b, q, delta, scale16);
 }
 
 namespace {
@@ -341,16 +357,16 @@ fp16_t iq1_rp_d(const BlockIQ1_RP& b) { return b.d; }
 }  // namespace
 
 void dequantize_row_iq1_s_rp_ref(const BlockIQ1_RP* x, float* y, int64_t n) {
-  iq1_internal::dequantize<BlockIQ1_RP, decode_iq1_rp_block, iq1_rp_d>(x, y, n, "dequantize_row_iq1_s_rp_ref");
+  iq1_internal::dequantize<BlockIQ1_RP, decode_iq1_s_rp_block, iq1_rp_d>(x, y, n, "dequantize_row_iq1_s_rp_ref");
 }
 void dequantize_row_iq1_m_rp_ref(const BlockIQ1_RP* x, float* y, int64_t n) {
-  iq1_internal::dequantize<BlockIQ1_RP, decode_iq1_rp_block, iq1_rp_d>(x, y, n, "dequantize_row_iq1_m_rp_ref");
+  iq1_internal::dequantize<BlockIQ1_RP, decode_iq1_m_rp_block, iq1_rp_d>(x, y, n, "dequantize_row_iq1_m_rp_ref");
 }
 float vec_dot_iq1_s_rp_q8_K_ref(int64_t n, const BlockIQ1_RP* w, const BlockQ8_K* a) {
-  return iq1_internal::vec_dot_s<BlockIQ1_RP, decode_iq1_rp_block, iq1_rp_d>(n, w, a, "vec_dot_iq1_s_rp_q8_K_ref");
+  return iq1_internal::vec_dot_s<BlockIQ1_RP, decode_iq1_s_rp_block, iq1_rp_d>(n, w, a, "vec_dot_iq1_s_rp_q8_K_ref");
 }
 float vec_dot_iq1_m_rp_q8_K_ref(int64_t n, const BlockIQ1_RP* w, const BlockQ8_K* a) {
-  return iq1_internal::vec_dot_m<BlockIQ1_RP, decode_iq1_rp_block, iq1_rp_d>(n, w, a, "vec_dot_iq1_m_rp_q8_K_ref");
+  return iq1_internal::vec_dot_m<BlockIQ1_RP, decode_iq1_m_rp_block, iq1_rp_d>(n, w, a, "vec_dot_iq1_m_rp_q8_K_ref");
 }
 
 }  // namespace sniper

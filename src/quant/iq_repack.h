@@ -45,7 +45,8 @@ static_assert(sizeof(BlockIQ3_RP) == 138, "iq3_*_rp block must be 138 bytes");
 struct BlockIQ1_RP {
   fp16_t d;           // IQ1_M: iq1_m_scale_bits of the source
   uint8_t scales[8];  // as BlockIQ2_RP (s <= 7 here)
-  uint8_t delta[4];   // bit g % 8 of byte g / 8: elements 8g..8g+7 have delta -1 (else +1)
+  uint8_t delta[4];   // bit g % 8 of byte g / 8: elements 8g..8g+7 have delta -1 (else +1); IQ1_S_RP
+                      // reads only each chunk's first (g = 4c: delta per 32, as IQ1_S has it)
   uint8_t qs[64];     // code q + 1 of element 64j + m in bits 2j..2j+1 of byte m (code 3 decodes as q = 2)
 };
 static_assert(sizeof(BlockIQ1_RP) == 78, "iq1_*_rp block must be 78 bytes");
@@ -72,7 +73,8 @@ void decode_iq3_xxs_rp_block(const BlockIQ3_RP& b, int8_t* q, int* scale16);
 void decode_iq3_s_rp_block(const BlockIQ3_RP& b, int8_t* q, int* scale16);
 
 // q[256], delta[256] (+-1), scale16[16]: the iq1.h decoders' contract.
-void decode_iq1_rp_block(const BlockIQ1_RP& b, int8_t* q, int8_t* delta, int* scale16);
+void decode_iq1_s_rp_block(const BlockIQ1_RP& b, int8_t* q, int8_t* delta, int* scale16);
+void decode_iq1_m_rp_block(const BlockIQ1_RP& b, int8_t* q, int8_t* delta, int* scale16);
 
 void dequantize_row_iq1_s_rp_ref(const BlockIQ1_RP* x, float* y, int64_t n);
 void dequantize_row_iq1_m_rp_ref(const BlockIQ1_RP* x, float* y, int64_t n);

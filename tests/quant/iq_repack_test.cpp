@@ -144,7 +144,11 @@ TEST(IqRepack, DecodedIntegersAndScalesMatch) {
       } else {
         decode_iq1_m_block(*reinterpret_cast<const BlockIQ1_M*>(src.data()), q0, d0, s0);
       }
-      decode_iq1_rp_block(*reinterpret_cast<const BlockIQ1_RP*>(dst.data()), q1, d1, s1);
+      if (t == GgmlType::kIQ1_S) {
+        decode_iq1_s_rp_block(*reinterpret_cast<const BlockIQ1_RP*>(dst.data()), q1, d1, s1);
+      } else {
+        decode_iq1_m_rp_block(*reinterpret_cast<const BlockIQ1_RP*>(dst.data()), q1, d1, s1);
+      }
       ASSERT_EQ(std::memcmp(q0, q1, 256), 0);
       ASSERT_EQ(std::memcmp(d0, d1, 256), 0);
       ASSERT_EQ(std::memcmp(s0, s1, sizeof(s0)), 0);

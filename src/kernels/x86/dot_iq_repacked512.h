@@ -117,11 +117,21 @@ struct Dec512IQ3_RP {
   }
 };
 
+// Software prefetch distance (bytes past the block being read) and its bound: the one-token
+// matvec (gemm_entry8 with one token) prefetches across the rows of its call, as the K-quant
+// matvecs do (dot_kquants512.h), never past them.
+constexpr int kRepackPrefetchBytes = 3072;
+inline void prefetch_block(const void* p, int bytes, const uint8_t* limit) {
+  const uint8_t* c = static_cast<const uint8_t*>(p) + kRepackPrefetchBytes;
+  if (limit == nullptr || c + bytes > limit) return;
+  for (int off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(c + off), _MM_HINT_T0);
+}
+
 template <class D>
 struct DotIQRepacked512 {
   using Block = typename D::Block;
   template <int NT>
-  static void dot(int64_t n, const void* wv, const void* const* av, float* out) {
+  static void dot(int64_t n, const void* wv, const void* const* av, float* out, const uint8_t* pf_limit = nullptr) {
     const auto* w = static_cast<const Block*>(wv);
     const BlockQ8_K* a[NT];
     for (int t = 0; t < NT; ++t) a[t] = static_cast<const BlockQ8_K*>(av[t]);
@@ -131,6 +141,7 @@ struct DotIQRepacked512 {
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 256; ++i) {
       const Block& b = w[i];
+      prefetch_block(&b, static_cast<int>(sizeof(Block)), pf_limit);
       const typename D::State st = D::load(b);
       const __m512i sw = odd_scale_words(b.scales);
       // Each pair's products go to their own accumulator (kChains of them per token, added at the
@@ -189,7 +200,7 @@ inline constexpr std::array<uint32_t, 256> kDeltaWordMasks = delta_word_masks();
 template <bool kM>
 struct DotIQ1Repacked512 {
   template <int NT>
-  static void dot(int64_t n, const void* wv, const void* const* av, float* out) {
+  static void dot(int64_t n, const void* wv, const void* const* av, float* out, const uint8_t* pf_limit = nullptr) {
     const auto* w = static_cast<const BlockIQ1_RP*>(wv);
     const BlockQ8_K* a[NT];
     for (int t = 0; t < NT; ++t) a[t] = static_cast<const BlockQ8_K*>(av[t]);
@@ -204,6 +215,7 @@ struct DotIQ1Repacked512 {
     }
     for (int64_t i = 0; i < n / 256; ++i) {
       const BlockIQ1_RP& b = w[i];
+      prefetch_block(&b, static_cast<int>(sizeof(BlockIQ1_RP)), pf_limit);
       const __m512i codes = _mm512_loadu_si512(b.qs);
       const __m512i sw = odd_scale_words(b.scales);
       __m512i isum[NT], isum2[NT];
