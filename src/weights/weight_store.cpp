@@ -88,10 +88,10 @@ Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std:
   std::atomic<bool> failed{false};
   std::mutex error_mu;
   Status error = ok_status();
-  const auto read_job = [&](const ReadJob& job) {
+  const auto read_job = [&](const ReadJob& job, std::vector<uint8_t>& buffer) {
     const auto& t = infos[job.tensor];
     const Placement& pl = place[job.tensor];
-    std::vector<uint8_t> buffer(pl.repacked ? job.want : 0);
+    if (pl.repacked && buffer.size() < job.want) buffer.resize(job.want);
     uint8_t* dst = pl.repacked ? buffer.data() : base + pl.local + job.done;
     for (size_t got_total = 0; got_total < job.want;) {
       const uint64_t at = offset_in_part(t.file_offset) + job.done + got_total;
@@ -124,9 +124,13 @@ Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std:
     }
   };
   ThreadPool pool(std::min(hardware_threads(), kMaxLoadThreads));
-  pool.parallel_for(static_cast<int64_t>(jobs.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t j = begin; j < end && !failed.load(std::memory_order_relaxed); ++j) {
-      read_job(jobs[static_cast<size_t>(j)]);
+  // One repack buffer per loader thread, reused by its jobs: a fresh one per job would
+  // page-fault and zero 4 MiB each time (as much again as the weights themselves).
+  std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(pool.n_threads()));
+  std::atomic<size_t> next{0};
+  pool.run([&](int thread_idx, int) {
+    for (size_t j = next++; j < jobs.size() && !failed.load(std::memory_order_relaxed); j = next++) {
+      read_job(jobs[j], buffers[static_cast<size_t>(thread_idx)]);
     }
   });
   return error;
