@@ -106,9 +106,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   if (!m->plan_.all_resident) not_loaded.insert(m->plan_.streamed_tensors.begin(), m->plan_.streamed_tensors.end());
   // Repacked layouts only when nothing streams (the plan picks none otherwise) and never under mmap.
   const bool repack = options.residency != ResidencyMode::kMmap && !m->plan_.repacked_tensors.empty();
-  auto store =
-      WeightStore::open(m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,
-                        not_loaded.empty() ? nullptr : &not_loaded, repack ? &m->plan_.repacked_tensors : nullptr);
+  auto store = WeightStore::open(
+      m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,
+      not_loaded.empty() ? nullptr : &not_loaded, repack ? &m->plan_.repacked_tensors : nullptr, options.progress);
   if (!store.ok()) return store.error();
   m->store_ = std::move(store).value();
   auto weights = bind_model_weights(c, *m->store_);

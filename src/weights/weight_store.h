@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,6 +19,9 @@
 #include "kernels/tensor.h"
 
 namespace sniper {
+
+// Bytes of weights read so far and in all (WeightStore::open).
+using LoadProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
 
 enum class Residency { kResident, kMmap };
 
@@ -32,10 +36,13 @@ class WeightStore {
   // nullptr, and their bytes come from a streaming source instead. The tensors named in `repacked` (resident residency
   // only; names whose type has no repacked layout are ignored) are converted while they load into their lookup-free
   // layouts (quant/iq_repack.h): their QTensor has the layout's type and row bytes, and every product with it equals
-  // the file type's bit for bit. Errors name the file and the failing system call. Thread-compatible.
+  // the file type's bit for bit. Errors name the file and the failing system call. Thread-compatible. `progress` (may
+  // be empty) sees the file bytes read so far and in all while resident tensors load; it is called from the loading
+  // threads, one call at a time, after each read.
   static Result<std::unique_ptr<WeightStore>> open(const GgufFile& gguf, Residency residency,
                                                    const std::unordered_set<std::string>* streamed = nullptr,
-                                                   const std::unordered_set<std::string>* repacked = nullptr);
+                                                   const std::unordered_set<std::string>* repacked = nullptr,
+                                                   const LoadProgress& progress = {});
   ~WeightStore();
   WeightStore(const WeightStore&) = delete;
   WeightStore& operator=(const WeightStore&) = delete;
