@@ -142,14 +142,16 @@ fi
 
 bench_header "i-quant decode in RAM: $N tokens after a $P-token prompt" \
   "bench/iquant-decode.sh --reps $REPS -t $THREADS -p $P -n $N --variants $VARIANTS${CAP:+ --cap $CAP --cap-model $CAP_MODEL} ${models[*]}"
-echo "| model | GB | weights GB/token (file) | RAM probe GB/s | limit tok/s | Sniper | --no-repack | avx2 | avx2 --no-repack | llama.cpp | Sniper / llama.cpp | Sniper / limit | Sniper's paired roofline share |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-for row in "${rows[@]+"${rows[@]}"}"; do echo "$row"; done
-echo
-echo "Decode tok/s. The limit is the RAM probe over the weight bytes a token reads in the file's layouts (what"
-echo "llama.cpp reads); the paired share counts the bytes as held (repacked layouts are larger) against a probe"
-echo "taken right before each of a few tokens. Sniper: \`sniper bench MODEL --residency resident -p $P -n $N -t $THREADS --json\`"
-echo "(--no-repack, SNIPER_ISA=avx2 as named); llama.cpp: \`llama-bench -m MODEL -p $P -n $N -t $THREADS -r 1 -o json\`."
+if [ ${#rows[@]} -gt 0 ]; then
+  echo "| model | GB | weights GB/token (file) | RAM probe GB/s | limit tok/s | Sniper | --no-repack | avx2 | avx2 --no-repack | llama.cpp | Sniper / llama.cpp | Sniper / limit | Sniper's paired roofline share |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for row in "${rows[@]+"${rows[@]}"}"; do echo "$row"; done
+  echo
+  echo "Decode tok/s. The limit is the RAM probe over the weight bytes a token reads in the file's layouts (what"
+  echo "llama.cpp reads); the paired share counts the bytes as held (repacked layouts are larger) against a probe"
+  echo "taken right before each of a few tokens. Sniper: \`sniper bench MODEL --residency resident -p $P -n $N -t $THREADS --json\`"
+  echo "(--no-repack, SNIPER_ISA=avx2 as named); llama.cpp: \`llama-bench -m MODEL -p $P -n $N -t $THREADS -r 1 -o json\`."
+fi
 if [ ${#notes[@]} -gt 0 ]; then
   echo
   echo "One-token matvec GB/s per weight type (first run; repacked layouts with their file type in brackets):"
