@@ -9,6 +9,7 @@
 // the body's "model" (default: the pool's default model), loading it if needed.
 #include <chrono>
 
+#include "server/generation_prologue.h"
 #include "server/server_context.h"
 
 namespace sniper::server {

@@ -89,16 +89,6 @@ void send_error(httplib::Response& res, const ApiError& error) { send_json(res, 
 
 std::string last_path_segment(const httplib::Request& req) { return req.path.substr(req.path.rfind('/') + 1); }
 
-ApiError status_error(int status, std::string message) {
-  ApiError e;
-  e.status = status;
-  e.message = std::move(message);
-  if (status == 413) e.code = "request_too_large";
-  if (status == 503) e.code = "server_busy";
-  if (status >= 500) e.type = "server_error";
-  return e;
-}
-
 Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const ServerOptions& options) {
   auto ctx = std::make_unique<ServerContext>();
   ctx->options = options;

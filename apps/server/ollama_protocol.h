@@ -14,7 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "server/openai_protocol.h"
+#include "server/request_body.h"
+#include "server/request_types.h"
 
 namespace sniper::server {
 

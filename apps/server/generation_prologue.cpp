@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+#include "server/generation_prologue.h"
+
+#include "server/server_context.h"
+
+namespace sniper::server {
+
+namespace {
+
+// Plain chat rendering for models without a template ("System: ...\nUser: ...\nAssistant:").
+std::optional<ApiError> plain_chat(const Json& messages, std::string* out) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json& m = messages[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return bad_request(at + " must be an object", "messages");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return bad_request(at + ".role must be a string", "messages");
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
+      return bad_request(
+          at + ".role is '" + r + "' but must be one of system, user, assistant (this model has no chat template)",
+          "messages");
+    }
+    auto content = m.find("content");
+    std::string text;
+    if (content != m.end() && content->is_string()) {
+      text = content->get<std::string>();
+    } else if (content != m.end() && content->is_array()) {
+      for (const Json& part : *content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string()) {
+          return bad_request(at + ".content parts must be {\"type\": \"text\", \"text\": string}", "messages");
+        }
+        text += part["text"].get<std::string>();
+      }
+    } else if (!(content != m.end() && content->is_null())) {
+      return bad_request(at + ".content must be a string, an array of text parts or null", "messages");
+    }
+    *out += (r == "user" ? "User: " : r == "assistant" ? "Assistant: " : "System: ") + text + "\n";
+  }
+  *out += "Assistant:";
+  return std::nullopt;
+}
+
+// The job for `prompt` on model `m` (sampler, stops, max tokens, grammar).
+std::optional<ApiError> make_generation_job(ServedModel& m, const GenerationParams& p, std::vector<int32_t> prompt,
+                                            std::shared_ptr<Job>* out) {
+  auto job = std::make_shared<Job>();
+  job->kind = JobKind::kGenerate;
+  job->generator.sampler = p.sampler;
+  job->generator.stop = p.stop;
+  job->generator.stop_at_eog = !p.ignore_eos;
+  job->generator.grammar = p.grammar;
+  if (p.grammar != nullptr) {
+    std::lock_guard<std::mutex> lock(m.grammar_vocab_mu);
+    if (m.grammar_vocab == nullptr) m.grammar_vocab = make_token_vocabulary(*m.tokenizer);
+    job->generator.grammar_vocab = m.grammar_vocab;
+  }
+  // Capped by the context: the generator stops when the context is full ("length").
+  job->generator.n_predict = p.max_tokens;
+  job->prompt = std::move(prompt);
+  *out = std::move(job);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatRequest& request, PromptTokens* out,
+                                           bool add_generation_prompt) {
+  if (!m.chat_template) {
+    std::string prompt;
+    if (auto e = plain_chat(request.messages, &prompt)) return e;
+    if (!add_generation_prompt) prompt.resize(prompt.size() - std::string_view("Assistant:").size());
+    out->ids = m.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
+    return std::nullopt;
+  }
+  ChatRenderInput in;
+  in.messages = request.messages;
+  in.tools = request.tools;
+  in.template_kwargs = request.template_kwargs;
+  in.add_generation_prompt = add_generation_prompt;
+  auto rendered = render_chat(*m.chat_template, m.chat_format, in, m.bos_token, m.eos_token);
+  if (!rendered.ok()) return bad_request(rendered.error().message, "messages");
+  out->rendered = std::move(rendered).value();
+  out->ids = m.tokenizer->encode(out->rendered.prompt, /*add_special=*/false, /*parse_special=*/true);
+  return std::nullopt;
+}
+
+std::vector<int32_t> text_prompt_tokens(const ServedModel& m, const std::string& prompt) {
+  return m.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+}
+
+std::shared_ptr<ModelLease> lease_model(ServerContext& ctx, const Json& body, ApiError* error) {
+  std::string name;
+  if (body.is_object()) {
+    if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
+      if (!it->is_string()) {
+        *error = bad_request("model must be a string", "model");
+        return nullptr;
+      }
+      name = it->get<std::string>();
+    }
+  }
+  return ctx.models->acquire(name, error);
+}
+
+std::optional<ApiError> check_prompt_length(const ServedModel& m, size_t n_prompt) {
+  if (n_prompt == 0) return bad_request("the prompt encodes to no tokens", "prompt");
+  const int64_t n_ctx = m.scheduler->n_ctx();
+  if (static_cast<int64_t>(n_prompt) >= n_ctx) {
+    return bad_request("the prompt has " + std::to_string(n_prompt) + " tokens but the context holds " +
+                           std::to_string(n_ctx) + " (at least one token must be left for the reply)",
+                       "messages", "context_length_exceeded");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> prepare_generation(ServerContext& ctx, const GenerationRequest& request,
+                                           std::shared_ptr<ModelLease> lease, PreparedGeneration* out) {
+  if (lease == nullptr) {
+    ApiError lease_error;
+    lease = ctx.models->acquire(request.model, &lease_error);
+    if (lease == nullptr) return lease_error;
+  }
+  ServedModel& m = lease->model();
+  if (request.chat) {
+    ChatRequest chat;
+    chat.params = request.params;
+    chat.messages = request.messages;
+    chat.tools = request.tools;
+    chat.template_kwargs = request.template_kwargs;
+    if (request.thinking.has_value()) {
+      if (m.chat_format.supports_thinking) {
+        chat.template_kwargs["enable_thinking"] = *request.thinking;
+      } else if (*request.thinking && request.thinking_required) {
+        return bad_request("\"" + request.model + "\" does not support thinking", "think");
+      }
+    }
+    if (auto e = chat_prompt_tokens(m, chat, &out->prompt)) return e;
+    out->template_rendered = m.chat_template.has_value();
+    out->tools = chat.tools.is_array() && !chat.tools.empty();
+  } else {
+    out->prompt.ids = text_prompt_tokens(m, request.text);
+  }
+  if (auto e = check_prompt_length(m, out->prompt.ids.size())) {
+    if (e->code == "context_length_exceeded") e->param = request.prompt_param;
+    return e;
+  }
+  if (auto e = make_generation_job(m, request.params, out->prompt.ids, &out->job)) return e;
+  out->lease = std::move(lease);
+  return std::nullopt;
+}
+
+}  // namespace sniper::server
