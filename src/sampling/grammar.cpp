@@ -23,8 +23,9 @@ void Grammar::add_alternative(int32_t rule, const Sequence& seq) {
     if (s.is_rule) {
       elems_.push_back({Element::Kind::kRule, s.rule});
     } else {
-      sets_.push_back(s.set);
-      elems_.push_back({Element::Kind::kBytes, static_cast<int32_t>(sets_.size() - 1)});
+      auto [it, added] = set_index_.try_emplace(s.set.bits, static_cast<int32_t>(sets_.size()));
+      if (added) sets_.push_back(s.set);
+      elems_.push_back({Element::Kind::kBytes, it->second});
     }
   }
   elems_.push_back({Element::Kind::kEnd, 0});
@@ -101,8 +102,49 @@ Status Grammar::validate() const {
   return ok_status();
 }
 
+void GrammarMatcher::TopSet::clear() {
+  count_ = 0;
+  if (++gen_ == 0) {  // wrapped: forget every slot once
+    std::fill(gens_.begin(), gens_.end(), 0u);
+    gen_ = 1;
+  }
+}
+
+void GrammarMatcher::TopSet::grow() {
+  const size_t n = keys_.empty() ? 64 : keys_.size() * 2;
+  std::vector<uint64_t> old_keys;
+  old_keys.swap(keys_);
+  std::vector<uint32_t> old_gens;
+  old_gens.swap(gens_);
+  keys_.assign(n, 0);
+  gens_.assign(n, 0);
+  count_ = 0;
+  for (size_t i = 0; i < old_keys.size(); ++i) {
+    if (old_gens[i] != gen_) continue;
+    const uint64_t k = old_keys[i];
+    insert(Top{static_cast<int32_t>(k >> 32), static_cast<int32_t>(k & 0xffffffffu)});
+  }
+}
+
+bool GrammarMatcher::TopSet::insert(const Top& t) {
+  if ((count_ + 1) * 2 > keys_.size()) grow();
+  const uint64_t k = key(t);
+  const size_t mask = keys_.size() - 1;
+  // Fibonacci hashing spreads the (pos, parent) pairs, which are small and dense.
+  for (size_t i = static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & mask;; i = (i + 1) & mask) {
+    if (gens_[i] != gen_) {
+      gens_[i] = gen_;
+      keys_[i] = k;
+      ++count_;
+      return true;
+    }
+    if (keys_[i] == k) return false;
+  }
+}
+
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   CHECK(grammar_ != nullptr, "GrammarMatcher needs a grammar");
+  seen_.clear();
   for (int32_t pos : grammar_->alternatives(grammar_->root())) settle(pos, -1, &stacks_, 0);
   std::sort(stacks_.begin(), stacks_.end(),
             [](const Top& a, const Top& b) { return a.pos != b.pos ? a.pos < b.pos : a.parent < b.parent; });
@@ -117,13 +159,13 @@ void GrammarMatcher::settle(int32_t pos, int32_t parent, std::vector<Top>* out, 
     const Grammar::Element& e = grammar_->element(pos);
     if (e.kind == Grammar::Element::Kind::kBytes) {
       const Top t{pos, parent};
-      if (std::find(out->begin(), out->end(), t) == out->end()) out->push_back(t);
+      if (seen_.insert(t)) out->push_back(t);
       return;
     }
     if (e.kind == Grammar::Element::Kind::kEnd) {
       if (parent < 0) {
         const Top t{-1, -1};
-        if (std::find(out->begin(), out->end(), t) == out->end()) out->push_back(t);
+        if (seen_.insert(t)) out->push_back(t);
         return;
       }
       const Frame f = frames_[static_cast<size_t>(parent)];
@@ -145,6 +187,7 @@ void GrammarMatcher::settle(int32_t pos, int32_t parent, std::vector<Top>* out, 
 
 bool GrammarMatcher::step(const std::vector<Top>& from, uint8_t byte, std::vector<Top>* to) {
   to->clear();
+  seen_.clear();
   for (const Top& t : from) {
     if (t.pos < 0) continue;
     if (!grammar_->set(grammar_->element(t.pos).index).has(byte)) continue;
