@@ -111,8 +111,8 @@ std::optional<ApiError> FieldReader::number(std::string_view key, NumberRange r,
   if (!v->is_number()) return error(key, path(key) + " must be a number, got " + json_kind(*v));
   const double d = v->get<double>();
   if (!std::isfinite(d) || d < r.lo || d > r.hi || (r.open_lo && d == r.lo)) {
-    return error(key, path(key) + " is " + dump_json(*v) + " but must be in " + (r.open_lo ? "(" : "[") +
-                          bound(r.lo) + ", " + bound(r.hi) + "]");
+    return error(key, path(key) + " is " + dump_json(*v) + " but must be in " + (r.open_lo ? "(" : "[") + bound(r.lo) +
+                          ", " + bound(r.hi) + "]");
   }
   *out = d;
   return std::nullopt;

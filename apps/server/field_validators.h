@@ -47,10 +47,10 @@ struct IntegerRange {
 
 // What a list of strings may hold.
 struct StringListRule {
-  size_t max_count = 16;       // entries
-  size_t max_bytes = 1024;     // per entry
-  bool allow_single = true;    // a lone string is a list of one
-  bool allow_empty = false;    // "" as an entry
+  size_t max_count = 16;     // entries
+  size_t max_bytes = 1024;   // per entry
+  bool allow_single = true;  // a lone string is a list of one
+  bool allow_empty = false;  // "" as an entry
 };
 
 // Reads the members of one JSON object. `path` names the object in messages: "" for the body,
@@ -102,9 +102,9 @@ class FieldReader {
 };
 
 // Runs a validator and returns its error from the enclosing function.
-#define SNIPER_TRY_API(expr)          \
-  do {                                \
-    if (auto e_ = (expr)) return e_;  \
+#define SNIPER_TRY_API(expr)         \
+  do {                               \
+    if (auto e_ = (expr)) return e_; \
   } while (0)
 
 }  // namespace sniper::server

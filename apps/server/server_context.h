@@ -33,6 +33,9 @@ struct ServerContext {
 
 void send_json(httplib::Response& res, const Json& body, int status = 200);
 void send_error(httplib::Response& res, const ApiError& error);
+// An error in the shape of the API `path` belongs to: Ollama's under /api/, Anthropic's under
+// /v1/messages, OpenAI's otherwise.
+void send_api_error(const std::string& path, httplib::Response& res, int status, const std::string& message);
 // The name in a "/prefix/{name}" route: the path after its last '/'.
 std::string last_path_segment(const httplib::Request& req);
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "engine/context_compression.h"
@@ -19,6 +20,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;      // 0: pick a free port
   std::string api_key;  // empty: no authentication
+  // Host names the server answers to besides its address and localhost (request_guard.h).
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;  // origins allowed to make cross-origin requests ("*": any)
   int n_slots = 1;
   int queue_capacity = 16;                  // requests waiting beyond the slots (more -> 503)
   size_t max_body_bytes = 4u << 20;         // larger bodies -> 413
