@@ -129,8 +129,7 @@ std::optional<GuardError> check_host(const GuardOptions& o, const std::string* h
   // Bound to every interface: any address of this machine may be asked for, and an address
   // (unlike a name) cannot be rebound by DNS.
   if (wildcard_bind(bound) && is_ip_literal(host)) return std::nullopt;
-  return GuardError{403, "the Host header names '" + host +
-                             "', which is not this server's (it answers to " +
+  return GuardError{403, "the Host header names '" + host + "', which is not this server's (it answers to " +
                              (wildcard_bind(bound) ? std::string("its IP addresses") : "'" + bound + "'") +
                              ", localhost and the names given with --allowed-hosts); start it with --allowed-hosts " +
                              host + " to serve that name"};

@@ -148,8 +148,8 @@ TEST_F(RequestGuardHttp, DnsRebindingHostIsRefused) {
 
 TEST_F(RequestGuardHttp, JsonRoutesTakeOnlyJson) {
   for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b"}) {
-    for (const char* path : {"/v1/completions", "/v1/chat/completions", "/api/generate", "/v1/messages",
-                             "/v1/context/save"}) {
+    for (const char* path :
+         {"/v1/completions", "/v1/chat/completions", "/api/generate", "/v1/messages", "/v1/context/save"}) {
       auto r = post(path, kCompletion, type);
       ASSERT_TRUE(r);
       EXPECT_EQ(r->status, 415) << path << " " << type << " " << r->body;
