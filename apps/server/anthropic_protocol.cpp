@@ -180,6 +180,22 @@ std::optional<ApiError> parse_anthropic_messages(const Json& body, AnthropicRequ
     std::string type;
     SNIPER_TRY_API(tc.require("type"));
     SNIPER_TRY_API(tc.one_of("type", {"auto", "any", "tool", "none"}, &type));
+    const bool have_tools = out->chat.tools.is_array() && !out->chat.tools.empty();
+    if ((type == "any" || type == "tool") && !have_tools) {
+      return tc.error("type", "tool_choice.type is '" + type + "' but the request has no tools");
+    }
+    if (type == "tool") {  // {"type": "tool", "name": NAME}: NAME must be one of the tools
+      std::string name, names;
+      SNIPER_TRY_API(tc.require("name"));
+      SNIPER_TRY_API(tc.string("name", &name, /*allow_empty=*/false));
+      bool found = false;
+      for (const Json& t : out->chat.tools) {
+        const std::string& n = t["function"]["name"].get_ref<const std::string&>();
+        found = found || n == name;
+        names += (names.empty() ? "" : ", ") + n;
+      }
+      if (!found) return tc.error("name", "tool_choice.name is '" + name + "' but the tools are " + names);
+    }
     if (type == "none") out->chat.tools = Json();
   }
   const Json* thinking = nullptr;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "server/generation_prologue.h"
 
+#include <algorithm>
+
 #include "server/server_context.h"
 
 namespace sniper::server {
@@ -39,6 +41,28 @@ std::optional<ApiError> plain_chat(const Json& messages, std::string* out) {
     *out += (r == "user" ? "User: " : r == "assistant" ? "Assistant: " : "System: ") + text + "\n";
   }
   *out += "Assistant:";
+  return std::nullopt;
+}
+
+// logit_bias entries as token ids of the model's vocabulary (text entries tokenized, without
+// special tokens, each of their tokens getting the bias, as llama.cpp), into the sampler.
+std::optional<ApiError> resolve_logit_bias(const ServedModel& m, const std::vector<LogitBiasEntry>& entries,
+                                           SamplerConfig* sampler) {
+  const int32_t n_vocab = m.tokenizer->n_vocab();
+  for (const LogitBiasEntry& e : entries) {
+    if (e.token >= 0) {
+      if (e.token >= n_vocab) {
+        return bad_request(e.field + " names token " + std::to_string(e.token) + " but the model's vocabulary has " +
+                               std::to_string(n_vocab) + " tokens (ids 0 to " + std::to_string(n_vocab - 1) + ")",
+                           e.field);
+      }
+      sampler->logit_bias.emplace_back(static_cast<int32_t>(e.token), e.bias);
+      continue;
+    }
+    const std::vector<int32_t> ids = m.tokenizer->encode(e.text, /*add_special=*/false, /*parse_special=*/false);
+    if (ids.empty()) return bad_request(e.field + ": the text encodes to no tokens", e.field);
+    for (int32_t id : ids) sampler->logit_bias.emplace_back(id, e.bias);
+  }
   return std::nullopt;
 }
 
@@ -105,8 +129,11 @@ std::shared_ptr<ModelLease> lease_model(ServerContext& ctx, const Json& body, Ap
 }
 
 std::optional<ApiError> check_prompt_length(const ServedModel& m, size_t n_prompt) {
+  return check_prompt_length(n_prompt, m.scheduler->n_ctx());
+}
+
+std::optional<ApiError> check_prompt_length(size_t n_prompt, int64_t n_ctx) {
   if (n_prompt == 0) return bad_request("the prompt encodes to no tokens", "prompt");
-  const int64_t n_ctx = m.scheduler->n_ctx();
   if (static_cast<int64_t>(n_prompt) >= n_ctx) {
     return bad_request("the prompt has " + std::to_string(n_prompt) + " tokens but the context holds " +
                            std::to_string(n_ctx) + " (at least one token must be left for the reply)",
@@ -142,11 +169,34 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, const GenerationR
   } else {
     out->prompt.ids = text_prompt_tokens(m, request.text);
   }
-  if (auto e = check_prompt_length(m, out->prompt.ids.size())) {
+  GenerationParams params = request.params;
+  if (auto e = resolve_logit_bias(m, params.logit_bias, &params.sampler)) return e;
+  // The request's window: the slot's context, or a smaller one it asks for (Ollama num_ctx).
+  int64_t n_ctx = m.scheduler->n_ctx();
+  if (params.n_ctx > 0) {
+    const int64_t trained = m.model->config().n_ctx_train;
+    if (trained > 0 && params.n_ctx > trained) {
+      return bad_request("options.num_ctx is " + std::to_string(params.n_ctx) + " but the model was trained for " +
+                             std::to_string(trained) + " tokens",
+                         "options.num_ctx");
+    }
+    if (params.n_ctx > n_ctx) {
+      return bad_request("options.num_ctx is " + std::to_string(params.n_ctx) + " but this server's context is " +
+                             std::to_string(n_ctx) + " tokens per request (start it with --ctx " +
+                             std::to_string(params.n_ctx) + " for more)",
+                         "options.num_ctx");
+    }
+    n_ctx = params.n_ctx;
+  }
+  if (auto e = check_prompt_length(out->prompt.ids.size(), n_ctx)) {
     if (e->code == "context_length_exceeded") e->param = request.prompt_param;
     return e;
   }
-  if (auto e = make_generation_job(m, request.params, out->prompt.ids, &out->job)) return e;
+  if (params.n_ctx > 0) {  // the reply ends when the window is full ("length")
+    const int64_t room = n_ctx - static_cast<int64_t>(out->prompt.ids.size());
+    params.max_tokens = params.max_tokens < 0 ? room : std::min(params.max_tokens, room);
+  }
+  if (auto e = make_generation_job(m, params, out->prompt.ids, &out->job)) return e;
   out->lease = std::move(lease);
   return std::nullopt;
 }

@@ -3,11 +3,12 @@
 // /api/chat, /api/generate, /v1/messages): once an API's parser has turned the body into a
 // GenerationRequest, prepare_generation() leases the model, applies what depends on it (thinking),
 // renders the chat through the model's template (or tokenizes the text), checks that the prompt
-// fits the context and builds the scheduler Job. The route then frames the job's output in its
-// API's wire format (job_runner.h). A new generation route or field goes through here, so every
-// API gets it the same way (docs/server-requests.md).
-// Errors are ApiErrors for the route to send in its API's error shape. Runs on the HTTP thread;
-// thread-safe (the model pool and the served models are).
+// fits the context and builds the scheduler Job. What needs the model is checked here for every
+// API: logit_bias token ids against the vocabulary (text entries tokenized), and a request's
+// context window (num_ctx) against the model's trained context and the slot's. The route then frames the job's output
+// in its API's wire format (job_runner.h). A new generation route or field goes through here, so every API gets it the
+// same way (docs/server-requests.md). Errors are ApiErrors for the route to send in its API's error shape. Runs on the
+// HTTP thread; thread-safe (the model pool and the served models are).
 #pragma once
 
 #include <cstdint>
@@ -72,8 +73,9 @@ struct PreparedGeneration {
                                                          PromptTokens* out, bool add_generation_prompt = true);
 // Tokenizes a text prompt (BOS added, special tokens parsed).
 std::vector<int32_t> text_prompt_tokens(const ServedModel& m, const std::string& prompt);
-// 400 context_length_exceeded unless 0 < n_prompt < n_ctx.
+// 400 context_length_exceeded unless 0 < n_prompt < n_ctx (the slot's context, or the one given).
 [[nodiscard]] std::optional<ApiError> check_prompt_length(const ServedModel& m, size_t n_prompt);
+[[nodiscard]] std::optional<ApiError> check_prompt_length(size_t n_prompt, int64_t n_ctx);
 // The model a request names in body["model"] (absent or null: the pool's default), leased
 // (loaded on demand, waiting at most --load-timeout). Null with *error set on failure: not a
 // string (400), unknown (404 model_not_found), or the pool's errors.

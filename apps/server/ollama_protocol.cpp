@@ -40,8 +40,8 @@ std::optional<ApiError> parse_options(const Json* options, GenerationParams* p) 
   SNIPER_TRY_API(f.integer("repeat_last_n", {-1, 1 << 20}, &v));
   s.repeat_last_n = v < 0 ? 64 : static_cast<int>(v);
   SNIPER_TRY_API(f.seed("seed", &s.seed));
-  int64_t num_ctx = 0;
-  SNIPER_TRY_API(f.integer("num_ctx", {1, int64_t{1} << 40}, &num_ctx));
+  // Checked against the model and the server by the prologue (it needs the loaded model).
+  SNIPER_TRY_API(f.integer("num_ctx", {1, INT64_MAX}, &p->n_ctx));
   int64_t num_predict = -1;
   SNIPER_TRY_API(f.integer("num_predict", {-2, int64_t{1} << 53}, &num_predict));
   if (num_predict == 0) {

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "server/openai_protocol.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "server/field_validators.h"
@@ -10,6 +13,98 @@
 namespace sniper::server {
 
 namespace {
+
+// One logit_bias value: a number in [-100, 100] (-100 bans, as OpenAI says it should), or false
+// (banned, llama.cpp's spelling).
+std::optional<ApiError> bias_value(const Json& v, const std::string& field, float* out) {
+  if (v.is_boolean() && !v.get<bool>()) {
+    *out = -std::numeric_limits<float>::infinity();
+    return std::nullopt;
+  }
+  if (!v.is_number()) {
+    return bad_request(field + " must be a number in [-100, 100] or false (banned), got " +
+                           (v.is_boolean() ? std::string("true") : std::string(json_kind(v))),
+                       field);
+  }
+  const double b = v.get<double>();
+  if (!std::isfinite(b) || b < -100 || b > 100) {
+    return bad_request(field + " is " + dump_json(v) + " but must be in [-100, 100]", field);
+  }
+  *out = b <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b);
+  return std::nullopt;
+}
+
+// A token written as a JSON key: a decimal id, or (llama.cpp) text to tokenize. A negative or
+// oversized number is an error, not text.
+std::optional<ApiError> bias_target(const std::string& key, LogitBiasEntry* e) {
+  const bool negative = key.size() > 1 && key[0] == '-';
+  const std::string_view digits = negative ? std::string_view(key).substr(1) : std::string_view(key);
+  const bool number =
+      !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!number) {
+    e->text = key;
+    return std::nullopt;
+  }
+  if (negative || digits.size() > 10 || std::stoll(std::string(digits)) > INT32_MAX) {
+    return bad_request(e->field + " names token " + key + ", which is not a token id (ids are >= 0)", e->field);
+  }
+  e->token = std::stoll(std::string(digits));
+  return std::nullopt;
+}
+
+// logit_bias as OpenAI ({"50256": -100}) and llama.cpp ({"text": 5}, [[id or text, bias or
+// false], ...]) write it; token ids are checked against the vocabulary by the prologue.
+std::optional<ApiError> parse_logit_bias(const FieldReader& f, std::vector<LogitBiasEntry>* out) {
+  constexpr size_t kMaxEntries = 4096;
+  constexpr size_t kMaxTextBytes = 1024;
+  const Json* lb = f.get("logit_bias");
+  if (lb == nullptr) return std::nullopt;
+  if (!lb->is_object() && !lb->is_array()) {
+    return f.type_error("logit_bias", "an object of token ids to biases (or an array of [token, bias] pairs)");
+  }
+  if (lb->size() > kMaxEntries) {
+    return f.error("logit_bias", "logit_bias has " + std::to_string(lb->size()) + " entries but at most " +
+                                     std::to_string(kMaxEntries) + " are allowed");
+  }
+  auto add = [&](LogitBiasEntry e, const Json& value) -> std::optional<ApiError> {
+    if (e.token < 0 && e.text.empty()) return bad_request(e.field + ": the token must not be empty", e.field);
+    if (e.text.size() > kMaxTextBytes) {
+      return bad_request(e.field + ": the token text is " + std::to_string(e.text.size()) + " bytes but at most " +
+                             std::to_string(kMaxTextBytes) + " are allowed",
+                         e.field);
+    }
+    SNIPER_TRY_API(bias_value(value, e.field, &e.bias));
+    out->push_back(std::move(e));
+    return std::nullopt;
+  };
+  if (lb->is_object()) {
+    for (auto it = lb->begin(); it != lb->end(); ++it) {
+      LogitBiasEntry e;
+      e.field = "logit_bias." + it.key().substr(0, 64);
+      SNIPER_TRY_API(bias_target(it.key(), &e));
+      SNIPER_TRY_API(add(std::move(e), it.value()));
+    }
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < lb->size(); ++i) {
+    const Json& pair = (*lb)[i];
+    const std::string field = "logit_bias[" + std::to_string(i) + "]";
+    if (!pair.is_array() || pair.size() != 2) {
+      return bad_request(field + " must be a [token, bias] pair, got " + describe_json(pair), field);
+    }
+    LogitBiasEntry e;
+    e.field = field;
+    if (pair[0].is_string()) {
+      e.text = pair[0].get<std::string>();
+    } else if (pair[0].is_number_integer()) {
+      SNIPER_TRY_API(bias_target(dump_json(pair[0]), &e));
+    } else {
+      return bad_request(field + "[0] must be a token id or text, got " + json_kind(pair[0]), field);
+    }
+    SNIPER_TRY_API(add(std::move(e), pair[1]));
+  }
+  return std::nullopt;
+}
 
 std::optional<ApiError> parse_params(const FieldReader& f, GenerationParams* p) {
   SNIPER_TRY_API(f.string("model", &p->model));
@@ -43,6 +138,9 @@ std::optional<ApiError> parse_params(const FieldReader& f, GenerationParams* p) 
     return f.error("logprobs", "logprobs are not supported by this server (omit logprobs or set it to false)");
   if (f.get("top_logprobs") != nullptr) return f.error("top_logprobs", "top_logprobs is not supported by this server");
   if (const Json* rf = f.get("response_format")) SNIPER_TRY_API(openai_response_format(*rf, &p->grammar));
+  if (const Json* g = f.get("grammar")) SNIPER_TRY_API(gbnf_grammar(*g, &p->grammar));
+  if (const Json* js = f.get("json_schema")) SNIPER_TRY_API(llama_json_schema(*js, &p->grammar));
+  SNIPER_TRY_API(parse_logit_bias(f, &p->logit_bias));
   SNIPER_TRY_API(f.string_list("stop", StringListRule{}, &p->stop));
   SNIPER_TRY_API(f.boolean("stream", &p->stream));
   SNIPER_TRY_API(f.boolean("ignore_eos", &p->ignore_eos));
@@ -75,11 +173,43 @@ std::optional<ApiError> parse_chat_request(const Json& body, ChatRequest* out) {
   SNIPER_TRY_API(f.array("tools", SIZE_MAX, &tools));
   if (tools != nullptr) out->tools = *tools;
   if (const Json* tc = f.get("tool_choice")) {
+    const bool have_tools = out->tools.is_array() && !out->tools.empty();
     if (tc->is_string()) {
       std::string v;
       SNIPER_TRY_API(f.one_of("tool_choice", {"none", "auto", "required"}, &v));
       if (v == "none") out->tools = Json();
-    } else if (!tc->is_object()) {
+      if (v == "required" && !have_tools) {
+        return f.error("tool_choice", "tool_choice is 'required' but the request has no tools");
+      }
+    } else if (tc->is_object()) {
+      // {"type": "function", "function": {"name": NAME}}: NAME must be one of the tools.
+      const FieldReader c(*tc, "tool_choice");
+      std::string type, name;
+      SNIPER_TRY_API(c.require("type"));
+      SNIPER_TRY_API(c.one_of("type", {"function"}, &type));
+      SNIPER_TRY_API(c.require("function"));
+      const Json* fn = nullptr;
+      SNIPER_TRY_API(c.object("function", &fn));
+      const FieldReader cf(*fn, "tool_choice.function");
+      SNIPER_TRY_API(cf.require("name"));
+      SNIPER_TRY_API(cf.string("name", &name, /*allow_empty=*/false));
+      std::string names;
+      bool found = false;
+      if (have_tools) {
+        for (const Json& t : out->tools) {
+          if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) continue;
+          const Json& n = t["function"].value("name", Json());
+          if (!n.is_string()) continue;
+          found = found || n == name;
+          names += (names.empty() ? "" : ", ") + n.get<std::string>();
+        }
+      }
+      if (!found) {
+        return f.error("tool_choice",
+                       "tool_choice.function.name is '" + name + "' but " +
+                           (names.empty() ? std::string("the request has no tools") : "the tools are " + names));
+      }
+    } else {
       return f.type_error("tool_choice", "a string or an object");
     }
   }

@@ -5,8 +5,12 @@
 // repeat_penalty and ignore_eos are accepted as extension fields).
 // Decisions: max_tokens may be any integer >= 1 and is capped by the room left in the
 // context (finish_reason "length"); n must be 1; logprobs/top_logprobs and echo are refused
-// (400) when asked for; response_format json_object / json_schema constrain sampling with a
-// grammar (structured_output.h).
+// (400) when asked for; response_format json_object / json_schema, and llama.cpp's grammar
+// (GBNF) and json_schema fields, constrain sampling with a grammar (structured_output.h; one of
+// them per request); logit_bias takes OpenAI's {"id": bias} and llama.cpp's {"text": bias} and
+// [[id or text, bias], ...] forms, biases in [-100, 100] (-100 and false ban the token);
+// tool_choice must name one of the request's tools ("required" needs tools). It does not force
+// a call: the model is offered the tools through its template as with "auto".
 // Pure functions; thread-safe.
 #pragma once
 

@@ -40,6 +40,16 @@ ApiError bad_request(std::string message, std::string param = {}, std::string co
 // server_busy (503).
 ApiError status_error(int status, std::string message);
 
+// A logit_bias entry as the request gave it, before the model's vocabulary is known: a token id,
+// or text whose tokens all get the bias (llama.cpp's extension). Resolved and checked against
+// the vocabulary by the generation prologue.
+struct LogitBiasEntry {
+  int64_t token = -1;  // >= 0: a token id
+  std::string text;    // token < 0: text, tokenized without special tokens
+  float bias = 0;      // in [-100, 100] or -inf (banned: -100 and false)
+  std::string field;   // the entry's path for errors ("logit_bias.50256")
+};
+
 // Fields every generation request has, whatever its API.
 struct GenerationParams {
   std::string model;  // empty when absent
@@ -50,6 +60,10 @@ struct GenerationParams {
   bool include_usage = false;              // stream_options.include_usage
   bool ignore_eos = false;                 // extension: keep generating past end-of-generation tokens
   std::shared_ptr<const Grammar> grammar;  // structured output; null: unconstrained
+  std::vector<LogitBiasEntry> logit_bias;  // resolved against the vocabulary by the prologue
+  // The request's context window (Ollama options.num_ctx): prompt and reply together, checked
+  // against the model's trained context and the server's; 0: the server's whole context.
+  int64_t n_ctx = 0;
 };
 
 struct ChatRequest {
