@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "common.h"
 #include "engine/generate.h"
+#include "server/chat_format.h"
 #include "spec_args.h"
 #include "tokenizer/chat_template.h"
 
@@ -38,6 +39,21 @@ std::string plain_render(const nlohmann::json& messages, bool add_generation_pro
   return add_generation_prompt ? out + "Assistant:" : out;
 }
 
+// A mark for Tokenizer::escape_special_text that occurs in no message and not in the template:
+// the first Unicode noncharacter of U+FDD0..U+FDEF that none holds ("" when every one occurs:
+// the text is then tokenized as before, with its control-token texts parsed).
+std::string pick_mark(const nlohmann::json& messages, const std::string& template_source) {
+  for (uint32_t cp = 0xFDD0; cp <= 0xFDEF; ++cp) {
+    const std::string mark = {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                              static_cast<char>(0x80 | (cp & 0x3F))};
+    bool used = template_source.find(mark) != std::string::npos;
+    for (const auto& m : messages)
+      used = used || m["content"].get_ref<const std::string&>().find(mark) != std::string::npos;
+    if (!used) return mark;
+  }
+  return "";
+}
+
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
@@ -48,6 +64,9 @@ int cmd_chat(int argc, char** argv) {
                  {"--n-predict", "-n", "N", "most tokens per reply (default 1024)"},
                  {"--think", nullptr, nullptr, "let thinking models think (sets enable_thinking)"},
                  {"--no-think", nullptr, nullptr, "ask thinking models not to think"},
+                 {"--content-special-tokens", nullptr, nullptr,
+                  "tokenize control-token text you type (<|im_end|>, ...) as the control token (default: as plain "
+                  "text; only the chat template's markup is special)"},
                  {"--ctx-checkpoints", nullptr, "N|auto",
                   "state checkpoints for reusing earlier turns on hybrid models (delta-net layers, sliding windows), "
                   "counted in --mem; 0 = none (default auto: 8, fewer if 8 take over 1/8 of --mem)"},
@@ -98,6 +117,9 @@ int cmd_chat(int argc, char** argv) {
   } else {
     std::fprintf(stderr, "note: the model has no chat template; using a plain 'User:/Assistant:' format\n");
   }
+  const std::vector<std::string> model_markers =
+      tmpl ? server::model_output_markers(server::detect_chat_format(loaded->model->chat_template()))
+           : std::vector<std::string>();
   nlohmann::json messages = nlohmann::json::array();
   if (args->has("--system")) messages.push_back({{"role", "system"}, {"content", args->get_string("--system")}});
   const bool interactive = isatty(0);
@@ -109,10 +131,23 @@ int cmd_chat(int argc, char** argv) {
     if (line == "/quit" || line == "/exit") break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
+    // What the user typed stays plain text: its control-token look-alikes are escaped before the
+    // template renders it, and only the template's markup becomes control tokens.
+    const std::string mark =
+        tmpl && !args->has("--content-special-tokens") ? pick_mark(messages, loaded->model->chat_template()) : "";
     auto render = [&](const nlohmann::json& msgs, bool add_generation_prompt) -> Result<std::string> {
       if (!tmpl) return plain_render(msgs, add_generation_prompt);
       auto piece = [&tok](int32_t id) { return id >= 0 ? tok.token_to_piece(id, true) : std::string(); };
-      nlohmann::json ctx = {{"messages", msgs},
+      nlohmann::json escaped = msgs;
+      if (!mark.empty()) {
+        for (auto& m : escaped) {
+          // The model's own markers (thinking, tool calls) keep their meaning in its replies.
+          const bool reply = m["role"] == "assistant";
+          m["content"] = tok.escape_special_text(m["content"].get<std::string>(), mark,
+                                                 reply ? model_markers : std::vector<std::string>());
+        }
+      }
+      nlohmann::json ctx = {{"messages", escaped},
                             {"add_generation_prompt", add_generation_prompt},
                             {"bos_token", piece(tok.bos_id())},
                             {"eos_token", piece(tok.eos_id())}};
@@ -129,7 +164,8 @@ int cmd_chat(int argc, char** argv) {
       auto prev = render(nlohmann::json(std::vector<nlohmann::json>(messages.begin(), messages.end() - 1)), false);
       if (prev.ok()) before = *prev;
     }
-    std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/!tmpl, /*parse_special=*/true);
+    std::vector<int32_t> ids = tmpl ? tok.encode_escaped(prompt, /*add_special=*/false, mark)
+                                    : tok.encode(prompt, /*add_special=*/true, args->has("--content-special-tokens"));
     // Reuse the cached prefix; evaluate only what is new.
     size_t common = 0;
     if (!shift) {
@@ -138,7 +174,7 @@ int cmd_chat(int argc, char** argv) {
       if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
       common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
     } else if (seen && !before.empty() && prompt.compare(0, before.size(), before) == 0) {
-      ids = tok.encode(prompt.substr(before.size()), /*add_special=*/false, /*parse_special=*/true);
+      ids = tok.encode_escaped(prompt.substr(before.size()), /*add_special=*/false, mark);
       common = 0;
     } else {
       (void)session.truncate(0);  // the first turn, or a conversation that no longer extends what was seen

@@ -197,7 +197,44 @@ Status validate_tools(const Json& tools) {
   return ok_status();
 }
 
+using EscapeFn = std::function<std::string(std::string_view, bool)>;
+
+// Applies `escape` to every string and key of j (recursion bounded by the body's depth limit).
+Json escape_strings(const Json& j, const EscapeFn& escape, bool model_output) {
+  if (j.is_string()) return escape(j.get_ref<const std::string&>(), model_output);
+  if (j.is_array()) {
+    Json out = Json::array();
+    for (const Json& e : j) out.push_back(escape_strings(e, escape, model_output));
+    return out;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out[escape(it.key(), model_output)] = escape_strings(it.value(), escape, model_output);
+    }
+    return out;
+  }
+  return j;
+}
+
 }  // namespace
+
+std::vector<std::string> model_output_markers(const ChatFormat& format) {
+  std::vector<std::string> m;
+  if (format.thinking == ThinkingSyntax::kGemma4Channel) {
+    m = {"<|channel>", "<channel|>"};
+  } else if (format.supports_thinking) {
+    m = {"<think>", "</think>"};
+  }
+  switch (format.tool_calls) {
+    case ToolCallFormat::kHermes:
+    case ToolCallFormat::kQwen35Xml: m.insert(m.end(), {"<tool_call>", "</tool_call>"}); break;
+    case ToolCallFormat::kGemma4: m.insert(m.end(), {"<|tool_call>", "<tool_call|>", "<|\"|>"}); break;
+    case ToolCallFormat::kLlama3: m.push_back("<|python_tag|>"); break;
+    case ToolCallFormat::kNone: break;
+  }
+  return m;
+}
 
 ChatFormat detect_chat_format(std::string_view source) {
   ChatFormat format;
@@ -250,13 +287,24 @@ Result<RenderedChat> render_chat(const ChatTemplate& tmpl, const ChatFormat& for
     }
   }
 
+  if (input.escape_text) {
+    // Only what came from the request: the template's variables it sets itself stay as they are.
+    for (auto it = context.begin(); it != context.end(); ++it) {
+      if (it.key() == "add_generation_prompt" || it.key() == "bos_token" || it.key() == "eos_token") continue;
+      if (it.key() == "messages") {
+        for (Json& m : it.value()) m = escape_strings(m, input.escape_text, m["role"] == "assistant");
+      } else {
+        it.value() = escape_strings(it.value(), input.escape_text, false);
+      }
+    }
+  }
   auto prompt = tmpl.render(context);
   if (!prompt.ok()) return make_error("chat template: %s", prompt.error().message.c_str());
 
   RenderedChat out;
   out.prompt = std::move(prompt.value());
   if (context.contains("tools")) {
-    for (const Json& tool : context["tools"]) {
+    for (const Json& tool : input.tools) {  // as the request wrote them (validated above), not escaped
       const Json& fn = tool["function"];
       out.tool_schemas[fn["name"].get<std::string>()] = fn.contains("parameters") ? fn["parameters"] : Json(nullptr);
     }

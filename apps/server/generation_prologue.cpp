@@ -44,6 +44,48 @@ std::optional<ApiError> plain_chat(const Json& messages, std::string* out) {
   return std::nullopt;
 }
 
+// Whether `mark` occurs in any string or key of j.
+bool contains_text(const Json& j, std::string_view mark) {
+  if (j.is_string()) return j.get_ref<const std::string&>().find(mark) != std::string::npos;
+  if (j.is_array()) return std::any_of(j.begin(), j.end(), [&](const Json& e) { return contains_text(e, mark); });
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key().find(mark) != std::string::npos || contains_text(it.value(), mark)) return true;
+    }
+  }
+  return false;
+}
+
+// A mark for Tokenizer::escape_special_text that occurs nowhere in the request or the template:
+// the first Unicode noncharacter of U+FDD0..U+FDEF that none of them holds (text never needs
+// them; a request holding all 32 is refused).
+Result<std::string> pick_literal_mark(std::initializer_list<const Json*> request, std::string_view template_source) {
+  for (uint32_t cp = 0xFDD0; cp <= 0xFDEF; ++cp) {
+    const std::string mark = {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                              static_cast<char>(0x80 | (cp & 0x3F))};
+    if (template_source.find(mark) != std::string_view::npos) continue;
+    if (std::none_of(request.begin(), request.end(), [&](const Json* j) { return contains_text(*j, mark); })) {
+      return mark;
+    }
+  }
+  return make_error(
+      "the messages hold every Unicode noncharacter U+FDD0..U+FDEF, which this server uses to keep message text "
+      "apart from the chat template's markup; remove them");
+}
+
+std::string remove_mark(std::string_view text, std::string_view mark) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, mark.size(), mark) == 0) {
+      i += mark.size();
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  return out;
+}
+
 // logit_bias entries as token ids of the model's vocabulary (text entries tokenized, without
 // special tokens, each of their tokens getting the bias, as llama.cpp), into the sampler.
 std::optional<ApiError> resolve_logit_bias(const ServedModel& m, const std::vector<LogitBiasEntry>& entries,
@@ -90,7 +132,7 @@ std::optional<ApiError> make_generation_job(ServedModel& m, const GenerationPara
 }  // namespace
 
 std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatRequest& request, PromptTokens* out,
-                                           bool add_generation_prompt) {
+                                           bool add_generation_prompt, bool content_special) {
   if (!m.chat_template) {
     std::string prompt;
     if (auto e = plain_chat(request.messages, &prompt)) return e;
@@ -103,10 +145,21 @@ std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatReque
   in.tools = request.tools;
   in.template_kwargs = request.template_kwargs;
   in.add_generation_prompt = add_generation_prompt;
+  std::string mark;
+  if (!content_special) {
+    auto picked =
+        pick_literal_mark({&request.messages, &request.tools, &request.template_kwargs}, m.model->chat_template());
+    if (!picked.ok()) return bad_request(picked.error().message, "messages");
+    mark = std::move(picked).value();
+    in.escape_text = [&m, &mark, keep = model_output_markers(m.chat_format)](std::string_view s, bool model_output) {
+      return m.tokenizer->escape_special_text(s, mark, model_output ? keep : std::vector<std::string>());
+    };
+  }
   auto rendered = render_chat(*m.chat_template, m.chat_format, in, m.bos_token, m.eos_token);
   if (!rendered.ok()) return bad_request(rendered.error().message, "messages");
   out->rendered = std::move(rendered).value();
-  out->ids = m.tokenizer->encode(out->rendered.prompt, /*add_special=*/false, /*parse_special=*/true);
+  out->ids = m.tokenizer->encode_escaped(out->rendered.prompt, /*add_special=*/false, mark);
+  if (!mark.empty()) out->rendered.prompt = remove_mark(out->rendered.prompt, mark);
   return std::nullopt;
 }
 
@@ -163,7 +216,10 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, const GenerationR
         return bad_request("\"" + request.model + "\" does not support thinking", "think");
       }
     }
-    if (auto e = chat_prompt_tokens(m, chat, &out->prompt)) return e;
+    if (auto e = chat_prompt_tokens(m, chat, &out->prompt, /*add_generation_prompt=*/true,
+                                    ctx.options.content_special_tokens)) {
+      return e;
+    }
     out->template_rendered = m.chat_template.has_value();
     out->tools = chat.tools.is_array() && !chat.tools.empty();
   } else {

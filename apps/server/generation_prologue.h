@@ -68,9 +68,13 @@ struct PreparedGeneration {
                                                          std::shared_ptr<ModelLease> lease, PreparedGeneration* out);
 
 // The pieces of the prologue, shared with the context routes (context_routes.cpp):
-// Renders a chat (template or plain) into ids.
+// Renders a chat (template or plain) into ids. The template's markup becomes control tokens;
+// text from the request never does ("<|im_end|>" typed by a user is plain text: the request's
+// strings are escaped before rendering, Tokenizer::escape_special_text), unless
+// content_special (serve --content-special-tokens, the old behaviour).
 [[nodiscard]] std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatRequest& request,
-                                                         PromptTokens* out, bool add_generation_prompt = true);
+                                                         PromptTokens* out, bool add_generation_prompt = true,
+                                                         bool content_special = false);
 // Tokenizes a text prompt (BOS added, special tokens parsed).
 std::vector<int32_t> text_prompt_tokens(const ServedModel& m, const std::string& prompt);
 // 400 context_length_exceeded unless 0 < n_prompt < n_ctx (the slot's context, or the one given).

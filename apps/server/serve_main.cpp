@@ -100,6 +100,9 @@ int serve_main(int argc, char** argv) {
           {"--max-connections-per-client", nullptr, "N",
            "open connections per client address; more are answered 503 at once (default 128)"},
           {"--alias", nullptr, "NAME", "model id to report for a single model (default: the file name without .gguf)"},
+          {"--content-special-tokens", nullptr, nullptr,
+           "tokenize control-token text typed in messages (<|im_end|>, ...) as the control token, as llama-server "
+           "does (default: as plain text; only the chat template's markup is special)"},
           {"--models", nullptr, "DIR",
            "serve every *.gguf in DIR, named by file stem (split X-00001-of-0000N.gguf: X); -m/--model NAME=PATH or "
            "NAME=REPO[:QUANT] (pulled if needed) may repeat and add to it"},
@@ -254,6 +257,7 @@ int serve_main(int argc, char** argv) {
   lo->n_checkpoints = *checkpoints;       // and its checkpoints (none for a model that can rewind)
   if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
   so.context_shift = args->has("--context-shift");
+  so.content_special_tokens = args->has("--content-special-tokens");
   auto keep = args->get_int("--keep", 0, -1, int64_t{1} << 24);
   if (!keep.ok()) return cli::fail(keep.error());
   so.n_keep = *keep;

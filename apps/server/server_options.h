@@ -43,6 +43,9 @@ struct ServerOptions {
   bool context_shift = false;  // --context-shift: slots go on past a full context
   int64_t n_keep = 0;          // --keep: prompt tokens a context shift keeps (-1 = all)
   std::string model_id;        // empty: the model file's base name without ".gguf"
+  // --content-special-tokens: control-token text in message content becomes control tokens (the
+  // old behaviour, as llama-server); default: plain text (only the template's markup is special).
+  bool content_special_tokens = false;
 };
 
 // "dir/stories260K.gguf" -> "stories260K".

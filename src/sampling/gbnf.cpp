@@ -389,7 +389,8 @@ class GbnfParser {
         }
         ++pos_;
         term_start = seq->size();
-        SNIPER_ASSIGN_OR_RETURN(const Grammar::Symbol sym, class_symbol(normalise(std::move(ranges), negate), name, at));
+        SNIPER_ASSIGN_OR_RETURN(const Grammar::Symbol sym,
+                                class_symbol(normalise(std::move(ranges), negate), name, at));
         seq->push_back(sym);
         skip_space(nested);
       } else if (c == '.') {
@@ -414,8 +415,9 @@ class GbnfParser {
         skip_space(true);
         const int32_t sub = synthesized_rule(name);
         SNIPER_TRY(parse_alternates(sub, name, /*nested=*/true, depth + 1));
-        if (peek() != ')') return error_at(pos_, "expected ')' to close the group opened at column " +
-                                                     std::to_string(column_of(at)) + ", found " + found());
+        if (peek() != ')')
+          return error_at(pos_, "expected ')' to close the group opened at column " + std::to_string(column_of(at)) +
+                                    ", found " + found());
         ++pos_;
         term_start = seq->size();
         seq->push_back(Grammar::ref(sub));

@@ -29,11 +29,11 @@
 namespace sniper {
 
 struct GbnfLimits {
-  size_t max_bytes = 256 << 10;       // grammar text
-  int32_t max_rules = 65536;          // named and synthesized rules
+  size_t max_bytes = 256 << 10;           // grammar text
+  int32_t max_rules = 65536;              // named and synthesized rules
   size_t max_elements = size_t{1} << 21;  // grammar symbols
-  int max_repetition = 2000;          // m and n of {m,n} (llama.cpp's MAX_REPETITION_THRESHOLD)
-  int max_nesting = 64;               // nested ( ) groups
+  int max_repetition = 2000;              // m and n of {m,n} (llama.cpp's MAX_REPETITION_THRESHOLD)
+  int max_nesting = 64;                   // nested ( ) groups
 };
 
 // Parses GBNF text into a validated grammar rooted at "root".

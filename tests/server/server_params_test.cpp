@@ -127,20 +127,20 @@ TEST_F(ServerParams, GbnfGrammarConstrainsTheOutput) {
   }
   TJson e = post("/v1/completions", {{"prompt", "x"}, {"grammar", "root ::= \"a\"\nitem ::= (\"b\"\n"}}, 400);
   EXPECT_EQ(e["error"]["param"], "grammar");
-  EXPECT_NE(e["error"]["message"].get<std::string>().find("grammar line 3, column 1: expected ')' to close the group opened at column 10"),
+  EXPECT_NE(e["error"]["message"].get<std::string>().find(
+                "grammar line 3, column 1: expected ')' to close the group opened at column 10"),
             std::string::npos)
       << e.dump();
-  e = post("/v1/completions", {{"prompt", "x"}, {"grammar", "root ::= \"a\""}, {"response_format", {{"type", "json_object"}}}},
-           400);
+  e = post("/v1/completions",
+           {{"prompt", "x"}, {"grammar", "root ::= \"a\""}, {"response_format", {{"type", "json_object"}}}}, 400);
   EXPECT_NE(e["error"]["message"].get<std::string>().find("both constrain"), std::string::npos) << e.dump();
   e = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"grammar", 5}}, 400);
   EXPECT_NE(e["error"]["message"].get<std::string>().find("grammar must be a string (GBNF), got a number"),
             std::string::npos);
   // llama.cpp's json_schema field.
-  const TJson j = post("/v1/completions", {{"prompt", "Once"},
-                                           {"max_tokens", 30},
-                                           {"temperature", 0},
-                                           {"json_schema", {{"type", "boolean"}}}});
+  const TJson j =
+      post("/v1/completions",
+           {{"prompt", "Once"}, {"max_tokens", 30}, {"temperature", 0}, {"json_schema", {{"type", "boolean"}}}});
   std::string b = j["choices"][0]["text"];
   b.erase(0, b.find_first_not_of(" \t\n\r"));  // the JSON grammar allows leading whitespace
   EXPECT_TRUE(b == "true" || b == "false") << b;
@@ -161,11 +161,12 @@ TEST_F(ServerParams, ToolChoiceMustNameATool) {
                                 {"max_tokens", 2},
                                 {"tools", tools},
                                 {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}});
-  e = post("/v1/messages", {{"model", "stories260K"},
-                            {"max_tokens", 2},
-                            {"messages", msgs},
-                            {"tools", {{{"name", "get_weather"}, {"input_schema", {{"type", "object"}}}}}},
-                            {"tool_choice", {{"type", "tool"}, {"name", "nope"}}}},
+  e = post("/v1/messages",
+           {{"model", "stories260K"},
+            {"max_tokens", 2},
+            {"messages", msgs},
+            {"tools", {{{"name", "get_weather"}, {"input_schema", {{"type", "object"}}}}}},
+            {"tool_choice", {{"type", "tool"}, {"name", "nope"}}}},
            400);
   EXPECT_EQ(e["error"]["message"], "tool_choice.name is 'nope' but the tools are get_weather");
 }
@@ -174,16 +175,17 @@ TEST_F(ServerParams, OllamaNumCtxIsCheckedAndCapsTheRequest) {
   const int64_t trained = server_->model().config().n_ctx_train;
   ASSERT_GT(trained, 64);  // the server runs a 64-token context below the model's trained one
   auto generate = [](int64_t num_ctx, int expect) {
-    return post("/api/generate", {{"model", "stories260K"},
-                                  {"prompt", "Once upon a time"},
-                                  {"stream", false},
-                                  {"raw", true},
-                                  {"options", {{"num_ctx", num_ctx}, {"temperature", 0}, {"num_predict", 200}}}},
+    return post("/api/generate",
+                {{"model", "stories260K"},
+                 {"prompt", "Once upon a time"},
+                 {"stream", false},
+                 {"raw", true},
+                 {"options", {{"num_ctx", num_ctx}, {"temperature", 0}, {"num_predict", 200}}}},
                 expect);
   };
   TJson e = generate(int64_t{1} << 40, 400);
-  EXPECT_EQ(e["error"], "options.num_ctx is 1099511627776 but the model was trained for " + std::to_string(trained) +
-                            " tokens");
+  EXPECT_EQ(e["error"],
+            "options.num_ctx is 1099511627776 but the model was trained for " + std::to_string(trained) + " tokens");
   e = generate(trained, 400);
   EXPECT_EQ(e["error"], "options.num_ctx is " + std::to_string(trained) +
                             " but this server's context is 64 tokens per request (start it with --ctx " +
@@ -192,7 +194,8 @@ TEST_F(ServerParams, OllamaNumCtxIsCheckedAndCapsTheRequest) {
   EXPECT_NE(e["error"].get<std::string>().find("the context holds 3"), std::string::npos) << e.dump();
   const TJson j = generate(16, 200);
   EXPECT_EQ(j["done_reason"], "length");
-  const auto n_prompt = static_cast<int64_t>((*server_->model().tokenizer())->encode("Once upon a time", true, true).size());
+  const auto n_prompt =
+      static_cast<int64_t>((*server_->model().tokenizer())->encode("Once upon a time", true, true).size());
   EXPECT_EQ(j["eval_count"].get<int64_t>(), 16 - n_prompt) << j.dump();
 }
 
