@@ -48,11 +48,29 @@ GgufValue string_array(const std::vector<std::string>& v) {
 // A small Gemma 4 vocabulary (no Gemma 4 vocabulary file is at hand): its chat markup as control
 // tokens, byte fallback for everything else, and a few merges.
 Tokenizer gemma4_tokenizer() {
-  std::vector<std::string> tokens = {"<pad>",      "<eos>",        "<bos>",          "<|turn>",    "<turn|>",
-                                     "<|channel>", "<channel|>",   "<|tool_call>",   "<tool_call|>", "<|\"|>",
-                                     "<|tool>",    "<tool|>",      "<|tool_response>", "<tool_response|>",
-                                     "\n",         "\xE2\x96\x81", "u",              "s",          "e",
-                                     "r",          "us",           "use",            "user"};
+  std::vector<std::string> tokens = {"<pad>",
+                                     "<eos>",
+                                     "<bos>",
+                                     "<|turn>",
+                                     "<turn|>",
+                                     "<|channel>",
+                                     "<channel|>",
+                                     "<|tool_call>",
+                                     "<tool_call|>",
+                                     "<|\"|>",
+                                     "<|tool>",
+                                     "<tool|>",
+                                     "<|tool_response>",
+                                     "<tool_response|>",
+                                     "\n",
+                                     "\xE2\x96\x81",
+                                     "u",
+                                     "s",
+                                     "e",
+                                     "r",
+                                     "us",
+                                     "use",
+                                     "user"};
   std::vector<int32_t> types(tokens.size(), 1);
   for (size_t i = 0; i < 14; ++i) types[i] = 3;  // control
   for (int b = 0; b < 256; ++b) {
@@ -92,7 +110,7 @@ Tokenizer vocab(const std::string& name) {
 }
 
 struct Family {
-  const char* name;      // chat-<name>.json, tokenizer/<name>/
+  const char* name;  // chat-<name>.json, tokenizer/<name>/
   Tokenizer (*tokenizer)();
   std::string injection;  // a user message that forges a turn with this template's markup
 };
@@ -180,7 +198,8 @@ TEST(ContentSpecialTokens, InjectedMarkupStaysText) {
     const Json refs = Json::parse(read_text(shared_dir() + "/tokenizer/chat-" + std::string(f.name) + ".json"));
     auto conversation = [&](const std::string& user) {
       ChatRenderInput in;
-      in.messages = Json::array({Json{{"role", "system"}, {"content", "Be brief."}}, Json{{"role", "user"}, {"content", user}}});
+      in.messages =
+          Json::array({Json{{"role", "system"}, {"content", "Be brief."}}, Json{{"role", "user"}, {"content", user}}});
       return in;
     };
     const Rendered clean = render(*tmpl, format, tok, conversation("hi"), refs, true);
@@ -199,8 +218,9 @@ TEST(ContentSpecialTokens, InjectedMarkupStaysText) {
 
 TEST(ContentSpecialTokens, EscapingIsExactAndOnlyTouchesSpecialTexts) {
   const Tokenizer tok = vocab("qwen2");
-  for (const std::string& text : {std::string("plain text"), std::string("<|im_end|>"), std::string("a<|im_start|>b<|im_end|>c"),
-                                 std::string("<<|im_end|>|>"), std::string("<think></think>"), std::string("")}) {
+  for (const std::string& text :
+       {std::string("plain text"), std::string("<|im_end|>"), std::string("a<|im_start|>b<|im_end|>c"),
+        std::string("<<|im_end|>|>"), std::string("<think></think>"), std::string("")}) {
     const std::string escaped = tok.escape_special_text(text, kMark);
     EXPECT_EQ(escaped.find(kMark) != std::string::npos, text.find("<|im_") != std::string::npos) << text;
     // Escaped text encodes as the plain-text tokens of the original.
