@@ -89,10 +89,10 @@ Status normalise_guard_options(GuardOptions* o) {
   for (std::string& h : o->allowed_hosts) {
     h = lower(trim(h));
     const std::string_view name = h.starts_with(".") ? std::string_view(h).substr(1) : std::string_view(h);
-    if (h != "*" && !valid_host_name(name)) {
+    if (h != "*" && (!valid_host_name(name) || (name.find(':') != std::string_view::npos && !is_ipv6(name)))) {
       return make_error(
-          "--allowed-hosts has '%s' but each entry must be a host name, an IP address, '.domain' (the domain and its "
-          "subdomains) or '*'",
+          "--allowed-hosts has '%s' but each entry must be a host name or an IP address without a port, '.domain' (the "
+          "domain and its subdomains) or '*'",
           h.c_str());
     }
   }

@@ -143,6 +143,12 @@ class GbnfParser {
     g_.set_root(root->second);
     Status st = g_.validate();
     if (!st.ok()) return make_error("the grammar is invalid: %s", st.error().message.c_str());
+    if (const size_t depth = g_.left_depth(); depth > static_cast<size_t>(limits_.max_left_depth)) {
+      return make_error(
+          "the grammar nests %zu rules one inside the other before any text (at most %d): the matcher expands "
+          "them recursively",
+          depth, limits_.max_left_depth);
+    }
     return std::make_shared<const Grammar>(std::move(g_));
   }
 

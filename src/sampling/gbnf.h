@@ -13,7 +13,8 @@
 // <token>, !<...>) are not supported; a rule defined twice is an error (llama.cpp keeps the
 // last); a code point that is a surrogate or above U+10FFFF is an error; left recursion is an
 // error (llama.cpp refuses it too). Bounds: the text (max_bytes), rules, grammar symbols,
-// repetition counts (2000, as llama.cpp) and group nesting.
+// repetition counts (2000, as llama.cpp), group nesting, and the chain of rules entered before
+// a byte is consumed (the matcher expands it recursively).
 // Errors name the line and column (1-based, in bytes) and what was expected there:
 // "grammar line 3, column 9: expected '::=' after the rule name 'value'".
 // Pure functions; thread-safe.
@@ -34,6 +35,7 @@ struct GbnfLimits {
   size_t max_elements = size_t{1} << 21;  // grammar symbols
   int max_repetition = 2000;              // m and n of {m,n} (llama.cpp's MAX_REPETITION_THRESHOLD)
   int max_nesting = 64;                   // nested ( ) groups
+  int max_left_depth = 1024;              // rules entered one inside another before a byte (Grammar::left_depth)
 };
 
 // Parses GBNF text into a validated grammar rooted at "root".

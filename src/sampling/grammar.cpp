@@ -31,18 +31,8 @@ void Grammar::add_alternative(int32_t rule, const Sequence& seq) {
   elems_.push_back({Element::Kind::kEnd, 0});
 }
 
-Status Grammar::validate() const {
+std::vector<std::vector<int32_t>> Grammar::left_edges() const {
   const size_t n = rules_.size();
-  if (n == 0) return make_error("the grammar has no rules");
-  if (root_ < 0 || static_cast<size_t>(root_) >= n) return make_error("the grammar's root %d is not a rule", root_);
-  for (size_t r = 0; r < n; ++r) {
-    if (rules_[r].alts.empty()) return make_error("grammar rule '%s' has no alternatives", rules_[r].name.c_str());
-  }
-  for (const Element& e : elems_) {
-    if (e.kind == Element::Kind::kRule && (e.index < 0 || static_cast<size_t>(e.index) >= n)) {
-      return make_error("a grammar rule references rule %d, which does not exist", e.index);
-    }
-  }
   // Nullable rules: fixpoint.
   std::vector<bool> nullable(n, false);
   for (bool changed = true; changed;) {
@@ -66,8 +56,7 @@ Status Grammar::validate() const {
       }
     }
   }
-  // Left edges: r -> s when s can be reached from r without consuming a byte. A cycle is left
-  // recursion (the matcher would loop).
+  // Left edges: r -> s when s can be reached from r without consuming a byte.
   std::vector<std::vector<int32_t>> left(n);
   for (size_t r = 0; r < n; ++r) {
     for (int32_t pos : rules_[r].alts) {
@@ -78,6 +67,55 @@ Status Grammar::validate() const {
       }
     }
   }
+  return left;
+}
+
+size_t Grammar::left_depth() const {
+  // The longest path of left edges (a DAG once validate() passed), by an iterative DFS.
+  const std::vector<std::vector<int32_t>> left = left_edges();
+  const size_t n = left.size();
+  std::vector<size_t> depth(n, 0);
+  std::vector<uint8_t> state(n, 0);  // 0 new, 1 open, 2 done
+  size_t best = 0;
+  for (size_t start = 0; start < n; ++start) {
+    if (state[start] != 0) continue;
+    std::vector<std::pair<size_t, size_t>> path = {{start, 0}};
+    state[start] = 1;
+    while (!path.empty()) {
+      auto& [r, i] = path.back();
+      if (i == left[r].size()) {
+        size_t d = 1;
+        for (int32_t s : left[r]) d = std::max(d, depth[static_cast<size_t>(s)] + 1);
+        depth[r] = d;
+        best = std::max(best, d);
+        state[r] = 2;
+        path.pop_back();
+        continue;
+      }
+      const auto s = static_cast<size_t>(left[r][i++]);
+      if (state[s] == 0) {
+        state[s] = 1;
+        path.push_back({s, 0});
+      }
+    }
+  }
+  return best;
+}
+
+Status Grammar::validate() const {
+  const size_t n = rules_.size();
+  if (n == 0) return make_error("the grammar has no rules");
+  if (root_ < 0 || static_cast<size_t>(root_) >= n) return make_error("the grammar's root %d is not a rule", root_);
+  for (size_t r = 0; r < n; ++r) {
+    if (rules_[r].alts.empty()) return make_error("grammar rule '%s' has no alternatives", rules_[r].name.c_str());
+  }
+  for (const Element& e : elems_) {
+    if (e.kind == Element::Kind::kRule && (e.index < 0 || static_cast<size_t>(e.index) >= n)) {
+      return make_error("a grammar rule references rule %d, which does not exist", e.index);
+    }
+  }
+  // A cycle of left edges is left recursion (the matcher would loop).
+  const std::vector<std::vector<int32_t>> left = left_edges();
   std::vector<uint8_t> color(n, 0);  // 0 new, 1 on the path, 2 done
   std::vector<std::pair<size_t, size_t>> path;
   for (size_t start = 0; start < n; ++start) {

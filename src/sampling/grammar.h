@@ -74,6 +74,10 @@ class Grammar {
   // Checks that every reference names a rule with at least one alternative, that no rule is
   // left-recursive (directly or through nullable prefixes). Errors name the rule.
   [[nodiscard]] Status validate() const;
+  // The longest chain of rules entered one inside the other before a byte is consumed: how deep
+  // the matcher's expansion recurses. Precondition: validate() passed. Grammars from untrusted
+  // text bound it (gbnf.h).
+  size_t left_depth() const;
 
   int32_t root() const { return root_; }
   int32_t n_rules() const { return static_cast<int32_t>(rules_.size()); }
@@ -89,6 +93,9 @@ class Grammar {
     std::string name;
     std::vector<int32_t> alts;  // positions in elems_ where each alternative starts
   };
+  // For each rule, the rules reachable from it without consuming a byte.
+  std::vector<std::vector<int32_t>> left_edges() const;
+
   std::vector<Rule> rules_;
   std::vector<Element> elems_;                            // all alternatives, each terminated by kEnd
   std::vector<ByteSet> sets_;                             // distinct sets

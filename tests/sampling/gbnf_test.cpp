@@ -185,6 +185,13 @@ TEST(Gbnf, SizeIsBounded) {
   g = parse_gbnf("root ::= \"" + std::string(2000, 'x') + "\"{1500}\n");
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.error().message.find("symbols"), std::string::npos) << g.error().message;
+  // A chain of 2000 rules each starting with the next: refused (the matcher would recurse 2000 deep).
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 2000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\"\n";
+  chain += "r2000 ::= \"y\"\n";
+  g = parse_gbnf(chain);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("nests 2002 rules one inside the other"), std::string::npos) << g.error().message;
   g = parse_gbnf("root ::= " + std::string(100, '(') + "\"a\"" + std::string(100, ')') + "\n");
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.error().message.find("groups nest deeper than 64 levels"), std::string::npos) << g.error().message;

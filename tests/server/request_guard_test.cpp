@@ -92,9 +92,14 @@ TEST(RequestGuard, OriginsAndOptions) {
     ASSERT_FALSE(st.ok()) << bad;
     EXPECT_NE(st.error().message.find("--cors-origin"), std::string::npos);
   }
-  GuardOptions g;
-  g.allowed_hosts = {"bad host"};
-  EXPECT_FALSE(normalise_guard_options(&g).ok());
+  for (const char* bad : {"bad host", "example.com:8000", ""}) {
+    GuardOptions g;
+    g.allowed_hosts = {bad};
+    EXPECT_FALSE(normalise_guard_options(&g).ok()) << bad;
+  }
+  GuardOptions v6;
+  v6.allowed_hosts = {"fe80::1"};
+  EXPECT_TRUE(normalise_guard_options(&v6).ok());
   EXPECT_TRUE(is_json_content_type("application/json"));
   EXPECT_TRUE(is_json_content_type("Application/JSON; charset=utf-8"));
   EXPECT_FALSE(is_json_content_type("text/plain"));
