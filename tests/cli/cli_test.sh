@@ -232,5 +232,16 @@ wait "$serve_pid"
 if grep -q "draft model .*KV for 2 slot(s)" "$tmp/serve.err" && echo "$served" | grep -q '"accepted_prediction_tokens":[1-9]' \
   && echo "$served" | grep -q '"text":", there was a little girl'; then pass; else fail "serve -md: $served $(cat "$tmp/serve.err")"; fi
 
+# Issue 40 finding 5: binding beyond loopback without --api-key warns at start-up; malformed
+# --cors-origin / --allowed-hosts values are refused before the model loads.
+"$bin" serve -m "$st" --host 0.0.0.0 --port 0 --context-dir "$tmp/ctx" >"$tmp/serve0.out" 2>"$tmp/serve0.err" &
+serve_pid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/serve0.out" && break; sleep 0.1; done
+kill "$serve_pid"
+wait "$serve_pid"
+grep -q "warning: listening on 0.0.0.0 without --api-key" "$tmp/serve0.err" && pass || fail "serve 0.0.0.0 warning: $(cat "$tmp/serve0.err")"
+expect_error "serve --cors-origin with a path" "--cors-origin is 'https://a.example/x'" "$bin" serve -m "$st" --cors-origin https://a.example/x
+expect_error "serve --allowed-hosts with a port" "--allowed-hosts has 'a.example:80'" "$bin" serve -m "$st" --allowed-hosts b.example,a.example:80
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
