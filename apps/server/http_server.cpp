@@ -250,10 +250,6 @@ void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
       return send_api_error(req.path, res, 401, message);
     }
   }
-  // serve --temp, --top-k, ...: the sampling fields a generation request leaves out.
-  if (auto body = apply_sampling_defaults(req.method, req.path, req.body, c.options.sampling_defaults)) {
-    req.body = std::move(*body);
-  }
   std::set<std::string> allowed;  // methods of the routes whose path matches
   for (const Route& r : routes_) {
     if (!r.matches(req.path)) continue;
@@ -268,6 +264,11 @@ void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
                                           : "Content-Type is '" + type.substr(0, 100) + "'") +
                                 " but " + req.method + " " + r.path + (r.named ? "{name}" : "") +
                                 " takes application/json");
+    }
+    // serve --temp, --top-k, ...: the sampling fields a generation request leaves out (after the
+    // guard, the key and the Content-Type check: a refused body is never parsed).
+    if (auto body = apply_sampling_defaults(req.method, req.path, req.body, c.options.sampling_defaults)) {
+      req.body = std::move(*body);
     }
     try {
       r.handler(req, res);

@@ -11,6 +11,7 @@
 #include "server/field_validators.h"
 #include "server/ollama_protocol.h"
 #include "server/openai_protocol.h"
+#include "server/request_defaults.h"
 
 namespace sniper::server {
 namespace {
@@ -258,6 +259,38 @@ TEST(RequestLayer, TypeErrorsHaveOneShape) {
     ASSERT_TRUE(e) << api.name;
     EXPECT_EQ(e->message, "stream must be a boolean, got a string") << api.name;
     EXPECT_EQ(e->param, "stream");
+  }
+}
+
+TEST(RequestLayer, ServerDefaultsAreValidInEveryApi) {
+  // serve --temp 2 (or any flag at either end of its range) must not turn a request that leaves
+  // the field out into a 400: Anthropic's temperature is [0, 1], so its default is clamped.
+  const std::pair<const char*, const char*> kPath[] = {{"openai chat", "/v1/chat/completions"},
+                                                       {"openai completions", "/v1/completions"},
+                                                       {"ollama chat", "/api/chat"},
+                                                       {"ollama generate", "/api/generate"},
+                                                       {"anthropic", "/v1/messages"}};
+  SamplingDefaults lo, hi;
+  lo.temperature = 0, lo.top_p = 1e-6, lo.min_p = 0, lo.repeat_penalty = 0.01, lo.presence_penalty = -2;
+  lo.frequency_penalty = -2, lo.top_k = 0, lo.seed = 0, lo.max_tokens = 1;
+  hi.temperature = 2, hi.top_p = 1, hi.min_p = 1, hi.repeat_penalty = 10, hi.presence_penalty = 2;
+  hi.frequency_penalty = 2, hi.top_k = int64_t{1} << 24, hi.seed = INT64_MAX, hi.max_tokens = int64_t{1} << 24;
+  for (const Api& api : apis()) {
+    const char* path = nullptr;
+    for (const auto& [name, p] : kPath) {
+      if (std::string(name) == api.name) path = p;
+    }
+    ASSERT_NE(path, nullptr) << api.name;
+    for (const SamplingDefaults& d : {lo, hi}) {
+      const auto body = apply_sampling_defaults("POST", path, "{" + api.base + "}", d);
+      ASSERT_TRUE(body.has_value()) << api.name;
+      GenerationParams p;
+      const auto e = api.parse(parse(*body), &p);
+      EXPECT_FALSE(e) << api.name << ": " << (e ? e->message : "") << " for " << *body;
+    }
+    GenerationParams p;
+    ASSERT_FALSE(api.parse(parse(*apply_sampling_defaults("POST", path, "{" + api.base + "}", hi)), &p));
+    EXPECT_EQ(p.sampler.temperature, std::string(api.name) == "anthropic" ? 1.0f : 2.0f) << api.name;
   }
 }
 
