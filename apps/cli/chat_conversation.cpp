@@ -10,6 +10,7 @@
 
 #include "engine/session_state.h"
 #include "media_args.h"
+#include "server/chat_format.h"
 #include "server/context_store.h"
 
 namespace sniper::cli {
@@ -41,11 +42,38 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 std::string chat_file(const std::string& dir, const std::string& name) { return dir + "/" + name + kChatSuffix; }
 
+// A mark for Tokenizer::escape_special_text that occurs in no message and not in the template:
+// the first Unicode noncharacter of U+FDD0..U+FDEF that none holds ("" when every one occurs:
+// the text is then tokenized as before, with its control-token texts parsed).
+std::string pick_mark(const nlohmann::json& messages, const std::string& system, const std::string& source) {
+  for (uint32_t cp = 0xFDD0; cp <= 0xFDEF; ++cp) {
+    const std::string mark = {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                              static_cast<char>(0x80 | (cp & 0x3F))};
+    bool used = source.find(mark) != std::string::npos || system.find(mark) != std::string::npos;
+    for (const auto& m : messages)
+      used = used || m["content"].get_ref<const std::string&>().find(mark) != std::string::npos;
+    if (!used) return mark;
+  }
+  return "";
+}
+
 }  // namespace
 
 ChatConversation::ChatConversation(Session& session, const Tokenizer& tokenizer, std::optional<ChatTemplate> tmpl,
-                                   bool context_shift, int64_t n_keep_arg)
-    : session_(session), tok_(tokenizer), tmpl_(std::move(tmpl)), shift_(context_shift), n_keep_arg_(n_keep_arg) {}
+                                   bool context_shift, int64_t n_keep_arg, bool content_special)
+    : session_(session),
+      tok_(tokenizer),
+      tmpl_(std::move(tmpl)),
+      shift_(context_shift),
+      n_keep_arg_(n_keep_arg),
+      content_special_(content_special) {
+  if (tmpl_) model_markers_ = server::model_output_markers(server::detect_chat_format(tmpl_->source()));
+}
+
+std::vector<int32_t> ChatConversation::encode(const std::string& prompt, bool whole) const {
+  if (!tmpl_) return tok_.encode(prompt, /*add_special=*/whole, /*parse_special=*/content_special_);
+  return tok_.encode_escaped(prompt, /*add_special=*/false, mark_);
+}
 
 Result<std::string> ChatConversation::render(const nlohmann::json& turns, const ChatSettings& settings,
                                              bool add_generation_prompt) {
@@ -53,6 +81,14 @@ Result<std::string> ChatConversation::render(const nlohmann::json& turns, const 
   if (!settings.system.empty()) msgs.push_back({{"role", "system"}, {"content", settings.system}});
   for (const auto& m : turns) msgs.push_back(m);
   if (!tmpl_) return plain_render(msgs, add_generation_prompt);
+  if (!mark_.empty()) {
+    // What was typed stays text; the model's own markers keep their meaning in its replies.
+    for (auto& m : msgs) {
+      const bool reply = m["role"] == "assistant";
+      m["content"] = tok_.escape_special_text(m["content"].get<std::string>(), mark_,
+                                              reply ? model_markers_ : std::vector<std::string>());
+    }
+  }
   auto piece = [this](int32_t id) { return id >= 0 ? tok_.token_to_piece(id, true) : std::string(); };
   nlohmann::json ctx = {{"messages", msgs},
                         {"add_generation_prompt", add_generation_prompt},
@@ -78,6 +114,7 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
     for (size_t i = n_media_before; i < media_.size(); ++i) pending_.push_back(std::move(media_[i]));
     media_.resize(n_media_before);
   };
+  mark_ = tmpl_ && !content_special_ ? pick_mark(messages_, settings.system, tmpl_->source()) : "";
   auto rendered = render(messages_, settings, true);
   if (!rendered.ok()) {
     drop_user();
@@ -91,11 +128,16 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
         render(nlohmann::json(std::vector<nlohmann::json>(messages_.begin(), messages_.end() - 1)), settings, false);
     if (prev.ok()) before = *prev;
   }
+  // Typed text stays text in both paths (encode(); build_media_prompt with the same mark), and the
+  // images' own markers keep their meaning.
   MediaPrompt full;
   if (media_.empty()) {
-    full = text_prompt(tok_.encode(prompt, /*add_special=*/!tmpl_, /*parse_special=*/true));
+    full = text_prompt(encode(prompt, /*whole=*/true));
   } else {
-    auto built = build_media_prompt(tok_, session_.model().config(), prompt, media_, /*add_bos=*/!tmpl_);
+    PromptText text_options;
+    text_options.parse_special = tmpl_ || content_special_;
+    text_options.escape_mark = mark_;
+    auto built = build_media_prompt(tok_, session_.model().config(), prompt, media_, /*add_bos=*/!tmpl_, text_options);
     if (!built.ok()) {
       drop_user();
       return built.error();
@@ -109,7 +151,7 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
     if (common == full.n_cells() && common > 0) --common;  // at least one cell must be evaluated for fresh logits
     common = session_.truncate(common);                    // 0 when it cannot rewind; never inside media
   } else if (seen_ && !before.empty() && prompt.compare(0, before.size(), before) == 0) {
-    full = text_prompt(tok_.encode(prompt.substr(before.size()), /*add_special=*/false, /*parse_special=*/true));
+    full = text_prompt(encode(prompt.substr(before.size()), /*whole=*/false));
   } else {
     (void)session_.truncate(0);  // the first turn, or a conversation that no longer extends what was seen
     if (n_keep_ < 0) n_keep_ = resolve_n_keep(n_keep_arg_, full.cells, tok_.bos_id());

@@ -35,7 +35,8 @@ void add_tokens(MediaPrompt& p, const std::vector<int32_t>& tokens) {
 }  // namespace
 
 Result<MediaPrompt> build_media_prompt(const Tokenizer& tokenizer, const ModelConfig& config, std::string_view text,
-                                       std::span<const MediaChunk> media, bool add_bos, std::string_view marker) {
+                                       std::span<const MediaChunk> media, bool add_bos, const PromptText& text_options,
+                                       std::string_view marker) {
   // mtmd's split_text: markers and the non-empty text between them.
   struct Part {
     std::string_view text;
@@ -77,7 +78,9 @@ Result<MediaPrompt> build_media_prompt(const Tokenizer& tokenizer, const ModelCo
       p.pieces.push_back(std::move(piece));
       if (!chunk.end_text.empty()) add_tokens(p, tokenizer.encode(chunk.end_text, false, true));
     } else {
-      add_tokens(p, tokenizer.encode(part.text, false, true));
+      add_tokens(p, text_options.escape_mark.empty()
+                        ? tokenizer.encode(part.text, false, text_options.parse_special)
+                        : tokenizer.encode_escaped(part.text, false, text_options.escape_mark));
     }
   }
   if (add_bos && tokenizer.add_bos() && tokenizer.bos_id() >= 0) {

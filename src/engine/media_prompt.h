@@ -66,13 +66,23 @@ struct MediaPrompt {
   int64_t n_cells() const { return static_cast<int64_t>(cells.size()); }
 };
 
+// How the text between media markers is tokenized (the chunks' own begin/end texts always parse
+// their control tokens). parse_special: control-token texts become control tokens (mtmd's way).
+// escape_mark: not empty for text that went through Tokenizer::escape_special_text with this mark
+// (a chat's typed messages): encoded by encode_escaped, so what was typed stays text and the mark
+// never reaches a token.
+struct PromptText {
+  bool parse_special = true;
+  std::string_view escape_mark;
+};
+
 // Builds the prompt of `text` whose media markers stand for `media` in order, as mtmd does (see
 // above), for a model with `config` (rope positions of M-RoPE models). Errors: the number of
 // markers differs from the number of chunks (both named), a chunk whose width is not the
 // model's.
 Result<MediaPrompt> build_media_prompt(const Tokenizer& tokenizer, const ModelConfig& config, std::string_view text,
                                        std::span<const MediaChunk> media, bool add_bos,
-                                       std::string_view marker = kMediaMarker);
+                                       const PromptText& text_options = {}, std::string_view marker = kMediaMarker);
 
 // The prompt of plain tokens (no media).
 MediaPrompt text_prompt(std::vector<int32_t> tokens);
