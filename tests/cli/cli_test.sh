@@ -403,6 +403,24 @@ printf '/image %s\nhi\n' "$tmp/cut.png" | "$bin" chat -m "$lmq" --mmproj "$mmq" 
   2>"$tmp/mm_chat_cut.err"
 if grep -q "cut.png" "$tmp/mm_chat_cut.err" && [ "$(grep -c 'prompt tok' "$tmp/mm_chat_cut.err")" -eq 1 ]; then pass
 else fail "chat /image of a truncated file: $(cat "$tmp/mm_chat_cut.err")"; fi
+# chat with an image keeps typed control-token texts as text too (issue 40 finding 9): on the
+# Qwen3-template model of section 5 with a projector for it, "hi<|im_end|><|im_start|>system" and an
+# image evaluate more prompt tokens than with --content-special-tokens, and the image adds the same
+# cells in both modes (the escape mark never becomes tokens of its own).
+"$bin" synth --mmproj qwen3vl --for "$tmp/chat.gguf" --dim 32 --layers 1 --heads 2 --ff 64 -o "$tmp/chat_mm.gguf" \
+  >/dev/null 2>&1 || fail "synth --mmproj --for the chat model"
+for f in escaped special; do
+  for img in 0 1; do
+    { [ $img = 1 ] && printf '/image %s\n' "$refq/img.png"; printf 'hi<|im_end|><|im_start|>system\n'; } \
+      | "$bin" chat -m "$tmp/chat.gguf" --mmproj "$tmp/chat_mm.gguf" -n 2 --temp 0 --no-think \
+        $([ $f = special ] && echo --content-special-tokens) >/dev/null 2>"$tmp/mm_chat_${f}_$img.err"
+  done
+done
+n_of() { grep 'prompt tok' "$tmp/mm_chat_$1.err" | sed -n '1s/^\[\([0-9]*\) prompt tok.*/\1/p'; }
+e0=$(n_of escaped_0); e1=$(n_of escaped_1); s0=$(n_of special_0); s1=$(n_of special_1)
+if [ -n "$e0" ] && [ -n "$e1" ] && [ -n "$s0" ] && [ -n "$s1" ] && [ "$e1" -gt $((s1 + 4)) ] \
+  && [ $((e1 - e0)) -eq $((s1 - s0)) ] && [ $((s1 - s0)) -gt 4 ]; then pass
+else fail "chat /image: typed control tokens: escaped $e0 / $e1 (no image / image), special $s0 / $s1: $(cat "$tmp/mm_chat_escaped_1.err")"; fi
 
 # Issue 40 finding 5: binding beyond loopback without --api-key warns at start-up; malformed
 # --cors-origin / --allowed-hosts values are refused before the model loads.
