@@ -109,6 +109,7 @@ std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatReque
   in.tools = request.tools;
   in.template_kwargs = request.template_kwargs;
   in.add_generation_prompt = add_generation_prompt;
+  in.cancel = &m.stopping;  // SIGTERM stops a render in progress
   auto rendered = render_chat(*m.chat_template, m.chat_format, in, m.bos_token, m.eos_token);
   if (!rendered.ok()) return bad_request(rendered.error().message, "messages");
   out->rendered = std::move(rendered).value();
