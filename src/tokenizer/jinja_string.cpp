@@ -94,6 +94,10 @@ bool utf8_at(std::string_view s, uint64_t index, size_t* begin, size_t* len) {
 size_t find_bytes(std::string_view hay, std::string_view needle, size_t from) {
   if (from > hay.size()) return std::string_view::npos;
   if (needle.empty()) return from;
+  // A short needle: memchr for its first byte, then a compare of at most kShortNeedle bytes per
+  // candidate, so at most kShortNeedle * len(hay) byte compares. Longer needles use two-way.
+  constexpr size_t kShortNeedle = 32;
+  if (needle.size() <= kShortNeedle) return hay.find(needle, from);
   const void* hit = ::memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
   return hit == nullptr ? std::string_view::npos : static_cast<size_t>(static_cast<const char*>(hit) - hay.data());
 }

@@ -25,7 +25,8 @@ namespace sniper::jinja {
 [[nodiscard]] bool utf8_at(std::string_view s, uint64_t index, size_t* begin, size_t* len);
 
 // Byte offset of the first occurrence of `needle` in `hay` at or after `from`, or npos. Linear
-// time in the worst case (glibc's two-way memmem), unlike std::string::find.
+// time in the worst case: short needles (32 bytes or fewer) are matched at each occurrence of
+// their first byte, longer ones with glibc's two-way memmem.
 [[nodiscard]] size_t find_bytes(std::string_view hay, std::string_view needle, size_t from);
 
 // Decodes the code point starting at byte `pos`; sets *n_bytes to its length (>= 1).
