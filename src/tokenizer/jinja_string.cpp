@@ -154,10 +154,19 @@ std::string_view py_strip_view(std::string_view s, const std::string* chars, boo
   }
   size_t end = s.size();
   if (right) {
-    // Forward, so that invalid bytes split into code points exactly as utf8_decode does.
-    end = begin;
-    for (size_t pos = begin; pos < s.size(); pos += n) {
-      if (!strip_member(utf8_decode(s, pos, &n), chars)) end = pos + n;
+    // From the end over ASCII bytes (never part of a longer sequence, so each is a code point of
+    // its own); a non-ASCII byte needs the forward scan, so that invalid bytes split into code
+    // points exactly as utf8_decode splits them.
+    while (end > begin && static_cast<unsigned char>(s[end - 1]) < 0x80 &&
+           strip_member(static_cast<unsigned char>(s[end - 1]), chars)) {
+      --end;
+    }
+    if (end > begin && static_cast<unsigned char>(s[end - 1]) >= 0x80) {
+      const size_t limit = end;
+      end = begin;
+      for (size_t pos = begin; pos < limit; pos += n) {
+        if (!strip_member(utf8_decode(s, pos, &n), chars)) end = pos + n;
+      }
     }
   }
   return s.substr(begin, end - begin);
