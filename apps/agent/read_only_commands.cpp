@@ -25,6 +25,11 @@ struct Spec {
   std::vector<const char*> long_values;  // "--lines" (as --lines=N or --lines N)
   OperandCheck operands = nullptr;       // null: any operands
   bool numeric = false;                  // "-5" means a count (head, tail, git log)
+  // Options whose value is optional (getopt's "::"): the value counts only when attached
+  // ("-Iseconds", "--color=never"); the next word is never theirs (`uniq --group IN OUT` has
+  // two operands).
+  const char* short_optional = "";
+  std::vector<const char*> long_optional = {};
 };
 
 Status no_operands(const std::string& cmd, const Args& operands) {
@@ -70,8 +75,12 @@ const std::vector<Spec>& specs() {
        {"--all", "--almost-all", "--human-readable", "--recursive", "--reverse", "--directory", "--classify", "--inode",
         "--size", "--numeric-uid-gid", "--group-directories-first", "--full-time", "--si", "--dereference", "--literal",
         "--escape", "--quote-name"},
-       {"--color", "--sort", "--time-style", "--format", "--width", "--ignore", "--hide", "--block-size",
-        "--indicator-style", "--quoting-style", "--time"}},
+       {"--sort", "--time-style", "--format", "--width", "--ignore", "--hide", "--block-size", "--indicator-style",
+        "--quoting-style", "--time"},
+       nullptr,
+       false,
+       "",
+       {"--color"}},
       {"cat",
        "nbAETvseut",
        "",
@@ -125,8 +134,11 @@ const std::vector<Spec>& specs() {
         "--no-ignore-case",
         "--line-buffered"},
        {"--after-context", "--before-context", "--context", "--regexp", "--file", "--max-count", "--include",
-        "--exclude", "--exclude-dir", "--color", "--colour", "--binary-files", "--directories", "--devices",
-        "--label"}},
+        "--exclude", "--exclude-dir", "--binary-files", "--directories", "--devices", "--label"},
+       nullptr,
+       false,
+       "",
+       {"--color", "--colour"}},
       {"rg",
        "iSsnNlcwxFvouqaLH0UIp",
        "ABCegtTmjM",
@@ -173,10 +185,13 @@ const std::vector<Spec>& specs() {
         "--max-columns", "--replace", "--encoding"}},
       {"date",
        "uR",
-       "dIr",
+       "dr",
        {"--utc", "--universal", "--rfc-email"},
-       {"--date", "--iso-8601", "--rfc-3339", "--reference"},
-       date_operands},
+       {"--date", "--rfc-3339", "--reference"},
+       date_operands,
+       false,
+       "I",
+       {"--iso-8601"}},
       {"whoami", "", "", {}, {}, no_operands},
       {"uname",
        "asnrvmpio",
@@ -189,13 +204,21 @@ const std::vector<Spec>& specs() {
        "hHTilaPk",
        "tx",
        {"--human-readable", "--si", "--print-type", "--inodes", "--local", "--all", "--portability", "--total"},
-       {"--type", "--exclude-type", "--output", "--block-size"}},
+       {"--type", "--exclude-type", "--block-size"},
+       nullptr,
+       false,
+       "",
+       {"--output"}},
       {"du",
        "shacSkmxLbl0",
        "dt",
        {"--summarize", "--human-readable", "--all", "--total", "--apparent-size", "--one-file-system", "--dereference",
         "--bytes", "--null", "--si"},
-       {"--max-depth", "--threshold", "--exclude", "--block-size", "--time"}},
+       {"--max-depth", "--threshold", "--exclude", "--block-size"},
+       nullptr,
+       false,
+       "",
+       {"--time"}},
       {"id", "ugGnrz", "", {"--user", "--group", "--groups", "--name", "--real", "--zero"}, {}},
       {"which", "a", "", {}, {}},
       {"file",
@@ -249,12 +272,15 @@ const std::vector<Spec>& specs() {
       {"diff",
        "uqsrNwbBiyaTtpcEZ",
        "UCIxFX",
-       {"--unified", "--brief", "--report-identical-files", "--recursive", "--new-file", "--ignore-all-space",
+       {"--brief", "--report-identical-files", "--recursive", "--new-file", "--ignore-all-space",
         "--ignore-space-change", "--ignore-blank-lines", "--ignore-case", "--side-by-side", "--text",
         "--show-c-function", "--expand-tabs", "--minimal", "--strip-trailing-cr", "--suppress-common-lines",
         "--no-dereference"},
-       {"--color", "--ignore-matching-lines", "--exclude", "--label", "--width", "--show-function-line", "--context"},
-       at_most_two},
+       {"--ignore-matching-lines", "--exclude", "--label", "--width", "--show-function-line"},
+       at_most_two,
+       false,
+       "",
+       {"--color", "--unified", "--context"}},
       {"cmp",
        "lsbz",
        "in",
@@ -299,9 +325,12 @@ const std::vector<Spec>& specs() {
       {"uniq",
        "cdDiuz",
        "fsw",
-       {"--count", "--repeated", "--all-repeated", "--ignore-case", "--unique", "--zero-terminated"},
-       {"--skip-fields", "--skip-chars", "--check-chars", "--group"},
-       at_most_one},
+       {"--count", "--repeated", "--ignore-case", "--unique", "--zero-terminated"},
+       {"--skip-fields", "--skip-chars", "--check-chars"},
+       at_most_one,
+       false,
+       "",
+       {"--group", "--all-repeated"}},
       {"column",
        "tnexJL",
        "scoNRWdHlO",
@@ -357,6 +386,7 @@ Status check_options(const std::string& cmd, const Spec& spec, const Args& argv,
     if (a[1] == '-') {
       const size_t eq = a.find('=');
       const std::string name = a.substr(0, eq);
+      if (listed(spec.long_optional, name)) continue;  // --name or --name=value, never the next word
       if (listed(spec.long_flags, name)) {
         if (eq != std::string::npos) return make_error("%s: the option '%s' takes no value", cmd.c_str(), name.c_str());
         continue;
@@ -374,6 +404,7 @@ Status check_options(const std::string& cmd, const Spec& spec, const Args& argv,
     if (spec.numeric && all_digits(std::string_view(a).substr(1))) continue;  // -5
     for (size_t j = 1; j < a.size(); ++j) {
       const char c = a[j];
+      if (std::strchr(spec.short_optional, c) != nullptr) break;  // the rest of the word, if any, is its value
       if (std::strchr(spec.short_flags, c) != nullptr) continue;
       if (std::strchr(spec.short_values, c) == nullptr) return not_allowed("-" + std::string(1, c));
       if (j + 1 == a.size()) {  // the value is the next argument
@@ -466,28 +497,14 @@ const std::vector<Spec>& git_specs() {
                                                      "--use-mailmap",
                                                      "--log-size",
                                                      "--walk-reflogs"};
-  static const std::vector<const char*> kLogValues = {"--max-count",
-                                                      "--skip",
-                                                      "--author",
-                                                      "--committer",
-                                                      "--grep",
-                                                      "--since",
-                                                      "--until",
-                                                      "--after",
-                                                      "--before",
-                                                      "--format",
-                                                      "--pretty",
-                                                      "--date",
-                                                      "--color",
-                                                      "--abbrev",
-                                                      "--unified",
-                                                      "--stat-width",
-                                                      "--diff-filter",
-                                                      "--decorate-refs",
-                                                      "--decorate-refs-exclude",
-                                                      "--max-parents",
-                                                      "--min-parents",
-                                                      "--encoding"};
+  static const std::vector<const char*> kLogValues = {
+      "--max-count",   "--skip",        "--author",        "--committer",
+      "--grep",        "--since",       "--until",         "--after",
+      "--before",      "--format",      "--date",          "--unified",
+      "--stat-width",  "--diff-filter", "--decorate-refs", "--decorate-refs-exclude",
+      "--max-parents", "--min-parents", "--encoding"};
+  // Optional values, attached only (git's PARSE_OPT_OPTARG).
+  static const std::vector<const char*> kOptional = {"--color", "--abbrev", "--pretty", "--relative"};
   static const std::vector<const char*> kDiffFlags = {"--stat",
                                                       "--numstat",
                                                       "--shortstat",
@@ -519,44 +536,59 @@ const std::vector<Spec>& git_specs() {
                                                       "--no-index",
                                                       "--text",
                                                       "--dirstat"};
-  static const std::vector<const char*> kDiffValues = {
-      "--unified", "--color",          "--diff-filter", "--stat-width", "--relative",
-      "--abbrev",  "--diff-algorithm", "--src-prefix",  "--dst-prefix", "--inter-hunk-context"};
+  static const std::vector<const char*> kDiffValues = {"--unified",           "--diff-filter", "--stat-width",
+                                                       "--diff-algorithm",    "--src-prefix",  "--dst-prefix",
+                                                       "--inter-hunk-context"};
   auto join = [](std::vector<const char*> a, const std::vector<const char*>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   };
   static const std::vector<Spec> kGit = {
       {"status",
-       "sbzuv",
+       "sbzv",
        "",
-       {"--short", "--branch", "--long", "--porcelain", "--show-stash", "--ignored", "--no-renames", "--renames",
-        "--ahead-behind", "--no-ahead-behind", "--verbose"},
-       {"--untracked-files", "--porcelain", "--ignore-submodules", "--column"}},
-      {"log", "pisw", "nSG", kLogFlags, kLogValues, nullptr, true},
-      {"show", "psw", "", join(kLogFlags, kDiffFlags), join(kLogValues, kDiffValues)},
-      {"diff", "pRwbM", "U", kDiffFlags, kDiffValues},
+       {"--short", "--branch", "--long", "--show-stash", "--no-renames", "--renames", "--ahead-behind",
+        "--no-ahead-behind", "--verbose"},
+       {},
+       nullptr,
+       false,
+       "u",
+       {"--untracked-files", "--porcelain", "--ignore-submodules", "--column", "--ignored"}},
+      {"log", "pisw", "nSG", kLogFlags, kLogValues, nullptr, true, "", kOptional},
+      {"show", "psw", "", join(kLogFlags, kDiffFlags), join(kLogValues, kDiffValues), nullptr, false, "", kOptional},
+      {"diff", "pRwb", "U", kDiffFlags, kDiffValues, nullptr, false, "M", kOptional},
       {"ls-files",
        "cmdoiskuvtz",
        "x",
        {"--cached", "--modified", "--deleted", "--others", "--ignored", "--stage", "--killed", "--unmerged",
         "--exclude-standard", "--full-name", "--error-unmatch", "--directory", "--no-empty-directory", "--eol",
         "--deduplicate", "--sparse"},
-       {"--exclude", "--format", "--abbrev"}},
+       {"--exclude", "--format"},
+       nullptr,
+       false,
+       "",
+       {"--abbrev"}},
       {"rev-parse",
        "q",
        "",
-       {"--abbrev-ref", "--short", "--show-toplevel", "--git-dir", "--git-common-dir", "--is-inside-work-tree",
-        "--is-inside-git-dir", "--is-bare-repository", "--verify", "--quiet", "--show-prefix", "--show-cdup",
-        "--symbolic-full-name", "--all", "--branches", "--tags", "--absolute-git-dir",
-        "--show-superproject-working-tree"},
-       {"--short", "--abbrev-ref", "--since", "--until", "--default"}},
+       {"--show-toplevel", "--git-dir", "--git-common-dir", "--is-inside-work-tree", "--is-inside-git-dir",
+        "--is-bare-repository", "--verify", "--quiet", "--show-prefix", "--show-cdup", "--symbolic-full-name", "--all",
+        "--branches", "--tags", "--absolute-git-dir", "--show-superproject-working-tree"},
+       {"--since", "--until", "--default"},
+       nullptr,
+       false,
+       "",
+       {"--short", "--abbrev-ref"}},
       {"blame",
        "ewsfnclt",
-       "LCM",
+       "L",
        {"--porcelain", "--line-porcelain", "--show-email", "--show-name", "--show-number", "--root", "--show-stats",
         "--incremental", "--minimal"},
-       {"--date", "--abbrev"}},
+       {"--date"},
+       nullptr,
+       false,
+       "CM",
+       {"--abbrev"}},
       {"shortlog",
        "sne",
        "",
@@ -568,7 +600,11 @@ const std::vector<Spec>& git_specs() {
        "",
        "",
        {"--tags", "--all", "--always", "--long", "--exact-match", "--first-parent", "--contains"},
-       {"--abbrev", "--match", "--exclude", "--candidates"}},
+       {"--match", "--exclude", "--candidates"},
+       nullptr,
+       false,
+       "",
+       {"--abbrev"}},
   };
   return kGit;
 }

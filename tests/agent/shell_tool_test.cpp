@@ -80,7 +80,12 @@ TEST(ReadOnly, AllowlistedCommands) {
                           "rg -n --hidden pattern src",
                           "jq -r .name package.json",
                           "ps aux",
-                          "tree -L 2"}) {
+                          "tree -L 2",
+                          "date -Iseconds",
+                          "date --iso-8601=seconds",
+                          "git status -uno --porcelain=v1",
+                          "ls --color=never -l",
+                          "grep --color=always -n x f"}) {
     auto plan = plan_read_only(cmd, {}, "/");
     EXPECT_TRUE(plan.ok()) << cmd << ": " << (plan.ok() ? "" : plan.error().message);
   }
