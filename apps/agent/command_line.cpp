@@ -2,7 +2,9 @@
 // Shell-free command line splitting and glob expansion (see command_line.h).
 #include "agent/command_line.h"
 
-#include <glob.h>
+#include <dirent.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -150,61 +152,103 @@ Result<ParsedLine> parse_command_line(std::string_view line) {
 
 namespace {
 
-// Escapes glob characters of a literal path prefix (so that glob() matches it as itself).
-std::string escape_glob(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (is_glob(c) || c == '\\' || c == ']') out += '\\';
-    out += c;
+// Matches one path component of a glob against the entries of `dir`, counting the entries read.
+Status match_component(const std::string& dir, const std::string& component, bool want_dir, size_t* budget,
+                       std::vector<std::string>* names) {
+  DIR* d = ::opendir(dir.empty() ? "." : dir.c_str());
+  if (d == nullptr) return ok_status();  // not a directory, unreadable: no match, as glob()
+  Status status;
+  while (const dirent* e = ::readdir(d)) {
+    if (*budget == 0) {
+      status = make_error("a glob reads more than %zu directory entries; refused", kMaxGlobEntries);
+      break;
+    }
+    --*budget;
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    // FNM_PERIOD: a leading dot must be matched by a dot in the pattern, as in sh.
+    if (::fnmatch(component.c_str(), name.c_str(), FNM_PERIOD) != 0) continue;
+    if (want_dir) {
+      struct stat st {};
+      if (::stat((dir.empty() ? name : dir + "/" + name).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    }
+    names->push_back(name);
   }
-  return out;
+  ::closedir(d);
+  return status;
+}
+
+// Expands one glob word like sh (dash): component by component, matches sorted bytewise; no
+// match: the word itself. `base` is where relative patterns start.
+Status expand_one(const std::string& base, const std::string& pattern, size_t* budget, std::vector<std::string>* out) {
+  if (pattern.find("//") != std::string::npos || pattern.back() == '/') {
+    return make_error("the glob '%s' has an empty path component", pattern.c_str());
+  }
+  const bool absolute = pattern.front() == '/';
+  std::vector<std::string> components;
+  for (size_t start = absolute ? 1 : 0; start <= pattern.size();) {
+    size_t end = pattern.find('/', start);
+    if (end == std::string::npos) end = pattern.size();
+    components.push_back(pattern.substr(start, end - start));
+    start = end + 1;
+  }
+  // Paths as they will be printed ("" = the start) and as they are read on disk.
+  std::vector<std::string> shown = {absolute ? "/" : ""};
+  for (size_t i = 0; i < components.size(); ++i) {
+    const std::string& c = components[i];
+    const bool last = i + 1 == components.size();
+    std::vector<std::string> next;
+    for (const std::string& prefix : shown) {
+      const std::string joined = prefix.empty() || prefix == "/" ? prefix + c : prefix + "/" + c;
+      if (c.find_first_of("*?[") == std::string::npos) {
+        next.push_back(joined);  // a literal component: checked when the whole path is
+        continue;
+      }
+      const std::string on_disk =
+          absolute ? (prefix.empty() ? "/" : prefix) : (prefix.empty() ? base : base + "/" + prefix);
+      std::vector<std::string> names;
+      SNIPER_TRY(match_component(on_disk, c, !last, budget, &names));
+      for (const std::string& n : names)
+        next.push_back(prefix.empty() || prefix == "/" ? prefix + n : prefix + "/" + n);
+      if (next.size() > kMaxArgs) return make_error("the command expands to more than %zu arguments", kMaxArgs);
+    }
+    shown = std::move(next);
+  }
+  std::vector<std::string> found;
+  for (const std::string& path : shown) {
+    struct stat st {};
+    const std::string on_disk = absolute ? path : base + "/" + path;
+    if (::lstat(on_disk.c_str(), &st) == 0) found.push_back(path);
+  }
+  if (found.empty()) {
+    out->push_back(pattern);
+    return ok_status();
+  }
+  std::sort(found.begin(), found.end());
+  for (std::string& f : found) out->push_back(std::move(f));
+  return ok_status();
 }
 
 }  // namespace
 
 Result<std::vector<std::vector<std::string>>> expand_globs(const ParsedLine& line, const std::string& cwd) {
   std::vector<std::vector<std::string>> stages;
+  size_t budget = kMaxGlobEntries;  // directory entries all the globs of the line may read
   for (const std::vector<Word>& words : line.stages) {
     std::vector<std::string> argv;
     size_t bytes = 0;
-    auto add = [&](std::string arg) -> Status {
-      bytes += arg.size() + 1;
-      if (argv.size() >= kMaxArgs) return make_error("the command expands to more than %zu arguments", kMaxArgs);
-      if (bytes > kMaxArgBytes) return make_error("the command expands to more than %zu bytes", kMaxArgBytes);
-      argv.push_back(std::move(arg));
-      return ok_status();
-    };
     for (const Word& w : words) {
-      if (!w.glob) {
-        SNIPER_TRY(add(w.text));
-        continue;
+      std::vector<std::string> expanded;
+      if (w.glob) {
+        SNIPER_TRY(expand_one(cwd, w.text, &budget, &expanded));
+      } else {
+        expanded.push_back(w.text);
       }
-      // Relative patterns are matched under cwd, whose own characters are taken literally.
-      const bool absolute = !w.text.empty() && w.text.front() == '/';
-      const std::string prefix = absolute ? std::string() : escape_glob(cwd) + "/";
-      const std::string pattern = prefix + w.text;
-      glob_t g{};
-      const int rc = ::glob(pattern.c_str(), GLOB_NOCHECK, nullptr, &g);
-      if (rc != 0 && rc != GLOB_NOMATCH) {
-        ::globfree(&g);
-        return make_error("cannot expand '%s'", w.text.c_str());
-      }
-      std::vector<std::string> matches;
-      for (size_t i = 0; i < g.gl_pathc; ++i) {
-        std::string m = g.gl_pathv[i];
-        if (m == pattern) {
-          matches.clear();
-          matches.push_back(w.text);  // no match: sh leaves the pattern as it is
-          break;
-        }
-        const std::string cwd_slash = cwd + "/";
-        if (!absolute && m.rfind(cwd_slash, 0) == 0) m.erase(0, cwd_slash.size());
-        matches.push_back(std::move(m));
-      }
-      ::globfree(&g);
-      for (std::string& m : matches) {
-        const Status st = add(std::move(m));
-        if (!st.ok()) return st.error();
+      for (std::string& arg : expanded) {
+        bytes += arg.size() + 1;
+        if (argv.size() >= kMaxArgs) return make_error("the command expands to more than %zu arguments", kMaxArgs);
+        if (bytes > kMaxArgBytes) return make_error("the command expands to more than %zu bytes", kMaxArgBytes);
+        argv.push_back(std::move(arg));
       }
     }
     stages.push_back(std::move(argv));

@@ -8,7 +8,8 @@
 // characters, comments, $ and backticks anywhere outside single quotes, redirections, ; & && ||,
 // subshells and groups, brace and tilde expansion, history, assignments before a command, and
 // globs mixed with quoting. Whatever parses here is what /bin/sh would have passed to execve.
-// Pure functions (parse_command_line); expand_globs reads the directory tree.
+// Pure functions (parse_command_line); expand_globs reads directories, a bounded number of
+// entries.
 #pragma once
 
 #include <string>
@@ -35,12 +36,15 @@ inline constexpr size_t kMaxLineBytes = 8192;
 inline constexpr size_t kMaxStages = 8;
 inline constexpr size_t kMaxArgs = 4096;  // per stage, after glob expansion
 inline constexpr size_t kMaxArgBytes = 256u << 10;
+inline constexpr size_t kMaxGlobEntries = 20000;  // directory entries the globs of one line may read
 
 // Parses `line`; an Error says which construct a shell would interpret.
 [[nodiscard]] Result<ParsedLine> parse_command_line(std::string_view line);
 
-// The argv of each stage: glob words expanded against `cwd` (matches are sorted; no match: the
-// pattern itself, as sh does). Errors: too many arguments or bytes.
+// The argv of each stage: glob words expanded against `cwd` component by component, as sh
+// (dash) does: matches sorted bytewise, a leading dot matched only by a dot, no match: the
+// pattern itself. Errors: more than kMaxGlobEntries directory entries read (a glob that would
+// walk the file system), too many arguments or bytes, an empty path component.
 [[nodiscard]] Result<std::vector<std::vector<std::string>>> expand_globs(const ParsedLine& line,
                                                                          const std::string& cwd);
 

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -134,18 +135,41 @@ TEST(ReadOnly, ReasonsNameTheProblem) {
 
 TEST(ReadOnly, GlobsExpandLikeShAndTheirResultsAreChecked) {
   TempDir dir;
-  for (const char* f : {"b.cpp", "a.cpp", ".hidden.cpp", "-o"}) std::ofstream(dir.path() + "/" + f) << "x\n";
+  for (const char* f : {"b.cpp", "a.cpp", ".hidden.cpp", "-o", "c.h"}) std::ofstream(dir.path() + "/" + f) << "x\n";
+  ::mkdir((dir.path() + "/d1").c_str(), 0755);
+  ::mkdir((dir.path() + "/d2").c_str(), 0755);
+  std::ofstream(dir.path() + "/d1/x.h") << "x\n";
+  std::ofstream(dir.path() + "/d2/y.h") << "x\n";
   auto plan = plan_read_only("wc -l *.cpp", {}, dir.path());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_EQ(plan->argv[0], (std::vector<std::string>{"wc", "-l", "a.cpp", "b.cpp"}));
   auto none = plan_read_only("ls *.none", {}, dir.path());
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->argv[0], (std::vector<std::string>{"ls", "*.none"}));  // as sh: no match, the pattern
+  // The same words as /bin/sh gives printf.
+  for (const char* pattern : {"*.cpp", "d*/*.h", "[ab]*", "?.cpp", "*/x.h", "nomatch*", "d?", "*"}) {
+    auto p = plan_read_only(std::string("echo ") + pattern, {}, dir.path());
+    ASSERT_TRUE(p.ok()) << pattern << ": " << p.error().message;
+    std::string expected;
+    for (size_t i = 1; i < p->argv[0].size(); ++i) expected += p->argv[0][i] + "\n";
+    const std::string cmd = "cd '" + dir.path() + "' && printf '%s\\n' " + pattern + " > '" + dir.path() + "/.sh_out'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream in(dir.path() + "/.sh_out");
+    const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(expected, got) << pattern;
+  }
   // A file named "-o" becomes an option after expansion: `sort *` would write to "a.cpp".
   EXPECT_FALSE(plan_read_only("sort *", {}, dir.path()).ok());
   auto abs = plan_read_only("ls " + dir.path() + "/*.cpp", {}, "/");
   ASSERT_TRUE(abs.ok());
   EXPECT_EQ(abs->argv[0].size(), 3u);
+  // A glob that would read a whole tree stops (found by shell_command_fuzz: /*/*//*/*//**).
+  ::mkdir((dir.path() + "/many").c_str(), 0755);
+  for (int i = 0; i < 20100; ++i) std::ofstream(dir.path() + "/many/f" + std::to_string(i));
+  auto big = plan_read_only("ls many/*", {}, dir.path());
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("directory entries"), std::string::npos) << big.error().message;
+  EXPECT_FALSE(plan_read_only("ls /*/*//*", {}, dir.path()).ok());
 }
 
 TEST(ReadOnly, GitRunsHardened) {

@@ -77,6 +77,17 @@ void split(const Argv& argv, size_t first, Argv* options, Argv* operands, const 
   }
 }
 
+// Whether short-option cluster `opt` ("-uo") holds a letter of `bad` before the first letter
+// of `value_letters` (whose value is the rest of the word).
+bool cluster_has(const std::string& opt, const char* bad, const char* value_letters) {
+  if (opt.size() < 2 || opt[0] != '-' || opt[1] == '-') return false;
+  for (size_t j = 1; j < opt.size(); ++j) {
+    if (std::strchr(bad, opt[j]) != nullptr) return true;
+    if (std::strchr(value_letters, opt[j]) != nullptr) return false;
+  }
+  return false;
+}
+
 // Known ways to write or execute, checked without the option tables; true if argv uses one.
 bool obviously_unsafe(const Argv& argv) {
   const std::string& cmd = argv[0];
@@ -91,11 +102,13 @@ bool obviously_unsafe(const Argv& argv) {
     }
   }
   if (cmd == "sort") {
-    for (const std::string& o : options) {
-      if (starts(o, "--o") || starts(o, "--c") || starts(o, "--t") || starts(o, "--f") || starts(o, "--ra"))
-        return true;
-      // -o and -T as the first letter of a cluster (later letters may be a -k/-t value).
-      if (!starts(o, "--") && (o[1] == 'o' || o[1] == 'T')) return true;
+    Argv o, ops;
+    split(argv, 1, &o, &ops, {"--key", "--field-separator", "--buffer-size", "--sort", "--parallel"}, "ktS");
+    for (const std::string& opt : o) {
+      if (starts(opt, "--o") || starts(opt, "--c") || starts(opt, "--t") || starts(opt, "--f") || starts(opt, "--ra")) {
+        return true;  // --output, --compress-program, --temporary-directory, --files0-from, --random-source
+      }
+      if (cluster_has(opt, "oT", "ktS")) return true;
     }
   }
   if (cmd == "uniq") {
@@ -107,10 +120,7 @@ bool obviously_unsafe(const Argv& argv) {
     Argv o, ops;
     split(argv, 1, &o, &ops, {"--date", "--reference", "--rfc-3339"}, "dr");
     for (const std::string& opt : o) {
-      if (starts(opt, "--s") || (!starts(opt, "--") && opt.find('s') != std::string::npos && opt[1] != 'd' &&
-                                 opt[1] != 'r' && opt[1] != 'I')) {
-        return true;  // --set, -s in a cluster
-      }
+      if (starts(opt, "--s") || cluster_has(opt, "s", "drI")) return true;  // --set, -s
     }
     for (const std::string& op : ops) {
       if (!starts(op, "+")) return true;  // an operand that is not +FORMAT sets the clock
