@@ -277,7 +277,8 @@ Result<ShellDecision> run_shell_confirmed(const std::string& command, const Shel
   }
   d.reason = plan.ok() ? "no sandbox to run it read-only (" + ReadOnlySandbox::unavailable_reason() + ")"
                        : plan.error().message;
-  if (!(confirm && confirm("Run `" + command + "`? (" + d.reason + ")"))) return d;
+  // The question stays short: the agent shows the reason beside the command (agent_tools.cpp).
+  if (!(confirm && confirm("Run `" + command + "`?"))) return d;
   SNIPER_ASSIGN_OR_RETURN(d.result, run_shell(command, options));
   d.ran = true;
   return d;

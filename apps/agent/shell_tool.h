@@ -80,9 +80,9 @@ struct ShellDecision {
   ShellResult result;
 };
 
-// Runs `command` without asking (run_read_only) when it may, else asks `confirm` (the question
-// names the command and the reason) and runs it with run_shell when approved; otherwise does
-// nothing.
+// Runs `command` without asking (run_read_only) when it may, else asks `confirm` ("Run `...`?";
+// the reason is in ShellDecision::reason) and runs it with run_shell when approved; otherwise
+// does nothing.
 [[nodiscard]] Result<ShellDecision> run_shell_confirmed(const std::string& command, const ShellOptions& options,
                                                         const std::vector<std::string>& extra_read_only,
                                                         const ConfirmFn& confirm);

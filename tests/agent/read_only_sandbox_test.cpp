@@ -278,7 +278,8 @@ TEST(AutoRun, WithoutTheSandboxEverythingAsks) {
   ::unsetenv("SNIPER_AGENT_SANDBOX");
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->ran);
-  EXPECT_NE(asked.find("no sandbox"), std::string::npos) << asked;
+  EXPECT_EQ(asked, "Run `echo fine`?");
+  EXPECT_NE(d->reason.find("no sandbox"), std::string::npos) << d->reason;
   EXPECT_NE(reason.find("SNIPER_AGENT_SANDBOX=off"), std::string::npos) << reason;
 }
 
