@@ -32,7 +32,7 @@ struct ChatTemplateLimits {
   int max_nesting = 400;                      // statements, expressions and calls active at once
   uint64_t max_string_bytes = 64ull << 20;    // the output and any string built on the way
   uint64_t max_total_bytes = 512ull << 20;    // bytes built, copied or scanned, in total
-  int64_t max_time_ms = 10'000;               // wall clock of one render
+  int64_t max_time_ms = 30'000;               // wall clock of one render
   const std::atomic<bool>* cancel = nullptr;  // set from another thread: the render stops
 };
 

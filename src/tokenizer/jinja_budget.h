@@ -30,7 +30,7 @@ struct Limits {
   int max_nesting = 400;                      // statements, expressions and calls active at once
   uint64_t max_string_bytes = 64ull << 20;    // any one string, the output included
   uint64_t max_total_bytes = 512ull << 20;    // bytes built, copied or scanned, summed over the render
-  int64_t max_time_ms = 10'000;               // wall clock of the render
+  int64_t max_time_ms = 30'000;               // wall clock of the render
   const std::atomic<bool>* cancel = nullptr;  // set (by another thread) -> the render stops
 };
 
