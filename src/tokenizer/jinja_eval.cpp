@@ -206,6 +206,7 @@ Result<Interpreter::Flow> Interpreter::exec_for(const Stmt& s, const ScopePtr& s
     SNIPER_TRY(charge_items(shared->size()));
     List kept;
     for (const Value& item : *shared) {
+      SNIPER_TRY(budget_.steps(1));  // each iteration is a step: the clock and cancel flag are polled
       auto probe = std::make_shared<Scope>();
       probe->parent = scope;
       SNIPER_TRY(assign(s.target, item, probe, s.line));
@@ -223,6 +224,7 @@ Result<Interpreter::Flow> Interpreter::exec_for(const Stmt& s, const ScopePtr& s
   }
   const auto n = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < n; ++i) {
+    SNIPER_TRY(budget_.steps(1));  // an empty body still polls the clock and the cancel flag
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;
     SNIPER_TRY(assign(s.target, items[static_cast<size_t>(i)], inner, s.line));

@@ -311,6 +311,21 @@ TEST(HostileTemplateWork, TimeLimitStopsARender) {
   EXPECT_LT(seconds_since(t0), 20.0);  // against hours; slack for sanitizers on a loaded machine
 }
 
+TEST(HostileTemplateWork, EveryLoopIterationIsAStep) {
+  // An empty loop over a list built once charged only its items as work, and the clock and the
+  // cancel flag were polled on steps and bytes: a loop over millions of items ran for seconds
+  // (22 s here under load) without either being looked at. Each iteration is now a step, and
+  // steps poll both every kPollSteps.
+  ChatTemplateLimits limits;
+  limits.max_steps = 100'000;
+  expect_error("{% set l = range(100000)|list * 10 %}{% for i in l %}{% endfor %}done",
+               "limit of 100000 evaluation steps", limits);
+  ChatTemplateUsage usage;
+  EXPECT_EQ(render("{% for i in range(1000) %}{% endfor %}{% for i in range(9) if i > 4 %}{% endfor %}", {}, &usage),
+            "");
+  EXPECT_GE(usage.steps, 1004);
+}
+
 TEST(HostileTemplateWork, CancelFlagStopsARenderFromAnotherThread) {
   std::atomic<bool> cancel{false};
   ChatTemplateLimits limits;
