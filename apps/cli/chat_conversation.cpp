@@ -47,7 +47,7 @@ ChatConversation::ChatConversation(Session& session, const Tokenizer& tokenizer,
     : session_(session), tok_(tokenizer), tmpl_(std::move(tmpl)), shift_(context_shift), n_keep_arg_(n_keep_arg) {}
 
 Result<std::string> ChatConversation::render(const nlohmann::json& turns, const ChatSettings& settings,
-                                             bool add_generation_prompt) {
+                                             bool add_generation_prompt, const std::atomic<bool>* cancel) {
   nlohmann::json msgs = nlohmann::json::array();
   if (!settings.system.empty()) msgs.push_back({{"role", "system"}, {"content", settings.system}});
   for (const auto& m : turns) msgs.push_back(m);
@@ -58,14 +58,16 @@ Result<std::string> ChatConversation::render(const nlohmann::json& turns, const 
                         {"bos_token", piece(tok_.bos_id())},
                         {"eos_token", piece(tok_.eos_id())}};
   if (settings.think) ctx["enable_thinking"] = *settings.think;
-  return tmpl_->render(ctx);
+  ChatTemplateLimits limits;  // the defaults; Ctrl-C stops a render that runs long
+  limits.cancel = cancel;
+  return tmpl_->render(ctx, limits);
 }
 
 Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, const ChatSettings& settings,
                                               const ChatTurnHooks& hooks) {
   messages_.push_back({{"role", "user"}, {"content", user_text}});
   const auto drop_user = [this]() { messages_.erase(messages_.end() - 1); };
-  auto rendered = render(messages_, settings, true);
+  auto rendered = render(messages_, settings, true, hooks.cancel);
   if (!rendered.ok()) {
     drop_user();
     return make_error("the chat template: %s", rendered.error().message.c_str());
@@ -74,8 +76,8 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
   // With --context-shift: the conversation before this turn, as the template closes it.
   std::string before;
   if (shift_ && messages_.size() > 1) {
-    auto prev =
-        render(nlohmann::json(std::vector<nlohmann::json>(messages_.begin(), messages_.end() - 1)), settings, false);
+    auto prev = render(nlohmann::json(std::vector<nlohmann::json>(messages_.begin(), messages_.end() - 1)), settings,
+                       false, hooks.cancel);
     if (prev.ok()) before = *prev;
   }
   std::vector<int32_t> ids = tok_.encode(prompt, /*add_special=*/!tmpl_, /*parse_special=*/true);

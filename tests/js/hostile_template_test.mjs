@@ -9,9 +9,10 @@
 // - model "or": the issue's 200,000-`or` chain (1.8 MB): refused at load for its size, by name,
 //   while the server keeps serving the other models;
 // - SIGTERM while a render runs: the server stops at once (the render is cancelled), well before
-//   the render would have ended on its own.
+//   the render would have ended on its own;
+// - `sniper chat`: Ctrl-C while the template renders stops the render and the chat goes on.
 // usage: node hostile_template_test.mjs <sniper binary> <shared dir>
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { check, parseArgs, startServer, tempDir } from "./lib/server.mjs";
@@ -138,5 +139,38 @@ async function expectAlive(url) {
   console.log(`slow render alone: ${renderS.toFixed(2)} s; serve stopped ${stopS.toFixed(2)} s after SIGTERM mid-render`);
   check(code === 0, `serve exits 0 on SIGTERM during a render (code ${code})`);
   check(stopS < Math.max(0.5, renderS / 2), `SIGTERM stops a render at once: ${stopS.toFixed(2)} s vs ${renderS.toFixed(2)} s`);
+}
+{
+  // `sniper chat`: Ctrl-C (SIGINT) while the template renders stops the render, the message is
+  // not sent, and the chat goes on (here: to the end of its input, exit 0).
+  const proc = spawn(bin, ["chat", models.hostile, "--ctx", "512", "-n", "1"], { stdio: ["pipe", "pipe", "pipe"] });
+  let err = "";
+  const exited = new Promise((r) => proc.on("exit", (code) => r(code)));
+  const waitErr = async (re, ms) => {
+    const deadline = Date.now() + ms;
+    while (!re.test(err) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    return re.test(err);
+  };
+  proc.stderr.on("data", (d) => { err += d; });
+  proc.stdout.on("data", () => {});
+  check(await waitErr(/sniper chat:/, 60000), `chat starts: ${err.slice(0, 500)}`);
+  proc.stdin.write("slow\n");
+  // A Ctrl-C that comes before chat has read the line is taken by the line reader (as at its
+  // prompt): send it again until the render answers, timing from the last one.
+  let t0 = 0;
+  let stopped = false;
+  for (let i = 0; i < 20 && !stopped; i++) {
+    await new Promise((r) => setTimeout(r, 300));
+    t0 = Date.now();
+    proc.kill("SIGINT");
+    stopped = await waitErr(/stopped before the reply began/, 1500);
+  }
+  const stopS = (Date.now() - t0) / 1000;
+  check(stopped, `Ctrl-C stops the chat's render: ${err.slice(-500)}`);
+  console.log(`chat: a render stopped ${stopS.toFixed(2)} s after Ctrl-C`);
+  check(stopS < 3, `Ctrl-C stops the chat's render at once: ${stopS.toFixed(2)} s`);
+  check(!/cancelled|error/i.test(err), `no error for a render stopped by Ctrl-C: ${err.slice(-500)}`);
+  proc.stdin.end();
+  check((await exited) === 0, "chat exits 0 at the end of its input");
 }
 console.log("hostile_template_test: ok");
