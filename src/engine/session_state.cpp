@@ -126,10 +126,19 @@ Status check_state_values(const SessionState& s) {
     const bool blocks = kv_type_quantized(s.kv_type.k) || kv_type_quantized(s.kv_type.v);
     const size_t k_bytes = blocks && spec.head_dim % 32 != 0 ? 0 : kv_values_bytes(s.kv_type.k, kv_dim);
     const size_t v_bytes = k_bytes == 0 ? 0 : kv_values_bytes(s.kv_type.v, kv_dim);
-    // A section that is not a whole number of positions of its types has no values to check:
-    // it can never be restored (check_compatible compares every layer's shape and bytes with
-    // the session's and names the difference).
-    if (k_bytes == 0 || section % (k_bytes + v_bytes) != 0) continue;
+    // A section that is not a whole number of positions of its types can never be restored
+    // (check_compatible compares every layer's shape and bytes with the session's and names the
+    // difference); when K and V are the same 16-bit type its values are still checked, every 2
+    // bytes, so that no accepted state holds a non-finite f16/bf16 value (the fuzz property).
+    if (k_bytes == 0 || section % (k_bytes + v_bytes) != 0) {
+      const bool halves = s.kv_type.k == s.kv_type.v && (s.kv_type.k == KvType::kF16 || s.kv_type.k == KvType::kBF16);
+      const int64_t n = static_cast<int64_t>(section / 2);
+      if (const int64_t bad = halves ? first_non_finite_kv_value(p, n, s.kv_type.k) : -1; bad >= 0) {
+        return make_error("the context file's layer %zu KV section holds a non-finite value (%s, value %lld of %lld)",
+                          l, kv_type_name(s.kv_type.k), static_cast<long long>(bad), static_cast<long long>(n));
+      }
+      continue;
+    }
     const int64_t m = static_cast<int64_t>(section / (k_bytes + v_bytes));
     const int64_t k_bad = first_non_finite_kv_value(p, m * kv_dim, s.kv_type.k);
     const int64_t v_bad =
