@@ -17,6 +17,7 @@ struct CpuFeatures {
   bool avx512dq = false;
   bool avx512vnni = false;
   bool avx512bf16 = false;
+  bool avx512vbmi = false;  // byte permutes (vpermb): optional kernels of the kAvx512 tier
   bool avxvnni = false;
 };
 
