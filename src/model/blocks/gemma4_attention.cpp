@@ -6,11 +6,10 @@
 #include <cstring>
 
 #include "base/check.h"
-#include "base/fp16.h"
 #include "kernels/attention.h"
-#include "kernels/hadamard.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
+#include "kernels/window_attention.h"
 
 namespace sniper {
 
@@ -135,47 +134,26 @@ void Gemma4Attention::attend_full(const LayerPlan& lp, const KvCache& kv, int64_
 
 void Gemma4Attention::attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
                                     ThreadPool& pool) {
-  // Per (token, kv head, part of its query-head group): the keys of positions [p - window + 1, p]
-  // are gathered once from their ring slots (p % capacity) into a transposed f32 tile, the
-  // group's scores are one gemm (heads x head_dim times head_dim x window), each head's softmax
-  // (scale 1.0) and the f16 rounding of its probabilities follow the reference, and the V product
-  // is one gemm over the window's V rows in position order. Q is rounded to f16 as the
-  // reference's f16 K product does. The reference attends over its full-size cache with a mask:
-  // the same terms, summed in another order (within the reference bounds, not bit-exact).
+  // One item per (token, kv head, part of its query-head group): kernels/window_attention.h.
   const AttentionLayout& layout = kv.layout();
-  // K and V may have different types; a quantized K is stored Hadamard-rotated (layout.k_rot),
-  // so the query is rotated the same way, and a rotated V's output is rotated back.
-  const KernelTable& kt = get_kernels(layout.k_type);
-  const KernelTable& vt_kernels = get_kernels(layout.v_type);
-  const RowOps& ops = find_row_ops(selected_tier());
-  const bool k_f16 = layout.k_type == GgmlType::kF16;
-  const bool vt_bf16 = layout.v_type == GgmlType::kBF16;
-  const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), W = lp.sliding_window, cap = kv.n_ctx();
+  const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), W = lp.sliding_window;
   const int64_t group = lp.n_heads / lp.n_kv_heads;
   // Split a group's heads into parts when there are fewer (token, kv head) items than threads.
   const int64_t n_threads = pool.n_threads();
   const int64_t base_items = n_tok * lp.n_kv_heads;
   const int64_t parts = std::min<int64_t>(group, std::max<int64_t>(1, (n_threads + base_items - 1) / base_items));
   const int64_t heads_per_part = (group + parts - 1) / parts;
-  // Per thread: K^T tile [hd x W], V tile [W x hd], scores and weights [heads x W], queries and
-  // outputs [heads x hd], and one row: a dequantized K row [hd] or a gathered V^T row [W].
-  const size_t per_thread =
-      static_cast<size_t>(2 * hd * W + 2 * heads_per_part * W + 2 * heads_per_part * hd + std::max(W, hd));
+  const size_t per_thread = window_attention_scratch_floats(hd, W, heads_per_part);
   if (ring_scratch_.size() < per_thread * static_cast<size_t>(n_threads)) {
     ring_scratch_.resize(per_thread * static_cast<size_t>(n_threads));
   }
   const uint8_t* k_rows = kv.k_rows(index);
   const uint8_t* v_rows = kv.v_rows(index);
+  const IsaTier tier = selected_tier();
   const int64_t n_items = base_items * parts;
   std::atomic<int64_t> next{0};
   pool.run([&](int thread_idx, int) {
-    float* kt_tile = ring_scratch_.data() + per_thread * static_cast<size_t>(thread_idx);
-    float* v_tile = kt_tile + hd * W;
-    float* scores = v_tile + W * hd;
-    float* weights = scores + heads_per_part * W;
-    float* qg = weights + heads_per_part * W;
-    float* acc = qg + heads_per_part * hd;
-    float* vcol = acc + heads_per_part * hd;
+    float* scratch = ring_scratch_.data() + per_thread * static_cast<size_t>(thread_idx);
     for (;;) {
       const int64_t item = next.fetch_add(1, std::memory_order_relaxed);
       if (item >= n_items) break;
@@ -184,66 +162,9 @@ void Gemma4Attention::attend_window(const LayerPlan& lp, const KvCache& kv, int6
       const int64_t h0 = kvh * group + part * heads_per_part;
       const int64_t nh = std::min(heads_per_part, kvh * group + group - h0);
       if (nh <= 0) continue;
-      const int64_t p = pos0 + t, first = std::max<int64_t>(0, p - W + 1), n = p - first + 1;
-      CHECK(p - first < cap, "the ring holds %ld positions, the window needs %ld", static_cast<long>(cap),
-            static_cast<long>(n));
-      // The window's slots: at most two contiguous runs of the ring.
-      const int64_t s0 = first % cap, run0 = std::min(n, cap - s0);
-      const uint8_t* k_head = k_rows + layout.head_stride * static_cast<size_t>(kvh);
-      if (k_f16) {
-        ops.widen_f16_cols(k_head + layout.row_bytes * static_cast<size_t>(s0), layout.row_bytes, run0, hd, kt_tile, n);
-        if (run0 < n) ops.widen_f16_cols(k_head, layout.row_bytes, n - run0, hd, kt_tile + run0, n);
-      } else {
-        for (int64_t j = 0; j < n; ++j) {
-          const int64_t s = (first + j) % cap;
-          kt.dequant_row(k_head + layout.row_bytes * static_cast<size_t>(s), vcol, hd);
-          for (int64_t d = 0; d < hd; ++d) kt_tile[d * n + j] = vcol[d];
-        }
-      }
-      for (int64_t g = 0; g < nh; ++g) {
-        const float* q = q_.data() + t * q_dim + (h0 + g) * hd;
-        float* qr = qg + g * hd;
-        std::memcpy(qr, q, sizeof(float) * static_cast<size_t>(hd));
-        if (layout.k_rot > 0) hadamard_rotate(qr, hd, layout.k_rot);
-        ops.round_fp16_row(qr, qr, hd);
-      }
-      std::fill(scores, scores + nh * n, 0.0f);
-      ops.gemm_f32(scores, qg, kt_tile, nh, hd, n);
-      for (int64_t g = 0; g < nh; ++g) {
-        softmax(scores + g * n, n);
-        ops.round_fp16_row(scores + g * n, weights + g * n, n);
-      }
-      // The window's V rows, in position order.
-      if (layout.v_transposed) {
-        for (int64_t d = 0; d < hd; ++d) {
-          const uint8_t* vt_row = v_rows + layout.vt_row_bytes * static_cast<size_t>(kvh * hd + d);
-          const auto* cells = reinterpret_cast<const uint16_t*>(vt_row);
-          if (vt_bf16) {
-            for (int64_t j = 0; j < n; ++j) {
-              fp16_t v;
-              std::memcpy(&v, vt_row + sizeof(fp16_t) * static_cast<size_t>((first + j) % cap), sizeof(v));
-              vcol[j] = bf16_to_fp32(v);
-            }
-          } else {
-            ops.widen_f16(cells + s0, vcol, run0);
-            if (run0 < n) ops.widen_f16(cells, vcol + run0, n - run0);
-          }
-          for (int64_t j = 0; j < n; ++j) v_tile[j * hd + d] = vcol[j];
-        }
-      } else {
-        const uint8_t* v_head = v_rows + layout.v_head_stride * static_cast<size_t>(kvh);
-        for (int64_t j = 0; j < n; ++j) {
-          vt_kernels.dequant_row(v_head + layout.v_row_bytes * static_cast<size_t>((first + j) % cap), v_tile + j * hd,
-                                 hd);
-        }
-      }
-      std::fill(acc, acc + nh * hd, 0.0f);
-      ops.gemm_f32(acc, weights, v_tile, nh, n, hd);
-      for (int64_t g = 0; g < nh; ++g) {
-        float* out = acc + g * hd;
-        if (layout.v_rot > 0) hadamard_rotate(out, hd, layout.v_rot);
-        std::memcpy(att_.data() + t * q_dim + (h0 + g) * hd, out, sizeof(float) * static_cast<size_t>(hd));
-      }
+      const int64_t off = t * q_dim + h0 * hd;
+      sniper::attend_window(layout, k_rows, v_rows, kvh, q_.data() + off, nh, pos0 + t, W, 1.0f, att_.data() + off,
+                            scratch, tier);
     }
   });
 }
