@@ -98,8 +98,10 @@ int cmd_inspect(int argc, char** argv) {
       const LayerPlan& lp = c.layer(l);
       std::string d = mixer_kind_name(lp.mixer);
       if (lp.mixer == MixerKind::kAttention && lp.attn_output_gate) d += "(gated)";
-      if (is_attention(lp.mixer) && lp.sliding_window > 0) d += "(window " + std::to_string(lp.sliding_window) + ")";
-      if (is_attention(lp.mixer) && lp.kv_shared_with >= 0) d += "(kv of " + std::to_string(lp.kv_shared_with) + ")";
+      if (lp.mixer == MixerKind::kAttention && lp.sliding_window > 0)
+        d += "(window " + std::to_string(lp.sliding_window) + ")";
+      if (lp.mixer == MixerKind::kAttention && lp.kv_shared_with >= 0)
+        d += "(kv of " + std::to_string(lp.kv_shared_with) + ")";
       d += std::string(" + ") + ffn_kind_name(lp.ffn) + (lp.shared_expert ? "+shared" : "");
       return d;
     };

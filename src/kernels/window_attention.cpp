@@ -67,13 +67,13 @@ void attend_window(const AttentionLayout& layout, const uint8_t* k_rows, const u
   const KernelTable* kk = find_kernels(layout.k_type, tier);
   const KernelTable* vk = find_kernels(layout.v_type, tier);
   CHECK(kk != nullptr && vk != nullptr, "window attention: no kernels for the cache types at this tier");
-  float* kt_tile = scratch;           // [hd][n] K^T
-  float* v_tile = kt_tile + hd * W;   // [n][hd]
-  float* scores = v_tile + W * hd;    // [nh][n]
-  float* weights = scores + nh * W;   // [nh][n]
-  float* qg = weights + nh * W;       // [nh][hd]
-  float* acc = qg + nh * hd;          // [nh][hd]
-  float* row = acc + nh * hd;         // [max(W, hd)]
+  float* kt_tile = scratch;          // [hd][n] K^T
+  float* v_tile = kt_tile + hd * W;  // [n][hd]
+  float* scores = v_tile + W * hd;   // [nh][n]
+  float* weights = scores + nh * W;  // [nh][n]
+  float* qg = weights + nh * W;      // [nh][hd]
+  float* acc = qg + nh * hd;         // [nh][hd]
+  float* row = acc + nh * hd;        // [max(W, hd)]
   // The window's cells: at most two contiguous runs of the ring.
   const int64_t s0 = win.first % cap, run0 = std::min(n, cap - s0);
   const uint8_t* k_head = k_rows + layout.head_stride * static_cast<size_t>(kv_head);
@@ -109,8 +109,8 @@ void attend_window(const AttentionLayout& layout, const uint8_t* k_rows, const u
       if (layout.v_type == GgmlType::kBF16) {
         for (int64_t j = 0; j < n; ++j) row[j] = vt_at(layout, v_rows, kv_head, d, (win.first + j) % cap);
       } else {
-        const auto* cells = reinterpret_cast<const uint16_t*>(
-            v_rows + layout.vt_row_bytes * static_cast<size_t>(kv_head * hd + d));
+        const auto* cells =
+            reinterpret_cast<const uint16_t*>(v_rows + layout.vt_row_bytes * static_cast<size_t>(kv_head * hd + d));
         ops.widen_f16(cells + s0, row, run0);
         if (run0 < n) ops.widen_f16(cells, row + run0, n - run0);
       }
@@ -137,10 +137,10 @@ void attend_window_ref(const AttentionLayout& layout, const uint8_t* k_rows, con
   const KernelTable* kk = find_kernels(layout.k_type, IsaTier::kRef);
   const KernelTable* vk = find_kernels(layout.v_type, IsaTier::kRef);
   CHECK(kk != nullptr && vk != nullptr, "window attention: no kernels for the cache types");
-  float* qr = scratch;            // [hd]
-  float* k = qr + hd;             // [hd]
-  float* w = k + hd;              // [n]
-  float* v = w + window;          // [hd]
+  float* qr = scratch;    // [hd]
+  float* k = qr + hd;     // [hd]
+  float* w = k + hd;      // [n]
+  float* v = w + window;  // [hd]
   const uint8_t* k_head = k_rows + layout.head_stride * static_cast<size_t>(kv_head);
   for (int64_t g = 0; g < n_heads; ++g) {
     std::memcpy(qr, q + g * hd, sizeof(float) * static_cast<size_t>(hd));

@@ -51,13 +51,10 @@ Result<int64_t> int_or_array_max(const GgufFile& file, const std::string& key, i
 
 }  // namespace
 
-bool is_attention(MixerKind kind) { return kind == MixerKind::kAttention || kind == MixerKind::kGemma4Attention; }
-
 const char* mixer_kind_name(MixerKind kind) {
   switch (kind) {
     case MixerKind::kAttention: return "attention";
     case MixerKind::kDeltaNet: return "delta-net";
-    case MixerKind::kGemma4Attention: return "gemma4-attention";
   }
   return "?";
 }
@@ -81,11 +78,19 @@ Status finish_layer_plan(ModelConfig& c) {
     plan.n_heads = c.n_heads;
     plan.n_kv_heads = c.n_kv_heads;
     plan.head_dim = c.head_dim;
+    plan.qkv_bias = c.qkv_bias;
+    plan.qk_norm = c.qk_norm;
     c.layers.assign(static_cast<size_t>(c.n_layers), plan);
   }
   if (static_cast<int64_t>(c.layers.size()) != c.n_layers) {
     return make_error("the layer plan has %zu layers but %sblock_count is %ld", c.layers.size(), p.c_str(),
                       static_cast<long>(c.n_layers));
+  }
+  for (LayerPlan& lp : c.layers) {
+    if (lp.mixer != MixerKind::kAttention) continue;
+    if (lp.rope_dims == 0) lp.rope_dims = c.rope_dims;
+    if (lp.rope_base == 0.0f) lp.rope_base = c.rope_base;
+    if (lp.attn_scale == 0.0f && lp.head_dim > 0) lp.attn_scale = 1.0f / std::sqrt(static_cast<float>(lp.head_dim));
   }
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerPlan& lp = c.layer(l);
@@ -121,7 +126,7 @@ Status finish_layer_plan(ModelConfig& c) {
       return make_error("layer %ld has a dense FFN but its %sfeed_forward_length is missing or 0", static_cast<long>(l),
                         p.c_str());
     }
-    if (!is_attention(lp.mixer)) continue;
+    if (lp.mixer != MixerKind::kAttention) continue;
     if (lp.n_heads < 1 || lp.n_kv_heads < 1 || lp.head_dim < 1 || lp.n_heads % lp.n_kv_heads != 0) {
       return make_error(
           "layer %ld: %sattention.head_count %ld must be a positive multiple of attention.head_count_kv %ld "
@@ -129,10 +134,10 @@ Status finish_layer_plan(ModelConfig& c) {
           static_cast<long>(l), p.c_str(), static_cast<long>(lp.n_heads), static_cast<long>(lp.n_kv_heads),
           static_cast<long>(lp.head_dim));
     }
-    const int64_t rope_dims = lp.rope_dims > 0 ? lp.rope_dims : c.rope_dims;
-    if (rope_dims > lp.head_dim || rope_dims % 2 != 0) {
-      return make_error("layer %ld: %srope.dimension_count %ld must be even and at most the layer's head_dim %ld",
-                        static_cast<long>(l), p.c_str(), static_cast<long>(rope_dims), static_cast<long>(lp.head_dim));
+    if (lp.rope_dims < 2 || lp.rope_dims > lp.head_dim || lp.rope_dims % 2 != 0) {
+      return make_error("layer %ld: %srope.dimension_count %ld must be even and in [2, the layer's head_dim %ld]",
+                        static_cast<long>(l), p.c_str(), static_cast<long>(lp.rope_dims),
+                        static_cast<long>(lp.head_dim));
     }
     if (lp.sliding_window < 0) {
       return make_error("layer %ld: %sattention.sliding_window is %ld but must be >= 0", static_cast<long>(l),
@@ -162,7 +167,6 @@ std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
     LayerStateSpec& s = specs[l];
     switch (lp.mixer) {
       case MixerKind::kAttention:
-      case MixerKind::kGemma4Attention:
         if (lp.kv_shared_with >= 0) {
           s.kind = LayerStateKind::kSharedKv;
           s.shared_with = lp.kv_shared_with;
@@ -171,8 +175,8 @@ std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
         }
         s.n_kv_heads = lp.n_kv_heads;
         s.head_dim = lp.head_dim;
-        // A gemma4 sliding layer's ring also holds the chunk its shared-KV readers attend over.
-        s.window = lp.mixer == MixerKind::kGemma4Attention ? sliding_ring_slots(lp) : lp.sliding_window;
+        // A sliding layer's ring also holds the chunk its shared-KV readers attend over.
+        s.window = sliding_ring_slots(lp);
         break;
       case MixerKind::kDeltaNet:
         s.kind = LayerStateKind::kRecurrent;

@@ -17,11 +17,10 @@
 namespace sniper {
 
 // The token mixer of a layer (model/blocks/): what it reads from and keeps in the sequence state.
+// Blocks are named by mechanism; what differs between architectures is a LayerPlan field.
 enum class MixerKind : uint8_t {
-  kAttention,        // softmax attention over the layer's KV cache (model/blocks/attention.cpp)
-  kDeltaNet,         // gated delta-net linear attention with a recurrent state (model/blocks/delta_net.cpp)
-  kGemma4Attention,  // q/k/v-normed attention, per-layer rope, window ring, post norm
-                     // (model/blocks/gemma4_attention.cpp)
+  kAttention,  // softmax attention over the layer's KV rows or window ring (model/blocks/attention.cpp)
+  kDeltaNet,   // gated delta-net linear attention with a recurrent state (model/blocks/delta_net.cpp)
 };
 
 // The feed-forward block of a layer.
@@ -33,27 +32,34 @@ enum class FfnKind : uint8_t {
 };
 
 const char* mixer_kind_name(MixerKind kind);
-// kAttention or kGemma4Attention (both keep KV rows).
-bool is_attention(MixerKind kind);
 const char* ffn_kind_name(FfnKind kind);
 
-// One layer of the layer plan: which blocks it runs and the mixer's own shape (hybrid models
-// differ per layer). An architecture's finish() may fill ModelConfig::layers; when it does not,
-// every layer gets kAttention with the model-wide head shape and kMoe / kDense by expert_count.
+// One layer of the layer plan: which blocks it runs and how they are parameterised (hybrid
+// models differ per layer). An architecture's finish() may fill ModelConfig::layers; when it
+// does not, every layer gets kAttention with the model-wide head shape and kMoe / kDense by
+// expert_count. finish_layer_plan() resolves the fields marked "resolved" (0 = the model's value).
 struct LayerPlan {
   MixerKind mixer = MixerKind::kAttention;
   FfnKind ffn = FfnKind::kDense;
-  int64_t n_heads = 0;            // attention: query heads
-  int64_t n_kv_heads = 0;         // attention: kv heads (divides n_heads)
-  int64_t head_dim = 0;           // attention: per-head width of q, k and v
-  int64_t sliding_window = 0;     // attention: 0 = every earlier position, else the last N
-  int64_t kv_shared_with = -1;    // attention: >= 0 reads that earlier layer's KV instead of its own
-  bool attn_output_gate = false;  // attention: attn_q rows per head are [q | gate]; out = Wo (att * sigmoid(gate))
-  bool shared_expert = false;     // kMoe: plus a shared SwiGLU expert scaled by sigmoid(ffn_gate_inp_shexp . x)
-  int64_t rope_dims = 0;          // kGemma4Attention: rotated dims of the layer (0: the model's rope_dims)
-  float rope_base = 0.0f;         // kGemma4Attention: the layer's rope base (0: the model's rope_base)
-  bool rope_freqs = false;        // kGemma4Attention: the layer divides theta by rope_freqs
-  int64_t ffn_dim = 0;            // kGeluDense / kGemma4Moe: the dense FFN's width (0: hidden_dim)
+  // Attention (kAttention), model/blocks/attention.h:
+  int64_t n_heads = 0;            // query heads
+  int64_t n_kv_heads = 0;         // kv heads (divides n_heads)
+  int64_t head_dim = 0;           // per-head width of q, k and v
+  int64_t sliding_window = 0;     // 0 = every earlier position, else the last N (a ring of sliding_ring_slots)
+  int64_t kv_shared_with = -1;    // >= 0 reads that earlier layer's KV instead of computing its own
+  bool attn_output_gate = false;  // attn_q rows per head are [q | gate]; out = Wo (att * sigmoid(gate))
+  bool qkv_bias = false;          // attn_{q,k,v}.bias are added to the projections
+  bool qk_norm = false;           // per-head RMS norms of q and k (attn_{q,k}_norm)
+  bool v_norm = false;            // per-head RMS norm of v without a weight
+  bool v_optional = false;        // attn_v may be absent: V is then K's projection (before k's norm)
+  bool attn_post_norm = false;    // out = rms(Wo att) * post_attention_norm
+  float attn_scale = 0.0f;        // resolved: scores are q.k * attn_scale (0: 1 / sqrt(head_dim))
+  int64_t rope_dims = 0;          // resolved: rotated dims per head (0: the model's rope_dims)
+  float rope_base = 0.0f;         // resolved: the rope base (0: the model's rope_base)
+  bool rope_freqs = true;         // theta is divided by rope_freqs.weight when the file has it
+  // FFN:
+  bool shared_expert = false;  // kMoe: plus a shared SwiGLU expert scaled by sigmoid(ffn_gate_inp_shexp . x)
+  int64_t ffn_dim = 0;         // kGeluDense / kGemma4Moe: the dense FFN's width (0: hidden_dim)
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -74,7 +80,7 @@ struct DeltaNetConfig {
   int64_t conv_state_floats() const { return (conv_kernel - 1) * conv_channels(); }
   int64_t recurrent_state_floats() const { return n_v_heads * head_dim * head_dim; }
 };
-// A kGemma4Attention sliding layer keeps a ring of 2 * sliding_window positions (0: no window):
+// A sliding attention layer keeps a ring of 2 * sliding_window positions (0: no window):
 // a forward chunk of up to sliding_window + 1 tokens then still finds every key of its first
 // token after the chunk's own rows were stored (the shared-KV layers read them later in the same
 // forward). Transformer::forward splits longer chunks.
@@ -100,8 +106,8 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;   // 1 / rope.scaling.factor for linear scaling
   int64_t rope_dims = 0;          // rope.dimension_count (<= head_dim)
   RopeStyle rope_style = RopeStyle::kNorm;
-  bool qkv_bias = false;                                // q/k/v projections carry biases (qwen2)
-  bool qk_norm = false;                                 // per-head RMS norm on q and k (qwen3)
+  bool qkv_bias = false;                                // the default plan's LayerPlan::qkv_bias (qwen2)
+  bool qk_norm = false;                                 // the default plan's LayerPlan::qk_norm (qwen3)
   bool tied_embeddings = false;                         // no output.weight: the head reuses token_embd
   int64_t shared_expert_hidden_dim = 0;                 // expert_shared_feed_forward_length (layers with shared_expert)
   DeltaNetConfig delta_net;                             // kDeltaNet layers' shape

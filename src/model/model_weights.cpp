@@ -124,7 +124,7 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
   for (int64_t l = 0; l < c.n_layers; ++l) {
     LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     const LayerPlan& lp = c.layer(l);
-    if (lp.mixer == MixerKind::kGemma4Attention) {
+    if (lp.mixer == MixerKind::kAttention && lp.attn_post_norm) {
       CHECK(first_file_layer == 0, "gemma4 layers are bound from their own block numbers");
       SNIPER_TRY(bind_gemma4_layer(c, b, l, lw));
       continue;

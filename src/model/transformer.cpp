@@ -21,7 +21,6 @@
 #include "model/blocks/delta_net.h"
 #include "model/blocks/dense_ffn.h"
 #include "model/blocks/gelu_ffn.h"
-#include "model/blocks/gemma4_attention.h"
 #include "model/blocks/gemma4_moe_ffn.h"
 #include "model/tensor_names.h"
 
@@ -34,7 +33,6 @@ std::unique_ptr<MixerBlock> make_mixer(MixerKind kind, const ModelConfig& c, con
   switch (kind) {
     case MixerKind::kAttention: return std::make_unique<AttentionBlock>(c, w.rope_freqs, max_batch);
     case MixerKind::kDeltaNet: return std::make_unique<DeltaNetBlock>(c, max_batch);
-    case MixerKind::kGemma4Attention: return std::make_unique<Gemma4Attention>(c, w.rope_freqs, max_batch);
   }
   CHECK(false, "unknown mixer kind %d", static_cast<int>(kind));
   return nullptr;
@@ -83,7 +81,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
       f = ffn_kinds.end() - 1;
     }
     ffns_.push_back(ffn_blocks_[static_cast<size_t>(f - ffn_kinds.begin())].get());
-    if (lp.sliding_window > 0 && lp.mixer == MixerKind::kGemma4Attention) {
+    if (lp.mixer == MixerKind::kAttention && lp.sliding_window > 0) {
       const int64_t fits = sliding_ring_slots(lp) - lp.sliding_window + 1;
       max_chunk_ = max_chunk_ == 0 ? fits : std::min(max_chunk_, fits);
     }
@@ -124,7 +122,7 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   // forward() does not return (chunks split for sliding rings).
   bool sliding = false;
   for (const LayerPlan& lp : c.layers)
-    sliding = sliding || (lp.sliding_window > 0 && lp.mixer == MixerKind::kGemma4Attention);
+    sliding = sliding || (lp.mixer == MixerKind::kAttention && lp.sliding_window > 0);
   floats +=
       static_cast<size_t>(std::max<int64_t>(1, n_logit_rows) + (sliding ? 1 : 0)) * static_cast<size_t>(c.vocab_size);
   // Blocks of hybrid plans: a gated attention's q | gate rows, the delta-net's projections and
@@ -159,16 +157,13 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   // the largest head width and query group of its layers, over the whole context.
   const size_t acts = 4 * B * std::max(dim, ff) * 2;
   size_t attention = 0;
-  for (const MixerKind kind : {MixerKind::kAttention, MixerKind::kGemma4Attention}) {
-    int64_t head_dim = 0, group = 0;
-    for (const LayerPlan& lp : c.layers) {
-      if (lp.mixer != kind || lp.n_kv_heads <= 0) continue;
-      head_dim = std::max(head_dim, lp.head_dim);
-      group = std::max(group, lp.n_heads / lp.n_kv_heads);
-    }
-    if (head_dim > 0)
-      attention += static_cast<size_t>(n_threads) * attention_scratch_bound(head_dim, group, n_ctx) + 64;
+  int64_t head_dim = 0, group = 0;
+  for (const LayerPlan& lp : c.layers) {
+    if (lp.mixer != MixerKind::kAttention || lp.n_kv_heads <= 0) continue;
+    head_dim = std::max(head_dim, lp.head_dim);
+    group = std::max(group, lp.n_heads / lp.n_kv_heads);
   }
+  if (head_dim > 0) attention += static_cast<size_t>(n_threads) * attention_scratch_bound(head_dim, group, n_ctx) + 64;
   return floats * sizeof(float) + acts + attention;
 }
 
@@ -292,7 +287,7 @@ Result<const LayerWeights*> Transformer::layer_weights(int64_t layer_idx) {
   const LayerPlan& lp = config_.layer(layer_idx);
   const bool dense_ffn = lp.ffn == FfnKind::kDense || lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe;
   for (const Field& f : kFields) {
-    const bool runs = f.part == Part::kAttention  ? is_attention(lp.mixer)
+    const bool runs = f.part == Part::kAttention  ? lp.mixer == MixerKind::kAttention
                       : f.part == Part::kDeltaNet ? lp.mixer == MixerKind::kDeltaNet
                                                   : dense_ffn;
     if (!runs) continue;

@@ -73,8 +73,8 @@ TEST(WindowAttention, EveryTierMatchesTheScalarTwinBitForBit) {
         const AttentionLayout& layout = ring.cache->layout();
         for (const int64_t n_heads : {1, 3, 4}) {
           for (const float scale : {1.0f, 0.125f}) {
-            const std::vector<float> q = test::random_floats(n_heads * hd, static_cast<uint32_t>(n_heads * 7 + hd),
-                                                             test::Cond::kWell);
+            const std::vector<float> q =
+                test::random_floats(n_heads * hd, static_cast<uint32_t>(n_heads * 7 + hd), test::Cond::kWell);
             std::vector<float> scratch(window_attention_scratch_floats(hd, window, n_heads));
             // The last 2 * window positions are in the ring; attend at each of the last few,
             // whose windows start anywhere in it (and wrap).

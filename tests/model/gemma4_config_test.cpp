@@ -76,7 +76,9 @@ TEST(Gemma4Config, EModelLayerPlan) {
   for (int64_t l = 0; l < 6; ++l) {
     const LayerPlan& lp = c->layer(l);
     SCOPED_TRACE(l);
-    EXPECT_EQ(lp.mixer, MixerKind::kGemma4Attention);
+    EXPECT_EQ(lp.mixer, MixerKind::kAttention);
+    EXPECT_TRUE(lp.qk_norm && lp.v_norm && lp.v_optional && lp.attn_post_norm);
+    EXPECT_EQ(lp.attn_scale, 1.0f);
     EXPECT_EQ(lp.ffn, FfnKind::kGeluDense);
     EXPECT_EQ(lp.sliding_window, window[l]);
     EXPECT_EQ(lp.head_dim, head_dim[l]);

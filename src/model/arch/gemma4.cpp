@@ -86,7 +86,12 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
   for (int64_t l = 0; l < L; ++l) {
     LayerPlan& lp = c.layers[static_cast<size_t>(l)];
     const bool sliding = (**pattern)[static_cast<size_t>(l)] != 0;
-    lp.mixer = MixerKind::kGemma4Attention;
+    lp.mixer = MixerKind::kAttention;
+    lp.qk_norm = true;
+    lp.v_norm = true;
+    lp.v_optional = true;
+    lp.attn_post_norm = true;
+    lp.attn_scale = 1.0f;
     lp.ffn = c.n_experts > 0 ? FfnKind::kGemma4Moe : FfnKind::kGeluDense;
     SNIPER_ASSIGN_OR_RETURN(lp.n_heads, layer_int(file, p + "attention.head_count", l, L, 1, 4096));
     SNIPER_ASSIGN_OR_RETURN(lp.n_kv_heads, layer_int(file, p + "attention.head_count_kv", l, L, 1, 4096));

@@ -77,6 +77,7 @@ Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Fa
     lp.n_kv_heads = c.n_kv_heads;
     lp.head_dim = c.head_dim;
     lp.attn_output_gate = true;
+    lp.qk_norm = c.qk_norm;
     lp.ffn = family.moe ? FfnKind::kMoe : FfnKind::kDense;
     lp.shared_expert = family.moe;
   }
