@@ -98,13 +98,15 @@ Status Gemma4MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const Bl
     int32_t* sel = sel_.data() + t * k;
     float* w = sel_w_.data() + t * k;
     top_k(probs, n_exp, k, sel);
-    float sum = 0.0f;
+    // The selected weights' sum in double, rounded once (ggml_sum_rows), as MoeFfn does.
+    double sum = 0.0;
     for (int64_t i = 0; i < k; ++i) {
       w[i] = probs[sel[i]];
-      sum += w[i];
+      sum += static_cast<double>(w[i]);
       used_[static_cast<size_t>(sel[i])] = 1;
     }
-    for (int64_t i = 0; i < k; ++i) w[i] /= sum;
+    const float s = static_cast<float>(sum);
+    for (int64_t i = 0; i < k; ++i) w[i] /= s;
   }
   union_.clear();
   for (int64_t e = 0; e < n_exp; ++e) {
