@@ -102,7 +102,7 @@ int cmd_inspect(int argc, char** argv) {
         d += "(window " + std::to_string(lp.sliding_window) + ")";
       if (lp.mixer == MixerKind::kAttention && lp.kv_shared_with >= 0)
         d += "(kv of " + std::to_string(lp.kv_shared_with) + ")";
-      d += std::string(" + ") + ffn_kind_name(lp.ffn) + (lp.shared_expert ? "+shared" : "");
+      d += std::string(" + ") + ffn_kind_name(lp.ffn) + (lp.shared_expert != SharedExpert::kNone ? "+shared" : "");
       return d;
     };
     std::string plan;

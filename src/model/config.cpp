@@ -63,8 +63,6 @@ const char* ffn_kind_name(FfnKind kind) {
   switch (kind) {
     case FfnKind::kDense: return "dense";
     case FfnKind::kMoe: return "moe";
-    case FfnKind::kGeluDense: return "gelu-dense";
-    case FfnKind::kGemma4Moe: return "gemma4-moe";
   }
   return "?";
 }
@@ -87,6 +85,7 @@ Status finish_layer_plan(ModelConfig& c) {
                       static_cast<long>(c.n_layers));
   }
   for (LayerPlan& lp : c.layers) {
+    if (lp.ffn == FfnKind::kDense && lp.ffn_dim == 0) lp.ffn_dim = c.hidden_dim;
     if (lp.mixer != MixerKind::kAttention) continue;
     if (lp.rope_dims == 0) lp.rope_dims = c.rope_dims;
     if (lp.rope_base == 0.0f) lp.rope_base = c.rope_base;
@@ -97,11 +96,14 @@ Status finish_layer_plan(ModelConfig& c) {
     if (lp.ffn == FfnKind::kMoe && !c.is_moe()) {
       return make_error("layer %ld has routed experts but %sexpert_count is 0", static_cast<long>(l), p.c_str());
     }
-    if (lp.ffn == FfnKind::kDense && c.hidden_dim <= 0) {
+    if ((lp.ffn == FfnKind::kDense || lp.shared_expert == SharedExpert::kUngated) && lp.ffn_dim <= 0) {
       return make_error("layer %ld has a dense FFN but %sfeed_forward_length is missing or 0", static_cast<long>(l),
                         p.c_str());
     }
-    if (lp.shared_expert && (lp.ffn != FfnKind::kMoe || c.shared_expert_hidden_dim <= 0)) {
+    if (lp.shared_expert != SharedExpert::kNone && lp.ffn != FfnKind::kMoe) {
+      return make_error("layer %ld has a shared expert but no routed experts", static_cast<long>(l));
+    }
+    if (lp.shared_expert == SharedExpert::kGated && c.shared_expert_hidden_dim <= 0) {
       return make_error(
           "layer %ld has a shared expert but %sexpert_shared_feed_forward_length is missing or 0 (or the "
           "layer has no routed experts)",
@@ -121,10 +123,6 @@ Status finish_layer_plan(ModelConfig& c) {
                           p.c_str(), static_cast<long>(d.conv_kernel), static_cast<long>(kSsmConvWidth));
       }
       continue;
-    }
-    if ((lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe) && lp.ffn_dim <= 0) {
-      return make_error("layer %ld has a dense FFN but its %sfeed_forward_length is missing or 0", static_cast<long>(l),
-                        p.c_str());
     }
     if (lp.mixer != MixerKind::kAttention) continue;
     if (lp.n_heads < 1 || lp.n_kv_heads < 1 || lp.head_dim < 1 || lp.n_heads % lp.n_kv_heads != 0) {

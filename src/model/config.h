@@ -25,10 +25,27 @@ enum class MixerKind : uint8_t {
 
 // The feed-forward block of a layer.
 enum class FfnKind : uint8_t {
-  kDense,      // SwiGLU: down(silu(gate x) * up x)  (model/blocks/dense_ffn.cpp)
-  kMoe,        // routed experts (model/blocks/moe_ffn.cpp)
-  kGeluDense,  // GELU FFN with a post norm (model/blocks/gelu_ffn.cpp)
-  kGemma4Moe,  // GELU FFN + routed GELU experts, each post-normed (model/blocks/gemma4_moe_ffn.cpp)
+  kDense,  // a gated MLP: down(act(gate x) * up x)  (model/blocks/dense_ffn.cpp)
+  kMoe,    // routed experts, optionally beside a shared expert (model/blocks/moe_ffn.cpp)
+};
+
+// The gated MLPs' activation: out = act(gate) * up.
+enum class Activation : uint8_t {
+  kSilu,  // SwiGLU (kernels/ops.h silu_mul)
+  kGelu,  // GeGLU with ggml's f16-table GELU (kernels/activations.h geglu)
+};
+
+// What an MoE layer's router multiplies.
+enum class RouterInput : uint8_t {
+  kFfnInput,        // the FFN's normed input xb
+  kScaledResidual,  // rms(x) * (1 / sqrt(dim)) * ffn_gate_inp.scale, x the residual entering the FFN (gemma4)
+};
+
+// The expert every token of an MoE layer runs beside the routed ones.
+enum class SharedExpert : uint8_t {
+  kNone,
+  kGated,    // sigmoid(ffn_gate_inp_shexp . xb) * MLP(xb): ffn_{gate,up,down}_shexp, shared_expert_hidden_dim wide
+  kUngated,  // MLP(xb): the dense FFN's own tensors ffn_{gate,up,down}, ffn_dim wide (gemma4's MLP beside its experts)
 };
 
 const char* mixer_kind_name(MixerKind kind);
@@ -57,9 +74,19 @@ struct LayerPlan {
   int64_t rope_dims = 0;          // resolved: rotated dims per head (0: the model's rope_dims)
   float rope_base = 0.0f;         // resolved: the rope base (0: the model's rope_base)
   bool rope_freqs = true;         // theta is divided by rope_freqs.weight when the file has it
-  // FFN:
-  bool shared_expert = false;  // kMoe: plus a shared SwiGLU expert scaled by sigmoid(ffn_gate_inp_shexp . x)
-  int64_t ffn_dim = 0;         // kGeluDense / kGemma4Moe: the dense FFN's width (0: hidden_dim)
+  // FFN (kDense, kMoe), model/blocks/dense_ffn.h, moe_ffn.h:
+  int64_t ffn_dim = 0;                     // resolved: the dense MLP's width (0: hidden_dim)
+  Activation ffn_act = Activation::kSilu;  // the dense MLP's, the experts' and the shared expert's
+  bool ffn_fused_gate_up = false;          // the dense MLP's gate and up are one tensor ffn_gate_up (file-dependent)
+  bool ffn_post_norm = false;              // out = rms(out) * post_ffw_norm
+  // MoE (kMoe):
+  RouterInput router_input = RouterInput::kFfnInput;
+  bool expert_input_norm = false;     // experts read rms(x) * pre_ffw_norm_2 instead of xb
+  bool expert_scale = false;          // expert e's output is scaled by ffn_down_exps.scale[e]
+  bool expert_fused_gate_up = false;  // experts' gate and up are the halves of ffn_gate_up_exps
+  SharedExpert shared_expert = SharedExpert::kNone;
+  bool routed_post_norm = false;  // the routed sum is rms(sum) * post_ffw_norm_2
+  bool shared_post_norm = false;  // the shared expert's output is rms(shared) * post_ffw_norm_1
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }

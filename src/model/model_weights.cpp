@@ -80,7 +80,7 @@ Status bind_gemma4_layer(const ModelConfig& c, const Binder& b, int64_t l, Layer
   SNIPER_ASSIGN_OR_RETURN(lw.ffn_up, b.get(blk(l, "ffn_up.weight"), {dim, ff, 1, 1}, false));
   SNIPER_ASSIGN_OR_RETURN(lw.ffn_down, b.get(blk(l, "ffn_down.weight"), {ff, dim, 1, 1}, false));
   SNIPER_ASSIGN_OR_RETURN(lw.post_ffw_norm, b.get(blk(l, "post_ffw_norm.weight"), {dim, 1, 1, 1}, true));
-  if (lp.ffn == FfnKind::kGemma4Moe) {
+  if (lp.ffn == FfnKind::kMoe) {
     const int64_t eff = c.expert_hidden_dim, ne = c.n_experts;
     SNIPER_ASSIGN_OR_RETURN(lw.router, b.get(blk(l, "ffn_gate_inp.weight"), {dim, ne, 1, 1}, false));
     SNIPER_ASSIGN_OR_RETURN(lw.router_scale, b.get(blk(l, "ffn_gate_inp.scale"), {dim, 1, 1, 1}, true));
@@ -170,7 +170,7 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
     if (lp.ffn == FfnKind::kMoe) {
       const int64_t ff = c.expert_hidden_dim, ne = c.n_experts;
       SNIPER_ASSIGN_OR_RETURN(lw.router, b.get(name(LayerTensor::kFfnGateInp), {c.dim, ne, 1, 1}, false));
-      if (lp.shared_expert) {
+      if (lp.shared_expert == SharedExpert::kGated) {
         const int64_t sff = c.shared_expert_hidden_dim;
         SNIPER_ASSIGN_OR_RETURN(lw.shexp_gate_inp, b.get(name(LayerTensor::kFfnGateInpShexp), {c.dim, 1, 1, 1}, true));
         SNIPER_ASSIGN_OR_RETURN(lw.shexp_gate, b.get(name(LayerTensor::kFfnGateShexp), {c.dim, sff, 1, 1}, false));
@@ -186,12 +186,37 @@ Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore&
       SNIPER_ASSIGN_OR_RETURN(lw.up_exps, b.get(name(LayerTensor::kFfnUpExps), {c.dim, ff, ne, 1}, false));
       SNIPER_ASSIGN_OR_RETURN(lw.down_exps, b.get(name(LayerTensor::kFfnDownExps), {ff, c.dim, ne, 1}, false));
     } else {
-      SNIPER_ASSIGN_OR_RETURN(lw.ffn_gate, b.get(name(LayerTensor::kFfnGate), {c.dim, c.hidden_dim, 1, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.ffn_up, b.get(name(LayerTensor::kFfnUp), {c.dim, c.hidden_dim, 1, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.ffn_down, b.get(name(LayerTensor::kFfnDown), {c.hidden_dim, c.dim, 1, 1}, false));
+      const int64_t ff = lp.ffn_dim;
+      SNIPER_ASSIGN_OR_RETURN(lw.ffn_gate, b.get(name(LayerTensor::kFfnGate), {c.dim, ff, 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.ffn_up, b.get(name(LayerTensor::kFfnUp), {c.dim, ff, 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(lw.ffn_down, b.get(name(LayerTensor::kFfnDown), {ff, c.dim, 1, 1}, false));
     }
   }
   return w;
+}
+
+std::vector<std::vector<ExpertView>> resident_expert_views(const ModelConfig& c, const ModelWeights& w) {
+  std::vector<std::vector<ExpertView>> views(w.layers.size());
+  const int64_t ff = c.expert_hidden_dim;
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    if (c.layers[l].ffn != FfnKind::kMoe) continue;
+    const LayerWeights& lw = w.layers[l];
+    const bool fused = c.layers[l].expert_fused_gate_up;
+    CHECK((fused ? lw.gate_up_exps.data : lw.gate_exps.data) != nullptr && lw.down_exps.data != nullptr,
+          "layer %zu: experts are not resident and no expert source was given", l);
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      if (fused) {
+        const QTensor gu = lw.gate_up_exps.matrix(e);
+        ExpertView v{gu, gu, lw.down_exps.matrix(e)};
+        v.gate.ne[1] = v.up.ne[1] = ff;
+        v.up.data = gu.data + gu.row_bytes * static_cast<size_t>(ff);
+        views[l].push_back(v);
+      } else {
+        views[l].push_back({lw.gate_exps.matrix(e), lw.up_exps.matrix(e), lw.down_exps.matrix(e)});
+      }
+    }
+  }
+  return views;
 }
 
 Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig& c, const WeightStore& store) {
@@ -200,7 +225,7 @@ Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig
   const int64_t ff = c.expert_hidden_dim;
   static const char* kSplit[3] = {"ffn_gate", "ffn_up", "ffn_down"};
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    if (c.layer(l).ffn != FfnKind::kMoe && c.layer(l).ffn != FfnKind::kGemma4Moe) continue;
+    if (c.layer(l).ffn != FfnKind::kMoe) continue;
     if (const QTensor* gu = store.find_tensor(blk(l, "ffn_gate_up_exps.weight")); gu != nullptr) {
       // gemma4: gate and up are the two halves of each expert's fused matrix.
       const QTensor* d = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnDownExps));

@@ -38,6 +38,7 @@ struct LayerWeights {
   QTensor ffn_gate;        // dense: [dim -> hidden_dim]
   QTensor ffn_up;          // dense: [dim -> hidden_dim]
   QTensor ffn_down;        // dense: [hidden_dim -> dim]
+  QTensor ffn_gate_up;     // dense, LayerPlan::ffn_fused_gate_up: [dim -> 2 * hidden_dim] (gate rows, then up rows)
   QTensor router;          // moe: ffn_gate_inp [dim -> n_experts]
   QTensor gate_exps;       // moe: [dim -> expert_hidden_dim] x n_experts
   QTensor up_exps;         // moe: [dim -> expert_hidden_dim] x n_experts
@@ -77,6 +78,10 @@ struct ModelWeights {
 // (an MTP head's one-layer config binds the block after the main stack; model/mtp_head.h).
 Result<ModelWeights> bind_model_weights(const ModelConfig& config, const WeightStore& store,
                                         int64_t first_file_layer = 0);
+
+// The experts of the bound ffn_*_exps tensors as views[layer][expert] (gate and up: the halves of
+// ffn_gate_up_exps[e] where the layer fuses them). CHECKs they are resident.
+std::vector<std::vector<ExpertView>> resident_expert_views(const ModelConfig& config, const ModelWeights& weights);
 
 // The resident experts as views[layer][expert]: slices of the 3-D ffn_*_exps tensors or the
 // per-expert tensors of a packed file (blk.L.ffn_{gate,up,down}.E.weight), shape-checked.

@@ -20,8 +20,6 @@
 #include "model/blocks/attention.h"
 #include "model/blocks/delta_net.h"
 #include "model/blocks/dense_ffn.h"
-#include "model/blocks/gelu_ffn.h"
-#include "model/blocks/gemma4_moe_ffn.h"
 #include "model/tensor_names.h"
 
 namespace sniper {
@@ -43,8 +41,6 @@ std::unique_ptr<FfnBlock> make_ffn(FfnKind kind, const ModelConfig& c, const Mod
   switch (kind) {
     case FfnKind::kDense: return std::make_unique<DenseFfn>(c, max_batch);
     case FfnKind::kMoe: return std::make_unique<MoeFfn>(c, w, max_batch, sources.experts);
-    case FfnKind::kGeluDense: return std::make_unique<GeluFfn>(c, max_batch);
-    case FfnKind::kGemma4Moe: return std::make_unique<Gemma4MoeFfn>(c, w, max_batch, sources.experts);
   }
   CHECK(false, "unknown FFN kind %d", static_cast<int>(kind));
   return nullptr;
@@ -132,7 +128,7 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   for (const LayerPlan& lp : c.layers) {
     gated = gated || (lp.mixer == MixerKind::kAttention && lp.attn_output_gate);
     delta = delta || lp.mixer == MixerKind::kDeltaNet;
-    shared = shared || lp.shared_expert;
+    shared = shared || lp.shared_expert == SharedExpert::kGated;
     if (lp.mixer == MixerKind::kAttention) q_dim = std::max(q_dim, static_cast<size_t>(lp.q_dim()));
   }
   if (gated) floats += 3 * B * q_dim;
@@ -147,7 +143,7 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
   }
   size_t gemma_ffn = 0;  // gemma4 blocks: the dense MLP beside the experts, router input, sums
   for (const LayerPlan& lp : c.layers) {
-    if (lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe) {
+    if (lp.ffn_post_norm) {
       gemma_ffn = std::max(gemma_ffn, B * (2 * static_cast<size_t>(lp.ffn_dim) + 4 * dim));
     }
   }
@@ -285,7 +281,7 @@ Result<const LayerWeights*> Transformer::layer_weights(int64_t layer_idx) {
       {&LayerWeights::ffn_down, LayerTensor::kFfnDown, Part::kDenseFfn},
   };
   const LayerPlan& lp = config_.layer(layer_idx);
-  const bool dense_ffn = lp.ffn == FfnKind::kDense || lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe;
+  const bool dense_ffn = lp.ffn == FfnKind::kDense || lp.shared_expert == SharedExpert::kUngated;
   for (const Field& f : kFields) {
     const bool runs = f.part == Part::kAttention  ? lp.mixer == MixerKind::kAttention
                       : f.part == Part::kDeltaNet ? lp.mixer == MixerKind::kDeltaNet

@@ -79,7 +79,9 @@ TEST(Gemma4Config, EModelLayerPlan) {
     EXPECT_EQ(lp.mixer, MixerKind::kAttention);
     EXPECT_TRUE(lp.qk_norm && lp.v_norm && lp.v_optional && lp.attn_post_norm);
     EXPECT_EQ(lp.attn_scale, 1.0f);
-    EXPECT_EQ(lp.ffn, FfnKind::kGeluDense);
+    EXPECT_EQ(lp.ffn, FfnKind::kDense);
+    EXPECT_EQ(lp.ffn_act, Activation::kGelu);
+    EXPECT_TRUE(lp.ffn_post_norm);
     EXPECT_EQ(lp.sliding_window, window[l]);
     EXPECT_EQ(lp.head_dim, head_dim[l]);
     EXPECT_EQ(lp.rope_dims, head_dim[l]);
@@ -108,7 +110,11 @@ TEST(Gemma4Config, MoeLayoutWithPerLayerKvHeads) {
   }));
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->expert_hidden_dim, 64);
-  EXPECT_EQ(c->layer(0).ffn, FfnKind::kGemma4Moe);
+  EXPECT_EQ(c->layer(0).ffn, FfnKind::kMoe);
+  EXPECT_EQ(c->layer(0).shared_expert, SharedExpert::kUngated);
+  EXPECT_EQ(c->layer(0).router_input, RouterInput::kScaledResidual);
+  EXPECT_TRUE(c->layer(0).expert_input_norm && c->layer(0).expert_scale && c->layer(0).expert_fused_gate_up);
+  EXPECT_TRUE(c->layer(0).routed_post_norm && c->layer(0).shared_post_norm && c->layer(0).ffn_post_norm);
   EXPECT_EQ(c->layer(0).n_kv_heads, 2);
   EXPECT_EQ(c->layer(5).n_kv_heads, 1);
   EXPECT_EQ(c->layer(5).kv_shared_with, -1);

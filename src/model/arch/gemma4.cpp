@@ -92,7 +92,18 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
     lp.v_optional = true;
     lp.attn_post_norm = true;
     lp.attn_scale = 1.0f;
-    lp.ffn = c.n_experts > 0 ? FfnKind::kGemma4Moe : FfnKind::kGeluDense;
+    lp.ffn = c.n_experts > 0 ? FfnKind::kMoe : FfnKind::kDense;
+    lp.ffn_act = Activation::kGelu;
+    lp.ffn_post_norm = true;
+    if (c.n_experts > 0) {  // the MLP beside the experts, each part post-normed
+      lp.router_input = RouterInput::kScaledResidual;
+      lp.expert_input_norm = true;
+      lp.expert_scale = true;
+      lp.expert_fused_gate_up = true;
+      lp.shared_expert = SharedExpert::kUngated;
+      lp.routed_post_norm = true;
+      lp.shared_post_norm = true;
+    }
     SNIPER_ASSIGN_OR_RETURN(lp.n_heads, layer_int(file, p + "attention.head_count", l, L, 1, 4096));
     SNIPER_ASSIGN_OR_RETURN(lp.n_kv_heads, layer_int(file, p + "attention.head_count_kv", l, L, 1, 4096));
     if (lp.n_heads % lp.n_kv_heads != 0) {

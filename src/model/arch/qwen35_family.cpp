@@ -79,7 +79,7 @@ Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Fa
     lp.attn_output_gate = true;
     lp.qk_norm = c.qk_norm;
     lp.ffn = family.moe ? FfnKind::kMoe : FfnKind::kDense;
-    lp.shared_expert = family.moe;
+    lp.shared_expert = family.moe ? SharedExpert::kGated : SharedExpert::kNone;
   }
   return ok_status();
 }

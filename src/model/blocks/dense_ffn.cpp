@@ -1,29 +1,64 @@
 // SPDX-License-Identifier: MIT
 #include "model/blocks/dense_ffn.h"
 
+#include <algorithm>
+
+#include "kernels/activations.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 
 namespace sniper {
 
-DenseFfn::DenseFfn(const ModelConfig& config, int64_t max_batch) : config_(config) {
-  const size_t n = static_cast<size_t>(max_batch) * static_cast<size_t>(config.hidden_dim);
-  hb_.resize(n);
-  hb2_.resize(n);
+void gated_activation(Activation act, const float* gate, const float* up, float* out, int64_t n) {
+  switch (act) {
+    case Activation::kSilu: silu_mul(gate, up, out, n); return;
+    case Activation::kGelu: geglu(gate, up, out, n); return;
+  }
+  CHECK(false, "unknown activation %d", static_cast<int>(act));
 }
 
-Status DenseFfn::forward(int64_t, const LayerWeights& lw, const BlockIo& io) {
-  const int64_t dim = config_.dim, ff = config_.hidden_dim, n_tok = io.n_tok;
-  ThreadPool& pool = *io.pool;
-  ActCache acts(io.buffers->act_bufs, 3);
-  // gate and up in one parallel pass (one hand-out and barrier instead of two); the same bits as
-  // two matmul_q calls.
-  const MatmulJob gate_up[2] = {{&lw.ffn_gate, acts.get(lw.ffn_gate.type, io.xb, dim, n_tok, pool), hb_.data(), ff},
-                                {&lw.ffn_up, acts.get(lw.ffn_up.type, io.xb, dim, n_tok, pool), hb2_.data(), ff}};
-  matmul_q_multi(gate_up, pool, selected_tier(), MatmulOrder::kAuto);
-  // Row by row: ggml's swiglu splits each row into 16-wide SIMD blocks and a scalar tail.
-  for (int64_t t = 0; t < n_tok; ++t) silu_mul(hb_.data() + t * ff, hb2_.data() + t * ff, hb_.data() + t * ff, ff);
-  matmul(lw.ffn_down, hb_.data(), io.out, n_tok, io.buffers->act, pool);
+void run_gated_mlp(const GatedMlpWeights& w, int64_t ff, Activation act, const float* x, int64_t dim, int64_t n_tok,
+                   float* hb, float* hb2, float* out, BlockBuffers& buffers, ThreadPool& pool) {
+  if (w.gate_up != nullptr) {
+    // One product: row t of hb2 is [gate (ff) | up (ff)].
+    matmul(*w.gate_up, x, hb2, n_tok, buffers.act, pool);
+    for (int64_t t = 0; t < n_tok; ++t) gated_activation(act, hb2 + t * 2 * ff, hb2 + t * 2 * ff + ff, hb + t * ff, ff);
+  } else {
+    ActCache acts(buffers.act_bufs, 3);
+    const MatmulJob gate_up[2] = {{w.gate, acts.get(w.gate->type, x, dim, n_tok, pool), hb, ff},
+                                  {w.up, acts.get(w.up->type, x, dim, n_tok, pool), hb2, ff}};
+    matmul_q_multi(gate_up, pool, selected_tier(), MatmulOrder::kAuto);
+    for (int64_t t = 0; t < n_tok; ++t) gated_activation(act, hb + t * ff, hb2 + t * ff, hb + t * ff, ff);
+  }
+  matmul(*w.down, hb, out, n_tok, buffers.act, pool);
+}
+
+DenseFfn::DenseFfn(const ModelConfig& config, int64_t max_batch) : config_(config) {
+  int64_t ff = 0, ff2 = 0;
+  for (const LayerPlan& lp : config.layers) {
+    if (lp.ffn != FfnKind::kDense) continue;
+    ff = std::max(ff, lp.ffn_dim);
+    ff2 = std::max(ff2, lp.ffn_fused_gate_up ? 2 * lp.ffn_dim : lp.ffn_dim);
+  }
+  hb_.resize(static_cast<size_t>(max_batch) * static_cast<size_t>(ff));
+  hb2_.resize(static_cast<size_t>(max_batch) * static_cast<size_t>(ff2));
+}
+
+Status DenseFfn::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) {
+  const LayerPlan& lp = config_.layer(layer_idx);
+  const int64_t dim = config_.dim;
+  const bool fused = lp.ffn_fused_gate_up;
+  const GatedMlpWeights w{.gate = fused ? nullptr : &lw.ffn_gate,
+                          .up = fused ? nullptr : &lw.ffn_up,
+                          .gate_up = fused ? &lw.ffn_gate_up : nullptr,
+                          .down = &lw.ffn_down};
+  run_gated_mlp(w, lp.ffn_dim, lp.ffn_act, io.xb, dim, io.n_tok, hb_.data(), hb2_.data(), io.out, *io.buffers,
+                *io.pool);
+  if (lp.ffn_post_norm) {
+    for (int64_t t = 0; t < io.n_tok; ++t) {
+      rms_norm(io.out + t * dim, f32_data(lw.post_ffw_norm), io.out + t * dim, dim, config_.norm_eps);
+    }
+  }
   return ok_status();
 }
 
