@@ -8,9 +8,6 @@
 #include "base/check.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
-#include "model/blocks/attention.h"
-#include "model/blocks/dense_ffn.h"
-#include "model/blocks/moe_ffn.h"
 
 namespace sniper {
 
@@ -128,14 +125,7 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
   CHECK(m->head_.data != nullptr && m->head_norm_.data != nullptr, "the output head is resident in every plan");
   m->embeddings_ = embeddings;
   m->max_batch_ = max_batch;
-  const LayerPlan& lp = c.layer(0);
-  m->mixer_ = std::make_unique<AttentionBlock>(c, m->weights_.rope_freqs, max_batch);
-  if (lp.ffn == FfnKind::kMoe) {
-    m->ffn_ = std::make_unique<MoeFfn>(c, m->weights_, max_batch, experts);
-  } else {
-    CHECK(lp.ffn == FfnKind::kDense, "MTP blocks of the qwen35 family have a SwiGLU or routed FFN");
-    m->ffn_ = std::make_unique<DenseFfn>(c, max_batch);
-  }
+  m->stack_ = std::make_unique<LayerStack>(c, m->weights_, max_batch, WeightSources{.experts = experts});
   const size_t B = static_cast<size_t>(max_batch), D = static_cast<size_t>(dim);
   m->e_.resize(B * D);
   m->cat_.resize(2 * B * D);
@@ -147,7 +137,7 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
 
 size_t MtpHead::scratch_bytes() const {
   return (e_.size() + cat_.size() + x_.size() + xb_.size() + out_.size()) * sizeof(float) + buffers_.act.capacity() +
-         mixer_->scratch_bytes() + ffn_->scratch_bytes();
+         stack_->scratch_bytes();
 }
 
 Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_t pos0, SequenceState& state,
@@ -170,23 +160,15 @@ Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_
   }
   matmul(eh_proj_, cat_.data(), x_.data(), n, buffers_.act, pool);
 
-  const LayerWeights& lw = weights_.layers[0];
-  const BlockIo io{.n_tok = n,
+  const LayerIo io{.n_tok = n,
                    .pos0 = pos0,
                    .x = x_.data(),
                    .xb = xb_.data(),
                    .out = out_.data(),
                    .buffers = &buffers_,
                    .pool = &pool};
-  mixer_->begin_chunk(pos0, n);
-  for (int64_t t = 0; t < n; ++t)
-    rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
-  SNIPER_TRY(mixer_->forward(0, lw, state, io));
-  for (int64_t t = 0; t < n; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
-  for (int64_t t = 0; t < n; ++t)
-    rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
-  SNIPER_TRY(ffn_->forward(0, lw, io));
-  for (int64_t t = 0; t < n; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
+  SNIPER_TRY(stack_->begin_chunk(tokens, x_.data(), n, pos0, buffers_, pool));
+  SNIPER_TRY(stack_->run_layer(0, weights_.layers[0], state, io));
   for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(head_norm_), h_out + t * dim, dim, c.norm_eps);
   if (logits != nullptr) {
     const int64_t first = all_logits ? 0 : n - 1;

@@ -24,84 +24,28 @@
 
 namespace sniper {
 
-namespace {
-
-// The block for a kind (one instance serves every layer of that kind).
-std::unique_ptr<MixerBlock> make_mixer(MixerKind kind, const ModelConfig& c, const ModelWeights& w, int64_t max_batch) {
-  switch (kind) {
-    case MixerKind::kAttention: return std::make_unique<AttentionBlock>(c, w.rope_freqs, max_batch);
-    case MixerKind::kDeltaNet: return std::make_unique<DeltaNetBlock>(c, max_batch);
-  }
-  CHECK(false, "unknown mixer kind %d", static_cast<int>(kind));
-  return nullptr;
-}
-
-std::unique_ptr<FfnBlock> make_ffn(FfnKind kind, const ModelConfig& c, const ModelWeights& w, int64_t max_batch,
-                                   const WeightSources& sources) {
-  switch (kind) {
-    case FfnKind::kDense: return std::make_unique<DenseFfn>(c, max_batch);
-    case FfnKind::kMoe: return std::make_unique<MoeFfn>(c, w, max_batch, sources.experts);
-  }
-  CHECK(false, "unknown FFN kind %d", static_cast<int>(kind));
-  return nullptr;
-}
-
-}  // namespace
-
-Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx,
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t /*n_ctx*/,
                          const WeightSources& sources)
-    : config_(config), weights_(weights), max_batch_(max_batch), sources_(sources) {
-  CHECK(max_batch >= 1);
-  CHECK(static_cast<int64_t>(config.layers.size()) == config.n_layers, "the config has no layer plan");
+    : config_(config),
+      weights_(weights),
+      max_batch_(max_batch),
+      sources_(sources),
+      stack_(config, weights, max_batch, sources),
+      max_chunk_(stack_.max_chunk()) {
   const size_t B = static_cast<size_t>(max_batch);
   const size_t dim = static_cast<size_t>(config.dim);
   x_.resize(B * dim);
   xb_.resize(B * dim);
   out_.resize(B * dim);
-  // Blocks are made in order of first use, one per kind.
-  std::vector<MixerKind> mixer_kinds;
-  std::vector<FfnKind> ffn_kinds;
-  for (const LayerPlan& lp : config.layers) {
-    auto m = std::find(mixer_kinds.begin(), mixer_kinds.end(), lp.mixer);
-    if (m == mixer_kinds.end()) {
-      mixer_kinds.push_back(lp.mixer);
-      mixer_blocks_.push_back(make_mixer(lp.mixer, config, weights, max_batch));
-      m = mixer_kinds.end() - 1;
-    }
-    mixers_.push_back(mixer_blocks_[static_cast<size_t>(m - mixer_kinds.begin())].get());
-    auto f = std::find(ffn_kinds.begin(), ffn_kinds.end(), lp.ffn);
-    if (f == ffn_kinds.end()) {
-      ffn_kinds.push_back(lp.ffn);
-      ffn_blocks_.push_back(make_ffn(lp.ffn, config, weights, max_batch, sources));
-      if (lp.ffn == FfnKind::kMoe) moe_ = static_cast<MoeFfn*>(ffn_blocks_.back().get());
-      f = ffn_kinds.end() - 1;
-    }
-    ffns_.push_back(ffn_blocks_[static_cast<size_t>(f - ffn_kinds.begin())].get());
-    if (lp.mixer == MixerKind::kAttention && lp.sliding_window > 0) {
-      const int64_t fits = sliding_ring_slots(lp) - lp.sliding_window + 1;
-      max_chunk_ = max_chunk_ == 0 ? fits : std::min(max_chunk_, fits);
-    }
-  }
-  if (config.per_layer_dim > 0) {
-    per_layer_ = std::make_unique<PerLayerEmbedding>(config, weights, max_batch, sources.per_layer_embeddings);
-  }
 }
 
-void Transformer::set_routing_bias(const RoutingBias& bias) {
-  if (moe_ != nullptr) moe_->set_routing_bias(bias);
-}
+void Transformer::set_routing_bias(const RoutingBias& bias) { stack_.set_routing_bias(bias); }
 
-const RoutingStats& Transformer::routing_stats() const {
-  return moe_ != nullptr ? moe_->routing_stats() : no_routing_stats_;
-}
+const RoutingStats& Transformer::routing_stats() const { return stack_.routing_stats(); }
 
 size_t Transformer::scratch_bytes() const {
-  size_t bytes =
-      (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + buffers_.act.capacity();
-  for (const auto& b : mixer_blocks_) bytes += b->scratch_bytes();
-  for (const auto& b : ffn_blocks_) bytes += b->scratch_bytes();
-  if (per_layer_ != nullptr) bytes += per_layer_->scratch_bytes();
-  return bytes;
+  return (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + buffers_.act.capacity() +
+         stack_.scratch_bytes();
 }
 
 size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads,
@@ -210,10 +154,8 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
   if (c.embd_scale > 0.0f) {
     for (int64_t i = 0; i < n_tok * dim; ++i) x_[static_cast<size_t>(i)] *= c.embd_scale;
   }
-  if (per_layer_ != nullptr) SNIPER_TRY(per_layer_->begin_chunk(tokens, x_.data(), n_tok, buffers_, pool));
-  for (const auto& b : mixer_blocks_) b->begin_chunk(pos0, n_tok);
-
-  const BlockIo io{.n_tok = n_tok,
+  SNIPER_TRY(stack_.begin_chunk(tokens, x_.data(), n_tok, pos0, buffers_, pool));
+  const LayerIo io{.n_tok = n_tok,
                    .pos0 = pos0,
                    .x = x_.data(),
                    .xb = xb_.data(),
@@ -221,25 +163,8 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
                    .buffers = &buffers_,
                    .pool = &pool};
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    SNIPER_ASSIGN_OR_RETURN(const LayerWeights* lwp, layer_weights(l));
-    const LayerWeights& lw = *lwp;
-    for (int64_t t = 0; t < n_tok; ++t) {
-      rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
-    }
-    SNIPER_TRY(mixers_[static_cast<size_t>(l)]->forward(l, lw, state, io));
-    for (int64_t t = 0; t < n_tok; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
-    for (int64_t t = 0; t < n_tok; ++t) {
-      rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
-    }
-    FfnBlock& ffn = *ffns_[static_cast<size_t>(l)];
-    SNIPER_TRY(ffn.forward(l, lw, io));
-    for (int64_t t = 0; t < n_tok; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
-    if (per_layer_ != nullptr) per_layer_->apply(l, lw, x_.data(), n_tok, buffers_, pool);
-    if (lw.out_scale.data != nullptr) {
-      const float s = f32_data(lw.out_scale)[0];
-      for (int64_t i = 0; i < n_tok * dim; ++i) x_[static_cast<size_t>(i)] *= s;
-    }
-    ffn.after_layer(l, io);
+    SNIPER_ASSIGN_OR_RETURN(const LayerWeights* lw, layer_weights(l));
+    SNIPER_TRY(stack_.run_layer(l, *lw, state, io));
   }
 
   const int64_t first = all_logits ? 0 : n_tok - 1;
