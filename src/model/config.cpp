@@ -8,6 +8,7 @@
 
 #include "kernels/ssm_conv.h"
 #include "model/arch/arch.h"
+#include "model/tensor_names.h"
 
 namespace sniper {
 
@@ -279,6 +280,18 @@ Result<ModelConfig> load_model_config(const GgufFile& file) {
     return make_error("%sfeed_forward_length is missing or 0", p.c_str());
   }
   SNIPER_TRY(finish_layer_plan(c));
+  // The tensor forms the file chose where the tables allow two (model/tensor_table.h): gate and
+  // up fused into one tensor, experts packed one tensor per matrix (sniper pack).
+  auto packed = file.get_bool_or("sniper.packed_experts", false);
+  if (!packed.ok()) return packed.error();
+  c.packed_experts = *packed && c.is_moe();
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    LayerPlan& lp = c.layers[static_cast<size_t>(l)];
+    lp.ffn_fused_gate_up = file.find_tensor(layer_tensor_name(l, "ffn_gate_up.weight")) != nullptr;
+    if (lp.ffn == FfnKind::kMoe) {
+      lp.expert_fused_gate_up = file.find_tensor(layer_tensor_name(l, "ffn_gate_up_exps.weight")) != nullptr;
+    }
+  }
 
   // Vocabulary size comes from the embedding table (validated when weights bind).
   const GgufTensorInfo* embd = file.find_tensor("token_embd.weight");

@@ -12,7 +12,6 @@
 #include "gguf/reader.h"
 #include "kernels/ops.h"
 #include "kv/sequence_state.h"
-#include "model/tensor_names.h"
 
 namespace sniper {
 
@@ -77,13 +76,13 @@ struct LayerPlan {
   // FFN (kDense, kMoe), model/blocks/dense_ffn.h, moe_ffn.h:
   int64_t ffn_dim = 0;                     // resolved: the dense MLP's width (0: hidden_dim)
   Activation ffn_act = Activation::kSilu;  // the dense MLP's, the experts' and the shared expert's
-  bool ffn_fused_gate_up = false;          // the dense MLP's gate and up are one tensor ffn_gate_up (file-dependent)
-  bool ffn_post_norm = false;              // out = rms(out) * post_ffw_norm
+  bool ffn_fused_gate_up = false;  // the dense MLP's gate and up are one tensor, ffn_gate_up (set from the file)
+  bool ffn_post_norm = false;      // out = rms(out) * post_ffw_norm
   // MoE (kMoe):
   RouterInput router_input = RouterInput::kFfnInput;
   bool expert_input_norm = false;     // experts read rms(x) * pre_ffw_norm_2 instead of xb
   bool expert_scale = false;          // expert e's output is scaled by ffn_down_exps.scale[e]
-  bool expert_fused_gate_up = false;  // experts' gate and up are the halves of ffn_gate_up_exps
+  bool expert_fused_gate_up = false;  // experts' gate and up are halves of ffn_gate_up_exps (set from the file)
   SharedExpert shared_expert = SharedExpert::kNone;
   bool routed_post_norm = false;  // the routed sum is rms(sum) * post_ffw_norm_2
   bool shared_post_norm = false;  // the shared expert's output is rms(shared) * post_ffw_norm_1
@@ -133,19 +132,21 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;   // 1 / rope.scaling.factor for linear scaling
   int64_t rope_dims = 0;          // rope.dimension_count (<= head_dim)
   RopeStyle rope_style = RopeStyle::kNorm;
-  bool qkv_bias = false;                                // the default plan's LayerPlan::qkv_bias (qwen2)
-  bool qk_norm = false;                                 // the default plan's LayerPlan::qk_norm (qwen3)
-  bool tied_embeddings = false;                         // no output.weight: the head reuses token_embd
-  int64_t shared_expert_hidden_dim = 0;                 // expert_shared_feed_forward_length (layers with shared_expert)
-  DeltaNetConfig delta_net;                             // kDeltaNet layers' shape
-  LayerTensor ffn_norm_tensor = LayerTensor::kFfnNorm;  // the FFN's input norm weight
-  float embd_scale = 0.0f;        // > 0: token embeddings are multiplied by it (gemma4: sqrt(dim))
-  float final_softcap = 0.0f;     // > 0: logits = cap * tanh(logits / cap) (final_logit_softcapping)
-  int64_t per_layer_dim = 0;      // > 0: per-layer embedding inputs of this width (gemma4 E-models)
-  std::vector<LayerPlan> layers;  // [n_layers] the layer plan (validated by load_model_config)
+  bool qkv_bias = false;                 // the default plan's LayerPlan::qkv_bias (qwen2)
+  bool qk_norm = false;                  // the default plan's LayerPlan::qk_norm (qwen3)
+  bool tied_embeddings = false;          // no output.weight: the head reuses token_embd
+  int64_t shared_expert_hidden_dim = 0;  // expert_shared_feed_forward_length (layers with shared_expert)
+  DeltaNetConfig delta_net;              // kDeltaNet layers' shape
+  bool ffn_norm_post_attention = false;  // the FFN's input norm is named post_attention_norm (qwen35)
+  bool packed_experts = false;           // one tensor per expert matrix (sniper.packed_experts)
+  float embd_scale = 0.0f;               // > 0: token embeddings are multiplied by it (gemma4: sqrt(dim))
+  float final_softcap = 0.0f;            // > 0: logits = cap * tanh(logits / cap) (final_logit_softcapping)
+  int64_t per_layer_dim = 0;             // > 0: per-layer embedding inputs of this width (gemma4 E-models)
+  std::vector<LayerPlan> layers;         // [n_layers] the layer plan (validated by load_model_config)
   // Multi-token-prediction blocks after the main stack (nextn_predict_layers; not in n_layers
   // or layers): blocks n_layers .. n_layers + n_nextn_layers - 1 of the file (model/mtp_head.h).
   int64_t n_nextn_layers = 0;
+  bool mtp_head = false;  // this is an MTP head's one-layer config (mtp_config): its layer carries the nextn tensors
 
   bool is_moe() const { return n_experts > 0; }
   const LayerPlan& layer(int64_t layer_idx) const { return layers[static_cast<size_t>(layer_idx)]; }

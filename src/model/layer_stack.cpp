@@ -13,6 +13,20 @@ namespace sniper {
 
 namespace {
 
+TensorShape dim_only(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }
+
+constexpr LayerTensorSpec kTable[] = {
+    {"attn_norm.weight", &LayerWeights::attn_norm, dim_only, TensorRole::kAlways, TensorType::kF32, false, nullptr},
+    {"ffn_norm.weight", &LayerWeights::ffn_norm, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig& c, const LayerPlan&) { return !c.ffn_norm_post_attention; }},
+    // The qwen35 family names the FFN's input norm post_attention_norm.
+    {"post_attention_norm.weight", &LayerWeights::ffn_norm, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig& c, const LayerPlan&) { return c.ffn_norm_post_attention; }},
+    {"layer_output_scale.weight", &LayerWeights::out_scale,
+     [](const ModelConfig&, const LayerPlan&) { return tensor_shape(1); }, TensorRole::kAlways, TensorType::kF32, true,
+     nullptr},
+};
+
 // The block for a kind (one instance serves every layer of that kind).
 std::unique_ptr<MixerBlock> make_mixer(MixerKind kind, const ModelConfig& c, const ModelWeights& w, int64_t max_batch) {
   switch (kind) {
@@ -71,6 +85,8 @@ LayerStack::LayerStack(const ModelConfig& config, const ModelWeights& weights, i
 
 LayerStack::~LayerStack() = default;
 
+std::span<const LayerTensorSpec> LayerStack::tensor_table() { return kTable; }
+
 void LayerStack::set_routing_bias(const RoutingBias& bias) {
   if (moe_ != nullptr) moe_->set_routing_bias(bias);
 }
@@ -99,13 +115,8 @@ Status LayerStack::run_layer(int64_t layer_idx, const LayerWeights& lw, Sequence
   const int64_t dim = c.dim, n_tok = lio.n_tok;
   float* x = lio.x;
   float* xb = lio.xb;
-  const BlockIo io{.n_tok = n_tok,
-                   .pos0 = lio.pos0,
-                   .x = x,
-                   .xb = xb,
-                   .out = lio.out,
-                   .buffers = lio.buffers,
-                   .pool = lio.pool};
+  const BlockIo io{
+      .n_tok = n_tok, .pos0 = lio.pos0, .x = x, .xb = xb, .out = lio.out, .buffers = lio.buffers, .pool = lio.pool};
   for (int64_t t = 0; t < n_tok; ++t) rms_norm(x + t * dim, f32_data(lw.attn_norm), xb + t * dim, dim, c.norm_eps);
   SNIPER_TRY(mixers_[static_cast<size_t>(layer_idx)]->forward(layer_idx, lw, state, io));
   for (int64_t t = 0; t < n_tok; ++t) add_inplace(x + t * dim, io.out + t * dim, dim);

@@ -23,6 +23,7 @@
 #include "model/blocks/per_layer_embedding.h"
 #include "model/config.h"
 #include "model/model_weights.h"
+#include "model/tensor_table.h"
 #include "weights/expert_source.h"
 #include "weights/layer_streamer.h"
 #include "weights/streamed_rows.h"
@@ -73,6 +74,10 @@ class LayerStack {
   int64_t max_chunk() const { return max_chunk_; }
   // Bytes of scratch the blocks hold.
   size_t scratch_bytes() const;
+
+  // The layer step's own tensors (model/tensor_table.h): the mixer's and the FFN's input norms
+  // and the optional output scale.
+  static std::span<const LayerTensorSpec> tensor_table();
 
  private:
   const ModelConfig& config_;

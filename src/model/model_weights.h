@@ -9,6 +9,7 @@
 #include "base/result.h"
 #include "kernels/tensor.h"
 #include "model/config.h"
+#include "model/tensor_catalog.h"
 #include "weights/expert_source.h"
 #include "weights/weight_store.h"
 
@@ -60,6 +61,13 @@ struct LayerWeights {
   QTensor proj;             // per-layer embeddings: [per_layer_dim -> dim]
   QTensor post_norm;        // per-layer embeddings: [dim] f32
   QTensor out_scale;        // [1] f32 layer_output_scale (optional)
+  // An MTP head's block (ModelConfig::mtp_head, model/mtp_head.h): blk.N.nextn.*.
+  QTensor nextn_eh_proj;    // [2 dim -> dim]
+  QTensor nextn_enorm;      // [dim] f32
+  QTensor nextn_hnorm;      // [dim] f32
+  QTensor nextn_embed;      // optional [dim] x vocab_size rows (else token_embd)
+  QTensor nextn_head_norm;  // optional [dim] f32 (else output_norm)
+  QTensor nextn_head;       // optional [dim -> vocab_size] (else output)
 };
 
 struct ModelWeights {
@@ -71,20 +79,26 @@ struct ModelWeights {
   QTensor per_layer_model_proj;  // per_layer_dim > 0: [dim -> n_layers * per_layer_dim]
   QTensor per_layer_proj_norm;   // per_layer_dim > 0: [per_layer_dim] f32
   std::vector<LayerWeights> layers;
+  // A packed file's experts (ModelConfig::packed_experts): [layer][expert] views of its
+  // blk.L.ffn_{gate,up,down}.E.weight tensors (empty otherwise).
+  std::vector<std::vector<ExpertView>> packed_experts;
 };
 
-// Binds and validates every tensor the config implies. Errors name the tensor, the expected
-// and the actual shape or type. Layer l of the config is the file's block l + first_file_layer
+// Binds and validates every tensor the config's tables declare (model/tensor_catalog.h
+// tensor_uses). Errors name the tensor, the expected and the actual shape or type, or say that a
+// required tensor is missing. Layer l of the config is the file's block l + first_file_layer
 // (an MTP head's one-layer config binds the block after the main stack; model/mtp_head.h).
 Result<ModelWeights> bind_model_weights(const ModelConfig& config, const WeightStore& store,
                                         int64_t first_file_layer = 0);
 
-// The experts of the bound ffn_*_exps tensors as views[layer][expert] (gate and up: the halves of
-// ffn_gate_up_exps[e] where the layer fuses them). CHECKs they are resident.
-std::vector<std::vector<ExpertView>> resident_expert_views(const ModelConfig& config, const ModelWeights& weights);
+// Where use u binds in w: a model or layer member, or a packed expert's matrix; nullptr when
+// w has no place for it (a kUnread tensor, or a packed expert of a file bound unpacked).
+const QTensor* find_bound_tensor(const ModelWeights& w, const TensorUse& u);
 
-// The resident experts as views[layer][expert]: slices of the 3-D ffn_*_exps tensors or the
-// per-expert tensors of a packed file (blk.L.ffn_{gate,up,down}.E.weight), shape-checked.
-Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig& config, const WeightStore& store);
+// The bound experts as views[layer][expert]: slices of the 3-D ffn_*_exps tensors (gate and up:
+// the halves of ffn_gate_up_exps[e] where the layer fuses them), or a packed file's per-expert
+// tensors. Errors: a layer's experts are not resident.
+Result<std::vector<std::vector<ExpertView>>> resident_expert_views(const ModelConfig& config,
+                                                                   const ModelWeights& weights);
 
 }  // namespace sniper

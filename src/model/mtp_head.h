@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "base/result.h"
@@ -25,6 +26,7 @@
 #include "model/config.h"
 #include "model/layer_stack.h"
 #include "model/model_weights.h"
+#include "model/tensor_table.h"
 #include "weights/streamed_rows.h"
 #include "weights/weight_store.h"
 
@@ -63,6 +65,10 @@ class MtpHead {
                                float* h_out, float* logits, ThreadPool& pool, bool all_logits = false);
   // Bytes of scratch this head holds.
   size_t scratch_bytes() const;
+
+  // The block's own tensors beside its layer's (model/tensor_table.h): blk.N.nextn.* (the
+  // embedding and hidden-state norms and their projection; optional own embeddings and head).
+  static std::span<const LayerTensorSpec> tensor_table();
 
  private:
   MtpHead() = default;

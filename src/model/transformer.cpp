@@ -20,9 +20,27 @@
 #include "model/blocks/attention.h"
 #include "model/blocks/delta_net.h"
 #include "model/blocks/dense_ffn.h"
-#include "model/tensor_names.h"
+#include "model/tensor_catalog.h"
 
 namespace sniper {
+
+namespace {
+
+constexpr ModelTensorSpec kTable[] = {
+    {"token_embd.weight", &ModelWeights::token_embd,
+     [](const ModelConfig& c) { return tensor_shape(c.dim, c.vocab_size); }, TensorRole::kEmbedding,
+     TensorType::kMatrix, false, nullptr},
+    {"output_norm.weight", &ModelWeights::output_norm, [](const ModelConfig& c) { return tensor_shape(c.dim); },
+     TensorRole::kAlways, TensorType::kF32, false, nullptr},
+    {"output.weight", &ModelWeights::output, [](const ModelConfig& c) { return tensor_shape(c.dim, c.vocab_size); },
+     TensorRole::kAlways, TensorType::kMatrix, false, [](const ModelConfig& c) { return !c.tied_embeddings; }},
+    {"rope_freqs.weight", &ModelWeights::rope_freqs, [](const ModelConfig& c) { return tensor_shape(c.rope_dims / 2); },
+     TensorRole::kAlways, TensorType::kF32, true, nullptr},
+};
+
+}  // namespace
+
+std::span<const ModelTensorSpec> Transformer::tensor_table() { return kTable; }
 
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t /*n_ctx*/,
                          const WeightSources& sources)
@@ -34,6 +52,14 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
       max_chunk_(stack_.max_chunk()) {
   const size_t B = static_cast<size_t>(max_batch);
   const size_t dim = static_cast<size_t>(config.dim);
+  if (sources.layers != nullptr) {
+    // The tensors that may stream (the tables' mixer projections and dense FFN matrices).
+    streamed_fields_.resize(static_cast<size_t>(config.n_layers));
+    for (const TensorUse& u : tensor_uses(config)) {
+      if (u.layer_member == nullptr || (u.role != TensorRole::kAttention && u.role != TensorRole::kDenseFfn)) continue;
+      streamed_fields_[static_cast<size_t>(u.layer)].push_back({u.layer_member, u.name});
+    }
+  }
   x_.resize(B * dim);
   xb_.resize(B * dim);
   out_.resize(B * dim);
@@ -185,38 +211,12 @@ Result<const LayerWeights*> Transformer::layer_weights(int64_t layer_idx) {
   if (sources_.layers == nullptr) return &resident;
   SNIPER_TRY(sources_.layers->acquire(layer_idx));
   streamed_layer_ = resident;
-  // The tensors that may stream (weights/tensor_roles.cpp: the mixers' projections and the dense
-  // FFN; everything else stays resident), for the blocks this layer runs.
-  enum class Part { kAttention, kDeltaNet, kDenseFfn };
-  struct Field {
-    QTensor LayerWeights::*member;
-    LayerTensor kind;
-    Part part;
-  };
-  static constexpr Field kFields[] = {
-      {&LayerWeights::wq, LayerTensor::kAttnQ, Part::kAttention},
-      {&LayerWeights::wk, LayerTensor::kAttnK, Part::kAttention},
-      {&LayerWeights::wv, LayerTensor::kAttnV, Part::kAttention},
-      {&LayerWeights::wo, LayerTensor::kAttnOutput, Part::kAttention},
-      {&LayerWeights::ssm_qkv, LayerTensor::kAttnQkv, Part::kDeltaNet},
-      {&LayerWeights::ssm_gate, LayerTensor::kAttnGate, Part::kDeltaNet},
-      {&LayerWeights::ssm_out, LayerTensor::kSsmOut, Part::kDeltaNet},
-      {&LayerWeights::ffn_gate, LayerTensor::kFfnGate, Part::kDenseFfn},
-      {&LayerWeights::ffn_up, LayerTensor::kFfnUp, Part::kDenseFfn},
-      {&LayerWeights::ffn_down, LayerTensor::kFfnDown, Part::kDenseFfn},
-  };
-  const LayerPlan& lp = config_.layer(layer_idx);
-  const bool dense_ffn = lp.ffn == FfnKind::kDense || lp.shared_expert == SharedExpert::kUngated;
-  for (const Field& f : kFields) {
-    const bool runs = f.part == Part::kAttention  ? lp.mixer == MixerKind::kAttention
-                      : f.part == Part::kDeltaNet ? lp.mixer == MixerKind::kDeltaNet
-                                                  : dense_ffn;
-    if (!runs) continue;
+  for (const StreamedField& f : streamed_fields_[static_cast<size_t>(layer_idx)]) {
     QTensor& t = streamed_layer_.*f.member;
-    if (t.data != nullptr || t.row_bytes == 0) continue;  // resident, or absent (gemma4: shared-KV layers' K/V)
-    const QTensor* v = sources_.layers->find(layer_tensor_name(layer_idx, f.kind));
+    if (t.data != nullptr || t.row_bytes == 0) continue;  // resident, or absent
+    const QTensor* v = sources_.layers->find(f.name);
     CHECK(v != nullptr, "layer %ld: tensor %s is neither resident nor streamed", static_cast<long>(layer_idx),
-          layer_tensor_name(layer_idx, f.kind).c_str());
+          f.name.c_str());
     t = *v;
   }
   return &streamed_layer_;

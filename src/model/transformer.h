@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -20,6 +22,7 @@
 #include "model/config.h"
 #include "model/layer_stack.h"
 #include "model/model_weights.h"
+#include "model/tensor_table.h"
 
 namespace sniper {
 
@@ -50,6 +53,9 @@ class Transformer {
   int64_t max_batch() const { return max_batch_; }
   // Bytes of activation scratch this instance holds.
   size_t scratch_bytes() const;
+  // The model-level tensors (model/tensor_table.h): embeddings, output norm and head (absent:
+  // tied to the embeddings), rope frequency factors (optional).
+  static std::span<const ModelTensorSpec> tensor_table();
   // Upper bound of scratch_bytes() for a shape, before construction (memory planning), with a
   // pool of n_threads, plus n_logit_rows rows of logits held beside it (at least 1: a session's
   // last-token row; a caller asking for all_logits of k tokens holds k more).
@@ -68,8 +74,14 @@ class Transformer {
   int64_t max_batch_;
   WeightSources sources_;
   LayerStack stack_;
-  int64_t max_chunk_ = 0;        // the most tokens forward_chunk() takes (sliding rings), 0 = max_batch
-  LayerWeights streamed_layer_;  // layer_weights() result when tensors stream
+  int64_t max_chunk_ = 0;  // the most tokens forward_chunk() takes (sliding rings), 0 = max_batch
+  // Per layer, the tensors a LayerStreamer may hold: where they bind and their names.
+  struct StreamedField {
+    QTensor LayerWeights::*member;
+    std::string name;
+  };
+  std::vector<std::vector<StreamedField>> streamed_fields_;  // [n_layers] (when sources.layers is set)
+  LayerWeights streamed_layer_;                              // layer_weights() result when tensors stream
   BlockBuffers buffers_;
   std::vector<float> x_;            // [B, dim] residual stream
   std::vector<float> xb_;           // [B, dim] normed input of a block

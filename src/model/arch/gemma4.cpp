@@ -99,7 +99,6 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
       lp.router_input = RouterInput::kScaledResidual;
       lp.expert_input_norm = true;
       lp.expert_scale = true;
-      lp.expert_fused_gate_up = true;
       lp.shared_expert = SharedExpert::kUngated;
       lp.routed_post_norm = true;
       lp.shared_post_norm = true;

@@ -68,7 +68,7 @@ Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Fa
                         p.c_str(), static_cast<long>(sum), static_cast<long>(c.rope_dims / 2));
     }
   }
-  c.ffn_norm_tensor = LayerTensor::kPostAttnNorm;
+  c.ffn_norm_post_attention = true;
   c.layers.assign(static_cast<size_t>(c.n_layers), LayerPlan{});
   for (int64_t l = 0; l < c.n_layers; ++l) {
     LayerPlan& lp = c.layers[static_cast<size_t>(l)];

@@ -22,11 +22,57 @@ void add_bias(float* y, const QTensor& bias, int64_t n_tok, int64_t n) {
   for (int64_t t = 0; t < n_tok; ++t) add_inplace(y + t * n, b, n);
 }
 
+bool own_kv(const ModelConfig&, const LayerPlan& lp) { return lp.kv_shared_with < 0; }
+bool shared_kv(const ModelConfig&, const LayerPlan& lp) { return lp.kv_shared_with >= 0; }
+
+// q rows per head: [q | gate] with an output gate.
+TensorShape q_shape(const ModelConfig& c, const LayerPlan& lp) {
+  return tensor_shape(c.dim, lp.attn_output_gate ? 2 * lp.q_dim() : lp.q_dim());
+}
+TensorShape kv_shape(const ModelConfig& c, const LayerPlan& lp) { return tensor_shape(c.dim, lp.kv_dim()); }
+
+constexpr LayerTensorSpec kTable[] = {
+    {"attn_q.weight", &LayerWeights::wq, q_shape, TensorRole::kAttention, TensorType::kMatrix, false, nullptr},
+    {"attn_k.weight", &LayerWeights::wk, kv_shape, TensorRole::kAttention, TensorType::kMatrix, false, own_kv},
+    // V = K's projection when a v_optional layer has no attn_v.
+    {"attn_v.weight", &LayerWeights::wv, kv_shape, TensorRole::kAttention, TensorType::kMatrix, false,
+     [](const ModelConfig& c, const LayerPlan& lp) { return own_kv(c, lp) && !lp.v_optional; }},
+    {"attn_v.weight", &LayerWeights::wv, kv_shape, TensorRole::kAttention, TensorType::kMatrix, true,
+     [](const ModelConfig& c, const LayerPlan& lp) { return own_kv(c, lp) && lp.v_optional; }},
+    {"attn_output.weight", &LayerWeights::wo,
+     [](const ModelConfig& c, const LayerPlan& lp) { return tensor_shape(lp.q_dim(), c.dim); }, TensorRole::kAttention,
+     TensorType::kMatrix, false, nullptr},
+    {"attn_q.bias", &LayerWeights::bq, [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.q_dim()); },
+     TensorRole::kAlways, TensorType::kF32, false, [](const ModelConfig&, const LayerPlan& lp) { return lp.qkv_bias; }},
+    {"attn_k.bias", &LayerWeights::bk,
+     [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.kv_dim()); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig& c, const LayerPlan& lp) { return lp.qkv_bias && own_kv(c, lp); }},
+    {"attn_v.bias", &LayerWeights::bv,
+     [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.kv_dim()); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig& c, const LayerPlan& lp) { return lp.qkv_bias && own_kv(c, lp); }},
+    {"attn_q_norm.weight", &LayerWeights::q_norm,
+     [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.head_dim); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig&, const LayerPlan& lp) { return lp.qk_norm; }},
+    {"attn_k_norm.weight", &LayerWeights::k_norm,
+     [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.head_dim); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig& c, const LayerPlan& lp) { return lp.qk_norm && own_kv(c, lp); }},
+    // A shared-KV layer reads its source's KV: its own K/V projections, if the file has them, stay unread.
+    {"attn_k.weight", nullptr, kv_shape, TensorRole::kUnread, TensorType::kMatrix, true, shared_kv},
+    {"attn_v.weight", nullptr, kv_shape, TensorRole::kUnread, TensorType::kMatrix, true, shared_kv},
+    {"attn_k_norm.weight", nullptr, [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.head_dim); },
+     TensorRole::kUnread, TensorType::kF32, true, shared_kv},
+    {"post_attention_norm.weight", &LayerWeights::post_attn_norm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }, TensorRole::kAlways, TensorType::kF32,
+     false, [](const ModelConfig&, const LayerPlan& lp) { return lp.attn_post_norm; }},
+};
+
 // The 64-byte aligned start of a byte buffer.
 uint8_t* aligned64(std::vector<uint8_t>& v) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
 }
 }  // namespace
+
+std::span<const LayerTensorSpec> AttentionBlock::tensor_table() { return kTable; }
 
 AttentionBlock::AttentionBlock(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch)
     : config_(config), rope_freqs_(rope_freqs) {

@@ -19,9 +19,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/tensor_table.h"
 
 namespace sniper {
 
@@ -34,6 +36,9 @@ class AttentionBlock final : public MixerBlock {
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state,
                                const BlockIo& io) override;
   size_t scratch_bytes() const override;
+
+  // The tensors of an attention layer (model/tensor_table.h).
+  static std::span<const LayerTensorSpec> tensor_table();
 
  private:
   // A rope setting some attention layer uses: its angles for the chunk's positions.

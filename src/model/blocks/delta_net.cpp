@@ -11,6 +11,51 @@
 
 namespace sniper {
 
+namespace {
+
+TensorShape per_value_head(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.delta_net.n_v_heads); }
+TensorShape dim_to_value_heads(const ModelConfig& c, const LayerPlan&) {
+  return tensor_shape(c.dim, c.delta_net.n_v_heads);
+}
+bool fused_ba(const ModelConfig& c, const LayerPlan&) { return c.delta_net.fused_ba; }
+bool split_ba(const ModelConfig& c, const LayerPlan&) { return !c.delta_net.fused_ba; }
+
+// The projections (attn_qkv, attn_gate, ssm_out) are the layer's mixer weights, like attention's:
+// a dense hybrid streams them when even its FFN does not fit. The small tensors (conv, the
+// gates' a / dt / alpha / beta, the norm) stay resident.
+constexpr LayerTensorSpec kTable[] = {
+    {"attn_qkv.weight", &LayerWeights::ssm_qkv,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.delta_net.conv_channels()); },
+     TensorRole::kAttention, TensorType::kMatrix, false, nullptr},
+    {"attn_gate.weight", &LayerWeights::ssm_gate,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.delta_net.v_dim()); },
+     TensorRole::kAttention, TensorType::kMatrix, false, nullptr},
+    {"ssm_conv1d.weight", &LayerWeights::ssm_conv1d,
+     [](const ModelConfig& c, const LayerPlan&) {
+       return tensor_shape(c.delta_net.conv_kernel, c.delta_net.conv_channels());
+     },
+     TensorRole::kAlways, TensorType::kF32, false, nullptr},
+    {"ssm_dt.bias", &LayerWeights::ssm_dt_bias, per_value_head, TensorRole::kAlways, TensorType::kF32, false, nullptr},
+    {"ssm_a", &LayerWeights::ssm_a, per_value_head, TensorRole::kAlways, TensorType::kF32, false, nullptr},
+    {"ssm_ba.weight", &LayerWeights::ssm_ba,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, 2 * c.delta_net.n_v_heads); },
+     TensorRole::kAlways, TensorType::kMatrix, false, fused_ba},
+    {"ssm_beta.weight", &LayerWeights::ssm_beta, dim_to_value_heads, TensorRole::kAlways, TensorType::kMatrix, false,
+     split_ba},
+    {"ssm_alpha.weight", &LayerWeights::ssm_alpha, dim_to_value_heads, TensorRole::kAlways, TensorType::kMatrix, false,
+     split_ba},
+    {"ssm_norm.weight", &LayerWeights::ssm_norm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.delta_net.head_dim); }, TensorRole::kAlways,
+     TensorType::kF32, false, nullptr},
+    {"ssm_out.weight", &LayerWeights::ssm_out,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.delta_net.v_dim(), c.dim); },
+     TensorRole::kAttention, TensorType::kMatrix, false, nullptr},
+};
+
+}  // namespace
+
+std::span<const LayerTensorSpec> DeltaNetBlock::tensor_table() { return kTable; }
+
 DeltaNetBlock::DeltaNetBlock(const ModelConfig& config, int64_t max_batch) : config_(config), d_(config.delta_net) {
   const size_t B = static_cast<size_t>(max_batch);
   const size_t C = static_cast<size_t>(d_.conv_channels()), nv = static_cast<size_t>(d_.n_v_heads);

@@ -18,9 +18,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/tensor_table.h"
 
 namespace sniper {
 
@@ -32,6 +34,9 @@ class DeltaNetBlock final : public MixerBlock {
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state,
                                const BlockIo& io) override;
   size_t scratch_bytes() const override;
+
+  // The tensors of a delta-net layer (model/tensor_table.h).
+  static std::span<const LayerTensorSpec> tensor_table();
 
  private:
   const ModelConfig& config_;

@@ -9,6 +9,35 @@
 
 namespace sniper {
 
+namespace {
+
+// The layer runs the dense MLP: as its FFN, or as an MoE layer's ungated shared expert.
+bool mlp(const ModelConfig&, const LayerPlan& lp) {
+  return lp.ffn == FfnKind::kDense || lp.shared_expert == SharedExpert::kUngated;
+}
+bool split_mlp(const ModelConfig& c, const LayerPlan& lp) { return mlp(c, lp) && !lp.ffn_fused_gate_up; }
+bool fused_mlp(const ModelConfig& c, const LayerPlan& lp) { return mlp(c, lp) && lp.ffn_fused_gate_up; }
+TensorShape up_shape(const ModelConfig& c, const LayerPlan& lp) { return tensor_shape(c.dim, lp.ffn_dim); }
+
+constexpr LayerTensorSpec kTable[] = {
+    {"ffn_gate.weight", &LayerWeights::ffn_gate, up_shape, TensorRole::kDenseFfn, TensorType::kMatrix, false,
+     split_mlp},
+    {"ffn_up.weight", &LayerWeights::ffn_up, up_shape, TensorRole::kDenseFfn, TensorType::kMatrix, false, split_mlp},
+    {"ffn_gate_up.weight", &LayerWeights::ffn_gate_up,
+     [](const ModelConfig& c, const LayerPlan& lp) { return tensor_shape(c.dim, 2 * lp.ffn_dim); },
+     TensorRole::kDenseFfn, TensorType::kMatrix, false, fused_mlp},
+    {"ffn_down.weight", &LayerWeights::ffn_down,
+     [](const ModelConfig& c, const LayerPlan& lp) { return tensor_shape(lp.ffn_dim, c.dim); }, TensorRole::kDenseFfn,
+     TensorType::kMatrix, false, mlp},
+    {"post_ffw_norm.weight", &LayerWeights::post_ffw_norm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }, TensorRole::kAlways, TensorType::kF32,
+     false, [](const ModelConfig&, const LayerPlan& lp) { return lp.ffn_post_norm; }},
+};
+
+}  // namespace
+
+std::span<const LayerTensorSpec> DenseFfn::tensor_table() { return kTable; }
+
 void gated_activation(Activation act, const float* gate, const float* up, float* out, int64_t n) {
   switch (act) {
     case Activation::kSilu: silu_mul(gate, up, out, n); return;

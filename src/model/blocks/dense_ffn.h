@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/tensor_table.h"
 
 namespace sniper {
 
@@ -40,6 +42,10 @@ class DenseFfn final : public FfnBlock {
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) override;
   void after_layer(int64_t, const BlockIo&) override {}
   size_t scratch_bytes() const override { return (hb_.size() + hb2_.size()) * sizeof(float); }
+
+  // The dense MLP's tensors and the FFN's post norm (model/tensor_table.h), for kDense layers
+  // and for kMoe layers, whose ungated shared expert and post norm are these.
+  static std::span<const LayerTensorSpec> tensor_table();
 
  private:
   const ModelConfig& config_;

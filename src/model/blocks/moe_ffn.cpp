@@ -13,6 +13,71 @@
 
 namespace sniper {
 
+namespace {
+
+TensorShape dim_only(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }
+TensorShape expert_in(const ModelConfig& c, const LayerPlan&) {
+  return tensor_shape(c.dim, c.expert_hidden_dim, c.n_experts);
+}
+TensorShape expert_down(const ModelConfig& c, const LayerPlan&) {
+  return tensor_shape(c.expert_hidden_dim, c.dim, c.n_experts);
+}
+TensorShape one_expert_in(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.expert_hidden_dim); }
+TensorShape one_expert_down(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.expert_hidden_dim, c.dim); }
+TensorShape shexp_in(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.shared_expert_hidden_dim); }
+bool merged_split(const ModelConfig& c, const LayerPlan& lp) { return !c.packed_experts && !lp.expert_fused_gate_up; }
+bool merged_fused(const ModelConfig& c, const LayerPlan& lp) { return !c.packed_experts && lp.expert_fused_gate_up; }
+bool merged(const ModelConfig& c, const LayerPlan&) { return !c.packed_experts; }
+bool packed(const ModelConfig& c, const LayerPlan&) { return c.packed_experts; }
+bool gated_shared(const ModelConfig&, const LayerPlan& lp) { return lp.shared_expert == SharedExpert::kGated; }
+
+constexpr LayerTensorSpec kTable[] = {
+    {"ffn_gate_inp.weight", &LayerWeights::router,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.n_experts); }, TensorRole::kAlways,
+     TensorType::kMatrix, false, nullptr},
+    {"ffn_gate_inp.scale", &LayerWeights::router_scale, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig&, const LayerPlan& lp) { return lp.router_input == RouterInput::kScaledResidual; }},
+    {"pre_ffw_norm_2.weight", &LayerWeights::pre_ffw_norm_2, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig&, const LayerPlan& lp) { return lp.expert_input_norm; }},
+    {"ffn_gate_exps.weight", &LayerWeights::gate_exps, expert_in, TensorRole::kExpert, TensorType::kMatrix, false,
+     merged_split, ExpertPart::kGate},
+    {"ffn_up_exps.weight", &LayerWeights::up_exps, expert_in, TensorRole::kExpert, TensorType::kMatrix, false,
+     merged_split, ExpertPart::kUp},
+    {"ffn_gate_up_exps.weight", &LayerWeights::gate_up_exps,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, 2 * c.expert_hidden_dim, c.n_experts); },
+     TensorRole::kExpert, TensorType::kMatrix, false, merged_fused, ExpertPart::kGateUp},
+    {"ffn_down_exps.weight", &LayerWeights::down_exps, expert_down, TensorRole::kExpert, TensorType::kMatrix, false,
+     merged, ExpertPart::kDown},
+    {"ffn_gate.{E}.weight", nullptr, one_expert_in, TensorRole::kExpert, TensorType::kMatrix, false, packed,
+     ExpertPart::kGate},
+    {"ffn_up.{E}.weight", nullptr, one_expert_in, TensorRole::kExpert, TensorType::kMatrix, false, packed,
+     ExpertPart::kUp},
+    {"ffn_down.{E}.weight", nullptr, one_expert_down, TensorRole::kExpert, TensorType::kMatrix, false, packed,
+     ExpertPart::kDown},
+    // Small and read by every token: resident.
+    {"ffn_down_exps.scale", &LayerWeights::down_exps_scale,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.n_experts); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig&, const LayerPlan& lp) { return lp.expert_scale; }},
+    // The gated shared expert runs for every token: resident.
+    {"ffn_gate_inp_shexp.weight", &LayerWeights::shexp_gate_inp, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     gated_shared},
+    {"ffn_gate_shexp.weight", &LayerWeights::shexp_gate, shexp_in, TensorRole::kAlways, TensorType::kMatrix, false,
+     gated_shared},
+    {"ffn_up_shexp.weight", &LayerWeights::shexp_up, shexp_in, TensorRole::kAlways, TensorType::kMatrix, false,
+     gated_shared},
+    {"ffn_down_shexp.weight", &LayerWeights::shexp_down,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.shared_expert_hidden_dim, c.dim); },
+     TensorRole::kAlways, TensorType::kMatrix, false, gated_shared},
+    {"post_ffw_norm_1.weight", &LayerWeights::post_ffw_norm_1, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig&, const LayerPlan& lp) { return lp.shared_post_norm; }},
+    {"post_ffw_norm_2.weight", &LayerWeights::post_ffw_norm_2, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig&, const LayerPlan& lp) { return lp.routed_post_norm; }},
+};
+
+}  // namespace
+
+std::span<const LayerTensorSpec> MoeFfn::tensor_table() { return kTable; }
+
 MoeFfn::MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, ExpertSource* experts)
     : config_(config), weights_(weights), max_batch_(max_batch), experts_(experts) {
   const size_t B = static_cast<size_t>(max_batch);
@@ -56,7 +121,9 @@ MoeFfn::MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t m
   union_.reserve(static_cast<size_t>(config.n_experts));
   used_.resize(static_cast<size_t>(config.n_experts));
   if (experts_ == nullptr) {
-    resident_experts_ = std::make_unique<ResidentExperts>(resident_expert_views(config, weights));
+    auto views = resident_expert_views(config, weights);
+    CHECK(views.ok(), "%s and no expert source was given", views.ok() ? "" : views.error().message.c_str());
+    resident_experts_ = std::make_unique<ResidentExperts>(std::move(views).value());
     experts_ = resident_experts_.get();
   }
 }

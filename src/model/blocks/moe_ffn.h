@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/tensor_table.h"
 #include "weights/expert_source.h"
 
 namespace sniper {
@@ -52,6 +53,12 @@ class MoeFfn final : public FfnBlock {
   // wants prefetches).
   void after_layer(int64_t layer_idx, const BlockIo& io) override;
   size_t scratch_bytes() const override;
+
+  // The tensors of an MoE layer (model/tensor_table.h); its ungated shared expert and its post
+  // norm read the dense MLP's (DenseFfn::tensor_table). Experts are three 3-D ffn_*_exps tensors
+  // (gate and up fused in ffn_gate_up_exps where LayerPlan::expert_fused_gate_up), or one tensor
+  // per expert matrix in a packed file (ModelConfig::packed_experts).
+  static std::span<const LayerTensorSpec> tensor_table();
 
   // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
   void set_routing_bias(const RoutingBias& bias) { routing_bias_ = bias; }

@@ -10,6 +10,37 @@
 
 namespace sniper {
 
+namespace {
+
+constexpr ModelTensorSpec kModelTable[] = {
+    {"per_layer_token_embd.weight", &ModelWeights::per_layer_token_embd,
+     [](const ModelConfig& c) { return tensor_shape(c.n_layers * c.per_layer_dim, c.vocab_size); },
+     TensorRole::kEmbedding, TensorType::kMatrix, false, nullptr},
+    {"per_layer_model_proj.weight", &ModelWeights::per_layer_model_proj,
+     [](const ModelConfig& c) { return tensor_shape(c.dim, c.n_layers * c.per_layer_dim); }, TensorRole::kAlways,
+     TensorType::kMatrix, false, nullptr},
+    {"per_layer_proj_norm.weight", &ModelWeights::per_layer_proj_norm,
+     [](const ModelConfig& c) { return tensor_shape(c.per_layer_dim); }, TensorRole::kAlways, TensorType::kF32, false,
+     nullptr},
+};
+
+constexpr LayerTensorSpec kLayerTable[] = {
+    {"inp_gate.weight", &LayerWeights::inp_gate,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.per_layer_dim); }, TensorRole::kAlways,
+     TensorType::kMatrix, false, nullptr},
+    {"proj.weight", &LayerWeights::proj,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.per_layer_dim, c.dim); }, TensorRole::kAlways,
+     TensorType::kMatrix, false, nullptr},
+    {"post_norm.weight", &LayerWeights::post_norm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }, TensorRole::kAlways, TensorType::kF32,
+     false, nullptr},
+};
+
+}  // namespace
+
+std::span<const ModelTensorSpec> PerLayerEmbedding::model_tensor_table() { return kModelTable; }
+std::span<const LayerTensorSpec> PerLayerEmbedding::layer_tensor_table() { return kLayerTable; }
+
 PerLayerEmbedding::PerLayerEmbedding(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch,
                                      StreamedRows* rows)
     : config_(config), weights_(weights), rows_(rows) {
