@@ -8,6 +8,7 @@
 #include "model/blocks/attention.h"
 #include "model/blocks/delta_net.h"
 #include "model/blocks/dense_ffn.h"
+#include "model/blocks/per_layer_embedding.h"
 
 namespace sniper {
 
@@ -100,6 +101,23 @@ size_t LayerStack::scratch_bytes() const {
   for (const auto& b : mixer_blocks_) bytes += b->scratch_bytes();
   for (const auto& b : ffn_blocks_) bytes += b->scratch_bytes();
   if (per_layer_ != nullptr) bytes += per_layer_->scratch_bytes();
+  return bytes;
+}
+
+size_t LayerStack::scratch_bound(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads) {
+  bool attention = false, delta = false, dense = false, moe = false;
+  for (const LayerPlan& lp : c.layers) {
+    attention = attention || lp.mixer == MixerKind::kAttention;
+    delta = delta || lp.mixer == MixerKind::kDeltaNet;
+    dense = dense || lp.ffn == FfnKind::kDense;
+    moe = moe || lp.ffn == FfnKind::kMoe;
+  }
+  size_t bytes = 0;
+  if (attention) bytes += AttentionBlock::scratch_bound(c, max_batch, n_ctx, n_threads);
+  if (delta) bytes += DeltaNetBlock::scratch_bound(c, max_batch);
+  if (dense) bytes += DenseFfn::scratch_bound(c, max_batch);
+  if (moe) bytes += MoeFfn::scratch_bound(c, max_batch);
+  if (c.per_layer_dim > 0) bytes += PerLayerEmbedding::scratch_bound(c, max_batch);
   return bytes;
 }
 

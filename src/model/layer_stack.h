@@ -74,6 +74,10 @@ class LayerStack {
   int64_t max_chunk() const { return max_chunk_; }
   // Bytes of scratch the blocks hold.
   size_t scratch_bytes() const;
+  // An upper bound of scratch_bytes() after any forward of up to max_batch tokens over a context
+  // of n_ctx with a pool of n_threads: the blocks' scratch tables (and their per-thread bounds)
+  // for the block kinds config's plan uses.
+  static size_t scratch_bound(const ModelConfig& config, int64_t max_batch, int64_t n_ctx, int n_threads);
 
   // The layer step's own tensors (model/tensor_table.h): the mixer's and the FFN's input norms
   // and the optional output scale.

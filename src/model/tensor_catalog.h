@@ -32,9 +32,9 @@ struct TensorUse {
   TensorRole role = TensorRole::kAlways;
   TensorType type = TensorType::kMatrix;
   bool optional = false;
-  int64_t block = -1;       // the file's block number ("blk.<block>."); -1: a model-level tensor
-  int64_t layer = -1;       // the layer of the config's plan it binds to; -1: model-level
-  int32_t expert = -1;      // a packed file's per-expert matrix: its expert
+  int64_t block = -1;   // the file's block number ("blk.<block>."); -1: a model-level tensor
+  int64_t layer = -1;   // the layer of the config's plan it binds to; -1: model-level
+  int32_t expert = -1;  // a packed file's per-expert matrix: its expert
   ExpertPart part = ExpertPart::kNone;
   QTensor LayerWeights::*layer_member = nullptr;  // where it binds (layer tensors)
   QTensor ModelWeights::*model_member = nullptr;  // where it binds (model-level tensors)

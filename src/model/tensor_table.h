@@ -53,7 +53,7 @@ struct LayerTensorSpec {
   TensorShape (*shape)(const ModelConfig& config, const LayerPlan& plan);
   TensorRole role;
   TensorType type;
-  bool optional;                                             // may be absent (the binding leaves it empty)
+  bool optional;                                                   // may be absent (the binding leaves it empty)
   bool (*used)(const ModelConfig& config, const LayerPlan& plan);  // whether the layer reads it; null: always
   ExpertPart part = ExpertPart::kNone;
 };

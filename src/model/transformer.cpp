@@ -70,67 +70,35 @@ void Transformer::set_routing_bias(const RoutingBias& bias) { stack_.set_routing
 const RoutingStats& Transformer::routing_stats() const { return stack_.routing_stats(); }
 
 size_t Transformer::scratch_bytes() const {
-  return (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + buffers_.act.capacity() +
+  size_t acts = buffers_.act.capacity();
+  for (const ActBuffer& b : buffers_.act_bufs) acts += b.capacity();
+  return (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + acts +
          stack_.scratch_bytes();
 }
 
 size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads,
                                            int64_t n_logit_rows) {
-  const size_t B = static_cast<size_t>(max_batch);
-  const size_t ff = static_cast<size_t>(c.is_moe() ? c.expert_hidden_dim : c.hidden_dim);
-  const size_t dim = static_cast<size_t>(c.dim), k = static_cast<size_t>(c.n_experts_active);
-  size_t floats = B * (6 * dim + 2 * static_cast<size_t>(c.q_dim()) + 2 * static_cast<size_t>(c.kv_dim()) + 2 * ff +
-                       static_cast<size_t>(c.rope_dims) + static_cast<size_t>(c.n_experts) + 2 * k + k * dim);
-  floats += k * (2 * ff + dim);                                    // one decode step's experts together
-  floats += 2 * B * k + 2 * static_cast<size_t>(c.n_experts) + 1;  // expert routing lists (int32)
+  const size_t B = static_cast<size_t>(max_batch), dim = static_cast<size_t>(c.dim);
+  const size_t vocab = static_cast<size_t>(c.vocab_size);
+  // The residual, a block's input and output.
+  size_t bytes = 3 * B * dim * sizeof(float);
   // Logits: the rows the session and its caller hold at once (forward() writes only the last
   // token's row, or one per token when all_logits is asked for), plus the row of a part that
   // forward() does not return (chunks split for sliding rings).
   bool sliding = false;
   for (const LayerPlan& lp : c.layers)
     sliding = sliding || (lp.mixer == MixerKind::kAttention && lp.sliding_window > 0);
-  floats +=
-      static_cast<size_t>(std::max<int64_t>(1, n_logit_rows) + (sliding ? 1 : 0)) * static_cast<size_t>(c.vocab_size);
-  // Blocks of hybrid plans: a gated attention's q | gate rows, the delta-net's projections and
-  // conv rows, the shared expert's rows.
-  bool gated = false, delta = false, shared = false;
-  size_t q_dim = 0;
-  for (const LayerPlan& lp : c.layers) {
-    gated = gated || (lp.mixer == MixerKind::kAttention && lp.attn_output_gate);
-    delta = delta || lp.mixer == MixerKind::kDeltaNet;
-    shared = shared || lp.shared_expert == SharedExpert::kGated;
-    if (lp.mixer == MixerKind::kAttention) q_dim = std::max(q_dim, static_cast<size_t>(lp.q_dim()));
+  bytes += (static_cast<size_t>(std::max<int64_t>(1, n_logit_rows)) + (sliding ? 1 : 0)) * vocab * sizeof(float);
+  // Quantized activations: the four buffers (BlockBuffers) each hold at most B rows (a decode
+  // step's experts: k rows) of the widest matrix input the tables declare, at 2 bytes an element
+  // (f16 / bf16; the block types take less, f32 activations are used in place).
+  int64_t widest = c.dim;
+  for (const TensorUse& u : tensor_uses(c)) {
+    if (u.type == TensorType::kMatrix && u.role != TensorRole::kEmbedding) widest = std::max(widest, u.shape[0]);
   }
-  if (gated) floats += 3 * B * q_dim;
-  if (delta) {
-    const DeltaNetConfig& d = c.delta_net;
-    const size_t C = static_cast<size_t>(d.conv_channels()), vd = static_cast<size_t>(d.v_dim());
-    floats += B * (2 * C + 2 * vd + 4 * static_cast<size_t>(d.n_v_heads)) + vd;
-  }
-  if (shared) floats += B * (2 * static_cast<size_t>(c.shared_expert_hidden_dim) + dim);
-  if (c.per_layer_dim > 0) {  // gemma4 per-layer inputs: token rows, projection, gate, output
-    floats += B * (2 * static_cast<size_t>(c.n_layers * c.per_layer_dim) + static_cast<size_t>(c.per_layer_dim) + dim);
-  }
-  size_t gemma_ffn = 0;  // gemma4 blocks: the dense MLP beside the experts, router input, sums
-  for (const LayerPlan& lp : c.layers) {
-    if (lp.ffn_post_norm) {
-      gemma_ffn = std::max(gemma_ffn, B * (2 * static_cast<size_t>(lp.ffn_dim) + 4 * dim));
-    }
-  }
-  floats += gemma_ffn;
-  // Quantized activation buffers (at most ~1.2 bytes per float for any type, four buffers) and
-  // attention scratch per thread, for each attention block kind (one instance serves its layers):
-  // the largest head width and query group of its layers, over the whole context.
-  const size_t acts = 4 * B * std::max(dim, ff) * 2;
-  size_t attention = 0;
-  int64_t head_dim = 0, group = 0;
-  for (const LayerPlan& lp : c.layers) {
-    if (lp.mixer != MixerKind::kAttention || lp.n_kv_heads <= 0) continue;
-    head_dim = std::max(head_dim, lp.head_dim);
-    group = std::max(group, lp.n_heads / lp.n_kv_heads);
-  }
-  if (head_dim > 0) attention += static_cast<size_t>(n_threads) * attention_scratch_bound(head_dim, group, n_ctx) + 64;
-  return floats * sizeof(float) + acts + attention;
+  const size_t act_rows = std::max<size_t>(B, static_cast<size_t>(c.n_experts_active));
+  bytes += 4 * act_rows * static_cast<size_t>(widest) * 2;
+  return bytes + LayerStack::scratch_bound(c, max_batch, n_ctx, n_threads);
 }
 
 Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state, bool all_logits,

@@ -166,21 +166,21 @@ TEST(TensorTables, AFusedDenseGateUpBindsStreamsAndMatchesTheSplitFile) {
   // then the up rows: Q8_0 rows are independent blocks, so the products are the same).
   const std::string src = model_path("syn-llama-Q8_0");
   const std::string fused = (std::filesystem::temp_directory_path() / "sniper_fused_gate_up.gguf").string();
-  rewrite_file(src, fused, [](const GgufFile& f, const GgufTensorInfo& t, const std::vector<uint8_t>& bytes,
-                              GgufWriter& w) {
-    const std::string suffix = t.name.substr(t.name.find('.', 4) + 1);
-    if (suffix == "ffn_up.weight") return true;  // joined with the gate
-    if (suffix != "ffn_gate.weight") return false;
-    const GgufTensorInfo* up = f.find_tensor(t.name.substr(0, t.name.size() - suffix.size()) + "ffn_up.weight");
-    EXPECT_NE(up, nullptr);
-    std::vector<uint8_t> both(bytes.begin() + static_cast<long>(t.file_offset),
-                              bytes.begin() + static_cast<long>(t.file_offset + t.nbytes));
-    both.insert(both.end(), bytes.begin() + static_cast<long>(up->file_offset),
-                bytes.begin() + static_cast<long>(up->file_offset + up->nbytes));
-    w.add_tensor_bytes(t.name.substr(0, t.name.size() - suffix.size()) + "ffn_gate_up.weight", t.type,
-                       {t.ne[0], 2 * t.ne[1]}, std::move(both));
-    return true;
-  });
+  rewrite_file(
+      src, fused, [](const GgufFile& f, const GgufTensorInfo& t, const std::vector<uint8_t>& bytes, GgufWriter& w) {
+        const std::string suffix = t.name.substr(t.name.find('.', 4) + 1);
+        if (suffix == "ffn_up.weight") return true;  // joined with the gate
+        if (suffix != "ffn_gate.weight") return false;
+        const GgufTensorInfo* up = f.find_tensor(t.name.substr(0, t.name.size() - suffix.size()) + "ffn_up.weight");
+        EXPECT_NE(up, nullptr);
+        std::vector<uint8_t> both(bytes.begin() + static_cast<long>(t.file_offset),
+                                  bytes.begin() + static_cast<long>(t.file_offset + t.nbytes));
+        both.insert(both.end(), bytes.begin() + static_cast<long>(up->file_offset),
+                    bytes.begin() + static_cast<long>(up->file_offset + up->nbytes));
+        w.add_tensor_bytes(t.name.substr(0, t.name.size() - suffix.size()) + "ffn_gate_up.weight", t.type,
+                           {t.ne[0], 2 * t.ne[1]}, std::move(both));
+        return true;
+      });
   auto file = gguf_open(fused);
   ASSERT_TRUE(file.ok());
   auto config = load_model_config(*file);
@@ -201,7 +201,8 @@ TEST(TensorTables, AFusedDenseGateUpBindsStreamsAndMatchesTheSplitFile) {
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_TRUE(plan->stream_dense_ffn);
   int streamed = 0;
-  for (int64_t l = 0; l < config->n_layers; ++l) streamed += plan->streamed_tensors.count(layer_tensor_name(l, "ffn_gate_up.weight"));
+  for (int64_t l = 0; l < config->n_layers; ++l)
+    streamed += plan->streamed_tensors.count(layer_tensor_name(l, "ffn_gate_up.weight"));
   EXPECT_GE(streamed, 1);
   // The logits: the split file's, resident and streamed.
   ModelLoadOptions resident;

@@ -74,51 +74,102 @@ uint8_t* aligned64(std::vector<uint8_t>& v) {
 
 std::span<const LayerTensorSpec> AttentionBlock::tensor_table() { return kTable; }
 
-AttentionBlock::AttentionBlock(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch)
-    : config_(config), rope_freqs_(rope_freqs) {
-  int64_t q_dim = 0, kv_dim = 0;
-  bool gated = false;
-  layer_rope_.assign(config.layers.size(), -1);
-  for (size_t l = 0; l < config.layers.size(); ++l) {
-    const LayerPlan& lp = config.layers[l];
+namespace {
+
+// The distinct rope settings of the attention layers, in order of first use, and each layer's index.
+std::vector<AttentionBlock::Rope> rope_settings(const ModelConfig& c, std::vector<int32_t>* layer_rope) {
+  std::vector<AttentionBlock::Rope> ropes;
+  if (layer_rope != nullptr) layer_rope->assign(c.layers.size(), -1);
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    const LayerPlan& lp = c.layers[l];
     if (lp.mixer != MixerKind::kAttention) continue;
-    q_dim = std::max(q_dim, lp.q_dim());
-    kv_dim = std::max(kv_dim, lp.kv_dim());
-    gated = gated || lp.attn_output_gate;
-    const Rope r{lp.rope_dims, lp.rope_base, lp.rope_freqs && rope_freqs.data != nullptr};
-    auto it = std::find_if(ropes_.begin(), ropes_.end(),
-                           [&](const Rope& o) { return o.dims == r.dims && o.base == r.base && o.freqs == r.freqs; });
-    if (it == ropes_.end()) it = ropes_.insert(ropes_.end(), r);
-    layer_rope_[l] = static_cast<int32_t>(it - ropes_.begin());
+    const AttentionBlock::Rope r{lp.rope_dims, lp.rope_base, lp.rope_freqs};
+    auto it = std::find_if(ropes.begin(), ropes.end(), [&](const AttentionBlock::Rope& o) {
+      return o.dims == r.dims && o.base == r.base && o.freqs == r.freqs;
+    });
+    if (it == ropes.end()) it = ropes.insert(ropes.end(), r);
+    if (layer_rope != nullptr) (*layer_rope)[l] = static_cast<int32_t>(it - ropes.begin());
   }
-  const size_t B = static_cast<size_t>(max_batch);
-  q_.resize(B * static_cast<size_t>(q_dim));
-  k_.resize(B * static_cast<size_t>(kv_dim));
-  v_.resize(B * static_cast<size_t>(kv_dim));
-  att_.resize(B * static_cast<size_t>(q_dim));
-  if (gated) {
-    qg_.resize(2 * B * static_cast<size_t>(q_dim));
-    gate_.resize(B * static_cast<size_t>(q_dim));
+  return ropes;
+}
+
+// The largest f(lp) over the attention layers (0 when there are none).
+int64_t max_attention(const ModelConfig& c, int64_t (*f)(const LayerPlan&)) {
+  int64_t m = 0;
+  for (const LayerPlan& lp : c.layers) {
+    if (lp.mixer == MixerKind::kAttention) m = std::max(m, f(lp));
   }
-  size_t rope_floats = 0;
+  return m;
+}
+size_t q_floats(const ModelConfig& c, int64_t B) {
+  return rows(B, max_attention(c, [](const LayerPlan& lp) { return lp.q_dim(); }));
+}
+size_t kv_floats(const ModelConfig& c, int64_t B) {
+  return rows(B, max_attention(c, [](const LayerPlan& lp) { return lp.kv_dim(); }));
+}
+size_t gated_q_floats(const ModelConfig& c, int64_t B) {
+  return rows(B, max_attention(c, [](const LayerPlan& lp) { return lp.attn_output_gate ? lp.q_dim() : int64_t{0}; }));
+}
+size_t rope_floats(const ModelConfig& c, int64_t B) {
+  size_t n = 0;
+  for (const AttentionBlock::Rope& r : rope_settings(c, nullptr)) n += rows(B, r.dims / 2);
+  return n;
+}
+
+}  // namespace
+
+std::span<const ScratchEntry<AttentionBlock>> AttentionBlock::scratch_table() {
+  static constexpr ScratchEntry<AttentionBlock> kScratch[] = {
+      {&AttentionBlock::q_, nullptr, q_floats},
+      {&AttentionBlock::qg_, nullptr, [](const ModelConfig& c, int64_t B) { return 2 * gated_q_floats(c, B); }},
+      {&AttentionBlock::gate_, nullptr, gated_q_floats},
+      {&AttentionBlock::k_, nullptr, kv_floats},
+      {&AttentionBlock::v_, nullptr, kv_floats},
+      {&AttentionBlock::att_, nullptr, q_floats},
+      {&AttentionBlock::rope_cos_, nullptr, rope_floats},
+      {&AttentionBlock::rope_sin_, nullptr, rope_floats},
+  };
+  return kScratch;
+}
+
+size_t AttentionBlock::scratch_bound(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads) {
+  // Per thread: the widest full layer's attention scratch over the whole context (any cache
+  // layout), the widest sliding layer's window tiles.
+  int64_t full_hd = 0, full_group = 0;
+  size_t window_floats = 0;
+  for (const LayerPlan& lp : c.layers) {
+    if (lp.mixer != MixerKind::kAttention || lp.n_kv_heads <= 0) continue;
+    const int64_t group = lp.n_heads / lp.n_kv_heads;
+    if (lp.sliding_window > 0) {
+      window_floats = std::max(window_floats, window_attention_scratch_floats(lp.head_dim, lp.sliding_window, group));
+    } else {
+      full_hd = std::max(full_hd, lp.head_dim);
+      full_group = std::max(full_group, group);
+    }
+  }
+  size_t lazy = static_cast<size_t>(n_threads) * window_floats * sizeof(float);
+  if (full_hd > 0) lazy += static_cast<size_t>(n_threads) * attention_scratch_bound(full_hd, full_group, n_ctx) + 64;
+  return scratch_table_bytes(scratch_table(), c, max_batch) + lazy;
+}
+
+AttentionBlock::AttentionBlock(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch)
+    : config_(config), rope_freqs_(rope_freqs), has_rope_freqs_(rope_freqs.data != nullptr) {
+  ropes_ = rope_settings(config, &layer_rope_);
+  allocate_scratch(*this, scratch_table(), config, max_batch);
+  size_t offset = 0;
   for (const Rope& r : ropes_) {
-    rope_offset_.push_back(rope_floats);
-    rope_floats += B * static_cast<size_t>(r.dims / 2);
+    rope_offset_.push_back(offset);
+    offset += rows(max_batch, r.dims / 2);
   }
-  rope_cos_.resize(rope_floats);
-  rope_sin_.resize(rope_floats);
 }
 
 size_t AttentionBlock::scratch_bytes() const {
-  return (q_.size() + qg_.size() + gate_.size() + k_.size() + v_.size() + att_.size() + rope_cos_.size() +
-          rope_sin_.size() + window_scratch_.size()) *
-             sizeof(float) +
-         att_scratch_.size();
+  return held_scratch_bytes(*this, scratch_table()) + window_scratch_.size() * sizeof(float) + att_scratch_.size();
 }
 
 void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok) {
   // Rotation angles for each position of the chunk, once per rope setting (shared by its layers).
-  const float* factors = rope_freqs_.data != nullptr ? f32_data(rope_freqs_) : nullptr;
+  const float* factors = has_rope_freqs_ ? f32_data(rope_freqs_) : nullptr;
   for (size_t i = 0; i < ropes_.size(); ++i) {
     const Rope& r = ropes_[i];
     const int64_t half = r.dims / 2;

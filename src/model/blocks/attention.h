@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/blocks/scratch_table.h"
 #include "model/tensor_table.h"
 
 namespace sniper {
@@ -39,14 +40,20 @@ class AttentionBlock final : public MixerBlock {
 
   // The tensors of an attention layer (model/tensor_table.h).
   static std::span<const LayerTensorSpec> tensor_table();
+  // An upper bound of scratch_bytes() after any forward of up to max_batch tokens over a context
+  // of n_ctx with a pool of n_threads: the scratch table and the widest per-thread attention
+  // scratch of its full and sliding layers.
+  static size_t scratch_bound(const ModelConfig& config, int64_t max_batch, int64_t n_ctx, int n_threads);
 
- private:
-  // A rope setting some attention layer uses: its angles for the chunk's positions.
+  // A rope setting some attention layer uses (its angles are computed once per chunk).
   struct Rope {
     int64_t dims = 0;
     float base = 0.0f;
-    bool freqs = false;
+    bool freqs = false;  // divided by rope_freqs (when the model has them)
   };
+
+ private:
+  static std::span<const ScratchEntry<AttentionBlock>> scratch_table();
   void attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
                    ThreadPool& pool);
   void attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
@@ -54,6 +61,7 @@ class AttentionBlock final : public MixerBlock {
 
   const ModelConfig& config_;
   QTensor rope_freqs_;
+  bool has_rope_freqs_ = false;
   std::vector<Rope> ropes_;            // the distinct settings, in order of first use
   std::vector<int32_t> layer_rope_;    // [n_layers] each attention layer's index into ropes_
   std::vector<float> q_;               // [B, q_dim]

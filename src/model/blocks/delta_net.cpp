@@ -56,22 +56,32 @@ constexpr LayerTensorSpec kTable[] = {
 
 std::span<const LayerTensorSpec> DeltaNetBlock::tensor_table() { return kTable; }
 
-DeltaNetBlock::DeltaNetBlock(const ModelConfig& config, int64_t max_batch) : config_(config), d_(config.delta_net) {
-  const size_t B = static_cast<size_t>(max_batch);
-  const size_t C = static_cast<size_t>(d_.conv_channels()), nv = static_cast<size_t>(d_.n_v_heads);
-  const size_t vd = static_cast<size_t>(d_.v_dim());
-  qkv_.resize(B * C);
-  conv_.resize(B * C);
-  z_.resize(B * vd);
-  beta_.resize(B * nv);
-  g_.resize(B * nv);
-  if (d_.fused_ba) ba_.resize(B * 2 * nv);
-  o_.resize(B * vd);
+std::span<const ScratchEntry<DeltaNetBlock>> DeltaNetBlock::scratch_table() {
+  constexpr auto channels = [](const ModelConfig& c, int64_t B) { return rows(B, c.delta_net.conv_channels()); };
+  constexpr auto values = [](const ModelConfig& c, int64_t B) { return rows(B, c.delta_net.v_dim()); };
+  constexpr auto heads = [](const ModelConfig& c, int64_t B) { return rows(B, c.delta_net.n_v_heads); };
+  static constexpr ScratchEntry<DeltaNetBlock> kScratch[] = {
+      {&DeltaNetBlock::qkv_, nullptr, channels},
+      {&DeltaNetBlock::conv_, nullptr, channels},
+      {&DeltaNetBlock::z_, nullptr, values},
+      {&DeltaNetBlock::beta_, nullptr, heads},
+      {&DeltaNetBlock::g_, nullptr, heads},
+      {&DeltaNetBlock::ba_, nullptr,
+       [](const ModelConfig& c, int64_t B) { return c.delta_net.fused_ba ? rows(B, 2 * c.delta_net.n_v_heads) : 0; }},
+      {&DeltaNetBlock::o_, nullptr, values},
+  };
+  return kScratch;
 }
 
-size_t DeltaNetBlock::scratch_bytes() const {
-  return (qkv_.size() + conv_.size() + z_.size() + beta_.size() + g_.size() + ba_.size() + o_.size()) * sizeof(float);
+size_t DeltaNetBlock::scratch_bound(const ModelConfig& config, int64_t max_batch) {
+  return scratch_table_bytes(scratch_table(), config, max_batch);
 }
+
+DeltaNetBlock::DeltaNetBlock(const ModelConfig& config, int64_t max_batch) : config_(config), d_(config.delta_net) {
+  allocate_scratch(*this, scratch_table(), config, max_batch);
+}
+
+size_t DeltaNetBlock::scratch_bytes() const { return held_scratch_bytes(*this, scratch_table()); }
 
 Status DeltaNetBlock::forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state, const BlockIo& io) {
   const ModelConfig& c = config_;

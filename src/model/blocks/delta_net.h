@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/blocks/scratch_table.h"
 #include "model/tensor_table.h"
 
 namespace sniper {
@@ -37,8 +38,12 @@ class DeltaNetBlock final : public MixerBlock {
 
   // The tensors of a delta-net layer (model/tensor_table.h).
   static std::span<const LayerTensorSpec> tensor_table();
+  // scratch_bytes() for chunks of up to max_batch tokens (its scratch table).
+  static size_t scratch_bound(const ModelConfig& config, int64_t max_batch);
 
  private:
+  static std::span<const ScratchEntry<DeltaNetBlock>> scratch_table();
+
   const ModelConfig& config_;
   DeltaNetConfig d_;
   std::vector<float> qkv_;   // [B, C] projected q | k | v

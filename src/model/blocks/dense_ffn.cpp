@@ -62,15 +62,33 @@ void run_gated_mlp(const GatedMlpWeights& w, int64_t ff, Activation act, const f
   matmul(*w.down, hb, out, n_tok, buffers.act, pool);
 }
 
+std::span<const ScratchEntry<DenseFfn>> DenseFfn::scratch_table() {
+  // The widest dense layer's gate / activation and up rows (up: gate | up when fused).
+  static constexpr ScratchEntry<DenseFfn> kScratch[] = {
+      {&DenseFfn::hb_, nullptr,
+       [](const ModelConfig& c, int64_t B) {
+         int64_t ff = 0;
+         for (const LayerPlan& lp : c.layers) ff = lp.ffn == FfnKind::kDense ? std::max(ff, lp.ffn_dim) : ff;
+         return rows(B, ff);
+       }},
+      {&DenseFfn::hb2_, nullptr,
+       [](const ModelConfig& c, int64_t B) {
+         int64_t ff = 0;
+         for (const LayerPlan& lp : c.layers) {
+           if (lp.ffn == FfnKind::kDense) ff = std::max(ff, lp.ffn_fused_gate_up ? 2 * lp.ffn_dim : lp.ffn_dim);
+         }
+         return rows(B, ff);
+       }},
+  };
+  return kScratch;
+}
+
+size_t DenseFfn::scratch_bound(const ModelConfig& config, int64_t max_batch) {
+  return scratch_table_bytes(scratch_table(), config, max_batch);
+}
+
 DenseFfn::DenseFfn(const ModelConfig& config, int64_t max_batch) : config_(config) {
-  int64_t ff = 0, ff2 = 0;
-  for (const LayerPlan& lp : config.layers) {
-    if (lp.ffn != FfnKind::kDense) continue;
-    ff = std::max(ff, lp.ffn_dim);
-    ff2 = std::max(ff2, lp.ffn_fused_gate_up ? 2 * lp.ffn_dim : lp.ffn_dim);
-  }
-  hb_.resize(static_cast<size_t>(max_batch) * static_cast<size_t>(ff));
-  hb2_.resize(static_cast<size_t>(max_batch) * static_cast<size_t>(ff2));
+  allocate_scratch(*this, scratch_table(), config, max_batch);
 }
 
 Status DenseFfn::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/blocks/scratch_table.h"
 #include "model/tensor_table.h"
 
 namespace sniper {
@@ -41,13 +42,17 @@ class DenseFfn final : public FfnBlock {
 
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) override;
   void after_layer(int64_t, const BlockIo&) override {}
-  size_t scratch_bytes() const override { return (hb_.size() + hb2_.size()) * sizeof(float); }
+  size_t scratch_bytes() const override { return held_scratch_bytes(*this, scratch_table()); }
+  // scratch_bytes() for chunks of up to max_batch tokens (its scratch table).
+  static size_t scratch_bound(const ModelConfig& config, int64_t max_batch);
 
   // The dense MLP's tensors and the FFN's post norm (model/tensor_table.h), for kDense layers
   // and for kMoe layers, whose ungated shared expert and post norm are these.
   static std::span<const LayerTensorSpec> tensor_table();
 
  private:
+  static std::span<const ScratchEntry<DenseFfn>> scratch_table();
+
   const ModelConfig& config_;
   std::vector<float> hb_;   // [B, max ffn_dim] gate / activation
   std::vector<float> hb2_;  // [B, max ffn_dim] up ([B, 2 * max ffn_dim] when some layer's gate_up is fused)

@@ -78,46 +78,67 @@ constexpr LayerTensorSpec kTable[] = {
 
 std::span<const LayerTensorSpec> MoeFfn::tensor_table() { return kTable; }
 
+namespace {
+
+// The widest shared expert of the MoE layers: its gate / activation rows (0: none), and its up
+// rows (gate | up when fused).
+size_t shared_floats(const ModelConfig& c, int64_t B, bool up) {
+  int64_t ff = 0;
+  for (const LayerPlan& lp : c.layers) {
+    if (lp.ffn != FfnKind::kMoe || lp.shared_expert == SharedExpert::kNone) continue;
+    const int64_t w = lp.shared_expert == SharedExpert::kGated ? c.shared_expert_hidden_dim : lp.ffn_dim;
+    ff = std::max(ff, up && lp.shared_expert == SharedExpert::kUngated && lp.ffn_fused_gate_up ? 2 * w : w);
+  }
+  return rows(B, ff);
+}
+bool any_shared(const ModelConfig& c) { return shared_floats(c, 1, false) > 0; }
+
+}  // namespace
+
+std::span<const ScratchEntry<MoeFfn>> MoeFfn::scratch_table() {
+  using C = const ModelConfig&;
+  constexpr auto dims = [](C c, int64_t B) { return rows(B, c.dim); };
+  constexpr auto ffs = [](C c, int64_t B) { return rows(B, c.expert_hidden_dim); };
+  constexpr auto slots = [](C c, int64_t B) { return rows(B, c.n_experts_active); };
+  constexpr auto k_ffs = [](C c, int64_t) { return rows(c.n_experts_active, c.expert_hidden_dim); };
+  static constexpr ScratchEntry<MoeFfn> kScratch[] = {
+      {&MoeFfn::he_, nullptr,
+       [](C c, int64_t B) {
+         bool norm = false;
+         for (const LayerPlan& lp : c.layers) norm = norm || (lp.ffn == FfnKind::kMoe && lp.expert_input_norm);
+         return norm ? rows(B, c.dim) : 0;
+       }},
+      {&MoeFfn::hb_, nullptr, ffs},
+      {&MoeFfn::hb2_, nullptr, ffs},
+      {&MoeFfn::router_, nullptr, [](C c, int64_t B) { return rows(B, c.n_experts); }},
+      {nullptr, &MoeFfn::sel_, slots},
+      {&MoeFfn::sel_w_, nullptr, slots},
+      {&MoeFfn::exp_out_, nullptr, [](C c, int64_t B) { return rows(B, c.n_experts_active * c.dim); }},
+      {&MoeFfn::gathered_, nullptr, dims},
+      {&MoeFfn::down_, nullptr, dims},
+      {nullptr, &MoeFfn::route_start_, [](C c, int64_t) { return static_cast<size_t>(c.n_experts) + 1; }},
+      {nullptr, &MoeFfn::route_next_, [](C c, int64_t) { return static_cast<size_t>(c.n_experts); }},
+      {nullptr, &MoeFfn::route_tok_, slots},
+      {nullptr, &MoeFfn::route_slot_, slots},
+      {&MoeFfn::group_hb_, nullptr, k_ffs},
+      {&MoeFfn::group_hb2_, nullptr, k_ffs},
+      {&MoeFfn::group_down_, nullptr, [](C c, int64_t) { return rows(c.n_experts_active, c.dim); }},
+      {&MoeFfn::sh_hb_, nullptr, [](C c, int64_t B) { return shared_floats(c, B, false); }},
+      {&MoeFfn::sh_hb2_, nullptr, [](C c, int64_t B) { return shared_floats(c, B, true); }},
+      {&MoeFfn::sh_out_, nullptr, [](C c, int64_t B) { return any_shared(c) ? rows(B, c.dim) : 0; }},
+      {&MoeFfn::sh_logit_, nullptr, [](C c, int64_t B) { return any_shared(c) ? rows(B, 1) : 0; }},
+  };
+  return kScratch;
+}
+
+size_t MoeFfn::scratch_bound(const ModelConfig& config, int64_t max_batch) {
+  return scratch_table_bytes(scratch_table(), config, max_batch);
+}
+
 MoeFfn::MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, ExpertSource* experts)
     : config_(config), weights_(weights), max_batch_(max_batch), experts_(experts) {
-  const size_t B = static_cast<size_t>(max_batch);
-  const size_t dim = static_cast<size_t>(config.dim);
-  const size_t ff = static_cast<size_t>(config.expert_hidden_dim);
-  const size_t k = static_cast<size_t>(config.n_experts_active);
-  hb_.resize(B * ff);
-  hb2_.resize(B * ff);
-  router_.resize(B * static_cast<size_t>(config.n_experts));
-  sel_.resize(B * k);
-  sel_w_.resize(B * k);
-  exp_out_.resize(B * k * dim);
-  gathered_.resize(B * dim);
-  down_.resize(B * dim);
+  allocate_scratch(*this, scratch_table(), config, max_batch);
   group_.reserve(static_cast<size_t>(config.n_experts));
-  route_start_.resize(static_cast<size_t>(config.n_experts) + 1);
-  route_next_.resize(static_cast<size_t>(config.n_experts));
-  route_tok_.resize(B * k);
-  route_slot_.resize(B * k);
-  group_hb_.resize(k * ff);
-  group_hb2_.resize(k * ff);
-  group_down_.resize(k * dim);
-  size_t sff = 0, sff2 = 0;
-  bool expert_norm = false;
-  for (const LayerPlan& lp : config.layers) {
-    if (lp.ffn != FfnKind::kMoe) continue;
-    expert_norm = expert_norm || lp.expert_input_norm;
-    if (lp.shared_expert == SharedExpert::kNone) continue;
-    const size_t w =
-        static_cast<size_t>(lp.shared_expert == SharedExpert::kGated ? config.shared_expert_hidden_dim : lp.ffn_dim);
-    sff = std::max(sff, w);
-    sff2 = std::max(sff2, lp.shared_expert == SharedExpert::kUngated && lp.ffn_fused_gate_up ? 2 * w : w);
-  }
-  if (sff > 0) {
-    sh_hb_.resize(B * sff);
-    sh_hb2_.resize(B * sff2);
-    sh_out_.resize(B * dim);
-    sh_logit_.resize(B);
-  }
-  if (expert_norm) he_.resize(B * dim);
   union_.reserve(static_cast<size_t>(config.n_experts));
   used_.resize(static_cast<size_t>(config.n_experts));
   if (experts_ == nullptr) {
@@ -128,13 +149,7 @@ MoeFfn::MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t m
   }
 }
 
-size_t MoeFfn::scratch_bytes() const {
-  const size_t floats = he_.size() + hb_.size() + hb2_.size() + router_.size() + sel_w_.size() + exp_out_.size() +
-                        gathered_.size() + down_.size() + group_hb_.size() + group_hb2_.size() + group_down_.size() +
-                        sh_hb_.size() + sh_hb2_.size() + sh_out_.size() + sh_logit_.size();
-  const size_t ints = sel_.size() + route_start_.size() + route_next_.size() + route_tok_.size() + route_slot_.size();
-  return floats * sizeof(float) + ints * sizeof(int32_t);
-}
+size_t MoeFfn::scratch_bytes() const { return held_scratch_bytes(*this, scratch_table()); }
 
 Status MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) {
   const ModelConfig& c = config_;

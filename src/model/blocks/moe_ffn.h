@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/blocks/scratch_table.h"
 #include "model/tensor_table.h"
 #include "weights/expert_source.h"
 
@@ -59,12 +60,16 @@ class MoeFfn final : public FfnBlock {
   // (gate and up fused in ffn_gate_up_exps where LayerPlan::expert_fused_gate_up), or one tensor
   // per expert matrix in a packed file (ModelConfig::packed_experts).
   static std::span<const LayerTensorSpec> tensor_table();
+  // scratch_bytes() for chunks of up to max_batch tokens (its scratch table).
+  static size_t scratch_bound(const ModelConfig& config, int64_t max_batch);
 
   // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
   void set_routing_bias(const RoutingBias& bias) { routing_bias_ = bias; }
   const RoutingStats& routing_stats() const { return routing_stats_; }
 
  private:
+  static std::span<const ScratchEntry<MoeFfn>> scratch_table();
+
   [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
   // The router's input for layer lp's weights lw from the residual x (and, for kFfnInput, the
   // layer's normed FFN input xb when it is at hand; null: computed from x and lw.ffn_norm): xb

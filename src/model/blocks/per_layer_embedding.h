@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/blocks/scratch_table.h"
 #include "model/tensor_table.h"
 #include "weights/streamed_rows.h"
 
@@ -35,9 +36,13 @@ class PerLayerEmbedding {
   static std::span<const ModelTensorSpec> model_tensor_table();
   static std::span<const LayerTensorSpec> layer_tensor_table();
 
-  size_t scratch_bytes() const { return (tok_.size() + proj_.size() + gate_.size() + out_.size()) * sizeof(float); }
+  size_t scratch_bytes() const { return held_scratch_bytes(*this, scratch_table()); }
+  // scratch_bytes() for chunks of up to max_batch tokens (its scratch table).
+  static size_t scratch_bound(const ModelConfig& config, int64_t max_batch);
 
  private:
+  static std::span<const ScratchEntry<PerLayerEmbedding>> scratch_table();
+
   const ModelConfig& config_;
   const ModelWeights& weights_;
   StreamedRows* rows_;
