@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Forward pass. Per layer (the blocks per the layer plan, model/blocks/):
-//   xb = rms_norm(x) * attn_norm; x += Mixer(xb)    (attention: writes the layer's KV rows)
-//   xb = rms_norm(x) * ffn_norm;  x += FFN(xb)      (dense SwiGLU, or routed experts)
-// and finally logits = W_out (rms_norm(x) * output_norm).
-// gemma4 adds (per ModelConfig): embeddings * embd_scale; per-layer inputs (PerLayerEmbedding)
-// computed from them, whose branch joins x after the FFN; x *= layer_output_scale; the final
-// logit softcap. Its blocks post-norm their own outputs. A chunk longer than a sliding ring
-// allows runs in parts (forward -> forward_chunk).
+// Forward pass: the embedding rows (times embd_scale when the config has one), the layer step
+// of model/layer_stack.h for every layer of the plan, then logits = W_out (rms_norm(x) *
+// output_norm), soft-capped when final_softcap > 0. A chunk longer than a sliding ring allows
+// runs in parts (forward -> forward_chunk). When weights stream, layer_weights() fills each
+// layer's streamed tensors (those the tables mark kAttention / kDenseFfn) from the LayerStreamer.
 #include "model/transformer.h"
 
 #include <algorithm>

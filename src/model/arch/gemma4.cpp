@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // gemma4: Gemma 4 (26B-A4B MoE, 31B dense, E2B/E4B with per-layer embeddings and shared-KV
-// layers). Maps the metadata to the layer plan; what the blocks compute is in
-// model/blocks/gemma4_attention.h, gelu_ffn.h, gemma4_moe_ffn.h and per_layer_embedding.h.
+// layers). Maps the metadata to the layer plan of the shared blocks: attention with q/k norms,
+// an unweighted v norm, V = K where attn_v is absent, scale 1, a post norm and per-layer rope;
+// GELU FFNs with a post norm; MoE layers whose router reads the scaled residual, whose experts
+// have their own input norm and per-expert scales, beside an ungated dense MLP, every part
+// post-normed (model/blocks/attention.h, dense_ffn.h, moe_ffn.h, per_layer_embedding.h).
 //   layer l sliding  <=> attention.sliding_window_pattern[l]: head_dim key_length_swa, rope
 //                        rope.dimension_count_swa / rope.freq_base_swa, window sliding_window;
 //   full layers:         head_dim key_length, rope rope.dimension_count / rope.freq_base with
@@ -134,14 +137,10 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
 
 }  // namespace
 
-const ArchSpec kGemma4Arch = {
-    .name = "gemma4",
-    .rope_style = RopeStyle::kNeox,
-    .qkv_bias = false,
-    .qk_norm = true,
-    .allow_moe = true,
-    .requires_moe = false,
-    .finish = finish_gemma4,
+extern const ArchSpec kGemma4Arch = {
+    // registered in registry.cpp
+    .name = "gemma4",  .rope_style = RopeStyle::kNeox, .qkv_bias = false,       .qk_norm = true,
+    .allow_moe = true, .requires_moe = false,          .finish = finish_gemma4,
 };
 
 }  // namespace sniper

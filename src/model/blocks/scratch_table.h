@@ -20,8 +20,8 @@ namespace sniper {
 
 template <class Block>
 struct ScratchEntry {
-  std::vector<float> Block::*floats = nullptr;   // a float buffer, or
-  std::vector<int32_t> Block::*ints = nullptr;   // an int32 buffer
+  std::vector<float> Block::*floats = nullptr;                              // a float buffer, or
+  std::vector<int32_t> Block::*ints = nullptr;                              // an int32 buffer
   size_t (*count)(const ModelConfig& config, int64_t max_batch) = nullptr;  // its elements
 };
 
