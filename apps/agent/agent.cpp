@@ -12,6 +12,30 @@
 
 namespace sniper::agent {
 
+namespace {
+
+// Times a request past the context is retried with the older half of the history dropped.
+constexpr int kMaxHistoryTrims = 4;
+
+// A reply refused because the prompt does not fit the model's context (sniper's
+// context_length_exceeded, llama-server's "exceeds the available context size", OpenAI's
+// "maximum context length").
+bool is_context_overflow(FailureKind failure, const std::string& error) {
+  return failure == FailureKind::kClient && error.find("context") != std::string::npos;
+}
+
+// Every backend a request for `tier` would try is cooling down after failing to answer.
+bool every_backend_down(const BackendPool& pool, Tier tier) {
+  const std::vector<size_t> chain = pool.chain(tier);
+  if (chain.empty()) return true;
+  for (size_t i : chain) {
+    if (pool.cooldown_left_s(i) <= 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<double> parse_interval(const std::string& text) {
   std::string t = trim(text);
   if (t.empty()) return std::nullopt;
@@ -82,8 +106,15 @@ void Agent::routed_turn(const std::string& text) {
     ++stats_.cancelled;
     return;
   }
-  if (!d.error.empty()) out() << dim("(routing failed: " + d.error + "; answering as chat)") << "\n";
   stats_.routed[static_cast<int>(d.route)]++;
+  // The route is shown before the answer. A routing failure the answer will meet as well (no
+  // backend, a message past the context) is reported once, by the answer.
+  if (!d.error.empty() && !every_backend_down(*pool_, Tier::kFast) &&
+      !is_context_overflow(FailureKind::kClient, d.error)) {
+    out() << dim("-> chat (routing failed: " + d.error + ")") << "\n";
+    chat_turn(text, chat_tier(config_, auto_tiers_, text), "chat");
+    return;
+  }
   switch (d.route) {
     case Route::kSearch:
       out() << dim("-> search") << "\n";
@@ -93,7 +124,10 @@ void Agent::routed_turn(const std::string& text) {
       out() << dim("-> shell") << "\n";
       shell_turn(text, "");
       break;
-    case Route::kChat: chat_turn(text, chat_tier(config_, auto_tiers_, text), "chat"); break;
+    case Route::kChat:
+      out() << dim("-> chat") << "\n";
+      chat_turn(text, chat_tier(config_, auto_tiers_, text), "chat");
+      break;
   }
 }
 
@@ -107,8 +141,23 @@ ChatRequest Agent::chat_request(const nlohmann::json& messages) const {
 }
 
 void Agent::chat_turn(const std::string& text, Tier tier, const std::string& route) {
-  PoolResult r = stream_answer(tier, chat_request(conversation_.to_messages(text)));
-  if (r.result.content.empty() && !r.result.ok()) return;
+  PoolResult r;
+  size_t dropped = 0;
+  for (int trim = 0;; ++trim) {
+    const bool can_trim = trim < kMaxHistoryTrims && !conversation_.empty();
+    r = stream_answer(tier, chat_request(conversation_.to_messages(text)), "", /*quiet_overflow=*/can_trim);
+    if (!can_trim || !is_context_overflow(r.result.failure, r.result.error) || !r.result.content.empty()) break;
+    dropped += conversation_.drop_oldest_half();
+  }
+  if (dropped > 0) {
+    out() << dim("(the conversation outgrew the model's context: the " + std::to_string(dropped) +
+                 " oldest messages were dropped; /compact summarises instead)")
+          << "\n";
+  }
+  if (r.result.content.empty() && !r.result.ok()) {
+    if (r.result.failure == FailureKind::kDown) ++unanswered_;
+    return;
+  }
   std::string answer = r.result.content;
   if (r.result.failure == FailureKind::kCancelled) answer += "\n[stopped]";
   conversation_.add("user", text);
@@ -124,7 +173,8 @@ void Agent::side_question(const std::string& text) {
   stream_answer(Tier::kPrimary, chat_request(conversation_.to_messages(text)));
 }
 
-PoolResult Agent::stream_answer(Tier tier, const ChatRequest& request, const std::string& trailer) {
+PoolResult Agent::stream_answer(Tier tier, const ChatRequest& request, const std::string& trailer,
+                                bool quiet_overflow) {
   MarkdownRenderer renderer(io_.color);
   bool in_reasoning = false;
   bool wrote_any = false;
@@ -149,15 +199,20 @@ PoolResult Agent::stream_answer(Tier tier, const ChatRequest& request, const std
     }
     write(renderer.feed(text));
   };
-  auto on_notice = [&](const std::string& line) {
-    if (!wrote_newline_last) write("\n");
-    write(dim("(" + line + ")") + "\n");
-  };
+  // Notices are held until the outcome is known: a failure the pool's error line names (no
+  // backend answered, a prompt past the context) is then said once, not per backend as well.
+  std::vector<std::string> notices;
+  auto on_notice = [&](const std::string& line) { notices.push_back(line); };
   PoolResult r = pool_->chat(tier, request, on_delta, io_.cancel, on_notice);
   if (in_reasoning) write(ansi_reset(io_.color));
   write(renderer.finish());
   if (wrote_any && !wrote_newline_last) write("\n");
+  const bool overflow = is_context_overflow(r.result.failure, r.result.error);
+  if (r.result.ok() || r.result.failure == FailureKind::kCancelled) {
+    for (const std::string& n : notices) write(dim("(" + n + ")") + "\n");  // e.g. a fallback's reason
+  }
   if (!r.result.content.empty()) write(trailer);
+  if (quiet_overflow && overflow && r.result.content.empty()) return r;
   print_status(r);
   return r;
 }

@@ -8,6 +8,9 @@
 // "[stopped]" note); nothing runs in the shell or is written to disk without the read-only check
 // or confirm(); side questions (/btw) never enter the history. Thread-compatible.
 #pragma once
+// A request that no longer fits the model's context (a long history) is retried with the older
+// half of the history dropped (a few times at most), saying so once; the route each request takes
+// (chat, search, shell) is shown before its answer; a failure is reported once.
 
 #include <atomic>
 #include <chrono>
@@ -60,6 +63,8 @@ class Agent {
 
   const Conversation& conversation() const { return conversation_; }
   const SessionStats& stats() const { return stats_; }
+  // Turns that got no answer because no backend could be reached (for the exit status).
+  int unanswered() const { return unanswered_; }
   bool routed_mode() const { return routed_; }
   bool thinking() const { return thinking_; }
   bool auto_tiers() const { return auto_tiers_; }
@@ -71,7 +76,10 @@ class Agent {
   void side_question(const std::string& text);
   // Streams a request to the pool and renders it; prints notices and the status line.
   // `trailer` (e.g. the sources list) is printed after a non-empty answer, before the status line.
-  PoolResult stream_answer(Tier tier, const ChatRequest& request, const std::string& trailer = "");
+  // With `quiet_overflow`, a reply refused because the prompt is past the context prints nothing
+  // (the caller trims the history and asks again).
+  PoolResult stream_answer(Tier tier, const ChatRequest& request, const std::string& trailer = "",
+                           bool quiet_overflow = false);
   // A short non-streamed helper request (query rewrite, command writing, summaries).
   PoolResult ask(Tier tier, const std::string& system, const std::string& user, int max_tokens);
   void print_status(const PoolResult& r);
@@ -106,6 +114,7 @@ class Agent {
   AgentIo io_;
   Conversation conversation_;
   SessionStats stats_;
+  int unanswered_ = 0;
   bool routed_ = true;
   bool thinking_ = false;
   bool auto_tiers_ = true;

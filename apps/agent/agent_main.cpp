@@ -23,6 +23,7 @@
 #include "agent/router.h"
 #include "agent/slash_commands.h"
 #include "agent/terminal_render.h"
+#include "cli/args.h"
 
 #ifndef SNIPER_AGENT_ROUTING_SET
 #define SNIPER_AGENT_ROUTING_SET "apps/agent/routing_set.jsonl"
@@ -48,83 +49,94 @@ struct Flags {
   bool help = false;
 };
 
-void print_usage() {
-  std::printf(
-      "usage: sniper agent [--url URL ...] [-m MODEL] [--config FILE] [options]\n"
-      "A terminal assistant that routes each request to chat, web search or the shell over any\n"
-      "OpenAI-compatible server, with tiers and failover between backends.\n\n"
-      "options:\n"
-      "  --url URL            an OpenAI-compatible server (repeatable; later ones are failover backends)\n"
-      "  -m, --model FILE     start a local `sniper serve -m FILE --port 0` and use it (stopped on exit)\n"
-      "  --serve-arg ARG      extra argument for that server (repeatable), e.g. --serve-arg=--ctx=8192\n"
-      "  --config FILE        JSON config (default ~/.config/sniper/agent.json if it exists;\n"
-      "                       see apps/agent/agent.example.json)\n"
-      "  --model-name NAME    \"model\" sent to --url backends\n"
-      "  --api-key-env VAR    environment variable holding the API key of --url backends\n"
-      "  --search-url URL     search endpoint (default https://html.duckduckgo.com/html/)\n"
-      "  --think, --no-think  thinking for chat answers (routing never thinks)\n"
-      "  --timeout SECONDS    read timeout per backend request\n"
-      "  --no-color           plain output (also when NO_COLOR is set or stdout is not a terminal)\n"
-      "  --eval-routing       route the labelled set and print accuracy and a confusion matrix\n"
-      "  --routing-set FILE   labelled set for --eval-routing (default %s)\n"
-      "  -h, --help           this help\n\n"
-      "commands inside the agent (Tab completes; an unambiguous prefix runs, e.g. /sta):\n%s"
-      "keys: Ctrl-C stops a generation; Ctrl-C twice at an empty prompt or Ctrl-D quits.\n",
-      SNIPER_AGENT_ROUTING_SET, slash_help().c_str());
+std::vector<cli::FlagSpec> agent_flags() {
+  return {
+      {"--url", nullptr, "URL", "an OpenAI-compatible server (repeatable; later ones are failover backends)"},
+      {"--model", "-m", "PATH|NAME",
+       "start a local `sniper serve MODEL --port 0` and use it (stopped on exit); MODEL is a GGUF file or a store "
+       "name, and may also be the first word after 'agent'"},
+      {"--serve-arg", nullptr, "ARG", "extra argument for that server (repeatable), e.g. --serve-arg=--ctx=8192"},
+      {"--config", nullptr, "FILE",
+       "JSON config (default ~/.config/sniper/agent.json if it exists; see apps/agent/agent.example.json)"},
+      {"--model-name", nullptr, "NAME", "\"model\" sent to --url backends"},
+      {"--api-key-env", nullptr, "VAR", "environment variable holding the API key of --url backends"},
+      {"--search-url", nullptr, "URL", "search endpoint (default https://html.duckduckgo.com/html/)"},
+      {"--think", nullptr, nullptr, "thinking for chat answers (routing never thinks)"},
+      {"--no-think", nullptr, nullptr, "no thinking for chat answers"},
+      {"--timeout", nullptr, "SECONDS", "read timeout per backend request"},
+      {"--no-color", nullptr, nullptr, "plain output (also when NO_COLOR is set or stdout is not a terminal)"},
+      {"--eval-routing", nullptr, nullptr, "route the labelled set and print accuracy and a confusion matrix"},
+      {"--routing-set", nullptr, "FILE", "labelled set for --eval-routing (default " SNIPER_AGENT_ROUTING_SET ")"},
+      {"--help", "-h", nullptr, "show this help"},
+  };
 }
 
-// Parses flags; returns an error message or "".
+void print_usage() {
+  cli::print_usage("agent", "[MODEL | -m MODEL | --url URL ...] [--config FILE] [flags]", agent_flags(),
+                   "A terminal assistant that routes each request to chat, web search or the shell over any "
+                   "OpenAI-compatible server, with tiers and failover between backends.");
+  // The slash commands in the same two columns, wrapped to the terminal like the flags.
+  std::string commands;
+  for (const SlashCommand& c : slash_commands()) {
+    std::string head = std::string("/") + c.name + (c.args[0] ? std::string(" ") + c.args : "");
+    head = head.size() < 28 ? head + std::string(28 - head.size(), ' ') : head + "\n" + std::string(30, ' ');
+    commands += "  " + head + " " + cli::wrap_text(c.help, cli::help_width(), 31, false) + "\n";
+  }
+  const std::string text = "\nCommands inside the agent (Tab completes; a prefix that names one runs it):\n" +
+                           commands +
+                           cli::wrap_text(
+                               "Keys: Ctrl-C stops a generation; Ctrl-C twice at an empty prompt, or Ctrl-D, "
+                               "quits.",
+                               cli::help_width(), 0, false) +
+                           "\n";
+  std::fputs(text.c_str(), stdout);
+}
+
+// Parses flags (cli::Args: unknown flags name the nearest one); returns an error message or "".
 std::string parse_flags(int argc, char** argv, Flags* f) {
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string value;
-    bool has_inline = false;
-    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
-      value = a.substr(a.find('=') + 1);
-      a = a.substr(0, a.find('='));
-      has_inline = true;
-    }
-    auto next = [&](std::string* out) -> bool {
-      if (has_inline) {
-        *out = value;
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    auto need = [&](std::string* out) -> std::string { return next(out) ? "" : a + " needs a value"; };
-    std::string err;
-    if (a == "-h" || a == "--help") f->help = true;
-    else if (a == "--url") {
-      std::string u;
-      err = need(&u);
-      f->urls.push_back(u);
-    } else if (a == "-m" || a == "--model") err = need(&f->model_file);
-    else if (a == "--config") err = need(&f->config_path);
-    else if (a == "--model-name") err = need(&f->model_name);
-    else if (a == "--api-key-env") err = need(&f->api_key_env);
-    else if (a == "--search-url") err = need(&f->search_url);
-    else if (a == "--routing-set") err = need(&f->routing_set);
-    else if (a == "--serve-arg") {
-      std::string s;
-      err = need(&s);
-      f->serve_args.push_back(s);
-    } else if (a == "--think") f->think = 1;
-    else if (a == "--no-think") f->think = 0;
-    else if (a == "--no-color") f->no_color = true;
-    else if (a == "--eval-routing") f->eval_routing = true;
-    else if (a == "--timeout") {
-      std::string s;
-      err = need(&s);
-      f->read_timeout_s = std::atof(s.c_str());
-      if (err.empty() && !(f->read_timeout_s > 0)) err = "--timeout is '" + s + "' but must be a positive number";
-    } else {
-      err = "unknown option '" + a + "' (see sniper agent --help)";
-    }
-    if (!err.empty()) return err;
+  auto args = cli::Args::parse("agent", argc, argv, 2, agent_flags());
+  if (!args.ok()) return args.error().message;
+  const bool has_model = args->has("--model");
+  if (Status st = args->check_positionals(has_model ? 0 : 1, "one MODEL (a GGUF file or a store name)"); !st.ok()) {
+    return st.error().message;
+  }
+  f->help = args->has("--help");
+  f->urls = args->get_all("--url");
+  f->model_file =
+      has_model ? args->get_string("--model") : (args->positionals().empty() ? "" : args->positionals().front());
+  f->config_path = args->get_string("--config");
+  f->model_name = args->get_string("--model-name");
+  f->api_key_env = args->get_string("--api-key-env");
+  f->search_url = args->get_string("--search-url");
+  f->routing_set = args->get_string("--routing-set", f->routing_set);
+  f->serve_args = args->get_all("--serve-arg");
+  if (args->has("--think") && args->has("--no-think")) return "pass --think or --no-think, not both";
+  if (args->has("--think")) f->think = 1;
+  if (args->has("--no-think")) f->think = 0;
+  f->no_color = args->has("--no-color");
+  f->eval_routing = args->has("--eval-routing");
+  if (args->has("--timeout")) {
+    auto t = args->get_float("--timeout", 0, 0.001, 86400);
+    if (!t.ok()) return t.error().message;
+    f->read_timeout_s = *t;
   }
   return "";
+}
+
+// Ok when at least one backend answers HTTP; otherwise one message naming each and why, and
+// how to get a server.
+Status check_some_backend_answers(const BackendPool& pool) {
+  constexpr double kProbeTimeoutS = 3;
+  std::string why;
+  for (size_t i = 0; i < pool.size(); ++i) {
+    Status st = pool.backend(i).client.probe(kProbeTimeoutS);
+    if (st.ok()) return ok_status();
+    why += "\n  " + st.error().message;
+  }
+  return make_error(
+      "no backend answers:%s\nstart a server with 'sniper serve MODEL' (or let the agent start one: sniper agent "
+      "MODEL), or check --url and the config file",
+      why.c_str());
 }
 
 std::string backend_name_for(const std::string& url, const std::vector<BackendConfig>& existing) {
@@ -245,6 +257,10 @@ int agent_main(int argc, char** argv) {
     return 2;
   }
   BackendPool pool(config);
+  if (Status st = check_some_backend_answers(pool); !st.ok()) {
+    std::fprintf(stderr, "error: %s\n", st.error().message.c_str());
+    return 1;
+  }
   if (flags.eval_routing) return eval_routing(pool, flags.routing_set);
 
   AgentIo io;

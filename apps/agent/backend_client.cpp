@@ -324,6 +324,29 @@ ChatResult BackendClient::chat(const ChatRequest& request, const DeltaFn& on_del
   }
 }
 
+Status BackendClient::probe(double timeout_s) const {
+  std::string origin, base;
+  if (!split_url(config_.url, &origin, &base))
+    return make_error("%s (%s) is not an http(s) URL", config_.name.c_str(), config_.url.c_str());
+  try {
+    httplib::Client cli(origin);
+    set_timeouts(cli, timeout_s, timeout_s);
+    httplib::Headers headers;
+    if (!config_.api_key.empty()) headers.emplace("Authorization", "Bearer " + config_.api_key);
+    auto res = cli.Get(endpoint_path(base, "models"), headers);
+    if (!res) {
+      const httplib::Error e = res.error();
+      const std::string why = e == httplib::Error::Connection          ? "nothing answers there (connection refused)"
+                              : e == httplib::Error::ConnectionTimeout ? "no answer to the connection"
+                                                                       : httplib::to_string(e);
+      return make_error("%s (%s): %s", config_.name.c_str(), config_.url.c_str(), why.c_str());
+    }
+    return ok_status();
+  } catch (const std::exception& e) {
+    return make_error("%s (%s): %s", config_.name.c_str(), config_.url.c_str(), e.what());
+  }
+}
+
 Result<std::vector<std::string>> BackendClient::list_models() const {
   std::string origin, base;
   if (!split_url(config_.url, &origin, &base))

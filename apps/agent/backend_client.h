@@ -93,6 +93,10 @@ class BackendClient {
   // throws; failures are in the result. cancel (may be null) is polled per received chunk.
   ChatResult chat(const ChatRequest& request, const DeltaFn& on_delta, const std::atomic<bool>* cancel) const;
 
+  // Ok when the server answers HTTP at all (any status: a 401 still means it is there); the
+  // Error names the backend, its URL and why nothing answered (connection refused, timeout).
+  [[nodiscard]] Status probe(double timeout_s) const;
+
   // GET /v1/models: the ids the server offers.
   [[nodiscard]] Result<std::vector<std::string>> list_models() const;
 

@@ -2,6 +2,7 @@
 // Conversation history, branches, save and compaction (see conversation.h).
 #include "agent/conversation.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -33,6 +34,15 @@ std::vector<std::string> Conversation::branch_names() const {
   std::vector<std::string> names;
   for (const auto& [name, msgs] : branches_) names.push_back(name);
   return names;
+}
+
+size_t Conversation::drop_oldest_half() {
+  if (messages_.empty()) return 0;
+  size_t n = std::max<size_t>(1, messages_.size() / 2);
+  // Keep the history starting at a user message (an exchange is never split).
+  while (n < messages_.size() && messages_[n].role != "user") ++n;
+  messages_.erase(messages_.begin(), messages_.begin() + static_cast<long>(n));
+  return n;
 }
 
 void Conversation::compact(const std::string& summary) {

@@ -43,6 +43,11 @@ class Conversation {
   [[nodiscard]] bool restore(const std::string& name);
   std::vector<std::string> branch_names() const;
 
+  // Forgets the oldest messages, about half of them (a whole user/assistant exchange at a time,
+  // at least one), so that a conversation that outgrew the model's context fits again. Returns how
+  // many were dropped (0 when the history is empty).
+  size_t drop_oldest_half();
+
   // Replaces the history with one assistant message holding a summary of it.
   void compact(const std::string& summary);
 

@@ -185,8 +185,15 @@ PoolResult BackendPool::chat(Tier tier, const ChatRequest& request, const DeltaF
     }
   }
   if (out.backend.empty()) {
+    // Every backend is cooling down after failing: say which, why, and when they are tried again.
+    std::string why;
+    for (size_t idx : order) {
+      const Backend& b = backends_[idx];
+      why += (why.empty() ? "" : "; ") + b.name() + ": " + (b.last_error.empty() ? "unavailable" : b.last_error) +
+             ", cooling down, tried again in " + format_seconds(cooldown_left_s(idx));
+    }
     out.result.failure = FailureKind::kDown;
-    out.result.error = "all backends are cooling down";
+    out.result.error = "no backend answers (" + why + ")";
   }
   return out;
 }

@@ -130,7 +130,7 @@ int run_plain(Agent& agent) {
     }
     std::cout.flush();
   }
-  return 0;
+  return agent.unanswered() > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -234,7 +234,7 @@ int run_repl(Agent& agent, const std::string& banner) {
   if (!hpath.empty()) history(hist, &ev, H_SAVE, hpath.c_str());
   history_end(hist);
   el_end(el);
-  return exit_code;
+  return exit_code != 0 ? exit_code : agent.unanswered() > 0 ? 1 : 0;
 }
 
 }  // namespace sniper::agent

@@ -24,7 +24,8 @@ void install_sigint_handler();
 // Asks a y/N question on the terminal (default no). Ctrl-C or EOF answers no.
 bool confirm_on_terminal(const std::string& question);
 
-// Runs the loop until /quit, Ctrl-D or a second Ctrl-C at an empty prompt. Returns the exit code.
+// Runs the loop until /quit, Ctrl-D or a second Ctrl-C at an empty prompt. Returns the exit code:
+// 1 when a request got no answer because no backend could be reached, else 0.
 int run_repl(Agent& agent, const std::string& banner);
 
 }  // namespace sniper::agent

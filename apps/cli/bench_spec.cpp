@@ -151,7 +151,7 @@ int run_spec_bench(const Args& args) {
   const double plain_bytes =
       static_cast<double>(plain1->bytes_read + plain2->bytes_read) / (2.0 * static_cast<double>(*n_gen));
 
-  std::printf("model            %s (%s%s) | %s | budget %s\n", args.get_string("--model").c_str(), c.arch.c_str(),
+  std::printf("model            %s (%s%s) | %s | budget %s\n", m.gguf().path.c_str(), c.arch.c_str(),
               c.is_moe() ? ", MoE" : "", m.streams() ? "streaming" : "resident",
               format_bytes(m.plan().budget_bytes).c_str());
   std::printf("draft            %s, --draft-max %ld --draft-min %ld%s\n", spec->source->name(),

@@ -89,8 +89,10 @@ int cmd_bench(int argc, char** argv) {
   auto args = Args::parse("bench", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
-    print_usage("bench", "-m MODEL [-p N] [-n N] [-t N] [--mem SIZE|auto] [--residency stream|mmap|resident] [--json]",
-                specs);
+    print_usage("bench", "MODEL [-p N] [-n N] [-t N] [--mem SIZE|auto] [--residency stream|mmap|resident] [--json]",
+                specs,
+                "Measures prefill and decode speed, time to first token, peak memory, SSD traffic and the expert "
+                "cache against the machine's physical limits (RAM and SSD bandwidth probes), in one run.");
     return 0;
   }
   auto model_path = model_path_from_args(*args);

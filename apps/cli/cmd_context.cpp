@@ -28,11 +28,17 @@ int cmd_context(int argc, char** argv) {
   const auto& pos = args->positionals();
   const std::string verb = pos.empty() ? "" : pos[0];
   const bool wants_name = verb == "push" || verb == "pull";
-  if (args->has("--help") || !(wants_name || verb == "list") || pos.size() != (wants_name ? 2u : 1u)) {
-    print_usage("context",
-                "push NAME | pull NAME | list  --remote s3://bucket/prefix   (AWS_* environment for credentials)",
-                specs);
-    return args->has("--help") ? 0 : 1;
+  if (args->has("--help")) {
+    print_usage("context", "push NAME | pull NAME | list --remote s3://bucket/prefix", specs,
+                "Moves saved contexts (sniper serve's /v1/context/save, sniper chat's /save) to and from S3-compatible "
+                "object storage. Credentials and endpoint come from the AWS_* environment variables.");
+    return 0;
+  }
+  if (!(wants_name || verb == "list") || pos.size() < (wants_name ? 2u : 1u)) {
+    return fail(make_error("context takes push NAME, pull NAME or list (see 'sniper context --help')"));
+  }
+  if (Status st = args->check_positionals(wants_name ? 2 : 1, "push NAME, pull NAME or list"); !st.ok()) {
+    return fail(st.error());
   }
   if (!args->has("--remote")) return fail(make_error("--remote s3://bucket/prefix is required"));
   auto where = parse_s3_url(args->get_string("--remote"));

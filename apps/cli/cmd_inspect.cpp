@@ -16,6 +16,7 @@
 #include "engine/prefill_chunk.h"
 #include "gguf/reader.h"
 #include "gguf/split.h"
+#include "hub_model.h"
 #include "model/config.h"
 #include "model/tensor_catalog.h"
 #include "spec_args.h"
@@ -52,11 +53,12 @@ std::string human(uint64_t bytes) {
 
 int cmd_inspect(int argc, char** argv) {
   const std::vector<FlagSpec> specs = {
+      {"--model", "-m", "PATH|NAME", "the model, if not given as the first word: a GGUF file or a store name"},
       {"--tensors", nullptr, nullptr, "list every tensor"},
       {"--metadata", nullptr, nullptr, "list every metadata key"},
       {"--plan", nullptr, nullptr, "print the memory plan: what stays in RAM, what streams"},
       {"--mem", nullptr, "SIZE|auto", "memory budget for --plan (default auto)"},
-      {"--ctx", nullptr, "N", "context size for --plan (default min(model, 4096))"},
+      {"--ctx", "-c", "N", "context size for --plan (default min(model, 4096))", nullptr, "--ctx-size"},
       {"--batch", nullptr, "N|auto", "prefill chunk for --plan (default auto, as run/bench choose it)"},
       {"--kv-type", nullptr, "TYPE", "KV cache type of K and V for --plan (default f16)"},
       {"--cache-type-k", "-ctk", "TYPE", "K cache type for --plan"},
@@ -72,11 +74,15 @@ int cmd_inspect(int argc, char** argv) {
   };
   auto args = Args::parse("inspect", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
-  if (args->has("--help") || args->positionals().size() != 1) {
-    print_usage("inspect", "MODEL [--tensors] [--metadata] [--plan --mem SIZE]", specs);
-    return args->has("--help") ? 0 : 1;
+  if (args->has("--help")) {
+    print_usage("inspect", "MODEL [--tensors] [--metadata] [--plan --mem SIZE]", specs,
+                "Describes a GGUF model: architecture, shapes, quant types and the bytes by role per layer; --plan "
+                "shows what stays in RAM and what streams under a budget. MODEL is a file or a store name.");
+    return 0;
   }
-  const std::string path = args->positionals()[0];
+  auto model_path = model_path_from_args(*args);
+  if (!model_path.ok()) return fail(model_path.error());
+  const std::string path = *model_path;
   auto file = gguf_open_model(path);
   if (!file.ok()) return fail(file.error());
   std::printf("file: %s (%llu bytes, GGUF v%u, %zu tensors, %zu metadata keys, alignment %llu)\n", path.c_str(),

@@ -26,7 +26,9 @@ int cmd_logits(int argc, char** argv) {
   auto args = Args::parse("logits", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
-    print_usage("logits", "-m MODEL --prompt-ids FILE [--gen-ids FILE] -o OUT.f32", specs);
+    print_usage("logits", "MODEL --prompt-ids FILE [--gen-ids FILE] -o OUT.f32", specs,
+                "Writes the logits of every prompt position (one batch), then of each --gen-ids token fed alone, as "
+                "little-endian float32 rows: the layout of llama.cpp's reference dumps.");
     return 0;
   }
   if (!args->has("--prompt-ids")) return fail(make_error("--prompt-ids FILE is required"));

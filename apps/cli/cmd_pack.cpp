@@ -12,10 +12,14 @@ int cmd_pack(int argc, char** argv) {
   const std::vector<FlagSpec> specs = {{"--help", "-h", nullptr, "show this help"}};
   auto args = Args::parse("pack", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
-  if (args->has("--help") || args->positionals().size() != 2) {
-    print_usage("pack", "IN.gguf OUT.gguf   (rewrite a MoE model so each expert is one aligned read)", specs);
-    return args->has("--help") ? 0 : 1;
+  if (args->has("--help")) {
+    print_usage("pack", "IN.gguf OUT.gguf", specs,
+                "Rewrites a MoE model so each expert (gate, up, down) is one 4 KiB-aligned read. Sniper loads packed "
+                "and unpacked files alike; llama.cpp does not load the packed layout.");
+    return 0;
   }
+  if (args->positionals().size() < 2) return fail(make_error("pack takes IN.gguf OUT.gguf"));
+  if (Status st = args->check_positionals(2, "IN.gguf OUT.gguf"); !st.ok()) return fail(st.error());
   const std::string in = args->positionals()[0], out = args->positionals()[1];
   if (in == out) return fail(make_error("IN and OUT must differ"));
   uint64_t last_mib = 0;

@@ -25,18 +25,19 @@ int cmd_pull(int argc, char** argv) {
   };
   auto args = Args::parse("pull", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
-  const std::string synopsis =
-      "REPO[:QUANT|:FILE.gguf]\n\nDownloads a GGUF model from a Hugging Face-compatible hub (HF_ENDPOINT, default "
-      "https://huggingface.co; HF_TOKEN for gated repositories) into the store ($SNIPER_HOME, default "
-      "~/.cache/sniper), resuming an interrupted download and verifying its SHA-256. Prints the model's path.";
+  const std::string description =
+      "Downloads a GGUF model from a Hugging Face-compatible hub (HF_ENDPOINT, default https://huggingface.co; "
+      "HF_TOKEN for gated repositories) into the store ($SNIPER_HOME, default ~/.cache/sniper), resuming an "
+      "interrupted download and verifying its SHA-256. Without a tag: Q4_K_M, else the largest file that fits --mem. "
+      "Prints the model's path.";
   if (args->has("--help")) {
-    print_usage("pull", synopsis, specs);
+    print_usage("pull", "REPO[:QUANT|:FILE.gguf] [--mem SIZE|auto]", specs, description);
     return 0;
   }
-  if (args->positionals().size() != 1) {
-    print_usage("pull", synopsis, specs);
-    return fail(make_error("pull takes exactly one REPO[:QUANT|:FILE.gguf]"));
+  if (args->positionals().empty()) {
+    return fail(make_error("pull takes one REPO[:QUANT|:FILE.gguf], e.g. sniper pull Qwen/Qwen3-8B-GGUF:Q4_K_M"));
   }
+  if (Status st = args->check_positionals(1, "one REPO[:QUANT|:FILE.gguf]"); !st.ok()) return fail(st.error());
   HubPullRequest request;
   request.ref = args->positionals()[0];
   auto budget = resolve_memory_budget(args->get_string("--mem", "auto"));
@@ -56,13 +57,19 @@ int cmd_pull(int argc, char** argv) {
 }
 
 int cmd_list(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = {{"--help", "-h", nullptr, "show this help"}};
+  const std::vector<FlagSpec> specs = {
+      {"--paths", nullptr, nullptr, "add a column with each file's full path"},
+      {"--help", "-h", nullptr, "show this help"},
+  };
   auto args = Args::parse("list", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
-  if (args->has("--help") || !args->positionals().empty()) {
-    print_usage("list", "\n\nLists the models in the store ($SNIPER_HOME, default ~/.cache/sniper).", specs);
-    return args->has("--help") ? 0 : 1;
+  if (args->has("--help")) {
+    print_usage("list", "[--paths]", specs,
+                "Lists the models in the store ($SNIPER_HOME, default ~/.cache/sniper): each by the name that the "
+                "other commands take (OWNER/NAME:QUANT), its size and its file. A split set is one row.");
+    return 0;
   }
+  if (Status st = args->check_positionals(0, ""); !st.ok()) return fail(st.error());
   auto home = hub::sniper_home();
   if (!home.ok()) return fail(home.error());
   hub::ModelStore store(*home);
@@ -72,15 +79,55 @@ int cmd_list(int argc, char** argv) {
     std::printf("no models in %s (get one with: sniper pull OWNER/NAME[:QUANT])\n", store.home().c_str());
     return 0;
   }
-  std::printf("%-36s %-48s %10s %-10s %s\n", "REPO", "FILE", "SIZE", "QUANT", "PATH");
+  // One row per model file, the parts of a split set together (entries come sorted by repository
+  // then file, so a set's parts are adjacent).
+  struct Row {
+    std::string name, file, path, note;
+    uint64_t size = 0;
+    int parts = 0;
+    bool partial = false;
+  };
+  std::vector<Row> rows;
   for (const hub::StoreEntry& e : *entries) {
-    std::string where = e.path;
-    if (!e.link_target.empty()) where += " -> " + e.link_target;
-    std::string size = hub::format_bytes(e.size);
-    if (e.partial) size += " (partial)";
-    std::printf("%-36s %-48s %10s %-10s %s\n", e.repo.c_str(), e.file.c_str(), size.c_str(),
-                e.tag.empty() ? "-" : e.tag.c_str(), where.c_str());
+    const hub::SplitInfo split = hub::split_info(e.file);
+    const std::string key = e.repo + ":" + (split.count > 1 ? split.prefix : e.file);
+    if (!rows.empty() && split.count > 1 && rows.back().name == key && rows.back().parts > 0) {
+      Row& r = rows.back();
+      r.size += e.size;
+      ++r.parts;
+      r.partial = r.partial || e.partial;
+      continue;
+    }
+    Row r;
+    r.name = key;
+    r.file = e.file;
+    r.path = e.path;
+    r.size = e.size;
+    r.parts = split.count > 1 ? 1 : 0;
+    r.partial = e.partial;
+    if (!e.link_target.empty()) r.note = "linked to " + e.link_target;
+    rows.push_back(r);
   }
+  std::vector<std::vector<std::string>> table = {{"NAME", "SIZE", "FILE"}};
+  if (args->has("--paths")) table[0].push_back("PATH");
+  for (Row& r : rows) {
+    // The name the commands take: OWNER/NAME:QUANT when the tag picks this file, else the file.
+    const size_t colon = r.name.find(':');
+    const std::string repo = r.name.substr(0, colon);
+    const std::string tag = hub::quant_tag(r.file);
+    std::string file = r.file;
+    if (r.parts > 0) {
+      const hub::SplitInfo split = hub::split_info(r.file);
+      file += " (" + std::to_string(r.parts) + " of " + std::to_string(split.count) + " parts)";
+    }
+    if (r.partial) file += " (partial download)";
+    if (!r.note.empty()) file += " (" + r.note + ")";
+    std::vector<std::string> row = {repo + ":" + (tag.empty() ? r.file : tag), hub::format_bytes(r.size), file};
+    if (args->has("--paths")) row.push_back(r.path);
+    table.push_back(row);
+  }
+  std::printf("store: %s/models\n", store.home().c_str());
+  std::fputs(format_table(table, {1}).c_str(), stdout);
   return 0;
 }
 
@@ -88,13 +135,16 @@ int cmd_rm(int argc, char** argv) {
   const std::vector<FlagSpec> specs = {{"--help", "-h", nullptr, "show this help"}};
   auto args = Args::parse("rm", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
-  const std::string synopsis =
-      "REPO[:QUANT|:FILE.gguf]\n\nDeletes a model from the store: every file of the repository, or those of one quant "
-      "tag or file (all parts of a split set, and partial downloads). Copies in other caches are left alone.";
-  if (args->has("--help") || args->positionals().size() != 1) {
-    print_usage("rm", synopsis, specs);
-    return args->has("--help") ? 0 : 1;
+  const std::string description =
+      "Deletes a model from the store: every file of the repository, or those of one quant tag or file (all parts "
+      "of a split set, and partial downloads). Copies in other caches are left alone.";
+  if (args->has("--help")) {
+    print_usage("rm", "REPO[:QUANT|:FILE.gguf]", specs, description);
+    return 0;
   }
+  if (args->positionals().empty())
+    return fail(make_error("rm takes one REPO[:QUANT|:FILE.gguf] ('sniper list' names them)"));
+  if (Status st = args->check_positionals(1, "one REPO[:QUANT|:FILE.gguf]"); !st.ok()) return fail(st.error());
   auto ref = hub::parse_repo_ref(args->positionals()[0]);
   if (!ref.ok()) return fail(ref.error());
   auto home = hub::sniper_home();

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-// sniper run -m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t N]: streams the prompt and the
-// generated text to stdout, then one line of figures to stderr.
+// sniper run MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t N]: streams the prompt and the
+// generated text to stdout, then one line of figures to stderr. On a terminal, stderr shows the
+// model load and a long prompt's evaluation as progress lines. Ctrl-C stops the generation and
+// still prints the figures (exit status 130); a second Ctrl-C before that ends the process.
+// Stopping at a full context is said, with the flags that go further.
 #include <cstdio>
 #include <cstring>
 
@@ -8,28 +11,35 @@
 #include "commands.h"
 #include "common.h"
 #include "engine/generate.h"
+#include "hub_model.h"
+#include "interrupt.h"
+#include "progress.h"
 #include "spec_args.h"
 
 namespace sniper::cli {
 
 int cmd_run(int argc, char** argv) {
-  const std::vector<FlagSpec> specs =
-      concat(concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), context_shift_flags()),
-             {
-                 {"--prompt", "-p", "TEXT", "prompt text"},
-                 {"--file", "-f", "PATH", "read the prompt from a file"},
-                 {"--n-predict", "-n", "N", "tokens to generate, -1 = until end of text (default 128)"},
-                 {"--no-bos", nullptr, nullptr, "do not add the BOS token"},
-                 {"--ignore-eos", nullptr, nullptr, "keep generating after end-of-generation tokens"},
-                 {"--no-echo", nullptr, nullptr, "do not print the prompt"},
-                 {"--help", "-h", nullptr, "show this help"},
-             });
+  const std::vector<FlagSpec> specs = concat(
+      concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), context_shift_flags()),
+      {
+          {"--prompt", "-p", "TEXT", "prompt text (quote it: -p \"Once upon a time\")"},
+          {"--file", "-f", "PATH", "read the prompt from a file"},
+          {"--n-predict", "-n", "N", "tokens to generate, -1 = until end of text (default 128)", nullptr, "--predict"},
+          {"--no-bos", nullptr, nullptr, "do not add the BOS token"},
+          {"--ignore-eos", nullptr, nullptr, "keep generating after end-of-generation tokens"},
+          {"--no-echo", nullptr, nullptr, "do not print the prompt"},
+          {"--help", "-h", nullptr, "show this help"},
+      });
   auto args = Args::parse("run", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
-    print_usage("run", "-m MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t N]", specs);
+    print_usage("run", "MODEL -p PROMPT [-n N] [--temp T] [--seed S] [-t N] [flags]", specs,
+                "Generates text that continues PROMPT (no chat template: for a conversation use 'sniper chat'). "
+                "MODEL is a GGUF file or a store name (OWNER/NAME[:QUANT]); -m MODEL works too. The text goes to "
+                "stdout, one line of figures to stderr.");
     return 0;
   }
+  if (Status st = check_model_positionals(*args); !st.ok()) return fail(st.error());
   std::string prompt = args->get_string("--prompt");
   if (args->has("--file")) {
     auto text = read_file(args->get_string("--file"));
@@ -70,21 +80,34 @@ int cmd_run(int argc, char** argv) {
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
   }
-  auto stats = generate(*loaded->session, tok, ids, go, [](std::string_view text) {
+  ProgressLine line;
+  std::atomic<bool>& interrupted = interrupt_requested();
+  install_interrupt_handler(/*second_ends_process=*/true);
+  go.on_prompt_progress = prompt_progress(line, &interrupted);
+  auto stats = generate(*loaded->session, tok, ids, go, [&interrupted](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-    return true;
+    return !interrupted.load();
   });
+  line.clear();
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (!stats.ok()) return fail(stats.error());
+  const bool stopped = stats->finish_reason == "cancelled" && interrupted.load();
+  if (stopped) std::fprintf(stderr, "interrupted: the figures so far\n");
   std::fprintf(stderr, "prompt: %ld tok, %.2f tok/s | generation: %ld tok, %.2f tok/s | peak RSS: %.1f MiB",
                static_cast<long>(stats->n_prompt), stats->prompt_tok_s(), static_cast<long>(stats->n_gen),
                stats->gen_tok_s(), static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
   if (go.context_shift) std::fprintf(stderr, " | context shifts: %ld", static_cast<long>(stats->n_shifts));
   std::fputc('\n', stderr);
   if (go.draft != nullptr) std::fprintf(stderr, "%s\n", spec_summary(stats->spec).c_str());
-  return 0;
+  if (stats->finish_reason == "context") {
+    std::fprintf(stderr,
+                 "stopped: the context is full (%ld tokens); raise --ctx (this model takes up to %ld) or pass "
+                 "--context-shift to go on past it\n",
+                 static_cast<long>(loaded->session->n_ctx()), static_cast<long>(loaded->model->config().n_ctx_train));
+  }
+  return stopped ? 130 : 0;
 }
 
 }  // namespace sniper::cli

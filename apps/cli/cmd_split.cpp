@@ -19,13 +19,14 @@ int cmd_split(int argc, char** argv) {
   };
   auto args = Args::parse("split", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
-  const std::string synopsis =
-      "IN.gguf OUT_PREFIX (--split-max-size SIZE | --split-max-tensors N)\n\nWrites "
-      "OUT_PREFIX-00001-of-0000N.gguf ...; IN may itself be a split model (any part).";
-  if (args->has("--help") || args->positionals().size() != 2) {
-    print_usage("split", synopsis, specs);
-    return args->has("--help") ? 0 : 1;
+  if (args->has("--help")) {
+    print_usage("split", "IN.gguf OUT_PREFIX (--split-max-size SIZE | --split-max-tensors N)", specs,
+                "Writes OUT_PREFIX-00001-of-0000N.gguf ... as llama-gguf-split --split does; IN may itself be a split "
+                "model (any part). Every command loads split models.");
+    return 0;
   }
+  if (args->positionals().size() < 2) return fail(make_error("split takes IN.gguf OUT_PREFIX"));
+  if (Status st = args->check_positionals(2, "IN.gguf OUT_PREFIX"); !st.ok()) return fail(st.error());
   SplitLimits limits;
   if (args->has("--split-max-size")) {
     auto size = parse_size(args->get_string("--split-max-size"));

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // sniper synth (--preset NAME | --arch A [shape flags]) [--type T] [--seed S] [--fast|--exact] -o OUT.gguf
 // Flags given with a preset override its fields (e.g. --layers 4 for a shortened copy).
-// Files over 100 MB get a progress line on stderr, updated in place.
+// Files over 100 MB get a progress line on stderr, updated in place, when stderr is a terminal
+// (progress.h: never carriage returns into a file or a pipe).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +13,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "progress.h"
 #include "quant/quant.h"
 #include "synth/synth_model.h"
 #include "synth/synth_presets.h"
@@ -20,7 +23,6 @@ namespace sniper::cli {
 namespace {
 
 constexpr uint64_t kProgressMinBytes = 100'000'000;  // smaller files write without a progress line
-constexpr double kProgressIntervalS = 0.2;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -80,9 +82,16 @@ int cmd_synth(int argc, char** argv) {
   auto args = Args::parse("synth", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
-    print_usage("synth", "(--preset NAME | --arch A [shape flags]) [--type T] [--seed S] -o OUT.gguf", specs);
+    print_usage("synth", "(--preset NAME | --arch A [shape flags]) [--type T] [--seed S] -o OUT.gguf", specs,
+                "Writes a random-weight model of a real architecture: real tensor names, metadata, valid quantized "
+                "blocks and a tokenizer, for tests and benchmarks of shapes you do not have on disk.");
     std::printf("\npresets:\n");
-    for (const SynthPreset& p : synth_presets()) std::printf("  %-16s %s\n", p.name.c_str(), p.description.c_str());
+    int name_width = 0;
+    for (const SynthPreset& p : synth_presets()) name_width = std::max(name_width, static_cast<int>(p.name.size()));
+    for (const SynthPreset& p : synth_presets()) {
+      std::printf("  %-*s %s\n", name_width, p.name.c_str(),
+                  wrap_text(p.description, help_width(), name_width + 3, false).c_str());
+    }
     return 0;
   }
   if (!args->has("--output") && !args->has("--dry-run")) return fail(make_error("--output (-o) OUT.gguf is required"));
@@ -192,21 +201,18 @@ int cmd_synth(int argc, char** argv) {
   auto fast = synth_uses_fast_fill(s);
   if (!fast.ok()) return fail(fast.error());
   const auto t0 = std::chrono::steady_clock::now();
-  double last_print_s = -1.0;
-  bool printed = false;
+  ProgressLine line;
   auto progress = [&](uint64_t done, uint64_t total) {
     if (total < kProgressMinBytes) return;
     const double t = seconds_since(t0);
-    if (done != total && t - last_print_s < kProgressIntervalS) return;
-    last_print_s = t;
-    printed = true;
-    std::fprintf(stderr, "\rwriting %s: %6.2f / %.2f GB (%3d%%) %5.2f GB/s", out.c_str(), done / 1e9, total / 1e9,
-                 static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)),
-                 t > 0 ? done / 1e9 / t : 0.0);
-    std::fflush(stderr);
+    char text[512];
+    std::snprintf(text, sizeof(text), "writing %s: %6.2f / %.2f GB (%3d%%) %5.2f GB/s", out.c_str(), done / 1e9,
+                  total / 1e9, static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)),
+                  t > 0 ? done / 1e9 / t : 0.0);
+    line.update(text);
   };
   Status st = write_synth_model(s, out, progress);
-  if (printed) std::fprintf(stderr, "\n");
+  line.clear();
   if (!st.ok()) return fail(st.error());
   const double elapsed_s = seconds_since(t0);
   std::error_code ec;

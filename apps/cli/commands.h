@@ -16,5 +16,7 @@ int cmd_pull(int argc, char** argv);
 int cmd_list(int argc, char** argv);
 int cmd_rm(int argc, char** argv);
 int cmd_split(int argc, char** argv);
+int cmd_ps(int argc, char** argv);
+int cmd_version(int argc, char** argv);
 
 }  // namespace sniper::cli

@@ -3,76 +3,117 @@
 
 #include "model/context_shift.h"
 
+#include <sys/mman.h>
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "base/memory_limit.h"
 #include "hub_model.h"
+#include "progress.h"
 
 namespace sniper::cli {
 
 std::vector<FlagSpec> model_flags() {
-  return {
-      {"--model", "-m", "PATH", "GGUF model file (the first part of a split set)"},
-      {"--hf-repo", "-hf", "REPO[:QUANT]",
-       "model from a Hugging Face-compatible hub, pulled into the store if needed (see sniper pull)"},
-      {"--threads", "-t", "N", "threads (default: all cores)"},
-      {"--ctx", "-c", "N", "context size in tokens (default: min(model, 4096))"},
-      {"--batch", "-b", "N|auto",
-       "prompt chunk size (default auto: 512 when every weight stays in RAM; when weights stream, the longest chunk up "
-       "to 4096 whose scratch takes at most 1/8 of --mem and leaves two layers of expert slots, else 64)"},
-      {"--kv-type", nullptr, "TYPE", "KV cache type for K and V (shorthand for -ctk TYPE -ctv TYPE; default f16)"},
-      {"--cache-type-k", "-ctk", "TYPE", "K cache type: f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (default f16)"},
-      {"--cache-type-v", "-ctv", "TYPE", "V cache type, as -ctk; a quantized V needs flash attention (default f16)"},
-      {"--flash-attn", "-fa", "on|off|auto",
-       "flash attention (default auto: on when the V cache is quantized, else off)"},
-      {"--no-kv-rotation", nullptr, nullptr,
-       "do not Hadamard-rotate quantized K/V (llama.cpp's LLAMA_ATTN_ROT_DISABLE=1)"},
-      {"--residency", nullptr, "auto|resident|mmap|stream",
-       "where weights live (default auto: resident if they fit --mem)"},
-      {"--mem", nullptr, "SIZE|auto",
-       "memory budget, e.g. 8G, 512M, auto = cgroup limit or MemAvailable (default auto)"},
-      {"--cache-policy", nullptr, "lru|lfru", "expert cache eviction (default lfru)"},
-      {"--no-prefetch", nullptr, nullptr, "do not prefetch predicted experts"},
-      {"--prefetch-depth", nullptr, "N",
-       "layers ahead to prefetch predicted experts (default 1; deeper guesses were right only half the time on the "
-       "30B)"},
-      {"--io", nullptr, "auto|uring|pread", "I/O backend for streaming (default auto)"},
-      {"--io-depth", nullptr, "N", "reads in flight (default 32)"},
-      {"--buffered-io", nullptr, nullptr, "read with the page cache (posix_fadvise DONTNEED) instead of O_DIRECT"},
-      {"--routing-bias", nullptr, "KEEP:WINDOW|auto",
-       "opt-in cache-aware routing (changes outputs): keep the true top-KEEP experts, fill the rest from cached ones "
-       "in the top-WINDOW"},
-  };
+  std::vector<FlagSpec> model = in_group(
+      "Model",
+      {
+          {"--model", "-m", "PATH|NAME",
+           "GGUF file (the first part of a split set) or a store name OWNER/NAME[:QUANT], pulled if needed; the "
+           "model may also be given as the first word after the command"},
+          {"--hf-repo", "-hf", "REPO[:QUANT]",
+           "model from a Hugging Face-compatible hub, pulled into the store if needed (see sniper pull)", nullptr,
+           "--hf"},
+          {"--threads", "-t", "N", "threads (default: all cores)"},
+          {"--ctx", "-c", "N", "context size in tokens (default: min(model, 4096))", nullptr, "--ctx-size"},
+          {"--batch", "-b", "N|auto",
+           "prompt chunk size (default auto: 512 when every weight stays in RAM; when weights stream, the longest "
+           "chunk up to 4096 whose scratch takes at most 1/8 of --mem and leaves two layers of expert slots, else 64)",
+           nullptr, "--batch-size -ub --ubatch-size"},
+      });
+  std::vector<FlagSpec> kv = in_group(
+      "KV cache",
+      {
+          {"--kv-type", nullptr, "TYPE", "KV cache type for K and V (shorthand for -ctk TYPE -ctv TYPE; default f16)"},
+          {"--cache-type-k", "-ctk", "TYPE",
+           "K cache type: f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (default f16)"},
+          {"--cache-type-v", "-ctv", "TYPE",
+           "V cache type, as -ctk; a quantized V needs flash attention (default f16)"},
+          {"--flash-attn", "-fa", "on|off|auto",
+           "flash attention (default auto: on when the V cache is quantized, else off)"},
+          {"--no-kv-rotation", nullptr, nullptr,
+           "do not Hadamard-rotate quantized K/V (llama.cpp's LLAMA_ATTN_ROT_DISABLE=1)"},
+      });
+  std::vector<FlagSpec> memory = in_group(
+      "Memory and I/O",
+      {
+          {"--mem", nullptr, "SIZE|auto",
+           "memory budget, e.g. 8G, 512M, auto = cgroup limit or MemAvailable (default auto)"},
+          {"--residency", nullptr, "auto|resident|mmap|stream",
+           "where weights live (default auto: resident if they fit --mem, else the rest streams from the SSD)"},
+          {"--no-mmap", nullptr, nullptr,
+           "never memory-map the weights (the default already reads them into RAM or streams them; refuses "
+           "--residency mmap)"},
+          {"--mlock", nullptr, nullptr,
+           "lock the loaded weights, caches and buffers in RAM so the kernel never pages them out (needs a high "
+           "enough 'ulimit -l'; a warning says when it fails)"},
+          {"--cache-policy", nullptr, "lru|lfru", "expert cache eviction (default lfru)"},
+          {"--no-prefetch", nullptr, nullptr, "do not prefetch predicted experts"},
+          {"--prefetch-depth", nullptr, "N",
+           "layers ahead to prefetch predicted experts (default 1; deeper guesses were right only half the time on "
+           "the 30B)"},
+          {"--io", nullptr, "auto|uring|pread", "I/O backend for streaming (default auto)"},
+          {"--io-depth", nullptr, "N", "reads in flight (default 32)"},
+          {"--buffered-io", nullptr, nullptr, "read with the page cache (posix_fadvise DONTNEED) instead of O_DIRECT"},
+          {"--routing-bias", nullptr, "KEEP:WINDOW|auto",
+           "opt-in cache-aware routing (changes outputs): keep the true top-KEEP experts, fill the rest from cached "
+           "ones in the top-WINDOW"},
+      });
+  std::vector<FlagSpec> compat = in_group(
+      kCompatGroup,
+      {
+          {"--n-gpu-layers", "-ngl", "N",
+           "ignored with a note: Sniper runs on the CPU and has no GPU backend (--mem decides what stays in RAM)",
+           nullptr, "--gpu-layers"},
+          {"--jinja", nullptr, nullptr, "no effect: chat templates always run through Sniper's Jinja interpreter"},
+      });
+  return concat(concat(concat(model, kv), memory), compat);
 }
 
 std::vector<FlagSpec> sampling_flags() {
-  return {
-      {"--temp", nullptr, "T", "temperature; 0 = greedy (default 0.8)"},
-      {"--seed", nullptr, "S", "random seed (default 0)"},
-      {"--top-k", nullptr, "K", "top-k, 0 = off (default 40)"},
-      {"--top-p", nullptr, "P", "top-p (default 0.95)"},
-      {"--min-p", nullptr, "P", "min-p (default 0.05)"},
-      {"--repeat-penalty", nullptr, "X", "repetition penalty, 1 = off (default 1)"},
-      {"--repeat-last-n", nullptr, "N", "tokens the penalties look back over (default 64)"},
-      {"--presence-penalty", nullptr, "X", "presence penalty (default 0)"},
-      {"--frequency-penalty", nullptr, "X", "frequency penalty (default 0)"},
-  };
+  return in_group("Sampling",
+                  {
+                      {"--temp", nullptr, "T", "temperature; 0 = greedy (default 0.8)", nullptr, "--temperature"},
+                      {"--seed", "-s", "S", "random seed (default 0)"},
+                      {"--top-k", nullptr, "K", "top-k, 0 = off (default 40)"},
+                      {"--top-p", nullptr, "P", "top-p (default 0.95)"},
+                      {"--min-p", nullptr, "P", "min-p (default 0.05)"},
+                      {"--repeat-penalty", nullptr, "X", "repetition penalty, 1 = off (default 1)"},
+                      {"--repeat-last-n", nullptr, "N", "tokens the penalties look back over (default 64)"},
+                      {"--presence-penalty", nullptr, "X", "presence penalty (default 0)"},
+                      {"--frequency-penalty", nullptr, "X", "frequency penalty (default 0)"},
+                  });
 }
 
 std::vector<FlagSpec> context_shift_flags() {
-  return {
-      {"--context-shift", nullptr, nullptr,
-       "when the context is full, keep the first --keep tokens, drop half of the rest and go on (llama.cpp's context "
-       "shift; off: a full context ends generation)"},
-      {"--keep", nullptr, "N",
-       "tokens of the prompt kept by --context-shift, plus BOS; -1 = the whole prompt (default 0)"},
-  };
+  return in_group("Context", {
+                                 {"--context-shift", nullptr, nullptr,
+                                  "when the context is full, keep the first --keep tokens, drop half of the rest and "
+                                  "go on (llama.cpp's context shift; off: a full context ends generation)"},
+                                 {"--keep", nullptr, "N",
+                                  "tokens of the prompt kept by --context-shift, plus BOS; -1 = the whole prompt "
+                                  "(default 0)"},
+                             });
 }
 
 Result<int64_t> context_shift_from_args(const Args& args, const ModelConfig& config, bool* on) {
@@ -98,11 +139,36 @@ Status reserve_draft_share(uint64_t reserved_bytes, uint64_t* mem_bytes) {
   return ok_status();
 }
 
+void print_compat_notes(const Args& args) {
+  if (args.has("--n-gpu-layers")) {
+    std::fprintf(stderr,
+                 "note: %s is ignored: Sniper runs on the CPU and has no GPU backend (--mem sets what stays in "
+                 "RAM)\n",
+                 args.spelling("--n-gpu-layers").c_str());
+  }
+}
+
+void lock_memory_if_asked(const Args& args, bool future) {
+  if (!args.has("--mlock")) return;
+  if (mlockall(MCL_CURRENT | (future ? MCL_FUTURE : 0)) != 0) {
+    const int err = errno;
+    rlimit lim{};
+    getrlimit(RLIMIT_MEMLOCK, &lim);
+    std::fprintf(
+        stderr,
+        "warning: --mlock: cannot lock the model in RAM (%s; 'ulimit -l' allows %s): it may be paged out "
+        "under memory pressure\n",
+        std::strerror(err),
+        lim.rlim_cur == RLIM_INFINITY ? "unlimited" : format_bytes(static_cast<uint64_t>(lim.rlim_cur)).c_str());
+  }
+}
+
 Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, uint64_t reserved_bytes,
                                       int64_t n_logit_rows, bool load_mtp) {
   SNIPER_ASSIGN_OR_RETURN(std::string model_path, model_path_from_args(args));
   SNIPER_ASSIGN_OR_RETURN(ModelLoadOptions lo, load_options_from_args(args));
   SNIPER_TRY(reserve_draft_share(reserved_bytes, &lo.mem_bytes));
+  print_compat_notes(args);
   lo.n_checkpoints = n_checkpoints;
   lo.n_logit_rows = n_logit_rows;
   lo.load_mtp = load_mtp;
@@ -112,9 +178,13 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   so.n_ctx = lo.n_ctx;
   so.kv_type = lo.kv_type;
   Loaded out;
+  ProgressLine line;
+  lo.progress = load_progress(line, std::filesystem::path(model_path).filename().string());
   auto model = Model::load(model_path, lo);
+  line.clear();
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();
+  out.path = model_path;
   so.batch = out.model->planned_batch();
   so.n_checkpoints = out.model->plan().n_checkpoints;
   if (args.has("--routing-bias")) {
@@ -124,6 +194,7 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   auto session = Session::create(*out.model, so);
   if (!session.ok()) return session.error();
   out.session = std::move(session).value();
+  lock_memory_if_asked(args);
   return out;
 }
 
@@ -140,6 +211,9 @@ Result<int64_t> parse_checkpoint_count(const std::string& text) {
 Result<ModelLoadOptions> load_options_from_args(const Args& args) {
   ModelLoadOptions lo;
   SNIPER_ASSIGN_OR_RETURN(lo.residency, parse_residency_mode(args.get_string("--residency", "auto")));
+  if (args.has("--no-mmap") && lo.residency == ResidencyMode::kMmap) {
+    return make_error("--no-mmap and --residency mmap contradict each other: drop one of them");
+  }
   SNIPER_ASSIGN_OR_RETURN(lo.mem_bytes, resolve_memory_budget(args.get_string("--mem", "auto")));
   SNIPER_ASSIGN_OR_RETURN(lo.n_ctx, args.get_int("--ctx", 0, 0, int64_t{1} << 24));
   if (args.get_string("--batch", "auto") == "auto") {
@@ -247,6 +321,26 @@ Result<std::vector<int32_t>> parse_id_list(const std::string& json_text, const s
     ids.push_back(static_cast<int32_t>(v));
   }
   return ids;
+}
+
+std::string format_table(const std::vector<std::vector<std::string>>& rows, const std::vector<size_t>& right_aligned) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (size_t k = 0; k < r.size(); ++k) width[k] = std::max(width[k], r[k].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t k = 0; k < r.size(); ++k) {
+      const bool right = std::find(right_aligned.begin(), right_aligned.end(), k) != right_aligned.end();
+      const std::string pad(width[k] - r[k].size(), ' ');
+      if (k > 0) line += "   ";
+      line += right ? pad + r[k] : r[k] + (k + 1 < r.size() ? pad : "");
+    }
+    out += line + "\n";
+  }
+  return out;
 }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }

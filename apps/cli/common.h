@@ -13,7 +13,8 @@
 
 namespace sniper::cli {
 
-// -m, -t, --ctx, --batch, --kv-type, -ctk, -ctv, -fa, --no-kv-rotation, --residency
+// -m, -hf, -t, --ctx, --batch; KV cache (--kv-type, -ctk, -ctv, -fa, --no-kv-rotation); memory and
+// I/O (--mem, --residency, --no-mmap, --mlock, ...); llama.cpp spellings accepted for habit (-ngl, --jinja)
 std::vector<FlagSpec> model_flags();
 // --temp, --seed, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty
 std::vector<FlagSpec> sampling_flags();
@@ -24,7 +25,15 @@ std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec
 struct Loaded {
   std::unique_ptr<Model> model;
   std::unique_ptr<Session> session;
+  std::string path;  // the model file (first part of a split set)
 };
+
+// One line on stderr for each llama.cpp flag accepted but ignored here (-ngl).
+void print_compat_notes(const Args& args);
+// --mlock: locks every page the process holds now (weights, caches, buffers) in RAM, and with
+// `future` every page it maps later too (a server whose models load on demand); a warning on
+// stderr names the reason (and 'ulimit -l') when the kernel refuses.
+void lock_memory_if_asked(const Args& args, bool future = false);
 
 // Takes reserved_bytes (a draft model's --mem-draft; 0: none) off *mem_bytes (0: unlimited, left
 // so). An Error, *mem_bytes unchanged, when it is not below the budget.
@@ -54,6 +63,11 @@ Result<RoutingBias> parse_routing_bias(const std::string& text, const ModelConfi
 Result<std::string> read_file(const std::string& path);
 // Parses a JSON array of integers (token ids).
 Result<std::vector<int32_t>> parse_id_list(const std::string& json_text, const std::string& what);
+
+// Rows of cells as aligned columns (3 spaces apart, no trailing spaces); columns whose index is in
+// `right_aligned` are right-aligned. Every row ends in a newline.
+std::string format_table(const std::vector<std::vector<std::string>>& rows,
+                         const std::vector<size_t>& right_aligned = {});
 
 // Seconds on the steady clock (for timing the commands' phases).
 double now_s();

@@ -3,11 +3,16 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
 
 #include "engine/plan.h"
+#include "hub/model_store.h"
+#include "progress.h"
 
 namespace sniper::cli {
 
@@ -16,18 +21,6 @@ namespace {
 constexpr double kLineIntervalS = 3.0;  // a progress line this often when stderr is not a terminal
 
 double steady_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-std::string format_eta(double s) {
-  if (s < 0 || s > 99 * 3600) return "--:--";
-  const long t = static_cast<long>(s + 0.5);
-  char buf[32];
-  if (t >= 3600) {
-    std::snprintf(buf, sizeof(buf), "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%ld:%02ld", t / 60, t % 60);
-  }
-  return buf;
-}
 
 // Progress of one file: bytes, percent, rate over this transfer (a resumed prefix does not
 // count as speed), ETA.
@@ -125,14 +118,111 @@ Result<hub::PullResult> pull_with_progress(const HubPullRequest& request) {
   return result;
 }
 
-Result<std::string> model_path_from_args(const Args& args) {
+namespace {
+
+bool looks_like_path(const std::string& text) {
+  return text.ends_with(".gguf") || text.starts_with("/") || text.starts_with("./") || text.starts_with("../") ||
+         text.starts_with("~");
+}
+
+// A bare NAME[:QUANT] (no owner): the one store repository whose name is NAME (any case).
+Result<hub::RepoRef> find_in_store_by_name(const hub::ModelStore& store, const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  auto lower = [](std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  SNIPER_ASSIGN_OR_RETURN(std::vector<hub::StoreEntry> entries, store.list());
+  std::set<std::string> repos;
+  for (const hub::StoreEntry& e : entries) {
+    const std::string repo_name = e.repo.substr(e.repo.find('/') + 1);
+    if (!e.partial && lower(repo_name) == lower(name)) repos.insert(e.repo);
+  }
+  if (repos.empty()) {
+    return make_error(
+        "no model file '%s', and the store (%s) has no model named '%s' ('sniper list' shows the store; a store "
+        "name is OWNER/NAME[:QUANT])",
+        text.c_str(), store.home().c_str(), name.c_str());
+  }
+  if (repos.size() > 1) {
+    std::string listing;
+    for (const std::string& r : repos) listing += (listing.empty() ? "" : ", ") + r;
+    return make_error("'%s' is ambiguous: the store holds %s; give OWNER/NAME", text.c_str(), listing.c_str());
+  }
+  return hub::parse_repo_ref(*repos.begin() + (colon == std::string::npos ? "" : text.substr(colon)));
+}
+
+}  // namespace
+
+Result<std::string> resolve_model_ref(const std::string& text, uint64_t budget_bytes) {
+  std::error_code ec;
+  if (std::filesystem::exists(text, ec)) {
+    if (std::filesystem::is_directory(text, ec))
+      return make_error("'%s' is a directory; a model is a GGUF file (for a folder of models: sniper serve --models)",
+                        text.c_str());
+    return text;
+  }
+  if (looks_like_path(text)) return make_error("no model file '%s'", text.c_str());
+  SNIPER_ASSIGN_OR_RETURN(std::string home, hub::sniper_home());
+  hub::ModelStore store(home);
+  hub::RepoRef ref;
+  if (text.find('/') == std::string::npos) {
+    SNIPER_ASSIGN_OR_RETURN(ref, find_in_store_by_name(store, text));
+  } else {
+    auto parsed = hub::parse_repo_ref(text);
+    if (!parsed.ok()) {
+      return make_error("no model file '%s', and it is no store name either: %s", text.c_str(),
+                        parsed.error().message.c_str());
+    }
+    ref = *parsed;
+  }
+  // In the store already: no network. Else pulled, as -hf does.
+  auto local = hub::resolve_local(store, ref, budget_bytes);
+  if (local.ok()) return local->paths.front();
+  HubPullRequest request;
+  request.ref = ref.display();
+  request.budget_bytes = budget_bytes;
+  request.offline_fallback = true;
+  SNIPER_ASSIGN_OR_RETURN(hub::PullResult pulled, pull_with_progress(request));
+  return pulled.paths.front();
+}
+
+Status check_model_positionals(const Args& args) {
+  const bool flagged = args.has("--model") || args.has("--hf-repo");
   if (args.has("--model") && args.has("--hf-repo"))
-    return make_error("pass either -m PATH or -hf REPO[:QUANT], not both");
-  if (args.has("--model")) return args.get_string("--model");
-  if (!args.has("--hf-repo")) return make_error("no model given: pass -m PATH to a GGUF file or -hf REPO[:QUANT]");
+    return make_error("pass either -m MODEL or -hf REPO[:QUANT], not both");
+  return args.check_positionals(flagged ? 0 : 1, flagged ? "no MODEL word besides -m/-hf"
+                                                         : "one MODEL (a GGUF file or a store name); text goes "
+                                                           "after a flag, quoted");
+}
+
+Result<std::string> model_path_from_args(const Args& args) {
+  SNIPER_TRY(check_model_positionals(args));
+  std::string text;
+  if (args.has("--model")) {
+    text = args.get_string("--model");
+  } else if (!args.positional_info().empty()) {
+    const Positional& p = args.positional_info().front();
+    // "sniper run -p Once upon a time": a word after a flag's value that cannot be a model.
+    std::error_code ec;
+    if (!p.follows.empty() && !std::filesystem::exists(p.text, ec) && !looks_like_path(p.text) &&
+        p.text.find('/') == std::string::npos) {
+      return make_error("%s", stray_words_message(args.positional_info()).c_str());
+    }
+    text = p.text;
+  }
+  SNIPER_ASSIGN_OR_RETURN(uint64_t budget, resolve_memory_budget(args.get_string("--mem", "auto")));
+  if (!text.empty()) return resolve_model_ref(text, budget);
+  if (!args.has("--hf-repo")) {
+    return make_error(
+        "no model given: name a GGUF file or a store name (OWNER/NAME[:QUANT]) after 'sniper %s', or "
+        "pass -m MODEL",
+        args.command().c_str());
+  }
   HubPullRequest request;
   request.ref = args.get_string("--hf-repo");
-  SNIPER_ASSIGN_OR_RETURN(request.budget_bytes, resolve_memory_budget(args.get_string("--mem", "auto")));
+  request.budget_bytes = budget;
   request.offline_fallback = true;
   SNIPER_ASSIGN_OR_RETURN(hub::PullResult pulled, pull_with_progress(request));
   return pulled.paths.front();

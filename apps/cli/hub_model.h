@@ -22,8 +22,19 @@ struct HubPullRequest {
 // go to stderr. Errors name the repository and the cause.
 [[nodiscard]] Result<hub::PullResult> pull_with_progress(const HubPullRequest& request);
 
-// The model file the flags name: --model PATH as given, else --hf-repo REPO[:QUANT] pulled into
-// the store if needed (first part of a split set). An Error when neither flag is given.
+// A model as the user names it: an existing file as given; else a store name OWNER/NAME[:QUANT]
+// (or a bare NAME[:QUANT] that one store repository has), taken from the store when it holds a
+// match, pulled otherwise (first part of a split set). Text that looks like a path (".gguf", "/",
+// "./") and does not exist is an Error, never a download.
+[[nodiscard]] Result<std::string> resolve_model_ref(const std::string& text, uint64_t budget_bytes);
+
+// An Error when the positional words are more than the model (or any, with -m / -hf): unquoted
+// prompt words get "quote the prompt". Commands call it before slow work.
+[[nodiscard]] Status check_model_positionals(const Args& args);
+
+// The model file the arguments name: -m MODEL, or the first positional word, through
+// resolve_model_ref; else -hf REPO[:QUANT] pulled into the store if needed. Errors: no model,
+// both -m and -hf, more words than a model (unquoted prompt words get "quote the prompt").
 [[nodiscard]] Result<std::string> model_path_from_args(const Args& args);
 
 }  // namespace sniper::cli

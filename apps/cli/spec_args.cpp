@@ -13,19 +13,25 @@
 namespace sniper::cli {
 
 std::vector<FlagSpec> spec_flags() {
-  return {
-      {"--spec-type", nullptr, "none|ngram|draft|mtp",
-       "speculative decoding draft source (default none; draft when -md is given)"},
-      {"--model-draft", "-md", "PATH", "draft model for speculative decoding (same vocabulary as the target)"},
-      {"--mem-draft", nullptr, "SIZE",
-       "the draft model's memory budget, taken off --mem (default: unlimited, resident)"},
-      {"--draft-max", nullptr, "N", "most tokens drafted per step, [1, 256] (default 16)"},
-      {"--draft-min", nullptr, "N", "fewer drafted tokens than this are not verified, [0, draft-max] (default 0)"},
-      {"--draft-p-min", nullptr, "P",
-       "a draft model or MTP head stops at a token it gives less than P among its top 10, [0, 1] (default 0 = off)"},
-      {"--spec-ngram-size-n", nullptr, "N", "longest n-gram the lookup matches, [1, 64] (default 3)"},
-      {"--no-draft-adaptive", nullptr, nullptr, "always draft --draft-max tokens (default: adapt to the acceptance)"},
-  };
+  return in_group(
+      "Speculative decoding",
+      {
+          {"--spec-type", nullptr, "none|ngram|draft|mtp",
+           "speculative decoding draft source (default none; draft when -md is given)"},
+          {"--model-draft", "-md", "PATH", "draft model for speculative decoding (same vocabulary as the target)",
+           nullptr, "--draft-model"},
+          {"--mem-draft", nullptr, "SIZE",
+           "the draft model's memory budget, taken off --mem (default: unlimited, resident)"},
+          {"--draft-max", nullptr, "N", "most tokens drafted per step, [1, 256] (default 16)", nullptr,
+           "--draft --draft-n"},
+          {"--draft-min", nullptr, "N", "fewer drafted tokens than this are not verified, [0, draft-max] (default 0)"},
+          {"--draft-p-min", nullptr, "P",
+           "a draft model or MTP head stops at a token it gives less than P among its top 10, [0, 1] (default 0 = "
+           "off)"},
+          {"--spec-ngram-size-n", nullptr, "N", "longest n-gram the lookup matches, [1, 64] (default 3)"},
+          {"--no-draft-adaptive", nullptr, nullptr,
+           "always draft --draft-max tokens (default: adapt to the acceptance)"},
+      });
 }
 
 Result<SpecKind> parse_spec_kind(const std::string& type) {

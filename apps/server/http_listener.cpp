@@ -340,6 +340,7 @@ void HttpListener::serve_connection(int fd, const std::string& client) {
     req.remote_addr = client;
 
     httplib::Response res;
+    if (o.on_request) o.on_request(req);
     try {
       handler_(req, res);
     } catch (...) {  // the handler maps its own errors; this keeps a stray one from ending the process
@@ -349,13 +350,17 @@ void HttpListener::serve_connection(int fd, const std::string& client) {
     }
     const bool keep_alive = wants_keep_alive(req) && !stopping_.load();
     if (!res.content_provider_) {
-      if (!write_all(fd, response_head(res, /*chunked=*/false, keep_alive) + res.body, o.timeout_s) || !keep_alive)
-        break;
+      const bool written = write_all(fd, response_head(res, /*chunked=*/false, keep_alive) + res.body, o.timeout_s);
+      if (o.on_response) o.on_response(req, res, written);
+      if (!written || !keep_alive) break;
       continue;
     }
     // A streamed body: HTTP/1.1 chunks (HTTP/1.0 clients get the raw bytes and a close).
     const bool chunked = req.version == "HTTP/1.1";
-    if (!write_all(fd, response_head(res, chunked, keep_alive && chunked), o.timeout_s)) break;
+    if (!write_all(fd, response_head(res, chunked, keep_alive && chunked), o.timeout_s)) {
+      if (o.on_response) o.on_response(req, res, false);
+      break;
+    }
     bool ok = true, done = false;
     size_t offset = 0;
     httplib::DataSink sink;
@@ -380,6 +385,7 @@ void HttpListener::serve_connection(int fd, const std::string& client) {
       if (!res.content_provider_(offset, 0, sink)) ok = false;
     }
     res.content_provider_success_ = ok && done;
+    if (o.on_response) o.on_response(req, res, ok && done);
     if (!ok || !keep_alive || !chunked) break;
   }
   release(fd, client);

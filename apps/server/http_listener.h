@@ -40,6 +40,11 @@ struct ListenerOptions {
   double timeout_s = 30;                   // reading a body; each write of a response
   double keep_alive_s = 5;                 // idle wait for the next request on a connection
   WireLimits wire;
+  // Runs on the connection thread before a complete request goes to the handler. May be empty.
+  std::function<void(const httplib::Request& req)> on_request;
+  // Runs on the connection thread once a handled request's response has been written (a
+  // streamed body to its end, or as far as the client took it: complete false). May be empty.
+  std::function<void(const httplib::Request& req, const httplib::Response& res, bool complete)> on_response;
 };
 
 // Counters for /metrics; monotonic except open_connections.

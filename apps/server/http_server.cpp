@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "server/http_server.h"
 
+#include "server/request_defaults.h"
+#include "server/request_log.h"
+
 #include <cstring>
 #include <exception>
 #include <set>
@@ -62,6 +65,7 @@ Json model_json(const ModelStatus& s) {
   m["object"] = "model";
   m["created"] = s.loaded_at_unix;
   m["owned_by"] = "sniper";
+  if (!s.aliases.empty()) m["aliases"] = s.aliases;
   m["loaded"] = s.state == ModelState::kLoaded;
   m["state"] = model_state_name(s.state);
   m["path"] = s.path;
@@ -105,7 +109,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const Serve
   const std::string id = options.model_id.empty() ? model_id_from_path(model.gguf().path) : options.model_id;
   SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<ServedModel> served,
                           ServedModel::create(id, &model, nullptr, options, &ctx->metrics));
-  ctx->models = ModelPool::create_pinned(std::move(served), model.gguf().path);
+  ctx->models = ModelPool::create_pinned(std::move(served), model.gguf().path, options.model_aliases);
   return assemble(std::move(ctx));
 }
 
@@ -131,6 +135,9 @@ std::unique_ptr<HttpServer> HttpServer::assemble(std::unique_ptr<ServerContext> 
   const ServerOptions& options = s->ctx_->options;
   s->ctx_->contexts = std::make_unique<ContextStore>(
       options.context_dir.empty() ? ContextStore::default_dir() : options.context_dir, options.context_compression);
+  // Every served model's digest is computed in the background from the start (or read from the cache).
+  s->ctx_->digests = std::make_unique<FileDigests>(FileDigests::default_dir());
+  for (const ModelStatus& m : s->ctx_->models->status()) s->ctx_->digests->digest(m.path);
   s->install_routes();
   ListenerOptions lo;
   lo.max_connections = options.max_connections;
@@ -138,6 +145,13 @@ std::unique_ptr<HttpServer> HttpServer::assemble(std::unique_ptr<ServerContext> 
   lo.header_timeout_s = options.header_timeout_s;
   lo.timeout_s = options.timeout_s;
   lo.wire.max_body_bytes = options.max_body_bytes;
+  const RequestLogOptions log = options.log;
+  lo.on_request = [](const httplib::Request& req) {
+    begin_request_record(req.remote_addr, req.method, req.path, req.get_header_value("User-Agent"));
+  };
+  lo.on_response = [log](const httplib::Request&, const httplib::Response& res, bool complete) {
+    end_request_record(res.status, complete, log);
+  };
   HttpServer* raw = s.get();
   s->listener_ = std::make_unique<HttpListener>(
       lo, [raw](httplib::Request& req, httplib::Response& res) { raw->dispatch(req, res); },
@@ -206,6 +220,10 @@ void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
       return send_error(res, e);
     }
   }
+  // serve --temp, --top-k, ...: the sampling fields a generation request leaves out.
+  if (auto body = apply_sampling_defaults(req.method, req.path, req.body, c.options.sampling_defaults)) {
+    req.body = std::move(*body);
+  }
   std::set<std::string> allowed;  // methods of the routes whose path matches
   for (const Route& r : routes_) {
     if (!r.matches(req.path)) continue;
@@ -258,9 +276,12 @@ void HttpServer::install_routes() {
     e.status = 404;
     send_error(res, e);
   });
-  // The default model; details that need it loaded are left out when it is not (no load here).
-  route("GET", "/props", [c](const httplib::Request&, httplib::Response& res) {
-    const std::string name = c->models->default_name();
+  // The default model (or ?model=NAME); details that need it loaded are left out when it is not
+  // (no load here).
+  route("GET", "/props", [c](const httplib::Request& req, httplib::Response& res) {
+    // ?model=NAME: that model (the web UI's picker); else the default one.
+    const std::string asked = req.get_param_value("model");
+    const std::string name = !asked.empty() && c->models->has(asked) ? asked : c->models->default_name();
     Json j = Json::object();
     j["model"] = name;
     j["slots"] = c->options.n_slots;
@@ -273,6 +294,8 @@ void HttpServer::install_routes() {
       j["model_path"] = m.gguf().path;
       j["n_ctx"] = lease->model().scheduler->n_ctx();
       j["residency"] = residency_name(m);
+      j["streams"] = m.streams();                                     // some weights stream from the SSD
+      j["streams_experts"] = m.streams() && m.plan().stream_experts;  // through the expert cache
       j["memory_budget_bytes"] = m.options().mem_bytes;
       j["arch"] = m.config().arch;
       j["n_params"] = count_params(m.gguf());
@@ -311,6 +334,8 @@ void HttpServer::install_routes() {
         [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_generate(*c, req, res); });
   route("POST", "/v1/messages",
         [c](const httplib::Request& req, httplib::Response& res) { handle_anthropic_messages(*c, req, res); });
+  route("POST", "/v1/messages/count_tokens",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_anthropic_count_tokens(*c, req, res); });
   route("GET", "/v1/context",
         [c](const httplib::Request& req, httplib::Response& res) { handle_context_list(*c, req, res); });
   route("DELETE", "/v1/context/{name}",

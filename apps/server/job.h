@@ -50,6 +50,8 @@ class Job {
   // --- consumer (HTTP thread) ---
   // Waits until text arrives, the job is done, or `timeout` passes. Moves the new text into
   // *text and returns true when the job is done (result() is then valid and no more text comes).
+  // wait() and wait_done() note the finished job's token counts in the calling thread's request
+  // log (request_log.h).
   bool wait(std::chrono::milliseconds timeout, std::string* text);
   // Blocks until done and returns the result.
   const JobResult& wait_done();
@@ -63,6 +65,7 @@ class Job {
   bool done() const;
 
  private:
+  void note_result_locked() const;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string text_;  // produced and not yet taken

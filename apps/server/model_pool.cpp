@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "server/model_pool.h"
 
+#include "server/request_log.h"
+
 #include <malloc.h>
 
 #include <algorithm>
@@ -65,11 +67,12 @@ Result<std::unique_ptr<ModelPool>> ModelPool::create(std::vector<ModelSource> so
   return pool;
 }
 
-std::unique_ptr<ModelPool> ModelPool::create_pinned(std::unique_ptr<ServedModel> model, const std::string& path) {
+std::unique_ptr<ModelPool> ModelPool::create_pinned(std::unique_ptr<ServedModel> model, const std::string& path,
+                                                    std::vector<std::string> aliases) {
   ModelPoolOptions o;
   o.keep_alive_s = -1;
   o.mem_bytes = model->model->options().mem_bytes;
-  ModelSource src{model->id, path, 0};
+  ModelSource src{model->id, path, 0, std::move(aliases)};
   for (const GgufPart& part : model->model->gguf().parts) src.size_bytes += part.file_size;
   if (src.size_bytes == 0) src.size_bytes = model->model->gguf().file_size;
   std::unique_ptr<ModelPool> pool(new ModelPool({src}, o, nullptr));
@@ -108,6 +111,16 @@ void ModelPool::stop() {
 int ModelPool::find_locked(const std::string& name) const {
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (entries_[i].source.name == name) return static_cast<int>(i);
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    for (const std::string& alias : entries_[i].source.aliases) {
+      if (alias == name) return static_cast<int>(i);
+    }
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    for (const std::string& alias : entries_[i].source.aliases) {
+      if (alias == kAnyModelAlias) return static_cast<int>(i);
+    }
   }
   return -1;
 }
@@ -166,6 +179,7 @@ std::shared_ptr<ModelLease> ModelPool::acquire(const std::string& requested, Api
     return nullptr;
   }
   Entry& e = entries_[static_cast<size_t>(index)];
+  note_request_model(e.source.name);  // the request log of the calling connection thread
   auto lease_locked = [&] {
     e.n_active++;
     e.use_seq = ++seq_;
@@ -347,6 +361,7 @@ std::vector<ModelStatus> ModelPool::status() const {
   for (const Entry& e : entries_) {
     ModelStatus s;
     s.name = e.source.name;
+    s.aliases = e.source.aliases;
     s.path = e.source.path;
     s.size_bytes = e.source.size_bytes;
     s.state = e.state;

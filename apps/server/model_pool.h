@@ -50,6 +50,7 @@ const char* model_state_name(ModelState s);
 // One model's state, a copy taken under the pool's lock.
 struct ModelStatus {
   std::string name;
+  std::vector<std::string> aliases;  // other names it answers to (serve --alias; "*": any)
   std::string path;
   uint64_t size_bytes = 0;  // the file(s) on disk
   ModelState state = ModelState::kUnloaded;
@@ -103,9 +104,14 @@ class ModelPool {
   static Result<std::unique_ptr<ModelPool>> create(std::vector<ModelSource> sources, const ModelPoolOptions& options,
                                                    ModelLoader loader);
   // One model that is already loaded and never unloaded (`sniper serve -m`, tests).
-  static std::unique_ptr<ModelPool> create_pinned(std::unique_ptr<ServedModel> model, const std::string& path);
+  // `aliases`: other names it answers to (ModelSource::aliases).
+  static std::unique_ptr<ModelPool> create_pinned(std::unique_ptr<ServedModel> model, const std::string& path,
+                                                  std::vector<std::string> aliases = {});
   ~ModelPool();  // stop()s, unloads everything. Leases must be gone.
 
+  // Names: a model's name, one of its aliases (ModelSource::aliases), or any name at all when a
+  // model has the alias "*". The model a request leases is noted in the calling thread's request
+  // log (request_log.h).
   // Waits until `name` is loaded and leases it. "" picks default_name(). Errors (in *error, and
   // null returned): 404 model_not_found for an unknown name (the message lists the models),
   // 503 model_load_timeout after load_timeout_s, 500 model_load_failed, 503 when stopping.

@@ -13,10 +13,14 @@
 
 namespace sniper::server {
 
+// serve --alias "*": a model that answers to any name (clients with a fixed model name).
+inline constexpr const char* kAnyModelAlias = "*";
+
 struct ModelSource {
   std::string name;
-  std::string path;         // the GGUF file (a split model's first part)
-  uint64_t size_bytes = 0;  // on disk, all parts of a split model together
+  std::string path;                       // the GGUF file (a split model's first part)
+  uint64_t size_bytes = 0;                // on disk, all parts of a split model together
+  std::vector<std::string> aliases = {};  // other names requests may use (serve --alias); "*": any name
 };
 
 // "X-00001-of-00003" -> true with *base = "X", *part = 1, *n_parts = 3; false for other stems.

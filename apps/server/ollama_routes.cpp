@@ -19,6 +19,7 @@
 #include "gguf/reader.h"
 #include "server/job_runner.h"
 #include "server/keep_alive.h"
+#include "server/model_facts.h"
 #include "server/ollama_protocol.h"
 #include "server/server_context.h"
 
@@ -64,23 +65,13 @@ std::string parameter_size(uint64_t n) {
 
 struct ModelFacts {
   uint64_t n_params = 0;
-  std::string quant;  // the type holding most of the weight bytes ("Q4_K")
+  std::string quant;  // llama.cpp's file type name ("Q4_K_M"; model_facts.h)
 };
 
 ModelFacts model_facts(const GgufFile& gguf) {
   ModelFacts f;
-  std::map<uint32_t, uint64_t> bytes_by_type;
-  for (const GgufTensorInfo& t : gguf.tensors()) {
-    f.n_params += static_cast<uint64_t>(t.n_elements());
-    if (t.n_dims >= 2) bytes_by_type[static_cast<uint32_t>(t.type)] += t.nbytes;
-  }
-  uint64_t best = 0;
-  for (const auto& [type, bytes] : bytes_by_type) {
-    if (bytes <= best) continue;
-    best = bytes;
-    const char* name = ggml_type_upper_name(type);
-    f.quant = name != nullptr ? name : "unknown";
-  }
+  for (const GgufTensorInfo& t : gguf.tensors()) f.n_params += static_cast<uint64_t>(t.n_elements());
+  f.quant = quantization_level(gguf);
   return f;
 }
 
@@ -109,18 +100,8 @@ Json file_details_json(const std::string& path) {
   return details_json(arch.ok() ? arch.value() : std::string(), model_facts(gguf.value()));
 }
 
-// A stable, sha256-sized id of the model file (FNV-1a of its path and size; not a file hash).
-std::string digest(const ModelStatus& s) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](std::string_view bytes) {
-    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  };
-  mix(s.path);
-  mix(std::to_string(s.size_bytes));
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
-  return std::string(buf) + std::string(48, '0');
-}
+// The SHA-256 of the model file(s), computed once in the background (model_facts.h): "" until known.
+std::string digest(ServerContext& ctx, const ModelStatus& s) { return ctx.digests->digest(s.path); }
 
 // The file's modification time (now when it cannot be read).
 std::chrono::system_clock::time_point modified_at(const std::string& path) {
@@ -363,7 +344,7 @@ void handle_ollama_tags(ServerContext& ctx, const httplib::Request&, httplib::Re
     m["model"] = tagged(st.name);
     m["modified_at"] = rfc3339(modified_at(st.path));
     m["size"] = st.size_bytes;
-    m["digest"] = digest(st);
+    m["digest"] = digest(ctx, st);
     std::shared_ptr<ModelLease> lease = ctx.models->acquire_if_loaded(st.name);
     m["details"] = lease != nullptr ? details_json(lease->model()) : file_details_json(st.path);
     models.push_back(std::move(m));
@@ -382,7 +363,7 @@ void handle_ollama_ps(ServerContext& ctx, const httplib::Request&, httplib::Resp
     m["name"] = tagged(st.name);
     m["model"] = tagged(st.name);
     m["size"] = st.memory_bytes != 0 ? st.memory_bytes : st.size_bytes;
-    m["digest"] = digest(st);
+    m["digest"] = digest(ctx, st);
     m["details"] = details_json(sm);
     std::chrono::system_clock::time_point expires;
     if (st.expires_at_unix != 0) {

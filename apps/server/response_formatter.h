@@ -18,6 +18,12 @@ namespace sniper::server {
 
 // usage: prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details.cached_tokens.
 Json usage_json(const JobResult& r);
+// llama-server's "timings", measured by the server for this one reply: prompt_n (tokens evaluated,
+// cached ones excluded), prompt_ms, prompt_per_second, predicted_n, predicted_ms,
+// predicted_per_second (the tokens decoded after the first, over the decode time: the figure
+// /metrics reports as sniper_decode_tokens_per_second), and ttft_ms (request start to first text,
+// sniper_time_to_first_token_seconds). The web UI shows these, so a reply and the live panel agree.
+Json timings_json(const JobResult& r);
 
 class Formatter {
  public:
@@ -34,6 +40,7 @@ class Formatter {
     Json j = header(chunk_object_);
     j["choices"] = Json::array();
     j["usage"] = usage_json(r);
+    j["timings"] = timings_json(r);
     return j;
   }
 
@@ -92,6 +99,7 @@ class ChatFormatter final : public Formatter {
     Json j = header("chat.completion");
     j["choices"] = Json::array({choice});
     j["usage"] = usage_json(r);
+    j["timings"] = timings_json(r);
     return j;
   }
 
@@ -154,6 +162,7 @@ class CompletionFormatter final : public Formatter {
   Json response(const JobResult& r) override {
     Json j = body(text_, r.finish_reason);
     j["usage"] = usage_json(r);
+    j["timings"] = timings_json(r);
     return j;
   }
 

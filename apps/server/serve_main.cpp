@@ -21,11 +21,13 @@
 #include "base/memory_limit.h"
 #include "cli/common.h"
 #include "cli/hub_model.h"
+#include "cli/progress.h"
 #include "cli/spec_args.h"
 #include "hub/hub_files.h"
 #include "model/context_shift.h"
 #include "server/http_server.h"
 #include "server/model_sources.h"
+#include "server/serve_flags.h"
 #include "server/server_context.h"
 
 namespace sniper::server {
@@ -44,11 +46,17 @@ Result<std::string> pull_hub_model(const std::string& ref, const cli::Args& args
 }
 
 // --model NAME=TARGET: a TARGET that is no file on disk but reads as a hub reference (a path
-// ending in ".gguf" without ':' stays a path, so a typo gets "no file") is pulled first.
+// ending in ".gguf" without ':' stays a path, so a typo gets "no file") is pulled first. A plain
+// -m MODEL (no '=') is a path or a store name (cli::resolve_model_ref).
 Result<std::string> resolve_model_flag(const std::string& spec, const cli::Args& args) {
   std::error_code ec;
   const size_t eq = spec.find('=');
-  if (eq == std::string::npos || std::filesystem::is_regular_file(spec, ec)) return spec;
+  if (std::filesystem::is_regular_file(spec, ec)) return spec;
+  if (eq == std::string::npos) {
+    // -m MODEL / the first word: a path or a store name, as every other command takes it.
+    SNIPER_ASSIGN_OR_RETURN(uint64_t budget, resolve_memory_budget(args.get_string("--mem", "auto")));
+    return cli::resolve_model_ref(spec, budget);
+  }
   const std::string target = spec.substr(eq + 1);
   const bool path_like = target.size() > 5 && target.ends_with(".gguf") && target.find(':') == std::string::npos;
   if (path_like || std::filesystem::exists(target, ec) || !hub::parse_repo_ref(target).ok()) return spec;
@@ -91,7 +99,9 @@ int serve_main(int argc, char** argv) {
            "open connections in total; more are answered 503 at once (default 1024)"},
           {"--max-connections-per-client", nullptr, "N",
            "open connections per client address; more are answered 503 at once (default 128)"},
-          {"--alias", nullptr, "NAME", "model id to report for a single model (default: the file name without .gguf)"},
+          {"--alias", "-a", "NAME[,NAME...]",
+           "names a single model answers to besides its own (repeatable; '*' = any name, for clients that send a fixed "
+           "model name; the first is the id it reports; default: the file name without .gguf)"},
           {"--models", nullptr, "DIR",
            "serve every *.gguf in DIR, named by file stem (split X-00001-of-0000N.gguf: X); -m/--model NAME=PATH or "
            "NAME=REPO[:QUANT] (pulled if needed) may repeat and add to it"},
@@ -102,14 +112,24 @@ int serve_main(int argc, char** argv) {
            "how long a request waits for its model to load or for room to load it (default 10m; then 503)"},
           {"--help", "-h", nullptr, "show this help"},
       });
-  auto args = cli::Args::parse("serve", argc, argv, 2, specs);
+  const std::vector<FlagSpec> all_specs = cli::concat(cli::concat(specs, serve_log_flags()), serve_default_flags());
+  auto args = cli::Args::parse("serve", argc, argv, 2, all_specs);
   if (!args.ok()) return cli::fail(args.error());
   if (args->has("--help")) {
     cli::print_usage("serve",
-                     "-m MODEL | -hf REPO[:QUANT] | --model NAME=PATH|NAME=REPO[:QUANT] ... | --models DIR [--host "
-                     "127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]",
-                     specs);
+                     "MODEL | -m MODEL | -hf REPO[:QUANT] | --model NAME=PATH|NAME=REPO[:QUANT] ... | --models DIR "
+                     "[--host 127.0.0.1] [--port 8000] [--mem SIZE|auto] [--ctx N] [--api-key KEY] [--slots N]",
+                     all_specs,
+                     "Serves models over HTTP: the OpenAI, Ollama and Anthropic APIs, a web UI at /, Prometheus "
+                     "metrics at /metrics, one log line per request on stderr. MODEL is a GGUF file or a store name "
+                     "(OWNER/NAME[:QUANT], pulled if needed).");
     return 0;
+  }
+  if (Status st =
+          args->check_positionals(args->has("--model") || args->has("--models") || args->has("--hf-repo") ? 0 : 1,
+                                  "one MODEL (a GGUF file or a store name); more with --model NAME=PATH");
+      !st.ok()) {
+    return cli::fail(st.error());
   }
   std::vector<ModelSource> sources;
   if (args->has("--models")) {
@@ -117,7 +137,9 @@ int serve_main(int argc, char** argv) {
     if (!found.ok()) return cli::fail(found.error());
     sources = std::move(found).value();
   }
-  for (const std::string& flag : args->get_all("--model")) {
+  std::vector<std::string> model_flags = args->get_all("--model");
+  if (!args->positionals().empty()) model_flags.push_back(args->positionals().front());
+  for (const std::string& flag : model_flags) {
     auto spec = resolve_model_flag(flag, *args);
     if (!spec.ok()) return cli::fail(spec.error());
     auto src = parse_model_spec(*spec);
@@ -137,8 +159,18 @@ int serve_main(int argc, char** argv) {
   if (args->has("--alias")) {
     if (sources.size() != 1)
       return cli::fail(make_error("--alias names a single model; name several with --model NAME=PATH"));
-    sources[0].name = args->get_string("--alias");
+    auto names = parse_aliases(args->get_all("--alias"));
+    if (!names.ok()) return cli::fail(names.error());
+    // The first plain name becomes the id the server reports; the others (and '*') are aliases.
+    for (const std::string& n : *names) {
+      if (n != kAnyModelAlias && sources[0].aliases.empty() && sources[0].name == model_id_from_path(sources[0].path)) {
+        sources[0].name = n;
+      } else {
+        sources[0].aliases.push_back(n);
+      }
+    }
   }
+  cli::print_compat_notes(*args);
   ModelPoolOptions po;
   auto max_loaded = args->get_int("--max-loaded", 1, 1, 256);
   if (!max_loaded.ok()) return cli::fail(max_loaded.error());
@@ -160,6 +192,11 @@ int serve_main(int argc, char** argv) {
   auto slots = args->get_int("--slots", 1, 1, 256);
   if (!slots.ok()) return cli::fail(slots.error());
   so.n_slots = static_cast<int>(*slots);
+  if (args->has("--parallel")) {  // llama-server's -np for --slots
+    auto parallel = args->get_int("--parallel", 1, 1, 256);
+    if (!parallel.ok()) return cli::fail(parallel.error());
+    so.n_slots = static_cast<int>(*parallel);
+  }
   auto queue = args->get_int("--queue", 16, 0, 65536);
   if (!queue.ok()) return cli::fail(queue.error());
   so.queue_capacity = static_cast<int>(*queue);
@@ -175,6 +212,7 @@ int serve_main(int argc, char** argv) {
     so.max_body_bytes = static_cast<size_t>(*bytes);
   }
   so.model_id = sources[0].name;
+  so.model_aliases = sources[0].aliases;
   auto timeout = args->get_float("--timeout", 30, 0.1, 3600);
   if (!timeout.ok()) return cli::fail(timeout.error());
   so.timeout_s = *timeout;
@@ -187,6 +225,7 @@ int serve_main(int argc, char** argv) {
   auto max_per_client = args->get_int("--max-connections-per-client", 128, 1, 65536);
   if (!max_per_client.ok()) return cli::fail(max_per_client.error());
   so.max_connections_per_client = static_cast<size_t>(*max_per_client);
+  if (Status st = request_options_from_args(*args, &so); !st.ok()) return cli::fail(st.error());
 
   auto lo = cli::load_options_from_args(*args);
   if (!lo.ok()) return cli::fail(lo.error());
@@ -246,12 +285,18 @@ int serve_main(int argc, char** argv) {
   // Loads one model for a budget (the pool's share of --mem, or all of it when pinned).
   const ModelLoadOptions base_lo = *lo;
   const bool context_shift = so.context_shift;
-  ModelFileLoader loader = [base_lo, routing_bias, context_shift](
+  // The model loaded before listening shows its load on a terminal (models loaded on demand later
+  // do not: their lines would cut into the request log).
+  cli::ProgressLine load_line;
+  ModelFileLoader loader = [base_lo, routing_bias, context_shift, pinned, &load_line](
                                const ModelSource& source, uint64_t mem_bytes,
                                SessionOptions* session) -> Result<std::unique_ptr<Model>> {
     ModelLoadOptions o = base_lo;
     o.mem_bytes = mem_bytes;
-    SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(source.path, o));
+    if (pinned) o.progress = cli::load_progress(load_line, std::filesystem::path(source.path).filename().string());
+    auto loaded = Model::load(source.path, o);
+    load_line.clear();
+    SNIPER_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, std::move(loaded));
     if (context_shift) SNIPER_TRY(context_shift_support(model->config()));  // refuses recurrent / sliding models
     session->n_checkpoints = model->plan().n_checkpoints;
     if (!routing_bias.empty()) {
@@ -302,6 +347,7 @@ int serve_main(int argc, char** argv) {
   // test (tests/js/soak_test.mjs) without any leak. Pinning the threshold at its initial 128 KiB
   // keeps large transient buffers on mmap, returned on free (RSS within 10% after the soak).
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  cli::lock_memory_if_asked(*args, /*future=*/!pinned);
   auto server = pinned ? HttpServer::create(*pinned_model, so) : HttpServer::create(sources, po, loader, so);
   if (!server.ok()) return cli::fail(server.error());
   auto bound = (*server)->bind();
@@ -325,7 +371,7 @@ int serve_main(int argc, char** argv) {
         sources.size(), po.max_loaded, static_cast<double>(lo->mem_bytes) / (1u << 30),
         args->get_string("--keep-alive", "5m").c_str(), srv->context().contexts->dir().c_str());
   }
-  std::printf("sniper serve: listening on http://%s:%d/\n", so.host.c_str(), *bound);
+  std::printf("sniper serve: listening on %s\n", listen_url(so.host, *bound).c_str());
   std::fflush(stdout);
   srv->run();
   srv->stop();

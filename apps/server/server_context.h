@@ -16,6 +16,7 @@
 #include "server/chat_format.h"
 #include "server/context_store.h"
 #include "server/metrics.h"
+#include "server/model_facts.h"
 #include "server/model_pool.h"
 #include "server/openai_protocol.h"
 #include "server/scheduler.h"
@@ -28,7 +29,8 @@ struct ServerContext {
   ServerOptions options;
   Metrics metrics;
   std::unique_ptr<ContextStore> contexts;
-  std::unique_ptr<ModelPool> models;  // last: its schedulers stop before the rest is destroyed
+  std::unique_ptr<FileDigests> digests;  // the models' SHA-256 for Ollama's digest (model_facts.h)
+  std::unique_ptr<ModelPool> models;     // last: its schedulers stop before the rest is destroyed
 };
 
 void send_json(httplib::Response& res, const Json& body, int status = 200);
@@ -55,6 +57,8 @@ void handle_ollama_chat(ServerContext& ctx, const httplib::Request& req, httplib
 void handle_ollama_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // anthropic_routes.cpp: POST /v1/messages.
 void handle_anthropic_messages(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+// anthropic_count_tokens.cpp: POST /v1/messages/count_tokens.
+void handle_anthropic_count_tokens(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // context_sync_routes.cpp: POST /v1/context/upload and /v1/context/download (object storage).
 void handle_context_upload(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_download(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);

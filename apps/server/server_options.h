@@ -6,12 +6,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "engine/context_compression.h"
 #include "engine/model.h"
 #include "engine/session.h"
 #include "engine/speculative.h"
+#include "server/request_defaults.h"
+#include "server/request_log.h"
 
 namespace sniper::server {
 
@@ -34,11 +37,14 @@ struct ServerOptions {
   // must outlive the server, be planned for n_slots sessions of the target's context, and serve
   // one target (its vocabulary is checked against the model's when the server starts).
   Model* draft_model = nullptr;
-  bool spec_mtp = false;       // --spec-type mtp: models with an MTP block draft with it
-  SpecConfig spec;             // with spec_ngram_size or draft_model
-  bool context_shift = false;  // --context-shift: slots go on past a full context
-  int64_t n_keep = 0;          // --keep: prompt tokens a context shift keeps (-1 = all)
-  std::string model_id;        // empty: the model file's base name without ".gguf"
+  bool spec_mtp = false;                   // --spec-type mtp: models with an MTP block draft with it
+  SpecConfig spec;                         // with spec_ngram_size or draft_model
+  bool context_shift = false;              // --context-shift: slots go on past a full context
+  int64_t n_keep = 0;                      // --keep: prompt tokens a context shift keeps (-1 = all)
+  std::string model_id;                    // empty: the model file's base name without ".gguf"
+  RequestLogOptions log;                   // the per-request log line (--log-format, --verbose; request_log.h)
+  SamplingDefaults sampling_defaults;      // for fields a request leaves out (--temp, ...; request_defaults.h)
+  std::vector<std::string> model_aliases;  // the one model's other names (--alias; "*": any name)
 };
 
 // "dir/stories260K.gguf" -> "stories260K".

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "cli/args.h"
 #include "server/bounded_json.h"
 #include "server/prometheus_text.h"
 #include "server/serve_main.h"
@@ -42,17 +43,26 @@ struct TopOptions {
   double interval_s = 1.0;
   bool once = false;
   std::string api_key;
-  std::string url() const { return scheme + "://" + host + ":" + std::to_string(port); }
+  std::string url() const {
+    const bool ipv6 = host.find(':') != std::string::npos;
+    return scheme + "://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  }
 };
 
+std::vector<cli::FlagSpec> top_flags() {
+  return {
+      {"--url", nullptr, "URL", "server to watch (default http://127.0.0.1:8000)"},
+      {"--interval", nullptr, "S", "seconds between polls, 0.1..3600 (default 1)"},
+      {"--once", nullptr, nullptr, "print one frame without terminal control codes and exit"},
+      {"--api-key", nullptr, "KEY", "sent as 'Authorization: Bearer KEY'"},
+      {"--help", "-h", nullptr, "show this help"},
+  };
+}
+
 void print_top_usage() {
-  std::printf(
-      "usage: sniper top [--url URL] [--interval S] [--once] [--api-key K]\n"
-      "  --url URL       server to watch (default http://127.0.0.1:8000)\n"
-      "  --interval S    seconds between polls, 0.1..3600 (default 1)\n"
-      "  --once          print one frame without terminal control codes and exit\n"
-      "  --api-key K     sent as 'Authorization: Bearer K'\n"
-      "keys: q quits (Ctrl-C too)\n");
+  cli::print_usage("top", "[--url URL] [--interval S] [--once] [--api-key KEY]", top_flags(),
+                   "A terminal dashboard of a running sniper serve: tok/s, memory, slots, expert-cache hit rate, SSD "
+                   "GB/s, requests, models. Keys: q quits (Ctrl-C too).");
 }
 
 // Parses "http[s]://host[:port][/]" into `opt`.
@@ -89,45 +99,12 @@ Status parse_url(const std::string& url, TopOptions* opt) {
 
 Result<TopOptions> parse_top_args(int argc, char** argv) {
   TopOptions opt;
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_inline = false;
-    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_inline = true;
-    }
-    auto take = [&](std::string* out) -> Status {
-      if (has_inline) {
-        *out = value;
-        return ok_status();
-      }
-      if (i + 1 >= argc) return make_error("%s needs a value", arg.c_str());
-      *out = argv[++i];
-      return ok_status();
-    };
-    if (arg == "--url") {
-      std::string url;
-      SNIPER_TRY(take(&url));
-      SNIPER_TRY(parse_url(url, &opt));
-    } else if (arg == "--interval") {
-      std::string text;
-      SNIPER_TRY(take(&text));
-      char* end = nullptr;
-      double s = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(s >= 0.1 && s <= 3600)) {
-        return make_error("--interval is '%s' but must be a number of seconds in [0.1, 3600]", text.c_str());
-      }
-      opt.interval_s = s;
-    } else if (arg == "--api-key") {
-      SNIPER_TRY(take(&opt.api_key));
-    } else if (arg == "--once" && !has_inline) {
-      opt.once = true;
-    } else {
-      return make_error("unknown flag '%s' for sniper top (see sniper top --help)", argv[i]);
-    }
-  }
+  SNIPER_ASSIGN_OR_RETURN(cli::Args args, cli::Args::parse("top", argc, argv, 2, top_flags()));
+  SNIPER_TRY(args.check_positionals(0, ""));
+  if (args.has("--url")) SNIPER_TRY(parse_url(args.get_string("--url"), &opt));
+  SNIPER_ASSIGN_OR_RETURN(opt.interval_s, args.get_float("--interval", 1.0, 0.1, 3600));
+  opt.api_key = args.get_string("--api-key");
+  opt.once = args.has("--once");
   return opt;
 }
 

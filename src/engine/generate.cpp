@@ -35,6 +35,26 @@ Status shift_full_context(Session& session, int64_t n_keep) {
   return session.shift_context(n_keep, n_discard);
 }
 
+Result<bool> eval_with_progress(Session& session, std::span<const int32_t> tokens, const PromptProgress& progress) {
+  if (!progress) {
+    SNIPER_TRY(session.eval(tokens));
+    return true;
+  }
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  // A prompt past the context is refused whole, before any chunk is evaluated (eval()'s message).
+  if (session.n_past() + n > session.n_ctx()) {
+    SNIPER_TRY(session.eval(tokens));
+    return true;
+  }
+  const int64_t batch = session.max_batch();
+  for (int64_t start = 0; start < n; start += batch) {
+    const int64_t m = std::min(batch, n - start);
+    SNIPER_TRY(session.eval(tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(m))));
+    if (!progress(start + m, n) && start + m < n) return false;
+  }
+  return true;
+}
+
 Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                                const GenerateOptions& options, const TextCallback& on_text) {
   GeneratorOptions go;
@@ -68,7 +88,16 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
     SNIPER_TRY(shift_full_context(session, options.n_keep));
     ++stats.n_shifts;
   }
-  if (!prompt.empty()) SNIPER_TRY(session.eval(prompt));
+  if (!prompt.empty()) {
+    const int64_t n_before = session.n_past();
+    SNIPER_ASSIGN_OR_RETURN(bool complete, eval_with_progress(session, prompt, options.on_prompt_progress));
+    if (!complete) {
+      stats.prompt_ms = ms_since(t0);
+      stats.n_prompt = session.n_past() - n_before;
+      stats.finish_reason = "cancelled";
+      return stats;
+    }
+  }
   stats.prompt_ms = ms_since(t0);
   if (session.n_past() == 0) return make_error("nothing to generate from: the prompt is empty");
 

@@ -19,6 +19,10 @@
 
 namespace sniper {
 
+// Sees a prompt's evaluation after each chunk: tokens evaluated so far and in all. Returning false
+// stops it there (the chunks evaluated so far stay in the session).
+using PromptProgress = std::function<bool(int64_t done, int64_t total)>;
+
 struct GenerateOptions {
   int64_t n_predict = 128;  // -1: until end of generation or the context is full
   SamplerConfig sampler;
@@ -31,6 +35,9 @@ struct GenerateOptions {
   // so generation goes on past the context. Off: a full context ends generation ("context").
   bool context_shift = false;
   int64_t n_keep = 0;
+  // Non-empty: the prompt is evaluated through eval_with_progress; a false return ends the call
+  // with finish_reason "cancelled" before any token is sampled (n_prompt counts what was evaluated).
+  PromptProgress on_prompt_progress;
 };
 
 struct GenerateStats {
@@ -56,6 +63,12 @@ int64_t resolve_n_keep(int64_t keep, std::span<const int32_t> prompt, int32_t bo
 // (n_past - n_keep) / 2 tokens after the first n_keep are forgotten (Session::shift_context).
 // Errors: nothing to discard (n_keep covers the context), or a model that cannot shift.
 [[nodiscard]] Status shift_full_context(Session& session, int64_t n_keep);
+
+// Session::eval of `tokens` in the chunks it would take (Session::max_batch()), with `progress`
+// called after each; the logits and the state equal one eval() call's. Returns true when every
+// token was evaluated, false when `progress` stopped it first. Errors are eval()'s.
+[[nodiscard]] Result<bool> eval_with_progress(Session& session, std::span<const int32_t> tokens,
+                                              const PromptProgress& progress);
 
 // Receives text as it becomes valid UTF-8; return false to stop generating.
 using TextCallback = std::function<bool(std::string_view text)>;

@@ -113,7 +113,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   if (!m->plan_.all_resident) not_loaded.insert(m->plan_.streamed_tensors.begin(), m->plan_.streamed_tensors.end());
   auto store =
       WeightStore::open(m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,
-                        not_loaded.empty() ? nullptr : &not_loaded);
+                        not_loaded.empty() ? nullptr : &not_loaded, options.progress);
   if (!store.ok()) return store.error();
   m->store_ = std::move(store).value();
   auto weights = bind_model_weights(c, *m->store_);

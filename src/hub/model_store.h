@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // ModelStore: the local store of pulled models, and the other caches it borrows from.
-// Layout (documented in README "Getting models: sniper pull"):
+// Layout (documented in docs/models.md, "Getting models: sniper pull"):
 //   $SNIPER_HOME/models/<owner>/<name>/<path in the repository>          a complete, verified file
 //   $SNIPER_HOME/models/<owner>/<name>/<path in the repository>.part     a download in progress
 // $SNIPER_HOME defaults to ~/.cache/sniper. A file only ever gets its final name by rename()

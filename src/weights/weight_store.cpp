@@ -59,8 +59,8 @@ struct ReadJob {
 // kernel zeroes every page first), the copies out of the page cache and the SSD's queue then
 // run side by side instead of one after another. The first failed read stops the others and is
 // the error returned.
-Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std::vector<uint64_t>& local,
-                    uint8_t* base) {
+Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std::vector<uint64_t>& local, uint8_t* base,
+                    const LoadProgress& progress) {
   const auto& infos = gguf.tensors();
   std::vector<ReadJob> jobs;
   for (size_t i = 0; i < infos.size(); ++i) {
@@ -69,8 +69,12 @@ Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std:
       jobs.push_back({i, done, static_cast<size_t>(std::min<uint64_t>(infos[i].nbytes - done, kReadChunkBytes))});
     }
   }
+  uint64_t total_bytes = 0;
+  for (const ReadJob& job : jobs) total_bytes += job.want;
   std::atomic<bool> failed{false};
   std::mutex error_mu;
+  std::mutex progress_mu;
+  uint64_t done_bytes = 0;  // guarded by progress_mu
   Status error = ok_status();
   const auto read_job = [&](const ReadJob& job) {
     const auto& t = infos[job.tensor];
@@ -96,6 +100,11 @@ Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std:
       // dense model under a 2 GiB cap held 390 MB of such pages.
       posix_fadvise(fd, static_cast<off_t>(at), got + kReadaheadDropBytes, POSIX_FADV_DONTNEED);
       got_total += static_cast<size_t>(got);
+      if (progress) {
+        const std::lock_guard<std::mutex> lock(progress_mu);
+        done_bytes += static_cast<uint64_t>(got);
+        progress(done_bytes, total_bytes);
+      }
     }
   };
   ThreadPool pool(std::min(hardware_threads(), kMaxLoadThreads));
@@ -125,7 +134,8 @@ const char* residency_name(Residency residency) {
 }
 
 Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Residency residency,
-                                                       const std::unordered_set<std::string>* streamed) {
+                                                       const std::unordered_set<std::string>* streamed,
+                                                       const LoadProgress& progress) {
   std::unique_ptr<WeightStore> store(new WeightStore());
   store->gguf_ = &gguf;
   store->residency_ = residency;
@@ -172,7 +182,7 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
     }
     store->base_ = p;
     store->resident_bytes_ = bytes;
-    SNIPER_TRY(read_tensors(fds, gguf, local, store->base_));
+    SNIPER_TRY(read_tensors(fds, gguf, local, store->base_, progress));
     // And whatever else of the file is cached (e.g. from writing it): a memory-capped run, and a
     // baseline run after it, must not be served from pages that nobody paid for.
     for (const Fd& fd : fds) posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +20,9 @@
 
 namespace sniper {
 
+// Bytes of weights read so far and in all (WeightStore::open).
+using LoadProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
+
 enum class Residency { kResident, kMmap };
 
 // Parses "resident" | "mmap".
@@ -30,9 +34,11 @@ class WeightStore {
   // Opens the files of `gguf.parts` (one, or every part of a split model) and makes every tensor's bytes addressable,
   // except the tensors named in `streamed` (resident residency only): those keep their shape and type but have data ==
   // nullptr, and their bytes come from a streaming source instead. Errors name the file and the failing system call.
-  // Thread-compatible.
+  // Thread-compatible. `progress` (may be empty) sees the bytes read so far and in all while resident tensors load;
+  // it is called from the loading threads, one call at a time, after each read.
   static Result<std::unique_ptr<WeightStore>> open(const GgufFile& gguf, Residency residency,
-                                                   const std::unordered_set<std::string>* streamed = nullptr);
+                                                   const std::unordered_set<std::string>* streamed = nullptr,
+                                                   const LoadProgress& progress = {});
   ~WeightStore();
   WeightStore(const WeightStore&) = delete;
   WeightStore& operator=(const WeightStore&) = delete;

@@ -236,6 +236,54 @@ TEST_F(AgentTest, EditFileShowsDiffAndAsks) {
   EXPECT_EQ(testing::read_test_file(dir_ + "/notes.txt"), "one\ntwo\n");
 }
 
+// The route a request takes is shown before its answer, chat included.
+TEST_F(AgentTest, RoutedChatShowsItsRoute) {
+  BackendPool pool(config_);
+  auto agent = make_agent(&pool, false);
+  ASSERT_TRUE(agent->handle_line("tell me a joke"));
+  const std::string o = out_.str();
+  const size_t route = o.find("-> chat"), answer = o.find("plain");
+  ASSERT_NE(route, std::string::npos) << o;
+  ASSERT_NE(answer, std::string::npos) << o;
+  EXPECT_LT(route, answer) << o;
+}
+
+// A conversation that outgrew the context: the older half of the history goes and the turn is
+// answered, with one notice and no error line; the agent does not fail.
+TEST_F(AgentTest, HistoryPastTheContextIsTrimmed) {
+  BackendPool pool(config_);
+  auto agent = make_agent(&pool, false);
+  ASSERT_TRUE(agent->handle_line("/raw"));
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(agent->handle_line("question " + std::to_string(i) + std::string(60, 'x')));
+  EXPECT_EQ(agent->conversation().messages().size(), 12u);
+  out_.str("");
+  llm_.set_context_chars(400);  // about four exchanges
+  ASSERT_TRUE(agent->handle_line("one more" + std::string(60, 'y')));
+  const std::string o = out_.str();
+  EXPECT_NE(o.find("outgrew the model's context"), std::string::npos) << o;
+  EXPECT_EQ(o.find("error:"), std::string::npos) << o;
+  EXPECT_NE(o.find("plain"), std::string::npos) << o;
+  EXPECT_LT(agent->conversation().messages().size(), 12u);
+  EXPECT_EQ(agent->conversation().messages().back().content, "A **plain** chat answer.");
+  EXPECT_EQ(agent->stats().failed, 0);
+}
+
+// No backend answers: one error line that names the backend and why, and the turn counts as
+// unanswered (the REPL's exit status).
+TEST_F(AgentTest, NoBackendIsOneClearError) {
+  config_.backends[0].url = testing::closed_port_url();
+  BackendPool pool(config_);
+  auto agent = make_agent(&pool, false);
+  ASSERT_TRUE(agent->handle_line("hello"));
+  const std::string o = out_.str();
+  EXPECT_EQ(o.find("routing failed"), std::string::npos) << o;
+  size_t errors = 0;
+  for (size_t at = o.find("error:"); at != std::string::npos; at = o.find("error:", at + 1)) ++errors;
+  EXPECT_EQ(errors, 1u) << o;
+  EXPECT_NE(o.find("scripted"), std::string::npos) << o;
+  EXPECT_EQ(agent->unanswered(), 1);
+}
+
 TEST(WebSearch, EndToEndAgainstLocalPages) {
   ScriptedServer web;
   web.add_page("/html/", data("ddg_results.html"));

@@ -167,6 +167,20 @@ bool ScriptedServer::start() {
                       "application/json");
       return;
     }
+    if (const size_t limit = context_chars_.load(); limit > 0 && body.is_object() && body.contains("messages")) {
+      size_t chars = 0;
+      for (const json& m : body["messages"]) {
+        if (m.is_object() && m.contains("content") && m["content"].is_string())
+          chars += m["content"].get_ref<const std::string&>().size();
+      }
+      if (chars > limit) {
+        res.status = 400;
+        res.set_content(
+            R"({"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}})",
+            "application/json");
+        return;
+      }
+    }
     if (body.is_discarded() || !body.is_object()) {
       res.status = 400;
       res.set_content(R"({"error":{"message":"bad json","type":"invalid_request_error","param":null,"code":null}})",

@@ -50,6 +50,9 @@ class ScriptedServer {
   void set_retry_after(const std::string& value);
   void add_rule(const Rule& rule);
   void set_default_reply(const std::string& reply);
+  // Requests whose messages hold more characters than this (0: no limit) get llama-server's
+  // 400 "the request exceeds the available context size".
+  void set_context_chars(size_t n) { context_chars_.store(n); }
   // Serves `body` at GET `path` with {{BASE}} and {{BASE_ENC}} substituted.
   void add_page(const std::string& path, const std::string& body, const std::string& content_type = "text/html");
 
@@ -65,6 +68,7 @@ class ScriptedServer {
   std::atomic<Mode> mode_{Mode::kNormal};
   std::atomic<bool> stopping_{false};
   std::atomic<int> chat_requests_{0};
+  std::atomic<size_t> context_chars_{0};
   mutable std::mutex mu_;
   std::string retry_after_ = "1";
   std::vector<Rule> rules_;

@@ -232,5 +232,113 @@ wait "$serve_pid"
 if grep -q "draft model .*KV for 2 slot(s)" "$tmp/serve.err" && echo "$served" | grep -q '"accepted_prediction_tokens":[1-9]' \
   && echo "$served" | grep -q '"text":", there was a little girl'; then pass; else fail "serve -md: $served $(cat "$tmp/serve.err")"; fi
 
+# 9. The first hour: the model as the first word or a store name, llama.cpp's spellings, messages
+# that say what to do, help that holds its columns, list, ps, version.
+expect_error "unquoted prompt" 'quote the whole prompt, as in -p "Once upon a time"' "$bin" run -m "$st" -p Once upon a time
+expect_error "unquoted prompt, no -m" 'quote the whole prompt' "$bin" run -p Once upon a time
+expect_error "two models" "unexpected argument" "$bin" run "$st" "$st" -p hi
+expect_error "flag typo" "did you mean --ctx-size?" "$bin" run "$st" -p hi --ctx-szie 64
+expect_error "command typo" "did you mean 'chat'?" "$bin" chta
+expect_error "no-mmap with mmap" "contradict" "$bin" run "$st" -p hi --no-mmap --residency mmap
+"$bin" run "$st" -p "Once upon a time" -n 200 --temp 0 --ignore-eos 2>/dev/null >"$tmp/pos_story"
+[ "$(cat "$tmp/pos_story")" = "$expected" ] && pass || fail "run with the model as the first word"
+# llama.cpp spellings: -c, --predict, -s, -ngl (a note), --mlock, --no-mmap; a full context is said.
+"$bin" run "$st" -p "Once upon a time" -c 64 --predict 300 -s 3 --ignore-eos --temp 0 -ngl 99 --mlock --no-mmap \
+  >/dev/null 2>"$tmp/llama_flags.err"
+if [ $? -eq 0 ] && grep -q "^note: -ngl is ignored: Sniper runs on the CPU" "$tmp/llama_flags.err" \
+  && grep -q "^stopped: the context is full (64 tokens); raise --ctx" "$tmp/llama_flags.err" \
+  && grep -q "generation: 60 tok" "$tmp/llama_flags.err"; then pass; else fail "llama.cpp spellings: $(cat "$tmp/llama_flags.err")"; fi
+# Progress lines are for terminals: a long prompt into a file leaves no carriage return.
+for _ in $(seq 150); do printf 'Once upon a time there was a big dog. '; done >"$tmp/long_prompt.txt"
+"$bin" run "$st" -f "$tmp/long_prompt.txt" -n 4 --ctx 2048 --temp 0 >/dev/null 2>"$tmp/long.err"
+if [ $? -eq 0 ] && ! grep -q $'\r' "$tmp/long.err"; then pass; else fail "progress reached a file: $(cat -A "$tmp/long.err" | head -3)"; fi
+printf 'hi\n' | "$bin" chat "$st" -sys "Be brief." --jinja -n 4 --temp 0 >/dev/null 2>"$tmp/chat_sys.err" \
+  && grep -q "prompt tok" "$tmp/chat_sys.err" && pass || fail "chat -sys --jinja: $(cat "$tmp/chat_sys.err")"
+"$bin" inspect -m "$st" | grep -q "^architecture: llama" && pass || fail "inspect -m"
+# A store: a store name and a bare name work wherever a model is expected; list shows names the
+# commands take, in columns.
+store="$tmp/store"
+mkdir -p "$store/models/test-org/Stories-GGUF"
+cp "$st" "$store/models/test-org/Stories-GGUF/stories260K-F32.gguf"
+SNIPER_HOME=$store "$bin" run test-org/Stories-GGUF:F32 -p "Once upon a time" -n 200 --temp 0 --ignore-eos \
+  2>/dev/null >"$tmp/store_story"
+[ "$(cat "$tmp/store_story")" = "$expected" ] && pass || fail "run OWNER/NAME:QUANT from the store"
+SNIPER_HOME=$store "$bin" run -m stories-gguf -p "Once upon a time" -n 200 --temp 0 --ignore-eos \
+  2>/dev/null >"$tmp/store_story2"
+[ "$(cat "$tmp/store_story2")" = "$expected" ] && pass || fail "run -m NAME (bare store name)"
+SNIPER_HOME=$store expect_error "unknown store name" "has no model named 'nothing-here'" "$bin" run nothing-here -p hi
+expect_error "missing path" "no model file './missing.gguf'" "$bin" run ./missing.gguf -p hi
+SNIPER_HOME=$store "$bin" list >"$tmp/list"
+if grep -q "^store: $store/models$" "$tmp/list" && grep -Eq '^NAME +SIZE +FILE$' "$tmp/list" \
+  && grep -Eq '^test-org/Stories-GGUF:F32 +[0-9.]+ [KMG]i?B +stories260K-F32.gguf$' "$tmp/list" \
+  && ! grep -q "$store/models/test-org" "$tmp/list"; then pass; else fail "list: $(cat "$tmp/list")"; fi
+SNIPER_HOME=$store "$bin" list --paths | grep -q "$store/models/test-org/Stories-GGUF/stories260K-F32.gguf" && pass \
+  || fail "list --paths"
+# version: the version, commit, build type and kernel tiers.
+"$bin" --version >"$tmp/version"
+grep -Eq '^sniper [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{7,}(-dirty)?|unknown), [A-Za-z]+ build\)$' "$tmp/version" \
+  && grep -q "^kernel tiers on this CPU: ref" "$tmp/version" && cmp -s "$tmp/version" <("$bin" version) && pass \
+  || fail "version: $(cat "$tmp/version")"
+# Help: every command's --help starts with its usage, and holds 80 columns.
+for c in run chat serve agent top pull list rm ps inspect bench context synth pack split logits version; do
+  COLUMNS=80 "$bin" "$c" --help >"$tmp/help_$c" 2>&1
+  st_help=$?
+  long=$(awk 'length($0) > 80' "$tmp/help_$c" | head -1)
+  if [ $st_help -eq 0 ] && head -1 "$tmp/help_$c" | grep -q "^usage: sniper $c" && [ -z "$long" ]; then pass
+  else fail "sniper $c --help (status $st_help): ${long:-$(head -2 "$tmp/help_$c")}"; fi
+done
+# ps: the models a running server holds.
+"$bin" serve -m "$st" --port 0 --mem 300M >"$tmp/ps_serve.out" 2>"$tmp/ps_serve.err" &
+ps_pid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/ps_serve.out" && break; sleep 0.1; done
+ps_url=$(sed -n 's|.*listening on \(http://[^ ]*\)/$|\1|p' "$tmp/ps_serve.out")
+"$bin" ps --url "$ps_url" >"$tmp/ps" 2>&1
+kill "$ps_pid"
+wait "$ps_pid"
+if grep -Eq '^NAME +STATE +MEMORY +BUDGET +LOADED +KEEP-ALIVE +REQUESTS$' "$tmp/ps" \
+  && grep -Eq '^stories260K +loaded +[0-9.]+ [KMG]i?B +.* ago +stays loaded +0 active, 0 waiting$' "$tmp/ps"; then pass
+else fail "ps: $(cat "$tmp/ps")"; fi
+expect_error "ps without a server" "cannot reach" "$bin" ps --url "$ps_url"
+# serve: the model as the first word; an IPv6 URL in brackets; one log line per request (JSON
+# here), the polled routes left out; llama-server's -np and request defaults (--temp, -n); --alias
+# with several names and a catch-all.
+# (IPv6 only where the loopback has ::1; the URL's brackets are also unit-tested in serve_details_test.)
+log_host=127.0.0.1
+log_url_re='^http://127\.0\.0\.1:[0-9]+$'
+log_client=127.0.0.1
+if grep -q '^00000000000000000000000000000001 ' /proc/net/if_inet6 2>/dev/null; then
+  log_host=::1
+  log_url_re='^http://\[::1\]:[0-9]+$'
+  log_client=::1
+fi
+"$bin" serve "$st" --host "$log_host" --port 0 -np 2 --metrics --log-format json --temp 0 -n 12 --alias story,'*' \
+  >"$tmp/log_serve.out" 2>"$tmp/log_serve.err" &
+log_pid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/log_serve.out" && break; sleep 0.1; done
+log_url=$(sed -n 's|.*listening on \(http://[^ ]*\)/$|\1|p' "$tmp/log_serve.out")
+log_reply=$(curl -s -g "$log_url/v1/completions" -H 'content-type: application/json' \
+  -d '{"prompt":"Once upon a time","model":"some-fixed-client-name"}')
+curl -s -g "$log_url/health" >/dev/null
+kill "$log_pid"
+wait "$log_pid"
+if echo "$log_url" | grep -Eq "$log_url_re" && echo "$log_reply" | grep -q '"text":", there was a little girl' \
+  && echo "$log_reply" | grep -q '"completion_tokens":12' && grep -q "2 slot(s)" "$tmp/log_serve.err" \
+  && [ "$(grep -c '^{"time"' "$tmp/log_serve.err")" -eq 1 ] \
+  && grep '^{"time"' "$tmp/log_serve.err" | LOG_CLIENT=$log_client node -e '
+const j = JSON.parse(require("fs").readFileSync(0, "utf8"));
+if (j.method !== "POST" || j.path !== "/v1/completions" || j.status !== 200 || j.model !== "story" ||
+    j.prompt_tokens !== 5 || j.completion_tokens !== 12 || !(j.duration_ms >= 0) ||
+    j.client !== process.env.LOG_CLIENT) process.exit(1);'
+then pass; else fail "serve log/IPv6/defaults/alias: url $log_url reply $log_reply $(cat "$tmp/log_serve.err")"; fi
+expect_error "serve --log-format" "must be text, json or off" "$bin" serve "$st" --log-format xml
+expect_error "serve --temp out of range" "--temp is 3" "$bin" serve "$st" --temp 3
+expect_error "serve two words" "unexpected argument" "$bin" serve "$st" "$st"
+# agent: nothing answers at the URL -> one clear error and a non-zero exit.
+echo hi | "$bin" agent --url http://127.0.0.1:1 >"$tmp/agent.out" 2>"$tmp/agent.err"
+agent_status=$?
+if [ $agent_status -eq 1 ] && grep -q "^error: no backend answers:" "$tmp/agent.err" \
+  && grep -q "connection refused" "$tmp/agent.err" && grep -q "sniper serve MODEL" "$tmp/agent.err"; then pass
+else fail "agent without a backend (status $agent_status): $(cat "$tmp/agent.err")"; fi
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "engine/generate.h"
 #include "engine/model.h"
 #include "golden/shared_dir.h"
 #include "kernels/kernels.h"
@@ -54,6 +55,40 @@ double nse(const std::vector<float>& a, const std::vector<float>& b) {
     den += static_cast<double>(b[i]) * b[i];
   }
   return num / den;
+}
+
+// eval_with_progress (the prompt progress lines of run and chat) evaluates the chunks eval() would,
+// so the logits are bit for bit one eval()'s; a false return stops it with the chunks so far kept.
+TEST(Session, EvalWithProgressEqualsOneEvalAndStops) {
+  auto model = load("stories260K.gguf");
+  ASSERT_NE(model, nullptr);
+  SessionOptions so;
+  so.n_ctx = 256;
+  so.batch = 5;
+  so.n_threads = 2;
+  auto whole = Session::create(*model, so);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_TRUE((*whole)->eval(kIds).ok());
+  auto stepped = Session::create(*model, so);
+  ASSERT_TRUE(stepped.ok());
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  auto complete = eval_with_progress(**stepped, kIds, [&](int64_t done, int64_t total) {
+    calls.emplace_back(done, total);
+    return true;
+  });
+  ASSERT_TRUE(complete.ok());
+  EXPECT_TRUE(*complete);
+  const std::vector<std::pair<int64_t, int64_t>> want = {{5, 17}, {10, 17}, {15, 17}, {17, 17}};
+  EXPECT_EQ(calls, want);
+  EXPECT_EQ((*stepped)->last_logits(), (*whole)->last_logits());
+  EXPECT_EQ((*stepped)->history(), (*whole)->history());
+
+  auto stopped = Session::create(*model, so);
+  ASSERT_TRUE(stopped.ok());
+  auto partial = eval_with_progress(**stopped, kIds, [](int64_t done, int64_t) { return done < 10; });
+  ASSERT_TRUE(partial.ok());
+  EXPECT_FALSE(*partial);
+  EXPECT_EQ((*stopped)->n_past(), 10);
 }
 
 TEST(Session, ThreadsGiveIdenticalAndChunkingCloseLogits) {

@@ -96,7 +96,7 @@ try {
   checkFinal(raw, "generate raw");
 
   // format: "json": any JSON object; it parses whenever generation ended on its own.
-  for (const seed of [3]) {  // a seed that ends early: masking a 151k vocabulary is slow on CI (see README)
+  for (const seed of [3]) {  // a seed that ends early: masking a 151k vocabulary is slow on CI (docs/apis.md)
     const r = await ollama.chat({ model: NAME, messages, format: "json", think: false, options: { seed, num_predict: 1500 } });
     check(r.done_reason === "stop", `format json seed ${seed}: done_reason ${r.done_reason} (output ${JSON.stringify(r.message.content).slice(0, 200)})`);
     let parsed;

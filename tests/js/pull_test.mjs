@@ -108,7 +108,7 @@ const expectFail = (r, re, what) => {
   const partSize = statSync(part).size;
   const l = await run(["list"]);
   expectOk(l, "list with a partial");
-  check(new RegExp(path.basename(p1).replace(/\./g, "\\.") + " .*\\(partial\\)").test(l.out), `list marks the partial:\n${l.out}`);
+  check(new RegExp(path.basename(p1).replace(/\./g, "\\.") + " .*\\(partial download\\)").test(l.out), `list marks the partial:\n${l.out}`);
   const r2 = await run(["pull", `${REPO}:F32`]);
   expectOk(r2, "resumed pull");
   check(new RegExp(`${splitFiles.length} split parts`).test(r2.err), `the split set is one choice:\n${r2.err}`);
@@ -162,8 +162,10 @@ const expectFail = (r, re, what) => {
 {
   const l = await run(["list"]);
   expectOk(l, "list");
-  check(/test\/tiny-GGUF\s+tiny-Q8_0\.gguf\s+370\.3 KiB\s+Q8_0\s+\S+tiny-Q8_0\.gguf/.test(l.out), `list row:\n${l.out}`);
-  check(l.out.includes(splitRepoPaths.at(-1)) && /test\/gated/.test(l.out), `list rows:\n${l.out}`);
+  // One row per model, named as the commands take it, in aligned columns; a split set is one row.
+  check(/^test\/tiny-GGUF:Q8_0\s+370\.3 KiB\s+tiny-Q8_0\.gguf$/m.test(l.out), `list row:\n${l.out}`);
+  check(l.out.includes(`${splitRepoPaths[0]} (${splitFiles.length} of ${splitFiles.length} parts)`) &&
+        !l.out.includes(splitRepoPaths.at(-1)) && /test\/gated/.test(l.out), `list rows:\n${l.out}`);
   const rm = await run(["rm", `${REPO}:F32`]);
   expectOk(rm, "rm tag");
   check(new RegExp(`${splitFiles.length} file\\(s\\) of test/tiny-GGUF:F32 removed`).test(rm.out), `rm output:\n${rm.out}`);
@@ -201,7 +203,7 @@ const expectFail = (r, re, what) => {
   check(rs.out === rw.out, `the split model generates what the unsplit one does: '${rs.out}' vs '${rw.out}'`);
   expectFail(await run(["run", "-hf", "test/unknown:Q8_0", "-p", "x", "-n", "1"], deadEnv), /unknown|Couldn't connect|connect/i,
              "run -hf of an unknown model with the hub down");
-  expectFail(await run(["run", "-m", "x.gguf", "-hf", REPO, "-p", "x"]), /either -m PATH or -hf/, "-m and -hf together");
+  expectFail(await run(["run", "-m", "x.gguf", "-hf", REPO, "-p", "x"]), /either -m MODEL or -hf/, "-m and -hf together");
   console.log("ok: run -hf online and offline");
 }
 

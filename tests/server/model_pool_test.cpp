@@ -224,10 +224,13 @@ TEST_F(ModelPoolServer, KeepAliveUnloadsAnIdleModel) {
   if (a["loaded"].get<bool>()) {
     EXPECT_GT(a["expires_at"].get<int64_t>(), 0);
   }
+  // "loaded" turns false when the unload starts; the counter moves when it has finished (state
+  // "unloaded"), so wait for that.
   bool unloaded = false;
   for (int i = 0; i < 100 && !unloaded; ++i) {
     std::this_thread::sleep_for(100ms);
-    unloaded = !s.loaded()["a"];
+    auto models = s.client()->Get("/v1/models/a");
+    unloaded = models && models->status == 200 && TJson::parse(models->body)["state"] == "unloaded";
   }
   EXPECT_TRUE(unloaded) << "model a still loaded 10 s after a 0.5 s keep-alive";
   PromMetrics m = s.metrics();

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Pull throughput against a loopback hub (tests/js/lib/fake_hub.mjs), next to curl fetching the
 # same bytes from the same server in the same run. Not part of CI.
-# usage: scripts/bench-pull.sh SNIPER_BIN WORK_DIR SIZE_GIB   (writes a random split "model" of
+# usage: bench/pull.sh SNIPER_BIN WORK_DIR SIZE_GIB   (writes a random split "model" of
 #        two parts into WORK_DIR, pulls it into WORK_DIR/store, deletes everything it wrote)
 set -euo pipefail
 BIN=$(realpath "$1"); WORK=$(realpath -m "$2"); GIB=${3:-2}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+#include "chat_conversation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/session_state.h"
+#include "server/context_store.h"
+
+namespace sniper::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kMaxChatFileBytes = uint64_t{64} << 20;  // a conversation's JSON, far above any context
+constexpr const char* kChatSuffix = ".chat.json";
+
+// A conversation without a template (models that carry none). add_generation_prompt: end with
+// "Assistant:" for the reply to follow.
+std::string plain_render(const nlohmann::json& messages, bool add_generation_prompt) {
+  std::string out;
+  for (const auto& m : messages) {
+    const std::string role = m["role"].get<std::string>();
+    out += (role == "user"     ? "User: "
+            : role == "system" ? "System: "
+                               : "Assistant: ") +
+           m["content"].get<std::string>() + "\n";
+  }
+  return add_generation_prompt ? out + "Assistant:" : out;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string chat_file(const std::string& dir, const std::string& name) { return dir + "/" + name + kChatSuffix; }
+
+}  // namespace
+
+ChatConversation::ChatConversation(Session& session, const Tokenizer& tokenizer, std::optional<ChatTemplate> tmpl,
+                                   bool context_shift, int64_t n_keep_arg)
+    : session_(session), tok_(tokenizer), tmpl_(std::move(tmpl)), shift_(context_shift), n_keep_arg_(n_keep_arg) {}
+
+Result<std::string> ChatConversation::render(const nlohmann::json& turns, const ChatSettings& settings,
+                                             bool add_generation_prompt) {
+  nlohmann::json msgs = nlohmann::json::array();
+  if (!settings.system.empty()) msgs.push_back({{"role", "system"}, {"content", settings.system}});
+  for (const auto& m : turns) msgs.push_back(m);
+  if (!tmpl_) return plain_render(msgs, add_generation_prompt);
+  auto piece = [this](int32_t id) { return id >= 0 ? tok_.token_to_piece(id, true) : std::string(); };
+  nlohmann::json ctx = {{"messages", msgs},
+                        {"add_generation_prompt", add_generation_prompt},
+                        {"bos_token", piece(tok_.bos_id())},
+                        {"eos_token", piece(tok_.eos_id())}};
+  if (settings.think) ctx["enable_thinking"] = *settings.think;
+  return tmpl_->render(ctx);
+}
+
+Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, const ChatSettings& settings,
+                                              const ChatTurnHooks& hooks) {
+  messages_.push_back({{"role", "user"}, {"content", user_text}});
+  const auto drop_user = [this]() { messages_.erase(messages_.end() - 1); };
+  auto rendered = render(messages_, settings, true);
+  if (!rendered.ok()) {
+    drop_user();
+    return make_error("the chat template: %s", rendered.error().message.c_str());
+  }
+  const std::string prompt = *rendered;
+  // With --context-shift: the conversation before this turn, as the template closes it.
+  std::string before;
+  if (shift_ && messages_.size() > 1) {
+    auto prev =
+        render(nlohmann::json(std::vector<nlohmann::json>(messages_.begin(), messages_.end() - 1)), settings, false);
+    if (prev.ok()) before = *prev;
+  }
+  std::vector<int32_t> ids = tok_.encode(prompt, /*add_special=*/!tmpl_, /*parse_special=*/true);
+  // Reuse the cached prefix; evaluate only what is new.
+  size_t common = 0;
+  if (!shift_) {
+    const auto& hist = session_.history();
+    while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
+    if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
+    common = static_cast<size_t>(session_.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
+  } else if (seen_ && !before.empty() && prompt.compare(0, before.size(), before) == 0) {
+    ids = tok_.encode(prompt.substr(before.size()), /*add_special=*/false, /*parse_special=*/true);
+    common = 0;
+  } else {
+    (void)session_.truncate(0);  // the first turn, or a conversation that no longer extends what was seen
+    if (n_keep_ < 0) n_keep_ = resolve_n_keep(n_keep_arg_, ids, tok_.bos_id());
+  }
+  std::vector<int32_t> fresh(ids.begin() + static_cast<long>(common), ids.end());
+  const int64_t n_fresh = static_cast<int64_t>(fresh.size());
+  // The prompt's progress over both parts below (the head, then what generate() evaluates).
+  int64_t n_head = 0;
+  PromptProgress tail_progress;
+  if (hooks.on_prompt_progress) {
+    tail_progress = [&](int64_t done, int64_t) { return hooks.on_prompt_progress(n_head + done, n_fresh); };
+  }
+  ChatTurnResult result;
+  // A hybrid session checkpoints the prompt just before its generation prompt, where the next
+  // turn departs from it.
+  double head_ms = 0;
+  if (session_.keeps_checkpoints() && n_fresh > kPromptCheckpointTail) {
+    n_head = n_fresh - kPromptCheckpointTail;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto complete = eval_with_progress(session_, std::span<const int32_t>(fresh.data(), static_cast<size_t>(n_head)),
+                                       hooks.on_prompt_progress ? PromptProgress([&](int64_t done, int64_t) {
+                                         return hooks.on_prompt_progress(done, n_fresh);
+                                       })
+                                                                : PromptProgress());
+    if (!complete.ok() || !*complete) {
+      drop_user();
+      seen_ = false;
+      if (!complete.ok()) return complete.error();
+      result.stopped = true;
+      result.stats.finish_reason = "cancelled";
+      return result;
+    }
+    session_.checkpoint();
+    head_ms = ms_since(t0);
+    fresh.erase(fresh.begin(), fresh.begin() + n_head);
+  }
+  GenerateOptions go;
+  go.n_predict = settings.n_predict;
+  go.sampler = settings.sampler;
+  go.draft = hooks.draft;
+  go.spec = hooks.spec;
+  go.context_shift = shift_;
+  go.n_keep = std::max<int64_t>(n_keep_, 0);
+  go.on_prompt_progress = tail_progress;
+  // Room for the new turn: shift as often as it takes (generate() shifts once).
+  Status room = ok_status();
+  while (shift_ && room.ok() && !fresh.empty() && session_.n_past() > go.n_keep + 1 &&
+         session_.n_past() + static_cast<int64_t>(fresh.size()) >= session_.n_ctx()) {
+    room = shift_full_context(session_, go.n_keep);
+  }
+  if (!room.ok()) {
+    drop_user();
+    return room.error();
+  }
+  auto stats = generate(session_, tok_, fresh, go, [&](std::string_view text) {
+    result.reply.append(text);
+    return hooks.on_text ? hooks.on_text(text) : true;
+  });
+  if (!stats.ok()) {
+    seen_ = false;  // start over next turn
+    drop_user();
+    return stats.error();
+  }
+  result.stats = *stats;
+  result.stats.n_prompt += n_head;
+  result.stats.prompt_ms += head_ms;
+  result.stopped = stats->finish_reason == "cancelled";
+  if (result.stopped && stats->n_gen == 0) {
+    // Stopped while the prompt was evaluated: no reply, and the message was not answered.
+    drop_user();
+    seen_ = false;
+    return result;
+  }
+  messages_.push_back({{"role", "assistant"}, {"content", result.reply}});
+  seen_ = true;
+  return result;
+}
+
+void ChatConversation::clear() {
+  messages_ = nlohmann::json::array();
+  seen_ = false;
+  n_keep_ = -1;
+}
+
+Status ChatConversation::attach(const ChatAttachment& attachment) {
+  // TODO(media): images and audio join the next user message once media input lands #39.
+  return make_error("this build takes no %s input yet: /%s needs a model with a media encoder (issue 39)",
+                    attachment.kind.c_str(), attachment.kind.c_str());
+}
+
+Status ChatConversation::save(const std::string& dir, const std::string& name, const ChatSettings& settings,
+                              uint64_t model_fingerprint) const {
+  SNIPER_TRY(server::ContextStore::validate_name(name));
+  const server::ContextStore store(dir);
+  SNIPER_TRY(store.save(name, capture_session_state(session_, model_fingerprint)));
+  nlohmann::json doc = {{"format", "sniper-chat"},
+                        {"version", 1},
+                        {"system", settings.system},
+                        {"messages", messages_},
+                        {"n_tokens", session_.n_past()}};
+  const std::string path = chat_file(dir, name);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << doc.dump(1) << "\n";
+    if (!out.flush()) return make_error("cannot write '%s'", tmp.c_str());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return make_error("cannot rename '%s' to '%s': %s", tmp.c_str(), path.c_str(), ec.message().c_str());
+  return ok_status();
+}
+
+Status ChatConversation::load(const std::string& dir, const std::string& name, ChatSettings* settings,
+                              uint64_t model_fingerprint, std::string* note) {
+  SNIPER_TRY(server::ContextStore::validate_name(name));
+  const std::string path = chat_file(dir, name);
+  std::error_code ec;
+  const uint64_t bytes = fs::file_size(path, ec);
+  if (ec) return make_error("no saved conversation '%s' in %s (/load lists them)", name.c_str(), dir.c_str());
+  if (bytes > kMaxChatFileBytes) {
+    return make_error("'%s' is %llu bytes, over the %llu a saved conversation may have", path.c_str(),
+                      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(kMaxChatFileBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const nlohmann::json doc = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != "sniper-chat" || !doc.contains("messages") ||
+      !doc["messages"].is_array() || !doc.contains("system") || !doc["system"].is_string()) {
+    return make_error("'%s' is not a saved sniper chat (format, system and messages expected)", path.c_str());
+  }
+  for (size_t i = 0; i < doc["messages"].size(); ++i) {
+    const nlohmann::json& m = doc["messages"][i];
+    if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["content"].is_string() ||
+        (m["role"] != "user" && m["role"] != "assistant")) {
+      return make_error("'%s': messages[%zu] must be {\"role\": \"user\"|\"assistant\", \"content\": string}",
+                        path.c_str(), i);
+    }
+  }
+  messages_ = doc["messages"];
+  settings->system = doc["system"].get<std::string>();
+  n_keep_ = -1;
+  seen_ = false;
+  note->clear();
+  auto state = server::ContextStore(dir).load(name);
+  Status fits = state.ok() ? check_compatible(*state, session_, model_fingerprint) : state.error();
+  if (fits.ok()) {
+    restore_session_state(*state, session_);
+    seen_ = true;
+  } else {
+    *note = "its evaluated context was not restored (" + fits.error().message +
+            "): the next message evaluates the conversation again";
+  }
+  return ok_status();
+}
+
+std::vector<std::string> list_saved_chats(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() > std::string(kChatSuffix).size() && file.ends_with(kChatSuffix)) {
+      out.push_back(file.substr(0, file.size() - std::string(kChatSuffix).size()));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace sniper::cli

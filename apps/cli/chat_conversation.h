@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+// ChatConversation: the state of `sniper chat` between turns: the messages, rendered through the
+// model's own chat template (or a plain "User:/Assistant:" format when the file has none), and the
+// session that holds them evaluated. Each turn re-renders the conversation and evaluates only the
+// tokens past the prefix already in the session (for a hybrid model, past the latest state
+// checkpoint at or before it: each turn's prompt is checkpointed kPromptCheckpointTail tokens
+// before its end). With --context-shift, as llama.cpp's conversation mode, a turn evaluates only
+// the text its rendering adds to the conversation before it, and a full context shifts.
+// A stopped reply (Ctrl-C) stays in the conversation as far as it got, so the session and the
+// messages always agree. save()/load() keep a conversation as NAME.ctx (the session state, the
+// format of `serve`'s /v1/context/save, engine/session_state.h) and NAME.chat.json (the messages,
+// the system prompt) in the context directory.
+// Media (issue 39): attach() is where an image or audio clip joins the next user message; today
+// every model refuses it with a message saying so.
+// Thread-compatible.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "chat_commands.h"
+#include "engine/generate.h"
+#include "engine/session.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sniper::cli {
+
+struct ChatTurnHooks {
+  TextCallback on_text;               // the reply as it streams; false stops it
+  PromptProgress on_prompt_progress;  // the prompt's evaluation; false stops it
+  DraftSource* draft = nullptr;       // speculative decoding (may be null)
+  SpecConfig spec;
+};
+
+struct ChatTurnResult {
+  GenerateStats stats;
+  std::string reply;
+  bool stopped = false;  // a hook said stop (Ctrl-C); the reply so far stays in the conversation
+};
+
+struct ChatAttachment {
+  std::string kind;  // "image" or "audio"
+  std::string path;
+};
+
+class ChatConversation {
+ public:
+  // `tmpl` empty: the plain format. n_keep_arg: --keep as given (-1 = the whole first prompt),
+  // resolved against the first turn's prompt when `context_shift` is on.
+  ChatConversation(Session& session, const Tokenizer& tokenizer, std::optional<ChatTemplate> tmpl, bool context_shift,
+                   int64_t n_keep_arg);
+
+  // One turn: `user_text` joins the messages, the reply is generated with `settings` and joins
+  // them too. An Error (a prompt past the context, a failed read) drops the user message and
+  // leaves the conversation as it was before the turn.
+  [[nodiscard]] Result<ChatTurnResult> turn(const std::string& user_text, const ChatSettings& settings,
+                                            const ChatTurnHooks& hooks);
+  // Forgets the messages (the session's tokens stay, for a later turn's prefix reuse).
+  void clear();
+  // Media for the next user message; an Error names why the model cannot take it (issue 39).
+  [[nodiscard]] Status attach(const ChatAttachment& attachment);
+
+  // The user and assistant messages so far (the system prompt comes from the settings).
+  const nlohmann::json& messages() const { return messages_; }
+  int64_t n_past() const { return session_.n_past(); }
+  int64_t n_ctx() const { return session_.n_ctx(); }
+
+  // Saves the conversation and the evaluated session as NAME in `dir` (created if needed).
+  // Errors name the path or an invalid name ([A-Za-z0-9._-]{1,64}).
+  [[nodiscard]] Status save(const std::string& dir, const std::string& name, const ChatSettings& settings,
+                            uint64_t model_fingerprint) const;
+  // Loads NAME from `dir`: the messages and system prompt always (into *settings' system); the
+  // session state when it fits this model and KV setting, else *note says that the next turn
+  // evaluates the conversation again. Errors (nothing changed): no such conversation, a
+  // malformed or oversized file.
+  [[nodiscard]] Status load(const std::string& dir, const std::string& name, ChatSettings* settings,
+                            uint64_t model_fingerprint, std::string* note);
+
+ private:
+  Result<std::string> render(const nlohmann::json& turns, const ChatSettings& settings, bool add_generation_prompt);
+
+  Session& session_;
+  const Tokenizer& tok_;
+  std::optional<ChatTemplate> tmpl_;
+  bool shift_;
+  int64_t n_keep_arg_;
+  int64_t n_keep_ = -1;  // resolved against the first turn's prompt (context shift)
+  bool seen_ = false;    // context shift: a turn was evaluated since the last reset
+  nlohmann::json messages_ = nlohmann::json::array();
+};
+
+// Names of the conversations saved in `dir` (NAME.chat.json), sorted.
+std::vector<std::string> list_saved_chats(const std::string& dir);
+
+}  // namespace sniper::cli

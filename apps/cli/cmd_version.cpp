@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// `sniper version` / `sniper --version`: the version, the git commit and build type it was built
+// from, and the kernel tiers this CPU supports (the one in use marked), so a bug report carries
+// what matters in one paste.
+#include <cstdio>
+#include <string>
+
+#include "base/cpu_features.h"
+#include "build_info.h"
+#include "commands.h"
+#include "common.h"
+
+namespace sniper::cli {
+
+int cmd_version(int argc, char** argv) {
+  const std::vector<FlagSpec> specs = {{"--help", "-h", nullptr, "show this help"}};
+  auto args = Args::parse("version", argc, argv, 2, specs);
+  if (!args.ok()) return fail(args.error());
+  if (args->has("--help")) {
+    print_usage("version", "", specs, "Prints the version, the commit and build type, and the CPU's kernel tiers.");
+    return 0;
+  }
+  if (Status st = args->check_positionals(0, ""); !st.ok()) return fail(st.error());
+  std::printf("sniper %s (commit %s, %s build)\n", SNIPER_VERSION, SNIPER_GIT_COMMIT, SNIPER_BUILD_TYPE);
+  const IsaTier best = host_best_tier();
+  const IsaTier used = selected_tier();
+  std::string tiers;
+  for (IsaTier t : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
+    if (static_cast<int>(t) > static_cast<int>(best)) break;
+    tiers += std::string(tiers.empty() ? "" : ", ") + isa_tier_name(t) + (t == used ? " (in use)" : "");
+  }
+  std::printf("kernel tiers on this CPU: %s\n", tiers.c_str());
+  const CpuFeatures& f = cpu_features();
+  std::string flags;
+  const std::pair<const char*, bool> named[] = {
+      {"avx2", f.avx2},
+      {"fma", f.fma},
+      {"f16c", f.f16c},
+      {"avx512f", f.avx512f},
+      {"avx512bw", f.avx512bw},
+      {"avx512vl", f.avx512vl},
+      {"avx512dq", f.avx512dq},
+      {"avx512vnni", f.avx512vnni},
+      {"avx512bf16", f.avx512bf16},
+      {"avxvnni", f.avxvnni},
+  };
+  for (const auto& [name, on] : named) {
+    if (on) flags += std::string(flags.empty() ? "" : " ") + name;
+  }
+  std::printf("cpu features: %s\n", flags.empty() ? "(none of the SIMD extensions Sniper uses)" : flags.c_str());
+  return 0;
+}
+
+}  // namespace sniper::cli
