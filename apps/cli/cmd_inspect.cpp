@@ -3,13 +3,14 @@
 // tables give each, model/tensor_table.h), a quant histogram and the byte breakdown streaming
 // lives by: always-needed bytes (attention, norms, router, embeddings, output head) vs
 // routed-expert bytes vs dense FFN bytes, per layer and in total; and the tensors no block reads.
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <algorithm>
 #include "commands.h"
 #include "common.h"
 #include "engine/plan.h"

@@ -4,7 +4,8 @@
 // memory plan streams by come from them for every family; a dense FFN whose gate and up are one
 // fused ffn_gate_up tensor binds, streams as dense FFN and gives the split file's logits bit for
 // bit (substring rules once left it "always resident" and the model did not load); and a tensor
-// no table claims is listed, not loaded, and changes nothing.
+// no table claims is listed by `sniper inspect`, warned about once at load, not loaded, and
+// changes nothing.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -114,6 +115,25 @@ TEST(TensorTables, RolesComeFromTheBlocksTables) {
     EXPECT_EQ(u->role, w.role) << tensor_role_name(u->role);
   }
 }
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+#ifdef SNIPER_CLI_PATH
+// The standard output of a shell command (its stderr dropped).
+std::string run_command(const std::string& command) {
+  std::string out;
+  FILE* p = popen((command + " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+#endif
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -241,7 +261,29 @@ TEST(TensorTables, AnUnclaimedTensorIsListedNotLoadedAndChangesNothing) {
   EXPECT_EQ(plan->unloaded_tensors.count("extra_table.weight"), 1u);
   ModelLoadOptions lo;
   lo.batch = 8;
-  EXPECT_EQ(logits(extra, lo), logits(src, lo));
+  // Loading warns once, naming the tensors.
+  testing::internal::CaptureStderr();
+  const std::vector<float> got = logits(extra, lo);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "that no block reads"), 1u) << err;
+  EXPECT_NE(err.find("2 tensors that no block reads"), std::string::npos) << err;
+  EXPECT_NE(err.find("blk.0.mystery.weight, extra_table.weight"), std::string::npos) << err;
+  EXPECT_EQ(got, logits(src, lo));
+  // A file every table claims loads without the warning.
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(logits(src, lo).empty());
+  EXPECT_EQ(count(testing::internal::GetCapturedStderr(), "that no block reads"), 0u);
+#ifdef SNIPER_CLI_PATH
+  // sniper inspect lists them, with the role column saying so; a fully claimed file lists none.
+  const std::string listed = run_command(std::string(SNIPER_CLI_PATH) + " inspect --tensors " + extra);
+  EXPECT_NE(listed.find("unclaimed tensors (no block's table reads them; not loaded): 2\n  blk.0.mystery.weight\n"
+                        "  extra_table.weight\n"),
+            std::string::npos)
+      << listed;
+  EXPECT_EQ(count(listed, " unclaimed\n"), 2u) << listed;  // the --tensors role column
+  const std::string clean = run_command(std::string(SNIPER_CLI_PATH) + " inspect " + src);
+  EXPECT_NE(clean.find("unclaimed tensors (no block's table reads them; not loaded): 0\n"), std::string::npos) << clean;
+#endif
   std::filesystem::remove(extra);
 }
 
