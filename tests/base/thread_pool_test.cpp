@@ -78,12 +78,21 @@ bool workers_fall_asleep(const ThreadPool& pool, int n) {
   return pool.sleeping_workers() == n;
 }
 
+bool workers_wake(const ThreadPool& pool) {
+  for (int i = 0; i < 500 && pool.sleeping_workers() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return pool.sleeping_workers() == 0;
+}
+
 TEST(ThreadPool, ParkPutsSpinningWorkersToSleepUntilTheNextJob) {
   // Workers that would spin for good (no sleep without park()).
   ThreadPool pool(3, std::numeric_limits<int>::max());
   std::atomic<int> count{0};
   for (int rep = 0; rep < 3; ++rep) {
     pool.run([&](int, int) { count.fetch_add(1); });
+    // A parked worker woken for this job may get a core only after run() returned (the caller ran
+    // its share): wait for every worker to be up, then check none goes back to sleep.
+    EXPECT_TRUE(workers_wake(pool)) << pool.sleeping_workers() << " workers still asleep after a job";
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_EQ(pool.sleeping_workers(), 0) << "without park() the workers keep spinning";
     pool.park();

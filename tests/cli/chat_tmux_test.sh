@@ -140,10 +140,17 @@ wait_for '^n-predict = 4$'
 send "And then?" Enter
 wait_for '^\[[0-9]+ prompt tok at .* tok/s, 4 tok at'
 third_prompt=$(screen | sed -n 's/^\[\([0-9]*\) prompt tok at.*, 4 tok at.*/\1/p' | tail -1)
-# The third turn evaluates its own message, not the whole conversation again.
-[[ -n "$third_prompt" && "$third_prompt" -lt 40 ]] || fail "the third turn evaluated $third_prompt tokens"
+# The tokens the stopped reply generated (how many depends on when Ctrl-C landed).
+second_gen=$(screen | sed -n 's/^\[[0-9]* prompt tok at .* tok\/s, \([0-9]*\) tok at.*/\1/p' | sed -n 2p)
 send "/save story" Enter
 wait_for "^saved as 'story' \([0-9]+ tokens\)"
+n_total=$(screen | sed -n "s/^saved as 'story' (\([0-9]*\) tokens).*/\1/p" | tail -1)
+# The third turn evaluates its own message and at most the reply before it (the template renders a
+# reply in the history without the empty think block it was generated after), never the whole
+# conversation again: the first turn's prompt stays evaluated.
+[[ -n "$third_prompt" && -n "$second_gen" && -n "$n_total" ]] || fail "no token counts on the screen"
+((third_prompt <= second_gen + 24)) || fail "the third turn evaluated $third_prompt tokens (the stopped reply had $second_gen)"
+((third_prompt + first_prompt <= n_total)) || fail "the third turn evaluated $third_prompt of $n_total tokens: the first turn's prompt ($first_prompt) was evaluated again"
 
 # 6. Ctrl-C at an empty prompt tells how to leave; the second one leaves.
 send C-c
