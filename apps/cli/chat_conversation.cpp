@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/session_state.h"
+#include "server/chat_format.h"
 #include "server/context_store.h"
 
 namespace sniper::cli {
@@ -40,11 +41,38 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 std::string chat_file(const std::string& dir, const std::string& name) { return dir + "/" + name + kChatSuffix; }
 
+// A mark for Tokenizer::escape_special_text that occurs in no message and not in the template:
+// the first Unicode noncharacter of U+FDD0..U+FDEF that none holds ("" when every one occurs:
+// the text is then tokenized as before, with its control-token texts parsed).
+std::string pick_mark(const nlohmann::json& messages, const std::string& system, const std::string& source) {
+  for (uint32_t cp = 0xFDD0; cp <= 0xFDEF; ++cp) {
+    const std::string mark = {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                              static_cast<char>(0x80 | (cp & 0x3F))};
+    bool used = source.find(mark) != std::string::npos || system.find(mark) != std::string::npos;
+    for (const auto& m : messages)
+      used = used || m["content"].get_ref<const std::string&>().find(mark) != std::string::npos;
+    if (!used) return mark;
+  }
+  return "";
+}
+
 }  // namespace
 
 ChatConversation::ChatConversation(Session& session, const Tokenizer& tokenizer, std::optional<ChatTemplate> tmpl,
-                                   bool context_shift, int64_t n_keep_arg)
-    : session_(session), tok_(tokenizer), tmpl_(std::move(tmpl)), shift_(context_shift), n_keep_arg_(n_keep_arg) {}
+                                   bool context_shift, int64_t n_keep_arg, bool content_special)
+    : session_(session),
+      tok_(tokenizer),
+      tmpl_(std::move(tmpl)),
+      shift_(context_shift),
+      n_keep_arg_(n_keep_arg),
+      content_special_(content_special) {
+  if (tmpl_) model_markers_ = server::model_output_markers(server::detect_chat_format(tmpl_->source()));
+}
+
+std::vector<int32_t> ChatConversation::encode(const std::string& prompt, bool whole) const {
+  if (!tmpl_) return tok_.encode(prompt, /*add_special=*/whole, /*parse_special=*/content_special_);
+  return tok_.encode_escaped(prompt, /*add_special=*/false, mark_);
+}
 
 Result<std::string> ChatConversation::render(const nlohmann::json& turns, const ChatSettings& settings,
                                              bool add_generation_prompt) {
@@ -52,6 +80,14 @@ Result<std::string> ChatConversation::render(const nlohmann::json& turns, const 
   if (!settings.system.empty()) msgs.push_back({{"role", "system"}, {"content", settings.system}});
   for (const auto& m : turns) msgs.push_back(m);
   if (!tmpl_) return plain_render(msgs, add_generation_prompt);
+  if (!mark_.empty()) {
+    // What was typed stays text; the model's own markers keep their meaning in its replies.
+    for (auto& m : msgs) {
+      const bool reply = m["role"] == "assistant";
+      m["content"] = tok_.escape_special_text(m["content"].get<std::string>(), mark_,
+                                              reply ? model_markers_ : std::vector<std::string>());
+    }
+  }
   auto piece = [this](int32_t id) { return id >= 0 ? tok_.token_to_piece(id, true) : std::string(); };
   nlohmann::json ctx = {{"messages", msgs},
                         {"add_generation_prompt", add_generation_prompt},
@@ -65,6 +101,7 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
                                               const ChatTurnHooks& hooks) {
   messages_.push_back({{"role", "user"}, {"content", user_text}});
   const auto drop_user = [this]() { messages_.erase(messages_.end() - 1); };
+  mark_ = tmpl_ && !content_special_ ? pick_mark(messages_, settings.system, tmpl_->source()) : "";
   auto rendered = render(messages_, settings, true);
   if (!rendered.ok()) {
     drop_user();
@@ -78,7 +115,7 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
         render(nlohmann::json(std::vector<nlohmann::json>(messages_.begin(), messages_.end() - 1)), settings, false);
     if (prev.ok()) before = *prev;
   }
-  std::vector<int32_t> ids = tok_.encode(prompt, /*add_special=*/!tmpl_, /*parse_special=*/true);
+  std::vector<int32_t> ids = encode(prompt, /*whole=*/true);
   // Reuse the cached prefix; evaluate only what is new.
   size_t common = 0;
   if (!shift_) {
@@ -87,7 +124,7 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
     if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
     common = static_cast<size_t>(session_.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
   } else if (seen_ && !before.empty() && prompt.compare(0, before.size(), before) == 0) {
-    ids = tok_.encode(prompt.substr(before.size()), /*add_special=*/false, /*parse_special=*/true);
+    ids = encode(prompt.substr(before.size()), /*whole=*/false);
     common = 0;
   } else {
     (void)session_.truncate(0);  // the first turn, or a conversation that no longer extends what was seen

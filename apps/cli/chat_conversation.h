@@ -50,9 +50,11 @@ struct ChatAttachment {
 class ChatConversation {
  public:
   // `tmpl` empty: the plain format. n_keep_arg: --keep as given (-1 = the whole first prompt),
-  // resolved against the first turn's prompt when `context_shift` is on.
+  // resolved against the first turn's prompt when `context_shift` is on. What the user types never
+  // becomes control tokens (only the template's markup does; Tokenizer::escape_special_text, as
+  // `serve` does), unless `content_special` (--content-special-tokens, the old behaviour).
   ChatConversation(Session& session, const Tokenizer& tokenizer, std::optional<ChatTemplate> tmpl, bool context_shift,
-                   int64_t n_keep_arg);
+                   int64_t n_keep_arg, bool content_special = false);
 
   // One turn: `user_text` joins the messages, the reply is generated with `settings` and joins
   // them too. An Error (a prompt past the context, a failed read) drops the user message and
@@ -81,7 +83,10 @@ class ChatConversation {
                             uint64_t model_fingerprint, std::string* note);
 
  private:
+  // Renders with the message texts escaped by mark_ (none when it is empty).
   Result<std::string> render(const nlohmann::json& turns, const ChatSettings& settings, bool add_generation_prompt);
+  // The prompt's tokens: the template's markup special, the escaped text plain.
+  std::vector<int32_t> encode(const std::string& prompt, bool whole) const;
 
   Session& session_;
   const Tokenizer& tok_;
@@ -90,6 +95,9 @@ class ChatConversation {
   int64_t n_keep_arg_;
   int64_t n_keep_ = -1;  // resolved against the first turn's prompt (context shift)
   bool seen_ = false;    // context shift: a turn was evaluated since the last reset
+  bool content_special_ = false;
+  std::vector<std::string> model_markers_;  // kept in assistant messages (server/chat_format.h)
+  std::string mark_;                        // this turn's escape mark ("" = none)
   nlohmann::json messages_ = nlohmann::json::array();
 };
 

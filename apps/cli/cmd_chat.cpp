@@ -193,6 +193,9 @@ int cmd_chat(int argc, char** argv) {
            "--predict"},
           {"--think", nullptr, nullptr, "let thinking models think (sets enable_thinking)"},
           {"--no-think", nullptr, nullptr, "ask thinking models not to think"},
+          {"--content-special-tokens", nullptr, nullptr,
+           "tokenize control-token text you type (<|im_end|>, ...) as the control token (default: as plain text; "
+           "only the chat template's markup is special)"},
           {"--ctx-checkpoints", nullptr, "N|auto",
            "state checkpoints for reusing earlier turns on hybrid models (delta-net layers, sliding windows), "
            "counted in --mem; 0 = none (default auto: 8, fewer if 8 take over 1/8 of --mem)"},
@@ -253,7 +256,8 @@ int cmd_chat(int argc, char** argv) {
     if (!t.ok()) return fail(make_error("the model's chat template: %s", t.error().message.c_str()));
     tmpl.emplace(std::move(t).value());
   }
-  ChatConversation conversation(*loaded->session, **tokenizer, std::move(tmpl), shift, *keep_arg);
+  ChatConversation conversation(*loaded->session, **tokenizer, std::move(tmpl), shift, *keep_arg,
+                                args->has("--content-special-tokens"));
   app.conversation = &conversation;
 
   const ModelConfig& c = loaded->model->config();

@@ -6,6 +6,7 @@
 #include "server/server_context.h"
 
 #include "server/anthropic_protocol.h"
+#include "server/generation_prologue.h"
 
 namespace sniper::server {
 
@@ -32,7 +33,10 @@ void handle_anthropic_count_tokens(ServerContext& ctx, const httplib::Request& r
     request.chat.template_kwargs["enable_thinking"] = *request.thinking;
   }
   PromptTokens prompt;
-  if (auto e = chat_prompt_tokens(m, request.chat, &prompt)) return fail(*e);
+  if (auto e = chat_prompt_tokens(m, request.chat, &prompt, /*add_generation_prompt=*/true,
+                                  ctx.options.content_special_tokens)) {
+    return fail(*e);
+  }
   send_json(res, Json{{"input_tokens", static_cast<int64_t>(prompt.ids.size())}});
 }
 

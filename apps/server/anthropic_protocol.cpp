@@ -1,41 +1,29 @@
 // SPDX-License-Identifier: MIT
 #include "server/anthropic_protocol.h"
 
-#include <cmath>
+#include "server/field_validators.h"
 
 namespace sniper::server {
 
 namespace {
 
-const char* kind(const Json& j) {
-  if (j.is_null()) return "null";
-  if (j.is_boolean()) return "a boolean";
-  if (j.is_number()) return "a number";
-  if (j.is_string()) return "a string";
-  if (j.is_array()) return "an array";
-  return "an object";
-}
-
-std::optional<ApiError> bad(const std::string& message, const std::string& param = {}) {
+std::optional<ApiError> bad(const std::string& message, const std::string& param) {
   return bad_request(message, param);
 }
 
-#define TRY_ANTHROPIC(expr)          \
-  do {                               \
-    if (auto e_ = (expr)) return e_; \
-  } while (0)
-
-// Text of a string or an array of text blocks (system prompts, tool results).
+// Text of a string or an array of text blocks (system prompts, tool results); `where` is the
+// field's path.
 std::optional<ApiError> text_of(const Json& v, const std::string& where, std::string* out) {
   if (v.is_string()) {
     *out = v.get<std::string>();
     return std::nullopt;
   }
-  if (!v.is_array()) return bad(where + " must be a string or an array of text blocks, got " + kind(v));
+  if (!v.is_array()) return bad(where + " must be a string or an array of text blocks, got " + json_kind(v), where);
   for (size_t i = 0; i < v.size(); ++i) {
     const Json& b = v[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
     if (!b.is_object() || b.value("type", Json()) != "text" || !b.contains("text") || !b["text"].is_string()) {
-      return bad(where + "[" + std::to_string(i) + "] must be {\"type\": \"text\", \"text\": string}");
+      return bad(at + " must be {\"type\": \"text\", \"text\": string}", at);
     }
     if (!out->empty()) *out += "\n";
     *out += b["text"].get<std::string>();
@@ -45,57 +33,70 @@ std::optional<ApiError> text_of(const Json& v, const std::string& where, std::st
 
 std::optional<ApiError> convert_message(const Json& m, size_t i, Json* messages) {
   const std::string at = "messages[" + std::to_string(i) + "]";
-  if (!m.is_object()) return bad(at + " must be an object", "messages");
-  const Json role = m.value("role", Json());
-  if (role != "user" && role != "assistant") return bad(at + ".role must be \"user\" or \"assistant\"", "messages");
-  auto content = m.find("content");
-  if (content == m.end()) return bad(at + ".content is required", "messages");
-  if (content->is_string()) {
-    messages->push_back(Json{{"role", role}, {"content", *content}});
+  if (!m.is_object()) return bad(at + " must be an object, got " + json_kind(m), at);
+  const FieldReader f(m, at);
+  std::string role;
+  SNIPER_TRY_API(f.require("role"));
+  SNIPER_TRY_API(f.one_of("role", {"user", "assistant"}, &role));
+  SNIPER_TRY_API(f.require("content"));
+  const Json& content = *f.get("content");
+  if (content.is_string()) {
+    messages->push_back(Json{{"role", role}, {"content", content}});
     return std::nullopt;
   }
-  if (!content->is_array())
-    return bad(at + ".content must be a string or an array of content blocks, got " + kind(*content), "messages");
+  if (!content.is_array()) return f.type_error("content", "a string or an array of content blocks");
   std::string text, thinking;
   Json calls = Json::array();
   std::vector<Json> tool_results;
-  for (size_t k = 0; k < content->size(); ++k) {
-    const Json& b = (*content)[k];
+  for (size_t k = 0; k < content.size(); ++k) {
+    const Json& b = content[k];
     const std::string bat = at + ".content[" + std::to_string(k) + "]";
-    if (!b.is_object() || !b.contains("type") || !b["type"].is_string())
-      return bad(bat + " must be an object with a string type", "messages");
-    const std::string type = b["type"].get<std::string>();
+    if (!b.is_object()) return bad(bat + " must be an object, got " + json_kind(b), bat);
+    const FieldReader bf(b, bat);
+    std::string type;
+    SNIPER_TRY_API(bf.require("type"));
+    SNIPER_TRY_API(bf.string("type", &type));
     if (type == "text") {
-      if (!b.contains("text") || !b["text"].is_string()) return bad(bat + ".text must be a string", "messages");
-      text += b["text"].get<std::string>();
+      std::string part;
+      SNIPER_TRY_API(bf.require("text"));
+      SNIPER_TRY_API(bf.string("text", &part));
+      text += part;
     } else if (type == "thinking") {
-      if (role != "assistant") return bad(bat + ": thinking blocks belong to assistant messages", "messages");
-      if (b.contains("thinking") && b["thinking"].is_string()) thinking += b["thinking"].get<std::string>();
+      if (role != "assistant") return bad(bat + ": thinking blocks belong to assistant messages", bat);
+      std::string part;
+      SNIPER_TRY_API(bf.string("thinking", &part));
+      thinking += part;
     } else if (type == "redacted_thinking") {
       continue;
     } else if (type == "tool_use") {
-      if (role != "assistant") return bad(bat + ": tool_use blocks belong to assistant messages", "messages");
-      if (!b.contains("id") || !b["id"].is_string() || !b.contains("name") || !b["name"].is_string()) {
-        return bad(bat + " needs a string id and name", "messages");
-      }
-      const Json input = b.contains("input") ? b["input"] : Json::object();
-      if (!input.is_object()) return bad(bat + ".input must be an object, got " + kind(input), "messages");
-      calls.push_back(Json{{"id", b["id"]},
-                           {"type", "function"},
-                           {"function", Json{{"name", b["name"]}, {"arguments", dump_json(input)}}}});
+      if (role != "assistant") return bad(bat + ": tool_use blocks belong to assistant messages", bat);
+      std::string id, name;
+      SNIPER_TRY_API(bf.require("id"));
+      SNIPER_TRY_API(bf.string("id", &id, /*allow_empty=*/false));
+      SNIPER_TRY_API(bf.require("name"));
+      SNIPER_TRY_API(bf.string("name", &name, /*allow_empty=*/false));
+      const Json* input = nullptr;
+      SNIPER_TRY_API(bf.object("input", &input));
+      calls.push_back(Json{
+          {"id", id},
+          {"type", "function"},
+          {"function", Json{{"name", name}, {"arguments", dump_json(input != nullptr ? *input : Json::object())}}}});
     } else if (type == "tool_result") {
-      if (role != "user") return bad(bat + ": tool_result blocks belong to user messages", "messages");
-      if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string())
-        return bad(bat + ".tool_use_id must be a string", "messages");
+      if (role != "user") return bad(bat + ": tool_result blocks belong to user messages", bat);
+      std::string tool_use_id;
+      SNIPER_TRY_API(bf.require("tool_use_id"));
+      SNIPER_TRY_API(bf.string("tool_use_id", &tool_use_id, /*allow_empty=*/false));
       std::string result;
-      if (b.contains("content") && !b["content"].is_null())
-        TRY_ANTHROPIC(text_of(b["content"], bat + ".content", &result));
-      if (b.value("is_error", false)) result = "Error: " + result;
-      tool_results.push_back(Json{{"role", "tool"}, {"tool_call_id", b["tool_use_id"]}, {"content", result}});
+      if (const Json* c = bf.get("content")) SNIPER_TRY_API(text_of(*c, bat + ".content", &result));
+      bool is_error = false;
+      SNIPER_TRY_API(bf.boolean("is_error", &is_error));
+      if (is_error) result = "Error: " + result;
+      tool_results.push_back(Json{{"role", "tool"}, {"tool_call_id", tool_use_id}, {"content", result}});
     } else if (type == "image" || type == "document") {
-      return bad(bat + ": " + type + " blocks are not supported (this server serves text-only models)", "messages");
+      return bad(bat + ": " + type + " blocks are not supported (this server serves text-only models)", bat);
     } else {
-      return bad(bat + ".type is '" + type + "' but must be text, thinking, tool_use or tool_result", "messages");
+      return bf.error("type", bat + ".type is '" + type +
+                                  "' but must be one of text, thinking, redacted_thinking, tool_use, tool_result");
     }
   }
   for (Json& r : tool_results) messages->push_back(std::move(r));
@@ -113,17 +114,12 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* messages)
 }  // namespace
 
 std::optional<ApiError> parse_anthropic_messages(const Json& body, AnthropicRequest* out) {
-  auto model = body.find("model");
-  if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty()) {
-    return bad("model: a non-empty string is required", "model");
-  }
-  out->model = model->get<std::string>();
-  auto mt = body.find("max_tokens");
-  if (mt == body.end() || mt->is_null()) return bad("max_tokens: field required", "max_tokens");
-  if (!mt->is_number_integer() || mt->get<int64_t>() < 1)
-    return bad("max_tokens must be an integer >= 1, got " + mt->dump(), "max_tokens");
+  const FieldReader f(body);
+  SNIPER_TRY_API(f.require("model"));
+  SNIPER_TRY_API(f.string("model", &out->model, /*allow_empty=*/false));
+  SNIPER_TRY_API(f.require("max_tokens"));
   GenerationParams& p = out->chat.params;
-  p.max_tokens = mt->get<int64_t>();
+  SNIPER_TRY_API(f.integer("max_tokens", {1, int64_t{1} << 53}, &p.max_tokens));
   SamplerConfig& s = p.sampler;
   s.temperature = 1.0f;  // Anthropic's defaults
   s.top_p = 1.0f;
@@ -132,95 +128,84 @@ std::optional<ApiError> parse_anthropic_messages(const Json& body, AnthropicRequ
   s.repeat_penalty = 1.0f;
   s.presence_penalty = 0;
   s.frequency_penalty = 0;
-  struct Num {
-    const char* key;
-    double lo, hi;
-    float* out;
-  };
-  for (const Num& n : {Num{"temperature", 0.0, 1.0, &s.temperature}, Num{"top_p", 0.0, 1.0, &s.top_p}}) {
-    auto it = body.find(n.key);
-    if (it == body.end() || it->is_null()) continue;
-    if (!it->is_number()) return bad(std::string(n.key) + " must be a number, got " + kind(*it), n.key);
-    const double v = it->get<double>();
-    if (!std::isfinite(v) || v < n.lo || v > n.hi)
-      return bad(std::string(n.key) + " is " + it->dump() + " but must be in [0, 1]", n.key);
-    *n.out = static_cast<float>(v);
-  }
-  if (s.top_p <= 0.0f) return bad("top_p is 0 but must be in (0, 1]", "top_p");
-  if (auto it = body.find("top_k"); it != body.end() && !it->is_null()) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > (1 << 24)) {
-      return bad("top_k must be a non-negative integer, got " + it->dump(), "top_k");
-    }
-    s.top_k = static_cast<int>(it->get<int64_t>());
-  }
-  if (auto it = body.find("stop_sequences"); it != body.end() && !it->is_null()) {
-    if (!it->is_array())
-      return bad(std::string("stop_sequences must be an array of strings, got ") + kind(*it), "stop_sequences");
-    if (it->size() > 16) return bad("stop_sequences has more than 16 entries", "stop_sequences");
-    for (const Json& x : *it) {
-      if (!x.is_string() || x.get_ref<const std::string&>().empty() || x.get_ref<const std::string&>().size() > 1024) {
-        return bad("stop_sequences must hold non-empty strings of at most 1024 bytes", "stop_sequences");
-      }
-      p.stop.push_back(x.get<std::string>());
-    }
-  }
-  if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
-    if (!it->is_boolean()) return bad(std::string("stream must be a boolean, got ") + kind(*it), "stream");
-    p.stream = it->get<bool>();
-  }
+  SNIPER_TRY_API(f.number("temperature", {0.0, 1.0}, &s.temperature));
+  SNIPER_TRY_API(f.number("top_p", {0.0, 1.0, /*open_lo=*/true}, &s.top_p));
+  int64_t top_k = 0;
+  SNIPER_TRY_API(f.integer("top_k", {0, 1 << 24}, &top_k));
+  s.top_k = static_cast<int>(top_k);
+  SNIPER_TRY_API(f.string_list("stop_sequences", StringListRule{16, 1024, /*allow_single=*/false}, &p.stop));
+  SNIPER_TRY_API(f.boolean("stream", &p.stream));
   Json messages = Json::array();
-  if (auto it = body.find("system"); it != body.end() && !it->is_null()) {
-    std::string system;
-    TRY_ANTHROPIC(text_of(*it, "system", &system));
-    messages.push_back(Json{{"role", "system"}, {"content", system}});
+  if (const Json* system = f.get("system")) {
+    std::string text;
+    SNIPER_TRY_API(text_of(*system, "system", &text));
+    messages.push_back(Json{{"role", "system"}, {"content", text}});
   }
-  auto msgs = body.find("messages");
-  if (msgs == body.end() || !msgs->is_array()) return bad("messages: an array is required", "messages");
-  if (msgs->empty()) return bad("messages: at least one message is required", "messages");
-  for (size_t i = 0; i < msgs->size(); ++i) TRY_ANTHROPIC(convert_message((*msgs)[i], i, &messages));
+  SNIPER_TRY_API(f.require("messages"));
+  const Json* msgs = nullptr;
+  SNIPER_TRY_API(f.array("messages", SIZE_MAX, &msgs));
+  if (msgs->empty()) return f.error("messages", "messages must hold at least one message");
+  for (size_t i = 0; i < msgs->size(); ++i) SNIPER_TRY_API(convert_message((*msgs)[i], i, &messages));
   out->chat.messages = std::move(messages);
-  if (auto it = body.find("tools"); it != body.end() && !it->is_null()) {
-    if (!it->is_array()) return bad(std::string("tools must be an array, got ") + kind(*it), "tools");
+  const Json* tools_in = nullptr;
+  SNIPER_TRY_API(f.array("tools", SIZE_MAX, &tools_in));
+  if (tools_in != nullptr) {
     Json tools = Json::array();
-    for (size_t i = 0; i < it->size(); ++i) {
-      const Json& t = (*it)[i];
+    for (size_t i = 0; i < tools_in->size(); ++i) {
+      const Json& t = (*tools_in)[i];
       const std::string at = "tools[" + std::to_string(i) + "]";
-      if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
-        return bad(at + ".name must be a string", "tools");
-      if (t.contains("type") && t["type"] != "custom") {
-        return bad(
-            at + ".type is " + t["type"].dump() + ": only custom tools (name, description, input_schema) are supported",
-            "tools");
+      if (!t.is_object()) return bad(at + " must be an object, got " + json_kind(t), at);
+      const FieldReader tf(t, at);
+      std::string name, description, type = "custom";
+      SNIPER_TRY_API(tf.require("name"));
+      SNIPER_TRY_API(tf.string("name", &name, /*allow_empty=*/false));
+      SNIPER_TRY_API(tf.string("description", &description));
+      if (tf.get("type") != nullptr && *tf.get("type") != "custom") {
+        return tf.error("type", at + ".type is " + describe_json(*tf.get("type")) +
+                                    ": only custom tools (name, description, input_schema) are supported");
       }
-      Json fn = Json{{"name", t["name"]}};
-      if (t.contains("description") && t["description"].is_string()) fn["description"] = t["description"];
-      fn["parameters"] = t.contains("input_schema") ? t["input_schema"] : Json{{"type", "object"}};
-      if (!fn["parameters"].is_object()) return bad(at + ".input_schema must be an object", "tools");
+      const Json* schema = nullptr;
+      SNIPER_TRY_API(tf.object("input_schema", &schema));
+      Json fn = Json{{"name", name}};
+      if (tf.get("description") != nullptr) fn["description"] = description;
+      fn["parameters"] = schema != nullptr ? *schema : Json{{"type", "object"}};
       tools.push_back(Json{{"type", "function"}, {"function", std::move(fn)}});
     }
     if (!tools.empty()) out->chat.tools = std::move(tools);
   }
-  if (auto it = body.find("tool_choice"); it != body.end() && !it->is_null()) {
-    if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string()) {
-      return bad("tool_choice must be an object with a type (auto, any, tool, none)", "tool_choice");
+  const Json* tool_choice = nullptr;
+  SNIPER_TRY_API(f.object("tool_choice", &tool_choice));
+  if (tool_choice != nullptr) {
+    const FieldReader tc(*tool_choice, "tool_choice");
+    std::string type;
+    SNIPER_TRY_API(tc.require("type"));
+    SNIPER_TRY_API(tc.one_of("type", {"auto", "any", "tool", "none"}, &type));
+    const bool have_tools = out->chat.tools.is_array() && !out->chat.tools.empty();
+    if ((type == "any" || type == "tool") && !have_tools) {
+      return tc.error("type", "tool_choice.type is '" + type + "' but the request has no tools");
     }
-    const std::string type = (*it)["type"].get<std::string>();
-    if (type == "none") {
-      out->chat.tools = Json();
-    } else if (type != "auto" && type != "any" && type != "tool") {
-      return bad("tool_choice.type is '" + type + "' but must be auto, any, tool or none", "tool_choice");
+    if (type == "tool") {  // {"type": "tool", "name": NAME}: NAME must be one of the tools
+      std::string name, names;
+      SNIPER_TRY_API(tc.require("name"));
+      SNIPER_TRY_API(tc.string("name", &name, /*allow_empty=*/false));
+      bool found = false;
+      for (const Json& t : out->chat.tools) {
+        const std::string& n = t["function"]["name"].get_ref<const std::string&>();
+        found = found || n == name;
+        names += (names.empty() ? "" : ", ") + n;
+      }
+      if (!found) return tc.error("name", "tool_choice.name is '" + name + "' but the tools are " + names);
     }
+    if (type == "none") out->chat.tools = Json();
   }
-  if (auto it = body.find("thinking"); it != body.end() && !it->is_null()) {
-    const Json type = it->is_object() ? it->value("type", Json()) : Json();
-    if (type == "enabled") {
-      out->thinking = true;
-    } else if (type == "disabled") {
-      out->thinking = false;
-    } else {
-      return bad("thinking must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}",
-                 "thinking");
-    }
+  const Json* thinking = nullptr;
+  SNIPER_TRY_API(f.object("thinking", &thinking));
+  if (thinking != nullptr) {
+    const FieldReader tf(*thinking, "thinking");
+    std::string type;
+    SNIPER_TRY_API(tf.require("type"));
+    SNIPER_TRY_API(tf.one_of("type", {"enabled", "disabled"}, &type));
+    out->thinking = type == "enabled";
   }
   return std::nullopt;
 }

@@ -5,14 +5,17 @@
 // thinking {"type": "enabled"|"disabled"} -> the template's enable_thinking), and the error
 // object {"type": "error", "error": {"type", "message"}} with Anthropic's error type for a status.
 // Defaults follow Anthropic: temperature 1, no top-p/top-k; max_tokens is required. Images and
-// documents are refused (400): the server serves text-only models.
+// documents are refused (400): the server serves text-only models. tool_choice "tool" must name
+// one of the tools, and "any" / "tool" need tools; neither forces a call (the model is offered
+// the tools as with "auto"). The Messages API has no logit_bias or grammar.
 // Pure functions; thread-safe.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "server/openai_protocol.h"
+#include "server/request_body.h"
+#include "server/request_types.h"
 
 namespace sniper::server {
 

@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "server/anthropic_protocol.h"
+#include "server/generation_prologue.h"
 #include "server/job_runner.h"
 #include "server/server_context.h"
 
@@ -196,22 +197,20 @@ void handle_anthropic_messages(ServerContext& ctx, const httplib::Request& req, 
     e.status = 404;
     return fail(e);
   }
-  ApiError lease_error;
-  std::shared_ptr<ModelLease> lease = ctx.models->acquire(request.model, &lease_error);
-  if (lease == nullptr) return fail(lease_error);
-  ServedModel& m = lease->model();
-  if (request.thinking.has_value() && m.chat_format.supports_thinking) {
-    request.chat.template_kwargs["enable_thinking"] = *request.thinking;
-  }
-  PromptTokens prompt;
-  if (auto e = chat_prompt_tokens(m, request.chat, &prompt)) return fail(*e);
-  const int64_t n_prompt = static_cast<int64_t>(prompt.ids.size());
-  std::shared_ptr<Job> job;
-  if (auto e = make_generation_job(m, request.chat.params, std::move(prompt.ids), &job)) return fail(*e);
-  const bool tools = request.chat.tools.is_array() && !request.chat.tools.empty();
-  auto wire = std::make_shared<AnthropicWire>(request.model, m.chat_format, prompt.rendered, tools, n_prompt,
-                                              m.chat_template.has_value());
-  run_wire_job(ctx, std::move(lease), Endpoint::kChat, std::move(job), std::move(wire), request.chat.params.stream,
+  GenerationRequest g;
+  g.model = request.model;
+  g.params = request.chat.params;
+  g.chat = true;
+  g.messages = std::move(request.chat.messages);
+  g.tools = std::move(request.chat.tools);
+  g.template_kwargs = std::move(request.chat.template_kwargs);
+  g.thinking = request.thinking;
+  PreparedGeneration p;
+  if (auto e = prepare_generation(ctx, g, nullptr, &p)) return fail(*e);
+  const int64_t n_prompt = static_cast<int64_t>(p.prompt.ids.size());
+  auto wire = std::make_shared<AnthropicWire>(request.model, p.lease->model().chat_format, p.prompt.rendered, p.tools,
+                                              n_prompt, p.template_rendered);
+  run_wire_job(ctx, std::move(p.lease), Endpoint::kChat, std::move(p.job), std::move(wire), g.params.stream,
                "text/event-stream", res);
 }
 

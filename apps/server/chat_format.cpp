@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "server/bounded_json.h"
+#include "server/field_validators.h"
 
 namespace sniper::server {
 namespace {
@@ -29,25 +30,15 @@ std::string_view rstrip(std::string_view s) {
   return s;
 }
 
-// A short, printable rendering of a JSON value for error messages.
-std::string describe(const Json& v) {
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    if (s.size() > 40) s = s.substr(0, 40) + "...";
-    return "'" + s + "'";
-  }
-  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (s.size() > 40) s = s.substr(0, 40) + "...";
-  return s;
-}
+// A validator's error as this file's Error.
+#define TRY_FIELD(expr)                                                 \
+  do {                                                                  \
+    if (auto e_ = (expr)) return make_error("%s", e_->message.c_str()); \
+  } while (0)
 
-const char* type_name(const Json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
+Status require_object(const Json& v, const std::string& field) {
+  if (!v.is_object()) return make_error("%s must be an object, got %s", field.c_str(), json_kind(v));
+  return ok_status();
 }
 
 // Normalises `content` (string, or array of {"type":"text","text":...} parts joined with "\n")
@@ -55,70 +46,66 @@ const char* type_name(const Json& v) {
 Result<std::string> content_text(const Json& content, const std::string& field) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) {
-    return make_error("%s is %s but must be a string or an array of text parts", field.c_str(), type_name(content));
+    return make_error("%s must be a string or an array of text parts, got %s", field.c_str(), json_kind(content));
   }
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const Json& part = content[i];
     const std::string part_field = field + "[" + std::to_string(i) + "]";
-    if (!part.is_object()) return make_error("%s is %s but must be an object", part_field.c_str(), type_name(part));
-    if (!part.contains("type") || !part["type"].is_string()) {
-      return make_error("%s.type is missing or not a string", part_field.c_str());
-    }
-    if (part["type"] != "text") {
+    SNIPER_TRY(require_object(part, part_field));
+    const FieldReader f(part, part_field);
+    std::string type, part_text;
+    TRY_FIELD(f.require("type"));
+    TRY_FIELD(f.string("type", &type));
+    if (type != "text") {
       return make_error("%s.type is %s but only 'text' parts are supported", part_field.c_str(),
-                        describe(part["type"]).c_str());
+                        describe_json(part["type"]).c_str());
     }
-    if (!part.contains("text") || !part["text"].is_string()) {
-      return make_error("%s.text is missing or not a string", part_field.c_str());
-    }
+    TRY_FIELD(f.require("text"));
+    TRY_FIELD(f.string("text", &part_text));
     if (i > 0) text += '\n';
-    text += part["text"].get<std::string>();
+    text += part_text;
   }
   return text;
 }
 
 // Validates one assistant tool call and returns it with "arguments" as a JSON object.
 Result<Json> normalise_tool_call(const Json& call, const std::string& field) {
-  if (!call.is_object()) return make_error("%s is %s but must be an object", field.c_str(), type_name(call));
-  if (!call.contains("id") || !call["id"].is_string() || call["id"].get_ref<const std::string&>().empty()) {
-    return make_error("%s.id is missing or not a non-empty string", field.c_str());
-  }
-  if (call.contains("type") && call["type"] != "function") {
-    return make_error("%s.type is %s but must be 'function'", field.c_str(), describe(call["type"]).c_str());
-  }
-  if (!call.contains("function") || !call["function"].is_object()) {
-    return make_error("%s.function is missing or not an object", field.c_str());
-  }
-  const Json& fn = call["function"];
-  if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get_ref<const std::string&>().empty()) {
-    return make_error("%s.function.name is missing or not a non-empty string", field.c_str());
-  }
-  Json arguments = Json::object();
-  if (fn.contains("arguments")) {
-    const Json& a = fn["arguments"];
-    if (a.is_string()) {
-      arguments = parse_json_or_discarded<Json>(a.get_ref<const std::string&>());
-      if (arguments.is_discarded()) {
-        return make_error("%s.function.arguments is %s, which is not valid JSON", field.c_str(), describe(a).c_str());
-      }
-    } else if (a.is_object()) {
-      arguments = a;  // lenient: some clients send the object itself
-    } else {
-      return make_error("%s.function.arguments is %s but must be a JSON string", field.c_str(), type_name(a));
+  SNIPER_TRY(require_object(call, field));
+  const FieldReader f(call, field);
+  std::string id, type = "function", name;
+  TRY_FIELD(f.require("id"));
+  TRY_FIELD(f.string("id", &id, /*allow_empty=*/false));
+  TRY_FIELD(f.one_of("type", {"function"}, &type));
+  TRY_FIELD(f.require("function"));
+  const Json* fn = nullptr;
+  TRY_FIELD(f.object("function", &fn));
+  const FieldReader ff(*fn, field + ".function");
+  TRY_FIELD(ff.require("name"));
+  TRY_FIELD(ff.string("name", &name, /*allow_empty=*/false));
+  TRY_FIELD(ff.require("arguments"));
+  const Json& a = *ff.get("arguments");
+  Json arguments;
+  if (a.is_string()) {
+    arguments = parse_json_or_discarded<Json>(a.get_ref<const std::string&>());
+    if (arguments.is_discarded()) {
+      return make_error("%s.function.arguments is %s, which is not valid JSON", field.c_str(),
+                        describe_json(a).c_str());
     }
-    if (!arguments.is_object()) {
-      return make_error("%s.function.arguments is %s but must encode a JSON object", field.c_str(),
-                        describe(a).c_str());
-    }
+  } else if (a.is_object()) {
+    arguments = a;  // lenient: some clients send the object itself
   } else {
-    return make_error("%s.function.arguments is missing", field.c_str());
+    return make_error("%s.function.arguments must be a JSON string, got %s", field.c_str(), json_kind(a));
+  }
+  if (!arguments.is_object()) {
+    return make_error("%s.function.arguments is %s but must encode a JSON object", field.c_str(),
+                      describe_json(a).c_str());
   }
   Json out = Json::object();
-  out["id"] = call["id"];
+  out["id"] = id;
   out["type"] = "function";
   out["function"] = Json::object();
-  out["function"]["name"] = fn["name"];
+  out["function"]["name"] = name;
   out["function"]["arguments"] = std::move(arguments);
   return out;
 }
@@ -126,105 +113,128 @@ Result<Json> normalise_tool_call(const Json& call, const std::string& field) {
 // Validates and normalises one message; `i` is its index.
 Result<Json> normalise_message(const Json& msg, size_t i) {
   const std::string field = "messages[" + std::to_string(i) + "]";
-  if (!msg.is_object()) return make_error("%s is %s but must be an object", field.c_str(), type_name(msg));
-  if (!msg.contains("role") || !msg["role"].is_string()) {
-    return make_error("%s.role is missing or not a string", field.c_str());
-  }
-  std::string role = msg["role"].get<std::string>();
+  SNIPER_TRY(require_object(msg, field));
+  const FieldReader f(msg, field);
+  std::string role;
+  TRY_FIELD(f.require("role"));
+  TRY_FIELD(f.one_of("role", {"system", "user", "assistant", "tool", "developer"}, &role));
   if (role == "developer") role = "system";
-  if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
-    return make_error("%s.role is %s but must be one of system, user, assistant, tool, developer", field.c_str(),
-                      describe(msg["role"]).c_str());
-  }
   Json out = Json::object();
   out["role"] = role;
 
-  const bool has_calls =
-      role == "assistant" && msg.contains("tool_calls") && msg["tool_calls"].is_array() && !msg["tool_calls"].empty();
-  const Json null_json;
-  const Json& content = msg.contains("content") ? msg["content"] : null_json;
-  if (content.is_null()) {
-    if (!has_calls) {
-      return make_error("%s.content is %s but must be a string or an array of text parts%s", field.c_str(),
-                        msg.contains("content") ? "null" : "missing",
-                        role == "assistant" ? " (null only with tool_calls)" : "");
-    }
+  const Json* calls = nullptr;
+  TRY_FIELD(f.array("tool_calls", SIZE_MAX, &calls));
+  const bool has_calls = role == "assistant" && calls != nullptr && !calls->empty();
+  if (const Json* content = f.get("content")) {
+    SNIPER_ASSIGN_OR_RETURN(std::string text, content_text(*content, field + ".content"));
+    out["content"] = std::move(text);
+  } else if (has_calls) {
     out["content"] = "";  // templates concatenate content; null would render as "None" or fail
   } else {
-    SNIPER_ASSIGN_OR_RETURN(std::string text, content_text(content, field + ".content"));
-    out["content"] = std::move(text);
+    return make_error("%s.content is %s but must be a string or an array of text parts%s", field.c_str(),
+                      msg.contains("content") ? "null" : "required",
+                      role == "assistant" ? " (null only with tool_calls)" : "");
   }
 
-  if (msg.contains("name")) {
-    if (!msg["name"].is_string())
-      return make_error("%s.name is %s but must be a string", field.c_str(), type_name(msg["name"]));
-    out["name"] = msg["name"];
+  if (f.get("name") != nullptr) {
+    std::string name;
+    TRY_FIELD(f.string("name", &name));
+    out["name"] = name;
   }
-  if (msg.contains("reasoning_content") && !msg["reasoning_content"].is_null()) {
+  if (f.get("reasoning_content") != nullptr) {
     if (role != "assistant")
       return make_error("%s.reasoning_content is only allowed on assistant messages", field.c_str());
-    if (!msg["reasoning_content"].is_string()) {
-      return make_error("%s.reasoning_content is %s but must be a string", field.c_str(),
-                        type_name(msg["reasoning_content"]));
-    }
-    out["reasoning_content"] = msg["reasoning_content"];
+    std::string reasoning;
+    TRY_FIELD(f.string("reasoning_content", &reasoning));
+    out["reasoning_content"] = reasoning;
   }
-  if (msg.contains("tool_calls") && !msg["tool_calls"].is_null()) {
-    const Json& calls = msg["tool_calls"];
+  if (calls != nullptr) {
     if (role != "assistant") return make_error("%s.tool_calls is only allowed on assistant messages", field.c_str());
-    if (!calls.is_array()) {
-      return make_error("%s.tool_calls is %s but must be an array", field.c_str(), type_name(calls));
-    }
-    if (!calls.empty()) {
+    if (!calls->empty()) {
       Json normalised = Json::array();
-      for (size_t k = 0; k < calls.size(); ++k) {
+      for (size_t k = 0; k < calls->size(); ++k) {
         SNIPER_ASSIGN_OR_RETURN(Json call,
-                                normalise_tool_call(calls[k], field + ".tool_calls[" + std::to_string(k) + "]"));
+                                normalise_tool_call((*calls)[k], field + ".tool_calls[" + std::to_string(k) + "]"));
         normalised.push_back(std::move(call));
       }
       out["tool_calls"] = std::move(normalised);
     }
   }
   if (role == "tool") {
-    if (!msg.contains("tool_call_id") || !msg["tool_call_id"].is_string()) {
-      return make_error("%s.tool_call_id is missing or not a string (required for role 'tool')", field.c_str());
+    std::string id;
+    if (f.get("tool_call_id") == nullptr) {
+      return make_error("%s.tool_call_id is required for role 'tool'", field.c_str());
     }
-    out["tool_call_id"] = msg["tool_call_id"];
+    TRY_FIELD(f.string("tool_call_id", &id));
+    out["tool_call_id"] = id;
   }
   return out;
 }
 
 // Validates the OpenAI tools array; returns it unchanged (the templates print the objects).
 Status validate_tools(const Json& tools) {
-  if (!tools.is_array()) return make_error("tools is %s but must be an array or null", type_name(tools));
+  if (!tools.is_array()) return make_error("tools must be an array or null, got %s", json_kind(tools));
   for (size_t i = 0; i < tools.size(); ++i) {
     const Json& t = tools[i];
     const std::string field = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) return make_error("%s is %s but must be an object", field.c_str(), type_name(t));
-    if (!t.contains("type") || t["type"] != "function") {
-      return make_error("%s.type is %s but must be 'function'", field.c_str(),
-                        t.contains("type") ? describe(t["type"]).c_str() : "missing");
-    }
-    if (!t.contains("function") || !t["function"].is_object()) {
-      return make_error("%s.function is missing or not an object", field.c_str());
-    }
-    const Json& fn = t["function"];
-    if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get_ref<const std::string&>().empty()) {
-      return make_error("%s.function.name is missing or not a non-empty string", field.c_str());
-    }
-    if (fn.contains("description") && !fn["description"].is_string()) {
-      return make_error("%s.function.description is %s but must be a string", field.c_str(),
-                        type_name(fn["description"]));
-    }
-    if (fn.contains("parameters") && !fn["parameters"].is_object()) {
-      return make_error("%s.function.parameters is %s but must be a JSON Schema object", field.c_str(),
-                        type_name(fn["parameters"]));
+    SNIPER_TRY(require_object(t, field));
+    const FieldReader f(t, field);
+    std::string type, name, description;
+    TRY_FIELD(f.require("type"));
+    TRY_FIELD(f.one_of("type", {"function"}, &type));
+    TRY_FIELD(f.require("function"));
+    const Json* fn = nullptr;
+    TRY_FIELD(f.object("function", &fn));
+    const FieldReader ff(*fn, field + ".function");
+    TRY_FIELD(ff.require("name"));
+    TRY_FIELD(ff.string("name", &name, /*allow_empty=*/false));
+    TRY_FIELD(ff.string("description", &description));
+    if (const Json* params = ff.get("parameters"); params != nullptr && !params->is_object()) {
+      return make_error("%s.function.parameters must be a JSON Schema object, got %s", field.c_str(),
+                        json_kind(*params));
     }
   }
   return ok_status();
 }
 
+using EscapeFn = std::function<std::string(std::string_view, bool)>;
+
+// Applies `escape` to every string and key of j (recursion bounded by the body's depth limit).
+Json escape_strings(const Json& j, const EscapeFn& escape, bool model_output) {
+  if (j.is_string()) return escape(j.get_ref<const std::string&>(), model_output);
+  if (j.is_array()) {
+    Json out = Json::array();
+    for (const Json& e : j) out.push_back(escape_strings(e, escape, model_output));
+    return out;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out[escape(it.key(), model_output)] = escape_strings(it.value(), escape, model_output);
+    }
+    return out;
+  }
+  return j;
+}
+
 }  // namespace
+
+std::vector<std::string> model_output_markers(const ChatFormat& format) {
+  std::vector<std::string> m;
+  if (format.thinking == ThinkingSyntax::kGemma4Channel) {
+    m = {"<|channel>", "<channel|>"};
+  } else if (format.supports_thinking) {
+    m = {"<think>", "</think>"};
+  }
+  switch (format.tool_calls) {
+    case ToolCallFormat::kHermes:
+    case ToolCallFormat::kQwen35Xml: m.insert(m.end(), {"<tool_call>", "</tool_call>"}); break;
+    case ToolCallFormat::kGemma4: m.insert(m.end(), {"<|tool_call>", "<tool_call|>", "<|\"|>"}); break;
+    case ToolCallFormat::kLlama3: m.push_back("<|python_tag|>"); break;
+    case ToolCallFormat::kNone: break;
+  }
+  return m;
+}
 
 ChatFormat detect_chat_format(std::string_view source) {
   ChatFormat format;
@@ -245,17 +255,15 @@ ChatFormat detect_chat_format(std::string_view source) {
 
 Result<RenderedChat> render_chat(const ChatTemplate& tmpl, const ChatFormat& format, const ChatRenderInput& input,
                                  const std::string& bos_token, const std::string& eos_token) {
-  if (!input.messages.is_array()) {
-    return make_error("messages is %s but must be an array", type_name(input.messages));
-  }
-  if (input.messages.empty()) return make_error("messages is empty but must hold at least one message");
+  if (!input.messages.is_array()) return make_error("messages must be an array, got %s", json_kind(input.messages));
+  if (input.messages.empty()) return make_error("messages must not be empty");
   Json messages = Json::array();
   for (size_t i = 0; i < input.messages.size(); ++i) {
     SNIPER_ASSIGN_OR_RETURN(Json msg, normalise_message(input.messages[i], i));
     messages.push_back(std::move(msg));
   }
   if (!input.template_kwargs.is_null() && !input.template_kwargs.is_object()) {
-    return make_error("chat_template_kwargs is %s but must be an object", type_name(input.template_kwargs));
+    return make_error("chat_template_kwargs must be an object, got %s", json_kind(input.template_kwargs));
   }
 
   Json context = Json::object();
@@ -273,19 +281,30 @@ Result<RenderedChat> render_chat(const ChatTemplate& tmpl, const ChatFormat& for
         return make_error("chat_template_kwargs.%s is reserved (set it through the request instead)", key.c_str());
       }
       if (key == "enable_thinking" && !value.is_boolean()) {
-        return make_error("chat_template_kwargs.enable_thinking is %s but must be a boolean", type_name(value));
+        return make_error("chat_template_kwargs.enable_thinking must be a boolean, got %s", json_kind(value));
       }
       context[key] = value;
     }
   }
 
+  if (input.escape_text) {
+    // Only what came from the request: the template's variables it sets itself stay as they are.
+    for (auto it = context.begin(); it != context.end(); ++it) {
+      if (it.key() == "add_generation_prompt" || it.key() == "bos_token" || it.key() == "eos_token") continue;
+      if (it.key() == "messages") {
+        for (Json& m : it.value()) m = escape_strings(m, input.escape_text, m["role"] == "assistant");
+      } else {
+        it.value() = escape_strings(it.value(), input.escape_text, false);
+      }
+    }
+  }
   auto prompt = tmpl.render(context);
   if (!prompt.ok()) return make_error("chat template: %s", prompt.error().message.c_str());
 
   RenderedChat out;
   out.prompt = std::move(prompt.value());
   if (context.contains("tools")) {
-    for (const Json& tool : context["tools"]) {
+    for (const Json& tool : input.tools) {  // as the request wrote them (validated above), not escaped
       const Json& fn = tool["function"];
       out.tool_schemas[fn["name"].get<std::string>()] = fn.contains("parameters") ? fn["parameters"] : Json(nullptr);
     }

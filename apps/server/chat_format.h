@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,15 +45,28 @@ struct ChatFormat {
 // Detects the format from the template source text. Pure; thread-safe.
 ChatFormat detect_chat_format(std::string_view template_source);
 
+// The markers a model of this format writes in its own replies (thinking and tool-call syntax:
+// "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|\"|>", "<think>",
+// "<tool_call>", "<|python_tag|>", ...): in assistant messages sent back to the server they keep
+// their meaning as control tokens; every other control-token text in any message is plain text.
+std::vector<std::string> model_output_markers(const ChatFormat& format);
+
 struct ChatRenderInput {
   nlohmann::ordered_json messages;  // OpenAI messages (validated by render_chat)
   nlohmann::ordered_json tools;     // OpenAI tools array or null
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // e.g. enable_thinking
   bool add_generation_prompt = true;
+  // When set, every string that comes from the request (message fields, tool definitions, the
+  // template kwargs' values, keys included) passes through it before the template sees it: the
+  // caller marks text that must stay plain (Tokenizer::escape_special_text). model_output is
+  // true for assistant messages, whose model_output_markers() keep their meaning (templates
+  // parse them: Gemma 4 strips the thought channel from earlier replies). The template's own
+  // text and bos/eos are untouched.
+  std::function<std::string(std::string_view text, bool model_output)> escape_text;
 };
 
 struct RenderedChat {
-  std::string prompt;             // text to tokenize (special tokens parsed)
+  std::string prompt;             // text to tokenize (special tokens parsed; request text escaped by escape_text)
   bool thinking_open = false;     // the prompt ends inside an open <think> block
   bool thinking_enabled = false;  // the model may emit <think>...</think> first
   // Function name -> its "parameters" JSON Schema, from the request's tools (empty without

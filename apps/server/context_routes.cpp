@@ -9,6 +9,7 @@
 // the body's "model" (default: the pool's default model), loading it if needed.
 #include <chrono>
 
+#include "server/generation_prologue.h"
 #include "server/server_context.h"
 
 namespace sniper::server {
@@ -65,7 +66,8 @@ void handle_context_save(ServerContext& ctx, const httplib::Request& req, httpli
     ChatRequest chat;
     if (auto e = parse_chat_request(body, &chat)) return send_error(res, *e);
     PromptTokens pt;
-    if (auto e = chat_prompt_tokens(m, chat, &pt, /*add_generation_prompt=*/false)) return send_error(res, *e);
+    if (auto e = chat_prompt_tokens(m, chat, &pt, /*add_generation_prompt=*/false, ctx.options.content_special_tokens))
+      return send_error(res, *e);
     ids = std::move(pt.ids);
   } else if (auto it = body.find("prompt"); it != body.end() && it->is_string()) {
     ids = text_prompt_tokens(m, it->get<std::string>());

@@ -91,17 +91,20 @@ void send_json(httplib::Response& res, const Json& body, int status) {
 
 void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error_json(error), error.status); }
 
-std::string last_path_segment(const httplib::Request& req) { return req.path.substr(req.path.rfind('/') + 1); }
-
-ApiError status_error(int status, std::string message) {
-  ApiError e;
-  e.status = status;
-  e.message = std::move(message);
-  if (status == 413) e.code = "request_too_large";
-  if (status == 503) e.code = "server_busy";
-  if (status >= 500) e.type = "server_error";
-  return e;
+void send_api_error(const std::string& path, httplib::Response& res, int status, const std::string& message) {
+  if (path.starts_with("/api/")) return send_json(res, ollama_error_json(message), status);
+  if (path.starts_with("/v1/messages")) return send_json(res, anthropic_error_json(status, message), status);
+  ApiError e = status_error(status, message);
+  if (status == 401) {
+    e.type = "authentication_error";
+    e.code = "invalid_api_key";
+  }
+  if (status == 403) e.type = "permission_error";
+  if (status == 415) e.code = "unsupported_media_type";
+  send_error(res, e);
 }
+
+std::string last_path_segment(const httplib::Request& req) { return req.path.substr(req.path.rfind('/') + 1); }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(Model& model, const ServerOptions& options) {
   auto ctx = std::make_unique<ServerContext>();
@@ -129,10 +132,14 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(std::vector<ModelSource> 
   return assemble(std::move(ctx));
 }
 
-std::unique_ptr<HttpServer> HttpServer::assemble(std::unique_ptr<ServerContext> ctx) {
+Result<std::unique_ptr<HttpServer>> HttpServer::assemble(std::unique_ptr<ServerContext> ctx) {
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->ctx_ = std::move(ctx);
   const ServerOptions& options = s->ctx_->options;
+  s->guard_.bound_host = options.host;
+  s->guard_.allowed_hosts = options.allowed_hosts;
+  s->guard_.cors_origins = options.cors_origins;
+  SNIPER_TRY(normalise_guard_options(&s->guard_));
   s->ctx_->contexts = std::make_unique<ContextStore>(
       options.context_dir.empty() ? ContextStore::default_dir() : options.context_dir, options.context_compression);
   // Every served model's digest is computed in the background from the start (or read from the cache).
@@ -187,7 +194,8 @@ void HttpServer::route(const char* method, std::string path, RouteHandler handle
   constexpr std::string_view kName = "{name}";
   const bool named = path.size() > kName.size() && path.compare(path.size() - kName.size(), kName.size(), kName) == 0;
   if (named) path.resize(path.size() - kName.size());
-  routes_.push_back(Route{method, std::move(path), named, std::move(handler)});
+  const bool json_body = std::string_view(method) == "POST";  // every POST route takes a JSON body
+  routes_.push_back(Route{method, std::move(path), named, std::move(handler), json_body});
 }
 
 bool HttpServer::Route::matches(const std::string& request_path) const {
@@ -198,7 +206,36 @@ bool HttpServer::Route::matches(const std::string& request_path) const {
 
 void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
   const ServerContext& c = *ctx_;
-  // Authentication first: every route but the page and /health needs the key when one is set.
+  // The request guard first (request_guard.h): a page in the user's browser must not reach the
+  // routes under another name (DNS rebinding) or from another origin.
+  const std::string host = req.get_header_value("Host");
+  if (auto e = check_host(guard_, req.has_header("Host") ? &host : nullptr, req.version)) {
+    return send_api_error(req.path, res, e->status, e->message);
+  }
+  const std::string origin = req.get_header_value("Origin");
+  const OriginVerdict verdict = check_origin(guard_, req.has_header("Origin") ? &origin : nullptr, host);
+  if (verdict == OriginVerdict::kRefused) {
+    return send_api_error(req.path, res, 403,
+                          "cross-origin requests from '" + origin.substr(0, 200) +
+                              "' are refused; start the server with --cors-origin " + origin.substr(0, 200) +
+                              " to allow that origin");
+  }
+  if (verdict == OriginVerdict::kAllowed) {
+    res.set_header("Access-Control-Allow-Origin", allow_origin_value(guard_, origin));
+    res.set_header("Vary", "Origin");
+  }
+  if (req.method == "OPTIONS") {  // a CORS preflight (or a plain OPTIONS): no route, no key
+    res.status = 204;
+    res.set_header("Allow", "GET, POST, DELETE, OPTIONS");
+    if (verdict == OriginVerdict::kAllowed) {
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+      const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+      res.set_header("Access-Control-Allow-Headers", asked.empty() ? "Authorization, Content-Type, X-Api-Key" : asked);
+      res.set_header("Access-Control-Max-Age", "600");
+    }
+    return;
+  }
+  // Authentication: every route but the page and /health needs the key when one is set.
   // The key comes as "Authorization: Bearer KEY" or (Anthropic's clients) "x-api-key: KEY".
   if (!c.options.api_key.empty() && req.path != "/" && req.path != "/health") {
     const std::string auth = req.get_header_value("Authorization");
@@ -210,19 +247,8 @@ void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
       const std::string message = auth.empty() && x_api_key.empty()
                                       ? "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
                                       : "invalid API key";
-      if (req.path.starts_with("/api/")) return send_json(res, ollama_error_json(message), 401);
-      if (req.path.starts_with("/v1/messages")) return send_json(res, anthropic_error_json(401, message), 401);
-      ApiError e;
-      e.status = 401;
-      e.type = "authentication_error";
-      e.code = "invalid_api_key";
-      e.message = message;
-      return send_error(res, e);
+      return send_api_error(req.path, res, 401, message);
     }
-  }
-  // serve --temp, --top-k, ...: the sampling fields a generation request leaves out.
-  if (auto body = apply_sampling_defaults(req.method, req.path, req.body, c.options.sampling_defaults)) {
-    req.body = std::move(*body);
   }
   std::set<std::string> allowed;  // methods of the routes whose path matches
   for (const Route& r : routes_) {
@@ -230,6 +256,19 @@ void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
     if (req.method != r.method) {
       allowed.insert(r.method);
       continue;
+    }
+    if (r.json_body && !is_json_content_type(req.get_header_value("Content-Type"))) {
+      const std::string type = req.get_header_value("Content-Type");
+      return send_api_error(req.path, res, 415,
+                            (type.empty() ? std::string("the request has no Content-Type")
+                                          : "Content-Type is '" + type.substr(0, 100) + "'") +
+                                " but " + req.method + " " + r.path + (r.named ? "{name}" : "") +
+                                " takes application/json");
+    }
+    // serve --temp, --top-k, ...: the sampling fields a generation request leaves out (after the
+    // guard, the key and the Content-Type check: a refused body is never parsed).
+    if (auto body = apply_sampling_defaults(req.method, req.path, req.body, c.options.sampling_defaults)) {
+      req.body = std::move(*body);
     }
     try {
       r.handler(req, res);

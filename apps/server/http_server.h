@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// HttpServer: `sniper serve`'s HTTP front: routes, API-key authentication, the OpenAI error
+// HttpServer: `sniper serve`'s HTTP front: the request guard (Host, Origin/CORS, Content-Type;
+// request_guard.h), routes, API-key authentication, the OpenAI error
 // shape for every failure (unknown route 404, wrong method 405, body too large 413, over a
 // connection cap 503, handler exceptions 500). Connections (admission caps, timeouts, one
 // thread per admitted connection) are HttpListener's. Owns the scheduler (slots over the
@@ -17,6 +18,7 @@
 #include "engine/model.h"
 #include "server/http_listener.h"
 #include "server/model_pool.h"
+#include "server/request_guard.h"
 #include "server/server_options.h"
 
 namespace sniper::server {
@@ -57,8 +59,10 @@ class HttpServer {
   // Connection counters (open, admitted, refused at a cap, header timeouts). Thread-safe.
   ListenerStats connection_stats() const;
 
-  // Routes one complete request: authentication, then the first route whose method and path
-  // match; 404/405 otherwise. Never throws. Called on connection threads.
+  // Routes one complete request: the Host check, the Origin check (preflights answered),
+  // authentication, then the first route whose method and path match (404/405 otherwise) and,
+  // for a route that takes JSON, the Content-Type check (415). Errors are in the API's shape
+  // (by path). Never throws. Called on connection threads.
   void dispatch(httplib::Request& req, httplib::Response& res);
 
  private:
@@ -68,17 +72,20 @@ class HttpServer {
     std::string path;  // the whole decoded path, or its prefix when named
     bool named;        // the path ends in one more segment, the name (last_path_segment())
     RouteHandler handler;
+    bool json_body;  // takes a JSON body: Content-Type must be application/json
     bool matches(const std::string& request_path) const;
   };
 
   HttpServer() = default;
-  // The context, the routes and the listener around ctx_->models (set by the caller).
-  static std::unique_ptr<HttpServer> assemble(std::unique_ptr<ServerContext> ctx);
+  // The context, the routes and the listener around ctx_->models (set by the caller). Errors:
+  // invalid --allowed-hosts / --cors-origin values.
+  static Result<std::unique_ptr<HttpServer>> assemble(std::unique_ptr<ServerContext> ctx);
   void install_routes();
   // path: exact ("/v1/models"), or a prefix and one segment ("/v1/context/{name}").
   void route(const char* method, std::string path, RouteHandler handler);
 
   std::unique_ptr<ServerContext> ctx_;
+  GuardOptions guard_;  // from the options, normalised
   std::vector<Route> routes_;
   std::unique_ptr<HttpListener> listener_;  // after ctx_: destroyed (connections drained) first
   int port_ = 0;

@@ -5,16 +5,19 @@
 // messages converted to the OpenAI shape the chat renderer validates, and the assistant message
 // converted back (tool call arguments as objects, reasoning as `thinking`).
 // Sampling defaults follow Ollama: temperature 0.8, top_k 40, top_p 0.9, repeat_penalty 1.1,
-// num_predict -1 (until the end or the context is full). options.num_ctx is accepted and
-// validated but does not resize a loaded model's context (the server's --ctx holds). Unknown
-// options are ignored, as Ollama does; known ones of the wrong type are 400s.
+// num_predict -1 (until the end or the context is full). options.num_ctx is the request's
+// context window (prompt and reply): above the model's trained context or the server's --ctx it
+// is a 400; within, the prompt must fit it and the reply stops when it is full (done_reason
+// "length"); the slot's KV cache keeps the server's size. Unknown options are ignored, as Ollama
+// does; known ones of the wrong type are 400s. Ollama has no logit_bias, grammar or tool_choice.
 // Errors are {"error": "..."}. Pure functions; thread-safe.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "server/openai_protocol.h"
+#include "server/request_body.h"
+#include "server/request_types.h"
 
 namespace sniper::server {
 

@@ -17,6 +17,7 @@
 
 #include "gguf/format.h"
 #include "gguf/reader.h"
+#include "server/generation_prologue.h"
 #include "server/job_runner.h"
 #include "server/keep_alive.h"
 #include "server/model_facts.h"
@@ -293,39 +294,31 @@ void run_ollama(ServerContext& ctx, Endpoint endpoint, bool chat, OllamaRequest&
     ctx.metrics.count_request(endpoint, RequestOutcome::kOk);
     return send_json(res, j);
   }
-  ServedModel& m = lease->model();
-  if (request.think.value_or(false) && !m.chat_format.supports_thinking) {
-    return fail(bad_request("\"" + request.model + "\" does not support thinking", "think"));
-  }
-  ChatRequest cr;
-  cr.params = request.params;
-  cr.tools = request.tools;
-  if (request.think.has_value() && m.chat_format.supports_thinking)
-    cr.template_kwargs["enable_thinking"] = *request.think;
-  PromptTokens prompt;
-  bool parse_output = false;
+  GenerationRequest g;
+  g.model = request.model;
+  g.params = request.params;
+  g.tools = request.tools;
+  g.thinking = request.think;
+  g.thinking_required = true;
+  const ServedModel& m = lease->model();
   if (!chat && (request.raw || !m.chat_template)) {
     // raw, or no template: the prompt as it is (with the system text before it, if any).
-    const std::string text = request.system.empty() ? request.prompt : request.system + "\n\n" + request.prompt;
-    prompt.ids = text_prompt_tokens(m, text);
+    g.text = request.system.empty() ? request.prompt : request.system + "\n\n" + request.prompt;
   } else {
+    g.chat = true;
     if (chat) {
-      cr.messages = request.messages;
+      g.messages = request.messages;
     } else {
-      cr.messages = Json::array();
-      if (!request.system.empty()) cr.messages.push_back(Json{{"role", "system"}, {"content", request.system}});
-      cr.messages.push_back(Json{{"role", "user"}, {"content", request.prompt}});
+      if (!request.system.empty()) g.messages.push_back(Json{{"role", "system"}, {"content", request.system}});
+      g.messages.push_back(Json{{"role", "user"}, {"content", request.prompt}});
     }
-    if (auto e = chat_prompt_tokens(m, cr, &prompt)) return fail(*e);
-    parse_output = m.chat_template.has_value();
   }
-  std::shared_ptr<Job> job;
-  if (auto e = make_generation_job(m, cr.params, std::move(prompt.ids), &job)) return fail(*e);
-  const bool tools = cr.tools.is_array() && !cr.tools.empty();
-  auto wire = std::make_shared<OllamaWire>(request.model, chat, m.chat_format, prompt.rendered, tools, parse_output, t0,
-                                           load_ns);
-  run_wire_job(ctx, std::move(lease), endpoint, std::move(job), std::move(wire), request.stream, "application/x-ndjson",
-               res);
+  PreparedGeneration p;
+  if (auto e = prepare_generation(ctx, g, std::move(lease), &p)) return fail(*e);
+  auto wire = std::make_shared<OllamaWire>(request.model, chat, p.lease->model().chat_format, p.prompt.rendered,
+                                           p.tools, p.template_rendered, t0, load_ns);
+  run_wire_job(ctx, std::move(p.lease), endpoint, std::move(p.job), std::move(wire), request.stream,
+               "application/x-ndjson", res);
 }
 
 std::optional<ApiError> parse_json_body(const httplib::Request& req, Json* body) { return parse_body(req.body, body); }

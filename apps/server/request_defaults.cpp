@@ -47,7 +47,11 @@ std::optional<std::string> apply_sampling_defaults(const std::string& method, co
     changed |= add(&options, "num_predict", d.max_tokens);
     if (changed) j["options"] = options;
   } else {
-    changed |= add(&j, "temperature", d.temperature);
+    // Anthropic's temperature is in [0, 1]: a server default above it (serve --temp takes [0, 2])
+    // becomes 1, the API's most random, rather than a 400 on a field the request never sent.
+    std::optional<double> temperature = d.temperature;
+    if (api == Api::kAnthropic && temperature && *temperature > 1.0) temperature = 1.0;
+    changed |= add(&j, "temperature", temperature);
     changed |= add(&j, "top_p", d.top_p);
     changed |= add(&j, "top_k", d.top_k);
     if (api == Api::kOpenAi) {

@@ -7,7 +7,8 @@
 //           repeat_penalty, presence_penalty, frequency_penalty, max_tokens
 //   Ollama  (/api/chat, /api/generate): options.{temperature, top_p, top_k, min_p, seed,
 //           repeat_penalty, presence_penalty, frequency_penalty, num_predict}
-//   Anthropic (/v1/messages): temperature, top_p, top_k (max_tokens is required there)
+//   Anthropic (/v1/messages): temperature (at most 1, the API's range), top_p, top_k
+//           (max_tokens is required there)
 // Bodies that are not JSON objects within the request bounds are left for the route to refuse.
 // Pure functions; thread-safe.
 #pragma once

@@ -202,6 +202,9 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   Job& j = *slot.job;
   Session& session = *slot.session;
   if (j.kind == JobKind::kLoad) {
+    // The slot's old state goes first, whatever happens: a load that fails leaves an empty slot,
+    // never a mix of two states (the values of a loaded state were checked when it was parsed).
+    (void)session.truncate(0);
     Status st = check_compatible(*j.load, session, options_.model_fingerprint);
     if (!st.ok()) return finish(slot, st.error().message, 409);
     restore_session_state(*j.load, session);

@@ -27,6 +27,7 @@
 #include "model/context_shift.h"
 #include "server/http_server.h"
 #include "server/model_sources.h"
+#include "server/request_guard.h"
 #include "server/serve_flags.h"
 #include "server/server_context.h"
 
@@ -76,6 +77,13 @@ int serve_main(int argc, char** argv) {
           {"--port", nullptr, "N", "port (default 8000; 0 = pick a free port)"},
           {"--api-key", nullptr, "KEY",
            "require 'Authorization: Bearer KEY' on every request except GET / and /health"},
+          {"--allowed-hosts", nullptr, "LIST",
+           "host names the server answers to besides its address and localhost (comma-separated, repeatable; "
+           "'.example.com' = the domain and its subdomains; '*' = any, e.g. behind a proxy): other Host headers get "
+           "403 (DNS rebinding)"},
+          {"--cors-origin", nullptr, "ORIGIN",
+           "let web pages from ORIGIN (https://app.example.com; repeatable; '*' = any) call the API from a browser; "
+           "other origins get 403"},
           {"--slots", nullptr, "N",
            "requests served at once, each with its own KV cache of --ctx tokens, all inside --mem (default 1)"},
           {"--queue", nullptr, "N", "requests waiting for a slot before the server answers 503 (default 16)"},
@@ -102,6 +110,9 @@ int serve_main(int argc, char** argv) {
           {"--alias", "-a", "NAME[,NAME...]",
            "names a single model answers to besides its own (repeatable; '*' = any name, for clients that send a fixed "
            "model name; the first is the id it reports; default: the file name without .gguf)"},
+          {"--content-special-tokens", nullptr, nullptr,
+           "tokenize control-token text typed in messages (<|im_end|>, ...) as the control token, as llama-server "
+           "does (default: as plain text; only the chat template's markup is special)"},
           {"--models", nullptr, "DIR",
            "serve every *.gguf in DIR, named by file stem (split X-00001-of-0000N.gguf: X); -m/--model NAME=PATH or "
            "NAME=REPO[:QUANT] (pulled if needed) may repeat and add to it"},
@@ -189,6 +200,18 @@ int serve_main(int argc, char** argv) {
   so.port = static_cast<int>(*port);
   so.api_key = args->get_string("--api-key");
   if (args->has("--api-key") && so.api_key.empty()) return cli::fail(make_error("--api-key must not be empty"));
+  for (const std::string& list : args->get_all("--allowed-hosts")) {
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      so.allowed_hosts.push_back(list.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  so.cors_origins = args->get_all("--cors-origin");
+  {
+    GuardOptions guard{so.host, so.allowed_hosts, so.cors_origins};
+    if (Status st = normalise_guard_options(&guard); !st.ok()) return cli::fail(st.error());
+  }
   auto slots = args->get_int("--slots", 1, 1, 256);
   if (!slots.ok()) return cli::fail(slots.error());
   so.n_slots = static_cast<int>(*slots);
@@ -273,6 +296,7 @@ int serve_main(int argc, char** argv) {
   lo->n_checkpoints = *checkpoints;       // and its checkpoints (none for a model that can rewind)
   if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
   so.context_shift = args->has("--context-shift");
+  so.content_special_tokens = args->has("--content-special-tokens");
   auto keep = args->get_int("--keep", 0, -1, int64_t{1} << 24);
   if (!keep.ok()) return cli::fail(keep.error());
   so.n_keep = *keep;
@@ -370,6 +394,12 @@ int serve_main(int argc, char** argv) {
         "sniper serve: %zu model(s) loaded on demand, at most %d at once in %.1f GiB, keep-alive %s, context dir %s\n",
         sources.size(), po.max_loaded, static_cast<double>(lo->mem_bytes) / (1u << 30),
         args->get_string("--keep-alive", "5m").c_str(), srv->context().contexts->dir().c_str());
+  }
+  if (!is_loopback_host(host_of(so.host).empty() ? so.host : host_of(so.host)) && so.api_key.empty()) {
+    std::fprintf(stderr,
+                 "sniper serve: warning: listening on %s without --api-key: anyone who can reach this address can use "
+                 "the server (set --api-key KEY, or --host 127.0.0.1)\n",
+                 so.host.c_str());
   }
   std::printf("sniper serve: listening on %s\n", listen_url(so.host, *bound).c_str());
   std::fflush(stdout);

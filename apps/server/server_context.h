@@ -35,9 +35,9 @@ struct ServerContext {
 
 void send_json(httplib::Response& res, const Json& body, int status = 200);
 void send_error(httplib::Response& res, const ApiError& error);
-// An ApiError for an HTTP status: server_error type from 500 on; code request_too_large (413),
-// server_busy (503).
-ApiError status_error(int status, std::string message);
+// An error in the shape of the API `path` belongs to: Ollama's under /api/, Anthropic's under
+// /v1/messages, OpenAI's otherwise.
+void send_api_error(const std::string& path, httplib::Response& res, int status, const std::string& message);
 // The name in a "/prefix/{name}" route: the path after its last '/'.
 std::string last_path_segment(const httplib::Request& req);
 
@@ -62,25 +62,5 @@ void handle_anthropic_count_tokens(ServerContext& ctx, const httplib::Request& r
 // context_sync_routes.cpp: POST /v1/context/upload and /v1/context/download (object storage).
 void handle_context_upload(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_download(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-
-// Shared by the generation and context routes: renders a chat (template or plain) or
-// tokenizes a prompt into ids. Returns an error to send on failure.
-struct PromptTokens {
-  std::vector<int32_t> ids;
-  RenderedChat rendered;  // chat only
-};
-std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatRequest& request, PromptTokens* out,
-                                           bool add_generation_prompt = true);
-std::vector<int32_t> text_prompt_tokens(const ServedModel& m, const std::string& prompt);
-// Builds the generation job (sampler, stops, max tokens, grammar) for `prompt` on model `m`:
-// 400 context_length_exceeded unless the prompt fits.
-std::optional<ApiError> make_generation_job(ServedModel& m, const GenerationParams& p, std::vector<int32_t> prompt,
-                                            std::shared_ptr<Job>* out);
-// 400 context_length_exceeded unless 0 < n_prompt < n_ctx.
-std::optional<ApiError> check_prompt_length(const ServedModel& m, size_t n_prompt);
-// The model a request names in body["model"] (absent or null: the pool's default), leased
-// (loaded on demand, waiting at most --load-timeout). Null with *error set on failure: not a
-// string (400), unknown (404 model_not_found), or the pool's errors.
-std::shared_ptr<ModelLease> lease_model(ServerContext& ctx, const Json& body, ApiError* error);
 
 }  // namespace sniper::server

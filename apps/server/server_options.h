@@ -22,6 +22,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;      // 0: pick a free port
   std::string api_key;  // empty: no authentication
+  // Host names the server answers to besides its address and localhost (request_guard.h).
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;  // origins allowed to make cross-origin requests ("*": any)
   int n_slots = 1;
   int queue_capacity = 16;                  // requests waiting beyond the slots (more -> 503)
   size_t max_body_bytes = 4u << 20;         // larger bodies -> 413
@@ -45,6 +48,9 @@ struct ServerOptions {
   RequestLogOptions log;                   // the per-request log line (--log-format, --verbose; request_log.h)
   SamplingDefaults sampling_defaults;      // for fields a request leaves out (--temp, ...; request_defaults.h)
   std::vector<std::string> model_aliases;  // the one model's other names (--alias; "*": any name)
+  // --content-special-tokens: control-token text in message content becomes control tokens (the
+  // old behaviour, as llama-server); default: plain text (only the template's markup is special).
+  bool content_special_tokens = false;
 };
 
 // "dir/stories260K.gguf" -> "stories260K".

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "server/structured_output.h"
 
+#include "sampling/gbnf.h"
 #include "sampling/json_schema_grammar.h"
+#include "server/field_validators.h"
 
 namespace sniper::server {
 
@@ -59,6 +61,29 @@ std::optional<ApiError> ollama_format(const Json& format, std::shared_ptr<const 
   }
   if (!format.is_object()) return bad_request("format must be \"json\" or a JSON schema object", "format");
   return compile(format, "format", "format", out);
+}
+
+std::optional<ApiError> gbnf_grammar(const Json& grammar, std::shared_ptr<const Grammar>* out) {
+  if (grammar.is_null()) return std::nullopt;
+  if (!grammar.is_string()) {
+    return bad_request(std::string("grammar must be a string (GBNF), got ") + json_kind(grammar), "grammar");
+  }
+  if (*out != nullptr) {
+    return bad_request("grammar and response_format (or json_schema) both constrain the output; send one", "grammar");
+  }
+  auto g = parse_gbnf(grammar.get_ref<const std::string&>());
+  if (!g.ok()) return bad_request(g.error().message, "grammar");
+  *out = std::move(g).value();
+  return std::nullopt;
+}
+
+std::optional<ApiError> llama_json_schema(const Json& schema, std::shared_ptr<const Grammar>* out) {
+  if (schema.is_null()) return std::nullopt;
+  if (*out != nullptr) {
+    return bad_request("json_schema and response_format (or grammar) both constrain the output; send one",
+                       "json_schema");
+  }
+  return compile(schema, "json_schema", "json_schema", out);
 }
 
 }  // namespace sniper::server

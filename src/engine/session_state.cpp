@@ -6,11 +6,13 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include "base/check.h"
+#include "kv/kv_values.h"
 
 namespace sniper {
 
@@ -87,6 +89,57 @@ Status decompress_sections(SessionState* s, ContextCompression c) {
     at += section;
   }
   s->kv = std::move(kv);
+  return ok_status();
+}
+
+// Every value the state holds must be finite (issue 40 finding 6): a NaN in one KV row poisons
+// every attention output that reads it, and so every later request that reuses the slot's
+// prefix. Runs on the decompressed sections (their bytes are what the cache would hold).
+// KV section of m positions: K, m * kv_dim values of the K type, then V, m * kv_dim values of
+// the V type (rows, or f16/bf16 transposed: the same values in another order).
+Status check_state_values(const SessionState& s) {
+  size_t at = 0;
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    const LayerStateSpec& spec = s.layers[l];
+    const uint64_t section = s.layer_bytes[l];
+    const uint8_t* p = s.kv.data() + at;
+    at += section;
+    if (spec.kind == LayerStateKind::kRecurrent) {
+      for (uint64_t i = 0; i + sizeof(float) <= section; i += sizeof(float)) {
+        float v;
+        std::memcpy(&v, p + i, sizeof(v));
+        if (!std::isfinite(v)) {
+          return make_error("the context file's layer %zu recurrent state holds a non-finite value (%g at float %llu)",
+                            l, static_cast<double>(v), static_cast<unsigned long long>(i / sizeof(float)));
+        }
+      }
+      continue;
+    }
+    if (spec.kind != LayerStateKind::kKv || section == 0) continue;
+    constexpr int64_t kMaxHeads = int64_t{1} << 16;
+    if (spec.n_kv_heads < 1 || spec.n_kv_heads > kMaxHeads || spec.head_dim < 1 || spec.head_dim > kMaxHeads) {
+      return make_error("the context file's layer %zu has kv heads %ld and head_dim %ld but both must be in [1, %ld]",
+                        l, static_cast<long>(spec.n_kv_heads), static_cast<long>(spec.head_dim),
+                        static_cast<long>(kMaxHeads));
+    }
+    const int64_t kv_dim = spec.n_kv_heads * spec.head_dim;
+    const bool blocks = kv_type_quantized(s.kv_type.k) || kv_type_quantized(s.kv_type.v);
+    const size_t k_bytes = blocks && spec.head_dim % 32 != 0 ? 0 : kv_values_bytes(s.kv_type.k, kv_dim);
+    const size_t v_bytes = k_bytes == 0 ? 0 : kv_values_bytes(s.kv_type.v, kv_dim);
+    // A section that is not a whole number of positions of its types has no values to check:
+    // it can never be restored (check_compatible compares every layer's shape and bytes with
+    // the session's and names the difference).
+    if (k_bytes == 0 || section % (k_bytes + v_bytes) != 0) continue;
+    const int64_t m = static_cast<int64_t>(section / (k_bytes + v_bytes));
+    const int64_t k_bad = first_non_finite_kv_value(p, m * kv_dim, s.kv_type.k);
+    const int64_t v_bad =
+        k_bad >= 0 ? -1 : first_non_finite_kv_value(p + k_bytes * static_cast<size_t>(m), m * kv_dim, s.kv_type.v);
+    if (k_bad >= 0 || v_bad >= 0) {
+      return make_error("the context file's layer %zu %s cache holds a non-finite value (%s, value %lld of %lld)", l,
+                        k_bad >= 0 ? "K" : "V", kv_type_name(k_bad >= 0 ? s.kv_type.k : s.kv_type.v),
+                        static_cast<long long>(k_bad >= 0 ? k_bad : v_bad), static_cast<long long>(m * kv_dim));
+    }
+  }
   return ok_status();
 }
 
@@ -372,6 +425,7 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
   }
   s.kv.assign(bytes.begin() + static_cast<long>(at), bytes.end() - 8);
   if (compression != 0) SNIPER_TRY(decompress_sections(&s, static_cast<ContextCompression>(compression)));
+  SNIPER_TRY(check_state_values(s));
   return s;
 }
 

@@ -90,7 +90,9 @@ void restore_session_state(const SessionState& state, Session& session);
 std::string serialize_session_state(const SessionState& state,
                                     ContextCompression compression = ContextCompression::kNone);
 // Parses file bytes (decompressing compressed KV rows into the file's kv type); Errors name the
-// problem (magic, version, truncated, sizes, checksum, compression).
+// problem (magic, version, truncated, sizes, checksum, compression, and a value that is not
+// finite: every KV value, quantized blocks' scales and recurrent states are checked, so a state
+// that loads cannot poison the session it is restored into).
 [[nodiscard]] Result<SessionState> parse_session_state(std::string_view bytes);
 
 // Writes atomically (temp file in the same directory, fsync, rename). Errors name the path, or

@@ -6,6 +6,9 @@
 // The matcher keeps the set of live parse stacks (llama.cpp's grammar design: every stack's top
 // is a byte set; alternatives are explored in parallel). Stacks share their tails in an arena of
 // immutable frames, so trying a token and rolling back costs no allocation.
+// Work per byte is linear in the live stacks: settle() de-duplicates the stacks it reaches with a
+// hash set (TopSet), so a rule with many alternatives (a schema's enum, anyOf) costs O(stacks) per
+// byte, not O(stacks^2). Equal byte sets are stored once (most are single bytes of literals).
 // Invariants: a Grammar has no left recursion and no cycle of nullable references (the builder
 // in json_schema_grammar.cpp only makes right-recursive rules; Grammar::validate() checks it),
 // so following a byte always terminates. A rule reference that ends an alternative is a tail
@@ -15,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -70,9 +74,15 @@ class Grammar {
   // Checks that every reference names a rule with at least one alternative, that no rule is
   // left-recursive (directly or through nullable prefixes). Errors name the rule.
   [[nodiscard]] Status validate() const;
+  // The longest chain of rules entered one inside the other before a byte is consumed: how deep
+  // the matcher's expansion recurses. Precondition: validate() passed. Grammars from untrusted
+  // text bound it (gbnf.h).
+  size_t left_depth() const;
 
   int32_t root() const { return root_; }
   int32_t n_rules() const { return static_cast<int32_t>(rules_.size()); }
+  // Elements of all alternatives (symbols and ends): the grammar's size, for bounds.
+  size_t n_elements() const { return elems_.size(); }
   const std::vector<int32_t>& alternatives(int32_t rule) const { return rules_[static_cast<size_t>(rule)].alts; }
   const std::string& rule_name(int32_t rule) const { return rules_[static_cast<size_t>(rule)].name; }
   const Element& element(int32_t pos) const { return elems_[static_cast<size_t>(pos)]; }
@@ -83,9 +93,13 @@ class Grammar {
     std::string name;
     std::vector<int32_t> alts;  // positions in elems_ where each alternative starts
   };
+  // For each rule, the rules reachable from it without consuming a byte.
+  std::vector<std::vector<int32_t>> left_edges() const;
+
   std::vector<Rule> rules_;
-  std::vector<Element> elems_;  // all alternatives, each terminated by kEnd
-  std::vector<ByteSet> sets_;
+  std::vector<Element> elems_;                            // all alternatives, each terminated by kEnd
+  std::vector<ByteSet> sets_;                             // distinct sets
+  std::map<std::array<uint64_t, 4>, int32_t> set_index_;  // set bits -> index in sets_ (interning)
   int32_t root_ = 0;
 };
 
@@ -124,7 +138,27 @@ class GrammarMatcher {
     int32_t pos;  // the element after the rule reference, to resume at
     int32_t parent;
   };
-  // Moves from (pos, parent) to every byte-set top reachable without consuming input.
+  // The tops already in a settle() output: an open-addressing hash set that a new generation
+  // clears in O(1), so a step allocates nothing once it has grown.
+  class TopSet {
+   public:
+    void clear();
+    // Inserts t; false when it was already there.
+    bool insert(const Top& t);
+
+   private:
+    void grow();
+    static uint64_t key(const Top& t) {
+      return (static_cast<uint64_t>(static_cast<uint32_t>(t.pos)) << 32) | static_cast<uint32_t>(t.parent);
+    }
+    std::vector<uint64_t> keys_;
+    std::vector<uint32_t> gens_;  // a slot is used when gens_[i] == gen_
+    uint32_t gen_ = 1;
+    size_t count_ = 0;
+  };
+
+  // Moves from (pos, parent) to every byte-set top reachable without consuming input, appending
+  // those not in seen_ to *out.
   void settle(int32_t pos, int32_t parent, std::vector<Top>* out, int depth);
   // Advances `from` over one byte into `to` (deduplicated); returns !to->empty().
   bool step(const std::vector<Top>& from, uint8_t byte, std::vector<Top>* to);
@@ -133,6 +167,7 @@ class GrammarMatcher {
   std::vector<Frame> frames_;  // arena; frames_ beyond a probe's start are dropped after it
   std::vector<Top> stacks_;
   std::vector<Top> scratch_a_, scratch_b_;
+  TopSet seen_;  // the tops of the settle() output being built
 };
 
 }  // namespace sniper

@@ -13,7 +13,10 @@
 // JsonGrammarLimits::max_ws bytes; an unconstrained value ({} or format "json") nests at most
 // max_any_depth containers and its strings (keys too) hold at most max_any_string characters (a
 // schema with "type": "string" and no maxLength is unbounded); counted repetitions (minItems/maxItems,
-// minLength/maxLength) at most max_count; schemas nest at most max_schema_depth. Strings are valid UTF-8 and their
+// minLength/maxLength) at most max_count; schemas nest at most max_schema_depth; an enum or anyOf
+// has at most max_alternatives entries and the grammar at most max_rules rules and max_elements
+// symbols (errors say which). An enum compiles to a trie (values that share a prefix share its
+// rules), so matching it costs the same per byte whatever the number of values. Strings are valid UTF-8 and their
 // escapes never produce a lone surrogate. Property order follows the schema's. Pure functions; thread-safe.
 #pragma once
 
@@ -33,6 +36,10 @@ struct JsonGrammarLimits {
   int max_schema_depth = 32;  // nesting of the schema itself
   int max_count = 1024;       // minItems, maxItems, minLength, maxLength
   int max_rules = 65536;      // grammar size: a larger schema is an error (bounds a request's cost)
+  // Grammar symbols (about one per byte of the schema's enum and const literals): 2Mi, 8 bytes
+  // each. A 40,000-value enum of 32-byte strings takes 1.3Mi.
+  size_t max_elements = size_t{1} << 21;
+  size_t max_alternatives = 65536;  // entries of one enum or anyOf
 };
 
 // The grammar of JSON valid against `schema`, with optional leading whitespace and nothing after

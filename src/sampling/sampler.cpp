@@ -54,6 +54,12 @@ Status SamplerConfig::validate() const {
     return make_error("presence_penalty is %g but must be finite", presence_penalty);
   if (!std::isfinite(frequency_penalty))
     return make_error("frequency_penalty is %g but must be finite", frequency_penalty);
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) return make_error("logit_bias has token %d but token ids are >= 0", token);
+    if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity()) {
+      return make_error("logit_bias of token %d is %g but must be finite or -inf (banned)", token, bias);
+    }
+  }
   return ok_status();
 }
 
@@ -136,6 +142,9 @@ size_t Sampler::select(const float* logits, int32_t n_vocab) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   Candidate* c = cands_.data();
   for (int32_t i = 0; i < n_vocab; ++i) c[i] = {std::isnan(logits[i]) ? kNegInf : logits[i], i};
+  for (const auto& [token, bias] : config_.logit_bias) {
+    if (token < n_vocab) c[token].logit += bias;  // -inf + anything finite stays -inf
+  }
   for_each_penalised(n_vocab, [&](int32_t t, int32_t count) { c[t].logit = penalised(c[t].logit, count); });
 
   if (config_.temperature <= 0) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Token sampling with llama.cpp's semantics and order: repetition/presence/frequency penalties
+// Token sampling with llama.cpp's semantics and order: logit biases (llama_sampler_logit_bias:
+// added to the logits first; -inf bans), repetition/presence/frequency penalties
 // over the last repeat_last_n accepted tokens, then top-k, top-p, min-p, temperature and a draw
 // from a seeded xoshiro256** generator (so a seed gives the same tokens on every platform).
 // temperature <= 0 is greedy: the argmax after penalties, lowest token id on ties.
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -25,6 +27,9 @@ struct SamplerConfig {
   float presence_penalty = 0;   // finite; subtracted once from every token in the window
   float frequency_penalty = 0;  // finite; subtracted once per occurrence in the window
   uint64_t seed = 0;
+  // (token, bias) pairs added to the logits before anything else; a token listed twice gets the
+  // sum (as llama.cpp); -inf bans the token. Token ids past the sampled vocabulary are ignored.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // Checks every field; the Error names the field, its value and the allowed range.
   [[nodiscard]] Status validate() const;

@@ -155,12 +155,98 @@ Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
   } else {
     SNIPER_ASSIGN_OR_RETURN(tok.bpe_, BpeModel::from_gguf(file, tok.vocab_));
   }
+  tok.index_special_texts();
   return tok;
 }
 
+void Tokenizer::index_special_texts() {
+  special_trie_.assign(1, SpecialNode{});
+  for (const int32_t id : vocab_.special_tokens) {
+    if (!(vocab_.attrs[size_t(id)] & (kTokenAttrControl | kTokenAttrUnknown))) continue;
+    int32_t node = 0;
+    for (const char c : vocab_.texts[size_t(id)]) {
+      const auto b = static_cast<uint8_t>(c);
+      auto& next = special_trie_[size_t(node)].next;
+      auto it = std::find_if(next.begin(), next.end(), [b](const auto& e) { return e.first == b; });
+      if (it == next.end()) {
+        next.emplace_back(b, static_cast<int32_t>(special_trie_.size()));
+        node = static_cast<int32_t>(special_trie_.size());
+        special_trie_.push_back(SpecialNode{});
+      } else {
+        node = it->second;
+      }
+    }
+    special_trie_[size_t(node)].terminal = true;
+  }
+}
+
+size_t Tokenizer::special_text_at(std::string_view text, size_t at) const {
+  if (special_trie_.empty()) return 0;
+  int32_t node = 0;
+  size_t longest = 0;
+  for (size_t i = at; i < text.size(); ++i) {
+    const auto b = static_cast<uint8_t>(text[i]);
+    const auto& next = special_trie_[size_t(node)].next;
+    auto it = std::find_if(next.begin(), next.end(), [b](const auto& e) { return e.first == b; });
+    if (it == next.end()) break;
+    node = it->second;
+    if (special_trie_[size_t(node)].terminal) longest = i + 1 - at;
+  }
+  return longest;
+}
+
+std::string Tokenizer::escape_special_text(std::string_view text, std::string_view mark,
+                                           const std::vector<std::string>& keep) const {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    // Whole UTF-8 characters: the mark goes after the first character of a match.
+    size_t len = 1;
+    const auto c = static_cast<uint8_t>(text[i]);
+    if (c >= 0xF0) {
+      len = 4;
+    } else if (c >= 0xE0) {
+      len = 3;
+    } else if (c >= 0xC0) {
+      len = 2;
+    }
+    len = std::min(len, text.size() - i);
+    const size_t special = special_text_at(text, i);
+    const bool kept = special > 0 && std::find(keep.begin(), keep.end(), text.substr(i, special)) != keep.end();
+    out.append(text.substr(i, len));
+    if (special > 0 && !kept && i + len < text.size()) out.append(mark);
+    i += len;
+  }
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::encode_escaped(std::string_view text, bool add_special, std::string_view mark) const {
+  return encode_marked(text, add_special, /*parse_special=*/true, mark);
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  return encode_marked(text, add_special, parse_special, {});
+}
+
+std::vector<int32_t> Tokenizer::encode_marked(std::string_view full_text, bool add_special, bool parse_special,
+                                              std::string_view mark) const {
   std::vector<int32_t> out;
-  const std::vector<Fragment> fragments = partition_special(vocab_, text, parse_special);
+  const std::vector<Fragment> fragments = partition_special(vocab_, full_text, parse_special);
+  // A plain-text fragment without the marks (they only separate a token text's characters).
+  std::string unmarked;
+  auto fragment_text = [&](const Fragment& f) -> std::string_view {
+    const std::string_view t = full_text.substr(f.offset, f.length);
+    if (mark.empty() || t.find(mark) == std::string_view::npos) return t;
+    unmarked.clear();
+    for (size_t i = 0; i < t.size();) {
+      if (t.compare(i, mark.size(), mark) == 0) {
+        i += mark.size();
+      } else {
+        unmarked.push_back(t[i++]);
+      }
+    }
+    return unmarked;
+  };
   if (add_special && vocab_.add_bos) out.push_back(vocab_.bos_id);
   if (vocab_.kind == TokenizerKind::kSpm) {
     bool prev_special = true;  // the first fragment gets the space prefix too
@@ -173,7 +259,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
       }
       escaped.clear();
       if (vocab_.add_space_prefix && prev_special) escaped = "\xE2\x96\x81";
-      for (const char c : text.substr(f.offset, f.length)) {
+      for (const char c : fragment_text(f)) {
         if (c == ' ') {
           escaped += "\xE2\x96\x81";  // U+2581
         } else {
@@ -188,7 +274,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
       if (f.token >= 0) {
         out.push_back(f.token);
       } else {
-        bpe_.encode(vocab_, text.substr(f.offset, f.length), out);
+        bpe_.encode(vocab_, fragment_text(f), out);
       }
     }
   }

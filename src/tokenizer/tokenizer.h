@@ -39,6 +39,24 @@ class Tokenizer {
   // tokenizer_st_partition). Any byte string is accepted; invalid UTF-8 never fails.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
 
+  // Text of mixed origin: markup whose control-token texts must become control tokens (a chat
+  // template's rendering) and text that must not (what users wrote). escape_special_text() puts
+  // `mark` (a string that occurs nowhere else, e.g. a Unicode noncharacter) after the first
+  // character of every control/unknown token text in `text`, so no special-token match can
+  // include it; encode_escaped() parses special tokens in the whole text as encode(..., true)
+  // does and then removes `mark` from the plain-text fragments before encoding them. A text
+  // without marks encodes exactly as encode(text, add_special, true); escaped parts come out as
+  // the plain-text tokens of their original bytes. Control-token texts of one character cannot
+  // be escaped (no vocabulary has one). Texts in `keep` (exact token texts) are left as they
+  // are: the markers a model writes in its own output (thinking, tool calls), which a template
+  // may parse out of an assistant message. Thread-safe.
+  std::string escape_special_text(std::string_view text, std::string_view mark,
+                                  const std::vector<std::string>& keep = {}) const;
+  std::vector<int32_t> encode_escaped(std::string_view text, bool add_special, std::string_view mark) const;
+  // The length of the longest control/unknown token text that starts at text[at] (what encode
+  // with parse_special could match there, user-defined tokens aside); 0 when none does.
+  size_t special_text_at(std::string_view text, size_t at) const;
+
   // The bytes of one token (may be a partial UTF-8 sequence). Control/unknown tokens render as
   // their text only with `render_special`, else as "". Precondition: 0 <= id < n_vocab().
   std::string token_to_piece(int32_t id, bool render_special) const;
@@ -72,9 +90,21 @@ class Tokenizer {
  private:
   Tokenizer() = default;
 
+  // encode() of text whose plain-text fragments lose every occurrence of `mark` (none when empty).
+  std::vector<int32_t> encode_marked(std::string_view text, bool add_special, bool parse_special,
+                                     std::string_view mark) const;
+  // A byte trie of the control/unknown token texts (what parse_special adds), for
+  // special_text_at(). Node 0 is the root.
+  struct SpecialNode {
+    std::vector<std::pair<uint8_t, int32_t>> next;  // byte -> node
+    bool terminal = false;                          // a token's text ends here
+  };
+  void index_special_texts();
+
   Vocab vocab_;
   SpmModel spm_;  // used when kind() == kSpm
   BpeModel bpe_;  // used when kind() == kBpe
+  std::vector<SpecialNode> special_trie_;
 };
 
 // Incremental detokenizer for generation: push() returns the text that became complete, holding

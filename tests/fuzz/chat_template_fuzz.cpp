@@ -3,7 +3,8 @@
 // POST /v1/chat/completions does it: the body is parsed within the request bounds, validated by
 // parse_chat_request, then rendered by render_chat (Jinja engine, from_json of messages and
 // tools). Any input must render or fail with an error, never crash or recurse without bound.
-// The same bytes also go through the template's model-output parser as generated text.
+// The same bytes also go through the template's model-output parser as generated text, and every
+// message string through the control-token escaping (Qwen2 vocabulary).
 // Templates: a built-in ChatML template with tools, plus the real Qwen3, Qwen3.5, Llama 3 and
 // Gemma 4 templates when SNIPER_SHARED_DIR (or ../shared) holds them. Build with Clang (see
 // CMakeLists.txt); run   ./chat_template_fuzz -max_len=65536 corpus/chat_template_fuzz
@@ -16,9 +17,11 @@
 #include <string_view>
 #include <vector>
 
+#include "gguf/reader.h"
 #include "server/chat_format.h"
 #include "server/openai_protocol.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -58,11 +61,14 @@ std::vector<std::unique_ptr<Template>> load_templates() {
   const char* env = std::getenv("SNIPER_SHARED_DIR");
   const std::string shared = env != nullptr ? env : "../shared";
   for (const char* model : {"qwen3", "qwen35", "llama3", "gemma4"}) {
+    // tokenizer_config.json's chat_template, or chat_template.jinja (Qwen3.5, Gemma 4).
+    const std::string dir = shared + "/tokenizer/" + model;
     Json config;
-    if (!parse_json_bounded(read_file(shared + "/tokenizer/" + model + "/tokenizer_config.json"), &config).empty())
-      continue;
-    if (config.is_object() && config.contains("chat_template") && config["chat_template"].is_string()) {
+    if (parse_json_bounded(read_file(dir + "/tokenizer_config.json"), &config).empty() && config.is_object() &&
+        config.contains("chat_template") && config["chat_template"].is_string()) {
       sources.push_back(config["chat_template"].get<std::string>());
+    } else if (const std::string jinja = read_file(dir + "/chat_template.jinja"); !jinja.empty()) {
+      sources.push_back(jinja);
     }
   }
   std::vector<std::unique_ptr<Template>> out;
@@ -72,6 +78,17 @@ std::vector<std::unique_ptr<Template>> load_templates() {
     out.push_back(std::make_unique<Template>(Template{std::move(t).value(), detect_chat_format(s)}));
   }
   return out;
+}
+
+// The Qwen2 vocabulary (ChatML control tokens), when the shared directory has it.
+std::unique_ptr<sniper::Tokenizer> load_qwen2_tokenizer() {
+  const char* env = std::getenv("SNIPER_SHARED_DIR");
+  const std::string shared = env != nullptr ? env : "../shared";
+  auto file = sniper::gguf_open(shared + "/tokenizer/ggml-vocab-qwen2.gguf");
+  if (!file.ok()) return nullptr;
+  auto tok = sniper::Tokenizer::from_gguf(*file);
+  if (!tok.ok()) return nullptr;
+  return std::make_unique<sniper::Tokenizer>(std::move(tok).value());
 }
 
 }  // namespace
@@ -106,5 +123,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   in.add_generation_prompt = (data[0] & 0x80) == 0;
   auto rendered = render_chat(t.tmpl, t.format, in, "<s>", "</s>");
   if (!rendered.ok() && rendered.error().message.empty()) std::abort();
+  // Message text never becomes control tokens (issue 40 finding 9): every string of the
+  // messages, escaped as the server escapes it, encodes to plain-text tokens only, and the same
+  // text comes back.
+  static const std::unique_ptr<sniper::Tokenizer> tok = load_qwen2_tokenizer();
+  if (tok != nullptr) {
+    const std::string mark = "\xEF\xB7\x90";
+    std::vector<const Json*> todo = {&request.messages};
+    while (!todo.empty()) {
+      const Json* v = todo.back();
+      todo.pop_back();
+      if (v->is_array() || v->is_object()) {
+        for (const Json& e : *v) todo.push_back(&e);
+        continue;
+      }
+      if (!v->is_string() || v->get_ref<const std::string&>().find(mark) != std::string::npos) continue;
+      const std::string& text = v->get_ref<const std::string&>();
+      const std::vector<int32_t> ids = tok->encode_escaped(tok->escape_special_text(text, mark), false, mark);
+      for (int32_t id : ids) {
+        if (tok->is_control(id)) std::abort();
+      }
+      if (ids != tok->encode(text, false, false)) std::abort();
+    }
+  }
   return 0;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer entry point for the server's HTTP/1.1 request parsing (http_wire.h), the bytes
 // every connection starts with: any input must parse or be refused with a 4xx/5xx status, and
-// a parsed head must be internally consistent. Build with Clang (see CMakeLists.txt); run
+// a parsed head must be internally consistent; then the request guard's Host, Origin and
+// Content-Type checks on its headers. Build with Clang (see CMakeLists.txt); run
 //   ./http_request_fuzz -max_len=65536 corpus/http_request_fuzz
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <string_view>
 
 #include "server/http_wire.h"
+#include "server/request_guard.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sniper::server;
@@ -29,6 +31,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (req.path.empty() || req.path.size() > head.size() || req.headers.size() > limits.max_headers) std::abort();
+  // The request guard (request_guard.h) on whatever Host, Origin and Content-Type came in:
+  // a verdict for every value, errors that are 4xx with a message, hosts it accepts that parse.
+  GuardOptions guard;
+  guard.cors_origins = {"https://app.example.com"};
+  guard.allowed_hosts = {".example.com"};
+  if (!normalise_guard_options(&guard).ok()) std::abort();
+  const std::string host = req.get_header_value("Host");
+  const auto host_error = check_host(guard, req.has_header("Host") ? &host : nullptr, req.version);
+  if (host_error && (host_error->status < 400 || host_error->status > 499 || host_error->message.empty())) std::abort();
+  if (!host_error && req.has_header("Host") && host_of(host).empty()) std::abort();
+  const std::string origin = req.get_header_value("Origin");
+  (void)check_origin(guard, req.has_header("Origin") ? &origin : nullptr, host);
+  (void)is_json_content_type(req.get_header_value("Content-Type"));
   size_t body = 0;
   const WireError be = request_body_length(req, limits, &body);
   if (be ? (be.status < 400 || be.status > 599) : body > limits.max_body_bytes) std::abort();

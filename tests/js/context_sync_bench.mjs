@@ -36,7 +36,7 @@ Object.assign(process.env, { AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY:
 const store = path.join(dir, "contexts");
 const server = await startServer(bin, ["-m", model, "--ctx", String(target + 256), "--context-dir", store], { timeoutMs: 300000 });
 const post = async (route, body) => {
-  const res = await fetch(`${server.url}${route}`, { method: "POST", body: JSON.stringify(body) });
+  const res = await fetch(`${server.url}${route}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
   const json = await res.json();
   check(res.ok, `${route}: ${res.status} ${JSON.stringify(json)}`);
   return json;

@@ -160,7 +160,7 @@ async function main() {
   const server = await startServer(bin, ["-m", stories, "--context-dir", storeA]);
   try {
     const prompt = "Once upon a time there was a little girl named Lily who loved to play in the park. ".repeat(12);
-    let r = await fetch(`${server.url}/v1/context/save`, { method: "POST", body: JSON.stringify({ name: "demo", prompt }) });
+    let r = await fetch(`${server.url}/v1/context/save`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ name: "demo", prompt }) });
     check(r.ok, `save: ${r.status} ${await r.text()}`);
     const local = readFileSync(path.join(storeA, "demo.ctx"));
     const sha = createHash("sha256").update(local).digest("hex");
@@ -188,7 +188,7 @@ async function main() {
 
     // The server's endpoints: upload, download (into its own store), load.
     const post = async (route, body) => {
-      const res = await fetch(`${server.url}${route}`, { method: "POST", body: JSON.stringify(body) });
+      const res = await fetch(`${server.url}${route}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
       return { status: res.status, json: await res.json() };
     };
     let s = await post("/v1/context/upload", { name: "demo", remote: `s3://${BUCKET}/srv` });
@@ -292,7 +292,7 @@ async function main() {
       const bad = await startServer(bin, ["-m", stories, "--context-dir", storeA]);
       Object.assign(process.env, saved);
       try {
-        const res = await fetch(`${bad.url}/v1/context/upload`, { method: "POST", body: JSON.stringify({ name: "demo", remote }) });
+        const res = await fetch(`${bad.url}/v1/context/upload`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ name: "demo", remote }) });
         const j = await res.json();
         check(res.status === 502 && j.error.code === want, `server upload with ${JSON.stringify(env)}: ${res.status} ${JSON.stringify(j)}`);
         if (want === "remote_forbidden") check(j.error.message.includes("InvalidAccessKeyId"), j.error.message);

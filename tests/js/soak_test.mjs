@@ -135,7 +135,7 @@ function slowReader() {
     let got = "";
     const finish = (ok, why) => { sock.destroy(); ok ? count("ok_slow_reader") : unexpected("slow reader: " + why); resolve(); };
     const timer = setTimeout(() => finish(false, "no [DONE] in 30 s"), 30000);
-    sock.on("connect", () => sock.write(`POST ${p} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+    sock.on("connect", () => sock.write(`POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
       `Connection: close\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`));
     sock.on("data", (d) => {
       got += d;
@@ -157,7 +157,7 @@ function halfOpen() {
     const sock = net.connect(server.port, "127.0.0.1");
     let got = "";
     const timer = setTimeout(() => { sock.destroy(); unexpected("half-open: no 408 in time"); resolve(); }, (kHeaderTimeoutS + 5) * 1000);
-    sock.on("connect", () => sock.write("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"));
+    sock.on("connect", () => sock.write("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
     sock.on("data", (d) => { got += d; });
     sock.on("error", () => {});
     sock.on("close", () => {

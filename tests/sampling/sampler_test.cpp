@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <vector>
 
@@ -206,6 +207,27 @@ TEST(Sampler, RepeatPenaltyChangesTheGreedyChoice) {
   EXPECT_EQ(s.sample(logits.data(), 3), 1);
 }
 
+// logit_bias (issue 40 finding 8), as llama.cpp's logit-bias sampler: added before penalties,
+// summed when a token repeats, -inf bans, ids past the vocabulary ignored; the distribution and
+// greedy choice both see it.
+TEST(Sampler, LogitBiasComesFirstAndBans) {
+  SamplerConfig c = plain_config(0.0f);
+  c.logit_bias = {{0, 1.5f}, {0, 1.0f}, {1, -std::numeric_limits<float>::infinity()}, {99, 50.0f}};
+  c.repeat_penalty = 2.0f;
+  Sampler s(c);
+  const std::vector<float> logits = {1.0f, 5.0f, 3.0f};
+  EXPECT_EQ(s.sample(logits.data(), 3), 0);  // 1 + 2.5 = 3.5 > 3; token 1 banned
+  s.accept(0);                               // penalised after the bias: 3.5 / 2 = 1.75 < 3
+  EXPECT_EQ(s.sample(logits.data(), 3), 2);
+  std::vector<float> probs(3);
+  c.temperature = 1.0f;
+  Sampler t(c);
+  t.distribution(logits.data(), 3, probs.data());
+  EXPECT_EQ(probs[1], 0.0f);
+  EXPECT_NEAR(probs[0] / probs[2], std::exp(0.5), 1e-5);
+  for (int i = 0; i < 200; ++i) EXPECT_NE(t.sample(logits.data(), 3), 1);
+}
+
 TEST(Sampler, NoAllocationPerSampleAfterTheFirst) {
   SamplerConfig c;  // default chain: penalties off, top-k 40, top-p 0.95, min-p 0.05
   c.repeat_penalty = 1.1f;
@@ -243,6 +265,18 @@ TEST(Sampler, ValidateNamesTheBadField) {
       {[](SamplerConfig& c) { c.repeat_last_n = -1; }, "repeat_last_n is -1"},
       {[](SamplerConfig& c) { c.presence_penalty = INFINITY; }, "presence_penalty"},
       {[](SamplerConfig& c) { c.frequency_penalty = NAN; }, "frequency_penalty"},
+      {[](SamplerConfig& c) {
+         c.logit_bias = {{-1, 1.0f}};
+       },
+       "logit_bias has token -1"},
+      {[](SamplerConfig& c) {
+         c.logit_bias = {{3, NAN}};
+       },
+       "logit_bias of token 3"},
+      {[](SamplerConfig& c) {
+         c.logit_bias = {{3, INFINITY}};
+       },
+       "logit_bias of token 3 is inf"},
   };
   EXPECT_TRUE(SamplerConfig{}.validate().ok());
   for (const Bad& b : cases) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "server/response_formatter.h"
 
 namespace sniper::server {
@@ -66,6 +68,12 @@ TEST(OpenAiProtocol, RejectsBadValuesNamingTheField) {
       {"{" + m + R"(,"stream_options":5})", "stream_options"},
       {"{" + m + R"(,"chat_template_kwargs":[]})", "chat_template_kwargs"},
       {R"({"messages":{}})", "messages"},
+      {"{" + m + R"(,"logit_bias":{"5":101}})", "logit_bias.5"},
+      {"{" + m + R"(,"logit_bias":[[5]]})", "logit_bias[0]"},
+      {"{" + m + R"(,"grammar":"root ::= x"})", "grammar"},
+      {"{" + m + R"(,"grammar":"root ::= \"a\"","json_schema":{"type":"string"}})", "json_schema"},
+      {"{" + m + R"(,"tool_choice":{"type":"function","function":{"name":"f"}}})", "tool_choice"},
+      {"{" + m + R"(,"tool_choice":{"type":"function"}})", "tool_choice.function"},
   };
   for (const Case& c : cases) {
     auto e = chat(c.body);
@@ -77,6 +85,31 @@ TEST(OpenAiProtocol, RejectsBadValuesNamingTheField) {
   auto t = chat("{" + m + R"(,"temperature":1e9})");
   ASSERT_TRUE(t);
   EXPECT_NE(t->message.find("[0, 2]"), std::string::npos) << t->message;
+}
+
+// logit_bias in OpenAI's and llama.cpp's forms (issue 40 finding 8): ids and text, -100 and
+// false ban; the vocabulary is checked later, with the model (generation_prologue).
+TEST(OpenAiProtocol, LogitBiasForms) {
+  ChatRequest r;
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"hi"}],
+                        "logit_bias":{"50256":-100,"7":2.5,"hello":false}})",
+                    &r));
+  const auto& b = r.params.logit_bias;
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].token, 50256);
+  EXPECT_TRUE(std::isinf(b[0].bias) && b[0].bias < 0);
+  EXPECT_EQ(b[1].token, 7);
+  EXPECT_EQ(b[1].bias, 2.5f);
+  EXPECT_EQ(b[2].token, -1);
+  EXPECT_EQ(b[2].text, "hello");
+  EXPECT_TRUE(std::isinf(b[2].bias));
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":[[3,-1],["x",false]]})", &r));
+  ASSERT_EQ(r.params.logit_bias.size(), 2u);
+  EXPECT_EQ(r.params.logit_bias[0].token, 3);
+  EXPECT_EQ(r.params.logit_bias[1].text, "x");
+  auto e = chat(R"({"messages":[{"role":"user","content":"hi"}],"logit_bias":{"99999999999":1}})");
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("which is not a token id"), std::string::npos) << e->message;
 }
 
 TEST(OpenAiProtocol, BodyMustBeValidJsonObjectAndUtf8) {

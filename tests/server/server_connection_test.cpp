@@ -76,15 +76,15 @@ class RawClient {
   bool connected_ = false;
 };
 
-const std::string kHalfRequest = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n";
+const std::string kHalfRequest = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n";
 
 std::string get_request(const std::string& path, bool close = true) {
-  return "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + (close ? "Connection: close\r\n" : "") + "\r\n";
+  return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + (close ? "Connection: close\r\n" : "") + "\r\n";
 }
 
 std::string post_request(const std::string& path, const std::string& body) {
   return "POST " + path +
-         " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+         " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kv/kv_values.h"
 #include "server/test_server.h"
 
 namespace sniper::server {
@@ -413,6 +414,80 @@ TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {
   std::filesystem::remove(path);
 }
 
+// Issue 40 finding 6: a state with a valid checksum whose values are not finite loaded, and its
+// NaN rows then poisoned every request that reused the slot. Each kind of value is checked: f16
+// and bf16 K and V (rows and transposed), the scales of every block type, recurrent states, and
+// compressed files (checked after decompression).
+TEST(SessionState, NonFiniteValuesAreRefused) {
+  struct Case {
+    const char* model;
+    KvConfig kv;
+  } cases[] = {
+      {"syn-qwen3-Q4_K_M.gguf", KvConfig()},  // f16 K, transposed f16 V
+      {"syn-qwen3-Q4_K_M.gguf", KvConfig(KvType::kBF16, KvType::kBF16, FlashAttn::kOff)},
+      {"syn-qwen3-Q4_K_M.gguf", KvConfig(KvType::kQ8_0, KvType::kQ8_0, FlashAttn::kOn)},
+      {"syn-qwen3-Q4_K_M.gguf", KvConfig(KvType::kQ4_1, KvType::kQ5_1, FlashAttn::kOn)},
+      {"syn-qwen3-Q4_K_M.gguf", KvConfig(KvType::kIQ4_NL, KvType::kQ5_0, FlashAttn::kOn)},
+      {"syn-qwen35-Q4_K_M.gguf", KvConfig(KvType::kQ4_0, KvType::kQ4_0, FlashAttn::kOn)},  // recurrent layers
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.model) + " " + kv_config_name(c.kv));
+    auto model = load_model(c.model);
+    ASSERT_NE(model, nullptr);
+    auto fp = model_fingerprint(model->gguf());
+    ASSERT_TRUE(fp.ok());
+    auto session = new_session(*model, 64, c.kv);
+    ASSERT_NE(session, nullptr);
+    ASSERT_TRUE(session->eval(prompt_ids(20, static_cast<int32_t>(model->config().vocab_size))).ok());
+    const SessionState good = capture_session_state(*session, *fp);
+    ASSERT_TRUE(parse_session_state(serialize_session_state(good)).ok());
+    // Poison one value of each section kind in turn: the first bytes of a KV layer's K part
+    // (an f16 value or a block's scale d), its V part, a q4_1/q5_1 block's minimum m, and a
+    // recurrent state's float.
+    size_t at = 0;
+    for (size_t l = 0; l < good.layers.size(); ++l) {
+      const LayerStateSpec& spec = good.layers[l];
+      const size_t bytes = good.layer_bytes[l];
+      std::vector<size_t> offsets;
+      if (spec.kind == LayerStateKind::kKv) {
+        const int64_t kv_dim = spec.n_kv_heads * spec.head_dim;
+        const size_t k_row = kv_values_bytes(good.kv_type.k, kv_dim), v_row = kv_values_bytes(good.kv_type.v, kv_dim);
+        const size_t m = bytes / (k_row + v_row);
+        offsets = {at, at + k_row * m, at + k_row * m + (v_row * m) / 2};
+        if (good.kv_type.k == KvType::kQ4_1) offsets.push_back(at + 2);  // K's first block's m
+      } else if (spec.kind == LayerStateKind::kRecurrent) {
+        offsets = {at, at + bytes - 4};
+      }
+      for (size_t off : offsets) {
+        SessionState bad = good;
+        const uint8_t nan_bytes[4] = {0xff, 0xff, 0xff, 0xff};  // NaN as f16, bf16 and f32
+        std::memcpy(bad.kv.data() + off, nan_bytes, 4);
+        auto r = parse_session_state(serialize_session_state(bad));
+        ASSERT_FALSE(r.ok()) << "layer " << l << " offset " << off - at;
+        EXPECT_NE(r.error().message.find("non-finite"), std::string::npos) << r.error().message;
+        EXPECT_NE(r.error().message.find("layer " + std::to_string(l)), std::string::npos) << r.error().message;
+      }
+      at += bytes;
+    }
+  }
+  // A compressed file whose q8_0 block scale is NaN: refused after decompression.
+  auto model = load_model("syn-qwen3-Q4_K_M.gguf");
+  ASSERT_NE(model, nullptr);
+  auto fp = model_fingerprint(model->gguf());
+  auto session = new_session(*model, 64);
+  ASSERT_TRUE(session->eval(prompt_ids(20, static_cast<int32_t>(model->config().vocab_size))).ok());
+  std::string bytes = serialize_session_state(capture_session_state(*session, *fp), ContextCompression::kQ8_0);
+  // The file layout (session_state.h): header, tokens, per-layer records, then the sections.
+  const size_t first_section = 72 + 20 * 4 + static_cast<size_t>(session->state().n_layers()) * 64;
+  bytes[first_section] = static_cast<char>(0xff);
+  bytes[first_section + 1] = static_cast<char>(0x7f);  // f16 0x7fff: NaN
+  const uint64_t h = fnv1a64(bytes.data(), bytes.size() - 8);
+  std::memcpy(bytes.data() + bytes.size() - 8, &h, 8);
+  auto r = parse_session_state(bytes);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("non-finite"), std::string::npos) << r.error().message;
+}
+
 // --- over HTTP ---
 
 httplib::Result post(TestServer& s, const std::string& path, const TJson& body) {
@@ -624,6 +699,61 @@ TEST(ContextHttp, CompressionOfAnUnsupportedShapeIsA400) {
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_NE(r->body.find("head_dim"), std::string::npos) << r->body;
   EXPECT_FALSE(std::filesystem::exists(dir + "/s.ctx"));
+}
+
+// Issue 40 finding 6 over HTTP: a context file whose KV data is all NaN (checksum valid) loaded
+// with 200, and every later request returned empty text, even after loading a good context,
+// until a restart. Now the load is a 400 naming the problem, and the requests before and after
+// it give the same text.
+TEST(ContextHttp, PoisonedContextIsRefusedAndLeavesNothingBehind) {
+  const std::string dir = ::testing::TempDir() + "/sniper_ctx_poison";
+  std::filesystem::remove_all(dir);
+  ServerOptions o;
+  o.n_slots = 2;
+  o.context_dir = dir;
+  TestServer server(models_dir() + "/stories260K.gguf", o, 256);
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::string story = "Once upon a time, there was a little girl named Lily. She loved to play outside.";
+  auto save = post(server, "/v1/context/save", {{"name", "good"}, {"prompt", story}});
+  ASSERT_TRUE(save);
+  ASSERT_EQ(save->status, 200) << save->body;
+  // The same state with every KV byte 0xff (NaN as f16), re-checksummed: the issue's file.
+  auto state = read_session_state_file(dir + "/good.ctx");
+  ASSERT_TRUE(state.ok()) << state.error().message;
+  SessionState poison = *state;
+  std::fill(poison.kv.begin(), poison.kv.end(), uint8_t{0xff});
+  ASSERT_TRUE(write_session_state_file(dir + "/poison.ctx", poison).ok());
+
+  const TJson req = {{"prompt", "The cat sat on the"}, {"max_tokens", 12}, {"temperature", 0}};
+  auto before = post(server, "/v1/completions", req);
+  ASSERT_TRUE(before);
+  ASSERT_EQ(before->status, 200);
+  const std::string text = TJson::parse(before->body)["choices"][0]["text"];
+  ASSERT_FALSE(text.empty());
+
+  for (int i = 0; i < 2; ++i) {  // one load per slot, as a poisoned server had both slots poisoned
+    auto load = post(server, "/v1/context/load", {{"name", "poison"}});
+    ASSERT_TRUE(load);
+    EXPECT_EQ(load->status, 400) << load->body;
+    EXPECT_NE(load->body.find("non-finite"), std::string::npos) << load->body;
+    EXPECT_EQ(TJson::parse(load->body)["error"]["code"], "invalid_context_file");
+  }
+  for (const TJson& r : {req, TJson{{"prompt", story + " One day"}, {"max_tokens", 12}, {"temperature", 0}}}) {
+    auto after = post(server, "/v1/completions", r);
+    ASSERT_TRUE(after);
+    ASSERT_EQ(after->status, 200);
+    EXPECT_FALSE(TJson::parse(after->body)["choices"][0]["text"].get<std::string>().empty()) << after->body;
+  }
+  auto again = post(server, "/v1/completions", req);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(TJson::parse(again->body)["choices"][0]["text"], text);
+  auto load = post(server, "/v1/context/load", {{"name", "good"}});
+  ASSERT_TRUE(load);
+  EXPECT_EQ(load->status, 200) << load->body;
+  again = post(server, "/v1/completions", req);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(TJson::parse(again->body)["choices"][0]["text"], text);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
