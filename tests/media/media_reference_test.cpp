@@ -131,6 +131,7 @@ TEST_P(MediaReference, MatchesLibmtmd) {
   ASSERT_TRUE(chunk.ok()) << chunk.error().message;
   ASSERT_EQ(static_cast<int64_t>(chunk->embd.size()), n_floats);
   const std::vector<uint8_t> head_bytes = read_bytes(dir + "/embd_head.f32");
+  ASSERT_GE(head_bytes.size(), 4u) << dir << "/embd_head.f32 is missing or empty";
   std::vector<float> head(head_bytes.size() / 4);
   std::memcpy(head.data(), head_bytes.data(), head_bytes.size());
   double err = 0, norm = 0;
