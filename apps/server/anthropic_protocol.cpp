@@ -2,6 +2,7 @@
 #include "server/anthropic_protocol.h"
 
 #include "server/field_validators.h"
+#include "server/media_input.h"
 
 namespace sniper::server {
 
@@ -46,6 +47,7 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* messages)
   }
   if (!content.is_array()) return f.type_error("content", "a string or an array of content blocks");
   std::string text, thinking;
+  Json parts = Json::array();  // a user message with images: text and image parts in order
   Json calls = Json::array();
   std::vector<Json> tool_results;
   for (size_t k = 0; k < content.size(); ++k) {
@@ -92,8 +94,30 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* messages)
       SNIPER_TRY_API(bf.boolean("is_error", &is_error));
       if (is_error) result = "Error: " + result;
       tool_results.push_back(Json{{"role", "tool"}, {"tool_call_id", tool_use_id}, {"content", result}});
-    } else if (type == "image" || type == "document") {
-      return bad(bat + ": " + type + " blocks are not supported (this server serves text-only models)", bat);
+    } else if (type == "image") {
+      if (role != "user") return bad(bat + ": image blocks belong to user messages", bat);
+      const Json* source = nullptr;
+      SNIPER_TRY_API(bf.require("source"));
+      SNIPER_TRY_API(bf.object("source", &source));
+      const FieldReader sf(*source, bat + ".source");
+      std::string source_type, media_type, data;
+      SNIPER_TRY_API(sf.require("type"));
+      SNIPER_TRY_API(sf.one_of("type", {"base64", "url", "file"}, &source_type));
+      if (source_type != "base64") {
+        return bad(bat + ".source.type is '" + source_type +
+                       "' but this server takes images inline only: send {\"type\": \"base64\", \"media_type\", "
+                       "\"data\"}",
+                   bat + ".source.type");
+      }
+      SNIPER_TRY_API(sf.require("media_type"));
+      SNIPER_TRY_API(sf.one_of("media_type", {"image/jpeg", "image/png", "image/gif", "image/webp"}, &media_type));
+      SNIPER_TRY_API(sf.require("data"));
+      SNIPER_TRY_API(sf.string("data", &data, /*allow_empty=*/false));
+      if (!text.empty()) parts.push_back(Json{{"type", "text"}, {"text", std::move(text)}});
+      text.clear();
+      parts.push_back(image_part_from_base64(data, media_type));
+    } else if (type == "document") {
+      return bad(bat + ": document blocks are not supported by this server", bat);
     } else {
       return bf.error("type", bat + ".type is '" + type +
                                   "' but must be one of text, thinking, redacted_thinking, tool_use, tool_result");
@@ -101,7 +125,12 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* messages)
   }
   for (Json& r : tool_results) messages->push_back(std::move(r));
   if (role == "user") {
-    if (!text.empty() || tool_results.empty()) messages->push_back(Json{{"role", "user"}, {"content", text}});
+    if (!parts.empty()) {
+      if (!text.empty()) parts.push_back(Json{{"type", "text"}, {"text", std::move(text)}});
+      messages->push_back(Json{{"role", "user"}, {"content", std::move(parts)}});
+    } else if (!text.empty() || tool_results.empty()) {
+      messages->push_back(Json{{"role", "user"}, {"content", text}});
+    }
     return std::nullopt;
   }
   Json a = Json{{"role", "assistant"}, {"content", calls.empty() || !text.empty() ? Json(text) : Json()}};

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "server/media_input.h"
 #include "server/server_context.h"
 
 namespace sniper::server {
@@ -131,12 +132,56 @@ std::optional<ApiError> make_generation_job(ServedModel& m, const GenerationPara
 
 }  // namespace
 
+namespace {
+
+// The prompt of `text` (rendered, escaped with `mark` when not empty) with media->chunks at its
+// markers, into out->ids and out->media.
+std::optional<ApiError> build_media(const ServedModel& m, std::string_view text, const PromptText& text_options,
+                                    bool add_bos, std::shared_ptr<JobMedia> media, std::string_view marker,
+                                    PromptTokens* out) {
+  auto built = build_media_prompt(*m.tokenizer, m.model->config(), text, media->chunks, add_bos, text_options, marker);
+  if (!built.ok()) return bad_request(built.error().message, "messages");
+  media->prompt = std::move(built).value();
+  out->ids = media->prompt.cells;
+  out->media = std::move(media);
+  return std::nullopt;
+}
+
+// Takes the media parts out of `messages` (markers in their place), checks the model reads them and
+// encodes them into *media.
+std::optional<ApiError> take_and_encode(ServedModel& m, Json* messages, std::string_view marker,
+                                        std::shared_ptr<JobMedia>* media) {
+  std::vector<MediaInput> items;
+  if (auto e = take_media(messages, m.media != nullptr ? m.media->limits() : MediaLimits(), marker, &items)) return e;
+  for (const MediaInput& item : items) {
+    if (m.media == nullptr || !m.media->supports(item.kind)) {
+      return bad_request(item.field + ": " + unsupported_media_message(item.kind, m.media != nullptr), "messages",
+                         "unsupported_media");
+    }
+  }
+  *media = std::make_shared<JobMedia>();
+  (*media)->chunks.resize(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (auto e = m.media->encode(items[i], &(*media)->chunks[i])) return e;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatRequest& request, PromptTokens* out,
-                                           bool add_generation_prompt, bool content_special) {
+                                           bool add_generation_prompt, bool content_special,
+                                           std::shared_ptr<JobMedia> media, std::string_view media_marker) {
+  const bool with_media = media != nullptr && !media->chunks.empty();
   if (!m.chat_template) {
     std::string prompt;
     if (auto e = plain_chat(request.messages, &prompt)) return e;
     if (!add_generation_prompt) prompt.resize(prompt.size() - std::string_view("Assistant:").size());
+    if (with_media) {
+      PromptText text_options;
+      text_options.parse_special = false;
+      return build_media(m, prompt, text_options, /*add_bos=*/true, std::move(media), media_marker, out);
+    }
     out->ids = m.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
     return std::nullopt;
   }
@@ -159,7 +204,15 @@ std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatReque
   auto rendered = render_chat(*m.chat_template, m.chat_format, in, m.bos_token, m.eos_token);
   if (!rendered.ok()) return bad_request(rendered.error().message, "messages");
   out->rendered = std::move(rendered).value();
-  out->ids = m.tokenizer->encode_escaped(out->rendered.prompt, /*add_special=*/false, mark);
+  if (with_media) {
+    PromptText text_options;
+    text_options.escape_mark = mark;
+    if (auto e =
+            build_media(m, out->rendered.prompt, text_options, /*add_bos=*/false, std::move(media), media_marker, out))
+      return e;
+  } else {
+    out->ids = m.tokenizer->encode_escaped(out->rendered.prompt, /*add_special=*/false, mark);
+  }
   if (!mark.empty()) out->rendered.prompt = remove_mark(out->rendered.prompt, mark);
   return std::nullopt;
 }
@@ -217,12 +270,33 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, const GenerationR
         return bad_request("\"" + request.model + "\" does not support thinking", "think");
       }
     }
+    // Media parts become markers in the messages and chunks beside them (media_input.h).
+    std::shared_ptr<JobMedia> media;
+    std::string marker;
+    if (has_media_parts(chat.messages)) {
+      auto picked = pick_literal_mark({&chat.messages, &chat.tools, &chat.template_kwargs}, m.model->chat_template());
+      if (!picked.ok()) return bad_request(picked.error().message, "messages");
+      marker = "<__media" + *picked + "__>";
+      if (auto e = take_and_encode(m, &chat.messages, marker, &media)) return e;
+    }
     if (auto e = chat_prompt_tokens(m, chat, &out->prompt, /*add_generation_prompt=*/true,
-                                    ctx.options.content_special_tokens)) {
+                                    ctx.options.content_special_tokens, media, marker)) {
       return e;
     }
     out->template_rendered = m.chat_template.has_value();
     out->tools = chat.tools.is_array() && !chat.tools.empty();
+  } else if (!request.text_media.empty()) {
+    Json holder = Json::array({Json{{"role", "user"}, {"content", request.text_media}}});
+    std::shared_ptr<JobMedia> media;
+    if (auto e = take_and_encode(m, &holder, kMediaMarker, &media)) return e;
+    std::string text = request.text;
+    if (text.find(kMediaMarker) == std::string::npos) {
+      std::string markers;
+      for (size_t i = 0; i < media->chunks.size(); ++i) markers += kMediaMarker;
+      text = markers + text;
+    }
+    if (auto e = build_media(m, text, PromptText(), /*add_bos=*/true, std::move(media), kMediaMarker, &out->prompt))
+      return e;
   } else {
     out->prompt.ids = text_prompt_tokens(m, request.text);
   }
@@ -254,6 +328,7 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, const GenerationR
     params.max_tokens = params.max_tokens < 0 ? room : std::min(params.max_tokens, room);
   }
   if (auto e = make_generation_job(m, params, out->prompt.ids, &out->job)) return e;
+  out->job->media = out->prompt.media;
   out->lease = std::move(lease);
   return std::nullopt;
 }

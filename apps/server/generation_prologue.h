@@ -37,6 +37,9 @@ struct GenerationRequest {
   Json tools;                     // null or an OpenAI tools array
   Json template_kwargs = Json::object();
   std::string text;
+  // Images for the text prompt (Ollama raw /api/generate): image parts (media_input.h), each at
+  // one <__media__> marker of the text, or all before it when it has none (as sniper run).
+  Json text_media = Json::array();
   // Thinking asked for by the API (Ollama think, Anthropic thinking): becomes the template's
   // enable_thinking when the model supports thinking; otherwise ignored, or a 400 when
   // thinking_required (Ollama answers "does not support thinking").
@@ -49,6 +52,9 @@ struct GenerationRequest {
 struct PromptTokens {
   std::vector<int32_t> ids;
   RenderedChat rendered;  // chat only
+  // A chat with media: the chunks and the prompt as cells (ids then equals its cells, with
+  // kMediaToken at media cells); null for text.
+  std::shared_ptr<JobMedia> media;
 };
 
 // What a route needs to run and frame the job.
@@ -72,9 +78,13 @@ struct PreparedGeneration {
 // text from the request never does ("<|im_end|>" typed by a user is plain text: the request's
 // strings are escaped before rendering, Tokenizer::escape_special_text), unless
 // content_special (serve --content-special-tokens, the old behaviour).
+// With `media` (chunks encoded, prompt empty): the messages hold `media_marker` where each chunk
+// goes (take_media), and the prompt is built with the chunks in place (media->prompt, out->media).
 [[nodiscard]] std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatRequest& request,
                                                          PromptTokens* out, bool add_generation_prompt = true,
-                                                         bool content_special = false);
+                                                         bool content_special = false,
+                                                         std::shared_ptr<JobMedia> media = nullptr,
+                                                         std::string_view media_marker = {});
 // Tokenizes a text prompt (BOS added, special tokens parsed).
 std::vector<int32_t> text_prompt_tokens(const ServedModel& m, const std::string& prompt);
 // 400 context_length_exceeded unless 0 < n_prompt < n_ctx (the slot's context, or the one given).

@@ -79,6 +79,7 @@ Json model_json(const ModelStatus& s) {
   m["requests_active"] = s.n_active;
   m["requests_waiting"] = s.n_waiting;
   if (!s.last_error.empty()) m["last_error"] = s.last_error;
+  if (!s.capabilities.empty()) m["capabilities"] = s.capabilities;
   return m;
 }
 

@@ -16,11 +16,19 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "engine/media_prompt.h"
 #include "engine/session_state.h"
 
 namespace sniper::server {
 
 enum class JobKind { kGenerate, kSave, kLoad };
+
+// A prompt with media (server/media_input.h): the encoded chunks and the prompt whose media
+// pieces point at them. Immutable once built; shared by the job and the route.
+struct JobMedia {
+  std::vector<MediaChunk> chunks;
+  MediaPrompt prompt;  // cells equal Job::prompt
+};
 
 struct JobResult {
   std::string finish_reason;  // "stop", "length" or "cancelled" (kGenerate); "" otherwise
@@ -43,7 +51,8 @@ struct JobResult {
 class Job {
  public:
   JobKind kind = JobKind::kGenerate;
-  std::vector<int32_t> prompt;               // kGenerate, kSave
+  std::vector<int32_t> prompt;               // kGenerate, kSave (cells: kMediaToken at media)
+  std::shared_ptr<const JobMedia> media;     // kGenerate: the prompt's media; null for text
   GeneratorOptions generator;                // kGenerate (n_predict already capped by the context)
   std::shared_ptr<const SessionState> load;  // kLoad
 

@@ -379,6 +379,7 @@ std::vector<ModelStatus> ModelPool::status() const {
     s.n_active = e.n_active;
     s.n_waiting = e.n_waiting;
     s.last_error = e.last_error;
+    if (e.served != nullptr) s.capabilities = model_capabilities(*e.served);
     out.push_back(std::move(s));
   }
   return out;

@@ -64,6 +64,9 @@ struct ModelStatus {
   int64_t n_active = 0;    // requests holding it now
   int64_t n_waiting = 0;   // requests waiting for it
   std::string last_error;  // its last failed load
+  // What it can do once loaded (model_capabilities(): completion, tools, thinking, vision,
+  // audio); empty while unloaded.
+  std::vector<std::string> capabilities;
 };
 
 struct ModelPoolCounters {

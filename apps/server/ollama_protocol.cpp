@@ -3,6 +3,7 @@
 
 #include "server/field_validators.h"
 #include "server/keep_alive.h"
+#include "server/media_input.h"
 #include "server/structured_output.h"
 
 namespace sniper::server {
@@ -80,6 +81,22 @@ std::optional<ApiError> parse_common(const Json& body, OllamaRequest* out) {
   return std::nullopt;
 }
 
+// Ollama's "images" (base64 strings, no data URL) as image parts (media_input.h); empty when
+// absent. `at` names the field.
+std::optional<ApiError> image_parts(const FieldReader& f, const std::string& at, Json* out) {
+  *out = Json::array();
+  const Json* images = nullptr;
+  SNIPER_TRY_API(f.array("images", SIZE_MAX, &images));
+  if (images == nullptr) return std::nullopt;
+  for (size_t k = 0; k < images->size(); ++k) {
+    const Json& image = (*images)[k];
+    const std::string field = at + "[" + std::to_string(k) + "]";
+    if (!image.is_string()) return bad(field + " must be a base64 string, got " + json_kind(image), field);
+    out->push_back(image_part_from_base64(image.get<std::string>(), ""));
+  }
+  return std::nullopt;
+}
+
 // One Ollama message -> the OpenAI shape (the renderer validates roles and the rest).
 std::optional<ApiError> convert_message(const Json& m, size_t i, Json* out) {
   const std::string at = "messages[" + std::to_string(i) + "]";
@@ -92,11 +109,13 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* out) {
   o["role"] = role;
   std::string content;
   SNIPER_TRY_API(f.string("content", &content));
-  o["content"] = std::move(content);
-  const Json* images = nullptr;
-  SNIPER_TRY_API(f.array("images", SIZE_MAX, &images));
-  if (images != nullptr && !images->empty()) {
-    return f.error("images", at + ".images: images are not supported (this server serves text-only models)");
+  Json parts;
+  SNIPER_TRY_API(image_parts(f, at + ".images", &parts));
+  if (parts.empty()) {
+    o["content"] = std::move(content);
+  } else {  // the images before the text, as Ollama and llama-mtmd-cli put them
+    parts.push_back(Json{{"type", "text"}, {"text", std::move(content)}});
+    o["content"] = std::move(parts);
   }
   std::string thinking;
   SNIPER_TRY_API(f.string("thinking", &thinking));
@@ -179,7 +198,7 @@ std::optional<ApiError> parse_ollama_generate(const Json& body, OllamaRequest* o
                                      "template overrides are not supported: the model's own chat template is used"));
   SNIPER_TRY_API(refuse_unless_empty(
       f, "context", "context (the deprecated token context of an earlier reply) is not supported; use /api/chat"));
-  SNIPER_TRY_API(refuse_unless_empty(f, "images", "images are not supported (this server serves text-only models)"));
+  SNIPER_TRY_API(image_parts(f, "images", &out->images));
   return std::nullopt;
 }
 

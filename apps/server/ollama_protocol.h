@@ -33,6 +33,7 @@ struct OllamaRequest {
   // /api/generate
   std::string prompt, system;
   bool raw = false;
+  Json images = Json::array();  // image parts (media_input.h), from "images"
 };
 
 std::optional<ApiError> parse_ollama_chat(const Json& body, OllamaRequest* out);

@@ -301,16 +301,24 @@ void run_ollama(ServerContext& ctx, Endpoint endpoint, bool chat, OllamaRequest&
   g.thinking = request.think;
   g.thinking_required = true;
   const ServedModel& m = lease->model();
-  if (!chat && (request.raw || !m.chat_template)) {
-    // raw, or no template: the prompt as it is (with the system text before it, if any).
+  if (!chat && (request.raw || (!m.chat_template && request.images.empty()))) {
+    // raw, or no template: the prompt as it is (with the system text before it, if any); a raw
+    // prompt's images go at its <__media__> markers, or before it.
     g.text = request.system.empty() ? request.prompt : request.system + "\n\n" + request.prompt;
+    g.text_media = request.images;
   } else {
     g.chat = true;
     if (chat) {
       g.messages = request.messages;
     } else {
       if (!request.system.empty()) g.messages.push_back(Json{{"role", "system"}, {"content", request.system}});
-      g.messages.push_back(Json{{"role", "user"}, {"content", request.prompt}});
+      if (request.images.empty()) {
+        g.messages.push_back(Json{{"role", "user"}, {"content", request.prompt}});
+      } else {  // the images before the text, as in /api/chat
+        Json parts = request.images;
+        parts.push_back(Json{{"type", "text"}, {"text", request.prompt}});
+        g.messages.push_back(Json{{"role", "user"}, {"content", std::move(parts)}});
+      }
     }
   }
   PreparedGeneration p;
@@ -404,9 +412,7 @@ void handle_ollama_show(ServerContext& ctx, const httplib::Request& req, httplib
   info[cfg.arch + ".context_length"] = cfg.n_ctx_train;
   info[cfg.arch + ".embedding_length"] = cfg.dim;
   info[cfg.arch + ".block_count"] = cfg.n_layers;
-  Json caps = Json::array({"completion"});
-  if (sm.chat_format.tool_calls != ToolCallFormat::kNone) caps.push_back("tools");
-  if (sm.chat_format.supports_thinking) caps.push_back("thinking");
+  Json caps = model_capabilities(sm);
   Json j = Json::object();
   j["modelfile"] = "# served by sniper from " + sm.model->gguf().path + "\nFROM " + sm.model->gguf().path + "\n";
   j["parameters"] = "";
@@ -414,6 +420,10 @@ void handle_ollama_show(ServerContext& ctx, const httplib::Request& req, httplib
   j["details"] = details_json(cfg.arch, f);
   j["model_info"] = std::move(info);
   j["capabilities"] = std::move(caps);
+  if (sm.media != nullptr) {
+    const Mmproj& p = sm.media->mmproj();
+    j["projector_info"] = Json{{"clip.vision.projector_type", p.info().vision_type}, {"path", p.path()}};
+  }
   j["modified_at"] = rfc3339(modified_at(st->path));
   send_json(res, j);
 }

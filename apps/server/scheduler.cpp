@@ -20,6 +20,12 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   return n;
 }
 
+// Cells the session's history shares with the job's prompt (media compared by hash).
+int64_t shared_cells(const Session& session, const Job& job) {
+  if (job.media != nullptr) return session.common_prefix(job.media->prompt);
+  return static_cast<int64_t>(common_prefix(session.history(), job.prompt));
+}
+
 }  // namespace
 
 Scheduler::Scheduler(Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options, Metrics* metrics)
@@ -151,8 +157,7 @@ void Scheduler::loop() {
           if (job->kind == JobKind::kLoad) continue;
           // What the slot can keep of the shared prefix: all of it, or for a hybrid model the
           // latest state checkpoint at or before it.
-          const size_t prefix = static_cast<size_t>(
-              slot.session->reusable_prefix(static_cast<int64_t>(common_prefix(slot.session->history(), job->prompt))));
+          const size_t prefix = static_cast<size_t>(slot.session->reusable_prefix(shared_cells(*slot.session, *job)));
           if (prefix == 0 || 2 * prefix < slot.session->history().size()) continue;
           if (best == nullptr || prefix > best_prefix) {
             best = &slot;
@@ -198,6 +203,9 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   slot.t_start = std::chrono::steady_clock::now();
   slot.decoding = false;
   slot.to_eval.clear();
+  slot.to_eval_spans.clear();
+  slot.to_eval_media.clear();
+  slot.next_span = 0;
   slot.eval_pos = 0;
   Job& j = *slot.job;
   Session& session = *slot.session;
@@ -216,24 +224,44 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   if (static_cast<int64_t>(j.prompt.size()) > session.n_ctx()) {
     return finish(slot, "the prompt is longer than the context", 400);
   }
-  size_t common = common_prefix(session.history(), j.prompt);
+  size_t common = static_cast<size_t>(shared_cells(session, j));
   if (common == j.prompt.size()) --common;  // evaluate at least one token for fresh logits
   // A hybrid model's recurrent state cannot be rewound: truncate() goes back to the latest state
-  // checkpoint at or before the shared prefix (0 without one) and the rest is evaluated again.
+  // checkpoint at or before the shared prefix (0 without one) and the rest is evaluated again. A
+  // media chunk is kept whole or not at all (truncate() never stops inside one).
   common = static_cast<size_t>(session.truncate(static_cast<int64_t>(common)));
   slot.to_eval.assign(j.prompt.begin() + static_cast<long>(common), j.prompt.end());
+  if (j.media != nullptr) {
+    auto fresh = slice_prompt(j.media->prompt, static_cast<int64_t>(common), j.media->prompt.n_cells());
+    if (!fresh.ok()) return finish(slot, fresh.error().message, 500);
+    slot.to_eval_spans = fresh->spans;
+    for (const PromptPiece& piece : fresh->pieces) {
+      if (piece.media != nullptr) slot.to_eval_media.push_back(piece.media);
+    }
+  }
   // The next turn of a conversation usually shares this prompt up to its generation prompt:
-  // checkpoint kPromptCheckpointTail tokens before its end.
+  // checkpoint kPromptCheckpointTail tokens before its end (before a media chunk that this would cut).
   slot.checkpoint_at = 0;
   constexpr size_t kTail = static_cast<size_t>(kPromptCheckpointTail);
-  if (session.keeps_checkpoints() && slot.to_eval.size() > kTail) slot.checkpoint_at = slot.to_eval.size() - kTail;
+  if (session.keeps_checkpoints() && slot.to_eval.size() > kTail) {
+    slot.checkpoint_at = slot.to_eval.size() - kTail;
+    for (const MediaSpan& span : slot.to_eval_spans) {
+      if (static_cast<int64_t>(slot.checkpoint_at) > span.start &&
+          static_cast<int64_t>(slot.checkpoint_at) < span.end())
+        slot.checkpoint_at = static_cast<size_t>(span.start);
+    }
+  }
   slot.result.n_prompt = static_cast<int64_t>(j.prompt.size());
   slot.result.n_cached = static_cast<int64_t>(common);
   if (j.kind == JobKind::kGenerate) {
     auto gen = Generator::create(tokenizer_, j.generator);
     if (!gen.ok()) return finish(slot, gen.error().message, 400);
     slot.generator.emplace(std::move(gen).value());
-    slot.generator->accept_prompt(j.prompt);
+    if (j.media != nullptr) {
+      for (const PromptPiece& piece : j.media->prompt.pieces) slot.generator->accept_prompt(piece.tokens);
+    } else {
+      slot.generator->accept_prompt(j.prompt);
+    }
     slot.spec.reset();
     slot.pending = -1;
     DraftSource* source = ngram_ != nullptr     ? static_cast<DraftSource*>(ngram_.get())
@@ -267,8 +295,18 @@ void Scheduler::advance(Slot& slot) {
   if (!slot.decoding) {
     size_t n = std::min(static_cast<size_t>(batch_), slot.to_eval.size() - slot.eval_pos);
     if (slot.eval_pos < slot.checkpoint_at) n = std::min(n, slot.checkpoint_at - slot.eval_pos);
+    const MediaSpan* span = slot.next_span < slot.to_eval_spans.size() ? &slot.to_eval_spans[slot.next_span] : nullptr;
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = session.eval(std::span<const int32_t>(slot.to_eval.data() + slot.eval_pos, n));
+    Status st = ok_status();
+    if (span != nullptr && static_cast<int64_t>(slot.eval_pos) == span->start) {
+      // A media chunk goes in whole, in one call (its rows attend within it both ways for gemma4v).
+      st = session.eval_media(*slot.to_eval_media[slot.next_span]);
+      n = static_cast<size_t>(span->n_tokens);
+      ++slot.next_span;
+    } else {
+      if (span != nullptr) n = std::min(n, static_cast<size_t>(span->start) - slot.eval_pos);
+      st = session.eval(std::span<const int32_t>(slot.to_eval.data() + slot.eval_pos, n));
+    }
     if (st.ok() && slot.eval_pos + n == slot.checkpoint_at) session.checkpoint();
     slot.result.prompt_ms += ms_since(t0);
     if (!st.ok()) return finish(slot, st.error().message, 500);
@@ -366,6 +404,8 @@ void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {
   slot.spec.reset();
   slot.pending = -1;
   slot.to_eval.clear();
+  slot.to_eval_spans.clear();
+  slot.to_eval_media.clear();
   slot.last_used = ++clock_;
   {
     std::lock_guard<std::mutex> lock(mu_);

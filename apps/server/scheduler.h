@@ -83,11 +83,14 @@ class Scheduler {
     std::unique_ptr<Session> session;
     std::shared_ptr<Job> job;
     std::optional<Generator> generator;
-    std::unique_ptr<DraftModel> draft;       // options.draft_model: this slot's draft session
-    std::unique_ptr<MtpDraft> mtp;           // options.spec_mtp: the MTP head following `session`
-    std::optional<SpeculativeDecoder> spec;  // speculative decoding of this slot's job
-    int32_t pending = -1;                    // spec: the sampled token not yet evaluated
-    std::vector<int32_t> to_eval;            // prompt tokens still to evaluate
+    std::unique_ptr<DraftModel> draft;             // options.draft_model: this slot's draft session
+    std::unique_ptr<MtpDraft> mtp;                 // options.spec_mtp: the MTP head following `session`
+    std::optional<SpeculativeDecoder> spec;        // speculative decoding of this slot's job
+    int32_t pending = -1;                          // spec: the sampled token not yet evaluated
+    std::vector<int32_t> to_eval;                  // prompt cells still to evaluate (kMediaToken at media)
+    std::vector<MediaSpan> to_eval_spans;          // the media among them (starts count from to_eval's first cell)
+    std::vector<const MediaChunk*> to_eval_media;  // their chunks (the job's), in order
+    size_t next_span = 0;                          // the first of to_eval_spans not yet evaluated
     size_t eval_pos = 0;
     size_t checkpoint_at = 0;  // 0, or the to_eval index after which to take a state checkpoint
     int64_t n_keep = 0;        // context shift: tokens kept at the start (resolved for this prompt)

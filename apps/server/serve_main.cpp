@@ -21,6 +21,7 @@
 #include "base/memory_limit.h"
 #include "cli/common.h"
 #include "cli/hub_model.h"
+#include "cli/media_args.h"
 #include "cli/progress.h"
 #include "cli/spec_args.h"
 #include "hub/hub_files.h"
@@ -121,6 +122,14 @@ int serve_main(int argc, char** argv) {
            "unload a model idle this long: 30s, 5m, 1h; 0 = right after its request; -1 = never (default 5m)"},
           {"--load-timeout", nullptr, "DURATION",
            "how long a request waits for its model to load or for room to load it (default 10m; then 503)"},
+          {"--mmproj", nullptr, "PATH",
+           "multimodal projector of the one model (its mmproj GGUF: gemma4v, qwen3vl_merger): requests may then send "
+           "images (OpenAI image_url data URLs, Ollama images, Anthropic base64 image blocks)"},
+          {"--image-min-tokens", nullptr, "N", "fewest tokens an image is resized to (default: the projector's)"},
+          {"--image-max-tokens", nullptr, "N", "most tokens an image is resized to (default: the projector's)"},
+          {"--media-max-bytes", nullptr, "SIZE",
+           "largest media item of a request, decoded (default 64M; the body must also fit --max-body)"},
+          {"--media-max-pixels", nullptr, "N", "largest decoded image in pixels (default 40000000)"},
           {"--help", "-h", nullptr, "show this help"},
       });
   const std::vector<FlagSpec> all_specs = cli::concat(cli::concat(specs, serve_log_flags()), serve_default_flags());
@@ -303,6 +312,22 @@ int serve_main(int argc, char** argv) {
   if (so.context_shift && spec->enabled()) {
     return cli::fail(
         make_error("--context-shift with speculative decoding (--spec-type) is not supported: drop one of them"));
+  }
+  // --mmproj: the one model's projector, planned with it (its share comes off --mem first).
+  std::unique_ptr<Mmproj> mmproj;
+  if (args->has("--mmproj")) {
+    if (!pinned) {
+      return cli::fail(
+          make_error("--mmproj goes with a single model (-m FILE): it is that model's projector, not every model's"));
+    }
+    auto loaded_mmproj = cli::load_mmproj_for_model(*args, sources[0].path, &*lo, nullptr);
+    if (!loaded_mmproj.ok()) return cli::fail(loaded_mmproj.error());
+    mmproj = std::move(loaded_mmproj).value();
+    so.mmproj = mmproj.get();
+  } else {
+    for (const char* flag : {"--image-min-tokens", "--image-max-tokens", "--media-max-bytes", "--media-max-pixels"}) {
+      if (args->has(flag)) return cli::fail(make_error("%s needs --mmproj PATH (the model's projector)", flag));
+    }
   }
   po.mem_bytes = lo->mem_bytes;
   const std::string routing_bias = args->get_string("--routing-bias");

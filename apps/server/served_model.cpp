@@ -32,6 +32,12 @@ Result<std::unique_ptr<ServedModel>> ServedModel::create(std::string id, Model* 
     Status compat = check_draft_vocab(tok, **draft_tok);
     if (!compat.ok()) return make_error("draft model %s: %s", draft_path.c_str(), compat.error().message.c_str());
   }
+  if (options.mmproj != nullptr) {
+    Status fits = options.mmproj->check_language_model(m->model->config().dim);
+    if (!fits.ok()) return make_error("--mmproj %s: %s", options.mmproj->path().c_str(), fits.error().message.c_str());
+    m->media = std::make_unique<ServedMedia>(
+        *options.mmproj, options.session.n_threads > 0 ? options.session.n_threads : hardware_threads());
+  }
   SchedulerOptions so;
   so.n_slots = options.n_slots;
   so.queue_capacity = options.queue_capacity;
@@ -46,6 +52,15 @@ Result<std::unique_ptr<ServedModel>> ServedModel::create(std::string id, Model* 
   so.n_keep = options.n_keep;
   SNIPER_ASSIGN_OR_RETURN(m->scheduler, Scheduler::create(*m->model, tok, so, metrics));
   return m;
+}
+
+std::vector<std::string> model_capabilities(const ServedModel& m) {
+  std::vector<std::string> caps = {"completion"};
+  if (m.chat_format.tool_calls != ToolCallFormat::kNone) caps.push_back("tools");
+  if (m.chat_format.supports_thinking) caps.push_back("thinking");
+  if (m.media != nullptr && m.media->supports(MediaKind::kImage)) caps.push_back("vision");
+  if (m.media != nullptr && m.media->supports(MediaKind::kAudio)) caps.push_back("audio");
+  return caps;
 }
 
 ServedModel::~ServedModel() {

@@ -18,6 +18,7 @@
 #include "server/chat_format.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
+#include "server/served_media.h"
 #include "server/server_options.h"
 #include "tokenizer/chat_template.h"
 
@@ -38,6 +39,8 @@ struct ServedModel {
   // The tokens' bytes for grammar-constrained sampling, built on first use (make_generation_job).
   std::mutex grammar_vocab_mu;
   std::shared_ptr<const TokenVocabulary> grammar_vocab;
+  // The projector (serve --mmproj) and its encoder; null: text only.
+  std::unique_ptr<ServedMedia> media;
   std::unique_ptr<Scheduler> scheduler;  // last: destroyed (stopped) before the model
 
   // Builds the serving state of `model` (borrowed when `owned` is null, else owned.get()) and
@@ -48,5 +51,9 @@ struct ServedModel {
                                                      const ServerOptions& options, Metrics* metrics);
   ~ServedModel();
 };
+
+// What the model can do, as Ollama's /api/show names it: "completion", "tools" (its template
+// has a tool-call format), "thinking", "vision" and "audio" (its projector reads them).
+std::vector<std::string> model_capabilities(const ServedModel& m);
 
 }  // namespace sniper::server

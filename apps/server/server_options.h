@@ -16,6 +16,10 @@
 #include "server/request_defaults.h"
 #include "server/request_log.h"
 
+namespace sniper {
+class Mmproj;
+}
+
 namespace sniper::server {
 
 struct ServerOptions {
@@ -51,6 +55,9 @@ struct ServerOptions {
   // --content-special-tokens: control-token text in message content becomes control tokens (the
   // old behaviour, as llama-server); default: plain text (only the template's markup is special).
   bool content_special_tokens = false;
+  // serve --mmproj: the one model's projector (borrowed; it must outlive the server). Null: the
+  // model reads text only, and media in a request get a 400.
+  Mmproj* mmproj = nullptr;
 };
 
 // "dir/stories260K.gguf" -> "stories260K".

@@ -6,9 +6,13 @@
 //  - a synthetic Qwen3 model (real tokenizer and chat template) served with --api-key: chat
 //    non-stream and stream (deltas, usage chunk with stream_options.include_usage, stream ==
 //    non-stream at temperature 0, enable_thinking via chat_template_kwargs), wrong and missing
-//    key -> AuthenticationError 401.
+//    key -> AuthenticationError 401;
+//  - the gemma4v fixture served with --mmproj (issue 39): a chat with an image_url data-URL part
+//    (a real PNG), the same image again reuses the cache (timings.prompt_n 1), /v1/models names
+//    "vision", an https URL and a non-image are BadRequestError 400 and the server goes on.
 // usage: node openai_client_test.mjs <sniper binary> <shared dir>
 import OpenAI from "openai";
+import fs from "node:fs";
 import path from "node:path";
 import { check, parseArgs, startServer, synthQwen3, tempDir } from "./lib/server.mjs";
 
@@ -146,9 +150,41 @@ async function chatTests() {
   check(code === 0, `sniper serve exited with ${code} after SIGTERM`);
 }
 
+async function imageTests() {
+  const model = path.join(shared, "models/syn-gemma4moe-small.gguf");
+  const mmproj = path.join(shared, "models/mm/syn-gemma4v-small.mmproj.gguf");
+  const png = fs.readFileSync(path.join(shared, "reference/mm/syn-gemma4v-small/img.png")).toString("base64");
+  const server = await startServer(bin, ["-m", model, "--mmproj", mmproj, "--ctx", "512"]);
+  servers.push(server);
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 60000 });
+  const models = await client.models.list();
+  check(JSON.stringify(models.data[0].capabilities) === JSON.stringify(["completion", "vision"]),
+        `capabilities ${JSON.stringify(models.data[0].capabilities)}`);
+  const withImage = (url) => ({
+    max_tokens: 6, temperature: 0,
+    messages: [{ role: "user", content: [{ type: "image_url", image_url: { url } }, { type: "text", text: "What is it?" }] }],
+  });
+  const a = await client.chat.completions.create(withImage(`data:image/png;base64,${png}`));
+  const b = await client.chat.completions.create(withImage(`data:image/png;base64,${png}`));
+  check(a.usage.prompt_tokens > 48, `an image prompt of ${a.usage.prompt_tokens} tokens`);
+  check(a.choices[0].message.content === b.choices[0].message.content, "the same image twice gives the same text");
+  check(b.timings && b.timings.prompt_n === 1, `second turn evaluated ${b.timings && b.timings.prompt_n} tokens, not 1`);
+  const url = await expectError(client.chat.completions.create(withImage("https://example.com/cat.png")),
+                                OpenAI.BadRequestError, 400, "an https image URL");
+  check(/does not fetch/.test(url.message), `https URL message: ${url.message}`);
+  await expectError(client.chat.completions.create(withImage(`data:image/png;base64,${Buffer.from("not an image").toString("base64")}`)),
+                    OpenAI.BadRequestError, 400, "bytes that are no image");
+  const c = await client.chat.completions.create(withImage(`data:image/png;base64,${png}`));
+  check(c.choices[0].message.content === a.choices[0].message.content, "the server goes on after the 400s");
+  console.log(`image chat: ${JSON.stringify(a.choices[0].message.content)}`);
+  const code = await server.stop();
+  check(code === 0, `sniper serve exited with ${code} after SIGTERM`);
+}
+
 try {
   await completionsTests();
   await chatTests();
+  await imageTests();
   console.log("PASS openai_client_test");
 } catch (e) {
   console.error("FAIL:", e && e.stack ? e.stack : e);

@@ -58,6 +58,18 @@ TEST(AnthropicProtocol, DefaultsAndFields) {
   EXPECT_TRUE(r.chat.tools.is_null());
 }
 
+TEST(AnthropicProtocol, ImageBlocksBecomeImageParts) {
+  AnthropicRequest r;
+  ASSERT_FALSE(messages(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[
+      {"type":"text","text":"one"},
+      {"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGk="}},
+      {"type":"text","text":"two"}]}]})",
+                        &r));
+  ASSERT_EQ(r.chat.messages.size(), 1u);
+  EXPECT_EQ(r.chat.messages[0]["content"], Json::parse(R"([{"type":"text","text":"one"},
+      {"type":"image_url","image_url":{"url":"data:image/png;base64,aGk="}},{"type":"text","text":"two"}])"));
+}
+
 TEST(AnthropicProtocol, BadRequestsAreClear400s) {
   const std::string ok = R"("model":"m","max_tokens":5)";
   const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
@@ -84,7 +96,16 @@ TEST(AnthropicProtocol, BadRequestsAreClear400s) {
        "messages[0].role is 'system' but must be one of user, assistant"},
       {"{" + ok + R"(,"messages":[{"role":"user","content":5}]})", "messages[0].content must be a string or an array"},
       {"{" + ok + R"(,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]})",
-       "image blocks are not supported"},
+       "messages[0].content[0].source.type is required"},
+      {"{" + ok +
+           R"(,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"http://a/b.png"}}]}]})",
+       "takes images inline only"},
+      {"{" + ok +
+           R"(,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"AA=="}}]}]})",
+       "media_type is 'image/bmp' but must be one of image/jpeg, image/png, image/gif, image/webp"},
+      {"{" + ok +
+           R"(,"messages":[{"role":"assistant","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]})",
+       "image blocks belong to user messages"},
       {"{" + ok + R"(,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"b","input":{}}]}]})",
        "tool_use blocks belong to assistant messages"},
       {"{" + ok +

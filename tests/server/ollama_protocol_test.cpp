@@ -119,6 +119,12 @@ TEST(OllamaProtocol, MessagesConvertToTheOpenAiShape) {
   EXPECT_EQ(a["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");
   EXPECT_EQ(r.messages[2]["tool_call_id"], "get");
   EXPECT_TRUE(r.tools.is_array());
+  // Images become image parts before the text (server/media_input.h takes them out later).
+  OllamaRequest with_image;
+  ASSERT_FALSE(chat(R"({"model":"m","messages":[{"role":"user","content":"what?","images":["aGk="]}]})", &with_image));
+  EXPECT_EQ(
+      with_image.messages[0]["content"],
+      Json::parse(R"([{"type":"image_url","image_url":{"url":"data:;base64,aGk="}},{"type":"text","text":"what?"}])"));
   // And back: arguments as an object, reasoning as thinking.
   const Json back = ollama_message(
       Json{{"role", "assistant"},
@@ -154,7 +160,9 @@ TEST(OllamaProtocol, BadRequestsAreClear400s) {
       {"{" + m + R"(,"format":{"type":"string","format":"date"}})", "the keyword 'format' is not supported"},
       {R"({"model":"m","messages":{}})", "messages must be an array, got an object"},
       {R"({"model":"m","messages":[{"role":"user","content":5}]})", "messages[0].content must be a string, got 5"},
-      {R"({"model":"m","messages":[{"role":"user","content":"x","images":["aGk="]}]})", "images are not supported"},
+      {R"({"model":"m","messages":[{"role":"user","content":"x","images":[42]}]})",
+       "messages[0].images[0] must be a base64 string, got a number"},
+      {R"({"model":"m","messages":[{"role":"user","content":"x","images":"aGk="}]})", "messages[0].images must be"},
       {R"({"model":"m","messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}]})",
        "arguments must be an object, got a string"},
   };

@@ -16,6 +16,7 @@
 
 #include "engine/model.h"
 #include "golden/shared_dir.h"
+#include "media/mmproj.h"
 #include "server/http_server.h"
 #include "server/scheduler.h"
 
@@ -31,6 +32,12 @@ class TestServer {
     ModelLoadOptions lo;
     lo.n_ctx = n_ctx;
     lo.load_mtp = options.spec_mtp;
+    // A projector whose images attend both ways needs rings and batches that hold a whole image.
+    if (options.mmproj != nullptr && options.mmproj->vision_config().non_causal) {
+      lo.media_chunk_tokens = options.mmproj->options().image_max_tokens > 0
+                                  ? options.mmproj->options().image_max_tokens
+                                  : options.mmproj->vision_config().max_tokens;
+    }
     auto model = Model::load(model_path, lo);
     if (!model.ok()) {
       error_ = model.error().message;
