@@ -6,6 +6,7 @@
 // responses, reasoning in content, thinking on and off. The expected strings were produced by
 // Python Jinja2 3.1.6 configured as transformers does (ImmutableSandboxedEnvironment, trim_blocks,
 // lstrip_blocks, loopcontrols, json.dumps-based tojson), never by this interpreter.
+#include "golden/shared_dir.h"
 #include "tokenizer/chat_template.h"
 
 #include <gtest/gtest.h>
@@ -17,11 +18,6 @@
 
 namespace sniper {
 namespace {
-
-std::string shared_dir() {
-  const char* env = std::getenv("SNIPER_SHARED_DIR");
-  return env != nullptr ? env : "../shared";
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
