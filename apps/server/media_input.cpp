@@ -178,8 +178,8 @@ std::optional<ApiError> take_media(Json* messages, const MediaLimits& limits, st
       if (!is_media_part(part)) continue;
       const std::string at = "messages[" + std::to_string(i) + "].content[" + std::to_string(k) + "]";
       if (++count > limits.max_media) {
-        return bad_request("the request holds more than " + std::to_string(limits.max_media) +
-                               " media items (at " + at + "), the most one request may hold",
+        return bad_request("the request holds more than " + std::to_string(limits.max_media) + " media items (at " +
+                               at + "), the most one request may hold",
                            "messages");
       }
       MediaInput item;

@@ -15,7 +15,8 @@ std::string unsupported_media_message(MediaKind kind, bool has_projector) {
 }
 
 std::optional<ApiError> ServedMedia::encode(const MediaInput& item, MediaChunk* out) {
-  if (!mmproj_.supports(item.kind)) return bad_request(item.field + ": " + unsupported_media_message(item.kind, true), "messages");
+  if (!mmproj_.supports(item.kind))
+    return bad_request(item.field + ": " + unsupported_media_message(item.kind, true), "messages");
   const MediaHash hash = hash_media(item.bytes);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
@@ -31,9 +32,9 @@ std::optional<ApiError> ServedMedia::encode(const MediaInput& item, MediaChunk* 
   auto chunk = mmproj_.encode(item.bytes, pool_);
   if (!chunk.ok()) return bad_request(item.field + ": " + chunk.error().message, "messages");
   if (chunk->kind != item.kind) {
-    return bad_request(item.field + " holds " + media_kind_name(chunk->kind) + " data but was sent as " +
-                           media_kind_name(item.kind),
-                       "messages");
+    return bad_request(
+        item.field + " holds " + media_kind_name(chunk->kind) + " data but was sent as " + media_kind_name(item.kind),
+        "messages");
   }
   ++n_encoded_;
   *out = *chunk;

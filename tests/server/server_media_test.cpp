@@ -84,21 +84,25 @@ class ServerMedia : public ::testing::Test {
     return TJson::parse(res->body, nullptr, false);
   }
 
-  static TJson image_part(const std::string& url) { return TJson{{"type", "image_url"}, {"image_url", {{"url", url}}}}; }
+  static TJson image_part(const std::string& url) {
+    return TJson{{"type", "image_url"}, {"image_url", {{"url", url}}}};
+  }
   static TJson openai_body(TJson parts) {
     return TJson{{"max_tokens", 6},
                  {"temperature", 0},
                  {"messages", TJson::array({TJson{{"role", "user"}, {"content", std::move(parts)}}})}};
   }
   static TJson image_body() {
-    return openai_body(TJson::array({image_part("data:image/png;base64," + png_), {{"type", "text"}, {"text", "What?"}}}));
+    return openai_body(
+        TJson::array({image_part("data:image/png;base64," + png_), {{"type", "text"}, {"text", "What?"}}}));
   }
   // A request that must fail with 400 and a message holding `needle`; then an image request works.
   static void expect_refused(const std::string& path, const TJson& body, const std::string& needle) {
     int status = 0;
     TJson r = post(path, body, &status);
     EXPECT_EQ(status, 400) << r.dump();
-    const std::string message = r["error"].is_string() ? r["error"].get<std::string>() : r["error"]["message"].get<std::string>();
+    const std::string message =
+        r["error"].is_string() ? r["error"].get<std::string>() : r["error"]["message"].get<std::string>();
     EXPECT_NE(message.find(needle), std::string::npos) << message;
     TJson ok = post("/v1/chat/completions", image_body(), &status);
     EXPECT_EQ(status, 200) << ok.dump();
@@ -130,9 +134,10 @@ TEST_F(ServerMedia, AnotherImageIsNotTakenFromTheCache) {
   // The same text with another image (a JPEG): the image and what follows it are evaluated again.
   const std::vector<uint8_t> jpeg = test::write_jpeg(test::pattern(120, 80, 3, 8, 7), 90, false);
   const std::string other = base64(std::string(jpeg.begin(), jpeg.end()));
-  TJson second = post("/v1/chat/completions",
-                      openai_body(TJson::array({image_part("data:image/jpeg;base64," + other), {{"type", "text"}, {"text", "What?"}}})),
-                      &status);
+  TJson second = post(
+      "/v1/chat/completions",
+      openai_body(TJson::array({image_part("data:image/jpeg;base64," + other), {{"type", "text"}, {"text", "What?"}}})),
+      &status);
   ASSERT_EQ(status, 200) << second.dump();
   // Only the text before the image is reused (media cells compare by hash, not by their cell value).
   const int64_t cached = second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
@@ -184,12 +189,13 @@ TEST_F(ServerMedia, RawGenerateEqualsTheEngineOnTheSamePrompt) {
 
 TEST_F(ServerMedia, OllamaChatAndAnthropicTakeImages) {
   int status = 0;
-  TJson chat = post("/api/chat",
-                    TJson{{"model", "syn-gemma4moe-small"},
-                          {"stream", false},
-                          {"options", {{"temperature", 0}, {"num_predict", 4}}},
-                          {"messages", TJson::array({TJson{{"role", "user"}, {"content", "What?"}, {"images", {png_}}}})}},
-                    &status);
+  TJson chat =
+      post("/api/chat",
+           TJson{{"model", "syn-gemma4moe-small"},
+                 {"stream", false},
+                 {"options", {{"temperature", 0}, {"num_predict", 4}}},
+                 {"messages", TJson::array({TJson{{"role", "user"}, {"content", "What?"}, {"images", {png_}}}})}},
+           &status);
   EXPECT_EQ(status, 200) << chat.dump();
   TJson image_block = TJson::parse(R"({"type": "image", "source": {"type": "base64", "media_type": "image/png"}})");
   image_block["source"]["data"] = png_;
@@ -222,19 +228,22 @@ TEST_F(ServerMedia, BadMediaGets400AndTheServerGoesOn) {
   expect_refused(chat, openai_body(TJson::array({image_part("https://example.com/cat.png")})), "does not fetch");
   expect_refused(chat, openai_body(TJson::array({image_part("data:image/png;base64,!!!!")})), "invalid character");
   expect_refused(chat, openai_body(TJson::array({image_part("data:image/png,rawbytes")})), "base64 data URL");
-  expect_refused(chat, openai_body(TJson::array({image_part("data:text/plain;base64,aGVsbG8=")})), "must hold an image");
+  expect_refused(chat, openai_body(TJson::array({image_part("data:text/plain;base64,aGVsbG8=")})),
+                 "must hold an image");
   // Bytes that are no image format the decoders know.
   expect_refused(chat, openai_body(TJson::array({image_part("data:image/png;base64," + base64("hello, world"))})),
                  "messages[0].content[0].image_url.url");
   // A truncated PNG.
   const std::string png = read_file(shared_dir() + kImage);
-  expect_refused(chat,
-                 openai_body(TJson::array({image_part("data:image/png;base64," + base64(png.substr(0, png.size() / 2)))})),
-                 "png");
+  expect_refused(
+      chat, openai_body(TJson::array({image_part("data:image/png;base64," + base64(png.substr(0, png.size() / 2)))})),
+      "png");
   // 300x300 pixels where 200x200 are allowed (checked on the header).
   const std::vector<uint8_t> big = test::write_png(test::pattern(300, 300, 3, 8), test::PngColor::kRgb, false);
-  expect_refused(chat, openai_body(TJson::array({image_part("data:image/png;base64," + base64(std::string(big.begin(), big.end())))})),
-                 "40000");
+  expect_refused(
+      chat,
+      openai_body(TJson::array({image_part("data:image/png;base64," + base64(std::string(big.begin(), big.end())))})),
+      "40000");
   // Four images where three are allowed.
   TJson four = TJson::array();
   for (int i = 0; i < 4; ++i) four.push_back(image_part("data:image/png;base64," + png_));
@@ -243,13 +252,14 @@ TEST_F(ServerMedia, BadMediaGets400AndTheServerGoesOn) {
   expect_refused(chat, openai_body(TJson::array({image_part("data:image/png;base64," + std::string(100000, 'A'))})),
                  "over the limit of 64 KiB");
   // Audio: no audio encoder in this build.
+  expect_refused(
+      chat,
+      openai_body(TJson::array(
+          {TJson{{"type", "input_audio"}, {"input_audio", {{"data", base64("RIFF....WAVE")}, {"format", "wav"}}}}})),
+      "no audio encoder");
   expect_refused(chat,
-                 openai_body(TJson::array({TJson{{"type", "input_audio"},
-                                                 {"input_audio", {{"data", base64("RIFF....WAVE")}, {"format", "wav"}}}}})),
-                 "no audio encoder");
-  expect_refused(chat,
-                 openai_body(TJson::array({TJson{{"type", "input_audio"},
-                                                 {"input_audio", {{"data", "AAAA"}, {"format", "aiff"}}}}})),
+                 openai_body(TJson::array(
+                     {TJson{{"type", "input_audio"}, {"input_audio", {{"data", "AAAA"}, {"format", "aiff"}}}}})),
                  "must be one of wav");
   expect_refused("/api/chat",
                  TJson{{"model", "syn-gemma4moe-small"},
