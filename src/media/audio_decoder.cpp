@@ -150,9 +150,13 @@ bool sniff_wav(std::span<const uint8_t> bytes) {
          std::memcmp(bytes.data() + 8, "WAVE", 4) == 0;
 }
 
-bool sniff_flac(std::span<const uint8_t> bytes) { return bytes.size() >= 4 && std::memcmp(bytes.data(), "fLaC", 4) == 0; }
+bool sniff_flac(std::span<const uint8_t> bytes) {
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), "fLaC", 4) == 0;
+}
 
-bool sniff_ogg(std::span<const uint8_t> bytes) { return bytes.size() >= 4 && std::memcmp(bytes.data(), "OggS", 4) == 0; }
+bool sniff_ogg(std::span<const uint8_t> bytes) {
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), "OggS", 4) == 0;
+}
 
 // An ID3v2 tag, or an MPEG audio frame sync (11 set bits) with a valid layer and bitrate index,
 // as mtmd's helper sniffs it (its check is the sync word alone).

@@ -21,8 +21,8 @@ namespace sniper {
 class AudioAccumulator {
  public:
   // `declared_frames` < 0: the header does not say.
-  static Result<AudioAccumulator> create(const char* format, int channels, int64_t sample_rate,
-                                         int64_t declared_frames, const MediaLimits& limits);
+  static Result<AudioAccumulator> create(const char* format, int channels, int64_t sample_rate, int64_t declared_frames,
+                                         const MediaLimits& limits);
 
   // `interleaved` holds whole frames (a multiple of the channel count); `last` ends the stream.
   [[nodiscard]] Status push(std::span<const float> interleaved, bool last);

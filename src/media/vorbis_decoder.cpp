@@ -74,7 +74,8 @@ Result<DecodedMedia> decode_ogg_vorbis(std::span<const uint8_t> bytes, const Med
   const int channels = info->channels;
   const long rate = info->rate;
   const ogg_int64_t total = ov_pcm_total(&vf, -1);  // OV_EINVAL when the length is unknown
-  SNIPER_ASSIGN_OR_RETURN(AudioAccumulator acc, AudioAccumulator::create("ogg", channels, rate, total < 0 ? -1 : total, limits));
+  SNIPER_ASSIGN_OR_RETURN(AudioAccumulator acc,
+                          AudioAccumulator::create("ogg", channels, rate, total < 0 ? -1 : total, limits));
   std::vector<float> block;
   for (;;) {
     float** pcm = nullptr;

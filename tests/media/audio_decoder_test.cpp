@@ -185,7 +185,8 @@ TEST(AudioDecoder, LimitsFailBeforeDecoding) {
 
   MediaLimits two;
   two.max_audio_channels = 2;
-  expect_error(write_audio(AudioFormat::kWav16, 3, 16000, pcm16_ramp(30, 3)), two, "3 channels, outside the limit of [1, 2]");
+  expect_error(write_audio(AudioFormat::kWav16, 3, 16000, pcm16_ramp(30, 3)), two,
+               "3 channels, outside the limit of [1, 2]");
   expect_error(write_audio(AudioFormat::kWav16, 1, 500, pcm16_ramp(30, 1)), MediaLimits{},
                "sample rate of 500 Hz, outside [1000, 384000] Hz");
   MediaLimits small;
@@ -231,7 +232,8 @@ TEST(AudioDecoder, BadInputGetsAClearError) {
                MediaLimits{}, "flac audio");
   // Wrong type and empty.
   const std::string text = "this is a text file, not audio";
-  expect_error(std::vector<uint8_t>(text.begin(), text.end()), MediaLimits{}, "no known format (known: png, jpeg, webp, gif, wav, flac, ogg, mp3)");
+  expect_error(std::vector<uint8_t>(text.begin(), text.end()), MediaLimits{},
+               "no known format (known: png, jpeg, webp, gif, wav, flac, ogg, mp3)");
   expect_error({}, MediaLimits{}, "empty");
 }
 

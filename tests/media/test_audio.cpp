@@ -57,7 +57,8 @@ int sf_format(AudioFormat f) {
 
 }  // namespace
 
-std::vector<uint8_t> write_audio(AudioFormat format, int channels, int sample_rate, const std::vector<float>& interleaved) {
+std::vector<uint8_t> write_audio(AudioFormat format, int channels, int sample_rate,
+                                 const std::vector<float>& interleaved) {
   Sink sink;
   SF_VIRTUAL_IO vio{sink_length, sink_seek, sink_read, sink_write, sink_tell};
   SF_INFO info{};
@@ -86,7 +87,8 @@ std::vector<uint8_t> write_audio(AudioFormat format, int channels, int sample_ra
 std::vector<float> sine(double hz, double amplitude, int sample_rate, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    out[static_cast<size_t>(i)] = static_cast<float>(amplitude * std::sin(2.0 * M_PI * hz * static_cast<double>(i) / sample_rate));
+    out[static_cast<size_t>(i)] =
+        static_cast<float>(amplitude * std::sin(2.0 * M_PI * hz * static_cast<double>(i) / sample_rate));
   }
   return out;
 }

@@ -13,7 +13,8 @@ enum class AudioFormat { kWav16, kWavFloat, kFlac16, kOggVorbis, kOggOpus, kMp3 
 
 // `interleaved` holds frames x channels samples in [-1, 1]; the 16-bit formats store
 // round(x * 32768) clamped to [-32768, 32767].
-std::vector<uint8_t> write_audio(AudioFormat format, int channels, int sample_rate, const std::vector<float>& interleaved);
+std::vector<uint8_t> write_audio(AudioFormat format, int channels, int sample_rate,
+                                 const std::vector<float>& interleaved);
 
 // A sine of `hz` at `amplitude`, `n` samples at `sample_rate`, phase 0.
 std::vector<float> sine(double hz, double amplitude, int sample_rate, int64_t n);
