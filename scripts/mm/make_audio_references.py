@@ -7,6 +7,7 @@ samples tests/media/audio_mel_test.cpp regenerates from the same formulas:
   noise31   31.5 s of a sawtooth plus LCG noise (two 30-second chunks, the second short)
   boundary  30 s + 161 samples (the second chunk makes exactly one frame)
   short     400 samples (25 ms)
+  tiny      100 samples (one frame, mostly padding)
 For each: per chunk n_len, n_mel, the SHA-256 of the float32 [n_mel][n_len] data and its first
 256 values (for a distance when the bits differ).
 Usage: scripts/mm/make_audio_references.py OUT.json [--tool /tmp/mm-audio-tools/dump_gemma4a_mel]
@@ -36,7 +37,7 @@ def noise(n):
     return out
 
 
-cases = {'tone': tone(32000), 'noise31': noise(16000 * 31 + 8123), 'boundary': noise(480161), 'short': noise(400)}
+cases = {'tone': tone(32000), 'noise31': noise(16000 * 31 + 8123), 'boundary': noise(480161), 'short': noise(400), 'tiny': noise(100)}
 ref = {'n_mel': o.n_mel, 'tool': 'scripts/mm/dump_gemma4a_mel.cpp (libmtmd mtmd_audio_preprocessor_gemma4a)',
        'cases': {}}
 with tempfile.TemporaryDirectory() as d:

@@ -116,7 +116,7 @@ Result<LogMel> LogMel::create(const LogMelParams& p) {
 void LogMel::frame(const float* in, float* scratch, float* out, int64_t stride) const {
   const int n = p_.n_fft;
   const int bins = n / 2 + 1;
-  float* fft_in = scratch;            // 2n
+  float* fft_in = scratch;           // 2n
   float* fft_out = scratch + 2 * n;  // 8n, as mtmd sizes it (the recursion touches 6n)
   std::copy(in, in + n, fft_in);
   fft_real(sin_.data(), cos_.data(), n, fft_in, n, fft_out);
@@ -129,8 +129,8 @@ void LogMel::frame(const float* in, float* scratch, float* out, int64_t stride) 
     double sum = 0.0;
     int k = 0;
     for (k = 0; k < bins - 3; k += 4) {
-      sum += fft_out[k + 0] * w[k + 0] + fft_out[k + 1] * w[k + 1] + fft_out[k + 2] * w[k + 2] +
-             fft_out[k + 3] * w[k + 3];
+      sum +=
+          fft_out[k + 0] * w[k + 0] + fft_out[k + 1] * w[k + 1] + fft_out[k + 2] * w[k + 2] + fft_out[k + 3] * w[k + 3];
     }
     for (; k < bins; ++k) sum += fft_out[k] * w[k];
     sum = std::max(sum, static_cast<double>(p_.mel_floor));
@@ -138,10 +138,11 @@ void LogMel::frame(const float* in, float* scratch, float* out, int64_t stride) 
   }
 }
 
+// mtmd's integer arithmetic, C++'s division truncating toward zero: a chunk of 2 to 160
+// samples still makes one frame, a chunk of 1 sample none.
 int64_t LogMel::frames_for(int64_t n) const {
   const int64_t with_left = n + p_.window_len / 2;
-  if (with_left < p_.window_len + 1) return 0;
-  return (with_left - (p_.window_len + 1)) / p_.hop + 1;
+  return std::max<int64_t>(0, (with_left - (p_.window_len + 1)) / p_.hop + 1);
 }
 
 Result<std::vector<MelSpectrogram>> LogMel::compute(std::span<const float> samples, ThreadPool* pool) const {
@@ -153,9 +154,8 @@ Result<std::vector<MelSpectrogram>> LogMel::compute(std::span<const float> sampl
     const size_t len = std::min(chunk, samples.size() - off);
     const int64_t frames = frames_for(static_cast<int64_t>(len));
     if (frames < 1) {
-      return make_error("audio chunk at %.2f s holds %zu samples, too few for one %d-sample frame (need %d)",
-                        static_cast<double>(off) / p_.sample_rate, len, p_.window_len,
-                        p_.window_len + 1 - p_.window_len / 2);
+      return make_error("audio chunk at %.2f s holds %zu sample(s), too few for one frame (need at least 2)",
+                        static_cast<double>(off) / p_.sample_rate, len);
     }
     // Semicausal padding: window_len / 2 zeros in front, zeros behind up to the last frame.
     const int64_t pad_left = p_.window_len / 2;
@@ -175,7 +175,8 @@ Result<std::vector<MelSpectrogram>> LogMel::compute(std::span<const float> sampl
       for (int64_t i = begin; i < end; ++i) {
         const int64_t at = i * p_.hop;
         const int64_t valid = std::min<int64_t>(n, std::max<int64_t>(0, n_padded - at));
-        for (int64_t j = 0; j < valid; ++j) windowed[static_cast<size_t>(j)] = window_[static_cast<size_t>(j)] * padded[static_cast<size_t>(at + j)];
+        for (int64_t j = 0; j < valid; ++j)
+          windowed[static_cast<size_t>(j)] = window_[static_cast<size_t>(j)] * padded[static_cast<size_t>(at + j)];
         std::fill(windowed.begin() + valid, windowed.end(), 0.0f);
         frame(windowed.data(), scratch.data(), mel.data.data() + i, frames);
       }

@@ -51,7 +51,7 @@ class LogMel {
   static Result<LogMel> create(const LogMelParams& params);
 
   // The spectrograms of `samples` (one per chunk). Errors: no samples, or a chunk too short to
-  // make one frame (mtmd's limit: under window_len + 1 - window_len / 2 samples).
+  // make one frame (a single sample after a 30-second boundary; mtmd fails there too).
   Result<std::vector<MelSpectrogram>> compute(std::span<const float> samples, ThreadPool* pool) const;
 
   // The frames a chunk of `n` samples makes (0 when too short).

@@ -4,9 +4,9 @@
 // scripts/mm/dump_gemma4a_mel.cpp): the WAVs are regenerated from the same formulas (their
 // SHA-256 checked), decoded by decode_media and turned into spectrograms that must equal mtmd's
 // bit for bit (chunk count, frames, SHA-256 of the data, the first values) on 1 and 2 threads:
-// a 2 s tone, 31.5 s of noise (two 30-second chunks), 30 s + 161 samples (a one-frame chunk) and
-// 25 ms. Also: the FFT and filterbank against a double-precision DFT of the definition (the
-// scalar reference of the spectrum), the frame count, and the parameter and length errors.
+// a 2 s tone, 31.5 s of noise (two 30-second chunks), 30 s + 161 samples (a one-frame chunk),
+// 25 ms and 100 samples (one frame, mostly padding). Also: the FFT and filterbank against a double-precision DFT of the
+// definition (the scalar reference of the spectrum), the frame count, and the parameter and length errors.
 #include "media/audio_mel.h"
 
 #include <gtest/gtest.h>
@@ -42,8 +42,8 @@ std::string sha256_hex(const void* data, size_t n) {
 std::vector<int16_t> tone(int n) {
   std::vector<int16_t> s(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    s[static_cast<size_t>(i)] = static_cast<int16_t>(static_cast<int>(
-        8000 * (std::sin(2 * M_PI * 440 * i / 16000) + 0.5 * std::sin(2 * M_PI * 880 * i / 16000))));
+    s[static_cast<size_t>(i)] = static_cast<int16_t>(
+        static_cast<int>(8000 * (std::sin(2 * M_PI * 440 * i / 16000) + 0.5 * std::sin(2 * M_PI * 880 * i / 16000))));
   }
   return s;
 }
@@ -97,14 +97,15 @@ TEST(AudioMel, EqualsMtmdBitForBit) {
   auto mel = LogMel::create(gemma4a_log_mel_params(ref["n_mel"].get<int>()));
   ASSERT_TRUE(mel.ok()) << mel.error().message;
   ThreadPool pool(2);
-  const char* names[] = {"tone", "noise31", "boundary", "short"};
+  const char* names[] = {"tone", "noise31", "boundary", "short", "tiny"};
   ASSERT_EQ(ref["cases"].size(), std::size(names));
   for (const std::string name : names) {
     SCOPED_TRACE(name);
-    const std::vector<int16_t> samples = name == "tone"      ? tone(32000)
-                                         : name == "noise31" ? noise(16000 * 31 + 8123)
+    const std::vector<int16_t> samples = name == "tone"       ? tone(32000)
+                                         : name == "noise31"  ? noise(16000 * 31 + 8123)
                                          : name == "boundary" ? noise(480161)
-                                                              : noise(400);
+                                         : name == "short"    ? noise(400)
+                                                              : noise(100);
     const nlohmann::json& c = ref["cases"][name];
     const std::vector<uint8_t> bytes = wav(samples);
     ASSERT_EQ(sha256_hex(bytes.data(), bytes.size()), c["wav_sha256"].get<std::string>());
@@ -140,7 +141,8 @@ TEST(AudioMel, FrameMatchesTheDefinitionInDoublePrecision) {
   const int n = 512, bins = 257;
   const std::vector<int16_t> s = noise(n);
   std::vector<float> frame(n);
-  for (int i = 0; i < n; ++i) frame[static_cast<size_t>(i)] = mel->window()[static_cast<size_t>(i)] * (s[static_cast<size_t>(i)] / 32768.0f);
+  for (int i = 0; i < n; ++i)
+    frame[static_cast<size_t>(i)] = mel->window()[static_cast<size_t>(i)] * (s[static_cast<size_t>(i)] / 32768.0f);
   std::vector<float> scratch(static_cast<size_t>(n) * 10), got(128);
   mel->frame(frame.data(), scratch.data(), got.data(), 1);
   std::vector<double> mag(bins);
@@ -151,7 +153,8 @@ TEST(AudioMel, FrameMatchesTheDefinitionInDoublePrecision) {
   }
   for (int j = 0; j < 128; ++j) {
     double sum = 0;
-    for (int k = 0; k < bins; ++k) sum += mag[static_cast<size_t>(k)] * mel->filters()[static_cast<size_t>(j) * bins + k];
+    for (int k = 0; k < bins; ++k)
+      sum += mag[static_cast<size_t>(k)] * mel->filters()[static_cast<size_t>(j) * bins + k];
     EXPECT_NEAR(got[static_cast<size_t>(j)], std::log(std::max(sum, 0.001)), 1e-4) << j;
   }
   // HTK filters: triangles peaking at most at 1. The lowest ones are narrower than one 31.25 Hz
@@ -172,18 +175,19 @@ TEST(AudioMel, FrameMatchesTheDefinitionInDoublePrecision) {
 TEST(AudioMel, FramesAndErrors) {
   auto mel = LogMel::create(gemma4a_log_mel_params(128));
   ASSERT_TRUE(mel.ok());
-  EXPECT_EQ(mel->frames_for(160), 0);
+  EXPECT_EQ(mel->frames_for(1), 0);
+  EXPECT_EQ(mel->frames_for(2), 1);
+  EXPECT_EQ(mel->frames_for(160), 1);
   EXPECT_EQ(mel->frames_for(161), 1);
   EXPECT_EQ(mel->frames_for(320), 1);
   EXPECT_EQ(mel->frames_for(321), 2);
   EXPECT_EQ(mel->frames_for(480000), 2999);
-  auto short_audio = mel->compute(std::vector<float>(160, 0.1f), nullptr);
+  auto short_audio = mel->compute(std::vector<float>(1, 0.1f), nullptr);
   ASSERT_FALSE(short_audio.ok());
-  EXPECT_NE(short_audio.error().message.find("160 samples, too few"), std::string::npos)
-      << short_audio.error().message;
+  EXPECT_NE(short_audio.error().message.find("1 sample(s), too few"), std::string::npos) << short_audio.error().message;
   EXPECT_FALSE(mel->compute({}, nullptr).ok());
   // A trailing chunk too short for a frame is an error too (mtmd would fail the whole item).
-  auto tail = mel->compute(std::vector<float>(480000 + 100, 0.1f), nullptr);
+  auto tail = mel->compute(std::vector<float>(480000 + 1, 0.1f), nullptr);
   ASSERT_FALSE(tail.ok());
   EXPECT_NE(tail.error().message.find("at 30.00 s"), std::string::npos) << tail.error().message;
 
