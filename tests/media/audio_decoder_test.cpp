@@ -7,8 +7,9 @@
 //     length and a sine's frequency and level kept;
 //   * the resampler keeps a sine within 1e-3 (band-limited sinc), passes 16 kHz through bit for
 //     bit, and a stream pushed in odd blocks equals the whole signal converted at once;
-//   * limits (bytes, seconds from the header, seconds while reading, channels, sample rate) fail
-//     before the samples are decoded, with errors naming the limit and the value; truncated,
+//   * limits (bytes, seconds from the header, channels, sample rate) fail before the samples are
+//     decoded, the duration again while reading (AudioAccumulator, for a header that states no
+//     length or too little), with errors naming the limit and the value; truncated,
 //     corrupt, empty and unknown input fails with an error naming the problem.
 // With SNIPER_WRITE_AUDIO_CORPUS=DIR set, the test also writes tiny files there (the fuzz corpus
 // of tests/fuzz/corpus/audio_decode_fuzz was made so).
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "media/audio_pcm.h"
 #include "media/audio_resample.h"
 #include "media/media_decoder.h"
 #include "media/test_audio.h"
@@ -195,9 +197,8 @@ TEST(AudioDecoder, LimitsFailBeforeDecoding) {
 }
 
 TEST(AudioDecoder, LengthIsCheckedWhileReading) {
-  // An OGG's length comes from its last page: rewrite the granule positions to claim less.
-  // Simpler and just as real: an MP3 header does not state the length, so only the reading loop
-  // can stop it.
+  // libsndfile knows the length of every file its encoders write (LAME writes a Xing header), so
+  // an MP3 over the limit is refused from its header...
   MediaLimits limits;
   limits.max_audio_seconds = 0.5;
   const std::vector<uint8_t> mp3 = write_audio(AudioFormat::kMp3, 1, 16000, sine(300.0, 0.3, 16000, 16000));
@@ -205,7 +206,29 @@ TEST(AudioDecoder, LengthIsCheckedWhileReading) {
   maybe_write_corpus("ogg_vorbis_short", write_audio(AudioFormat::kOggVorbis, 1, 16000, sine(300.0, 0.3, 16000, 800)));
   maybe_write_corpus("ogg_opus_short", write_audio(AudioFormat::kOggOpus, 1, 48000, sine(300.0, 0.3, 48000, 2000)));
   maybe_write_corpus("wav16_short", write_audio(AudioFormat::kWav16, 2, 8000, pcm16_ramp(64, 2)));
-  expect_error(mp3, limits, "over the limit of 0.5 seconds");
+  expect_error(mp3, limits, "lasts 1.0 seconds, over the limit of 0.5 seconds");
+  // ...and the accumulator every decoder feeds stops a stream whose header states no length, or
+  // less than it holds, as soon as the samples pass the limit.
+  for (int64_t declared : {int64_t{-1}, int64_t{100}}) {
+    auto acc = AudioAccumulator::create("mp3", 2, 8000, declared, limits);
+    ASSERT_TRUE(acc.ok()) << acc.error().message;
+    const std::vector<float> block(2 * 1000, 0.25f);                             // 1000 frames, 0.125 s
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(acc->push(block, false).ok()) << i;  // 0.5 s: at the limit
+    auto st = acc->push(block, false);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message.find(declared < 0 ? "lasts over 0.5 seconds, the limit (the header declared no length)"
+                                                   : "the header declared less"),
+              std::string::npos)
+        << st.error().message;
+  }
+  // Blocks must hold whole frames; an accumulator with no samples has nothing to give.
+  auto acc = AudioAccumulator::create("wav", 2, 16000, -1, MediaLimits{});
+  ASSERT_TRUE(acc.ok());
+  EXPECT_FALSE(acc->push(std::vector<float>(3, 0.0f), false).ok());
+  ASSERT_TRUE(acc->push({}, true).ok());
+  auto empty = acc->finish();
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("holds no samples"), std::string::npos) << empty.error().message;
 }
 
 TEST(AudioDecoder, BadInputGetsAClearError) {
