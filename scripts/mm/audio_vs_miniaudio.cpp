@@ -72,10 +72,11 @@ int main(int argc, char** argv) {
       diff(lag, &m, &x);
       if (m < best_mean) best = lag, best_mean = m, best_max = x;
     }
-    std::printf("%s (%s, %d Hz, %d ch): samples sniper %zu miniaudio %zu; |diff| mean %.3g max %.3g; "
-                "best lag %d: mean %.3g max %.3g\n",
-                argv[i], s->format.c_str(), s->audio.source_rate, s->audio.source_channels, sn.size(), ma.size(),
-                mean0, max0, best, best_mean, best_max);
+    std::printf(
+        "%s (%s, %d Hz, %d ch): samples sniper %zu miniaudio %zu; |diff| mean %.3g max %.3g; "
+        "best lag %d: mean %.3g max %.3g\n",
+        argv[i], s->format.c_str(), s->audio.source_rate, s->audio.source_channels, sn.size(), ma.size(), mean0, max0,
+        best, best_mean, best_max);
   }
   return 0;
 }
