@@ -12,6 +12,7 @@ PACKAGES=(
   libcpp-httplib-dev libedit-dev
   libcurl4-openssl-dev libssl-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
+  libsndfile1-dev libvorbis-dev libsamplerate0-dev
   libstb-dev python3-numpy
   chromium tmux
 )

@@ -8,10 +8,10 @@ namespace sniper {
 namespace {
 
 constexpr MediaDecoder kDecoders[] = {
-    {"png", MediaKind::kImage, sniff_png, decode_png},
-    {"jpeg", MediaKind::kImage, sniff_jpeg, decode_jpeg},
-    {"webp", MediaKind::kImage, sniff_webp, decode_webp},
-    {"gif", MediaKind::kImage, sniff_gif, decode_gif},
+    {"png", MediaKind::kImage, sniff_png, decode_png},    {"jpeg", MediaKind::kImage, sniff_jpeg, decode_jpeg},
+    {"webp", MediaKind::kImage, sniff_webp, decode_webp}, {"gif", MediaKind::kImage, sniff_gif, decode_gif},
+    {"wav", MediaKind::kAudio, sniff_wav, decode_wav},    {"flac", MediaKind::kAudio, sniff_flac, decode_flac},
+    {"ogg", MediaKind::kAudio, sniff_ogg, decode_ogg},    {"mp3", MediaKind::kAudio, sniff_mp3, decode_mp3},
 };
 
 }  // namespace
@@ -39,6 +39,13 @@ Status validate_media_limits(const MediaLimits& limits) {
   if (limits.max_media < 0 || limits.max_media > 1024) {
     return make_error("media-per-request limit is %lld but must be in [0, 1024]",
                       static_cast<long long>(limits.max_media));
+  }
+  if (!(limits.max_audio_seconds > 0) || limits.max_audio_seconds > 86400) {
+    return make_error("audio duration limit is %g seconds but must be in (0, 86400]", limits.max_audio_seconds);
+  }
+  if (limits.max_audio_channels < 1 || limits.max_audio_channels > 256) {
+    return make_error("audio channel limit is %lld but must be in [1, 256]",
+                      static_cast<long long>(limits.max_audio_channels));
   }
   return ok_status();
 }

@@ -5,10 +5,13 @@
 // limits (bytes, width, height, pixels) before it allocates or decodes anything, so a
 // decompression bomb costs a header parse; errors name the format, the limit and the value.
 //
+// Audio (WAV, FLAC, OGG Vorbis/Opus, MP3) goes through libsndfile (which reads MP3 through
+// libmpg123), is mixed down to mono as the channels' mean and resampled to 16 kHz with
+// libsamplerate as it is read (media/audio_resample.h), so memory stays bounded by the output.
+//
 // The decoders form one table (media_decoders()): a format name, the media kind it yields, a
 // signature test on the first bytes and a decode function. decode_media() sniffs the bytes
-// against the table. An audio decoder joins the table with kind kAudio and fills
-// DecodedMedia::audio (the audio task adds that field); nothing else changes.
+// against the table.
 // Thread-safe: decoders keep no state between calls.
 #pragma once
 
@@ -31,7 +34,15 @@ struct MediaLimits {
   int64_t max_side = 16384;                 // width or height of an image, pixels
   int64_t max_pixels = 40'000'000;          // width * height of an image (40 MP: 120 MB as RGB)
   int64_t max_media = 16;                   // media items in one prompt / request
+  double max_audio_seconds = 600;           // duration of one audio item (10 minutes)
+  int64_t max_audio_channels = 16;          // channels of one audio item before the mono mixdown
 };
+
+// The sample rate every audio item is resampled to (what mtmd's audio projectors all take), and
+// the range of source rates the decoders accept.
+inline constexpr int kAudioSampleRate = 16000;
+inline constexpr int kAudioMinSourceRate = 1000;
+inline constexpr int kAudioMaxSourceRate = 384000;
 
 // Checks the limits themselves (a front end builds them from flags). Errors name the field.
 [[nodiscard]] Status validate_media_limits(const MediaLimits& limits);
@@ -44,10 +55,21 @@ struct Image {
   std::vector<uint8_t> rgb;  // [height][width][3]
 };
 
+// Mono float PCM at kAudioSampleRate, nominally in [-1, 1] (integer PCM is scaled by 2^-(bits-1),
+// as miniaudio, mtmd's decoder, does).
+struct Audio {
+  int sample_rate = kAudioSampleRate;
+  std::vector<float> samples;
+  int source_rate = 0;      // the file's sample rate
+  int source_channels = 0;  // the file's channel count (mixed down to one)
+  double seconds() const { return static_cast<double>(samples.size()) / sample_rate; }
+};
+
 struct DecodedMedia {
   MediaKind kind = MediaKind::kImage;
-  std::string format;  // "png", "jpeg", "webp", "gif"
+  std::string format;  // "png", "jpeg", "webp", "gif", "wav", "flac", "ogg", "mp3"
   Image image;         // kind == kImage
+  Audio audio;         // kind == kAudio
 };
 
 // One format the decoders understand.
@@ -83,5 +105,13 @@ bool sniff_webp(std::span<const uint8_t> bytes);
 Result<DecodedMedia> decode_webp(std::span<const uint8_t> bytes, const MediaLimits& limits);
 bool sniff_gif(std::span<const uint8_t> bytes);
 Result<DecodedMedia> decode_gif(std::span<const uint8_t> bytes, const MediaLimits& limits);
+bool sniff_wav(std::span<const uint8_t> bytes);
+Result<DecodedMedia> decode_wav(std::span<const uint8_t> bytes, const MediaLimits& limits);
+bool sniff_flac(std::span<const uint8_t> bytes);
+Result<DecodedMedia> decode_flac(std::span<const uint8_t> bytes, const MediaLimits& limits);
+bool sniff_ogg(std::span<const uint8_t> bytes);
+Result<DecodedMedia> decode_ogg(std::span<const uint8_t> bytes, const MediaLimits& limits);
+bool sniff_mp3(std::span<const uint8_t> bytes);
+Result<DecodedMedia> decode_mp3(std::span<const uint8_t> bytes, const MediaLimits& limits);
 
 }  // namespace sniper
