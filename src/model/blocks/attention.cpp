@@ -167,32 +167,31 @@ size_t AttentionBlock::scratch_bytes() const {
   return held_scratch_bytes(*this, scratch_table()) + window_scratch_.size() * sizeof(float) + att_scratch_.size();
 }
 
-void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok) {
-  // Rotation angles for each position of the chunk, once per rope setting (shared by its layers).
+void AttentionBlock::begin_batch(std::span<const SeqRows> seqs) {
+  // Rotation angles for each row's position, once per rope setting (shared by its layers).
   const float* factors = has_rope_freqs_ ? f32_data(rope_freqs_) : nullptr;
   for (size_t i = 0; i < ropes_.size(); ++i) {
     const Rope& r = ropes_[i];
     const int64_t half = r.dims / 2;
     float* cos = rope_cos_.data() + rope_offset_[i];
     float* sin = rope_sin_.data() + rope_offset_[i];
-    for (int64_t t = 0; t < n_tok; ++t) {
-      rope_angles(pos0 + t, r.dims, r.base, config_.rope_freq_scale, r.freqs ? factors : nullptr, cos + t * half,
-                  sin + t * half);
+    for (const SeqRows& s : seqs) {
+      for (int64_t t = 0; t < s.n_tok; ++t) {
+        const int64_t row = s.row0 + t;
+        rope_angles(s.pos0 + t, r.dims, r.base, config_.rope_freq_scale, r.freqs ? factors : nullptr, cos + row * half,
+                    sin + row * half);
+      }
     }
   }
 }
 
-Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state, const BlockIo& io) {
+Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) {
   const ModelConfig& c = config_;
   const LayerPlan& lp = c.layer(layer_idx);
-  const int64_t n_tok = io.n_tok, pos0 = io.pos0;
+  const int64_t n_tok = io.n_tok;
   ThreadPool& pool = *io.pool;
   const int64_t dim = c.dim, q_dim = lp.q_dim(), kv_dim = lp.kv_dim(), hd = lp.head_dim;
   const int64_t n_heads = lp.n_heads, n_kv_heads = lp.n_kv_heads;
-  const KvSlot slot = state.kv_slot(layer_idx);
-  KvCache& kv = *slot.cache;
-  CHECK(kv.n_kv_heads() == n_kv_heads && kv.head_dim() == hd, "layer %ld: KV slot shape differs from the layer plan",
-        static_cast<long>(layer_idx));
   const bool own_kv = lp.kv_shared_with < 0;
   const bool gated = lp.attn_output_gate;
   const bool has_v = lw.wv.data != nullptr;
@@ -230,28 +229,33 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   const int64_t n_rot = lp.rope_dims, half = n_rot / 2;
   const float* rope_cos = rope_cos_.data() + rope_offset_[rope];
   const float* rope_sin = rope_sin_.data() + rope_offset_[rope];
-  for (int64_t t = 0; t < n_tok; ++t) {
-    float* qt = q_.data() + t * q_dim;
-    if (lp.qk_norm) {
-      for (int64_t h = 0; h < n_heads; ++h) rms_norm(qt + h * hd, f32_data(lw.q_norm), qt + h * hd, hd, c.norm_eps);
+  for (const SeqRows& seq : io.seqs) {
+    const KvSlot slot = seq.state->kv_slot(layer_idx);
+    KvCache& kv = *slot.cache;
+    CHECK(kv.n_kv_heads() == n_kv_heads && kv.head_dim() == hd, "layer %ld: KV slot shape differs from the layer plan",
+          static_cast<long>(layer_idx));
+    for (int64_t t = seq.row0; t < seq.row0 + seq.n_tok; ++t) {
+      float* qt = q_.data() + t * q_dim;
+      if (lp.qk_norm) {
+        for (int64_t h = 0; h < n_heads; ++h) rms_norm(qt + h * hd, f32_data(lw.q_norm), qt + h * hd, hd, c.norm_eps);
+      }
+      rope_apply(qt, n_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
+      if (!own_kv) continue;
+      float* kt = k_.data() + t * kv_dim;
+      float* vt = v_.data() + t * kv_dim;
+      for (int64_t h = 0; h < n_kv_heads; ++h) {
+        if (lp.qk_norm) rms_norm(kt + h * hd, f32_data(lw.k_norm), kt + h * hd, hd, c.norm_eps);
+        if (lp.v_norm) rms_norm(vt + h * hd, nullptr, vt + h * hd, hd, c.norm_eps);
+      }
+      rope_apply(kt, n_kv_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
+      kv.store(slot.index, seq.pos0 + (t - seq.row0), kt, vt);
     }
-    rope_apply(qt, n_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
-    if (!own_kv) continue;
-    float* kt = k_.data() + t * kv_dim;
-    float* vt = v_.data() + t * kv_dim;
-    for (int64_t h = 0; h < n_kv_heads; ++h) {
-      if (lp.qk_norm) rms_norm(kt + h * hd, f32_data(lw.k_norm), kt + h * hd, hd, c.norm_eps);
-      if (lp.v_norm) rms_norm(vt + h * hd, nullptr, vt + h * hd, hd, c.norm_eps);
+    if (lp.sliding_window > 0) {
+      attend_window(lp, kv, slot.index, seq.row0, seq.pos0, seq.n_tok, pool);
+    } else {
+      CHECK(!kv.ring(), "layer %ld: a full-attention layer over a ring", static_cast<long>(layer_idx));
+      attend_full(lp, kv, slot.index, seq.row0, seq.pos0, seq.n_tok, pool);
     }
-    rope_apply(kt, n_kv_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
-    kv.store(slot.index, pos0 + t, kt, vt);
-  }
-
-  if (lp.sliding_window > 0) {
-    attend_window(lp, kv, slot.index, pos0, n_tok, pool);
-  } else {
-    CHECK(!kv.ring(), "layer %ld: a full-attention layer over a ring", static_cast<long>(layer_idx));
-    attend_full(lp, kv, slot.index, pos0, n_tok, pool);
   }
   if (gated) sigmoid_gate(gate_.data(), att_.data(), n_tok * q_dim);
   matmul(lw.wo, att_.data(), io.out, n_tok, io.buffers->act, pool);
@@ -263,8 +267,8 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   return ok_status();
 }
 
-void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                                 ThreadPool& pool) {
+void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0,
+                                 int64_t n_tok, ThreadPool& pool) {
   // One work item per (tile of tokens, kv head): the query heads sharing a kv head (and, with
   // flash attention, the tokens of a tile) read its K and V once. Items are spread over the pool.
   const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), n_kv_heads = lp.n_kv_heads;
@@ -291,15 +295,15 @@ void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t
       if (item >= n_items) break;
       // kv head major: consecutive items read the same head's K and V.
       const int64_t kvh = item / n_tiles, t = item % n_tiles * tok_tile, nt = std::min(tok_tile, n_tok - t);
-      const int64_t off = t * q_dim + kvh * group * hd;
+      const int64_t off = (row0 + t) * q_dim + kvh * group * hd;
       attend_tokens(layout, batch, q_.data() + off, q_dim, k_rows, v_rows, kvh, group, nt, pos0 + t + 1, scale,
                     att_.data() + off, q_dim, scratch);
     }
   });
 }
 
-void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                                   ThreadPool& pool) {
+void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0,
+                                   int64_t n_tok, ThreadPool& pool) {
   // One item per (token, kv head, part of its query-head group): kernels/window_attention.h.
   const AttentionLayout& layout = kv.layout();
   const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), W = lp.sliding_window;
@@ -329,7 +333,7 @@ void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64
       const int64_t h0 = kvh * group + part * heads_per_part;
       const int64_t nh = std::min(heads_per_part, kvh * group + group - h0);
       if (nh <= 0) continue;
-      const int64_t off = t * q_dim + h0 * hd;
+      const int64_t off = (row0 + t) * q_dim + h0 * hd;
       sniper::attend_window(layout, k_rows, v_rows, kvh, q_.data() + off, nh, pos0 + t, W, scale, att_.data() + off,
                             scratch, tier);
     }
