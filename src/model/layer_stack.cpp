@@ -123,7 +123,7 @@ size_t LayerStack::scratch_bound(const ModelConfig& c, int64_t max_batch, int64_
 
 Status LayerStack::begin_batch(const int32_t* tokens, const float* x0, int64_t n_tok, std::span<const SeqRows> seqs,
                                BlockBuffers& buffers, ThreadPool& pool) {
-  if (per_layer_ != nullptr) SNIPER_TRY(per_layer_->begin_chunk(tokens, x0, n_tok, buffers, pool));
+  if (per_layer_ != nullptr) SNIPER_TRY(per_layer_->begin_chunk(tokens, x0, n_tok, seqs, buffers, pool));
   for (const auto& b : mixer_blocks_) b->begin_batch(seqs);
   return ok_status();
 }

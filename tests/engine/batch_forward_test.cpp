@@ -237,11 +237,11 @@ TEST(BatchForward, SlidingWindowWithExpertsF32) {
 }
 
 // A quantized Gemma 4 (made here): sliding rings that wrap within the schedule (window 8), KV
-// shared between layers, routed experts; bit for bit. Without per-layer inputs: the synthetic
-// file keeps their projections in float, whose batched order differs in the last bits, and a
-// near-tied expert choice downstream turns that into a different expert for one row (seen:
-// one logit row off by 0.12). The F32 fixtures above cover per-layer inputs within a bound.
-TEST(BatchForward, SlidingWindowSharedKvAndExpertsQuantized) {
+// shared between layers, per-layer inputs, routed experts; bit for bit. Its per_layer_model_proj
+// is F32 (as llama.cpp writes it): over the whole batch its last bits moved and a near-tied
+// expert choice downstream gave one row another expert (one logit row off by 0.12), so it runs
+// per sequence.
+TEST(BatchForward, SlidingWindowSharedKvPerLayerInputsAndExpertsQuantized) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("sniper_batch_gemma4_" + std::to_string(::getpid()) + ".gguf"))
           .string();
@@ -262,6 +262,7 @@ TEST(BatchForward, SlidingWindowSharedKvAndExpertsQuantized) {
   spec.sliding_window = 8;
   spec.swa_period = 2;
   spec.shared_kv_layers = 2;
+  spec.per_layer_dim = 16;
   spec.type = "q8_0";
   const Status written = write_synth_model(spec, path, nullptr);
   ASSERT_TRUE(written.ok()) << written.error().message;
