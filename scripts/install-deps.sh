@@ -11,6 +11,8 @@ PACKAGES=(
   nlohmann-json3-dev libicu-dev liburing-dev
   libcpp-httplib-dev libedit-dev
   libcurl4-openssl-dev libssl-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
+  libstb-dev python3-numpy
   chromium tmux
 )
 

@@ -44,6 +44,7 @@ struct WeightSources {
 struct LayerIo {
   int64_t n_tok = 0;              // rows of the batch, 1 <= n_tok <= max_batch
   std::span<const SeqRows> seqs;  // its sequences (model/batch_rows.h), covering rows [0, n_tok)
+  bool non_causal = false;        // ChunkInput::non_causal (one sequence): its rows attend both ways
   float* x = nullptr;             // [n_tok, dim] the residual, updated in place
   float* xb = nullptr;            // [n_tok, dim] scratch: a block's normed input
   float* out = nullptr;           // [n_tok, dim] scratch: a block's output
@@ -60,10 +61,11 @@ class LayerStack {
   ~LayerStack();
 
   // Once per forward, before layer 0: the mixers' per-batch state (rope angles of every row's
-  // position) and, for a model with per-layer inputs, those of tokens[0, n_tok) from the
-  // embeddings x0 [n_tok, dim]. Errors: a failed read of streamed per-layer embedding rows.
+  // position, from `in`'s rope positions when given: a batch of one sequence) and, for a model
+  // with per-layer inputs, those of tokens[0, n_tok) from the embeddings x0 [n_tok, dim].
+  // Errors: a failed read of streamed per-layer embedding rows.
   [[nodiscard]] Status begin_batch(const int32_t* tokens, const float* x0, int64_t n_tok, std::span<const SeqRows> seqs,
-                                   BlockBuffers& buffers, ThreadPool& pool);
+                                   const ChunkInput& in, BlockBuffers& buffers, ThreadPool& pool);
   // Layer layer_idx with its weights lw over the batch of io (each sequence's mixer state is its
   // SeqRows::state). Errors only from weight sources.
   [[nodiscard]] Status run_layer(int64_t layer_idx, const LayerWeights& lw, const LayerIo& io);

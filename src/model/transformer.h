@@ -44,8 +44,15 @@ class Transformer {
   // Errors come only from weight sources (a failed or short read); the state of this chunk is
   // then unusable and the caller must not count the chunk as evaluated (and must reset a
   // recurrent state).
+  // `in` carries media input (model/blocks/block.h ChunkInput: embeddings in place of the token
+  // lookup, M-RoPE positions, attention both ways inside the chunk); null: plain tokens. A
+  // non-causal chunk runs in one part: n_tok <= max_chunk() (CHECKed: callers validate).
   [[nodiscard]] Status forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
-                               bool all_logits, float* logits, ThreadPool& pool, float* hidden = nullptr);
+                               bool all_logits, float* logits, ThreadPool& pool, float* hidden = nullptr,
+                               const ChunkInput* in = nullptr);
+  // The most tokens one chunk that attends both ways may hold (max_batch, or less when a sliding
+  // ring is smaller: model/config.h widen_rings_for_chunks).
+  int64_t max_chunk() const { return max_chunk_ > 0 ? std::min(max_chunk_, max_batch_) : max_batch_; }
 
   // One pass over a ragged batch (model/batch_rows.h): tokens[0, n_rows) are the rows of `seqs`,
   // which cover them in order, each sequence at its own positions over its own state. Requires
@@ -57,9 +64,10 @@ class Transformer {
   // quantized (their products are per-row vec_dot's); float weights' batches take the tinyBLAS
   // order (as the reference engine's), which depends on the row count (docs/batching.md).
   // Errors as forward(); every sequence's state is then unusable for this batch's positions.
+  // `in` (media input, as forward()'s) is only for a batch of one sequence (CHECKed).
   [[nodiscard]] Status forward_batch(const int32_t* tokens, std::span<const SeqRows> seqs,
                                      std::span<const int64_t> out_rows, float* logits, ThreadPool& pool,
-                                     float* hidden = nullptr);
+                                     float* hidden = nullptr, const ChunkInput& in = ChunkInput{});
   // The most rows one sequence may have in a forward_batch(): max_batch, or less where a sliding
   // layer's ring must still hold the keys of the sequence's first row.
   int64_t max_seq_rows() const { return max_chunk_ > 0 ? std::min(max_chunk_, max_batch_) : max_batch_; }
@@ -84,7 +92,8 @@ class Transformer {
  private:
   // forward() for a chunk whose keys fit every sliding layer's ring (see sliding_ring_slots).
   [[nodiscard]] Status forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
-                                     bool all_logits, float* logits, ThreadPool& pool, float* hidden);
+                                     bool all_logits, float* logits, ThreadPool& pool, float* hidden,
+                                     const ChunkInput& in);
   // Layer l's weights with streamed tensors filled in from the LayerStreamer.
   Result<const LayerWeights*> layer_weights(int64_t layer_idx);
 

@@ -63,11 +63,27 @@ struct BlockBuffers {
   ActBuffer act_bufs[3];  // activations reused across weights (ActCache)
 };
 
+// What a forward chunk of one sequence may carry besides its token ids: media input
+// (engine/media_prompt.h).
+// Positions: token i of a chunk occupies KV cell pos0 + i; its rope position is pos0 + i +
+// rope_offset in every component, or, for M-RoPE models, rope_pos's (t, h, w, e) when given (an
+// image's 2D positions, as llama.cpp's mtmd assigns them). Defaults: a plain text chunk.
+struct ChunkInput {
+  const float* embd = nullptr;        // [n_tok, dim] rows that replace the token embeddings (no embedding
+                                      // scale, as llama.cpp's embedding batches); the tokens given are 0
+                                      // (gemma4's per-layer inputs then read token 0's rows, as llama.cpp)
+  const int32_t* rope_pos = nullptr;  // [4][n_tok] rope positions t, h, w, e (M-RoPE models only)
+  int64_t rope_offset = 0;            // rope position - KV cell for tokens without rope_pos (<= 0)
+  bool non_causal = false;            // the chunk's tokens attend to each other both ways (one forward, never
+                                      // split: an image for gemma4v)
+};
+
 // One call's inputs and outputs, shared by the blocks of every layer. The rows are a ragged
 // batch (model/batch_rows.h): `seqs` say which rows belong to which sequence and state.
 struct BlockIo {
   int64_t n_tok = 0;              // rows of the batch, 1 <= n_tok <= max_batch
   std::span<const SeqRows> seqs;  // the sequences, covering rows [0, n_tok) in order
+  bool non_causal = false;        // ChunkInput::non_causal (a batch of one sequence)
   const float* x = nullptr;       // [n_tok, dim] residual stream entering the block (read only)
   const float* xb = nullptr;      // [n_tok, dim] normed input of the block
   float* out = nullptr;           // [n_tok, dim] the block's output
@@ -78,8 +94,9 @@ struct BlockIo {
 class MixerBlock {
  public:
   virtual ~MixerBlock() = default;
-  // Called once per forward, before the first layer (e.g. rope angles for every row's position).
-  virtual void begin_batch(std::span<const SeqRows> seqs) = 0;
+  // Called once per forward, before the first layer (e.g. rope angles for every row's position;
+  // `in` as ChunkInput says, for a batch of one sequence).
+  virtual void begin_batch(std::span<const SeqRows> seqs, const ChunkInput& in) = 0;
   // Mixes each sequence's rows with its layer state (io.seqs[i].state, which it reads and
   // updates) into io.out. Errors only from weight sources.
   [[nodiscard]] virtual Status forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) = 0;

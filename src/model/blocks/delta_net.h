@@ -31,7 +31,7 @@ class DeltaNetBlock final : public MixerBlock {
  public:
   DeltaNetBlock(const ModelConfig& config, int64_t max_batch);
 
-  void begin_batch(std::span<const SeqRows>) override {}
+  void begin_batch(std::span<const SeqRows>, const ChunkInput&) override {}
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) override;
   size_t scratch_bytes() const override;
 
