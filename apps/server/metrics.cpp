@@ -103,6 +103,12 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   value_u(&out, "sniper_draft_tokens_total", draft_tokens_.load());
   metric(&out, "sniper_draft_accepted_tokens_total", "counter", "Speculative decoding: draft tokens accepted.");
   value_u(&out, "sniper_draft_accepted_tokens_total", draft_accepted_tokens_.load());
+  metric(&out, "sniper_batch_passes_total", "counter", "Batched forward passes (all busy slots in one pass).");
+  value_u(&out, "sniper_batch_passes_total", batch_passes_.load());
+  metric(&out, "sniper_batch_rows_total", "counter", "Tokens evaluated in batched passes.");
+  value_u(&out, "sniper_batch_rows_total", batch_rows_.load());
+  metric(&out, "sniper_batch_sequences_total", "counter", "Slots served by batched passes, summed over passes.");
+  value_u(&out, "sniper_batch_sequences_total", batch_sequences_.load());
   metric(&out, "sniper_prefill_tokens_per_second", "gauge", "Prompt evaluation speed of the last request.");
   value(&out, "sniper_prefill_tokens_per_second",
         last_.prompt_ms > 0 ? last_.n_prompt_evaluated * 1000.0 / last_.prompt_ms : 0);

@@ -50,6 +50,12 @@ class Metrics {
     draft_accepted_tokens_ += static_cast<uint64_t>(n_accepted);
   }
   void record_timings(const RequestTimings& t);
+  // One batched forward pass of the scheduler: its rows (tokens) and sequences (slots).
+  void add_pass(int64_t rows, int64_t sequences) {
+    batch_passes_ += 1;
+    batch_rows_ += static_cast<uint64_t>(rows);
+    batch_sequences_ += static_cast<uint64_t>(sequences);
+  }
   void set_engine(const EngineSnapshot& s);
   void set_slots(int64_t total, int64_t busy, int64_t queued);
 
@@ -67,6 +73,7 @@ class Metrics {
   std::atomic<uint64_t> generated_tokens_{0};
   std::atomic<uint64_t> draft_tokens_{0};
   std::atomic<uint64_t> draft_accepted_tokens_{0};
+  std::atomic<uint64_t> batch_passes_{0}, batch_rows_{0}, batch_sequences_{0};
   std::atomic<int64_t> slots_total_{0}, slots_busy_{0}, queued_{0};
 
   std::mutex mu_;  // guards the fields below

@@ -20,7 +20,8 @@ Status BatchEvaluator::eval(std::span<const BatchItem> items) {
   for (size_t i = 0; i < items.size(); ++i) {
     const BatchItem& it = items[i];
     CHECK(it.session != nullptr && it.session->batchable(), "batch item %zu: no session, or one that cannot batch", i);
-    for (size_t j = 0; j < i; ++j) CHECK(items[j].session != it.session, "batch items %zu and %zu share a session", j, i);
+    for (size_t j = 0; j < i; ++j)
+      CHECK(items[j].session != it.session, "batch items %zu and %zu share a session", j, i);
     Status st = it.session->check_eval(it.tokens);
     if (!st.ok()) return make_error("batch item %zu: %s", i, st.error().message.c_str());
     const int64_t n = static_cast<int64_t>(it.tokens.size());

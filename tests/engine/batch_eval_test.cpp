@@ -28,7 +28,8 @@ std::string model_path(const std::string& name) { return shared_dir() + "/models
 
 std::vector<int32_t> prompt_of(int seq, int64_t n, int32_t vocab) {
   std::vector<int32_t> t;
-  for (int64_t i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((3 + 41 * i + 97 * seq + i * i * (seq + 2)) % vocab));
+  for (int64_t i = 0; i < n; ++i)
+    t.push_back(static_cast<int32_t>((3 + 41 * i + 97 * seq + i * i * (seq + 2)) % vocab));
   return t;
 }
 
@@ -46,12 +47,11 @@ struct Pass {
 const int kSeqs = 3;
 const int64_t kPromptLen[kSeqs] = {11, 23, 5};
 const std::vector<Pass> kPasses = {
-    {{7, 9, 0}, {false, false, false}},  // A and B start; C waits
+    {{7, 9, 0}, {false, false, false}},   // A and B start; C waits
     {{4, 14, 5}, {false, false, false}},  // A done, B's last chunk of 14, C whole
     {{0, 0, 0}, {true, true, true}},      // all decode
     {{0, 0, 0}, {true, false, true}},     // B rests
-    {{0, 0, 0}, {true, true, true}},
-    {{0, 0, 0}, {true, true, false}},
+    {{0, 0, 0}, {true, true, true}},     {{0, 0, 0}, {true, true, false}},
 };
 
 struct Trace {
@@ -206,12 +206,14 @@ TEST(BatchEval, FailedPassRollsEverySessionBack) {
   auto b = make_session(**model);
   const int32_t vocab = static_cast<int32_t>((*model)->config().vocab_size);
   const std::vector<int32_t> pa = prompt_of(0, 12, vocab), pb = prompt_of(1, 9, vocab);
-  ASSERT_TRUE((*ev)->eval(std::vector<BatchItem>{{a.get(), std::span<const int32_t>(pa).first(6)},
-                                                 {b.get(), std::span<const int32_t>(pb).first(4)}})
+  ASSERT_TRUE((*ev)
+                  ->eval(std::vector<BatchItem>{{a.get(), std::span<const int32_t>(pa).first(6)},
+                                                {b.get(), std::span<const int32_t>(pb).first(4)}})
                   .ok());
   failing = true;
-  EXPECT_FALSE((*ev)->eval(std::vector<BatchItem>{{a.get(), std::span<const int32_t>(pa).subspan(6)},
-                                                  {b.get(), std::span<const int32_t>(pb).subspan(4)}})
+  EXPECT_FALSE((*ev)
+                   ->eval(std::vector<BatchItem>{{a.get(), std::span<const int32_t>(pa).subspan(6)},
+                                                 {b.get(), std::span<const int32_t>(pb).subspan(4)}})
                    .ok());
   failing = false;
   EXPECT_EQ(a->n_past(), 0);
