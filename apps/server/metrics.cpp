@@ -58,6 +58,11 @@ void Metrics::record_timings(const RequestTimings& t) {
   }
 }
 
+void Metrics::record_latency(Latency kind, double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  latency_[static_cast<size_t>(kind)].add(seconds);
+}
+
 void Metrics::set_engine(const EngineSnapshot& s) {
   std::lock_guard<std::mutex> lock(mu_);
   engine_ = s;
@@ -120,6 +125,9 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   value(&out, "sniper_time_to_first_token_seconds_sum", ttft_sum_s_);
   metric(&out, "sniper_time_to_first_token_seconds_count", "counter", "Requests that produced a first token.");
   value_u(&out, "sniper_time_to_first_token_seconds_count", ttft_count_);
+  latency_[0].render(&out, "sniper_queue_seconds", "Time a request waited for a slot.");
+  latency_[1].render(&out, "sniper_first_token_seconds", "Time from a request's arrival to its first generated token.");
+  latency_[2].render(&out, "sniper_inter_token_seconds", "Time between consecutive generated tokens of a request.");
   metric(&out, "sniper_rss_bytes", "gauge", "Resident set size of the process.");
   value_u(&out, "sniper_rss_bytes", rss_bytes);
   metric(&out, "sniper_peak_rss_bytes", "gauge", "Peak resident set size of the process.");

@@ -13,10 +13,15 @@
 #include <mutex>
 #include <string>
 
+#include "server/latency_histogram.h"
+
 namespace sniper::server {
 
 enum class Endpoint { kChat, kCompletions };
 enum class RequestOutcome { kOk, kError, kCancelled };
+// Per-request latencies kept as histograms (seconds): time in the queue before a slot took the
+// request, time from arrival to the first generated token, time between consecutive tokens.
+enum class Latency { kQueue, kFirstToken, kInterToken };
 
 // Gauges describing the last finished request, set together.
 struct RequestTimings {
@@ -50,6 +55,7 @@ class Metrics {
     draft_accepted_tokens_ += static_cast<uint64_t>(n_accepted);
   }
   void record_timings(const RequestTimings& t);
+  void record_latency(Latency kind, double seconds);
   // One batched forward pass of the scheduler: its rows (tokens) and sequences (slots).
   void add_pass(int64_t rows, int64_t sequences) {
     batch_passes_ += 1;
@@ -81,6 +87,7 @@ class Metrics {
   double ttft_sum_s_ = 0;
   uint64_t ttft_count_ = 0;
   EngineSnapshot engine_;
+  LatencyHistogram latency_[3];  // [Latency]
   // Previous render's SSD byte count, for the recent read rate.
   std::chrono::steady_clock::time_point rate_time_;
   uint64_t rate_bytes_ = 0;

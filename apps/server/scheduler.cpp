@@ -103,6 +103,7 @@ bool Scheduler::submit(const std::shared_ptr<Job>& job) {
     if (stopping_) return false;
     const int64_t idle = static_cast<int64_t>(slots_.size()) - busy_;
     if (static_cast<int64_t>(queue_.size()) >= options_.queue_capacity + idle) return false;
+    job->submitted = std::chrono::steady_clock::now();
     queue_.push_back(job);
     if (metrics_ != nullptr)
       metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
@@ -199,6 +200,11 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   slot.result = JobResult();
   slot.result.slot = static_cast<int>(&slot - slots_.data());
   slot.t_start = std::chrono::steady_clock::now();
+  slot.sampled = false;
+  if (metrics_ != nullptr) {
+    metrics_->record_latency(Latency::kQueue,
+                             std::chrono::duration<double>(slot.t_start - slot.job->submitted).count());
+  }
   slot.decoding = false;
   slot.to_eval.clear();
   slot.eval_pos = 0;
@@ -342,6 +348,7 @@ bool Scheduler::sample_next(Slot& slot, int32_t* token) {
   // With context shift the context never ends generation.
   const int64_t n_ctx = options_.context_shift ? std::numeric_limits<int64_t>::max() : session.n_ctx();
   GeneratorStep step = slot.generator->step(session.last_logits().data(), n_vocab, session.n_past(), n_ctx);
+  if (step.token >= 0) note_token(slot);
   if (!step.text.empty()) {
     if (slot.result.ttft_ms < 0) slot.result.ttft_ms = ms_since(slot.t_start);
     j.push_text(step.text);
@@ -415,6 +422,7 @@ void Scheduler::advance_speculative(Slot& slot) {
   const auto t0 = std::chrono::steady_clock::now();
   Status st = slot.spec->round(*slot.session, *slot.generator, slot.pending, remaining, [&](const GeneratorStep& step) {
     if (!finish_reason.empty()) return;
+    if (step.token >= 0) note_token(slot);
     if (!step.text.empty()) {
       if (slot.result.ttft_ms < 0) slot.result.ttft_ms = ms_since(slot.t_start);
       j.push_text(step.text);
@@ -431,6 +439,19 @@ void Scheduler::advance_speculative(Slot& slot) {
     slot.result.finish_reason = finish_reason == "eog" ? "stop" : finish_reason == "context" ? "length" : finish_reason;
     return finish(slot);
   }
+}
+
+void Scheduler::note_token(Slot& slot) {
+  const auto now = std::chrono::steady_clock::now();
+  if (metrics_ != nullptr) {
+    if (slot.sampled) {
+      metrics_->record_latency(Latency::kInterToken, std::chrono::duration<double>(now - slot.t_token).count());
+    } else {
+      metrics_->record_latency(Latency::kFirstToken, std::chrono::duration<double>(now - slot.job->submitted).count());
+    }
+  }
+  slot.t_token = now;
+  slot.sampled = true;
 }
 
 void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {

@@ -101,6 +101,8 @@ class Scheduler {
     bool decoding = false;
     JobResult result;
     std::chrono::steady_clock::time_point t_start;
+    std::chrono::steady_clock::time_point t_token;  // when the last token was sampled
+    bool sampled = false;                           // a token was sampled (t_token is valid)
     uint64_t last_used = 0;
   };
 
@@ -121,6 +123,8 @@ class Scheduler {
   // One speculative round (draft, verify, roll back) of a decoding slot with a pending token.
   void advance_speculative(Slot& slot);
   void finish(Slot& slot, const std::string& error = {}, int error_status = 500);
+  // A token of the slot's job was sampled: time to first token or inter-token latency.
+  void note_token(Slot& slot);
   void publish_engine_stats();
 
   Model& model_;

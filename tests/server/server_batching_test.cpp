@@ -3,7 +3,8 @@
 // stop strings, a grammar job, one that hangs up mid-stream) are served by shared passes
 // (/metrics: more slots than passes), and each client's text equals the text it gets alone
 // (greedy, a quantized model: each row's logits are its solo run's); the slots all come free
-// and a request afterwards still answers its solo text (no slot leak, no cross-talk).
+// and a request afterwards still answers its solo text (no slot leak, no cross-talk). The
+// per-request latency histograms count every request.
 #include <gtest/gtest.h>
 
 #include <latch>
@@ -39,13 +40,16 @@ uint64_t metric_value(TestServer& s, const std::string& name) {
 struct Request {
   std::string prompt;
   bool stream = false;
-  std::string stop;         // "": none
-  bool grammar = false;     // a GBNF grammar: lowercase words
-  bool hang_up = false;     // streams and hangs up after the first piece
+  std::string stop;      // "": none
+  bool grammar = false;  // a GBNF grammar: lowercase words
+  bool hang_up = false;  // streams and hangs up after the first piece
 };
 
 TJson body_of(const Request& q) {
-  TJson b = {{"prompt", q.prompt}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true},
+  TJson b = {{"prompt", q.prompt},
+             {"max_tokens", 24},
+             {"temperature", 0},
+             {"ignore_eos", true},
              {"stream", q.stream || q.hang_up}};
   if (q.hang_up) b["max_tokens"] = 2000;
   if (!q.stop.empty()) b["stop"] = TJson::array({q.stop});
@@ -88,7 +92,8 @@ TEST(ServerBatching, EightClientsGetTheirSoloTextsFromSharedPasses) {
   ASSERT_TRUE(server.ok()) << server.error();
   std::vector<Request> reqs;
   const char* starts[] = {"Once upon a time", "The little dog", "Lily wanted to play with her ball in the park",
-                          "Tom and Sam", "One day a bird", "The sun was", "A big red", "Mom said"};
+                          "Tom and Sam",      "One day a bird", "The sun was",
+                          "A big red",        "Mom said"};
   for (int i = 0; i < 8; ++i) {
     Request q;
     q.prompt = starts[i];
@@ -130,6 +135,11 @@ TEST(ServerBatching, EightClientsGetTheirSoloTextsFromSharedPasses) {
   // Every slot is free again and serves a request as before.
   EXPECT_EQ(run(server, reqs[0]), solo[0]);
   EXPECT_TRUE(wait_for_metric(server, "sniper_slots_busy 0\n"));
+  // Each of the 16 requests waited in the queue (or not) and produced a first token; the
+  // tokens after it are inter-token samples.
+  EXPECT_TRUE(wait_for_metric(server, "sniper_queue_seconds_count 16\n"));
+  EXPECT_TRUE(wait_for_metric(server, "sniper_first_token_seconds_count 16\n"));
+  EXPECT_GT(metric_value(server, "sniper_inter_token_seconds_count"), 100u);
 }
 
 }  // namespace
