@@ -31,7 +31,7 @@ class BatchEvaluator {
  public:
   // A pass of up to max_rows rows over sessions of `model` with the context n_ctx (the sessions'),
   // on `pool` (borrowed: it must outlive the evaluator and run nothing else during a pass).
-  // Errors: max_rows outside [1, 4096].
+  // Errors: max_rows outside [1, 4352] (a --batch of 4096 and a decode row for each of 256 slots).
   static Result<std::unique_ptr<BatchEvaluator>> create(Model& model, int64_t max_rows, int64_t n_ctx,
                                                         const RoutingBias& routing_bias, ThreadPool& pool);
 
