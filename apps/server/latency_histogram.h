@@ -15,7 +15,7 @@ namespace sniper::server {
 class LatencyHistogram {
  public:
   static constexpr std::array<double, 14> kBounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                                                     1,     2.5,  5,     10,   20,  30,  60};
+                                                     1,     2.5,  5,     10,   20,  30,   60};
   // Negative or NaN durations are ignored.
   void add(double seconds);
   uint64_t count() const { return count_; }
