@@ -283,12 +283,12 @@ void HttpServer::dispatch(httplib::Request& req, httplib::Response& res) {
     }
     return;
   }
-  if (allowed.empty()) return send_error(res, status_error(404, "no route " + req.method + " " + req.path));
+  // In the API's own error shape (Ollama's {"error": "..."} under /api/, Anthropic's, OpenAI's).
+  if (allowed.empty()) return send_api_error(req.path, res, 404, "no route " + req.method + " " + req.path);
   std::string methods;
   for (const std::string& m : allowed) methods += (methods.empty() ? "" : ", ") + m;
-  ApiError e =
-      status_error(405, "method " + req.method + " is not allowed on " + req.path + " (allowed: " + methods + ")");
-  send_error(res, e);
+  send_api_error(req.path, res, 405,
+                 "method " + req.method + " is not allowed on " + req.path + " (allowed: " + methods + ")");
   res.set_header("Allow", methods);
 }
 
@@ -368,6 +368,21 @@ void HttpServer::install_routes() {
   route("POST", "/api/show",
         [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_show(*c, req, res); });
   route("GET", "/api/ps", [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_ps(*c, req, res); });
+  // Ollama's model management has no counterpart here: 501 in Ollama's shape, naming what to do.
+  for (const char* path : {"/api/pull", "/api/push", "/api/create", "/api/copy"}) {
+    route("POST", path, [](const httplib::Request& req, httplib::Response& res) {
+      send_api_error(req.path, res, 501,
+                     req.path.substr(5) +
+                         " is not supported by sniper serve: it serves the GGUF files it was started with "
+                         "(--model, --models DIR); fetch one with `sniper pull` and restart, or put it in the --models "
+                         "directory");
+    });
+  }
+  route("DELETE", "/api/delete", [](const httplib::Request& req, httplib::Response& res) {
+    send_api_error(req.path, res, 501,
+                   "delete is not supported by sniper serve: it never deletes model files; remove the GGUF from the "
+                   "models directory yourself");
+  });
   route("POST", "/api/chat",
         [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_chat(*c, req, res); });
   route("POST", "/api/generate",

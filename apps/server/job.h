@@ -51,10 +51,11 @@ struct JobResult {
 class Job {
  public:
   JobKind kind = JobKind::kGenerate;
-  std::vector<int32_t> prompt;               // kGenerate, kSave (cells: kMediaToken at media)
-  std::shared_ptr<const JobMedia> media;     // kGenerate: the prompt's media; null for text
-  GeneratorOptions generator;                // kGenerate (n_predict already capped by the context)
-  std::shared_ptr<const SessionState> load;  // kLoad
+  std::vector<int32_t> prompt;                      // kGenerate, kSave (cells: kMediaToken at media)
+  std::shared_ptr<const JobMedia> media;            // kGenerate: the prompt's media; null for text
+  GeneratorOptions generator;                       // kGenerate (n_predict already capped by the context)
+  std::shared_ptr<const SessionState> load;         // kLoad
+  std::chrono::steady_clock::time_point submitted;  // set by Scheduler::submit (queue time, TTFT)
 
   // --- consumer (HTTP thread) ---
   // Waits until text arrives, the job is done, or `timeout` passes. Moves the new text into

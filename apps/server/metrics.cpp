@@ -58,6 +58,11 @@ void Metrics::record_timings(const RequestTimings& t) {
   }
 }
 
+void Metrics::record_latency(Latency kind, double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  latency_[static_cast<size_t>(kind)].add(seconds);
+}
+
 void Metrics::set_engine(const EngineSnapshot& s) {
   std::lock_guard<std::mutex> lock(mu_);
   engine_ = s;
@@ -103,6 +108,12 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   value_u(&out, "sniper_draft_tokens_total", draft_tokens_.load());
   metric(&out, "sniper_draft_accepted_tokens_total", "counter", "Speculative decoding: draft tokens accepted.");
   value_u(&out, "sniper_draft_accepted_tokens_total", draft_accepted_tokens_.load());
+  metric(&out, "sniper_batch_passes_total", "counter", "Batched forward passes (all busy slots in one pass).");
+  value_u(&out, "sniper_batch_passes_total", batch_passes_.load());
+  metric(&out, "sniper_batch_rows_total", "counter", "Tokens evaluated in batched passes.");
+  value_u(&out, "sniper_batch_rows_total", batch_rows_.load());
+  metric(&out, "sniper_batch_sequences_total", "counter", "Slots served by batched passes, summed over passes.");
+  value_u(&out, "sniper_batch_sequences_total", batch_sequences_.load());
   metric(&out, "sniper_prefill_tokens_per_second", "gauge", "Prompt evaluation speed of the last request.");
   value(&out, "sniper_prefill_tokens_per_second",
         last_.prompt_ms > 0 ? last_.n_prompt_evaluated * 1000.0 / last_.prompt_ms : 0);
@@ -114,6 +125,9 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   value(&out, "sniper_time_to_first_token_seconds_sum", ttft_sum_s_);
   metric(&out, "sniper_time_to_first_token_seconds_count", "counter", "Requests that produced a first token.");
   value_u(&out, "sniper_time_to_first_token_seconds_count", ttft_count_);
+  latency_[0].render(&out, "sniper_queue_seconds", "Time a request waited for a slot.");
+  latency_[1].render(&out, "sniper_first_token_seconds", "Time from a request's arrival to its first generated token.");
+  latency_[2].render(&out, "sniper_inter_token_seconds", "Time between consecutive generated tokens of a request.");
   metric(&out, "sniper_rss_bytes", "gauge", "Resident set size of the process.");
   value_u(&out, "sniper_rss_bytes", rss_bytes);
   metric(&out, "sniper_peak_rss_bytes", "gauge", "Peak resident set size of the process.");

@@ -13,10 +13,15 @@
 #include <mutex>
 #include <string>
 
+#include "server/latency_histogram.h"
+
 namespace sniper::server {
 
 enum class Endpoint { kChat, kCompletions };
 enum class RequestOutcome { kOk, kError, kCancelled };
+// Per-request latencies kept as histograms (seconds): time in the queue before a slot took the
+// request, time from arrival to the first generated token, time between consecutive tokens.
+enum class Latency { kQueue, kFirstToken, kInterToken };
 
 // Gauges describing the last finished request, set together.
 struct RequestTimings {
@@ -50,6 +55,13 @@ class Metrics {
     draft_accepted_tokens_ += static_cast<uint64_t>(n_accepted);
   }
   void record_timings(const RequestTimings& t);
+  void record_latency(Latency kind, double seconds);
+  // One batched forward pass of the scheduler: its rows (tokens) and sequences (slots).
+  void add_pass(int64_t rows, int64_t sequences) {
+    batch_passes_ += 1;
+    batch_rows_ += static_cast<uint64_t>(rows);
+    batch_sequences_ += static_cast<uint64_t>(sequences);
+  }
   void set_engine(const EngineSnapshot& s);
   void set_slots(int64_t total, int64_t busy, int64_t queued);
 
@@ -67,6 +79,7 @@ class Metrics {
   std::atomic<uint64_t> generated_tokens_{0};
   std::atomic<uint64_t> draft_tokens_{0};
   std::atomic<uint64_t> draft_accepted_tokens_{0};
+  std::atomic<uint64_t> batch_passes_{0}, batch_rows_{0}, batch_sequences_{0};
   std::atomic<int64_t> slots_total_{0}, slots_busy_{0}, queued_{0};
 
   std::mutex mu_;  // guards the fields below
@@ -74,6 +87,7 @@ class Metrics {
   double ttft_sum_s_ = 0;
   uint64_t ttft_count_ = 0;
   EngineSnapshot engine_;
+  LatencyHistogram latency_[3];  // [Latency]
   // Previous render's SSD byte count, for the recent read rate.
   std::chrono::steady_clock::time_point rate_time_;
   uint64_t rate_bytes_ = 0;

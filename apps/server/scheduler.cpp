@@ -91,6 +91,11 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
     if (!probe.ok()) return probe.error();
   }
   s->batch_ = std::max<int64_t>(1, options.session.batch);
+  // One pass holds every decoding slot's token and prompt chunks up to the budget.
+  auto batcher = BatchEvaluator::create(model, s->batch_ + options.n_slots, s->n_ctx_, options.session.routing_bias,
+                                        s->slots_[0].session->pool());
+  if (!batcher.ok()) return batcher.error();
+  s->batcher_ = std::move(batcher).value();
   if (metrics != nullptr) metrics->set_slots(options.n_slots, 0, 0);
   s->thread_ = std::thread([p = s.get()] { p->loop(); });
   return s;
@@ -104,6 +109,7 @@ bool Scheduler::submit(const std::shared_ptr<Job>& job) {
     if (stopping_) return false;
     const int64_t idle = static_cast<int64_t>(slots_.size()) - busy_;
     if (static_cast<int64_t>(queue_.size()) >= options_.queue_capacity + idle) return false;
+    job->submitted = std::chrono::steady_clock::now();
     queue_.push_back(job);
     if (metrics_ != nullptr)
       metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
@@ -174,9 +180,7 @@ void Scheduler::loop() {
         metrics_->set_slots(static_cast<int64_t>(slots_.size()), busy_, static_cast<int64_t>(queue_.size()));
     }
     for (auto& [slot, job] : starts) start_job(*slot, job);
-    for (Slot& slot : slots_) {
-      if (slot.job != nullptr) advance(slot);
-    }
+    step();
     publish_engine_stats();
   }
   // Shutting down: end everything that is running or waiting.
@@ -201,6 +205,11 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   slot.result = JobResult();
   slot.result.slot = static_cast<int>(&slot - slots_.data());
   slot.t_start = std::chrono::steady_clock::now();
+  slot.sampled = false;
+  if (metrics_ != nullptr) {
+    metrics_->record_latency(Latency::kQueue,
+                             std::chrono::duration<double>(slot.t_start - slot.job->submitted).count());
+  }
   slot.decoding = false;
   slot.to_eval.clear();
   slot.to_eval_spans.clear();
@@ -285,45 +294,93 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   }
 }
 
-void Scheduler::advance(Slot& slot) {
+void Scheduler::step() {
+  struct Work {
+    Slot* slot = nullptr;
+    std::vector<int32_t> tokens;
+    bool prefill = false;
+  };
+  std::vector<Work> work;
+  std::vector<bool> solo(slots_.size(), false);
+  // Cancelled jobs end before the pass; slots that cannot batch run on their own; every other
+  // decoding slot samples its next token (its row in the pass).
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    if (slot.job == nullptr) continue;
+    if (slot.job->cancelled()) {
+      slot.result.finish_reason = "cancelled";
+      finish(slot);
+      continue;
+    }
+    // A prompt with media still to evaluate goes on alone: a media chunk is evaluated whole, in
+    // its own call (its rows attend within it both ways for gemma4v), and the text around it in
+    // chunks that stop at it.
+    const bool media_pending = !slot.decoding && slot.next_span < slot.to_eval_spans.size();
+    if (slot.spec || media_pending || !slot.session->batchable()) {
+      solo[i] = true;
+      advance(slot);
+      continue;
+    }
+    int32_t token = -1;
+    if (slot.decoding && sample_next(slot, &token)) work.push_back({&slot, {token}, false});
+  }
+  // Prompt chunks up to the budget, the prefilling slots taking turns at going first (at least
+  // one token per pass, however many slots decode).
+  int64_t budget = std::max<int64_t>(1, batch_ - static_cast<int64_t>(work.size()));
+  const size_t n_slots = slots_.size();
+  for (size_t k = 0; k < n_slots && budget > 0; ++k) {
+    const size_t i = (prefill_turn_ + k) % n_slots;
+    Slot& slot = slots_[i];
+    if (slot.job == nullptr || solo[i] || slot.decoding) continue;
+    size_t n = std::min(static_cast<size_t>(budget), slot.to_eval.size() - slot.eval_pos);
+    if (slot.eval_pos < slot.checkpoint_at) n = std::min(n, slot.checkpoint_at - slot.eval_pos);
+    n = std::min(n, static_cast<size_t>(batcher_->max_seq_rows()));
+    work.push_back({&slot,
+                    std::vector<int32_t>(slot.to_eval.begin() + static_cast<long>(slot.eval_pos),
+                                         slot.to_eval.begin() + static_cast<long>(slot.eval_pos + n)),
+                    true});
+    budget -= static_cast<int64_t>(n);
+  }
+  prefill_turn_ = (prefill_turn_ + 1) % n_slots;
+  // A job whose tokens the session refuses (its context) ends alone, before the pass.
+  std::vector<BatchItem> items;
+  std::vector<Work*> in_pass;
+  for (Work& w : work) {
+    Status st = w.slot->session->check_eval(w.tokens);
+    if (!st.ok()) {
+      finish(*w.slot, st.error().message, 500);
+      continue;
+    }
+    items.push_back({w.slot->session.get(), w.tokens});
+    in_pass.push_back(&w);
+  }
+  if (items.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = batcher_->eval(items);
+  const double ms = ms_since(t0);
+  for (Work* w : in_pass) (w->prefill ? w->slot->result.prompt_ms : w->slot->result.decode_ms) += ms;
+  if (!st.ok()) {
+    for (Work* w : in_pass) finish(*w->slot, st.error().message, 500);
+    return;
+  }
+  if (metrics_ != nullptr) {
+    int64_t rows = 0;
+    for (const BatchItem& it : items) rows += static_cast<int64_t>(it.tokens.size());
+    metrics_->add_pass(rows, static_cast<int64_t>(items.size()));
+  }
+  for (Work* w : in_pass) {
+    if (w->prefill) prefill_done(*w->slot, w->tokens.size());
+  }
+}
+
+bool Scheduler::sample_next(Slot& slot, int32_t* token) {
   Job& j = *slot.job;
   Session& session = *slot.session;
-  if (j.cancelled()) {
-    slot.result.finish_reason = "cancelled";
-    return finish(slot);
-  }
-  if (!slot.decoding) {
-    size_t n = std::min(static_cast<size_t>(batch_), slot.to_eval.size() - slot.eval_pos);
-    if (slot.eval_pos < slot.checkpoint_at) n = std::min(n, slot.checkpoint_at - slot.eval_pos);
-    const MediaSpan* span = slot.next_span < slot.to_eval_spans.size() ? &slot.to_eval_spans[slot.next_span] : nullptr;
-    const auto t0 = std::chrono::steady_clock::now();
-    Status st = ok_status();
-    if (span != nullptr && static_cast<int64_t>(slot.eval_pos) == span->start) {
-      // A media chunk goes in whole, in one call (its rows attend within it both ways for gemma4v).
-      st = session.eval_media(*slot.to_eval_media[slot.next_span]);
-      n = static_cast<size_t>(span->n_tokens);
-      ++slot.next_span;
-    } else {
-      if (span != nullptr) n = std::min(n, static_cast<size_t>(span->start) - slot.eval_pos);
-      st = session.eval(std::span<const int32_t>(slot.to_eval.data() + slot.eval_pos, n));
-    }
-    if (st.ok() && slot.eval_pos + n == slot.checkpoint_at) session.checkpoint();
-    slot.result.prompt_ms += ms_since(t0);
-    if (!st.ok()) return finish(slot, st.error().message, 500);
-    slot.eval_pos += n;
-    if (slot.eval_pos < slot.to_eval.size()) return;
-    if (j.kind == JobKind::kSave) {
-      session.checkpoint();  // a saved prompt is a prefix the next requests come back to
-      slot.result.state = std::make_shared<SessionState>(capture_session_state(session, options_.model_fingerprint));
-      return finish(slot);
-    }
-    slot.decoding = true;
-  }
   const int32_t n_vocab = static_cast<int32_t>(model_.config().vocab_size);
-  if (slot.spec && slot.pending >= 0) return advance_speculative(slot);
   // With context shift the context never ends generation.
   const int64_t n_ctx = options_.context_shift ? std::numeric_limits<int64_t>::max() : session.n_ctx();
   GeneratorStep step = slot.generator->step(session.last_logits().data(), n_vocab, session.n_past(), n_ctx);
+  if (step.token >= 0) note_token(slot);
   if (!step.text.empty()) {
     if (slot.result.ttft_ms < 0) slot.result.ttft_ms = ms_since(slot.t_start);
     j.push_text(step.text);
@@ -334,17 +391,66 @@ void Scheduler::advance(Slot& slot) {
                                 : step.finish_reason == "context" ? "length"
                                                                   : step.finish_reason;
     slot.result.stop_string = step.stop_string;
+    finish(slot);
+    return false;
+  }
+  if (options_.context_shift && session.n_past() + 1 >= session.n_ctx()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = shift_full_context(session, slot.n_keep);
+    slot.result.decode_ms += ms_since(t0);
+    if (!st.ok()) {
+      finish(slot, st.error().message, 500);
+      return false;
+    }
+  }
+  *token = step.token;
+  return true;
+}
+
+void Scheduler::prefill_done(Slot& slot, size_t n) {
+  Session& session = *slot.session;
+  if (slot.eval_pos + n == slot.checkpoint_at) session.checkpoint();
+  slot.eval_pos += n;
+  if (slot.eval_pos < slot.to_eval.size()) return;
+  if (slot.job->kind == JobKind::kSave) {
+    session.checkpoint();  // a saved prompt is a prefix the next requests come back to
+    slot.result.state = std::make_shared<SessionState>(capture_session_state(session, options_.model_fingerprint));
     return finish(slot);
   }
+  slot.decoding = true;
+}
+
+void Scheduler::advance(Slot& slot) {
+  Session& session = *slot.session;
+  if (!slot.decoding) {
+    size_t n = std::min(static_cast<size_t>(batch_), slot.to_eval.size() - slot.eval_pos);
+    if (slot.eval_pos < slot.checkpoint_at) n = std::min(n, slot.checkpoint_at - slot.eval_pos);
+    const MediaSpan* span = slot.next_span < slot.to_eval_spans.size() ? &slot.to_eval_spans[slot.next_span] : nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = ok_status();
+    if (span != nullptr && static_cast<int64_t>(slot.eval_pos) == span->start) {
+      st = session.eval_media(*slot.to_eval_media[slot.next_span]);  // a media chunk goes in whole
+      n = static_cast<size_t>(span->n_tokens);
+      ++slot.next_span;
+    } else {
+      if (span != nullptr) n = std::min(n, static_cast<size_t>(span->start) - slot.eval_pos);
+      st = session.eval(std::span<const int32_t>(slot.to_eval.data() + slot.eval_pos, n));
+    }
+    slot.result.prompt_ms += ms_since(t0);
+    if (!st.ok()) return finish(slot, st.error().message, 500);
+    prefill_done(slot, n);
+    if (!slot.decoding) return;  // more prompt, or the job ended
+  }
+  if (slot.spec && slot.pending >= 0) return advance_speculative(slot);
+  int32_t token = -1;
+  if (!sample_next(slot, &token)) return;
   if (slot.spec) {
-    slot.pending = step.token;  // the next turn verifies it with drafts
+    slot.pending = token;  // the next turn verifies it with drafts
     return;
   }
-  const int32_t next[1] = {step.token};
+  const int32_t next[1] = {token};
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = ok_status();
-  if (options_.context_shift && session.n_past() + 1 >= session.n_ctx()) st = shift_full_context(session, slot.n_keep);
-  if (st.ok()) st = session.eval(next);
+  Status st = session.eval(next);
   slot.result.decode_ms += ms_since(t0);
   if (!st.ok()) return finish(slot, st.error().message, 500);
 }
@@ -357,6 +463,7 @@ void Scheduler::advance_speculative(Slot& slot) {
   const auto t0 = std::chrono::steady_clock::now();
   Status st = slot.spec->round(*slot.session, *slot.generator, slot.pending, remaining, [&](const GeneratorStep& step) {
     if (!finish_reason.empty()) return;
+    if (step.token >= 0) note_token(slot);
     if (!step.text.empty()) {
       if (slot.result.ttft_ms < 0) slot.result.ttft_ms = ms_since(slot.t_start);
       j.push_text(step.text);
@@ -373,6 +480,19 @@ void Scheduler::advance_speculative(Slot& slot) {
     slot.result.finish_reason = finish_reason == "eog" ? "stop" : finish_reason == "context" ? "length" : finish_reason;
     return finish(slot);
   }
+}
+
+void Scheduler::note_token(Slot& slot) {
+  const auto now = std::chrono::steady_clock::now();
+  if (metrics_ != nullptr) {
+    if (slot.sampled) {
+      metrics_->record_latency(Latency::kInterToken, std::chrono::duration<double>(now - slot.t_token).count());
+    } else {
+      metrics_->record_latency(Latency::kFirstToken, std::chrono::duration<double>(now - slot.job->submitted).count());
+    }
+  }
+  slot.t_token = now;
+  slot.sampled = true;
 }
 
 void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Scheduler: N slots (a Session each, with its own KV cache) over one Model, a bounded FIFO
-// queue of jobs, and the one thread that runs every forward pass. The thread interleaves the
-// busy slots: each turn a slot evaluates one prompt chunk (prefill) or one token (decode), so
-// several clients stream at once and a streaming model never sees two passes at the same time.
+// queue of jobs, and the one thread that runs every forward pass. Each step builds one batch
+// (engine/batch_eval.h) from the busy slots: the next token of every decoding slot, then prompt
+// chunks of the prefilling slots (taking turns) up to the token budget (SessionOptions::batch,
+// --batch), so a long prompt arriving while others stream is split across passes and never
+// stalls them, every weight (routed experts included) is read once per pass for all slots, and
+// a streaming model never sees two passes at the same time. Each slot samples its own row (its
+// own sampler, grammar, stop strings). Slots that cannot join a batch (speculative decoding,
+// media in an M-RoPE history) run their own pass in the same step.
 // A job goes to the idle slot whose history shares the longest prefix with its prompt, if
 // that prefix is at least half the slot's history, else to the least recently used idle slot;
 // the shared prefix is not evaluated again (at least one token is, for fresh logits). On a
@@ -12,8 +17,9 @@
 // Speculative decoding (optional, one source for all slots): n-gram lookup, or a draft model
 // whose Model is shared and whose DraftModel session (its own KV cache) is one per slot, set to
 // each job's sampling settings. Grammar-constrained jobs decode without drafts.
-// A cancelled job stops before its next pass and frees its slot. A failing job
-// ends with an error and never touches another slot.
+// A cancelled job stops before its next pass and frees its slot. A failing job ends with an
+// error and never touches another slot, except that a batched pass that fails (a streamed read)
+// ends every job in it.
 // Thread-safe: submit() and the accessors may be called from any thread.
 #pragma once
 
@@ -27,6 +33,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "engine/batch_eval.h"
 #include "engine/draft_model.h"
 #include "engine/generator.h"
 #include "engine/model.h"
@@ -97,6 +104,8 @@ class Scheduler {
     bool decoding = false;
     JobResult result;
     std::chrono::steady_clock::time_point t_start;
+    std::chrono::steady_clock::time_point t_token;  // when the last token was sampled
+    bool sampled = false;                           // a token was sampled (t_token is valid)
     uint64_t last_used = 0;
   };
 
@@ -105,11 +114,20 @@ class Scheduler {
   // Assigns queued jobs to idle slots. Requires mu_.
   void assign_locked();
   void start_job(Slot& slot, std::shared_ptr<Job> job);
-  // Runs one prefill chunk or one decode step of the slot's job.
+  // One step: every busy slot's work, batchable slots in one pass.
+  void step();
+  // Samples the next token of a decoding slot that batches; false when the job ended. *token:
+  // the token to evaluate (after a context shift when one was due).
+  bool sample_next(Slot& slot, int32_t* token);
+  // A prefill chunk of `n` tokens was evaluated: moves on (checkpoint, saved state, decoding).
+  void prefill_done(Slot& slot, size_t n);
+  // Runs one prefill chunk or one decode step of the slot's job on its own (slots that cannot batch).
   void advance(Slot& slot);
   // One speculative round (draft, verify, roll back) of a decoding slot with a pending token.
   void advance_speculative(Slot& slot);
   void finish(Slot& slot, const std::string& error = {}, int error_status = 500);
+  // A token of the slot's job was sampled: time to first token or inter-token latency.
+  void note_token(Slot& slot);
   void publish_engine_stats();
 
   Model& model_;
@@ -120,6 +138,8 @@ class Scheduler {
   int64_t n_ctx_ = 0;
   int64_t batch_ = 64;
   std::vector<Slot> slots_;
+  std::unique_ptr<BatchEvaluator> batcher_;
+  size_t prefill_turn_ = 0;  // the slot that prefills first in the next pass (they take turns)
   uint64_t clock_ = 0;
 
   mutable std::mutex mu_;  // guards queue_, stopping_, busy_

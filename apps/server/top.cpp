@@ -15,6 +15,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -28,6 +29,7 @@
 #include "base/result.h"
 #include "cli/args.h"
 #include "server/bounded_json.h"
+#include "server/latency_histogram.h"
 #include "server/prometheus_text.h"
 #include "server/serve_main.h"
 
@@ -285,6 +287,20 @@ std::string render_frame(const Snapshot& now, const Snapshot* prev, const TopOpt
   double ttft_mean = ttft_n > 0 ? m.get("sniper_time_to_first_token_seconds_sum") / ttft_n : 0;
   line("TTFT", fmt("last %.1f ms   mean %.1f ms over %.0f requests", 1e3 * m.get("sniper_time_to_first_token_seconds"),
                    1e3 * ttft_mean, ttft_n));
+  // Per-request latency histograms: median and 99th percentile.
+  const auto quantiles = [&m](const char* name) {
+    std::array<uint64_t, LatencyHistogram::kBounds.size() + 1> cumulative{};
+    const std::string bucket = std::string(name) + "_bucket";
+    for (size_t b = 0; b < cumulative.size(); ++b) {
+      const std::string le = b < LatencyHistogram::kBounds.size() ? fmt("%g", LatencyHistogram::kBounds[b]) : "+Inf";
+      cumulative[b] = static_cast<uint64_t>(m.get(bucket, 0, {{"le", le}}));
+    }
+    const LatencyHistogram h = LatencyHistogram::from_cumulative(cumulative);
+    return fmt("p50 %.0f ms p99 %.0f ms", 1e3 * h.quantile(0.5), 1e3 * h.quantile(0.99));
+  };
+  line("Latency",
+       fmt("queue %s   first token %s   inter-token %s", quantiles("sniper_queue_seconds").c_str(),
+           quantiles("sniper_first_token_seconds").c_str(), quantiles("sniper_inter_token_seconds").c_str()));
   double hit_rate = m.get("sniper_expert_cache_hit_rate");
   line("experts", fmt("%s %5.1f%% hit   hits %s   misses %s", bar(hit_rate, bar_w, ansi).c_str(), 100 * hit_rate,
                       human_count(m.get("sniper_expert_cache_hits_total")).c_str(),

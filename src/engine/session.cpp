@@ -67,7 +67,7 @@ Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOpti
   return s;
 }
 
-Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_logits) {
+Status Session::check_eval(std::span<const int32_t> tokens) const {
   const ModelConfig& c = model_.config();
   if (tokens.empty()) return make_error("nothing to evaluate: the token list is empty");
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -84,6 +84,31 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
         static_cast<long>(n_past()), static_cast<long>(n), static_cast<long>(n_past() + n), static_cast<long>(n_ctx()),
         static_cast<long>(c.n_ctx_train));
   }
+  return ok_status();
+}
+
+void Session::accept_rows(std::span<const int32_t> tokens, const float* last_row_logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  std::memcpy(last_logits_.data(), last_row_logits, last_logits_.size() * sizeof(float));
+  history_.insert(history_.end(), tokens.begin(), tokens.end());
+  if (checkpoints_ && n > 1 && n_past() - checkpoints_->latest() >= options_.checkpoint_interval) checkpoint();
+}
+
+void Session::drop_rows(int64_t n_tok) {
+  // A recurrent state has absorbed part of the chunk (or a ring has overwritten rows the window
+  // still needed): the evaluated prefix is kept only where the state can be rewound to it, else
+  // back to the latest checkpoint (or the start).
+  if (!state_->rewindable(n_past() + n_tok)) {
+    const int64_t kept = checkpoints_ ? checkpoints_->restore(*state_, n_past()) : 0;
+    if (kept == 0) state_->reset_recurrent();
+    history_.resize(static_cast<size_t>(kept));
+  }
+}
+
+Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_logits) {
+  const ModelConfig& c = model_.config();
+  SNIPER_TRY(check_eval(tokens));
+  const int64_t n = static_cast<int64_t>(tokens.size());
   const size_t vocab = static_cast<size_t>(c.vocab_size);
   if (all_logits != nullptr) all_logits->resize(static_cast<size_t>(n) * vocab);
   const int64_t batch = transformer_->max_batch();
@@ -103,14 +128,7 @@ Status Session::eval(std::span<const int32_t> tokens, std::vector<float>* all_lo
     Status st = transformer_->forward(tokens.data() + start, m, pos0, *state_, all_logits != nullptr, out, pool_,
                                       hidden, in.rope_offset != 0 ? &in : nullptr);
     if (!st.ok()) {
-      // A recurrent state has absorbed part of the chunk (or a ring has overwritten rows the
-      // window still needed): the evaluated prefix is kept only where the state can be rewound
-      // to it, else back to the latest checkpoint (or the start).
-      if (!state_->rewindable(n_past() + m)) {
-        const int64_t kept = checkpoints_ ? checkpoints_->restore(*state_, n_past()) : 0;
-        if (kept == 0) state_->reset_recurrent();
-        history_.resize(static_cast<size_t>(kept));
-      }
+      drop_rows(m);
       return st;
     }
     if (ExpertCache* cache = model_.expert_cache()) cache->end_token();

@@ -137,6 +137,19 @@ class Session {
   SequenceState& state_mut() { return *state_; }
   void set_history(std::vector<int32_t> tokens, std::vector<MediaSpan> media = {});
   const RoutingStats& routing_stats() const { return transformer_->routing_stats(); }
+
+  // For a pass over several sessions at once (engine/batch_eval.h), in three steps:
+  // check_eval() validates `tokens` as eval() does (nothing changes); the caller runs the forward
+  // over state_mut() at positions n_past().. (batchable() sessions only); then accept_rows()
+  // records them (history, the last row's logits, the checkpoint eval() would take) or, when
+  // the pass failed, drop_rows() rolls the state back as a failed eval() does.
+  [[nodiscard]] Status check_eval(std::span<const int32_t> tokens) const;
+  // True when plain text at n_past() can join a batch: rope positions equal cells (no M-RoPE
+  // media before them) and no observer (it wants hidden rows).
+  bool batchable() const { return observer_ == nullptr && rope_position(n_past()) == n_past(); }
+  void accept_rows(std::span<const int32_t> tokens, const float* last_row_logits);
+  void drop_rows(int64_t n_tok);
+  const SessionOptions& options() const { return options_; }
   // Shows every later evaluation to `observer` (null: none). The observer must outlive the
   // session or be detached first.
   void set_observer(ForwardObserver* observer);

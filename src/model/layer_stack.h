@@ -13,11 +13,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "base/result.h"
 #include "base/thread_pool.h"
 #include "kv/sequence_state.h"
+#include "model/batch_rows.h"
 #include "model/blocks/block.h"
 #include "model/blocks/moe_ffn.h"
 #include "model/blocks/per_layer_embedding.h"
@@ -38,14 +40,14 @@ struct WeightSources {
   StreamedRows* per_layer_embeddings = nullptr;  // per_layer_token_embd rows when it is not resident
 };
 
-// One chunk's buffers for run_layer (the caller's; blocks see them as a BlockIo).
+// One batch's buffers for run_layer (the caller's; blocks see them as a BlockIo).
 struct LayerIo {
-  int64_t n_tok = 0;        // tokens of the chunk, 1 <= n_tok <= max_batch
-  int64_t pos0 = 0;         // KV cell (position) of the chunk's first token
-  bool non_causal = false;  // ChunkInput::non_causal: the chunk's tokens attend to each other both ways
-  float* x = nullptr;       // [n_tok, dim] the residual, updated in place
-  float* xb = nullptr;      // [n_tok, dim] scratch: a block's normed input
-  float* out = nullptr;     // [n_tok, dim] scratch: a block's output
+  int64_t n_tok = 0;              // rows of the batch, 1 <= n_tok <= max_batch
+  std::span<const SeqRows> seqs;  // its sequences (model/batch_rows.h), covering rows [0, n_tok)
+  bool non_causal = false;        // ChunkInput::non_causal (one sequence): its rows attend both ways
+  float* x = nullptr;             // [n_tok, dim] the residual, updated in place
+  float* xb = nullptr;            // [n_tok, dim] scratch: a block's normed input
+  float* out = nullptr;           // [n_tok, dim] scratch: a block's output
   BlockBuffers* buffers = nullptr;
   ThreadPool* pool = nullptr;
 };
@@ -58,13 +60,15 @@ class LayerStack {
              const WeightSources& sources = {});
   ~LayerStack();
 
-  // Once per forward, before layer 0: the mixers' per-chunk state (rope angles, from `in`'s rope
-  // positions when given) and, for a model with per-layer inputs, those of tokens[0, n_tok) from
-  // the embeddings x0 [n_tok, dim]. Errors: a failed read of streamed per-layer embedding rows.
-  [[nodiscard]] Status begin_chunk(const int32_t* tokens, const float* x0, int64_t n_tok, int64_t pos0,
+  // Once per forward, before layer 0: the mixers' per-batch state (rope angles of every row's
+  // position, from `in`'s rope positions when given: a batch of one sequence) and, for a model
+  // with per-layer inputs, those of tokens[0, n_tok) from the embeddings x0 [n_tok, dim].
+  // Errors: a failed read of streamed per-layer embedding rows.
+  [[nodiscard]] Status begin_batch(const int32_t* tokens, const float* x0, int64_t n_tok, std::span<const SeqRows> seqs,
                                    const ChunkInput& in, BlockBuffers& buffers, ThreadPool& pool);
-  // Layer layer_idx with its weights lw over the chunk of io. Errors only from weight sources.
-  [[nodiscard]] Status run_layer(int64_t layer_idx, const LayerWeights& lw, SequenceState& state, const LayerIo& io);
+  // Layer layer_idx with its weights lw over the batch of io (each sequence's mixer state is its
+  // SeqRows::state). Errors only from weight sources.
+  [[nodiscard]] Status run_layer(int64_t layer_idx, const LayerWeights& lw, const LayerIo& io);
 
   // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
   // (A no-op for a model without routed experts.)

@@ -134,15 +134,16 @@ Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_
   }
   matmul(eh_proj_, cat_.data(), x_.data(), n, buffers_.act, pool);
 
+  const SeqRows seq{.state = &state, .row0 = 0, .n_tok = n, .pos0 = pos0};
   const LayerIo io{.n_tok = n,
-                   .pos0 = pos0,
+                   .seqs = std::span<const SeqRows>(&seq, 1),
                    .x = x_.data(),
                    .xb = xb_.data(),
                    .out = out_.data(),
                    .buffers = &buffers_,
                    .pool = &pool};
-  SNIPER_TRY(stack_->begin_chunk(tokens, x_.data(), n, pos0, ChunkInput{}, buffers_, pool));
-  SNIPER_TRY(stack_->run_layer(0, weights_.layers[0], state, io));
+  SNIPER_TRY(stack_->begin_batch(tokens, x_.data(), n, io.seqs, ChunkInput{}, buffers_, pool));
+  SNIPER_TRY(stack_->run_layer(0, weights_.layers[0], io));
   for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(head_norm_), h_out + t * dim, dim, c.norm_eps);
   if (logits != nullptr) {
     const int64_t first = all_logits ? 0 : n - 1;

@@ -58,6 +58,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     }
   }
   x_.resize(B * dim);
+  out_rows_.resize(B);
   xb_.resize(B * dim);
   out_.resize(B * dim);
 }
@@ -69,16 +70,16 @@ const RoutingStats& Transformer::routing_stats() const { return stack_.routing_s
 size_t Transformer::scratch_bytes() const {
   size_t acts = buffers_.act.capacity();
   for (const ActBuffer& b : buffers_.act_bufs) acts += b.capacity();
-  return (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + acts +
-         stack_.scratch_bytes();
+  return (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) +
+         out_rows_.size() * sizeof(int64_t) + acts + stack_.scratch_bytes();
 }
 
 size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads,
                                            int64_t n_logit_rows) {
   const size_t B = static_cast<size_t>(max_batch), dim = static_cast<size_t>(c.dim);
   const size_t vocab = static_cast<size_t>(c.vocab_size);
-  // The residual, a block's input and output.
-  size_t bytes = 3 * B * dim * sizeof(float);
+  // The residual, a block's input and output, the logit rows' indices.
+  size_t bytes = 3 * B * dim * sizeof(float) + B * sizeof(int64_t);
   // Logits: the rows the session and its caller hold at once (forward() writes only the last
   // token's row, or one per token when all_logits is asked for), plus the row of a part that
   // forward() does not return (chunks split for sliding rings).
@@ -131,13 +132,36 @@ Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, 
 Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
                                   bool all_logits, float* logits, ThreadPool& pool, float* hidden,
                                   const ChunkInput& in) {
-  const ModelConfig& c = config_;
   CHECK(n_tok >= 1 && n_tok <= max_batch_, "n_tok %ld, max_batch %ld", static_cast<long>(n_tok),
         static_cast<long>(max_batch_));
-  CHECK(pos0 >= 0 && pos0 + n_tok <= state.n_ctx(), "positions [%ld, %ld) exceed the context %ld",
-        static_cast<long>(pos0), static_cast<long>(pos0 + n_tok), static_cast<long>(state.n_ctx()));
-  CHECK(state.n_layers() == c.n_layers, "the sequence state has %ld layers, the model %ld",
-        static_cast<long>(state.n_layers()), static_cast<long>(c.n_layers));
+  const SeqRows seq{.state = &state, .row0 = 0, .n_tok = n_tok, .pos0 = pos0};
+  const int64_t first = all_logits ? 0 : n_tok - 1;
+  for (int64_t t = first; t < n_tok; ++t) out_rows_[static_cast<size_t>(t - first)] = t;
+  return forward_batch(tokens, std::span<const SeqRows>(&seq, 1),
+                       std::span<const int64_t>(out_rows_.data(), static_cast<size_t>(n_tok - first)), logits, pool,
+                       hidden, in);
+}
+
+Status Transformer::forward_batch(const int32_t* tokens, std::span<const SeqRows> seqs,
+                                  std::span<const int64_t> out_rows, float* logits, ThreadPool& pool, float* hidden,
+                                  const ChunkInput& in) {
+  const ModelConfig& c = config_;
+  const int64_t n_tok = check_batch_rows(seqs);
+  CHECK(seqs.size() == 1 || (in.embd == nullptr && in.rope_pos == nullptr && in.rope_offset == 0 && !in.non_causal),
+        "media input in a batch of %zu sequences (it belongs to one)", seqs.size());
+  CHECK(n_tok >= 1 && n_tok <= max_batch_, "%ld rows, max_batch %ld", static_cast<long>(n_tok),
+        static_cast<long>(max_batch_));
+  for (const SeqRows& s : seqs) {
+    CHECK(s.n_tok <= max_seq_rows(), "a sequence of %ld rows in a batch, at most %ld", static_cast<long>(s.n_tok),
+          static_cast<long>(max_seq_rows()));
+    CHECK(s.state->n_layers() == c.n_layers, "the sequence state has %ld layers, the model %ld",
+          static_cast<long>(s.state->n_layers()), static_cast<long>(c.n_layers));
+  }
+  for (size_t i = 0; i < out_rows.size(); ++i) {
+    CHECK(out_rows[i] >= 0 && out_rows[i] < n_tok && (i == 0 || out_rows[i] > out_rows[i - 1]),
+          "logit row %ld at index %zu is not ascending within [0, %ld)", static_cast<long>(out_rows[i]), i,
+          static_cast<long>(n_tok));
+  }
   const int64_t dim = c.dim;
 
   // Embedding rows.
@@ -159,9 +183,9 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
       for (int64_t i = 0; i < n_tok * dim; ++i) x_[static_cast<size_t>(i)] *= c.embd_scale;
     }
   }
-  SNIPER_TRY(stack_.begin_chunk(tokens, x_.data(), n_tok, pos0, in, buffers_, pool));
+  SNIPER_TRY(stack_.begin_batch(tokens, x_.data(), n_tok, seqs, in, buffers_, pool));
   const LayerIo io{.n_tok = n_tok,
-                   .pos0 = pos0,
+                   .seqs = seqs,
                    .non_causal = in.non_causal,
                    .x = x_.data(),
                    .xb = xb_.data(),
@@ -170,18 +194,33 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
                    .pool = &pool};
   for (int64_t l = 0; l < c.n_layers; ++l) {
     SNIPER_ASSIGN_OR_RETURN(const LayerWeights* lw, layer_weights(l));
-    SNIPER_TRY(stack_.run_layer(l, *lw, state, io));
+    SNIPER_TRY(stack_.run_layer(l, *lw, io));
   }
 
-  const int64_t first = all_logits ? 0 : n_tok - 1;
-  const int64_t n_out = n_tok - first;
-  // The head's input rows: every token's into `hidden` when asked for, else the logit rows'.
-  float* normed = hidden != nullptr ? hidden : xb_.data();
-  const int64_t from = hidden != nullptr ? 0 : first;
-  for (int64_t t = from; t < n_tok; ++t) {
-    rms_norm(x_.data() + t * dim, f32_data(weights_.output_norm), normed + (t - from) * dim, dim, c.norm_eps);
+  // The head's input rows: every row's into `hidden` when asked for (then the logit rows are
+  // gathered), else the logit rows' straight into xb_.
+  const int64_t n_out = static_cast<int64_t>(out_rows.size());
+  if (hidden != nullptr) {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rms_norm(x_.data() + t * dim, f32_data(weights_.output_norm), hidden + t * dim, dim, c.norm_eps);
+    }
   }
-  matmul(weights_.output, normed + (first - from) * dim, logits, n_out, buffers_.act, pool);
+  if (n_out == 0) return ok_status();
+  const float* head_in;
+  if (hidden != nullptr && out_rows.back() - out_rows.front() + 1 == n_out) {
+    head_in = hidden + out_rows.front() * dim;  // one run of rows: read them in place
+  } else {
+    for (int64_t i = 0; i < n_out; ++i) {
+      const int64_t t = out_rows[static_cast<size_t>(i)];
+      if (hidden != nullptr) {
+        std::memcpy(xb_.data() + i * dim, hidden + t * dim, sizeof(float) * static_cast<size_t>(dim));
+      } else {
+        rms_norm(x_.data() + t * dim, f32_data(weights_.output_norm), xb_.data() + i * dim, dim, c.norm_eps);
+      }
+    }
+    head_in = xb_.data();
+  }
+  matmul(weights_.output, head_in, logits, n_out, buffers_.act, pool);
   if (c.final_softcap > 0.0f) softcap(logits, n_out * c.vocab_size, c.final_softcap);
   return ok_status();
 }

@@ -8,6 +8,7 @@
 // Thread-compatible: one forward at a time per Transformer; it uses the ThreadPool inside.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -18,6 +19,7 @@
 #include "base/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kv/sequence_state.h"
+#include "model/batch_rows.h"
 #include "model/blocks/block.h"
 #include "model/config.h"
 #include "model/layer_stack.h"
@@ -51,6 +53,24 @@ class Transformer {
   // The most tokens one chunk that attends both ways may hold (max_batch, or less when a sliding
   // ring is smaller: model/config.h widen_rings_for_chunks).
   int64_t max_chunk() const { return max_chunk_ > 0 ? std::min(max_chunk_, max_batch_) : max_batch_; }
+
+  // One pass over a ragged batch (model/batch_rows.h): tokens[0, n_rows) are the rows of `seqs`,
+  // which cover them in order, each sequence at its own positions over its own state. Requires
+  // 1 <= n_rows <= max_batch, every sequence's n_tok <= max_seq_rows(), distinct states, and
+  // every token < vocab_size (CHECKed). logits: [out_rows.size(), vocab], the logits of the rows
+  // out_rows lists (strictly ascending, < n_rows; empty: none). hidden, when non-null:
+  // [n_rows, dim] every row's final normed state. Each sequence's rows get the values a
+  // forward() of that sequence alone with the same rows gives: bit for bit where the weights are
+  // quantized (their products are per-row vec_dot's); float weights' batches take the tinyBLAS
+  // order (as the reference engine's), which depends on the row count (docs/batching.md).
+  // Errors as forward(); every sequence's state is then unusable for this batch's positions.
+  // `in` (media input, as forward()'s) is only for a batch of one sequence (CHECKed).
+  [[nodiscard]] Status forward_batch(const int32_t* tokens, std::span<const SeqRows> seqs,
+                                     std::span<const int64_t> out_rows, float* logits, ThreadPool& pool,
+                                     float* hidden = nullptr, const ChunkInput& in = ChunkInput{});
+  // The most rows one sequence may have in a forward_batch(): max_batch, or less where a sliding
+  // layer's ring must still hold the keys of the sequence's first row.
+  int64_t max_seq_rows() const { return max_chunk_ > 0 ? std::min(max_chunk_, max_batch_) : max_batch_; }
 
   const ModelConfig& config() const { return config_; }
   // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
@@ -95,6 +115,7 @@ class Transformer {
   std::vector<float> xb_;           // [B, dim] normed input of a block
   std::vector<float> out_;          // [B, dim] a block's output
   std::vector<float> part_logits_;  // [vocab] logits of a part forward() does not return (counted in scratch_bytes)
+  std::vector<int64_t> out_rows_;   // [max_batch] forward()'s logit rows
 };
 
 }  // namespace sniper

@@ -159,6 +159,10 @@ try {
   await expectStatus(ollama.generate({ model: NAME, prompt: "x", format: { type: "object", properties: { a: { type: "string", pattern: "x" } } } }), 400, "unsupported schema", "'pattern' is not supported");
   await expectStatus(ollama.chat({ model: NAME, messages, keep_alive: "soon" }), 400, "bad keep_alive", "keep_alive");
   await expectStatus(new Ollama({ host: server.url, headers: { Authorization: "Bearer wrong" } }).list(), 401, "wrong key", "invalid API key");
+  // Model management has no counterpart here: the client shows the server's message (issue 42).
+  await expectStatus(ollama.pull({ model: "llama3" }), 501, "pull", "not supported by sniper serve");
+  await expectStatus(ollama.delete({ model: "llama3" }), 501, "delete", "not supported by sniper serve");
+  await expectStatus(ollama.create({ model: "mine", from: NAME }), 501, "create", "not supported by sniper serve");
   console.log("ollama client test passed");
 } finally {
   const code = await server.stop();

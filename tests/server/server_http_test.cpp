@@ -238,6 +238,26 @@ TEST_F(ServerHttp, BadInputsGiveOpenAiErrors) {
 // Issue 26: 100,000 nested objects (0.6 MB, under the body cap) or arrays used to
 // overflow the stack of a recursive walk. Now the parser stops at 64 levels: 400 naming the
 // limit, and the server keeps serving. The same for chat messages and tools.
+// Issue 42: Ollama's routes that have no counterpart here (model management) and unknown /api/
+// routes answer in Ollama's error shape, {"error": "..."}, so its clients show the message.
+TEST_F(ServerHttp, OllamaErrorsInOllamasShape) {
+  auto cli = server_->client();
+  const auto expect_ollama_error = [](const httplib::Result& r, int status, const std::string& needle) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    const TJson j = TJson::parse(r->body);
+    ASSERT_TRUE(j.is_object() && j.size() == 1 && j["error"].is_string()) << r->body;
+    EXPECT_NE(j["error"].get<std::string>().find(needle), std::string::npos) << r->body;
+  };
+  for (const char* path : {"/api/pull", "/api/push", "/api/create", "/api/copy"}) {
+    SCOPED_TRACE(path);
+    expect_ollama_error(cli->Post(path, R"({"model":"llama3"})", "application/json"), 501, "not supported");
+  }
+  expect_ollama_error(cli->Delete("/api/delete", R"({"model":"llama3"})", "application/json"), 501, "not supported");
+  expect_ollama_error(cli->Post("/api/nope", "{}", "application/json"), 404, "no route POST /api/nope");
+  expect_ollama_error(cli->Get("/api/chat"), 405, "allowed: POST");
+}
+
 TEST_F(ServerHttp, DeepNestingIsRejectedWhileParsing) {
   std::string objects = R"({"prompt":"hi","x":)";
   for (int i = 0; i < 100000; ++i) objects += R"({"a":)";

@@ -170,11 +170,11 @@ size_t AttentionBlock::scratch_bytes() const {
   return held_scratch_bytes(*this, scratch_table()) + window_scratch_.size() * sizeof(float) + att_scratch_.size();
 }
 
-void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok, const ChunkInput& in) {
-  // Rotation angles for each position of the chunk, once per rope setting (shared by its layers).
-  // A token's rope position is pos0 + t + in.rope_offset; with in.rope_pos (M-RoPE models: an
-  // image's 2D positions) each pair takes its section's component (rope_angles_multi gives plain
-  // rope's bits when the components are equal).
+void AttentionBlock::begin_batch(std::span<const SeqRows> seqs, const ChunkInput& in) {
+  // Rotation angles for each row's position, once per rope setting (shared by its layers). A
+  // row's rope position is its sequence's pos0 + t + in.rope_offset; with in.rope_pos (M-RoPE
+  // models: an image's 2D positions, a batch of one sequence) each pair takes its section's
+  // component (rope_angles_multi gives plain rope's bits when the components are equal).
   CHECK(in.rope_pos == nullptr || config_.has_mrope(), "2D rope positions for a model without M-RoPE sections");
   const float* factors = has_rope_freqs_ ? f32_data(rope_freqs_) : nullptr;
   for (size_t i = 0; i < ropes_.size(); ++i) {
@@ -182,32 +182,31 @@ void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok, const ChunkInput& 
     const int64_t half = r.dims / 2;
     float* cos = rope_cos_.data() + rope_offset_[i];
     float* sin = rope_sin_.data() + rope_offset_[i];
-    for (int64_t t = 0; t < n_tok; ++t) {
-      const float* f = r.freqs ? factors : nullptr;
-      if (in.rope_pos != nullptr) {
-        const int64_t p4[4] = {in.rope_pos[t], in.rope_pos[n_tok + t], in.rope_pos[2 * n_tok + t],
-                               in.rope_pos[3 * n_tok + t]};
-        rope_angles_multi(p4, config_.rope_sections, /*interleaved=*/true, r.dims, r.base, config_.rope_freq_scale, f,
-                          cos + t * half, sin + t * half);
-      } else {
-        rope_angles(pos0 + t + in.rope_offset, r.dims, r.base, config_.rope_freq_scale, f, cos + t * half,
-                    sin + t * half);
+    const float* f = r.freqs ? factors : nullptr;
+    for (const SeqRows& s : seqs) {
+      for (int64_t t = 0; t < s.n_tok; ++t) {
+        const int64_t row = s.row0 + t;
+        if (in.rope_pos != nullptr) {
+          const int64_t n = s.n_tok;
+          const int64_t p4[4] = {in.rope_pos[t], in.rope_pos[n + t], in.rope_pos[2 * n + t], in.rope_pos[3 * n + t]};
+          rope_angles_multi(p4, config_.rope_sections, /*interleaved=*/true, r.dims, r.base, config_.rope_freq_scale, f,
+                            cos + row * half, sin + row * half);
+        } else {
+          rope_angles(s.pos0 + t + in.rope_offset, r.dims, r.base, config_.rope_freq_scale, f, cos + row * half,
+                      sin + row * half);
+        }
       }
     }
   }
 }
 
-Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state, const BlockIo& io) {
+Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) {
   const ModelConfig& c = config_;
   const LayerPlan& lp = c.layer(layer_idx);
-  const int64_t n_tok = io.n_tok, pos0 = io.pos0;
+  const int64_t n_tok = io.n_tok;
   ThreadPool& pool = *io.pool;
   const int64_t dim = c.dim, q_dim = lp.q_dim(), kv_dim = lp.kv_dim(), hd = lp.head_dim;
   const int64_t n_heads = lp.n_heads, n_kv_heads = lp.n_kv_heads;
-  const KvSlot slot = state.kv_slot(layer_idx);
-  KvCache& kv = *slot.cache;
-  CHECK(kv.n_kv_heads() == n_kv_heads && kv.head_dim() == hd, "layer %ld: KV slot shape differs from the layer plan",
-        static_cast<long>(layer_idx));
   const bool own_kv = lp.kv_shared_with < 0;
   const bool gated = lp.attn_output_gate;
   const bool has_v = lw.wv.data != nullptr;
@@ -245,28 +244,33 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   const int64_t n_rot = lp.rope_dims, half = n_rot / 2;
   const float* rope_cos = rope_cos_.data() + rope_offset_[rope];
   const float* rope_sin = rope_sin_.data() + rope_offset_[rope];
-  for (int64_t t = 0; t < n_tok; ++t) {
-    float* qt = q_.data() + t * q_dim;
-    if (lp.qk_norm) {
-      for (int64_t h = 0; h < n_heads; ++h) rms_norm(qt + h * hd, f32_data(lw.q_norm), qt + h * hd, hd, c.norm_eps);
+  for (const SeqRows& seq : io.seqs) {
+    const KvSlot slot = seq.state->kv_slot(layer_idx);
+    KvCache& kv = *slot.cache;
+    CHECK(kv.n_kv_heads() == n_kv_heads && kv.head_dim() == hd, "layer %ld: KV slot shape differs from the layer plan",
+          static_cast<long>(layer_idx));
+    for (int64_t t = seq.row0; t < seq.row0 + seq.n_tok; ++t) {
+      float* qt = q_.data() + t * q_dim;
+      if (lp.qk_norm) {
+        for (int64_t h = 0; h < n_heads; ++h) rms_norm(qt + h * hd, f32_data(lw.q_norm), qt + h * hd, hd, c.norm_eps);
+      }
+      rope_apply(qt, n_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
+      if (!own_kv) continue;
+      float* kt = k_.data() + t * kv_dim;
+      float* vt = v_.data() + t * kv_dim;
+      for (int64_t h = 0; h < n_kv_heads; ++h) {
+        if (lp.qk_norm) rms_norm(kt + h * hd, f32_data(lw.k_norm), kt + h * hd, hd, c.norm_eps);
+        if (lp.v_norm) rms_norm(vt + h * hd, nullptr, vt + h * hd, hd, c.norm_eps);
+      }
+      rope_apply(kt, n_kv_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
+      kv.store(slot.index, seq.pos0 + (t - seq.row0), kt, vt);
     }
-    rope_apply(qt, n_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
-    if (!own_kv) continue;
-    float* kt = k_.data() + t * kv_dim;
-    float* vt = v_.data() + t * kv_dim;
-    for (int64_t h = 0; h < n_kv_heads; ++h) {
-      if (lp.qk_norm) rms_norm(kt + h * hd, f32_data(lw.k_norm), kt + h * hd, hd, c.norm_eps);
-      if (lp.v_norm) rms_norm(vt + h * hd, nullptr, vt + h * hd, hd, c.norm_eps);
+    if (lp.sliding_window > 0) {
+      attend_window(lp, kv, slot.index, seq.row0, seq.pos0, seq.n_tok, io.non_causal, pool);
+    } else {
+      CHECK(!kv.ring(), "layer %ld: a full-attention layer over a ring", static_cast<long>(layer_idx));
+      attend_full(lp, kv, slot.index, seq.row0, seq.pos0, seq.n_tok, io.non_causal, pool);
     }
-    rope_apply(kt, n_kv_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
-    kv.store(slot.index, pos0 + t, kt, vt);
-  }
-
-  if (lp.sliding_window > 0) {
-    attend_window(lp, kv, slot.index, pos0, n_tok, io.non_causal, pool);
-  } else {
-    CHECK(!kv.ring(), "layer %ld: a full-attention layer over a ring", static_cast<long>(layer_idx));
-    attend_full(lp, kv, slot.index, pos0, n_tok, io.non_causal, pool);
   }
   if (gated) sigmoid_gate(gate_.data(), att_.data(), n_tok * q_dim);
   matmul(lw.wo, att_.data(), io.out, n_tok, io.buffers->act, pool);
@@ -278,8 +282,8 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   return ok_status();
 }
 
-void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                                 bool non_causal, ThreadPool& pool) {
+void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0,
+                                 int64_t n_tok, bool non_causal, ThreadPool& pool) {
   // One work item per (tile of tokens, kv head): the query heads sharing a kv head (and, with
   // flash attention, the tokens of a tile) read its K and V once. Items are spread over the pool.
   const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), n_kv_heads = lp.n_kv_heads;
@@ -307,15 +311,15 @@ void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t
       if (item >= n_items) break;
       // kv head major: consecutive items read the same head's K and V.
       const int64_t kvh = item / n_tiles, t = item % n_tiles * tok_tile, nt = std::min(tok_tile, n_tok - t);
-      const int64_t off = t * q_dim + kvh * group * hd;
+      const int64_t off = (row0 + t) * q_dim + kvh * group * hd;
       attend_tokens(layout, batch, q_.data() + off, q_dim, k_rows, v_rows, kvh, group, nt,
                     batch.causal ? pos0 + t + 1 : pos0 + n_tok, scale, att_.data() + off, q_dim, scratch);
     }
   });
 }
 
-void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                                   bool non_causal, ThreadPool& pool) {
+void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0,
+                                   int64_t n_tok, bool non_causal, ThreadPool& pool) {
   // One item per (token, kv head, part of its query-head group): kernels/window_attention.h. A
   // non-causal chunk's token t also sees the chunk's later positions (n_tok - 1 - t ahead), as
   // llama.cpp's window mask lets an image's tokens see each other.
@@ -348,7 +352,7 @@ void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64
       const int64_t h0 = kvh * group + part * heads_per_part;
       const int64_t nh = std::min(heads_per_part, kvh * group + group - h0);
       if (nh <= 0) continue;
-      const int64_t off = t * q_dim + h0 * hd;
+      const int64_t off = (row0 + t) * q_dim + h0 * hd;
       const int64_t ahead = non_causal ? n_tok - 1 - t : 0;
       sniper::attend_window(layout, k_rows, v_rows, kvh, q_.data() + off, nh, pos0 + t, W, ahead, scale,
                             att_.data() + off, scratch, tier);

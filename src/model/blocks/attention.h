@@ -9,6 +9,7 @@
 //   rope(q, k): the layer's rope_dims and rope_base (angles computed once per chunk for each
 //               distinct setting of the layers), theta divided by rope_freqs where rope_freqs
 //               (M-RoPE models: per-token (t, h, w, e) positions from ChunkInput::rope_pos, e.g. an image)
+//   (a ragged batch: projections over every row; rope, KV and attention per sequence)
 //   store k, v at the chunk's positions in the layer's KV slot (own-KV layers; a sliding layer's
 //   slot is a ring of sliding_ring_slots positions)
 //   att = softmax(attn_scale * q.K) V: full layers through kernels/attention.h (the reference's
@@ -35,9 +36,8 @@ class AttentionBlock final : public MixerBlock {
   // rope_freqs: the model's optional frequency factors (data null when absent).
   AttentionBlock(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch);
 
-  void begin_chunk(int64_t pos0, int64_t n_tok, const ChunkInput& in) override;
-  [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state,
-                               const BlockIo& io) override;
+  void begin_batch(std::span<const SeqRows> seqs, const ChunkInput& in) override;
+  [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) override;
   size_t scratch_bytes() const override;
 
   // The tensors of an attention layer (model/tensor_table.h).
@@ -56,10 +56,11 @@ class AttentionBlock final : public MixerBlock {
 
  private:
   static std::span<const ScratchEntry<AttentionBlock>> scratch_table();
-  // non_causal: every token of the chunk also sees the chunk's later tokens (BlockIo::non_causal).
-  void attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok, bool non_causal,
-                   ThreadPool& pool);
-  void attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
+  // Attention of one sequence's rows [row0, row0 + n_tok) (q_ in, att_ out) over its cache.
+  // non_causal: every row of the sequence also sees its later rows (BlockIo::non_causal).
+  void attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0, int64_t n_tok,
+                   bool non_causal, ThreadPool& pool);
+  void attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0, int64_t n_tok,
                      bool non_causal, ThreadPool& pool);
 
   const ModelConfig& config_;
@@ -73,7 +74,7 @@ class AttentionBlock final : public MixerBlock {
   std::vector<float> k_;               // [B, kv_dim]
   std::vector<float> v_;               // [B, kv_dim]
   std::vector<float> att_;             // [B, q_dim] attention output
-  std::vector<float> rope_cos_;        // [ropes_, B, dims/2] per setting
+  std::vector<float> rope_cos_;        // [ropes_, B, dims/2] per setting, per row (its own position)
   std::vector<float> rope_sin_;        // [ropes_, B, dims/2]
   std::vector<size_t> rope_offset_;    // [ropes_] each setting's first float in rope_cos_ / rope_sin_
   std::vector<uint8_t> att_scratch_;   // per thread attention scratch (full layers)

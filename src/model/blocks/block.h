@@ -20,12 +20,14 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/check.h"
 #include "base/result.h"
 #include "base/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kv/sequence_state.h"
+#include "model/batch_rows.h"
 #include "model/config.h"
 #include "model/model_weights.h"
 #include "quant/quant.h"
@@ -61,7 +63,8 @@ struct BlockBuffers {
   ActBuffer act_bufs[3];  // activations reused across weights (ActCache)
 };
 
-// What a forward chunk may carry besides its token ids: media input (engine/media_prompt.h).
+// What a forward chunk of one sequence may carry besides its token ids: media input
+// (engine/media_prompt.h).
 // Positions: token i of a chunk occupies KV cell pos0 + i; its rope position is pos0 + i +
 // rope_offset in every component, or, for M-RoPE models, rope_pos's (t, h, w, e) when given (an
 // image's 2D positions, as llama.cpp's mtmd assigns them). Defaults: a plain text chunk.
@@ -75,14 +78,15 @@ struct ChunkInput {
                                       // split: an image for gemma4v)
 };
 
-// One call's inputs and outputs, shared by the blocks of every layer.
+// One call's inputs and outputs, shared by the blocks of every layer. The rows are a ragged
+// batch (model/batch_rows.h): `seqs` say which rows belong to which sequence and state.
 struct BlockIo {
-  int64_t n_tok = 0;          // tokens of the chunk, 1 <= n_tok <= max_batch
-  int64_t pos0 = 0;           // KV cell (position) of the chunk's first token
-  bool non_causal = false;    // ChunkInput::non_causal
-  const float* x = nullptr;   // [n_tok, dim] residual stream entering the block (read only)
-  const float* xb = nullptr;  // [n_tok, dim] normed input of the block
-  float* out = nullptr;       // [n_tok, dim] the block's output
+  int64_t n_tok = 0;              // rows of the batch, 1 <= n_tok <= max_batch
+  std::span<const SeqRows> seqs;  // the sequences, covering rows [0, n_tok) in order
+  bool non_causal = false;        // ChunkInput::non_causal (a batch of one sequence)
+  const float* x = nullptr;       // [n_tok, dim] residual stream entering the block (read only)
+  const float* xb = nullptr;      // [n_tok, dim] normed input of the block
+  float* out = nullptr;           // [n_tok, dim] the block's output
   BlockBuffers* buffers = nullptr;
   ThreadPool* pool = nullptr;
 };
@@ -90,13 +94,12 @@ struct BlockIo {
 class MixerBlock {
  public:
   virtual ~MixerBlock() = default;
-  // Called once per forward, before the first layer (e.g. rope angles for the chunk's positions;
-  // `in` as ChunkInput says).
-  virtual void begin_chunk(int64_t pos0, int64_t n_tok, const ChunkInput& in) = 0;
-  // Mixes the chunk's tokens with the layer's sequence state (which it reads and updates) into
-  // io.out. Errors only from weight sources.
-  [[nodiscard]] virtual Status forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state,
-                                       const BlockIo& io) = 0;
+  // Called once per forward, before the first layer (e.g. rope angles for every row's position;
+  // `in` as ChunkInput says, for a batch of one sequence).
+  virtual void begin_batch(std::span<const SeqRows> seqs, const ChunkInput& in) = 0;
+  // Mixes each sequence's rows with its layer state (io.seqs[i].state, which it reads and
+  // updates) into io.out. Errors only from weight sources.
+  [[nodiscard]] virtual Status forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) = 0;
   // Bytes of scratch this block holds.
   virtual size_t scratch_bytes() const = 0;
 };
@@ -113,5 +116,19 @@ class FfnBlock {
 };
 
 inline const float* f32_data(const QTensor& t) { return reinterpret_cast<const float*>(t.data); }
+
+// y [n_tok, w.n_rows()] = w x [n_tok, w.ne[0]] over a ragged batch, where each row must get the
+// bits of its sequence's own forward: quantized weights in one product over every row (their
+// outputs are per-row vec_dot's, whatever the row count); float weights (F32, F16, BF16) once
+// per sequence, since their batches take the tinyBLAS order, which depends on the row count (the
+// MoE router, always F32, would otherwise flip a near-tied expert choice). For small float
+// matrices only (the router): a large one read once per sequence loses the batch's sharing.
+inline void matmul_by_sequence(const QTensor& w, const float* x, float* y, std::span<const SeqRows> seqs, int64_t n_tok,
+                               ActBuffer& buf, ThreadPool& pool) {
+  const bool is_float = w.type == GgmlType::kF32 || w.type == GgmlType::kF16 || w.type == GgmlType::kBF16;
+  if (!is_float || seqs.size() <= 1) return matmul(w, x, y, n_tok, buf, pool);
+  const int64_t n_in = w.ne[0], n_out = w.n_rows();
+  for (const SeqRows& s : seqs) matmul(w, x + s.row0 * n_in, y + s.row0 * n_out, s.n_tok, buf, pool);
+}
 
 }  // namespace sniper

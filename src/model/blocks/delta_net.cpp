@@ -83,7 +83,7 @@ DeltaNetBlock::DeltaNetBlock(const ModelConfig& config, int64_t max_batch) : con
 
 size_t DeltaNetBlock::scratch_bytes() const { return held_scratch_bytes(*this, scratch_table()); }
 
-Status DeltaNetBlock::forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state, const BlockIo& io) {
+Status DeltaNetBlock::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) {
   const ModelConfig& c = config_;
   const int64_t n_tok = io.n_tok, dim = c.dim;
   const int64_t d = d_.head_dim, nk = d_.n_k_heads, nv = d_.n_v_heads, C = d_.conv_channels(), vd = d_.v_dim();
@@ -140,33 +140,37 @@ Status DeltaNetBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequenc
     delta_net_gates(b, g, f32_data(lw.ssm_dt_bias), f32_data(lw.ssm_a), b, g, nv);
   }
 
-  // The causal conv (and silu) over the chunk, carrying the state; then L2-normalised q and k heads.
-  ssm_conv_silu(qkv_.data(), C, n_tok, C, f32_data(lw.ssm_conv1d), state.conv_state(layer_idx), conv_.data(), C);
-  for (int64_t t = 0; t < n_tok; ++t) {
-    float* row = conv_.data() + t * C;
-    for (int64_t h = 0; h < 2 * nk; ++h) l2_norm(row + h * d, row + h * d, d, c.norm_eps);  // q heads, then k heads
+  // Per sequence, over its rows and its own state: the causal conv (and silu), L2-normalised q
+  // and k heads, then the recurrence with value heads spread over the pool (each head owns its
+  // state and outputs).
+  for (const SeqRows& seq : io.seqs) {
+    const int64_t r0 = seq.row0, n = seq.n_tok;
+    ssm_conv_silu(qkv_.data() + r0 * C, C, n, C, f32_data(lw.ssm_conv1d), seq.state->conv_state(layer_idx),
+                  conv_.data() + r0 * C, C);
+    for (int64_t t = r0; t < r0 + n; ++t) {
+      float* row = conv_.data() + t * C;
+      for (int64_t h = 0; h < 2 * nk; ++h) l2_norm(row + h * d, row + h * d, d, c.norm_eps);  // q heads, then k heads
+    }
+    DeltaNetArgs args;
+    args.head_dim = d;
+    args.n_k_heads = nk;
+    args.n_v_heads = nv;
+    args.key_map = d_.grouped_heads ? KeyHeadMap::kGrouped : KeyHeadMap::kTiled;
+    args.n_tokens = n;
+    args.q = conv_.data() + r0 * C;
+    args.q_stride = C;
+    args.k = conv_.data() + r0 * C + nk * d;
+    args.k_stride = C;
+    args.v = conv_.data() + r0 * C + 2 * nk * d;
+    args.v_stride = C;
+    args.g = g_.data() + r0 * nv;
+    args.beta = beta_.data() + r0 * nv;
+    args.gb_stride = nv;
+    args.out = o_.data() + r0 * vd;
+    args.out_stride = vd;
+    args.state = seq.state->recurrent_state(layer_idx);
+    pool.parallel_for(nv, 1, [&](int64_t begin, int64_t end) { delta_net(args, begin, end); });
   }
-
-  // The recurrence, value heads spread over the pool (each head owns its state and outputs).
-  DeltaNetArgs args;
-  args.head_dim = d;
-  args.n_k_heads = nk;
-  args.n_v_heads = nv;
-  args.key_map = d_.grouped_heads ? KeyHeadMap::kGrouped : KeyHeadMap::kTiled;
-  args.n_tokens = n_tok;
-  args.q = conv_.data();
-  args.q_stride = C;
-  args.k = conv_.data() + nk * d;
-  args.k_stride = C;
-  args.v = conv_.data() + 2 * nk * d;
-  args.v_stride = C;
-  args.g = g_.data();
-  args.beta = beta_.data();
-  args.gb_stride = nv;
-  args.out = o_.data();
-  args.out_stride = vd;
-  args.state = state.recurrent_state(layer_idx);
-  pool.parallel_for(nv, 1, [&](int64_t begin, int64_t end) { delta_net(args, begin, end); });
 
   // o = rms(o) * ssm_norm * silu(z) per head, then the output projection.
   const float* norm = f32_data(lw.ssm_norm);

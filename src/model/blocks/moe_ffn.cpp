@@ -159,6 +159,7 @@ Status MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo&
   xb_ = io.xb;
   out_ = io.out;
   bufs_ = io.buffers;
+  seqs_ = io.seqs;
   lp_ = &lp;
   lw_ = &lw;
   h_ = xb_;
@@ -257,7 +258,10 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   const int64_t dim = c.dim, n_exp = c.n_experts, k = c.n_experts_active;
   // Routing: softmax over all experts, top-k, renormalise the selected weights.
   const LayerPlan& lp = c.layer(layer_idx);
-  matmul(lw.router, router_input(lp, lw, x_, xb_, n_tok, gathered_.data()), router_.data(), n_tok, bufs_->act, pool);
+  // Per sequence where the router's float order depends on the row count: each row's choice is
+  // its own forward's.
+  matmul_by_sequence(lw.router, router_input(lp, lw, x_, xb_, n_tok, gathered_.data()), router_.data(), seqs_, n_tok,
+                     bufs_->act, pool);
   std::fill(used_.begin(), used_.end(), 0);
   for (int64_t t = 0; t < n_tok; ++t) {
     float* probs = router_.data() + t * n_exp;

@@ -115,6 +115,7 @@ class MoeFfn final : public FfnBlock {
   const LayerPlan* lp_ = nullptr;     // the current layer's plan
   const LayerWeights* lw_ = nullptr;  // and weights
   BlockBuffers* bufs_ = nullptr;
+  std::span<const SeqRows> seqs_;     // the batch's sequences (the router runs per sequence)
   std::vector<int32_t> window_;       // [window] candidates for cache-aware routing
   std::vector<int32_t> union_;        // experts the chunk routes to, ascending
   std::vector<uint8_t> used_;         // [n_experts] membership scratch

@@ -62,8 +62,8 @@ size_t PerLayerEmbedding::scratch_bound(const ModelConfig& config, int64_t max_b
   return scratch_table_bytes(scratch_table(), config, max_batch);
 }
 
-Status PerLayerEmbedding::begin_chunk(const int32_t* tokens, const float* x0, int64_t n_tok, BlockBuffers& buffers,
-                                      ThreadPool& pool) {
+Status PerLayerEmbedding::begin_chunk(const int32_t* tokens, const float* x0, int64_t n_tok,
+                                      std::span<const SeqRows> seqs, BlockBuffers& buffers, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const int64_t npl = c.per_layer_dim, n = c.n_layers * npl;
   const QTensor& table = weights_.per_layer_token_embd;
@@ -74,7 +74,8 @@ Status PerLayerEmbedding::begin_chunk(const int32_t* tokens, const float* x0, in
     CHECK(rows_ != nullptr, "per_layer_token_embd is not resident and no row source was given");
     SNIPER_TRY(rows_->read(tokens, n_tok, tok_.data()));
   }
-  matmul(weights_.per_layer_model_proj, x0, proj_.data(), n_tok, buffers.act, pool);
+  // F32 in every file (llama.cpp keeps it so): per sequence, as alone (model/blocks/block.h).
+  matmul_by_sequence(weights_.per_layer_model_proj, x0, proj_.data(), seqs, n_tok, buffers.act, pool);
   const float tok_scale = std::sqrt(static_cast<float>(npl));
   const float proj_scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
   const float input_scale = 1.0f / std::sqrt(2.0f);

@@ -26,8 +26,8 @@ class PerLayerEmbedding {
   // rows: per_layer_token_embd's row source when the tensor is not resident (else null).
   PerLayerEmbedding(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, StreamedRows* rows);
 
-  [[nodiscard]] Status begin_chunk(const int32_t* tokens, const float* x0, int64_t n_tok, BlockBuffers& buffers,
-                                   ThreadPool& pool);
+  [[nodiscard]] Status begin_chunk(const int32_t* tokens, const float* x0, int64_t n_tok, std::span<const SeqRows> seqs,
+                                   BlockBuffers& buffers, ThreadPool& pool);
   // x [n_tok, dim] += layer l's branch.
   void apply(int64_t layer_idx, const LayerWeights& lw, float* x, int64_t n_tok, BlockBuffers& buffers,
              ThreadPool& pool);

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// BatchEvaluator: one forward pass over several sessions at once (model/batch_rows.h): each
+// item is a session's next tokens (a prompt chunk, one decode token), evaluated at the
+// session's own positions over its own state, as Session::eval() would, while every weight
+// (dense FFN, routed experts resident or streamed, the output head) is read once for all rows.
+// The server's scheduler builds one such pass per step from all its busy slots.
+// Equivalence: each session gets the logits its own eval() of the same chunk gives, bit for bit
+// where the weights are quantized (docs/batching.md lists what depends on the batch).
+// Thread-compatible: one pass at a time, and no session of a pass runs eval() meanwhile.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "model/transformer.h"
+
+namespace sniper {
+
+struct BatchItem {
+  Session* session = nullptr;
+  std::span<const int32_t> tokens;  // evaluated at session->n_past()..
+};
+
+class BatchEvaluator {
+ public:
+  // A pass of up to max_rows rows over sessions of `model` with the context n_ctx (the sessions'),
+  // on `pool` (borrowed: it must outlive the evaluator and run nothing else during a pass).
+  // Errors: max_rows outside [1, 4352] (a --batch of 4096 and a decode row for each of 256 slots).
+  static Result<std::unique_ptr<BatchEvaluator>> create(Model& model, int64_t max_rows, int64_t n_ctx,
+                                                        const RoutingBias& routing_bias, ThreadPool& pool);
+
+  // Evaluates every item in one pass. Each item needs a batchable() session (distinct), at
+  // least one token and at most max_seq_rows(); all together at most max_rows(). Errors before
+  // the pass (nothing changes): an item that Session::check_eval() refuses (named by its index),
+  // or one of the limits above. A failed pass (a streamed read) leaves every session of the pass
+  // as its failed eval() would (Session::drop_rows).
+  [[nodiscard]] Status eval(std::span<const BatchItem> items);
+
+  int64_t max_rows() const { return transformer_->max_batch(); }
+  // The most tokens one session may bring to a pass (sliding rings: model/config.h).
+  int64_t max_seq_rows() const { return transformer_->max_seq_rows(); }
+  size_t scratch_bytes() const { return transformer_->scratch_bytes() + logits_.capacity() * sizeof(float); }
+
+ private:
+  BatchEvaluator(Model& model, ThreadPool& pool) : model_(model), pool_(pool) {}
+  Model& model_;
+  ThreadPool& pool_;
+  std::unique_ptr<Transformer> transformer_;
+  std::vector<int32_t> tokens_;
+  std::vector<SeqRows> seqs_;
+  std::vector<int64_t> out_rows_;
+  std::vector<float> logits_;
+};
+
+}  // namespace sniper
