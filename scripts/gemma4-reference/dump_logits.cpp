@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
     b.logits[i] = 1;
   }
   if (llama_decode(ctx, b) != 0) return 1;
-  for (size_t i = 0; i < prompt.size(); ++i) std::fwrite(llama_get_logits_ith(ctx, static_cast<int>(i)), 4, n_vocab, out);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    std::fwrite(llama_get_logits_ith(ctx, static_cast<int>(i)), 4, n_vocab, out);
   for (size_t g = 0; g < gen.size(); ++g) {
     b.n_tokens = 1;
     b.token[0] = gen[g];

@@ -46,7 +46,9 @@
 namespace sniper {
 namespace {
 
-std::string data_dir(const std::string& model) { return std::string(SNIPER_SOURCE_DIR) + "/tests/golden/gemma4_q4km/" + model; }
+std::string data_dir(const std::string& model) {
+  return std::string(SNIPER_SOURCE_DIR) + "/tests/golden/gemma4_q4km/" + model;
+}
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
