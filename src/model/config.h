@@ -181,8 +181,8 @@ struct ModelConfig {
 [[nodiscard]] Status finish_layer_plan(ModelConfig& config);
 
 // Sizes the sliding layers' rings so that a chunk of up to n_tok tokens that attends both ways
-// (a media chunk) runs in one forward: ring_slots = max(2 * window, window + n_tok - 1). A no-op
-// for models without sliding layers, or when n_tok <= window + 1.
+// (a media chunk) runs in one forward: ring_slots = pad256(window + max(512, n_tok)), llama.cpp's
+// SWA cache size for an n_ubatch of the chunk. A no-op for models without sliding layers.
 void widen_rings_for_chunks(ModelConfig& config, int64_t n_tok);
 
 // The sequence state each layer keeps (kv/sequence_state.h), from the layer plan.
