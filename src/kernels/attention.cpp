@@ -95,6 +95,17 @@ void scores_converted_k(const AttentionLayout& layout, const float* q, const uin
   kt.gemm(hd, n_kv, group, k, layout.row_bytes, s.q, q_row, s.scores, s.stride);
 }
 
+// Sets the scores of cells outside `w` (attention.h CellWindow) to -inf: softmax weight 0, the
+// reference's SWA mask.
+void mask_window(float* sc, int64_t n_kv, const CellWindow& w) {
+  if (w.behind <= 0) return;
+  for (int64_t c = 0; c < n_kv; ++c) {
+    const int64_t back = ((w.self - c) % n_kv + n_kv) % n_kv;
+    if (back < w.behind || n_kv - back <= w.ahead) continue;
+    sc[c] = -INFINITY;
+  }
+}
+
 // ggml_vec_dot_f16's scalar tail over positions [i0, i1) of each V^T row, after its main loop's
 // float result (already in out): each product rounded to float, the sum kept in double.
 void add_vec_dot_f16_tail(int64_t i0, int64_t i1, int64_t hd, int64_t group, const uint8_t* vt, size_t vt_row_bytes,
@@ -120,7 +131,7 @@ void add_vec_dot_f16_tail(int64_t i0, int64_t i1, int64_t hd, int64_t group, con
 // over the V^T row.
 void attend_group_bf16_v(const AttentionLayout& layout, const float* q, const uint8_t* k_rows, const uint8_t* v_rows,
                          int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out, const GroupScratch& s,
-                         IsaTier tier) {
+                         IsaTier tier, const CellWindow& window) {
   const int64_t hd = layout.head_dim;
   if (layout.k_type == GgmlType::kF16) {
     // f16 K: the query rounded to f16, K's vec_dot order.
@@ -137,6 +148,7 @@ void attend_group_bf16_v(const AttentionLayout& layout, const float* q, const ui
   const size_t p_row = sizeof(uint16_t) * static_cast<size_t>(s.stride);
   for (int64_t g = 0; g < group; ++g) {
     float* sc = s.scores + g * s.stride;
+    mask_window(sc, n_kv, window);
     for (int64_t j = 0; j < n_kv; ++j) sc[j] *= scale;
     ops.softmax(sc, n_kv);
     kv.quantize_act(sc, reinterpret_cast<uint8_t*>(s.weights) + p_row * static_cast<size_t>(g), n_kv);
@@ -202,8 +214,9 @@ void attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, c
 
 void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,
                   const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out,
-                  uint8_t* scratch, IsaTier tier) {
+                  uint8_t* scratch, IsaTier tier, const CellWindow& window) {
   DCHECK(group >= 1 && n_kv >= 1 && n_kv <= batch.n_kv_padded);
+  CHECK(!layout.flash || window.behind == 0, "attend_group: a cell window with flash attention");
   if (layout.flash) {
     flash_attend_group(layout, batch, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, scratch, tier);
     return;
@@ -215,7 +228,7 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
   const KernelTable& kt = *find_kernels(GgmlType::kF16, tier);
   const RowOps& ops = find_row_ops(tier);
   if (layout.v_type == GgmlType::kBF16) {
-    attend_group_bf16_v(layout, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, s, tier);
+    attend_group_bf16_v(layout, q, k_rows, v_rows, kv_head, group, n_kv, scale, out, s, tier, window);
     return;
   }
   // The wide kernels take the f16-rounded query and weights as f32 (widened once here); the
@@ -252,6 +265,7 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
   const int64_t n_dot = kqv_tiny ? dot_length(n_kv, n_full, 16) : dot_length(n_kv, n_full, 64);
   for (int64_t g = 0; g < group; ++g) {
     float* sc = s.scores + g * s.stride;
+    mask_window(sc, n_kv, window);
     if (wide) {
       ops.attention_weights(sc, n_kv, n_soft, scale, s.weights + g * s.stride, n_dot);
     } else {

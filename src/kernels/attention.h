@@ -62,6 +62,18 @@ struct AttentionBatch {
   bool causal = true;
 };
 
+// A sliding window over a ring of cells (cell = position % ring size): of the n_kv cells a query
+// scores, cell c is attended iff it lies at most `behind - 1` cells before the query's own cell
+// `self` or at most `ahead` cells after it, cyclically modulo n_kv (a ring that has wrapped is
+// scored whole: n_kv = its size; before it wraps n_kv = self + 1 + ahead). Other cells get a -inf
+// score before the softmax, i.e. llama.cpp's SWA mask over its SWA cache, whose cells it fills
+// in the same order (model/config.h sliding_ring_slots). behind = 0: no window (every cell).
+struct CellWindow {
+  int64_t behind = 0;  // the window: the query's own cell and the behind - 1 before it
+  int64_t ahead = 0;   // later cells it also sees (a non-causal chunk's later tokens)
+  int64_t self = 0;    // the query's cell
+};
+
 // Returns the batch parameters for n_tok tokens at positions [pos0, pos0 + n_tok), attended by
 // a pool of n_threads threads.
 AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int64_t n_tok, int64_t n_threads = 1);
@@ -89,10 +101,11 @@ int64_t attention_token_tile(const AttentionLayout& layout, const AttentionBatch
 // when layout.v_rot). n_kv (the query's position + 1) <=
 // batch.n_kv_padded. q is f32 [group][head_dim]. scratch must hold attention_scratch_bytes(layout,
 // batch.n_kv_padded, group) bytes, 64-byte aligned. `tier` picks the kernels (every tier gives
-// the same bits; tests compare them).
+// the same bits; tests compare them). `window` masks cells outside a sliding window (not with
+// flash attention: kernels/window_attention.h serves those).
 void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, const uint8_t* k_rows,
                   const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_kv, float scale, float* out,
-                  uint8_t* scratch, IsaTier tier = selected_tier());
+                  uint8_t* scratch, IsaTier tier = selected_tier(), const CellWindow& window = {});
 
 // attend_group for n_tok consecutive tokens of the batch (n_tok <= attention_token_tile(...)):
 // token i's group query at q + i * q_stride attends to n_kv0 + i cells (n_kv0 cells when

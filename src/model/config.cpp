@@ -162,7 +162,7 @@ Status finish_layer_plan(ModelConfig& c) {
 void widen_rings_for_chunks(ModelConfig& config, int64_t n_tok) {
   for (LayerPlan& lp : config.layers) {
     if (lp.sliding_window <= 0 || lp.mixer != MixerKind::kAttention) continue;
-    lp.ring_slots = std::max(2 * lp.sliding_window, lp.sliding_window + n_tok - 1);
+    lp.ring_slots = swa_cells(lp.sliding_window, std::max(kReferenceUbatch, n_tok));
   }
 }
 

@@ -73,7 +73,7 @@ struct LayerPlan {
   int64_t rope_dims = 0;          // resolved: rotated dims per head (0: the model's rope_dims)
   float rope_base = 0.0f;         // resolved: the rope base (0: the model's rope_base)
   bool rope_freqs = true;         // theta is divided by rope_freqs.weight when the file has it
-  int64_t ring_slots = 0;         // sliding layers: ring positions (0: 2 * sliding_window; more to hold a
+  int64_t ring_slots = 0;         // sliding layers: ring positions (0: sliding_ring_slots' default; more to hold a
                                   // whole chunk that attends both ways, see widen_rings_for_chunks)
   // FFN (kDense, kMoe), model/blocks/dense_ffn.h, moe_ffn.h:
   int64_t ffn_dim = 0;                     // resolved: the dense MLP's width (0: hidden_dim)
@@ -108,15 +108,23 @@ struct DeltaNetConfig {
   int64_t conv_state_floats() const { return (conv_kernel - 1) * conv_channels(); }
   int64_t recurrent_state_floats() const { return n_v_heads * head_dim * head_dim; }
 };
-// A sliding attention layer keeps a ring of 2 * sliding_window positions (0: no window):
-// a forward chunk of up to sliding_window + 1 tokens then still finds every key of its first
-// token after the chunk's own rows were stored (the shared-KV layers read them later in the same
-// forward). Transformer::forward splits longer chunks.
+// A sliding attention layer keeps a ring of pad256(sliding_window + 512) positions (0: no
+// window; the context's size when that is smaller): the size of llama.cpp's SWA cache at its
+// default n_ubatch of 512 (llama-kv-cache-iswa.cpp), so that position p lives in the cell it has
+// there (p % size: the reference fills its SWA cells in that order while no ubatch straddles the
+// ring's end) and attention sums over the same cells in the same order (kernels/attention.h
+// CellWindow). A forward chunk of up to ring - sliding_window + 1 tokens still finds every key of
+// its first token after the chunk's own rows were stored (the shared-KV layers read them later in
+// the same forward); Transformer::forward splits longer chunks.
 // LayerPlan::ring_slots overrides the size: a media chunk that attends both ways (an image for
 // gemma4v) runs in one forward however long it is, so its ring must hold window - 1 earlier
-// positions and the whole chunk (widen_rings_for_chunks).
+// positions and the whole chunk (widen_rings_for_chunks: pad256(window + chunk), llama.cpp's size
+// for an n_ubatch of the chunk).
+inline constexpr int64_t kReferenceUbatch = 512;
+inline int64_t swa_cells(int64_t window, int64_t n_ubatch) { return (window + n_ubatch + 255) / 256 * 256; }
 inline int64_t sliding_ring_slots(const LayerPlan& lp) {
-  return lp.ring_slots > 0 ? lp.ring_slots : 2 * lp.sliding_window;
+  if (lp.ring_slots > 0) return lp.ring_slots;
+  return lp.sliding_window > 0 ? swa_cells(lp.sliding_window, kReferenceUbatch) : 0;
 }
 
 struct ModelConfig {
@@ -173,8 +181,8 @@ struct ModelConfig {
 [[nodiscard]] Status finish_layer_plan(ModelConfig& config);
 
 // Sizes the sliding layers' rings so that a chunk of up to n_tok tokens that attends both ways
-// (a media chunk) runs in one forward: ring_slots = max(2 * window, window + n_tok - 1). A no-op
-// for models without sliding layers, or when n_tok <= window + 1.
+// (a media chunk) runs in one forward: ring_slots = pad256(window + max(512, n_tok)), llama.cpp's
+// SWA cache size for an n_ubatch of the chunk. A no-op for models without sliding layers.
 void widen_rings_for_chunks(ModelConfig& config, int64_t n_tok);
 
 // The sequence state each layer keeps (kv/sequence_state.h), from the layer plan.

@@ -2,7 +2,7 @@
 // State checkpoints (kv/state_checkpoints.h) and the prefix reuse they give hybrid models:
 // the unit keeps at most max_count in increasing position, drops the oldest, reuses buffers
 // and restores exactly what it saved (recurrent states and ring rows); a Session of every
-// hybrid fixture (delta-net layers; gemma4's sliding rings past their wrap) truncated to a
+// hybrid fixture (delta-net layers) truncated to a
 // shared prefix that falls on, before or after a checkpoint comes back to the latest checkpoint
 // at or before it, and evaluating the rest gives the same logits, bit for bit, as a fresh
 // session evaluating the same tokens in the same chunks.
@@ -138,16 +138,15 @@ std::vector<float> fresh_logits(Model& model, const std::vector<int32_t>& ids, i
 }
 
 TEST(StateCheckpoints, HybridPrefixReuseEqualsAFreshEvaluation) {
-  // 48 tokens wrap gemma4's 32-slot rings; checkpoints every 8 tokens (chunks of 4): 8 .. 48.
+  // Checkpoints every 8 tokens (chunks of 4): 8 .. 48. (gemma4's sliding rings are llama.cpp's
+  // SWA cache size, 768 cells for the fixtures' 16-token window: in this 96-token context they
+  // are plain caches that rewind by themselves, so gemma4 is not among these hybrids.)
   const std::vector<int32_t> first = tokens(48, 1);
-  for (const char* name : {"syn-qwen35moe-small.gguf", "syn-qwen35-small.gguf", "syn-qwen3next-small.gguf",
-                           "syn-gemma4e-small.gguf", "syn-gemma4moe-small.gguf"}) {
+  for (const char* name : {"syn-qwen35moe-small.gguf", "syn-qwen35-small.gguf", "syn-qwen3next-small.gguf"}) {
     SCOPED_TRACE(name);
     auto model = Model::load(shared_dir() + "/models/" + name, {});
     ASSERT_TRUE(model.ok()) << model.error().message;
-    // The shared prefix on a checkpoint, just before one and just after one; far enough back that
-    // gemma4's rings no longer hold the window (a ring of 32 slots for a window of 16 could go
-    // back 16 tokens by itself).
+    // The shared prefix on a checkpoint, just before one and just after one.
     for (const auto& [common, want] : std::vector<std::pair<int64_t, int64_t>>{{24, 24}, {23, 16}, {27, 24}}) {
       SCOPED_TRACE("common prefix " + std::to_string(common));
       auto s = make_session(**model, 8);

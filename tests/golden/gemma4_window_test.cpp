@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // gemma4's sliding window past its end, in every chunk shape: the fixtures' 16-token window is
-// shorter than the 56 compared positions, and the sliding layers keep a ring of 32 slots, so
-// prefill chunks of 1, 5 and 16 tokens wrap the ring at different points (and split the 24-token
-// prompt differently from the one-batch golden test). Every row stays within the reference
-// bounds. Rewinding: a ring that has not wrapped rewinds to the same bits as never having gone
-// further; one that has wrapped cannot be rewound (the session starts over).
+// shorter than the 56 compared positions, and prefill chunks of 1, 5 and 16 tokens split the
+// 24-token prompt differently from the one-batch golden test. Every row stays within the
+// reference bounds. Rewinding: a sliding ring (768 cells, llama.cpp's SWA cache size) that has
+// not wrapped rewinds to the same bits as never having gone further; one that has wrapped
+// cannot be rewound (the session starts over).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -16,6 +19,8 @@
 
 #include "engine/model.h"
 #include "engine/session.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
 #include "golden/shared_dir.h"
 #include "kernels/ops.h"
 
@@ -104,17 +109,51 @@ TEST_P(Gemma4WindowTest, EveryChunkShapeMatchesTheReferencePastTheWindow) {
   }
 }
 
+// The fixture with gemma4.context_length raised to 1024 (a copy in a temporary folder): its
+// 512-token context never wraps the 768-cell rings.
+std::string longer_context_copy(const std::string& name) {
+  const std::string src = shared_dir() + "/models/" + name + ".gguf";
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("sniper-gemma4-ctx1024-" + name + "-" + std::to_string(getpid()) + ".gguf"))
+                              .string();
+  auto file = gguf_open(src);
+  EXPECT_TRUE(file.ok());
+  if (!file.ok()) return out;
+  std::ifstream in(src, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  GgufWriter w;
+  for (const auto& [key, value] : file->metadata()) {
+    if (key != "general.alignment") w.set_value(key, value);
+  }
+  w.set_u32("gemma4.context_length", 1024);
+  for (const GgufTensorInfo& t : file->tensors()) {
+    w.add_tensor_bytes(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                       std::vector<uint8_t>(bytes.begin() + static_cast<long>(t.file_offset),
+                                            bytes.begin() + static_cast<long>(t.file_offset + t.nbytes)));
+  }
+  EXPECT_TRUE(w.write(out).ok());
+  return out;
+}
+
 TEST_P(Gemma4WindowTest, RewindsWhileTheRingHasNotWrapped) {
   const Fixture f = load_fixture(GetParam());
-  auto model = Model::load(shared_dir() + "/models/" + GetParam() + ".gguf", {});
+  const std::string path = longer_context_copy(GetParam());
+  struct Remove {
+    std::string p;
+    ~Remove() { std::filesystem::remove(p); }
+  } remove{path};
+  ModelLoadOptions lo;
+  lo.n_ctx = 1024;
+  auto model = Model::load(path, lo);
   ASSERT_TRUE(model.ok()) << model.error().message;
   SessionOptions so;
-  so.n_ctx = 512;
+  so.n_ctx = 1024;  // more than the rings' 768 cells, so that they wrap below
   so.n_threads = 2;
-  so.batch = 8;
+  so.batch = 64;
   auto a = Session::create(**model, so);
   auto b = Session::create(**model, so);
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
   const std::span<const int32_t> ids(f.ids);
   // a: 12 tokens, back to 10, then 10..24; b: 10 tokens, then 10..24.
   ASSERT_TRUE((*a)->eval(ids.subspan(0, 12)).ok());
@@ -124,8 +163,11 @@ TEST_P(Gemma4WindowTest, RewindsWhileTheRingHasNotWrapped) {
   ASSERT_TRUE((*b)->eval(ids.subspan(0, 10)).ok());
   ASSERT_TRUE((*b)->eval(ids.subspan(10, 14), &lb).ok());
   EXPECT_TRUE(la == lb) << "a rewound ring gives other logits than never going further";
-  // 40 tokens wrapped the 32-slot rings: the state cannot go back to 30.
-  ASSERT_TRUE((*a)->eval(ids.subspan(24, 16)).ok());
+  // 784 tokens wrapped the 768-cell rings: the state cannot go back to 30.
+  std::vector<int32_t> more(760);
+  for (size_t i = 0; i < more.size(); ++i) more[i] = f.ids[i % f.ids.size()];
+  ASSERT_TRUE((*a)->eval(more).ok());
+  ASSERT_EQ((*a)->n_past(), 784);
   EXPECT_EQ((*a)->truncate(30), 0);
   EXPECT_EQ((*a)->n_past(), 0);
 }

@@ -91,9 +91,10 @@ TEST(Gemma4Config, EModelLayerPlan) {
     EXPECT_EQ(lp.ffn_dim, ff[l]);
     EXPECT_EQ(lp.n_kv_heads, 2);
   }
-  // The state: sliding layers keep a ring of 2 * window, shared layers nothing of their own.
+  // The state: sliding layers keep a ring of llama.cpp's SWA cache size, pad256(window + 512)
+  // (model/config.h sliding_ring_slots), shared layers nothing of their own.
   const auto specs = layer_state_specs(*c);
-  EXPECT_EQ(specs[0].window, 32);
+  EXPECT_EQ(specs[0].window, 768);
   EXPECT_EQ(specs[2].window, 0);
   EXPECT_EQ(specs[3].kind, LayerStateKind::kSharedKv);
   EXPECT_EQ(specs[3].shared_with, 1);

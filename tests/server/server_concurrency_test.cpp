@@ -179,10 +179,11 @@ TEST(ServerConcurrency, HybridModelRecomputesWithoutCheckpoints) {
 // With state checkpoints a hybrid slot goes back to the checkpoint its prompt took
 // kPromptCheckpointTail tokens before the end, evaluates only the rest, and answers as the first
 // time (the same chunks from the same state: the same bits). The reuse shows in cached_tokens and
-// the /metrics counters, and the checkpoints' memory in their gauges. gemma4: the 37-token prompt
-// and its reply wrap the sliding layers' 32-slot rings.
+// the /metrics counters, and the checkpoints' memory in their gauges. (gemma4's sliding rings are
+// llama.cpp's SWA cache size, 768 cells for the fixture's 16-token window: in this 256-token
+// context they never wrap, so it reuses prefixes as a KV-only model does.)
 TEST(ServerConcurrency, HybridModelReusesAStateCheckpoint) {
-  for (const char* name : {"syn-qwen35moe-small.gguf", "syn-gemma4e-small.gguf"}) {
+  for (const char* name : {"syn-qwen35moe-small.gguf"}) {
     SCOPED_TRACE(name);
     ServerOptions o;
     o.n_slots = 1;

@@ -78,8 +78,9 @@ TEST(SessionState, RoundTripGivesBitIdenticalLogits) {
   // Hybrid models: the delta-net layers' conv and recurrent states travel with the KV rows.
   expect_round_trip_bitwise("syn-qwen35moe-small.gguf", KvType::kF16);
   expect_round_trip_bitwise("syn-qwen35-Q4_K_M.gguf", KvType::kQ8_0);
-  // gemma4: 150 tokens wrap the sliding layers' 32-slot rings (window 16) several times; the
-  // rings travel in slot order, the shared-KV layers read their source layer's rows.
+  // gemma4: 150 tokens pass the sliding layers' 16-token window many times over (their rings,
+  // llama.cpp's SWA cache size, are the whole context here); the shared-KV layers read their
+  // source layer's rows.
   expect_round_trip_bitwise("syn-gemma4e-small.gguf", KvType::kF16);
   expect_round_trip_bitwise("syn-gemma4moe-small.gguf", KvType::kF16);
   expect_round_trip_bitwise("syn-gemma4e-small.gguf", KvType::kQ8_0);

@@ -133,8 +133,9 @@ std::span<const ScratchEntry<AttentionBlock>> AttentionBlock::scratch_table() {
 }
 
 size_t AttentionBlock::scratch_bound(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads) {
-  // Per thread: the widest full layer's attention scratch over the whole context (any cache
-  // layout), the widest sliding layer's window tiles.
+  // Per thread: the widest layer's attention scratch over the whole context (any cache layout;
+  // a sliding layer's ring has at most n_ctx cells), and the widest sliding layer's window tiles
+  // (flash attention).
   int64_t full_hd = 0, full_group = 0;
   size_t window_floats = 0;
   for (const LayerPlan& lp : c.layers) {
@@ -145,10 +146,9 @@ size_t AttentionBlock::scratch_bound(const ModelConfig& c, int64_t max_batch, in
       // up to the ring's positions.
       const int64_t span = lp.ring_slots > 0 ? sliding_ring_slots(lp) : lp.sliding_window;
       window_floats = std::max(window_floats, window_attention_scratch_floats(lp.head_dim, span, group));
-    } else {
-      full_hd = std::max(full_hd, lp.head_dim);
-      full_group = std::max(full_group, group);
     }
+    full_hd = std::max(full_hd, lp.head_dim);
+    full_group = std::max(full_group, group);
   }
   size_t lazy = static_cast<size_t>(n_threads) * window_floats * sizeof(float);
   if (full_hd > 0) lazy += static_cast<size_t>(n_threads) * attention_scratch_bound(full_hd, full_group, n_ctx) + 64;
@@ -320,6 +320,54 @@ void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t
 
 void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0,
                                    int64_t n_tok, bool non_causal, ThreadPool& pool) {
+  const AttentionLayout& layout = kv.layout();
+  if (layout.flash) {
+    attend_window_flash(lp, kv, index, row0, pos0, n_tok, non_causal, pool);
+    return;
+  }
+  // The reference's order (kernels/attention.h attend_group), over the ring's cells as llama.cpp
+  // lays out its SWA cache (model/config.h sliding_ring_slots): before the ring wraps a token
+  // scores cells [0, pos + 1) (the chunk's, non-causal), after it every cell; cells outside the
+  // window are masked. One item per (token, kv head).
+  const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), cells = layout.n_ctx;
+  const int64_t group = lp.n_heads / lp.n_kv_heads;
+  const int64_t end = pos0 + n_tok;  // positions stored so far
+  AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
+  batch.causal = !non_causal;
+  const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded, group, 1);
+  const size_t stride = (need + 63) / 64 * 64;
+  const size_t n_threads = static_cast<size_t>(pool.n_threads());
+  if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
+  uint8_t* scratch_base = aligned64(att_scratch_);
+  const uint8_t* k_rows = kv.k_rows(index);
+  const uint8_t* v_rows = kv.v_rows(index);
+  const IsaTier tier = selected_tier();
+  const float scale = lp.attn_scale;
+  const int64_t n_items = n_tok * lp.n_kv_heads;
+  std::atomic<int64_t> next{0};
+  pool.run([&](int thread_idx, int) {
+    uint8_t* scratch = scratch_base + stride * static_cast<size_t>(thread_idx);
+    for (;;) {
+      const int64_t item = next.fetch_add(1, std::memory_order_relaxed);
+      if (item >= n_items) break;
+      // kv head major: consecutive items read the same head's K and V.
+      const int64_t kvh = item / n_tok, t = item % n_tok;
+      const int64_t pos = pos0 + t;
+      const int64_t seen = non_causal ? end : pos + 1;  // positions this token may see
+      CellWindow w;
+      w.behind = lp.sliding_window;
+      w.ahead = seen - 1 - pos;
+      w.self = pos % cells;
+      const int64_t n_kv = std::min(cells, seen);
+      const int64_t off = (row0 + t) * q_dim + kvh * group * hd;
+      attend_group(layout, batch, q_.data() + off, k_rows, v_rows, kvh, group, n_kv, scale, att_.data() + off, scratch,
+                   tier, w);
+    }
+  });
+}
+
+void AttentionBlock::attend_window_flash(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0,
+                                         int64_t pos0, int64_t n_tok, bool non_causal, ThreadPool& pool) {
   // One item per (token, kv head, part of its query-head group): kernels/window_attention.h. A
   // non-causal chunk's token t also sees the chunk's later positions (n_tok - 1 - t ahead), as
   // llama.cpp's window mask lets an image's tokens see each other.

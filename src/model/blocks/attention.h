@@ -14,7 +14,8 @@
 //   slot is a ring of sliding_ring_slots positions)
 //   att = softmax(attn_scale * q.K) V: full layers through kernels/attention.h (the reference's
 //         order, any cache layout); sliding layers over the last sliding_window positions through
-//         kernels/window_attention.h; a non-causal chunk (BlockIo::non_causal, e.g. an image) also
+//         the same kernel with a cell window over the ring (the reference's SWA cache order), or
+//         with flash attention kernels/window_attention.h; a non-causal chunk (BlockIo::non_causal, e.g. an image) also
 //         sees its own later tokens
 //   out = Wo (att [* sigmoid(gate)]);  attn_post_norm: out = rms(out) * post_attention_norm
 // Its sequence state is the layer's KV rows (kKv, or the rows of the layer it shares with).
@@ -60,8 +61,12 @@ class AttentionBlock final : public MixerBlock {
   // non_causal: every row of the sequence also sees its later rows (BlockIo::non_causal).
   void attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0, int64_t n_tok,
                    bool non_causal, ThreadPool& pool);
+  // A sliding layer: the reference order (attend_group over the ring with a cell window), or
+  // kernels/window_attention.h with flash attention (attend_window_flash).
   void attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0, int64_t n_tok,
                      bool non_causal, ThreadPool& pool);
+  void attend_window_flash(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t row0, int64_t pos0,
+                           int64_t n_tok, bool non_causal, ThreadPool& pool);
 
   const ModelConfig& config_;
   QTensor rope_freqs_;
