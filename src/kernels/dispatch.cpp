@@ -32,6 +32,7 @@ Tables build_tables() {
     for (int tier = 0; tier <= best; ++tier) {
       KernelTable t{};
       if (!kernels_internal::fill_ref_kernels(type, t)) break;
+#if defined(__x86_64__)  // TODO(arm): the per-tier dispatch record replaces this guard #45
       if (tier >= static_cast<int>(IsaTier::kAvx2)) {
         kernels_internal::patch_q32_avx2(t);
         kernels_internal::patch_kquants_avx2(t);
@@ -44,6 +45,9 @@ Tables build_tables() {
         kernels_internal::patch_float_avx512(t, features);
         kernels_internal::patch_iquants_avx512(t);
       }
+#else
+      (void)features;
+#endif
       t.tier = static_cast<IsaTier>(tier);
       CHECK(t.dequant_row && t.quantize_act && t.vec_dot && t.gemm, "incomplete kernel table for type %d", slot);
       tabs.table[tier][slot] = t;

@@ -148,6 +148,7 @@ void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end, int64_t n_tok
     const uint8_t* qq = s.qq + f.q_row * static_cast<size_t>(r0);
     float* scores = s.scores + r0 * kTile;
     bool done = false;
+#if defined(__x86_64__)  // TODO(arm): the per-tier dispatch record replaces this guard #45
     if (layout.k_type == GgmlType::kQ8_0 && f.avx512) {
       done =
           kernels_internal::attention_kq_q8_0_avx512(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
@@ -160,6 +161,7 @@ void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end, int64_t n_tok
       kernels_internal::attention_kq_iq4_nl_avx2(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
       done = true;
     }
+#endif
     if (!done && layout.k_type == GgmlType::kIQ4_NL) {
       // The KernelTable's iq4_nl dot is tinyBLAS's order; one_chunk calls the single-row kernel.
       for (int64_t t = 0; t < nt; ++t) {

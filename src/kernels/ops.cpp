@@ -208,6 +208,7 @@ const RowOps& find_row_ops(IsaTier tier) {
                               mad_f32_ref,        scale_f32_ref, mad_f16_ref,        scale_f16_ref,
                               exp_sum_ref,        widen_f16_ref, gemm_f32_ref,       widen_f16_cols_ref,
                               softmax_mad_f32_ref};
+#if defined(__x86_64__)  // TODO(arm): the per-tier dispatch record replaces this guard #45
   static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512,       kernels_internal::softmax_avx512,
                                  kernels_internal::round_fp16_row_avx512, kernels_internal::attention_weights_avx512,
                                  kernels_internal::mad_f32_avx512,        kernels_internal::scale_f32_avx512,
@@ -222,6 +223,9 @@ const RowOps& find_row_ops(IsaTier tier) {
       kernels_internal::widen_f16_avx2,         kernels_internal::gemm_f32_avx2,  kernels_internal::widen_f16_cols_avx2,
       kernels_internal::softmax_mad_f32_avx2};
   return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
+#else
+  return kRef;
+#endif
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
