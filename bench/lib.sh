@@ -12,7 +12,8 @@
 #   --models DIR        where preset models are written (default: $BENCH_MODELS or /tmp/sniper-bench)
 #   -t N                threads for both engines (default: all cores)
 #   --reps N            runs of each engine, alternated (default 3)
-# A model argument is a GGUF path or preset:NAME[:layers=N] (written once with `sniper synth`).
+# A model argument is a GGUF path or preset:NAME[:layers=N][:type=T] (written once with
+# `sniper synth`; T a quantization mix such as q4_k_m or iq2_m).
 
 set -euo pipefail
 BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -86,18 +87,26 @@ bench_model() {
   fi
   case "$spec" in
     preset:*)
-      local rest=${spec#preset:} name layers="" file
+      local rest=${spec#preset:} name layers="" type="" opt file opts=()
       name=${rest%%:*}
-      if [ "$rest" != "$name" ]; then layers=${rest#*:layers=}; fi
-      file=$BENCH_MODELS/$name${layers:+-${layers}l}.gguf
+      IFS=: read -r -a opts <<< "${rest#"$name"}"
+      for opt in "${opts[@]+"${opts[@]}"}"; do
+        case "$opt" in
+          '') ;;
+          layers=*) layers=${opt#layers=} ;;
+          type=*) type=${opt#type=} ;;
+          *) bench_die "model '$spec': '$opt' is neither layers=N nor type=T" ;;
+        esac
+      done
+      file=$BENCH_MODELS/$name${layers:+-${layers}l}${type:+-$type}.gguf
       if [ ! -f "$file" ]; then
         mkdir -p "$BENCH_MODELS"
-        echo "writing $file (sniper synth --preset $name${layers:+ --layers $layers})..." >&2
-        "$SNIPER" synth --preset "$name" ${layers:+--layers "$layers"} -o "$file" > /dev/null
+        echo "writing $file (sniper synth --preset $name${layers:+ --layers $layers}${type:+ --type $type})..." >&2
+        "$SNIPER" synth --preset "$name" ${layers:+--layers "$layers"} ${type:+--type "$type"} -o "$file" > /dev/null
       fi
       echo "$file"
       ;;
-    *) bench_die "model '$spec' is neither a file nor preset:NAME[:layers=N]" ;;
+    *) bench_die "model '$spec' is neither a file nor preset:NAME[:layers=N][:type=T]" ;;
   esac
 }
 

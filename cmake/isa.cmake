@@ -24,13 +24,18 @@ endif()
 # every fused multiply-add is spelled out (intrinsics, std::fma); the compiler must add none.
 set(SNIPER_AVX2_FLAGS -mavx2 -mfma -mf16c -ffp-contract=off)
 set(SNIPER_AVX512_FLAGS -ffp-contract=off -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16)
+# Optional extensions of the AVX-512 tier: their files' entries are patched in only on hosts that
+# have them (kernels/dispatch.cpp).
+set(SNIPER_AVX512VBMI_FLAGS ${SNIPER_AVX512_FLAGS} -mavx512vbmi)
 
-# sniper_isa_sources(<avx2|avx512> files...): marks the files as compiled for that ISA.
+# sniper_isa_sources(<avx2|avx512|avx512vbmi> files...): marks the files as compiled for that ISA.
 function(sniper_isa_sources isa)
   if(isa STREQUAL "avx2")
     set(flags ${SNIPER_AVX2_FLAGS})
   elseif(isa STREQUAL "avx512")
     set(flags ${SNIPER_AVX512_FLAGS})
+  elseif(isa STREQUAL "avx512vbmi")
+    set(flags ${SNIPER_AVX512VBMI_FLAGS})
   else()
     message(FATAL_ERROR "unknown ISA ${isa}")
   endif()

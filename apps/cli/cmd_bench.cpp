@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // sniper bench -m MODEL [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-t THREADS] [--mem SIZE|auto]
-//              [--residency auto|stream|mmap|resident] [--json]
+//              [--residency auto|stream|mmap|resident] [--no-repack] [--json]
 // Prefill and decode speed, time to first token, memory, SSD traffic and cache behaviour, set
 // against the physical limits measured on this machine: the SSD's O_DIRECT throughput at the
 // read size and depth the engine uses, and the RAM read bandwidth (roofline), which a resident
-// run also probes right before each of a few extra decode tokens (bench_paired.h).
+// run also probes right before each of a few extra decode tokens (bench_paired.h), and times a
+// matvec per weight type on the model's own tensors against it (bench_types.h). Weight bytes are
+// counted as they sit in memory (repacked i-quants in their larger layouts).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include "bench_depth.h"
 #include "bench_paired.h"
 #include "bench_spec.h"
+#include "bench_types.h"
 #include "commands.h"
 #include "common.h"
 #include "engine/bandwidth_probe.h"
@@ -43,19 +46,24 @@ std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab) {
   return ids;
 }
 
-// Bytes of weights one decode token multiplies with (embedding row excluded).
-uint64_t active_weight_bytes(const Model& m) {
+// Bytes of weights one decode token multiplies with (embedding row excluded): as they sit in
+// memory (a repacked i-quant tensor in its layout) when `in_memory`, else as in the file.
+uint64_t active_weight_bytes(const Model& m, bool in_memory = true) {
   const ModelConfig& c = m.config();
   uint64_t bytes = 0;
+  auto size_of = [&](const GgufTensorInfo& t) -> uint64_t {
+    const QTensor* q = in_memory ? m.store().find_tensor(t.name) : nullptr;
+    return q != nullptr && q->data != nullptr ? q->nbytes() : t.nbytes;
+  };
   for (const GgufTensorInfo& t : m.gguf().tensors()) {
     if (t.name == "token_embd.weight") continue;
     if (t.name.find("_exps.") != std::string::npos) {
-      bytes += t.nbytes / static_cast<uint64_t>(c.n_experts) * static_cast<uint64_t>(c.n_experts_active);
+      bytes += size_of(t) / static_cast<uint64_t>(c.n_experts) * static_cast<uint64_t>(c.n_experts_active);
     } else {
-      bytes += t.nbytes;
+      bytes += size_of(t);
     }
   }
-  if (c.tied_embeddings) bytes += m.gguf().find_tensor("token_embd.weight")->nbytes;
+  if (c.tied_embeddings) bytes += size_of(*m.gguf().find_tensor("token_embd.weight"));
   return bytes;
 }
 
@@ -83,6 +91,8 @@ int cmd_bench(int argc, char** argv) {
                   "each (default): one session per depth, decoded in turn; once: one session "
                   "per KV type with the --ctx cache, filled through the depths, memory read at each"},
                  {"--no-probe", nullptr, nullptr, "skip the SSD and RAM bandwidth probes"},
+                 {"--no-type-matvecs", nullptr, nullptr,
+                  "skip the matvec GB/s per weight type (resident runs time each type on the model's tensors)"},
                  {"--json", nullptr, nullptr, "end with one line of JSON"},
                  {"--help", "-h", nullptr, "show this help"},
              });
@@ -349,6 +359,15 @@ int cmd_bench(int argc, char** argv) {
     }
   }
 
+  // Matvec GB/s per weight type on the model's tensors (resident runs: a streamed tensor is not
+  // in memory to time, and under mmap the first pass would time page faults).
+  std::vector<TypeMatvec> type_matvecs;
+  if (!disk_bound && !args->has("--no-type-matvecs")) {
+    std::fprintf(stderr, "timing matvecs per weight type...\n");
+    type_matvecs = measure_type_matvecs(m, s.pool());
+  }
+  const double file_weight_bytes = static_cast<double>(active_weight_bytes(m, /*in_memory=*/false));
+
   std::printf(
       "model            %s (%s, %ld layers%s)\n", path.c_str(), c.arch.c_str(), static_cast<long>(c.n_layers),
       c.is_moe()
@@ -400,12 +419,34 @@ int cmd_bench(int argc, char** argv) {
     std::snprintf(ram_text, sizeof(ram_text), ": %.1f before, %.1f after decode", ram_before_gbps, ram_after_gbps);
   std::printf("weights          %.2f GB/token active, %.1f GB/s streamed from RAM (roofline %.1f GB/s%s)\n",
               weight_bytes / 1e9, weight_gbps, ram.gb_per_s, ram_text);
+  if (m.store().n_repacked() > 0) {
+    std::printf(
+        "repack           %ld i-quant tensors in lookup-free layouts (+%.0f MiB; %.2f GB/token in the file's "
+        "layouts; --no-repack keeps those)\n",
+        static_cast<long>(m.store().n_repacked()), static_cast<double>(m.plan().repack_extra_bytes) / (1 << 20),
+        file_weight_bytes / 1e9);
+  } else if (m.plan().repack_all_extra_bytes > 0) {
+    std::printf("repack           off (%s; the lookup-free layouts would take %.0f MiB more)\n",
+                lo->repack ? "no room in the budget" : "--no-repack",
+                static_cast<double>(m.plan().repack_all_extra_bytes) / (1 << 20));
+  }
   if (paired.n_pairs > 0) {
     std::printf(
         "roofline pairs   %ld tokens, each right after a RAM probe: median %.1f GB/s streamed of %.1f GB/s "
         "probed = %.0f%% (pairs %.0f-%.0f%%)\n",
         static_cast<long>(paired.n_pairs), paired.weight_gbps, paired.roofline_gbps, 100 * paired.share,
         100 * paired.share_low, 100 * paired.share_high);
+  }
+  if (!type_matvecs.empty()) {
+    std::printf("matvec by type   one token on the model's own matrices, %d threads, RAM probe %.1f GB/s:\n",
+                s.pool().n_threads(), ram.gb_per_s);
+    for (const TypeMatvec& t : type_matvecs) {
+      const std::string name = t.file_type.empty() ? t.type : t.type + " (" + t.file_type + ")";
+      std::printf("                 %-22s %5ld tensors %9.1f MB/pass %7.1f GB/s", name.c_str(),
+                  static_cast<long>(t.n_tensors), static_cast<double>(t.bytes) / 1e6, t.gb_per_s);
+      if (ram.gb_per_s > 0) std::printf(" %4.0f%% of the probe", 100 * t.gb_per_s / ram.gb_per_s);
+      std::printf("%s\n", static_cast<double>(t.bytes) < 64e6 ? " (fits the caches: compute-bound)" : "");
+    }
   }
   if (limit_tok_s > 0) {
     std::printf("physical limit   %.3f tok/s -> decode at %.0f%% of it\n", limit_tok_s,
@@ -482,6 +523,17 @@ int cmd_bench(int argc, char** argv) {
 
   if (args->has("--json")) {
     std::printf("{\"depth_decode\":[%s],", depth_json.c_str());
+    std::printf("\"type_matvec\":[");
+    for (size_t i = 0; i < type_matvecs.size(); ++i) {
+      const TypeMatvec& t = type_matvecs[i];
+      std::printf("%s{\"type\":\"%s\",\"file_type\":\"%s\",\"bytes\":%llu,\"gbps\":%.3f}", i ? "," : "", t.type.c_str(),
+                  t.file_type.empty() ? t.type.c_str() : t.file_type.c_str(), static_cast<unsigned long long>(t.bytes),
+                  t.gb_per_s);
+    }
+    std::printf("],\"repacked_tensors\":%ld,\"repack_extra_bytes\":%llu,\"file_weight_bytes_per_token\":%.0f,",
+                static_cast<long>(m.store().n_repacked()),
+                static_cast<unsigned long long>(m.store().n_repacked() > 0 ? m.plan().repack_extra_bytes : 0),
+                file_weight_bytes);
     std::printf(
         "\"model\":\"%s\",\"residency\":\"%s\",\"streaming\":%s,\"budget_bytes\":%llu,\"prompt_tokens\":%ld,"
         "\"gen_tokens\":%ld,\"threads\":%d,\"batch\":%ld,\"prefill_tok_s\":%.4f,\"decode_tok_s\":%.4f,\"ttft_s\":%.4f,"

@@ -59,6 +59,7 @@ int cmd_inspect(int argc, char** argv) {
       {"--cache-type-v", "-ctv", "TYPE", "V cache type for --plan"},
       {"--flash-attn", "-fa", "on|off|auto", "flash attention for --plan (decides V's layout)"},
       {"--no-kv-rotation", nullptr, nullptr, "(accepted for symmetry with run; no effect on the plan)"},
+      {"--no-repack", nullptr, nullptr, "plan without the lookup-free layouts of i-quant weights, as run --no-repack"},
       {"--ctx-checkpoints", nullptr, "N|auto",
        "state checkpoints per session for --plan, as `serve --ctx-checkpoints` (default 0)"},
       {"--spec-type", nullptr, "none|ngram|draft|mtp",
@@ -191,6 +192,7 @@ int cmd_inspect(int argc, char** argv) {
       if (Status st = check_mtp_supported(*file, *config); !st.ok()) return fail(st.error());
     }
     req.load_mtp = *spec == SpecKind::kMtp;
+    req.repack = !args->has("--no-repack");
     Result<MemoryPlan> plan = make_error("no plan");
     if (auto_batch) {
       auto choice = choose_prefill_chunk(*file, *config, req);

@@ -67,6 +67,9 @@ std::vector<FlagSpec> model_flags() {
           {"--mlock", nullptr, nullptr,
            "lock the loaded weights, caches and buffers in RAM so the kernel never pages them out (needs a high "
            "enough 'ulimit -l'; a warning says when it fails)"},
+          {"--no-repack", nullptr, nullptr,
+           "keep i-quant weights in their file layout (default: when every weight stays in RAM and --mem has room, "
+           "IQ1_*/IQ2_*/IQ3_*/TQ1_0 load into larger lookup-free layouts; same results, faster kernels)"},
           {"--cache-policy", nullptr, "lru|lfru", "expert cache eviction (default lfru)"},
           {"--no-prefetch", nullptr, nullptr, "do not prefetch predicted experts"},
           {"--prefetch-depth", nullptr, "N",
@@ -226,6 +229,7 @@ Result<ModelLoadOptions> load_options_from_args(const Args& args) {
   SNIPER_ASSIGN_OR_RETURN(lo.kv_type, kv_config_from_args(args));
   SNIPER_ASSIGN_OR_RETURN(lo.cache_policy, parse_cache_policy(args.get_string("--cache-policy", "lfru")));
   lo.prefetch = !args.has("--no-prefetch");
+  lo.repack = !args.has("--no-repack");
   SNIPER_ASSIGN_OR_RETURN(int64_t prefetch_depth, args.get_int("--prefetch-depth", 1, 1, 8));
   lo.prefetch_depth = static_cast<int>(prefetch_depth);
   const std::string io = args.get_string("--io", "auto");

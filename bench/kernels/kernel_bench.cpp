@@ -79,7 +79,7 @@ double best_time(int reps, bool cpu_clock, F&& fn) {
 std::vector<const GgmlTypeInfo*> all_weight_types() {
   std::vector<const GgmlTypeInfo*> out;
   for (uint32_t i = 0; i < kGgmlTypeSlots; ++i) {
-    const GgmlTypeInfo* info = find_type_info(i);
+    const GgmlTypeInfo* info = find_memory_type_info(i);  // the repacked layouts too
     if (info != nullptr && is_supported_weight_type(info->type)) out.push_back(info);
   }
   return out;
@@ -322,7 +322,7 @@ int run(int argc, char** argv) {
     for (size_t pi = 0; pi < o.threads.size(); ++pi) {
       std::printf("\ntier %s, %d thread%s: RAM read probe %.1f GB/s (%lld MiB)\n", isa_tier_name(o.tiers[ti]),
                   o.threads[pi], o.threads[pi] == 1 ? "" : "s", probe_gbps[pi], static_cast<long long>(o.probe_mib));
-      std::printf("%-8s %8s", "type", "MB");
+      std::printf("%-10s %8s", "type", "MB");
       for (int64_t nb : o.batches) {
         char head[32];
         std::snprintf(head, sizeof(head), "b=%lld GB/s", static_cast<long long>(nb));
@@ -331,7 +331,7 @@ int run(int argc, char** argv) {
       }
       std::printf("%s\n", o.check ? "  vs ref" : "");
       for (const Row& r : results[ti][pi]) {
-        std::printf("%-8s %8.2f", r.type.c_str(), r.mb);
+        std::printf("%-10s %8.2f", r.type.c_str(), r.mb);
         for (size_t bi = 0; bi < o.batches.size(); ++bi) {
           std::printf(" %11.2f", r.gbps[bi]);
           if (o.batches[bi] == 1)

@@ -43,6 +43,7 @@ CpuFeatures detect_cpu_features() {
       f.avx512bw = (b >> 30) & 1;
       f.avx512vl = (b >> 31) & 1;
       f.avx512vnni = (c >> 11) & 1;
+      f.avx512vbmi = (c >> 1) & 1;
     }
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
@@ -62,6 +63,7 @@ std::vector<NamedCpuFeature> named_cpu_features(const CpuFeatures& f) {
           {"avx512dq", f.avx512dq},
           {"avx512vnni", f.avx512vnni},
           {"avx512bf16", f.avx512bf16},
+          {"avx512vbmi", f.avx512vbmi},
           {"avxvnni", f.avxvnni}};
 }
 

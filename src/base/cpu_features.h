@@ -21,6 +21,7 @@ struct CpuFeatures {
   bool avx512dq = false;
   bool avx512vnni = false;
   bool avx512bf16 = false;
+  bool avx512vbmi = false;  // byte permutes (vpermb): optional kernels of the kAvx512 tier
   bool avxvnni = false;
   // aarch64 (HWCAP names). AdvSIMD (NEON) is part of the ARMv8-A baseline.
   bool asimd = false;    // AdvSIMD

@@ -68,6 +68,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   req.n_logit_rows = options.n_logit_rows;
   req.force_stream = options.residency == ResidencyMode::kStream;
   req.load_mtp = options.load_mtp;
+  req.repack = options.repack;
   if (options.residency == ResidencyMode::kMmap) {
     m->plan_.all_resident = true;  // nothing streams through our engine; the kernel pages
     m->plan_.budget_bytes = req.budget_bytes;
@@ -103,9 +104,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   // Not loaded: what streams, and MTP blocks nothing asked for.
   std::unordered_set<std::string> not_loaded = m->plan_.unloaded_tensors;
   if (!m->plan_.all_resident) not_loaded.insert(m->plan_.streamed_tensors.begin(), m->plan_.streamed_tensors.end());
-  auto store =
-      WeightStore::open(m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,
-                        not_loaded.empty() ? nullptr : &not_loaded, options.progress);
+  // Repacked layouts only when nothing streams (the plan picks none otherwise) and never under mmap.
+  const bool repack = options.residency != ResidencyMode::kMmap && !m->plan_.repacked_tensors.empty();
+  auto store = WeightStore::open(
+      m->gguf_, options.residency == ResidencyMode::kMmap ? Residency::kMmap : Residency::kResident,
+      not_loaded.empty() ? nullptr : &not_loaded, repack ? &m->plan_.repacked_tensors : nullptr, options.progress);
   if (!store.ok()) return store.error();
   m->store_ = std::move(store).value();
   auto weights = bind_model_weights(c, *m->store_);

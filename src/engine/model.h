@@ -59,6 +59,7 @@ struct ModelLoadOptions {
   uint32_t queue_depth = 32;
   FaultInjector io_fault_injector;  // tests: make streamed reads fail or come back short
   bool load_mtp = false;            // load the MTP draft head's block resident (PlanRequest::load_mtp)
+  bool repack = true;               // i-quant weights in lookup-free layouts when all resident (PlanRequest::repack)
   LoadProgress progress;            // sees the resident weights' bytes as they are read (may be empty)
 };
 

@@ -10,6 +10,7 @@
 #include "model/mtp_head.h"
 #include "model/tensor_names.h"
 #include "model/transformer.h"
+#include "quant/iq_repack.h"
 #include "weights/tensor_roles.h"
 
 namespace sniper {
@@ -62,6 +63,22 @@ std::string MemoryPlan::describe() const {
     std::snprintf(note, sizeof(note), "(%zu layers kept in RAM, part of resident weights)", resident_ffn_layers.size());
     line(stream_attention ? "  of which whole layers" : "  of which dense FFN", resident_ffn_bytes, note);
   }
+  if (repack_all_extra_bytes > 0) {
+    char note[160];
+    if (repacked_tensors.empty()) {
+      std::snprintf(note, sizeof(note),
+                    "(none: i-quant layouts repacked would take %.1f MiB more; --no-repack or budget)",
+                    static_cast<double>(repack_all_extra_bytes) / kMiB);
+    } else if (repack_extra_bytes == repack_all_extra_bytes) {
+      std::snprintf(note, sizeof(note), "(%zu i-quant tensors in lookup-free layouts, part of resident weights)",
+                    repacked_tensors.size());
+    } else {
+      std::snprintf(note, sizeof(note),
+                    "(%zu i-quant tensors in lookup-free layouts; all of them would take %.1f MiB more)",
+                    repacked_tensors.size(), static_cast<double>(repack_all_extra_bytes) / kMiB);
+    }
+    line("  of which repack", repack_extra_bytes, note);
+  }
   if (stream_embeddings) line("token embeddings", 0, "(streamed: one row per token)");
   if (stream_per_layer_embeddings) line("per-layer embeddings", 0, "(streamed: one row per token)");
   if (stream_experts) {
@@ -79,6 +96,40 @@ std::string MemoryPlan::describe() const {
   line("minimum budget", min_budget_bytes);
   return s;
 }
+
+namespace {
+
+// The extra bytes of t in its repacked layout, or 0 when it has none or is not multiplied by
+// matmul (token embeddings are read by rows, unless tied to the output head).
+uint64_t repack_extra(const GgufTensorInfo& t, const ModelConfig& c) {
+  const GgmlType to = repacked_type(t.type);
+  if (to == t.type) return 0;
+  if (t.name == kPerLayerTokenEmbdName || (t.name == kTokenEmbdName && !c.tied_embeddings)) return 0;
+  const uint64_t rows = t.nbytes / t.row_bytes();
+  const uint64_t bytes = rows * row_bytes(to, t.ne[0]);
+  return bytes > t.nbytes ? bytes - t.nbytes : 0;
+}
+
+// Picks the tensors to repack with `room` bytes to spare: every candidate when they all fit,
+// else those read every token (all but the routed experts) first, then experts, each in file
+// order, as many as fit; none when `enabled` is false (only the cost is counted).
+void plan_repack(const GgufFile& file, const ModelConfig& c, uint64_t room, bool enabled, MemoryPlan& p) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const GgufTensorInfo& t : file.tensors()) {
+      if (p.unloaded_tensors.count(t.name)) continue;
+      const uint64_t extra = repack_extra(t, c);
+      if (extra == 0 || (tensor_role(t.name) == TensorRole::kExpert) != (pass == 1)) continue;
+      p.repack_all_extra_bytes += extra;
+      if (!enabled || extra > room) continue;
+      room -= extra;
+      p.repack_extra_bytes += extra;
+      p.repacked_tensors.insert(t.name);
+    }
+  }
+  p.resident_weight_bytes += p.repack_extra_bytes;
+}
+
+}  // namespace
 
 int64_t auto_checkpoint_count(uint64_t budget_bytes, int64_t n_sessions, uint64_t checkpoint_bytes) {
   if (checkpoint_bytes == 0) return 0;
@@ -173,6 +224,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     p.resident_weight_bytes = total;
     p.mtp_weight_bytes += mtp_expert_bytes;
     p.min_budget_bytes = fixed + total;
+    plan_repack(file, c, req.budget_bytes - (fixed + total), req.repack, p);
     return p;
   }
 

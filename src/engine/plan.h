@@ -8,7 +8,9 @@
 //   experts    = routed experts: an expert cache of whole-expert slots gets what remains
 //   dense FFN  = resident if the whole model fits, else streamed layer by layer through a
 //                double buffer (and attention weights too when even that does not fit)
-// If the model fits entirely, everything is resident and nothing streams.
+// If the model fits entirely, everything is resident and nothing streams; then the room left
+// holds the larger lookup-free layouts of the i-quant weights (repacked_tensors), those read
+// every token first, as many as fit.
 // Invariant: planned_bytes() <= budget_bytes for every plan make_plan() returns.
 #pragma once
 
@@ -50,6 +52,9 @@ struct PlanRequest {
   // loaded. Its routed experts stream through the expert cache when the model's do; the rest of
   // the block is resident.
   bool load_mtp = false;
+  // Repack i-quant weights at load time into their lookup-free layouts (quant/iq_repack.h) when
+  // every weight is resident and the budget has room for the larger layouts; false: --no-repack.
+  bool repack = true;
 };
 
 // Whole-expert slot layout in the cache: gate, up and down slices back to back, each region
@@ -97,6 +102,12 @@ struct MemoryPlan {
   uint64_t mtp_weight_bytes = 0;
   uint64_t mtp_streamed_expert_bytes = 0;
   std::unordered_set<std::string> unloaded_tensors;
+  // The i-quant tensors loaded in their lookup-free layouts (only when all_resident: never when
+  // weights stream), and the bytes that adds (part of resident_weight_bytes); what repacking
+  // every candidate would add, whether or not it fit.
+  std::unordered_set<std::string> repacked_tensors;
+  uint64_t repack_extra_bytes = 0;
+  uint64_t repack_all_extra_bytes = 0;
 
   uint64_t expert_cache_bytes() const { return slot.slot_bytes * static_cast<uint64_t>(n_expert_slots); }
   uint64_t planned_bytes() const {

@@ -126,10 +126,17 @@ Status check_state_values(const SessionState& s) {
     const bool blocks = kv_type_quantized(s.kv_type.k) || kv_type_quantized(s.kv_type.v);
     const size_t k_bytes = blocks && spec.head_dim % 32 != 0 ? 0 : kv_values_bytes(s.kv_type.k, kv_dim);
     const size_t v_bytes = k_bytes == 0 ? 0 : kv_values_bytes(s.kv_type.v, kv_dim);
-    // A section that is not a whole number of positions of its types has no values to check:
-    // it can never be restored (check_compatible compares every layer's shape and bytes with
-    // the session's and names the difference).
-    if (k_bytes == 0 || section % (k_bytes + v_bytes) != 0) continue;
+    // A section holds whole positions of its types; anything else is a damaged file (and would
+    // leave values unchecked).
+    if (k_bytes == 0) {
+      return make_error("the context file's layer %zu has head_dim %ld but the %s/%s cache needs a multiple of 32", l,
+                        static_cast<long>(spec.head_dim), kv_type_name(s.kv_type.k), kv_type_name(s.kv_type.v));
+    }
+    if (section % (k_bytes + v_bytes) != 0) {
+      return make_error(
+          "the context file's layer %zu KV section has %llu bytes, not a whole number of positions (%zu bytes each)", l,
+          static_cast<unsigned long long>(section), k_bytes + v_bytes);
+    }
     const int64_t m = static_cast<int64_t>(section / (k_bytes + v_bytes));
     const int64_t k_bad = first_non_finite_kv_value(p, m * kv_dim, s.kv_type.k);
     const int64_t v_bad =

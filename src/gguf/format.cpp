@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The ggml tensor type table and GGUF value type names. The table is the single source of
 // truth for block sizes and bytes per block; numbers, names and sizes are those of ggml.
-// Invariant: every GgmlType enumerator has exactly one row in kTypeTable.
+// Invariant: every GgmlType enumerator has exactly one row, in kTypeTable (file types) or in
+// kMemoryTypeTable (in-memory layouts, never accepted from a file).
 #include "gguf/format.h"
 
 #include <cstdint>
@@ -71,6 +72,16 @@ constexpr GgmlTypeInfo kTypeTable[] = {
     {GgmlType::kBF16, "bf16", 1, 2},
 };
 
+// The in-memory layouts (quant/iq_repack.h gives each one's bytes):
+//   iq2_rp     = f16 d + 8 scale nibbles + 32 sign bytes + 64 two-bit codes   = 2+8+32+64  = 106
+//   iq3_*_rp   = f16 d + 8 scale nibbles + 128 nibbles (3-bit code, sign)    = 2+8+128    = 138
+//   iq1_*_rp   = f16 d + 8 scale nibbles + 4 delta-sign bytes + 64 2-bit codes = 2+8+4+64 = 78
+constexpr GgmlTypeInfo kMemoryTypeTable[] = {
+    {GgmlType::kIQ2_RP, "iq2_rp", 256, 106},     {GgmlType::kIQ3_XXS_RP, "iq3_xxs_rp", 256, 138},
+    {GgmlType::kIQ3_S_RP, "iq3_s_rp", 256, 138}, {GgmlType::kIQ1_S_RP, "iq1_s_rp", 256, 78},
+    {GgmlType::kIQ1_M_RP, "iq1_m_rp", 256, 78},
+};
+
 // ggml.h's GGML_TYPE_* names by number, including numbers ggml has retired (Q4_2, Q4_0_4_4, ...)
 // or that we cannot read (MXFP4, ...); nullptr where ggml never assigned the number.
 constexpr const char* kUpperNames[] = {
@@ -99,10 +110,18 @@ const GgmlTypeInfo* find_type_info(uint32_t type) {
   return nullptr;
 }
 
+const GgmlTypeInfo* find_memory_type_info(uint32_t type) {
+  if (const GgmlTypeInfo* info = find_type_info(type)) return info;
+  for (const GgmlTypeInfo& info : kMemoryTypeTable) {
+    if (static_cast<uint32_t>(info.type) == type) return &info;
+  }
+  return nullptr;
+}
+
 const char* ggml_type_upper_name(uint32_t type) { return type < std::size(kUpperNames) ? kUpperNames[type] : nullptr; }
 
 const GgmlTypeInfo& get_type_info(GgmlType type) {
-  const GgmlTypeInfo* info = find_type_info(static_cast<uint32_t>(type));
+  const GgmlTypeInfo* info = find_memory_type_info(static_cast<uint32_t>(type));
   CHECK(info != nullptr, "unknown GgmlType %u", static_cast<uint32_t>(type));
   return *info;
 }

@@ -74,10 +74,18 @@ enum class GgmlType : uint32_t {
   kBF16 = 30,
   kTQ1_0 = 34,
   kTQ2_0 = 35,
+  // In-memory layouts that no file holds: the load-time repacks of i-quant weights
+  // (quant/iq_repack.h). Numbered past every number ggml has assigned, so a file naming one is
+  // rejected like any unknown type (find_type_info knows only file types).
+  kIQ2_RP = 64,
+  kIQ3_XXS_RP = 65,
+  kIQ3_S_RP = 66,
+  kIQ1_S_RP = 67,
+  kIQ1_M_RP = 68,
 };
 
 // One past the largest GgmlType value (tables indexed by type number are this long).
-constexpr uint32_t kGgmlTypeSlots = 36;
+constexpr uint32_t kGgmlTypeSlots = 69;
 
 // Static facts about one tensor type.
 struct GgmlTypeInfo {
@@ -87,9 +95,13 @@ struct GgmlTypeInfo {
   size_t type_size;    // bytes per block
 };
 
-// Returns the info for a type number, or nullptr when the number is not a type we know.
+// Returns the info for a type number, or nullptr when the number is not a type we know in files.
 // Known types include ones we can store but not compute with (I8..F64); see quant/ for those we can.
 const GgmlTypeInfo* find_type_info(uint32_t type);
+// find_type_info, and also the in-memory-only layouts (kIQ2_RP ...). For tables of everything
+// a QTensor can hold (the kernel dispatch), never for bytes read from a file.
+const GgmlTypeInfo* find_memory_type_info(uint32_t type);
+// The info of any GgmlType, in-memory layouts included; CHECKs that it is one.
 const GgmlTypeInfo& get_type_info(GgmlType type);
 
 // ggml's upper-case name for any type number it has used, known to us or not ("IQ3_S",

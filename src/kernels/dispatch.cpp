@@ -28,7 +28,7 @@ Tables build_tables() {
   const CpuFeatures& features = cpu_features();
   for (int slot = 0; slot < kTypeSlots; ++slot) {
     const auto type = static_cast<GgmlType>(slot);
-    if (find_type_info(static_cast<uint32_t>(slot)) == nullptr) continue;
+    if (find_memory_type_info(static_cast<uint32_t>(slot)) == nullptr) continue;
     for (int tier = 0; tier <= best; ++tier) {
       KernelTable t{};
       if (!kernels_internal::fill_ref_kernels(type, t)) break;
@@ -44,6 +44,7 @@ Tables build_tables() {
         kernels_internal::patch_kquants_avx512(t);
         kernels_internal::patch_float_avx512(t, features);
         kernels_internal::patch_iquants_avx512(t);
+        if (features.avx512vbmi) kernels_internal::patch_iquants_avx512vbmi(t);
       }
 #else
       (void)features;

@@ -20,13 +20,15 @@ namespace sniper::kernels_internal {
 void patch_q32_avx2(KernelTable& t);      // Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL
 void patch_kquants_avx2(KernelTable& t);  // Q2_K..Q6_K IQ4_XS
 void patch_float_avx2(KernelTable& t);    // F32 F16 BF16 weights; all activation quantizers
-void patch_iquants_avx2(KernelTable& t);  // IQ1_* IQ2_* IQ3_XXS IQ3_S TQ1_0 TQ2_0
+void patch_iquants_avx2(KernelTable& t);  // IQ1_* IQ2_* IQ3_XXS IQ3_S TQ1_0 TQ2_0, the *_RP layouts
 
 // AVX-512 tier (x86_avx512/). `features` decides optional extensions (AVX512_BF16).
 void patch_q32_avx512(KernelTable& t);
 void patch_kquants_avx512(KernelTable& t);
 void patch_float_avx512(KernelTable& t, const CpuFeatures& features);
 void patch_iquants_avx512(KernelTable& t);
+// AVX-512 tier with AVX512_VBMI (x86_avx512/*_avx512vbmi.cpp), after the tier's own patches.
+void patch_iquants_avx512vbmi(KernelTable& t);
 
 // Row operations (kernels/ops.h) with an AVX-512 twin of the scalar reference.
 void softmax_avx512(float* x, int64_t n);

@@ -41,7 +41,12 @@ QuantizedActs quantize_acts(GgmlType type, const float* x, int64_t n, int64_t n_
         isa_tier_name(tier));
   uint8_t* dst = buf.reserve(act.row_bytes * static_cast<size_t>(n_tok));
   const size_t rb = act.row_bytes;
-  pool.parallel_for(n_tok, 1, [&](int64_t begin, int64_t end) {
+  // Rows per chunk: a few microseconds of work each, so that a decode step's small batches (the
+  // down-projection inputs of its 8 experts, 8 x 768 floats) run on the calling thread instead
+  // of paying a parallel region (a wake-up and a barrier) for less work than that costs.
+  constexpr int64_t kMinChunkFloats = int64_t{1} << 14;
+  const int64_t grain = std::max<int64_t>(1, kMinChunkFloats / std::max<int64_t>(n, 1));
+  pool.parallel_for(n_tok, grain, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) quantize(x + t * x_stride, dst + static_cast<size_t>(t) * rb, n);
   });
   act.data = dst;

@@ -22,7 +22,12 @@ bool has_settable_block_scale(GgmlType type) {
     case GgmlType::kIQ1_S:
     case GgmlType::kIQ1_M:
     case GgmlType::kTQ1_0:
-    case GgmlType::kTQ2_0: return true;
+    case GgmlType::kTQ2_0:
+    case GgmlType::kIQ2_RP:
+    case GgmlType::kIQ3_XXS_RP:
+    case GgmlType::kIQ3_S_RP:
+    case GgmlType::kIQ1_S_RP:
+    case GgmlType::kIQ1_M_RP: return true;
     default: return false;
   }
 }
@@ -39,7 +44,7 @@ void set_block_scale(GgmlType type, uint8_t* block, fp16_t d) {
     }
     case GgmlType::kTQ1_0: std::memcpy(block + offsetof(BlockTQ1_0, d), &d, 2); return;
     case GgmlType::kTQ2_0: std::memcpy(block + offsetof(BlockTQ2_0, d), &d, 2); return;
-    default: std::memcpy(block, &d, 2); return;  // the IQ2_*, IQ3_* and IQ1_S blocks start with d
+    default: std::memcpy(block, &d, 2); return;  // the IQ2_*, IQ3_*, IQ1_S and repacked blocks start with d
   }
 }
 

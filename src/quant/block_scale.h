@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Where a read-only block format (the ones without a reference quantizer: IQ1_*, IQ2_*, IQ3_XXS,
-// IQ3_S, TQ1_0, TQ2_0) keeps its fp16 super-block scale, so synthetic data and tests can write
-// random-but-valid blocks: every bit pattern of the other fields is a legal block (indices are
-// masked to their tables), so random bytes plus a finite scale make a valid block.
+// IQ3_S, TQ1_0, TQ2_0, and the repacked layouts of iq_repack.h) keeps its fp16 super-block scale, so synthetic data and
+// tests can write random-but-valid blocks: every bit pattern of the other fields is a legal block (indices are masked
+// to their tables), so random bytes plus a finite scale make a valid block.
 #pragma once
 
 #include <cstdint>

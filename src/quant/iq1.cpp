@@ -7,9 +7,8 @@
 
 #include <cstring>
 
-#include "quant/block_count.h"
+#include "quant/iq1_dot.h"
 #include "quant/iq_grids.h"
-#include "quant/lane_order.h"
 
 namespace sniper {
 
@@ -58,66 +57,24 @@ void decode_iq1_m_block(const BlockIQ1_M& b, int8_t* q, int8_t* delta, int* scal
 
 namespace {
 
-// d * (2c+1) * (q + delta/8): d has 11 significant bits, 2c+1 < 16 and q + delta/8 in
-// {+-0.875, +-1.125, +-0.125}: every product is exact in float.
-void dequantize_block(float d, const int8_t* q, const int8_t* delta, const int* scale16, float* y) {
-  for (int e = 0; e < 256; ++e) {
-    const float dl = d * static_cast<float>(scale16[e / 16]);
-    y[e] = dl * (static_cast<float>(q[e]) + 0.125f * static_cast<float>(delta[e]));
-  }
-}
+fp16_t iq1_s_d(const BlockIQ1_S& b) { return b.d; }
 
 }  // namespace
 
 void dequantize_row_iq1_s_ref(const BlockIQ1_S* x, float* y, int64_t n) {
-  const int64_t nb = block_count(n, kIQ1BlockSize, "dequantize_row_iq1_s_ref");
-  int8_t q[256], delta[256];
-  int scale16[16];
-  for (int64_t i = 0; i < nb; ++i, y += 256) {
-    decode_iq1_s_block(x[i], q, delta, scale16);
-    dequantize_block(fp16_to_fp32(x[i].d), q, delta, scale16, y);
-  }
+  iq1_internal::dequantize<BlockIQ1_S, decode_iq1_s_block, iq1_s_d>(x, y, n, "dequantize_row_iq1_s_ref");
 }
 
 void dequantize_row_iq1_m_ref(const BlockIQ1_M* x, float* y, int64_t n) {
-  const int64_t nb = block_count(n, kIQ1BlockSize, "dequantize_row_iq1_m_ref");
-  int8_t q[256], delta[256];
-  int scale16[16];
-  for (int64_t i = 0; i < nb; ++i, y += 256) {
-    decode_iq1_m_block(x[i], q, delta, scale16);
-    dequantize_block(fp16_to_fp32(iq1_m_scale_bits(x[i])), q, delta, scale16, y);
-  }
+  iq1_internal::dequantize<BlockIQ1_M, decode_iq1_m_block, iq1_m_scale_bits>(x, y, n, "dequantize_row_iq1_m_ref");
 }
 
 float vec_dot_iq1_s_q8_K_ref(int64_t n, const BlockIQ1_S* w, const BlockQ8_K* a) {
-  const int64_t nb = block_count(n, kIQ1BlockSize, "vec_dot_iq1_s_q8_K_ref");
-  int8_t q[256], delta[256];
-  int scale16[16];
-  float acc[8] = {};
-  float acc1 = 0.0f;
-  for (int64_t i = 0; i < nb; ++i) {
-    decode_iq1_s_block(w[i], q, delta, scale16);
-    int sumi1 = 0;  // sum_s (2c_s+1) * e_s * (sum of the sub-block's activations)
-    for (int s = 0; s < 8; ++s) sumi1 += (a[i].bsums[2 * s] + a[i].bsums[2 * s + 1]) * delta[32 * s] * scale16[2 * s];
-    const float d = a[i].d * fp16_to_fp32(w[i].d);
-    fma_superblock_ordered(acc, d, q, scale16, a[i].qs);
-    acc1 = fma_ordered(d, static_cast<float>(sumi1), acc1);
-  }
-  return fma_ordered(0.125f, acc1, hsum8_ordered(acc));
+  return iq1_internal::vec_dot_s<BlockIQ1_S, decode_iq1_s_block, iq1_s_d>(n, w, a, "vec_dot_iq1_s_q8_K_ref");
 }
 
 float vec_dot_iq1_m_q8_K_ref(int64_t n, const BlockIQ1_M* w, const BlockQ8_K* a) {
-  const int64_t nb = block_count(n, kIQ1BlockSize, "vec_dot_iq1_m_q8_K_ref");
-  int8_t q[256], delta[256];
-  int scale16[16];
-  float acc1[8] = {}, acc2[8] = {};
-  for (int64_t i = 0; i < nb; ++i) {
-    decode_iq1_m_block(w[i], q, delta, scale16);
-    const float d = a[i].d * fp16_to_fp32(iq1_m_scale_bits(w[i]));
-    fma_superblock_ordered(acc1, d, q, scale16, a[i].qs);
-    fma_superblock_ordered(acc2, d, delta, scale16, a[i].qs);
-  }
-  return fma_ordered(0.125f, hsum8_ordered(acc2), hsum8_ordered(acc1));
+  return iq1_internal::vec_dot_m<BlockIQ1_M, decode_iq1_m_block, iq1_m_scale_bits>(n, w, a, "vec_dot_iq1_m_q8_K_ref");
 }
 
 }  // namespace sniper

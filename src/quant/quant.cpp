@@ -13,6 +13,7 @@
 #include "quant/iq3.h"
 #include "quant/iq4_nl.h"
 #include "quant/iq4_xs.h"
+#include "quant/iq_repack.h"
 #include "quant/q2_k.h"
 #include "quant/q3_k.h"
 #include "quant/q4_0.h"
@@ -106,6 +107,12 @@ constexpr RefCodec kCodecs[] = {
     SNIPER_READ_ROW(kIQ1_M, kQ8_K, BlockIQ1_M, BlockQ8_K, dequantize_row_iq1_m_ref, vec_dot_iq1_m_q8_K_ref),
     SNIPER_READ_ROW(kTQ1_0, kQ8_K, BlockTQ1_0, BlockQ8_K, dequantize_row_tq1_0_ref, vec_dot_tq1_0_q8_K_ref),
     SNIPER_READ_ROW(kTQ2_0, kQ8_K, BlockTQ2_0, BlockQ8_K, dequantize_row_tq2_0_ref, vec_dot_tq2_0_q8_K_ref),
+    SNIPER_READ_ROW(kIQ2_RP, kQ8_K, BlockIQ2_RP, BlockQ8_K, dequantize_row_iq2_rp_ref, vec_dot_iq2_rp_q8_K_ref),
+    SNIPER_READ_ROW(kIQ3_XXS_RP, kQ8_K, BlockIQ3_RP, BlockQ8_K, dequantize_row_iq3_xxs_rp_ref,
+                    vec_dot_iq3_xxs_rp_q8_K_ref),
+    SNIPER_READ_ROW(kIQ3_S_RP, kQ8_K, BlockIQ3_RP, BlockQ8_K, dequantize_row_iq3_s_rp_ref, vec_dot_iq3_s_rp_q8_K_ref),
+    SNIPER_READ_ROW(kIQ1_S_RP, kQ8_K, BlockIQ1_RP, BlockQ8_K, dequantize_row_iq1_s_rp_ref, vec_dot_iq1_s_rp_q8_K_ref),
+    SNIPER_READ_ROW(kIQ1_M_RP, kQ8_K, BlockIQ1_RP, BlockQ8_K, dequantize_row_iq1_m_rp_ref, vec_dot_iq1_m_rp_q8_K_ref),
     SNIPER_ACT_ROW(kQ8_1, BlockQ8_1, quantize_row_q8_1_ref, dequantize_row_q8_1_ref),
     SNIPER_ACT_ROW(kQ8_K, BlockQ8_K, quantize_row_q8_K_ref, dequantize_row_q8_K_ref),
 };

@@ -19,6 +19,7 @@
 #include "base/huge_pages.h"
 #include "base/split_offset.h"
 #include "base/thread_pool.h"
+#include "quant/iq_repack.h"
 
 #include "base/check.h"
 
@@ -27,6 +28,9 @@ namespace sniper {
 namespace {
 
 constexpr size_t kReadChunkBytes = size_t{64} << 20;
+// A repacked tensor is read through a buffer of about this many bytes per job (whole rows), so
+// loading holds little beyond the repacked copy.
+constexpr size_t kRepackChunkBytes = size_t{4} << 20;
 // Bytes past each read that its page-cache drop also covers: more than the kernel readahead
 // window (read_ahead_kb, 8 MiB on the dev VM) plus the window it may be reading asynchronously.
 constexpr off_t kReadaheadDropBytes = off_t{32} << 20;
@@ -47,11 +51,20 @@ class Fd {
   int fd_;
 };
 
-// One read of a tensor's bytes [done, done + want) into memory at base + local[tensor] + done.
+// One read of a tensor's file bytes [done, done + want) into memory at base + local[tensor] +
+// done, or for a repacked tensor (whole rows) through a buffer into its rows in the layout.
 struct ReadJob {
   size_t tensor;
   uint64_t done;
   size_t want;
+};
+
+// Where tensor i goes in memory: offset in the allocation (UINT64_MAX: not loaded) and the type
+// it is stored as (its own, or its repacked layout).
+struct Placement {
+  uint64_t local = UINT64_MAX;
+  GgmlType type = GgmlType::kF32;
+  bool repacked = false;
 };
 
 // Reads every tensor with a local offset into memory, in chunks of at most kReadChunkBytes
@@ -59,14 +72,17 @@ struct ReadJob {
 // kernel zeroes every page first), the copies out of the page cache and the SSD's queue then
 // run side by side instead of one after another. The first failed read stops the others and is
 // the error returned.
-Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std::vector<uint64_t>& local, uint8_t* base,
-                    const LoadProgress& progress) {
+Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std::vector<Placement>& place,
+                    uint8_t* base, const LoadProgress& progress) {
   const auto& infos = gguf.tensors();
   std::vector<ReadJob> jobs;
   for (size_t i = 0; i < infos.size(); ++i) {
-    if (local[i] == UINT64_MAX) continue;
-    for (uint64_t done = 0; done < infos[i].nbytes; done += kReadChunkBytes) {
-      jobs.push_back({i, done, static_cast<size_t>(std::min<uint64_t>(infos[i].nbytes - done, kReadChunkBytes))});
+    if (place[i].local == UINT64_MAX) continue;
+    const uint64_t chunk = place[i].repacked
+                               ? std::max<uint64_t>(1, kRepackChunkBytes / infos[i].row_bytes()) * infos[i].row_bytes()
+                               : kReadChunkBytes;
+    for (uint64_t done = 0; done < infos[i].nbytes; done += chunk) {
+      jobs.push_back({i, done, static_cast<size_t>(std::min<uint64_t>(infos[i].nbytes - done, chunk))});
     }
   }
   uint64_t total_bytes = 0;
@@ -76,13 +92,15 @@ Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std:
   std::mutex progress_mu;
   uint64_t done_bytes = 0;  // guarded by progress_mu
   Status error = ok_status();
-  const auto read_job = [&](const ReadJob& job) {
+  const auto read_job = [&](const ReadJob& job, std::vector<uint8_t>& buffer) {
     const auto& t = infos[job.tensor];
+    const Placement& pl = place[job.tensor];
+    if (pl.repacked && buffer.size() < job.want) buffer.resize(job.want);
+    uint8_t* dst = pl.repacked ? buffer.data() : base + pl.local + job.done;
     for (size_t got_total = 0; got_total < job.want;) {
       const uint64_t at = offset_in_part(t.file_offset) + job.done + got_total;
       const int fd = fds[part_of(t.file_offset)].get();
-      const ssize_t got =
-          pread(fd, base + local[job.tensor] + job.done + got_total, job.want - got_total, static_cast<off_t>(at));
+      const ssize_t got = pread(fd, dst + got_total, job.want - got_total, static_cast<off_t>(at));
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) {
         const std::lock_guard<std::mutex> lock(error_mu);
@@ -106,11 +124,22 @@ Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std:
         progress(done_bytes, total_bytes);
       }
     }
+    if (pl.repacked) {
+      const size_t file_rb = t.row_bytes(), mem_rb = row_bytes(pl.type, t.ne[0]);
+      const uint64_t first_row = job.done / file_rb;
+      for (size_t r = 0; r < job.want / file_rb; ++r) {
+        repack_row(t.type, buffer.data() + r * file_rb, base + pl.local + (first_row + r) * mem_rb, t.ne[0]);
+      }
+    }
   };
   ThreadPool pool(std::min(hardware_threads(), kMaxLoadThreads));
-  pool.parallel_for(static_cast<int64_t>(jobs.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t j = begin; j < end && !failed.load(std::memory_order_relaxed); ++j) {
-      read_job(jobs[static_cast<size_t>(j)]);
+  // One repack buffer per loader thread, reused by its jobs: a fresh one per job would
+  // page-fault and zero 4 MiB each time (as much again as the weights themselves).
+  std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(pool.n_threads()));
+  std::atomic<size_t> next{0};
+  pool.run([&](int thread_idx, int) {
+    for (size_t j = next++; j < jobs.size() && !failed.load(std::memory_order_relaxed); j = next++) {
+      read_job(jobs[j], buffers[static_cast<size_t>(thread_idx)]);
     }
   });
   return error;
@@ -135,6 +164,7 @@ const char* residency_name(Residency residency) {
 
 Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Residency residency,
                                                        const std::unordered_set<std::string>* streamed,
+                                                       const std::unordered_set<std::string>* repacked,
                                                        const LoadProgress& progress) {
   std::unique_ptr<WeightStore> store(new WeightStore());
   store->gguf_ = &gguf;
@@ -155,6 +185,8 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
   const auto& infos = gguf.tensors();
   store->tensors_ = std::make_unique<QTensor[]>(infos.size());
   std::vector<const uint8_t*> data(infos.size(), nullptr);  // each tensor's bytes in memory
+  std::vector<Placement> place(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) place[i].type = infos[i].type;
   if (residency == Residency::kMmap) {
     for (size_t k = 0; k < gguf.parts.size(); ++k) {
       const GgufPart& part = gguf.parts[k];
@@ -167,13 +199,19 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
                 offset_in_part(infos[i].file_offset);
     }
   } else {
-    // Loaded tensors are packed in file order, each 64-byte aligned.
-    std::vector<uint64_t> local(infos.size(), UINT64_MAX);  // offset of each loaded tensor in memory
+    // Loaded tensors are packed in file order, each 64-byte aligned; a repacked one takes the
+    // size of its layout.
     uint64_t bytes = 0;
     for (size_t i = 0; i < infos.size(); ++i) {
       if (streamed != nullptr && streamed->count(infos[i].name)) continue;
-      local[i] = bytes;
-      bytes += (infos[i].nbytes + 63) / 64 * 64;
+      uint64_t nbytes = infos[i].nbytes;
+      if (repacked != nullptr && repacked->count(infos[i].name) && repacked_type(infos[i].type) != infos[i].type) {
+        place[i].type = repacked_type(infos[i].type);
+        place[i].repacked = true;
+        nbytes = nbytes / infos[i].row_bytes() * row_bytes(place[i].type, infos[i].ne[0]);
+      }
+      place[i].local = bytes;
+      bytes += (nbytes + 63) / 64 * 64;
     }
     uint8_t* p = map_pages(bytes == 0 ? 64 : bytes);
     if (p == nullptr) {
@@ -182,19 +220,20 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
     }
     store->base_ = p;
     store->resident_bytes_ = bytes;
-    SNIPER_TRY(read_tensors(fds, gguf, local, store->base_, progress));
+    SNIPER_TRY(read_tensors(fds, gguf, place, store->base_, progress));
     // And whatever else of the file is cached (e.g. from writing it): a memory-capped run, and a
     // baseline run after it, must not be served from pages that nobody paid for.
     for (const Fd& fd : fds) posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
     for (size_t i = 0; i < infos.size(); ++i) {
-      if (local[i] != UINT64_MAX) data[i] = store->base_ + local[i];
+      if (place[i].local != UINT64_MAX) data[i] = store->base_ + place[i].local;
+      if (place[i].repacked) ++store->n_repacked_;
     }
   }
   for (size_t i = 0; i < infos.size(); ++i) {
     QTensor& t = store->tensors_[i];
-    t.type = infos[i].type;
+    t.type = place[i].type;
     t.ne = infos[i].ne;
-    t.row_bytes = infos[i].row_bytes();
+    t.row_bytes = row_bytes(t.type, t.ne[0]);
     t.data = data[i];
   }
   return store;

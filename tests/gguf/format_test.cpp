@@ -70,6 +70,19 @@ TEST(GgufFormat, UnknownTypeNumbersAreNotFound) {
   EXPECT_EQ(find_type_info(0xFFFFFFFFu), nullptr);
 }
 
+// The in-memory layouts (quant/iq_repack.h) have sizes and names but are never file types.
+TEST(GgufFormat, MemoryLayoutsAreNotFileTypes) {
+  for (uint32_t t = 43; t < kGgmlTypeSlots; ++t) EXPECT_EQ(find_type_info(t), nullptr) << t;
+  const GgmlTypeInfo* rp = find_memory_type_info(static_cast<uint32_t>(GgmlType::kIQ2_RP));
+  ASSERT_NE(rp, nullptr);
+  EXPECT_STREQ(rp->name, "iq2_rp");
+  EXPECT_EQ(rp->type_size, 106u);
+  EXPECT_EQ(&get_type_info(GgmlType::kIQ3_S_RP), find_memory_type_info(66));
+  EXPECT_EQ(find_memory_type_info(21), find_type_info(21));
+  EXPECT_EQ(find_memory_type_info(kGgmlTypeSlots), nullptr);
+  EXPECT_EQ(row_bytes(GgmlType::kIQ3_XXS_RP, 512), 276u);
+}
+
 TEST(GgufFormat, RowBytes) {
   EXPECT_EQ(row_bytes(GgmlType::kF32, 7), 28u);
   EXPECT_EQ(row_bytes(GgmlType::kQ4_0, 64), 36u);

@@ -107,18 +107,21 @@ bool is_float_model(const nlohmann::json& meta) {
 
 // One reference: its directory under ../shared/reference and the model (../shared/models/<model>.gguf).
 struct Case {
-  Case(std::string ref_dir, std::string model_name, bool exact = false, KvConfig kv_config = {})
-      : ref(std::move(ref_dir)), model(std::move(model_name)), bit_exact(exact), kv(kv_config) {}
+  Case(std::string ref_dir, std::string model_name, bool exact = false, KvConfig kv_config = {}, bool repack_iq = true)
+      : ref(std::move(ref_dir)), model(std::move(model_name)), bit_exact(exact), kv(kv_config), repack(repack_iq) {}
   std::string ref;
   std::string model;
   // Every row must equal the reference bit for bit (at every tier): where the kernels follow the
   // reference's order exactly, so that an order change inside the bounds still shows.
   bool bit_exact = false;
   KvConfig kv;  // the reference's KV setting (reference/kv/<model>/<setting>)
+  // Load i-quant weights in their lookup-free layouts (the default) or in the file's layout
+  // (--no-repack): the i-quant models run both ways, so both sets of kernels meet the reference.
+  bool repack = true;
 };
 
 // How gtest names a case in its messages.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.ref; }
+void PrintTo(const Case& c, std::ostream* os) { *os << c.ref << (c.repack ? "" : " (file layout)"); }
 
 // Skips every test when SNIPER_ISA names a tier this host lacks: selected_tier() clamps it to the
 // host's best, which another ctest run of this binary already covers.
@@ -142,7 +145,9 @@ TEST_P(ReferenceTest, PromptAndTeacherForcedLogits) {
   const nlohmann::json meta = read_json(ref_dir + "/meta.json");
   // The weight types are listed in the model's short-prompt reference.
   const nlohmann::json types_meta = read_json(shared_dir() + "/reference/" + name + "/meta.json");
-  auto model = Model::load(shared_dir() + "/models/" + name + ".gguf", {});
+  ModelLoadOptions lo;
+  lo.repack = GetParam().repack;
+  auto model = Model::load(shared_dir() + "/models/" + name + ".gguf", lo);
   ASSERT_TRUE(model.ok()) << model.error().message;
   SessionOptions so;
   so.n_ctx = 512;
@@ -180,10 +185,11 @@ TEST_P(ReferenceTest, PromptAndTeacherForcedLogits) {
     EXPECT_EQ(rep.exact_rows, rep.rows) << "first row that differs: " << rep.first_diff;
   }
   std::printf(
-      "[reference] %-24s isa=%-6s rows=%d worst_nse=%.3e (row %d) top1 %d/%d checked, %d/%d all rows; "
+      "[reference] %-24s%s isa=%-6s rows=%d worst_nse=%.3e (row %d) top1 %d/%d checked, %d/%d all rows; "
       "bit-exact %d/%d, first other row %d\n",
-      GetParam().ref.c_str(), isa_tier_name(selected_tier()), rep.rows, rep.worst_nse, rep.worst_row, rep.top1_agree,
-      rep.top1_checked, rep.top1_total_agree, rep.rows, rep.exact_rows, rep.rows, rep.first_diff);
+      GetParam().ref.c_str(), GetParam().repack ? "" : " (file layout)", isa_tier_name(selected_tier()), rep.rows,
+      rep.worst_nse, rep.worst_row, rep.top1_agree, rep.top1_checked, rep.top1_total_agree, rep.rows, rep.exact_rows,
+      rep.rows, rep.first_diff);
 }
 
 std::vector<Case> reference_cases() {
@@ -199,7 +205,14 @@ std::vector<Case> reference_cases() {
       // Hybrid delta-net / attention models (../shared/reference/ARCHITECTURES.md).
       "syn-qwen35moe-small", "syn-qwen3next-small", "syn-qwen35-small", "syn-qwen35-Q4_K_M"};
   std::vector<Case> cases;
-  for (const std::string& m : models) cases.push_back({m, m, false});
+  for (const std::string& m : models) {
+    cases.push_back({m, m, false});
+    // The i-quants again in the file's layout (the models above load theirs repacked; IQ4_NL
+    // and Q2_K_S have nothing to repack).
+    const bool repacks =
+        m.rfind("iq/", 0) == 0 && m.find("IQ4_NL") == std::string::npos && m.find("Q2_K_S") == std::string::npos;
+    if (repacks) cases.push_back({m, m, false, KvConfig(), /*repack_iq=*/false});
+  }
   // 256-token prompts in one batch (every model of reference/kv; the default KV setting). The
   // quantized ones are bit-exact: a Q4_K batch kernel in another float order stayed inside the
   // bound here (4.6e-4) while a Qwen3-MoE file went to 4e-3. stories260K's F32 rows differ from
@@ -236,7 +249,7 @@ std::vector<Case> reference_cases() {
 }
 
 std::string test_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string s = info.param.ref;
+  std::string s = info.param.ref + (info.param.repack ? "" : "_file_layout");
   std::replace(s.begin(), s.end(), '-', '_');
   std::replace(s.begin(), s.end(), '/', '_');
   return s;

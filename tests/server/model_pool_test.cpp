@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,7 +30,7 @@ using TJson = nlohmann::json;
 using namespace std::chrono_literals;
 
 std::string write_model(const std::string& name, uint64_t seed) {
-  const std::string path = ::testing::TempDir() + "/sniper_pool_" + name + ".gguf";
+  const std::string path = ::testing::TempDir() + "/sniper_pool_" + std::to_string(::getpid()) + "_" + name + ".gguf";
   SynthSpec spec;
   spec.arch = "qwen3";
   spec.dim = 64;
@@ -55,7 +56,7 @@ class PoolServer {
     so.port = 0;
     so.session.n_ctx = 256;
     so.session.n_threads = 2;
-    so.context_dir = ::testing::TempDir() + "/sniper_pool_ctx";
+    so.context_dir = ::testing::TempDir() + "/sniper_pool_" + std::to_string(::getpid()) + "_ctx";
     ModelFileLoader loader = [this, slow_ms](const ModelSource& src, uint64_t mem,
                                              SessionOptions* session) -> Result<std::unique_ptr<Model>> {
       if (src.name == "b" && slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
@@ -373,7 +374,7 @@ TEST_F(ModelPoolServer, SlowLoadAnswers503AfterTheLoadTimeoutAndOthersKeepServin
 }
 
 TEST_F(ModelPoolServer, AModelThatFailsToLoadAnswers500AndTheOtherStillWorks) {
-  const std::string bad = ::testing::TempDir() + "/sniper_pool_bad.gguf";
+  const std::string bad = ::testing::TempDir() + "/sniper_pool_" + std::to_string(::getpid()) + "_bad.gguf";
   {
     std::ofstream f(bad, std::ios::binary);
     f << "GGUF this is not a model";

@@ -307,16 +307,25 @@ TEST(SessionState, ReadsVersion2Files) {
   EXPECT_FALSE(parsed->kv_type.flash());
   auto b = new_session(*model, 64);
   EXPECT_TRUE(check_compatible(*parsed, *b, *fp).ok());
-  // A version 2 q8_0 file held unrotated q8_0 rows for K and V.
+  // A version 2 q8_0 file held unrotated q8_0 rows for K and V (with flash attention): what this
+  // build writes for that configuration, with the version 2 header.
+  KvConfig q8_kv(KvType::kQ8_0, KvType::kQ8_0, FlashAttn::kOn);
+  q8_kv.rotate = false;
+  auto c = new_session(*model, 64, q8_kv);
+  ASSERT_TRUE(c->eval(prompt_ids(12, 512)).ok());
+  std::string q8_bytes = serialize_session_state(capture_session_state(*c, *fp));
+  std::memcpy(q8_bytes.data() + 8, &v2, sizeof(v2));
   uint32_t q8 = 1;
-  std::memcpy(bytes.data() + 12, &q8, sizeof(q8));
-  const uint64_t sum2 = fnv1a64(bytes.data(), bytes.size() - 8);
-  std::memcpy(bytes.data() + bytes.size() - 8, &sum2, sizeof(sum2));
-  auto parsed_q8 = parse_session_state(bytes);
+  std::memcpy(q8_bytes.data() + 12, &q8, sizeof(q8));
+  std::memset(q8_bytes.data() + 32, 0, 8);
+  const uint64_t sum2 = fnv1a64(q8_bytes.data(), q8_bytes.size() - 8);
+  std::memcpy(q8_bytes.data() + q8_bytes.size() - 8, &sum2, sizeof(sum2));
+  auto parsed_q8 = parse_session_state(q8_bytes);
   ASSERT_TRUE(parsed_q8.ok()) << parsed_q8.error().message;
   EXPECT_EQ(parsed_q8->kv_type.v, KvType::kQ8_0);
   EXPECT_TRUE(parsed_q8->kv_type.flash());
   EXPECT_FALSE(parsed_q8->kv_type.rotate);
+  EXPECT_TRUE(check_compatible(*parsed_q8, *new_session(*model, 64, q8_kv), *fp).ok());
 }
 
 TEST(SessionState, RefusesCorruptForeignAndMismatchedStates) {

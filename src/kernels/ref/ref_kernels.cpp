@@ -126,6 +126,11 @@ bool fill_ref_kernels(GgmlType type, KernelTable& t) {
     SNIPER_REF_CASE(kIQ1_M)
     SNIPER_REF_CASE(kTQ1_0)
     SNIPER_REF_CASE(kTQ2_0)
+    SNIPER_REF_CASE(kIQ2_RP)
+    SNIPER_REF_CASE(kIQ3_XXS_RP)
+    SNIPER_REF_CASE(kIQ3_S_RP)
+    SNIPER_REF_CASE(kIQ1_S_RP)
+    SNIPER_REF_CASE(kIQ1_M_RP)
 #undef SNIPER_REF_CASE
     default: return false;
   }

@@ -59,6 +59,25 @@ inline __m512i gather16(const uint32_t* grid, __m512i idx) {
                             _mm256_i32gather_epi32(g, _mm512_extracti64x4_epi64(idx, 1), 4), 1);
 }
 
+#if defined(__AVX512VBMI__)
+// kKsignsIq2xs as two 64-byte vpermi2b tables.
+inline void ksigns_tables(__m512i* lo, __m512i* hi) {
+  *lo = _mm512_loadu_si512(kKsignsIq2xs);
+  *hi = _mm512_loadu_si512(kKsignsIq2xs + 64);
+}
+// The negate masks of the four chunk pairs of a block from its eight sign words (u32 word c: four
+// 7-bit ksigns indices at bits 7k, k < 4, of chunk c): neg[p] byte j = ksigns of index j % 4 of
+// word 2p + j / 4. One vpmultishiftqb moves the indices into bytes (qword p holds words 2p and
+// 2p + 1; the 8th bit of each byte is ignored by the lookup), one vpermi2b looks them all up.
+inline void ksigns_masks_vbmi(__m256i words, uint64_t* neg) {
+  __m512i lo, hi;
+  ksigns_tables(&lo, &hi);
+  const __m512i idx =
+      _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x352E2720150E0700ll), _mm512_zextsi256_si512(words));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(neg), _mm512_castsi512_si256(_mm512_permutex2var_epi8(lo, idx, hi)));
+}
+#endif
+
 // One decoded chunk pair (chunks 2p and 2p + 1).
 struct Pair {
   __m512i mag;
@@ -83,6 +102,22 @@ struct PairDecoder {
 
 struct Dec512IQ2_XXS : PairDecoder<Dec512IQ2_XXS> {
   using Block = BlockIQ2_XXS;
+#if defined(__AVX512VBMI__)
+  // The grid bytes gathered per pair as below; the signs of the whole block in one go.
+  static void decode(const Block& b, uint8_t* mag, uint64_t* neg) {
+    const __m512i q = _mm512_loadu_si512(b.qs);
+    const __m512i odd_words =
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15), q);
+    ksigns_masks_vbmi(_mm512_castsi512_si256(odd_words), neg);
+    for (int p = 0; p < 4; ++p) _mm512_store_si512(mag + 64 * p, grid(b, p));
+  }
+#endif
+  static __m512i grid(const Block& b, int p) {
+    const auto* q = reinterpret_cast<const uint8_t*>(b.qs) + 16 * p;
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const __m128i idx8 = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
+    return _mm512_i64gather_epi64(_mm512_cvtepu8_epi64(idx8), reinterpret_cast<const long long*>(kIq2xxsGrid), 8);
+  }
   static constexpr float kFactor = 0.125f;
   static __m512i scales(const Block& b) {
     // chunk c = u32 words 2c (grid indices) and 2c + 1 (signs, scale in bits 28..31)
@@ -93,13 +128,9 @@ struct Dec512IQ2_XXS : PairDecoder<Dec512IQ2_XXS> {
   }
   static Pair pair(const Block& b, int p) {
     const auto* q = reinterpret_cast<const uint8_t*>(b.qs) + 16 * p;
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    const __m128i idx8 = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
-    const __m512i idx = _mm512_cvtepu8_epi64(idx8);
-    const __m512i mag = _mm512_i64gather_epi64(idx, reinterpret_cast<const long long*>(kIq2xxsGrid), 8);
     const uint64_t neg = ksigns_mask4(load_u32le(q + 4)) | static_cast<uint64_t>(ksigns_mask4(load_u32le(q + 12)))
                                                                << 32;
-    return {mag, neg};
+    return {grid(b, p), neg};
   }
 };
 
@@ -107,14 +138,27 @@ struct Dec512IQ2_XS : PairDecoder<Dec512IQ2_XS> {
   using Block = BlockIQ2_XS;
   static constexpr float kFactor = 0.125f;
   static __m512i scales(const Block& b) { return odd_scale(nibbles16(b.scales)); }
+#if defined(__AVX512VBMI__)
+  // The signs of the whole block in one go: the 32 sign indices (q >> 9) as bytes, one vpermi2b.
+  static void decode(const Block& b, uint8_t* mag, uint64_t* neg) {
+    __m512i lo, hi;
+    ksigns_tables(&lo, &hi);
+    const __m256i idx = _mm512_cvtepi16_epi8(_mm512_srli_epi16(_mm512_loadu_si512(b.qs), 9));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(neg),
+                        _mm512_castsi512_si256(_mm512_permutex2var_epi8(lo, _mm512_zextsi256_si512(idx), hi)));
+    for (int p = 0; p < 4; ++p) _mm512_store_si512(mag + 64 * p, grid(b, p));
+  }
+#endif
+  static __m512i grid(const Block& b, int p) {
+    const __m512i idx = _mm512_and_si512(
+        _mm512_cvtepu16_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 8 * p))), _mm512_set1_epi64(511));
+    return _mm512_i64gather_epi64(idx, reinterpret_cast<const long long*>(kIq2xsGrid), 8);
+  }
   static Pair pair(const Block& b, int p) {
     const uint16_t* q = b.qs + 8 * p;
-    const __m512i idx = _mm512_and_si512(_mm512_cvtepu16_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))),
-                                         _mm512_set1_epi64(511));
-    const __m512i mag = _mm512_i64gather_epi64(idx, reinterpret_cast<const long long*>(kIq2xsGrid), 8);
     uint64_t neg = 0;
     for (int g = 0; g < 8; ++g) neg |= static_cast<uint64_t>(kKsignsIq2xs[q[g] >> 9]) << (8 * g);
-    return {mag, neg};
+    return {grid(b, p), neg};
   }
 };
 
@@ -145,11 +189,16 @@ struct Dec512IQ3_XXS {
     return odd_scale(_mm512_srli_epi32(dup, 28));
   }
   static void decode(const Block& b, uint8_t* mag, uint64_t* neg) {
+#if defined(__AVX512VBMI__)
+    ksigns_masks_vbmi(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 64)), neg);
+#endif
     for (int p = 0; p < 4; ++p) {
       const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * p)));
       _mm512_store_si512(mag + 64 * p, gather16(kIq3xxsGrid, idx));
+#if !defined(__AVX512VBMI__)
       neg[p] = ksigns_mask4(load_u32le(b.qs + 64 + 8 * p)) |
                static_cast<uint64_t>(ksigns_mask4(load_u32le(b.qs + 68 + 8 * p))) << 32;
+#endif
     }
   }
 };
@@ -198,11 +247,16 @@ struct DotIQ512 {
     for (int64_t i = 0; i < n / 256; ++i) {
       const Block& b = w[i];
       const __m512i s16 = D::scales(b);
-      __m512i isum[NT];
-      for (int t = 0; t < NT; ++t) isum[t] = zero;
       alignas(64) uint8_t mag[256];
       uint64_t neg[4];
       D::decode(b, mag, neg);
+      // One accumulator per pair for a single token (added at the end: exact), so its four
+      // vpdpwssd do not wait on each other; with several tokens their own chains interleave.
+      constexpr int kChains = NT == 1 ? 4 : NT <= 2 ? 2 : 1;
+      __m512i part[NT][kChains];
+      for (int t = 0; t < NT; ++t) {
+        for (int c = 0; c < kChains; ++c) part[t][c] = zero;
+      }
       for (int p = 0; p < 4; ++p) {
         const __m512i m = _mm512_load_si512(mag + 64 * p);
         const __m512i sc32 = _mm512_permutexvar_epi32(_mm512_add_epi32(sel, _mm512_set1_epi32(4 * p)), s16);
@@ -212,8 +266,14 @@ struct DotIQ512 {
           const __m512i ys = _mm512_mask_sub_epi8(y, neg[p], zero, y);
           // |q| * y pairs as i16 (|q| <= 62, |y| <= 128: at most 15872, no saturation), then
           // pairs times the scale into the i32 lanes (vpdpwssd: exact).
-          isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(m, ys), sc);
+          part[t][p % kChains] = _mm512_dpwssd_epi32(part[t][p % kChains], _mm512_maddubs_epi16(m, ys), sc);
         }
+      }
+      __m512i isum[NT];
+      for (int t = 0; t < NT; ++t) {
+        isum[t] = part[t][0];
+        if constexpr (kChains >= 2) isum[t] = _mm512_add_epi32(isum[t], part[t][1]);
+        if constexpr (kChains == 4) isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(part[t][2], part[t][3]));
       }
       const float dw = h2f(b.d);
       for (int t = 0; t < NT; ++t) {
@@ -227,7 +287,9 @@ struct DotIQ512 {
 };
 
 // Sets vec_dot and gemm of table t for IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S (the other
-// i-quants keep the kernels patch_iquants set).
+// i-quants keep the kernels patch_iquants set). Compiled with AVX512_VBMI
+// (x86_avx512/iquants_avx512vbmi.cpp), IQ2_XXS, IQ2_XS and IQ3_XXS find their signs with one
+// vpermi2b per block instead of 32 scalar table loads.
 template <class Table>
 void patch_iquants512(Table& t) {
   switch (t.type) {

@@ -14,12 +14,28 @@ namespace sniper::x86 {
 // Internal linkage on purpose (see dot_q32.h): compiled once per ISA.
 namespace {
 
-// gemm entry (KernelTable::gemm contract) for kernel K in token tiles of 8, then 4, 2, 1.
+// True when K's dot takes a prefetch bound (dot<NT>(n, w, a, out, limit)).
+template <class K>
+concept PrefetchingDot = requires(int64_t n, const void* w, const void* const* a, float* out, const uint8_t* limit) {
+  K::template dot<1>(n, w, a, out, limit);
+};
+
+// gemm entry (KernelTable::gemm contract) for kernel K in token tiles of 8, then 4, 2, 1. A
+// one-token call hands a PrefetchingDot the end of its rows, so it prefetches across them.
 template <class K>
 void gemm_entry8(int64_t n, int64_t n_rows, int64_t n_tok, const void* w, size_t w_row_bytes, const void* a,
                  size_t a_row_bytes, float* out, int64_t out_stride) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
+  if constexpr (PrefetchingDot<K>) {
+    if (n_tok == 1) {
+      const void* ap[1] = {ab};
+      const uint8_t* limit = wb + static_cast<size_t>(n_rows) * w_row_bytes;
+      for (int64_t r = 0; r < n_rows; ++r)
+        K::template dot<1>(n, wb + static_cast<size_t>(r) * w_row_bytes, ap, out + r, limit);
+      return;
+    }
+  }
   for (int64_t t0 = 0; t0 < n_tok;) {
     const int64_t left = n_tok - t0;
     const int nt = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
-// AVX2 kernels for the i-quants and ternary formats: instantiates x86/dot_iquants.h.
+// AVX2 kernels for the i-quants and ternary formats (x86/dot_iquants.h) and for the repacked
+// i-quant layouts (x86/dot_iq_repacked.h).
 #include "kernels/kernel_registry.h"
+#include "kernels/x86/dot_iq_repacked.h"
 #include "kernels/x86/dot_iquants.h"
 
 namespace sniper::kernels_internal {
 
-void patch_iquants_avx2(KernelTable& t) { x86::patch_iquants<x86::IqAvx2>(t); }
+void patch_iquants_avx2(KernelTable& t) {
+  x86::patch_iquants<x86::IqAvx2>(t);
+  x86::patch_iq_repacked(t);
+}
 
 }  // namespace sniper::kernels_internal
