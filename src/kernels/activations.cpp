@@ -9,6 +9,7 @@
 #include "base/fp16.h"
 #include "kernels/ggml_math.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/kernel_set.h"
 
 namespace sniper {
 
@@ -108,17 +109,7 @@ void geglu_ref(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
-const GeluOps& find_gelu_ops(IsaTier tier) {
-  CHECK(tier <= host_best_tier(), "gelu: tier %s is not runnable on this host", isa_tier_name(tier));
-  static const GeluOps kRef = {gelu_ref, geglu_ref};
-#if defined(__x86_64__)  // TODO(arm): the per-tier dispatch record replaces this guard #45
-  static const GeluOps kAvx2 = {kernels_internal::gelu_avx2, kernels_internal::geglu_avx2};
-  static const GeluOps kAvx512 = {kernels_internal::gelu_avx512, kernels_internal::geglu_avx512};
-  return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
-#else
-  return kRef;
-#endif
-}
+const GeluOps& find_gelu_ops(IsaTier tier) { return get_kernel_set(tier).gelu; }
 
 void gelu(const float* x, float* y, int64_t n) {
   static const GeluOps& ops = find_gelu_ops(selected_tier());
