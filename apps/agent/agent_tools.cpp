@@ -76,9 +76,9 @@ void Agent::shell_turn(const std::string& text, const std::string& explicit_comm
       return;
     }
   }
-  bool read_only = is_read_only_command(command, config_.extra_read_only);
+  const std::string reason = confirmation_reason(command, config_.extra_read_only, io_.cwd);
   out() << ansi_bold(io_.color) << "$ " << command << ansi_reset(io_.color)
-        << (read_only ? "" : dim("  (not read-only)")) << "\n";
+        << (reason.empty() ? "" : dim("  (needs confirmation: " + reason + ")")) << "\n";
   out().flush();
   ShellOptions opts;
   opts.cwd = io_.cwd;

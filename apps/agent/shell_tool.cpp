@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// Read-only classification and timed, capped execution of shell commands (see shell_tool.h).
+// Read-only decisions, and timed, capped execution of shell commands and of sandboxed argv
+// pipelines (see shell_tool.h).
 #include "agent/shell_tool.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,151 +14,165 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <set>
+
+#include "agent/command_line.h"
+#include "agent/read_only_commands.h"
+#include "agent/read_only_sandbox.h"
+
+extern char** environ;
 
 namespace sniper::agent {
 
 namespace {
 
-// Commands that only read (given the per-command flag checks below).
-const std::set<std::string>& allowlist() {
-  static const std::set<std::string> kCommands = {
-      "ls",        "cat",      "head",  "tail",  "wc",       "pwd",    "echo",  "printf", "grep",     "egrep",
-      "fgrep",     "rg",       "find",  "git",   "date",     "whoami", "uname", "df",     "du",       "id",
-      "which",     "file",     "stat",  "tree",  "printenv", "ps",     "free",  "uptime", "basename", "dirname",
-      "realpath",  "readlink", "nproc", "lscpu", "cut",      "tr",     "diff",  "cmp",    "md5sum",   "sha1sum",
-      "sha256sum", "seq",      "true",  "false", "hostname", "sort",   "uniq",  "column", "nl",       "jq"};
-  return kCommands;
-}
+using Clock = std::chrono::steady_clock;
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
-// Per-command argument checks for allowlisted commands that have writing or exec flags.
-bool args_read_only(const std::vector<std::string>& words) {
-  const std::string& cmd = words[0];
-  auto any_arg = [&](const std::function<bool(const std::string&)>& pred) {
-    for (size_t i = 1; i < words.size(); ++i) {
-      if (pred(words[i])) return true;
+// Reads `fd` into r->output (up to the cap) until EOF, the timeout or the cancel flag; kills
+// every process group in `groups` unless EOF came first, then reaps `pids`.
+void collect(int fd, const std::vector<pid_t>& pids, Clock::time_point t0, const ShellOptions& options,
+             ShellResult* r) {
+  const auto deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout_s));
+  char buf[4096];
+  bool eof = false;
+  while (!eof) {
+    if (options.cancel && options.cancel->load()) {
+      r->cancelled = true;
+      break;
     }
-    return false;
-  };
-  if (cmd == "find") {
-    static const std::set<std::string> kBad = {"-delete", "-exec",    "-execdir", "-ok", "-okdir",
-                                               "-fprint", "-fprint0", "-fprintf", "-fls"};
-    return !any_arg([](const std::string& a) { return kBad.count(a) > 0; });
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      r->timed_out = true;
+      break;
+    }
+    const int wait_ms =
+        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, wait_ms < 50 ? wait_ms : 50);
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    const ssize_t got = ::read(fd, buf, sizeof(buf));
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) {
+      eof = true;
+      break;
+    }
+    const size_t room = options.output_cap_bytes > r->output.size() ? options.output_cap_bytes - r->output.size() : 0;
+    if (static_cast<size_t>(got) > room) r->truncated = true;
+    r->output.append(buf, std::min(room, static_cast<size_t>(got)));
   }
-  if (cmd == "git") {
-    static const std::set<std::string> kSub = {"status",    "log",   "diff",     "show",    "ls-files",
-                                               "rev-parse", "blame", "shortlog", "describe"};
-    if (words.size() < 2 || !kSub.count(words[1])) return false;
-    return !any_arg([](const std::string& a) { return starts_with(a, "--output") || starts_with(a, "--ext-diff"); });
+  if (!eof) {
+    // The group, and the process itself in case it has not made its group yet.
+    for (pid_t pid : pids) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
   }
-  if (cmd == "date") return !any_arg([](const std::string& a) { return a == "-s" || starts_with(a, "--set"); });
-  if (cmd == "sort")
-    return !any_arg([](const std::string& a) { return starts_with(a, "-o") || starts_with(a, "--output"); });
-  if (cmd == "tree" || cmd == "file") return !any_arg([](const std::string& a) { return a == "-o" || a == "-C"; });
-  if (cmd == "rg") return !any_arg([](const std::string& a) { return starts_with(a, "--pre"); });
-  if (cmd == "hostname")
-    return !any_arg([](const std::string& a) { return !starts_with(a, "-") || a == "-F" || starts_with(a, "--file"); });
-  if (cmd == "uniq") {
-    int positional = 0;
-    for (size_t i = 1; i < words.size(); ++i) positional += !starts_with(words[i], "-");
-    return positional <= 1;  // `uniq in out` writes `out`
+  ::close(fd);
+  int last_status = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    last_status = status;  // a pipeline's status is its last stage's
   }
-  return true;
+  for (pid_t pid : pids) ::kill(-pid, SIGKILL);  // leftover background children of each group
+  if (WIFEXITED(last_status)) r->exit_code = WEXITSTATUS(last_status);
+  else if (WIFSIGNALED(last_status)) r->exit_code = 128 + WTERMSIG(last_status);
+  if (r->truncated) r->output += "\n[output truncated at " + std::to_string(options.output_cap_bytes) + " bytes]\n";
+  r->elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-bool is_assignment(const std::string& word) {
-  size_t eq = word.find('=');
-  if (eq == std::string::npos || eq == 0) return false;
-  for (size_t i = 0; i < eq; ++i) {
-    char c = word[i];
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+// The full path of `name` on $PATH (an executable regular file), or "".
+std::string find_on_path(const std::string& name) {
+  const char* env = std::getenv("PATH");
+  const std::string path = (env != nullptr && *env != '\0') ? env : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end > start ? path.substr(start, end - start) : ".";
+    const std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (dir.front() == '/' && ::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
   }
-  return true;
+  return "";
+}
+
+// The environment of auto-run stages: ours with hardened_environment() applied.
+std::vector<std::string> hardened_env() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  for (const std::string& setting : hardened_environment()) {
+    const size_t eq = setting.find('=');
+    const std::string name = setting.substr(0, eq);
+    env.erase(std::remove_if(env.begin(), env.end(), [&](const std::string& v) { return v.rfind(name + "=", 0) == 0; }),
+              env.end());
+    if (eq != std::string::npos) env.push_back(setting);
+  }
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Reports a failure from a child before exec (only write(2): async-signal-safe) and exits 126.
+[[noreturn]] void child_fail(const char* what, int err) {
+  char num[16];
+  int n = 0;
+  for (unsigned v = static_cast<unsigned>(err); n == 0 || v != 0; v /= 10) num[n++] = static_cast<char>('0' + v % 10);
+  (void)!::write(2, "sniper agent: ", 14);
+  (void)!::write(2, what, std::strlen(what));
+  (void)!::write(2, " (errno ", 8);
+  while (n > 0) (void)!::write(2, &num[--n], 1);
+  (void)!::write(2, ")\n", 2);
+  ::_exit(126);
 }
 
 }  // namespace
 
-bool is_read_only_command(const std::string& line, const std::vector<std::string>& extra) {
-  if (line.find('`') != std::string::npos || line.find("$(") != std::string::npos) return false;
-  std::vector<std::vector<std::string>> segments(1);
-  std::string word;
-  bool in_word = false;
-  bool expect_filename = false;  // after `<`
-  auto end_word = [&]() {
-    if (!in_word) return;
-    if (expect_filename) expect_filename = false;
-    else segments.back().push_back(word);
-    word.clear();
-    in_word = false;
-  };
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    char next = i + 1 < line.size() ? line[i + 1] : '\0';
-    if (c == '\'') {
-      size_t close = line.find('\'', i + 1);
-      if (close == std::string::npos) return false;
-      word += line.substr(i + 1, close - i - 1);
-      in_word = true;
-      i = close;
-    } else if (c == '"') {
-      size_t j = i + 1;
-      for (; j < line.size() && line[j] != '"'; ++j) {
-        if (line[j] == '\\' && j + 1 < line.size()) ++j;
-        word += line[j];
-      }
-      if (j >= line.size()) return false;
-      in_word = true;
-      i = j;
-    } else if (c == '\\') {
-      if (next == '\0') return false;
-      word += next;
-      in_word = true;
-      ++i;
-    } else if (c == ' ' || c == '\t') {
-      end_word();
-    } else if (c == '>' || c == '(' || c == ')' || c == '{' || c == '}') {
-      return false;  // output redirection, subshells, groups, process substitution
-    } else if (c == '<') {
-      if (next == '(' || next == '>') return false;
-      end_word();
-      if (next == '<') return false;  // here-documents: keep it simple
-      expect_filename = true;
-    } else if (c == ';' || c == '|' || c == '&' || c == '\n') {
-      end_word();
-      if (expect_filename) return false;
-      if (c == '&' && next != '&') return false;  // background jobs
-      if ((c == '&' && next == '&') || (c == '|' && (next == '|' || next == '&'))) ++i;
-      segments.emplace_back();
-    } else {
-      if (c == '#' && !in_word) break;  // comment
-      word += c;
-      in_word = true;
-    }
+Result<ReadOnlyPlan> plan_read_only(const std::string& line, const std::vector<std::string>& extra,
+                                    const std::string& cwd) {
+  SNIPER_ASSIGN_OR_RETURN(ParsedLine parsed, parse_command_line(line));
+  ReadOnlyPlan plan;
+  SNIPER_ASSIGN_OR_RETURN(plan.argv, expand_globs(parsed, cwd));
+  for (const std::vector<std::string>& argv : plan.argv) {
+    SNIPER_TRY(check_read_only_argv(argv, extra));
+    plan.exec.push_back(harden_argv(argv));
   }
-  end_word();
-  if (expect_filename) return false;
-  bool any = false;
-  for (const auto& words : segments) {
-    if (words.empty()) continue;
-    any = true;
-    const std::string& cmd = words[0];
-    if (is_assignment(cmd) || cmd.find('/') != std::string::npos) return false;
-    bool listed = allowlist().count(cmd) > 0;
-    for (const std::string& e : extra) listed = listed || e == cmd;
-    if (!listed || !args_read_only(words)) return false;
+  return plan;
+}
+
+std::string confirmation_reason(const std::string& line, const std::vector<std::string>& extra,
+                                const std::string& cwd) {
+  auto plan = plan_read_only(line, extra, cwd);
+  if (!plan.ok()) return plan.error().message;
+  if (!ReadOnlySandbox::available()) {
+    return "no sandbox to run it read-only (" + ReadOnlySandbox::unavailable_reason() + ")";
   }
-  return any;
+  return "";
+}
+
+bool is_read_only_command(const std::string& line, const std::vector<std::string>& extra, const std::string& cwd) {
+  return confirmation_reason(line, extra, cwd).empty();
 }
 
 Result<ShellResult> run_shell(const std::string& command, const ShellOptions& options) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return make_error("pipe failed: %s", std::strerror(errno));
-  auto t0 = std::chrono::steady_clock::now();
-  pid_t pid = ::fork();
+  const auto t0 = Clock::now();
+  const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
@@ -178,57 +194,91 @@ Result<ShellResult> run_shell(const std::string& command, const ShellOptions& op
   ::setpgid(pid, pid);  // also from the parent, so the kill below cannot race the child's setpgid
   ::close(fds[1]);
   ShellResult r;
-  auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                           std::chrono::duration<double>(options.timeout_s));
-  char buf[4096];
-  bool eof = false;
-  bool killed = false;
-  while (!eof) {
-    if (options.cancel && options.cancel->load()) {
-      r.cancelled = true;
+  collect(fds[0], {pid}, t0, options, &r);
+  return r;
+}
+
+Result<ShellResult> run_read_only(const ReadOnlyPlan& plan, const ShellOptions& options) {
+  if (plan.exec.empty()) return make_error("nothing to run");
+  SNIPER_ASSIGN_OR_RETURN(ReadOnlySandbox sandbox, ReadOnlySandbox::prepare());
+  // Everything the children need is built here: they only make system calls.
+  std::vector<std::string> paths;
+  std::vector<std::vector<std::string>> argvs = plan.exec;
+  std::vector<std::vector<char*>> c_argvs;
+  for (std::vector<std::string>& argv : argvs) {
+    std::string path = find_on_path(argv[0]);
+    if (path.empty()) return make_error("%s: command not found on PATH", argv[0].c_str());
+    paths.push_back(std::move(path));
+    c_argvs.push_back(c_strings(argv));
+  }
+  std::vector<std::string> env = hardened_env();
+  std::vector<char*> c_env = c_strings(env);
+  const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0) return make_error("cannot open /dev/null: %s", std::strerror(errno));
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(devnull);
+    return make_error("pipe failed: %s", std::strerror(errno));
+  }
+  const auto t0 = Clock::now();
+  std::vector<pid_t> pids;
+  int stdin_fd = devnull;
+  for (size_t i = 0; i < argvs.size(); ++i) {
+    int next[2] = {-1, -1};
+    const bool last = i + 1 == argvs.size();
+    if (!last && ::pipe2(next, O_CLOEXEC) != 0) break;
+    const int stdout_fd = last ? out[1] : next[1];
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      // Child: only system calls until exec. A new session: its own process group (killed as
+      // one) and no controlling terminal.
+      ::setsid();
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGPIPE, SIG_DFL);
+      ::dup2(stdin_fd, 0);
+      ::dup2(stdout_fd, 1);
+      ::dup2(out[1], 2);
+      if (::chdir(options.cwd.c_str()) != 0) child_fail("cannot enter the working directory", errno);
+      if (const int err = sandbox.apply_in_child(); err != 0) child_fail("cannot enter the read-only sandbox", err);
+      ::execve(paths[i].c_str(), c_argvs[i].data(), c_env.data());
+      child_fail(paths[i].c_str(), errno);
+    }
+    if (stdin_fd != devnull) ::close(stdin_fd);
+    if (!last) ::close(next[1]);
+    if (pid < 0) {
+      if (!last) ::close(next[0]);
       break;
     }
-    auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      r.timed_out = true;
-      break;
-    }
-    int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
-    pollfd p{fds[0], POLLIN, 0};
-    int n = ::poll(&p, 1, wait_ms < 50 ? wait_ms : 50);
-    if (n < 0 && errno != EINTR) break;
-    if (n <= 0) continue;
-    ssize_t got = ::read(fds[0], buf, sizeof(buf));
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) {
-      eof = true;
-      break;
-    }
-    size_t room = options.output_cap_bytes > r.output.size() ? options.output_cap_bytes - r.output.size() : 0;
-    if (static_cast<size_t>(got) > room) r.truncated = true;
-    r.output.append(buf, std::min(room, static_cast<size_t>(got)));
+    pids.push_back(pid);
+    stdin_fd = last ? -1 : next[0];
   }
-  if (!eof) {
-    ::kill(-pid, SIGKILL);
-    killed = true;
+  ::close(devnull);
+  if (stdin_fd >= 0 && stdin_fd != devnull) ::close(stdin_fd);
+  ::close(out[1]);
+  ShellResult r;
+  if (pids.size() != argvs.size()) {
+    const int err = errno;
+    collect(out[0], pids, t0, options, &r);
+    return make_error("cannot start the pipeline: %s", std::strerror(err));
   }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!killed) ::kill(-pid, SIGKILL);  // leftover background children of the group
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) r.exit_code = 128 + WTERMSIG(status);
-  if (r.truncated) r.output += "\n[output truncated at " + std::to_string(options.output_cap_bytes) + " bytes]\n";
-  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  collect(out[0], pids, t0, options, &r);
   return r;
 }
 
 Result<ShellDecision> run_shell_confirmed(const std::string& command, const ShellOptions& options,
                                           const std::vector<std::string>& extra_read_only, const ConfirmFn& confirm) {
   ShellDecision d;
-  d.read_only = is_read_only_command(command, extra_read_only);
-  if (!d.read_only && !(confirm && confirm("Run `" + command + "`?"))) return d;
+  auto plan = plan_read_only(command, extra_read_only, options.cwd);
+  if (plan.ok() && ReadOnlySandbox::available()) {
+    d.read_only = true;
+    SNIPER_ASSIGN_OR_RETURN(d.result, run_read_only(*plan, options));
+    d.ran = true;
+    return d;
+  }
+  d.reason = plan.ok() ? "no sandbox to run it read-only (" + ReadOnlySandbox::unavailable_reason() + ")"
+                       : plan.error().message;
+  // The question stays short: the agent shows the reason beside the command (agent_tools.cpp).
+  if (!(confirm && confirm("Run `" + command + "`?"))) return d;
   SNIPER_ASSIGN_OR_RETURN(d.result, run_shell(command, options));
   d.ran = true;
   return d;

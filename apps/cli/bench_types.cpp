@@ -8,7 +8,6 @@
 #include "kernels/kernels.h"
 #include "kernels/matmul.h"
 #include "model/tensor_names.h"
-#include "weights/tensor_roles.h"
 
 namespace sniper::cli {
 

@@ -75,7 +75,7 @@ std::vector<int32_t> ChatConversation::encode(const std::string& prompt, bool wh
 }
 
 Result<std::string> ChatConversation::render(const nlohmann::json& turns, const ChatSettings& settings,
-                                             bool add_generation_prompt) {
+                                             bool add_generation_prompt, const std::atomic<bool>* cancel) {
   nlohmann::json msgs = nlohmann::json::array();
   if (!settings.system.empty()) msgs.push_back({{"role", "system"}, {"content", settings.system}});
   for (const auto& m : turns) msgs.push_back(m);
@@ -94,7 +94,9 @@ Result<std::string> ChatConversation::render(const nlohmann::json& turns, const 
                         {"bos_token", piece(tok_.bos_id())},
                         {"eos_token", piece(tok_.eos_id())}};
   if (settings.think) ctx["enable_thinking"] = *settings.think;
-  return tmpl_->render(ctx);
+  ChatTemplateLimits limits;  // the defaults; Ctrl-C stops a render that runs long
+  limits.cancel = cancel;
+  return tmpl_->render(ctx, limits);
 }
 
 Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, const ChatSettings& settings,
@@ -102,7 +104,7 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
   messages_.push_back({{"role", "user"}, {"content", user_text}});
   const auto drop_user = [this]() { messages_.erase(messages_.end() - 1); };
   mark_ = tmpl_ && !content_special_ ? pick_mark(messages_, settings.system, tmpl_->source()) : "";
-  auto rendered = render(messages_, settings, true);
+  auto rendered = render(messages_, settings, true, hooks.cancel);
   if (!rendered.ok()) {
     drop_user();
     return make_error("the chat template: %s", rendered.error().message.c_str());
@@ -111,8 +113,8 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
   // With --context-shift: the conversation before this turn, as the template closes it.
   std::string before;
   if (shift_ && messages_.size() > 1) {
-    auto prev =
-        render(nlohmann::json(std::vector<nlohmann::json>(messages_.begin(), messages_.end() - 1)), settings, false);
+    auto prev = render(nlohmann::json(std::vector<nlohmann::json>(messages_.begin(), messages_.end() - 1)), settings,
+                       false, hooks.cancel);
     if (prev.ok()) before = *prev;
   }
   std::vector<int32_t> ids = encode(prompt, /*whole=*/true);

@@ -15,6 +15,7 @@
 // Thread-compatible.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -34,6 +35,7 @@ struct ChatTurnHooks {
   PromptProgress on_prompt_progress;  // the prompt's evaluation; false stops it
   DraftSource* draft = nullptr;       // speculative decoding (may be null)
   SpecConfig spec;
+  const std::atomic<bool>* cancel = nullptr;  // set (Ctrl-C): the chat template's render stops
 };
 
 struct ChatTurnResult {
@@ -84,7 +86,8 @@ class ChatConversation {
 
  private:
   // Renders with the message texts escaped by mark_ (none when it is empty).
-  Result<std::string> render(const nlohmann::json& turns, const ChatSettings& settings, bool add_generation_prompt);
+  Result<std::string> render(const nlohmann::json& turns, const ChatSettings& settings, bool add_generation_prompt,
+                             const std::atomic<bool>* cancel);
   // The prompt's tokens: the template's markup special, the escaped text plain.
   std::vector<int32_t> encode(const std::string& prompt, bool whole) const;
 

@@ -151,13 +151,18 @@ void run_turn(ChatApp& app, const std::string& text, DraftSource* draft, const S
   hooks.on_prompt_progress = prompt_progress(line, &interrupted);
   hooks.draft = draft;
   hooks.spec = spec;
+  hooks.cancel = &interrupted;  // Ctrl-C while the chat template renders
   auto result = app.conversation->turn(text, app.settings, hooks);
   line.clear();
   const bool stopped = result.ok() && result->stopped;
-  interrupted.store(false);
+  const bool interrupted_now = interrupted.exchange(false);
   if (!result.ok()) {
     std::fputc('\n', stdout);
     std::fflush(stdout);
+    if (interrupted_now) {  // the render was cancelled; the conversation is as it was
+      std::fprintf(stderr, "[stopped before the reply began; the message was not sent]\n");
+      return;
+    }
     complain(result.error().message + " (/clear starts a new conversation)");
     return;
   }

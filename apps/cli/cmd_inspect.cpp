@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
-// sniper inspect MODEL: architecture, config, tensor shapes and types, a quant histogram and
-// the byte breakdown streaming lives by: always-needed bytes (attention, norms, router,
-// embeddings, output head) vs routed-expert bytes vs dense FFN bytes, per layer and in total.
+// sniper inspect MODEL: architecture, config, tensor shapes and types (with the role the blocks'
+// tables give each, model/tensor_table.h), a quant histogram and the byte breakdown streaming
+// lives by: always-needed bytes (attention, norms, router, embeddings, output head) vs
+// routed-expert bytes vs dense FFN bytes, per layer and in total; and the tensors no block reads.
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
-#include <algorithm>
 #include "commands.h"
 #include "common.h"
 #include "engine/plan.h"
@@ -15,18 +19,21 @@
 #include "gguf/split.h"
 #include "hub_model.h"
 #include "model/config.h"
+#include "model/tensor_catalog.h"
 #include "spec_args.h"
-#include "weights/tensor_roles.h"
 
 namespace sniper::cli {
 
 namespace {
 
-// Columns of the byte table: always-needed (attention counts here), experts, dense FFN.
-int byte_column(const std::string& name) {
-  switch (tensor_role(name)) {
+// Columns of the byte table: always-needed (attention counts here), experts, dense FFN, and
+// tensors nothing reads (unclaimed or unread).
+int byte_column(const TensorUse* u) {
+  if (u == nullptr) return 3;
+  switch (u->role) {
     case TensorRole::kExpert: return 1;
     case TensorRole::kDenseFfn: return 2;
+    case TensorRole::kUnread: return 3;
     default: return 0;
   }
 }
@@ -105,9 +112,11 @@ int cmd_inspect(int argc, char** argv) {
       const LayerPlan& lp = c.layer(l);
       std::string d = mixer_kind_name(lp.mixer);
       if (lp.mixer == MixerKind::kAttention && lp.attn_output_gate) d += "(gated)";
-      if (is_attention(lp.mixer) && lp.sliding_window > 0) d += "(window " + std::to_string(lp.sliding_window) + ")";
-      if (is_attention(lp.mixer) && lp.kv_shared_with >= 0) d += "(kv of " + std::to_string(lp.kv_shared_with) + ")";
-      d += std::string(" + ") + ffn_kind_name(lp.ffn) + (lp.shared_expert ? "+shared" : "");
+      if (lp.mixer == MixerKind::kAttention && lp.sliding_window > 0)
+        d += "(window " + std::to_string(lp.sliding_window) + ")";
+      if (lp.mixer == MixerKind::kAttention && lp.kv_shared_with >= 0)
+        d += "(kv of " + std::to_string(lp.kv_shared_with) + ")";
+      d += std::string(" + ") + ffn_kind_name(lp.ffn) + (lp.shared_expert != SharedExpert::kNone ? "+shared" : "");
       return d;
     };
     std::string plan;
@@ -134,37 +143,51 @@ int cmd_inspect(int argc, char** argv) {
       std::printf("  %-44s %s\n", key.c_str(), value.to_display_string().c_str());
     }
   }
+  // Each tensor's role and layer, from the tables of the blocks that read it (none when the
+  // config is not runnable: every tensor is then unclassified).
+  std::optional<TensorCatalog> catalog;
+  if (config.ok()) catalog.emplace(*config);
   std::map<std::string, std::pair<int, uint64_t>> histogram;
-  std::map<int, std::array<uint64_t, 3>> per_layer;
-  std::array<uint64_t, 3> total{0, 0, 0};
+  std::map<int, std::array<uint64_t, 4>> per_layer;
+  std::array<uint64_t, 4> total{0, 0, 0, 0};
+  std::vector<std::string> unclaimed;
   if (args->has("--tensors")) std::printf("\ntensors:\n");
   for (const GgufTensorInfo& t : file->tensors()) {
     auto& h = histogram[get_type_info(t.type).name];
     h.first++;
     h.second += t.nbytes;
-    const int cls = byte_column(t.name);
-    per_layer[static_cast<int>(tensor_layer(t.name))][static_cast<size_t>(cls)] += t.nbytes;
+    const TensorUse* u = catalog ? catalog->find(t.name) : nullptr;
+    if (u == nullptr) unclaimed.push_back(t.name);
+    const int cls = byte_column(u);
+    per_layer[u != nullptr ? static_cast<int>(u->block) : -1][static_cast<size_t>(cls)] += t.nbytes;
     total[static_cast<size_t>(cls)] += t.nbytes;
     if (args->has("--tensors")) {
-      std::printf("  %-36s %-7s [%ld, %ld, %ld, %ld] %s\n", t.name.c_str(), get_type_info(t.type).name,
+      std::printf("  %-36s %-7s [%ld, %ld, %ld, %ld] %10s  %s\n", t.name.c_str(), get_type_info(t.type).name,
                   static_cast<long>(t.ne[0]), static_cast<long>(t.ne[1]), static_cast<long>(t.ne[2]),
-                  static_cast<long>(t.ne[3]), human(t.nbytes).c_str());
+                  static_cast<long>(t.ne[3]), human(t.nbytes).c_str(),
+                  u != nullptr ? tensor_role_name(u->role) : "unclaimed");
     }
   }
   std::printf("\ntensor types:\n");
   for (const auto& [name, h] : histogram) {
     std::printf("  %-7s %5d tensors  %s\n", name.c_str(), h.first, human(h.second).c_str());
   }
-  std::printf("\nbytes by role (always = attention, norms, router, embeddings, output head):\n");
-  std::printf("  %-8s %14s %14s %14s\n", "layer", "always", "experts", "dense ffn");
+  std::printf(
+      "\nbytes by role (always = attention, norms, router, embeddings, output head; unread = no block reads it):\n");
+  std::printf("  %-8s %14s %14s %14s %14s\n", "layer", "always", "experts", "dense ffn", "unread");
   for (const auto& [layer, b] : per_layer) {
-    std::printf("  %-8s %14s %14s %14s\n", layer < 0 ? "global" : std::to_string(layer).c_str(), human(b[0]).c_str(),
-                human(b[1]).c_str(), human(b[2]).c_str());
+    std::printf("  %-8s %14s %14s %14s %14s\n", layer < 0 ? "global" : std::to_string(layer).c_str(),
+                human(b[0]).c_str(), human(b[1]).c_str(), human(b[2]).c_str(), human(b[3]).c_str());
   }
-  std::printf("  %-8s %14s %14s %14s\n", "total", human(total[0]).c_str(), human(total[1]).c_str(),
-              human(total[2]).c_str());
-  std::printf("  (bytes: always %llu, experts %llu, dense ffn %llu)\n", static_cast<unsigned long long>(total[0]),
-              static_cast<unsigned long long>(total[1]), static_cast<unsigned long long>(total[2]));
+  std::printf("  %-8s %14s %14s %14s %14s\n", "total", human(total[0]).c_str(), human(total[1]).c_str(),
+              human(total[2]).c_str(), human(total[3]).c_str());
+  std::printf("  (bytes: always %llu, experts %llu, dense ffn %llu, unread %llu)\n",
+              static_cast<unsigned long long>(total[0]), static_cast<unsigned long long>(total[1]),
+              static_cast<unsigned long long>(total[2]), static_cast<unsigned long long>(total[3]));
+  if (catalog) {
+    std::printf("\nunclaimed tensors (no block's table reads them; not loaded): %zu\n", unclaimed.size());
+    for (const std::string& name : unclaimed) std::printf("  %s\n", name.c_str());
+  }
   if (args->has("--plan")) {
     if (!config.ok()) return fail(config.error());
     auto budget = resolve_memory_budget(args->get_string("--mem", "auto"));

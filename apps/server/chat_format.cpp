@@ -298,7 +298,9 @@ Result<RenderedChat> render_chat(const ChatTemplate& tmpl, const ChatFormat& for
       }
     }
   }
-  auto prompt = tmpl.render(context);
+  ChatTemplateLimits limits;
+  limits.cancel = input.cancel;
+  auto prompt = tmpl.render(context, limits);
   if (!prompt.ok()) return make_error("chat template: %s", prompt.error().message.c_str());
 
   RenderedChat out;

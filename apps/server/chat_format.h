@@ -8,6 +8,7 @@
 // aggregated message().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -56,6 +57,7 @@ struct ChatRenderInput {
   nlohmann::ordered_json tools;     // OpenAI tools array or null
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // e.g. enable_thinking
   bool add_generation_prompt = true;
+  const std::atomic<bool>* cancel = nullptr;  // set (server stopping) -> the render ends with an error
   // When set, every string that comes from the request (message fields, tool definitions, the
   // template kwargs' values, keys included) passes through it before the template sees it: the
   // caller marks text that must stay plain (Tokenizer::escape_special_text). model_output is
@@ -75,7 +77,8 @@ struct RenderedChat {
 };
 
 // Validates messages (role in system|user|assistant|tool|developer, content string/null/array of
-// text parts, tool_calls shape, tool_call_id) and tools; renders through the template with
+// text parts, tool_calls shape, tool_call_id) and tools; renders through the template (within
+// ChatTemplateLimits' defaults, stopping when input.cancel is set) with
 // bos/eos tokens, `tools` (when non-empty) and template_kwargs as top-level variables.
 // Gemma 4: when a generation prompt is asked for but the template ended the prompt with a closed
 // turn ("<turn|>\n", after a tool response followed by content), "<|turn>model\n" is appended, as

@@ -145,6 +145,7 @@ std::optional<ApiError> chat_prompt_tokens(const ServedModel& m, const ChatReque
   in.tools = request.tools;
   in.template_kwargs = request.template_kwargs;
   in.add_generation_prompt = add_generation_prompt;
+  in.cancel = &m.stopping;  // SIGTERM stops a render in progress
   std::string mark;
   if (!content_special) {
     auto picked =

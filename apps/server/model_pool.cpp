@@ -102,6 +102,7 @@ void ModelPool::stop() {
       if (e.served != nullptr) loaded.push_back(e.served);
     }
   }
+  for (auto& m : loaded) m->stopping.store(true);  // cancels chat-template renders in progress
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   // Ends running requests (their schedulers answer 503); the models are freed with the pool.

@@ -7,6 +7,7 @@
 // and submit jobs to the scheduler.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,9 @@ struct ServedModel {
   ChatFormat chat_format;
   std::string bos_token, eos_token;
   uint64_t fingerprint = 0;
+  // Set when the pool stops (SIGTERM, unload): chat-template renders in progress end at once
+  // (render_chat's cancel flag) instead of holding the server up.
+  std::atomic<bool> stopping{false};
   // The tokens' bytes for grammar-constrained sampling, built on first use (make_generation_job).
   std::mutex grammar_vocab_mu;
   std::shared_ptr<const TokenVocabulary> grammar_vocab;

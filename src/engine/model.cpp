@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include "engine/model.h"
-#include "weights/tensor_roles.h"
 
 #include <algorithm>
 
@@ -8,6 +7,7 @@
 #include "base/memory_limit.h"
 #include "gguf/split.h"
 #include "kv/sequence_state.h"
+#include "model/tensor_catalog.h"
 #include "model/tensor_names.h"
 
 namespace sniper {
@@ -101,6 +101,14 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
     }
   }
   m->batch_ = req.batch;
+  // A tensor no block's table claims is read by nothing (and not loaded): say so once.
+  const TensorCatalog catalog(c);
+  if (const std::vector<std::string> unclaimed = catalog.unclaimed(m->gguf_); !unclaimed.empty()) {
+    std::string names;
+    for (size_t i = 0; i < unclaimed.size() && i < 8; ++i) names += (i ? ", " : "") + unclaimed[i];
+    LOG_WARN("%s: %zu tensor%s that no block reads (not loaded; `sniper inspect` lists them): %s%s", path.c_str(),
+             unclaimed.size(), unclaimed.size() == 1 ? "" : "s", names.c_str(), unclaimed.size() > 8 ? ", ..." : "");
+  }
   // Not loaded: what streams, and MTP blocks nothing asked for.
   std::unordered_set<std::string> not_loaded = m->plan_.unloaded_tensors;
   if (!m->plan_.all_resident) not_loaded.insert(m->plan_.streamed_tensors.begin(), m->plan_.streamed_tensors.end());
@@ -116,7 +124,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   m->weights_ = std::move(weights).value();
   if (!m->plan_.all_resident) SNIPER_TRY(m->setup_streaming());
   if (c.is_moe() && m->expert_cache_ == nullptr) {
-    auto views = bind_expert_views(c, *m->store_);
+    auto views = resident_expert_views(c, m->weights_);
     if (!views.ok()) return make_error("%s: %s", path.c_str(), views.error().message.c_str());
     m->resident_experts_ = std::make_unique<ResidentExperts>(std::move(views).value());
   }
@@ -183,13 +191,12 @@ Status Model::setup_streaming() {
     }
   }
   if (plan_.stream_dense_ffn) {
+    // Each layer's streamed tensors (the mixer's projections, the dense FFN: the tables' kAttention
+    // and kDenseFfn tensors the plan streams), in table order.
     std::vector<std::vector<const GgufTensorInfo*>> groups(static_cast<size_t>(c.n_layers));
-    for (int64_t l = 0; l < c.n_layers; ++l) {
-      for (LayerTensor k : {LayerTensor::kAttnQ, LayerTensor::kAttnK, LayerTensor::kAttnV, LayerTensor::kAttnOutput,
-                            LayerTensor::kAttnQkv, LayerTensor::kAttnGate, LayerTensor::kSsmOut, LayerTensor::kFfnGate,
-                            LayerTensor::kFfnUp, LayerTensor::kFfnDown}) {
-        const std::string name = layer_tensor_name(l, k);
-        if (plan_.streamed_tensors.count(name)) groups[static_cast<size_t>(l)].push_back(gguf_.find_tensor(name));
+    for (const TensorUse& u : tensor_uses(c)) {
+      if (u.block >= 0 && plan_.streamed_tensors.count(u.name)) {
+        groups[static_cast<size_t>(u.block)].push_back(gguf_.find_tensor(u.name));
       }
     }
     auto streamer = LayerStreamer::create(std::move(groups), io_.get(), plan_.layer_buffer_bytes);

@@ -8,10 +8,10 @@
 
 #include "base/memory_limit.h"
 #include "model/mtp_head.h"
+#include "model/tensor_catalog.h"
 #include "model/tensor_names.h"
 #include "model/transformer.h"
 #include "quant/iq_repack.h"
-#include "weights/tensor_roles.h"
 
 namespace sniper {
 
@@ -112,13 +112,17 @@ uint64_t repack_extra(const GgufTensorInfo& t, const ModelConfig& c) {
 
 // Picks the tensors to repack with `room` bytes to spare: every candidate when they all fit,
 // else those read every token (all but the routed experts) first, then experts, each in file
-// order, as many as fit; none when `enabled` is false (only the cost is counted).
-void plan_repack(const GgufFile& file, const ModelConfig& c, uint64_t room, bool enabled, MemoryPlan& p) {
+// order, as many as fit; none when `enabled` is false (only the cost is counted). Roles come from
+// the blocks' tensor tables (`catalog`).
+void plan_repack(const GgufFile& file, const ModelConfig& c, const TensorCatalog& catalog, uint64_t room, bool enabled,
+                 MemoryPlan& p) {
   for (int pass = 0; pass < 2; ++pass) {
     for (const GgufTensorInfo& t : file.tensors()) {
       if (p.unloaded_tensors.count(t.name)) continue;
       const uint64_t extra = repack_extra(t, c);
-      if (extra == 0 || (tensor_role(t.name) == TensorRole::kExpert) != (pass == 1)) continue;
+      const TensorUse* u = catalog.find(t.name);
+      const bool expert = u != nullptr && u->role == TensorRole::kExpert;
+      if (extra == 0 || expert != (pass == 1)) continue;
       p.repack_all_extra_bytes += extra;
       if (!enabled || extra > room) continue;
       room -= extra;
@@ -175,9 +179,16 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   uint64_t per_layer_embd = 0;  // gemma4's per-layer embedding table (part of embd)
   const uint64_t n_exp = static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1));
   uint64_t mtp_expert_bytes = 0;  // the loaded MTP block's routed experts (they stream with the others)
+  // Every tensor's role comes from the tables of the blocks that read it (model/tensor_catalog.h).
+  const TensorCatalog catalog(c);
   for (const GgufTensorInfo& t : file.tensors()) {
-    const int64_t l = tensor_layer(t.name);
-    const TensorRole role = tensor_role(t.name);
+    const TensorUse* u = catalog.find(t.name);
+    if (u == nullptr || u->role == TensorRole::kUnread) {  // nothing reads it: not loaded
+      p.unloaded_tensors.insert(t.name);
+      continue;
+    }
+    const int64_t l = u->block;
+    const TensorRole role = u->role;
     if (c.n_nextn_layers > 0 && l >= c.n_layers) {  // MTP blocks: the first when asked for
       if (!req.load_mtp || l != c.n_layers) {
         p.unloaded_tensors.insert(t.name);
@@ -193,7 +204,8 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     }
     total += t.nbytes;
     switch (role) {
-      case TensorRole::kAlways: always += t.nbytes; break;
+      case TensorRole::kAlways:
+      case TensorRole::kUnread: always += t.nbytes; break;
       case TensorRole::kEmbedding:
         embd += t.nbytes;
         if (t.name == kPerLayerTokenEmbdName) per_layer_embd += t.nbytes;
@@ -201,10 +213,17 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
       case TensorRole::kExpert:
         p.total_expert_bytes += t.nbytes;
         {
-          const uint64_t slice = is_packed_expert_name(t.name) ? t.nbytes : t.nbytes / n_exp;
-          if (t.name.find("ffn_gate") != std::string::npos) max_gate = std::max(max_gate, slice);
-          if (t.name.find("ffn_up") != std::string::npos) max_up = std::max(max_up, slice);
-          if (t.name.find("ffn_down") != std::string::npos) max_down = std::max(max_down, slice);
+          // One expert's slice: a packed file's whole tensor, else 1/n_experts of the 3-D one. A
+          // fused gate_up slice takes the gate region (the cache reads both halves into it and
+          // the up region, which are adjacent).
+          const uint64_t slice = u->expert >= 0 ? t.nbytes : t.nbytes / n_exp;
+          switch (u->part) {
+            case ExpertPart::kGate:
+            case ExpertPart::kGateUp: max_gate = std::max(max_gate, slice); break;
+            case ExpertPart::kUp: max_up = std::max(max_up, slice); break;
+            case ExpertPart::kDown: max_down = std::max(max_down, slice); break;
+            case ExpertPart::kNone: break;
+          }
         }
         break;
       case TensorRole::kDenseFfn:
@@ -224,7 +243,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     p.resident_weight_bytes = total;
     p.mtp_weight_bytes += mtp_expert_bytes;
     p.min_budget_bytes = fixed + total;
-    plan_repack(file, c, req.budget_bytes - (fixed + total), req.repack, p);
+    plan_repack(file, c, catalog, req.budget_bytes - (fixed + total), req.repack, p);
     return p;
   }
 
@@ -261,9 +280,9 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     p.n_expert_layers = c.n_layers + (mtp_expert_bytes > 0 ? 1 : 0);
     const int64_t all_slots = p.n_expert_layers * c.n_experts;
     p.n_expert_slots = std::min<int64_t>(static_cast<int64_t>(room / p.slot.slot_bytes), all_slots);
-    for (const GgufTensorInfo& t : file.tensors()) {
-      if (tensor_role(t.name) == TensorRole::kExpert && tensor_layer(t.name) < p.n_expert_layers) {
-        p.streamed_tensors.insert(t.name);
+    for (const TensorUse& u : catalog.uses()) {
+      if (u.role == TensorRole::kExpert && u.block < p.n_expert_layers && file.find_tensor(u.name) != nullptr) {
+        p.streamed_tensors.insert(u.name);
       }
     }
     return p;
@@ -315,13 +334,12 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
         format_bytes(p.kv_bytes).c_str(), format_bytes(p.scratch_bytes).c_str(),
         format_bytes(always_bytes - attention).c_str(), format_bytes(max_both).c_str());
   }
-  for (const GgufTensorInfo& t : file.tensors()) {
-    const TensorRole r = tensor_role(t.name);
-    const bool kept = std::find(p.resident_ffn_layers.begin(), p.resident_ffn_layers.end(), tensor_layer(t.name)) !=
-                      p.resident_ffn_layers.end();
-    if (!kept && tensor_layer(t.name) < c.n_layers &&
-        (r == TensorRole::kDenseFfn || (p.stream_attention && r == TensorRole::kAttention))) {
-      p.streamed_tensors.insert(t.name);
+  for (const TensorUse& u : catalog.uses()) {
+    const bool kept =
+        std::find(p.resident_ffn_layers.begin(), p.resident_ffn_layers.end(), u.block) != p.resident_ffn_layers.end();
+    if (!kept && u.block >= 0 && u.block < c.n_layers && file.find_tensor(u.name) != nullptr &&
+        (u.role == TensorRole::kDenseFfn || (p.stream_attention && u.role == TensorRole::kAttention))) {
+      p.streamed_tensors.insert(u.name);
     }
   }
   return p;

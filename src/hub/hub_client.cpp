@@ -64,7 +64,85 @@ std::string hub_message(const std::string& body) {
   return s;
 }
 
+bool is_redirect(long status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+// A URL part through libcurl's parser ("" when absent or when the URL does not parse).
+std::string url_part(const std::string& url, CURLUPart part, unsigned flags) {
+  CURLU* h = curl_url();
+  if (h == nullptr) return "";
+  std::string out;
+  char* value = nullptr;
+  if (curl_url_set(h, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(h, part, &value, flags) == CURLUE_OK) {
+    out = value;
+  }
+  curl_free(value);
+  curl_url_cleanup(h);
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace
+
+std::string printable(std::string_view s, size_t max_bytes) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    if (out.size() >= max_bytes) {
+      out += "...";
+      break;
+    }
+    if (c < 0x20 || c == 0x7f || c == '\\' || c >= 0x80) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+Status check_hub_path(const std::string& path) {
+  if (path.empty()) return make_error("the hub lists a file with an empty path");
+  if (path.front() == '/') return make_error("the hub lists a file with an absolute path; refused");
+  for (unsigned char c : path) {
+    if (c < 0x20 || c == 0x7f) {
+      return make_error("the hub lists a file name with control character 0x%02x ('%s'); refused", c,
+                        printable(path).c_str());
+    }
+    if (c == '\\')
+      return make_error("the hub lists a file name with a backslash ('%s'); refused", printable(path).c_str());
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string_view part(path.data() + start, end - start);
+    if (part.empty() || part == "." || part == "..") {
+      return make_error("the hub lists a file path with an empty, '.' or '..' component ('%s'); refused",
+                        printable(path).c_str());
+    }
+    start = end + 1;
+  }
+  return ok_status();
+}
+
+std::string url_scheme(const std::string& url) { return lower(url_part(url, CURLUPART_SCHEME, 0)); }
+
+std::string url_origin(const std::string& url) {
+  const std::string scheme = url_scheme(url);
+  const std::string host = lower(url_part(url, CURLUPART_HOST, 0));
+  const std::string port = url_part(url, CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  if (scheme.empty() || host.empty()) return "";
+  return scheme + "://" + host + ":" + port;
+}
 
 struct HubClient::Exchange {
   std::string url;
@@ -84,6 +162,10 @@ struct HubClient::Exchange {
   std::string link_header;
   std::string content_range;
   CURL* curl = nullptr;
+  // The response in hand: its status, where it redirects to, and the origin that answered.
+  long status = 0;
+  std::string redirect;
+  std::string answered_by;
 };
 
 namespace {
@@ -144,7 +226,7 @@ size_t on_write(char* data, size_t size, size_t nmemb, void* user) {
       return 0;
     }
   }
-  if (ex->offset + ex->written + n > ex->total_bytes) {
+  if (n > ex->total_bytes - (ex->offset + ex->written)) {  // offset + written <= total_bytes
     ex->sink_error = "the server sent more than the " + std::to_string(ex->total_bytes) + " bytes the listing gives";
     return 0;
   }
@@ -175,8 +257,15 @@ Result<HubConfig> hub_config_from_env(const std::function<const char*(const char
   };
   HubConfig c;
   if (std::string e = env("HF_ENDPOINT"); !e.empty()) {
-    if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0) {
-      return make_error("HF_ENDPOINT is '%s' but must be an http:// or https:// URL", e.c_str());
+    init_curl_once();
+    const std::string scheme = url_scheme(e);
+    if ((scheme != "http" && scheme != "https") || (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0)) {
+      return make_error("HF_ENDPOINT is '%s' but must be an http:// or https:// URL", printable(e).c_str());
+    }
+    if (url_origin(e).empty()) return make_error("HF_ENDPOINT is '%s' but has no host", printable(e).c_str());
+    if (!url_part(e, CURLUPART_USER, 0).empty() || !url_part(e, CURLUPART_QUERY, 0).empty() ||
+        !url_part(e, CURLUPART_FRAGMENT, 0).empty()) {
+      return make_error("HF_ENDPOINT is '%s' but must not hold a user, a query or a fragment", printable(e).c_str());
     }
     while (!e.empty() && e.back() == '/') e.pop_back();
     c.endpoint = e;
@@ -185,28 +274,49 @@ Result<HubConfig> hub_config_from_env(const std::function<const char*(const char
   return c;
 }
 
-HubClient::HubClient(HubConfig config) : config_(std::move(config)) { init_curl_once(); }
+HubClient::HubClient(HubConfig config) : config_(std::move(config)) {
+  init_curl_once();
+  origin_ = url_origin(config_.endpoint);
+}
+
+Status HubClient::check_target(const std::string& url, const char* what) const {
+  const std::string scheme = url_scheme(url);
+  const bool allowed = scheme == "https" || (scheme == "http" && url_scheme(config_.endpoint) == "http");
+  if (!allowed) {
+    return make_error("%s points to a %s URL; only https%s is allowed (the target was not contacted)", what,
+                      scheme.empty() ? "malformed" : ("'" + printable(scheme, 20) + "'").c_str(),
+                      url_scheme(config_.endpoint) == "http" ? " and http (HF_ENDPOINT is http)" : "");
+  }
+  return ok_status();
+}
 
 std::string HubClient::file_url(const std::string& repo, const std::string& file) const {
   return config_.endpoint + "/" + repo + "/resolve/" + config_.revision + "/" + url_encode_path(file);
 }
 
-Status HubClient::perform(Exchange& ex) {
-  last_status_ = 0;
-  retryable_ = false;
+Status HubClient::perform_once(Exchange& ex, const std::string& url, bool with_token) {
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return make_error("%s: curl_easy_init failed", ex.what.c_str());
   ex.curl = curl;
+  ex.status = 0;
+  ex.redirect.clear();
+  ex.error_body.clear();
+  ex.link_header.clear();
+  ex.content_range.clear();
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_slist* headers = nullptr;
-  if (!config_.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + config_.token).c_str());
+  if (with_token && !config_.token.empty()) {
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + config_.token).c_str());
+  }
   std::string range;
   if (ex.fd >= 0 && ex.offset > 0) range = std::to_string(ex.offset) + "-";
-  curl_easy_setopt(curl, CURLOPT_URL, ex.url.c_str());
+  const char* protocols = url_scheme(config_.endpoint) == "http" ? "http,https" : "https";
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, protocols);
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, protocols);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // followed hop by hop in perform()
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "sniper/1 (hub pull)");
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
@@ -219,33 +329,64 @@ Status HubClient::perform(Exchange& ex) {
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &ex);
   if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   const CURLcode rc = curl_easy_perform(curl);
-  last_status_ = status_of(curl);
+  ex.status = status_of(curl);
+  last_status_ = ex.status;
+  char* redirect = nullptr;
+  if (curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &redirect) == CURLE_OK && redirect != nullptr) {
+    ex.redirect = redirect;
+  }
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
   ex.curl = nullptr;
+  ex.answered_by = url_origin(url);
   if (rc != CURLE_OK && !ex.sink_error.empty()) {
     retryable_ = false;
     return make_error("%s: %s", ex.what.c_str(), ex.sink_error.c_str());
   }
   if (rc != CURLE_OK) {
-    retryable_ = true;
-    return make_error("%s: %s (%s%s%s)", ex.what.c_str(), ex.url.c_str(), curl_easy_strerror(rc), errbuf[0] ? ": " : "",
+    retryable_ = rc != CURLE_UNSUPPORTED_PROTOCOL;
+    const std::string shown = ex.answered_by == origin_ ? url : ex.answered_by;
+    return make_error("%s: %s (%s%s%s)", ex.what.c_str(), shown.c_str(), curl_easy_strerror(rc), errbuf[0] ? ": " : "",
                       errbuf);
   }
-  const long s = last_status_;
+  return ok_status();
+}
+
+Status HubClient::perform(Exchange& ex) {
+  last_status_ = 0;
+  retryable_ = false;
+  std::string url = ex.url;
+  SNIPER_TRY(check_target(url, ("the URL for " + ex.what).c_str()));
+  constexpr int kMaxRedirects = 10;
+  for (int hop = 0;; ++hop) {
+    // The token goes only to the configured origin.
+    const bool same_origin = url_origin(url) == origin_;
+    SNIPER_TRY(perform_once(ex, url, same_origin));
+    if (!is_redirect(ex.status) || ex.redirect.empty()) break;
+    if (hop >= kMaxRedirects) {
+      return make_error("%s: more than %d redirects, starting at %s", ex.what.c_str(), kMaxRedirects, ex.url.c_str());
+    }
+    SNIPER_TRY(check_target(ex.redirect, ("a redirect while " + ex.what).c_str()));
+    url = ex.redirect;
+  }
+  const long s = ex.status;
   if (s >= 200 && s < 300) return ok_status();
   retryable_ = s >= 500 || s == 408 || s == 429;
-  const std::string msg = hub_message(ex.error_body);
-  const std::string detail = msg.empty() ? "" : " (" + msg + ")";
+  // The body of an error from another origin (a CDN, or wherever a redirect led) is not shown,
+  // nor its URL: the origin and the status say enough.
+  const bool from_hub = ex.answered_by == origin_;
+  const std::string msg = from_hub ? hub_message(ex.error_body) : "";
+  const std::string detail = msg.empty() ? "" : " (" + printable(msg) + ")";
+  const std::string where = from_hub ? url : ex.answered_by + " (redirected there from " + ex.url + ")";
   if (s == 401 || s == 403) {
-    return make_error("%s: HTTP %ld%s: the repository is gated or private, or does not exist; %s", ex.what.c_str(), s,
-                      detail.c_str(),
+    return make_error("%s: HTTP %ld%s from %s: the repository is gated or private, or does not exist; %s",
+                      ex.what.c_str(), s, detail.c_str(), from_hub ? origin_.c_str() : where.c_str(),
                       config_.token.empty() ? "HF_TOKEN is not set: set it to a token that can read the repository"
                                             : "HF_TOKEN was sent but the hub refused it: check the token and that it "
                                               "has access to the repository");
   }
-  if (s == 404) return make_error("%s: HTTP 404 Not Found at %s%s", ex.what.c_str(), ex.url.c_str(), detail.c_str());
-  return make_error("%s: HTTP %ld at %s%s", ex.what.c_str(), s, ex.url.c_str(), detail.c_str());
+  if (s == 404) return make_error("%s: HTTP 404 Not Found at %s%s", ex.what.c_str(), where.c_str(), detail.c_str());
+  return make_error("%s: HTTP %ld at %s%s", ex.what.c_str(), s, where.c_str(), detail.c_str());
 }
 
 Result<std::vector<HubFile>> HubClient::list_files(const std::string& repo) {
@@ -270,6 +411,17 @@ Result<std::vector<HubFile>> HubClient::list_files(const std::string& repo) {
     if (!files.ok()) return make_error("listing %s: %s", repo.c_str(), files.error().message.c_str());
     for (HubFile& f : *files) out.push_back(std::move(f));
     url = parse_next_link(ex.link_header);
+    if (!url.empty()) {
+      SNIPER_TRY(check_target(url, ("the listing of " + repo + " (its Link: rel=\"next\")").c_str()));
+      // The next page must come from the same hub: the token goes there, and a page from
+      // elsewhere could list anything.
+      if (url_origin(url) != origin_) {
+        return make_error(
+            "listing %s: the hub's next page is on another origin (%s, not %s); refused (the target was not "
+            "contacted)",
+            repo.c_str(), printable(url_origin(url)).c_str(), origin_.c_str());
+      }
+    }
   }
   return out;
 }
@@ -371,11 +523,12 @@ Result<std::vector<HubFile>> parse_tree_listing(const std::string& json) {
     if (!e.contains("path") || !e["path"].is_string()) return make_error("tree entry %zu has no string 'path'", i);
     HubFile f;
     f.path = e["path"].get<std::string>();
-    if (f.path.empty() || f.path.front() == '/' || f.path.find("..") != std::string::npos) {
-      return make_error("tree entry %zu has an unsafe path '%s'", i, f.path.c_str());
+    if (Status st = check_hub_path(f.path); !st.ok()) {
+      return make_error("tree entry %zu: %s", i, st.error().message.c_str());
     }
+    const std::string shown = printable(f.path);
     if (!e.contains("size") || !e["size"].is_number_unsigned()) {
-      return make_error("tree entry '%s' has no non-negative integer 'size'", f.path.c_str());
+      return make_error("tree entry '%s' has no non-negative integer 'size'", shown.c_str());
     }
     f.size = e["size"].get<uint64_t>();
     if (e.contains("lfs") && e["lfs"].is_object()) {
@@ -385,9 +538,14 @@ Result<std::vector<HubFile>> parse_tree_listing(const std::string& json) {
       const std::string oid = lfs.contains("oid") && lfs["oid"].is_string() ? lfs["oid"].get<std::string>() : "";
       if (!is_sha256_hex(oid)) {
         return make_error("tree entry '%s' has lfs.oid '%s' but it must be 64 lowercase hex digits (a SHA-256)",
-                          f.path.c_str(), oid.c_str());
+                          shown.c_str(), printable(oid, 80).c_str());
       }
       f.sha256 = oid;
+    }
+    // Sizes are file offsets (off_t) on the way to disk.
+    if (f.size > static_cast<uint64_t>(INT64_MAX)) {
+      return make_error("tree entry '%s' has size %llu, more than the largest file size (2^63 - 1 bytes)",
+                        shown.c_str(), static_cast<unsigned long long>(f.size));
     }
     out.push_back(std::move(f));
   }

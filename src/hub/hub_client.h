@@ -6,16 +6,25 @@
 // - download: GET {endpoint}/{repo}/resolve/main/{file} appended to a ".part" file, resuming
 //   with "Range: bytes=N-" from the part's current size, hashing every byte (the existing prefix
 //   first) so the caller can compare the SHA-256 with the listing before it renames the part.
-// HF_TOKEN goes out as "Authorization: Bearer"; libcurl does not forward it to the CDN host a
-// redirect points at. Errors name the repository, the URL and the cause (HTTP status with the
-// hub's message, or libcurl's transport error); `retryable()` says whether trying again can help
-// (transport failures, 5xx, 408/429), which the pull loop uses for its bounded retry.
+// Trust boundary (issue 40 findings 4 and 10): only https is spoken, for requests and redirects
+// alike (http too, and only, when HF_ENDPOINT itself is an http:// URL); redirects are followed
+// here, hop by hop (at most 10), so that each target is checked before it is contacted.
+// HF_TOKEN goes out as "Authorization: Bearer" only to the configured origin (HF_ENDPOINT's
+// scheme, host and port): a redirect to another origin (the CDN) is followed without it, and a
+// listing whose Link rel="next" leaves the origin is refused. An error answered by another
+// origin names that origin and the status, never its body or its full URL (which may hold
+// signatures). Hub-provided file names are checked before use (no NUL or control character, no
+// backslash, no empty, "." or ".." component, not absolute; sizes below 2^63) and printed
+// escaped. Errors name the repository, the URL and the cause (HTTP status with the hub's message,
+// or libcurl's transport error); `retryable()` says whether trying again can help (transport
+// failures, 5xx, 408/429), which the pull loop uses for its bounded retry.
 // Thread-compatible: one client per thread.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -30,7 +39,7 @@ struct HubConfig {
 };
 
 // HF_ENDPOINT and HF_TOKEN through `getenv_fn` (std::getenv when empty). An Error when
-// HF_ENDPOINT is not an http:// or https:// URL.
+// HF_ENDPOINT is not an http:// or https:// URL with a host (and no user, query or fragment).
 [[nodiscard]] Result<HubConfig> hub_config_from_env(const std::function<const char*(const char*)>& getenv_fn = {});
 
 // Called from the download loop with the bytes of the file now in the part (resumed prefix
@@ -72,16 +81,35 @@ class HubClient {
 
  private:
   [[nodiscard]] Status perform(Exchange& ex);
+  // One request to one URL (no redirect followed): sets ex's status and redirect target.
+  [[nodiscard]] Status perform_once(Exchange& ex, const std::string& url, bool with_token);
+  // Checks that `url` uses an allowed scheme (https; http when the endpoint is http).
+  [[nodiscard]] Status check_target(const std::string& url, const char* what) const;
 
   HubConfig config_;
+  std::string origin_;  // url_origin(config_.endpoint)
   long last_status_ = 0;
   bool retryable_ = false;
 };
 
 // Parses one page of the tree API: [{"type":"file","path":..,"size":..,"lfs":{"oid":..,"size":..}}, ...];
-// directories are skipped. Errors name the entry and the field.
+// directories are skipped. Errors name the entry and the field; paths are checked by
+// check_hub_path and sizes must be below 2^63.
 [[nodiscard]] Result<std::vector<HubFile>> parse_tree_listing(const std::string& json);
 // The rel="next" URL of an HTTP Link header, "" when none.
 std::string parse_next_link(const std::string& link_header);
+
+// A file path from the hub, safe to join to a local directory: relative, '/'-separated, without
+// NUL or control characters, backslashes, or empty, "." or ".." components. The Error shows the
+// path escaped (absolute paths are not shown).
+[[nodiscard]] Status check_hub_path(const std::string& path);
+// `s` with control characters, backslashes and non-UTF-8 bytes as \xNN, cut to max_bytes.
+std::string printable(std::string_view s, size_t max_bytes = 200);
+
+// "scheme://host:port" of an absolute URL (default port filled in, host lower-cased), or "" when
+// `url` does not parse.
+std::string url_origin(const std::string& url);
+// The scheme of an absolute URL, lower-cased ("" when it does not parse).
+std::string url_scheme(const std::string& url);
 
 }  // namespace sniper::hub

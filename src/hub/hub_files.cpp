@@ -133,7 +133,9 @@ bool is_model_file(std::string_view path) {
 
 uint64_t ModelChoice::total_bytes() const {
   uint64_t n = 0;
-  for (const HubFile& f : files) n += f.size;
+  for (const HubFile& f : files) {
+    if (__builtin_add_overflow(n, f.size, &n)) return UINT64_MAX;  // sizes from the hub: saturate
+  }
   return n;
 }
 

@@ -57,6 +57,7 @@ bool is_model_file(std::string_view path);
 struct ModelChoice {
   std::vector<HubFile> files;
   std::string tag;  // quant_tag of the first file
+  // The sum of the files' sizes, UINT64_MAX when it does not fit (sizes come from the hub).
   uint64_t total_bytes() const;
   const std::string& first_path() const { return files.front().path; }
 };

@@ -151,7 +151,12 @@ Result<PullResult> pull_model(HubClient& client, const ModelStore& store, const 
   uint64_t need = 0;
   for (const HubFile* f : to_fetch) {
     const uint64_t have = size_or_zero(store.part_path(ref.repo, f->path));
-    need += f->size - std::min(have, f->size);
+    // Sizes come from the hub: their sum is checked, never wrapped past 2^64.
+    if (__builtin_add_overflow(need, f->size - std::min(have, f->size), &need)) {
+      return make_error(
+          "the files of %s add up to more than 2^64 bytes (the hub lists sizes no disk can hold); refused",
+          ref.display().c_str());
+    }
   }
   SNIPER_ASSIGN_OR_RETURN(uint64_t free_bytes, free_disk_bytes(store.repo_dir(ref.repo)));
   if (free_bytes < need) {

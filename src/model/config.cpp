@@ -8,6 +8,7 @@
 
 #include "kernels/ssm_conv.h"
 #include "model/arch/arch.h"
+#include "model/tensor_names.h"
 
 namespace sniper {
 
@@ -51,13 +52,10 @@ Result<int64_t> int_or_array_max(const GgufFile& file, const std::string& key, i
 
 }  // namespace
 
-bool is_attention(MixerKind kind) { return kind == MixerKind::kAttention || kind == MixerKind::kGemma4Attention; }
-
 const char* mixer_kind_name(MixerKind kind) {
   switch (kind) {
     case MixerKind::kAttention: return "attention";
     case MixerKind::kDeltaNet: return "delta-net";
-    case MixerKind::kGemma4Attention: return "gemma4-attention";
   }
   return "?";
 }
@@ -66,8 +64,6 @@ const char* ffn_kind_name(FfnKind kind) {
   switch (kind) {
     case FfnKind::kDense: return "dense";
     case FfnKind::kMoe: return "moe";
-    case FfnKind::kGeluDense: return "gelu-dense";
-    case FfnKind::kGemma4Moe: return "gemma4-moe";
   }
   return "?";
 }
@@ -81,22 +77,34 @@ Status finish_layer_plan(ModelConfig& c) {
     plan.n_heads = c.n_heads;
     plan.n_kv_heads = c.n_kv_heads;
     plan.head_dim = c.head_dim;
+    plan.qkv_bias = c.qkv_bias;
+    plan.qk_norm = c.qk_norm;
     c.layers.assign(static_cast<size_t>(c.n_layers), plan);
   }
   if (static_cast<int64_t>(c.layers.size()) != c.n_layers) {
     return make_error("the layer plan has %zu layers but %sblock_count is %ld", c.layers.size(), p.c_str(),
                       static_cast<long>(c.n_layers));
   }
+  for (LayerPlan& lp : c.layers) {
+    if (lp.ffn == FfnKind::kDense && lp.ffn_dim == 0) lp.ffn_dim = c.hidden_dim;
+    if (lp.mixer != MixerKind::kAttention) continue;
+    if (lp.rope_dims == 0) lp.rope_dims = c.rope_dims;
+    if (lp.rope_base == 0.0f) lp.rope_base = c.rope_base;
+    if (lp.attn_scale == 0.0f && lp.head_dim > 0) lp.attn_scale = 1.0f / std::sqrt(static_cast<float>(lp.head_dim));
+  }
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerPlan& lp = c.layer(l);
     if (lp.ffn == FfnKind::kMoe && !c.is_moe()) {
       return make_error("layer %ld has routed experts but %sexpert_count is 0", static_cast<long>(l), p.c_str());
     }
-    if (lp.ffn == FfnKind::kDense && c.hidden_dim <= 0) {
+    if ((lp.ffn == FfnKind::kDense || lp.shared_expert == SharedExpert::kUngated) && lp.ffn_dim <= 0) {
       return make_error("layer %ld has a dense FFN but %sfeed_forward_length is missing or 0", static_cast<long>(l),
                         p.c_str());
     }
-    if (lp.shared_expert && (lp.ffn != FfnKind::kMoe || c.shared_expert_hidden_dim <= 0)) {
+    if (lp.shared_expert != SharedExpert::kNone && lp.ffn != FfnKind::kMoe) {
+      return make_error("layer %ld has a shared expert but no routed experts", static_cast<long>(l));
+    }
+    if (lp.shared_expert == SharedExpert::kGated && c.shared_expert_hidden_dim <= 0) {
       return make_error(
           "layer %ld has a shared expert but %sexpert_shared_feed_forward_length is missing or 0 (or the "
           "layer has no routed experts)",
@@ -117,11 +125,7 @@ Status finish_layer_plan(ModelConfig& c) {
       }
       continue;
     }
-    if ((lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe) && lp.ffn_dim <= 0) {
-      return make_error("layer %ld has a dense FFN but its %sfeed_forward_length is missing or 0", static_cast<long>(l),
-                        p.c_str());
-    }
-    if (!is_attention(lp.mixer)) continue;
+    if (lp.mixer != MixerKind::kAttention) continue;
     if (lp.n_heads < 1 || lp.n_kv_heads < 1 || lp.head_dim < 1 || lp.n_heads % lp.n_kv_heads != 0) {
       return make_error(
           "layer %ld: %sattention.head_count %ld must be a positive multiple of attention.head_count_kv %ld "
@@ -129,10 +133,10 @@ Status finish_layer_plan(ModelConfig& c) {
           static_cast<long>(l), p.c_str(), static_cast<long>(lp.n_heads), static_cast<long>(lp.n_kv_heads),
           static_cast<long>(lp.head_dim));
     }
-    const int64_t rope_dims = lp.rope_dims > 0 ? lp.rope_dims : c.rope_dims;
-    if (rope_dims > lp.head_dim || rope_dims % 2 != 0) {
-      return make_error("layer %ld: %srope.dimension_count %ld must be even and at most the layer's head_dim %ld",
-                        static_cast<long>(l), p.c_str(), static_cast<long>(rope_dims), static_cast<long>(lp.head_dim));
+    if (lp.rope_dims < 2 || lp.rope_dims > lp.head_dim || lp.rope_dims % 2 != 0) {
+      return make_error("layer %ld: %srope.dimension_count %ld must be even and in [2, the layer's head_dim %ld]",
+                        static_cast<long>(l), p.c_str(), static_cast<long>(lp.rope_dims),
+                        static_cast<long>(lp.head_dim));
     }
     if (lp.sliding_window < 0) {
       return make_error("layer %ld: %sattention.sliding_window is %ld but must be >= 0", static_cast<long>(l),
@@ -162,7 +166,6 @@ std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
     LayerStateSpec& s = specs[l];
     switch (lp.mixer) {
       case MixerKind::kAttention:
-      case MixerKind::kGemma4Attention:
         if (lp.kv_shared_with >= 0) {
           s.kind = LayerStateKind::kSharedKv;
           s.shared_with = lp.kv_shared_with;
@@ -171,8 +174,8 @@ std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
         }
         s.n_kv_heads = lp.n_kv_heads;
         s.head_dim = lp.head_dim;
-        // A gemma4 sliding layer's ring also holds the chunk its shared-KV readers attend over.
-        s.window = lp.mixer == MixerKind::kGemma4Attention ? sliding_ring_slots(lp) : lp.sliding_window;
+        // A sliding layer's ring also holds the chunk its shared-KV readers attend over.
+        s.window = sliding_ring_slots(lp);
         break;
       case MixerKind::kDeltaNet:
         s.kind = LayerStateKind::kRecurrent;
@@ -277,6 +280,18 @@ Result<ModelConfig> load_model_config(const GgufFile& file) {
     return make_error("%sfeed_forward_length is missing or 0", p.c_str());
   }
   SNIPER_TRY(finish_layer_plan(c));
+  // The tensor forms the file chose where the tables allow two (model/tensor_table.h): gate and
+  // up fused into one tensor, experts packed one tensor per matrix (sniper pack).
+  auto packed = file.get_bool_or("sniper.packed_experts", false);
+  if (!packed.ok()) return packed.error();
+  c.packed_experts = *packed && c.is_moe();
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    LayerPlan& lp = c.layers[static_cast<size_t>(l)];
+    lp.ffn_fused_gate_up = file.find_tensor(layer_tensor_name(l, "ffn_gate_up.weight")) != nullptr;
+    if (lp.ffn == FfnKind::kMoe) {
+      lp.expert_fused_gate_up = file.find_tensor(layer_tensor_name(l, "ffn_gate_up_exps.weight")) != nullptr;
+    }
+  }
 
   // Vocabulary size comes from the embedding table (validated when weights bind).
   const GgufTensorInfo* embd = file.find_tensor("token_embd.weight");

@@ -12,7 +12,7 @@ namespace sniper {
 Status context_shift_support(const ModelConfig& c) {
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerPlan& lp = c.layer(l);
-    if (!is_attention(lp.mixer)) {
+    if (lp.mixer != MixerKind::kAttention) {
       return make_error(
           "--context-shift is not supported for %s: layer %ld is a %s mixer with a recurrent state, "
           "which cannot forget part of the past (raise --ctx instead)",
@@ -47,10 +47,9 @@ void shift_context(const ModelConfig& c, const ModelWeights& w, SequenceState& s
   for (int64_t l = 0; l < c.n_layers; ++l) {
     if (state.spec(l).kind != LayerStateKind::kKv) continue;  // a shared-KV layer's rows move with their owner
     const LayerPlan& lp = c.layer(l);
-    const bool gemma4 = lp.mixer == MixerKind::kGemma4Attention;
-    const int64_t n_rot = gemma4 && lp.rope_dims > 0 ? lp.rope_dims : c.rope_dims;
-    const float base = gemma4 && lp.rope_base > 0.0f ? lp.rope_base : c.rope_base;
-    const bool factors = (!gemma4 || lp.rope_freqs) && w.rope_freqs.data != nullptr;
+    const int64_t n_rot = lp.rope_dims;
+    const float base = lp.rope_base;
+    const bool factors = lp.rope_freqs && w.rope_freqs.data != nullptr;
     std::vector<float>& a = angles.emplace_back(static_cast<size_t>(n_rot));
     rope_angles(-n_discard, n_rot, base, c.rope_freq_scale, factors ? f32_data(w.rope_freqs) : nullptr, a.data(),
                 a.data() + n_rot / 2);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Binding of named tensors to the ModelWeights struct, with shape and type validation.
+// Binding of the tensors the tables declare (model/tensor_catalog.h) to ModelWeights, with shape and
+// type validation.
 #include "model/model_weights.h"
 
 #include <string>
 
 #include "base/check.h"
-#include "model/tensor_names.h"
 #include "quant/quant.h"
 
 namespace sniper {
@@ -55,185 +55,80 @@ class Binder {
   const WeightStore& store_;
 };
 
-std::string blk(int64_t l, const char* suffix) { return "blk." + std::to_string(l) + "." + suffix; }
-
-// A gemma4 layer (model/arch/gemma4.cpp): per-layer head shape and FFN width, K/V only on layers
-// with their own KV (attn_v optional: V = K), the post norms, the experts' fused gate_up and
-// scales, the per-layer embedding branch.
-Status bind_gemma4_layer(const ModelConfig& c, const Binder& b, int64_t l, LayerWeights& lw) {
-  const LayerPlan& lp = c.layer(l);
-  const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), kv_dim = lp.kv_dim(), dim = c.dim;
-  SNIPER_ASSIGN_OR_RETURN(lw.attn_norm, b.get(blk(l, "attn_norm.weight"), {dim, 1, 1, 1}, true));
-  SNIPER_ASSIGN_OR_RETURN(lw.wq, b.get(blk(l, "attn_q.weight"), {dim, q_dim, 1, 1}, false));
-  SNIPER_ASSIGN_OR_RETURN(lw.wo, b.get(blk(l, "attn_output.weight"), {q_dim, dim, 1, 1}, false));
-  SNIPER_ASSIGN_OR_RETURN(lw.q_norm, b.get(blk(l, "attn_q_norm.weight"), {hd, 1, 1, 1}, true));
-  if (lp.kv_shared_with < 0) {
-    SNIPER_ASSIGN_OR_RETURN(lw.wk, b.get(blk(l, "attn_k.weight"), {dim, kv_dim, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.wv, b.find(blk(l, "attn_v.weight"), {dim, kv_dim, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.k_norm, b.get(blk(l, "attn_k_norm.weight"), {hd, 1, 1, 1}, true));
+// Where u binds in w (ModelWeights or const ModelWeights), or nullptr.
+template <class Weights>
+auto bound_slot(Weights& w, const TensorUse& u) -> decltype(&w.token_embd) {
+  if (u.role == TensorRole::kUnread) return nullptr;
+  if (u.model_member != nullptr) return &(w.*u.model_member);
+  if (u.layer_member != nullptr) return &(w.layers[static_cast<size_t>(u.layer)].*u.layer_member);
+  if (u.expert < 0 || static_cast<size_t>(u.layer) >= w.packed_experts.size()) return nullptr;
+  auto& v = w.packed_experts[static_cast<size_t>(u.layer)][static_cast<size_t>(u.expert)];
+  switch (u.part) {
+    case ExpertPart::kGate: return &v.gate;
+    case ExpertPart::kUp: return &v.up;
+    case ExpertPart::kDown: return &v.down;
+    case ExpertPart::kNone:
+    case ExpertPart::kGateUp: break;
   }
-  SNIPER_ASSIGN_OR_RETURN(lw.post_attn_norm, b.get(blk(l, "post_attention_norm.weight"), {dim, 1, 1, 1}, true));
-  SNIPER_ASSIGN_OR_RETURN(lw.out_scale, b.find(blk(l, "layer_output_scale.weight"), {1, 1, 1, 1}, true));
-  const int64_t ff = lp.ffn_dim;
-  SNIPER_ASSIGN_OR_RETURN(lw.ffn_norm, b.get(blk(l, "ffn_norm.weight"), {dim, 1, 1, 1}, true));
-  SNIPER_ASSIGN_OR_RETURN(lw.ffn_gate, b.get(blk(l, "ffn_gate.weight"), {dim, ff, 1, 1}, false));
-  SNIPER_ASSIGN_OR_RETURN(lw.ffn_up, b.get(blk(l, "ffn_up.weight"), {dim, ff, 1, 1}, false));
-  SNIPER_ASSIGN_OR_RETURN(lw.ffn_down, b.get(blk(l, "ffn_down.weight"), {ff, dim, 1, 1}, false));
-  SNIPER_ASSIGN_OR_RETURN(lw.post_ffw_norm, b.get(blk(l, "post_ffw_norm.weight"), {dim, 1, 1, 1}, true));
-  if (lp.ffn == FfnKind::kGemma4Moe) {
-    const int64_t eff = c.expert_hidden_dim, ne = c.n_experts;
-    SNIPER_ASSIGN_OR_RETURN(lw.router, b.get(blk(l, "ffn_gate_inp.weight"), {dim, ne, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.router_scale, b.get(blk(l, "ffn_gate_inp.scale"), {dim, 1, 1, 1}, true));
-    SNIPER_ASSIGN_OR_RETURN(lw.pre_ffw_norm_2, b.get(blk(l, "pre_ffw_norm_2.weight"), {dim, 1, 1, 1}, true));
-    SNIPER_ASSIGN_OR_RETURN(lw.post_ffw_norm_1, b.get(blk(l, "post_ffw_norm_1.weight"), {dim, 1, 1, 1}, true));
-    SNIPER_ASSIGN_OR_RETURN(lw.post_ffw_norm_2, b.get(blk(l, "post_ffw_norm_2.weight"), {dim, 1, 1, 1}, true));
-    SNIPER_ASSIGN_OR_RETURN(lw.gate_up_exps, b.get(blk(l, "ffn_gate_up_exps.weight"), {dim, 2 * eff, ne, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.down_exps, b.get(blk(l, "ffn_down_exps.weight"), {eff, dim, ne, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.down_exps_scale, b.get(blk(l, "ffn_down_exps.scale"), {ne, 1, 1, 1}, true));
-  }
-  if (c.per_layer_dim > 0) {
-    SNIPER_ASSIGN_OR_RETURN(lw.inp_gate, b.get(blk(l, "inp_gate.weight"), {dim, c.per_layer_dim, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.proj, b.get(blk(l, "proj.weight"), {c.per_layer_dim, dim, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(lw.post_norm, b.get(blk(l, "post_norm.weight"), {dim, 1, 1, 1}, true));
-  }
-  return ok_status();
+  return nullptr;
 }
 
 }  // namespace
 
+const QTensor* find_bound_tensor(const ModelWeights& w, const TensorUse& u) { return bound_slot(w, u); }
+
 Result<ModelWeights> bind_model_weights(const ModelConfig& c, const WeightStore& store, int64_t first_file_layer) {
   Binder b(store);
   ModelWeights w;
-  SNIPER_ASSIGN_OR_RETURN(w.token_embd, b.get(kTokenEmbdName, {c.dim, c.vocab_size, 1, 1}, false));
-  SNIPER_ASSIGN_OR_RETURN(w.output_norm, b.get(kOutputNormName, {c.dim, 1, 1, 1}, true));
-  if (c.tied_embeddings) {
-    w.output = w.token_embd;
-  } else {
-    SNIPER_ASSIGN_OR_RETURN(w.output, b.get(kOutputName, {c.dim, c.vocab_size, 1, 1}, false));
-  }
-  SNIPER_ASSIGN_OR_RETURN(w.rope_freqs, b.find(kRopeFreqsName, {c.rope_dims / 2, 1, 1, 1}, true));
-  if (c.per_layer_dim > 0) {
-    const int64_t n = c.n_layers * c.per_layer_dim;
-    SNIPER_ASSIGN_OR_RETURN(w.per_layer_token_embd,
-                            b.get("per_layer_token_embd.weight", {n, c.vocab_size, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(w.per_layer_model_proj, b.get("per_layer_model_proj.weight", {c.dim, n, 1, 1}, false));
-    SNIPER_ASSIGN_OR_RETURN(w.per_layer_proj_norm,
-                            b.get("per_layer_proj_norm.weight", {c.per_layer_dim, 1, 1, 1}, true));
-  }
   w.layers.resize(static_cast<size_t>(c.n_layers));
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    const LayerPlan& lp = c.layer(l);
-    if (lp.mixer == MixerKind::kGemma4Attention) {
-      CHECK(first_file_layer == 0, "gemma4 layers are bound from their own block numbers");
-      SNIPER_TRY(bind_gemma4_layer(c, b, l, lw));
-      continue;
-    }
-    const int64_t f = l + first_file_layer;  // the block's number in the file
-    auto name = [f](LayerTensor k) { return layer_tensor_name(f, k); };
-    SNIPER_ASSIGN_OR_RETURN(lw.attn_norm, b.get(name(LayerTensor::kAttnNorm), {c.dim, 1, 1, 1}, true));
-    if (lp.mixer == MixerKind::kAttention) {
-      const int64_t q_dim = lp.q_dim(), kv_dim = lp.kv_dim(), hd = lp.head_dim;
-      const int64_t q_rows = lp.attn_output_gate ? 2 * q_dim : q_dim;
-      SNIPER_ASSIGN_OR_RETURN(lw.wq, b.get(name(LayerTensor::kAttnQ), {c.dim, q_rows, 1, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.wk, b.get(name(LayerTensor::kAttnK), {c.dim, kv_dim, 1, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.wv, b.get(name(LayerTensor::kAttnV), {c.dim, kv_dim, 1, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.wo, b.get(name(LayerTensor::kAttnOutput), {q_dim, c.dim, 1, 1}, false));
-      if (c.qkv_bias) {
-        SNIPER_ASSIGN_OR_RETURN(lw.bq, b.get(name(LayerTensor::kAttnQBias), {q_dim, 1, 1, 1}, true));
-        SNIPER_ASSIGN_OR_RETURN(lw.bk, b.get(name(LayerTensor::kAttnKBias), {kv_dim, 1, 1, 1}, true));
-        SNIPER_ASSIGN_OR_RETURN(lw.bv, b.get(name(LayerTensor::kAttnVBias), {kv_dim, 1, 1, 1}, true));
-      }
-      if (c.qk_norm) {
-        SNIPER_ASSIGN_OR_RETURN(lw.q_norm, b.get(name(LayerTensor::kAttnQNorm), {hd, 1, 1, 1}, true));
-        SNIPER_ASSIGN_OR_RETURN(lw.k_norm, b.get(name(LayerTensor::kAttnKNorm), {hd, 1, 1, 1}, true));
-      }
+  if (c.packed_experts && c.is_moe()) {
+    w.packed_experts.assign(static_cast<size_t>(c.n_layers), std::vector<ExpertView>(static_cast<size_t>(c.n_experts)));
+  }
+  for (const TensorUse& u : tensor_uses(c, first_file_layer)) {
+    QTensor* slot = bound_slot(w, u);
+    if (slot == nullptr) continue;  // read by nothing in this plan
+    const bool f32_only = u.type == TensorType::kF32;
+    if (u.optional) {
+      SNIPER_ASSIGN_OR_RETURN(*slot, b.find(u.name, u.shape, f32_only));
     } else {
-      const DeltaNetConfig& d = c.delta_net;
-      const int64_t nv = d.n_v_heads;
-      SNIPER_ASSIGN_OR_RETURN(lw.ssm_qkv, b.get(name(LayerTensor::kAttnQkv), {c.dim, d.conv_channels(), 1, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.ssm_gate, b.get(name(LayerTensor::kAttnGate), {c.dim, d.v_dim(), 1, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.ssm_conv1d,
-                              b.get(name(LayerTensor::kSsmConv1d), {d.conv_kernel, d.conv_channels(), 1, 1}, true));
-      SNIPER_ASSIGN_OR_RETURN(lw.ssm_dt_bias, b.get(name(LayerTensor::kSsmDtBias), {nv, 1, 1, 1}, true));
-      SNIPER_ASSIGN_OR_RETURN(lw.ssm_a, b.get(name(LayerTensor::kSsmA), {nv, 1, 1, 1}, true));
-      if (d.fused_ba) {
-        SNIPER_ASSIGN_OR_RETURN(lw.ssm_ba, b.get(name(LayerTensor::kSsmBa), {c.dim, 2 * nv, 1, 1}, false));
-      } else {
-        SNIPER_ASSIGN_OR_RETURN(lw.ssm_beta, b.get(name(LayerTensor::kSsmBeta), {c.dim, nv, 1, 1}, false));
-        SNIPER_ASSIGN_OR_RETURN(lw.ssm_alpha, b.get(name(LayerTensor::kSsmAlpha), {c.dim, nv, 1, 1}, false));
-      }
-      SNIPER_ASSIGN_OR_RETURN(lw.ssm_norm, b.get(name(LayerTensor::kSsmNorm), {d.head_dim, 1, 1, 1}, true));
-      SNIPER_ASSIGN_OR_RETURN(lw.ssm_out, b.get(name(LayerTensor::kSsmOut), {d.v_dim(), c.dim, 1, 1}, false));
-    }
-    SNIPER_ASSIGN_OR_RETURN(lw.ffn_norm, b.get(name(c.ffn_norm_tensor), {c.dim, 1, 1, 1}, true));
-    if (lp.ffn == FfnKind::kMoe) {
-      const int64_t ff = c.expert_hidden_dim, ne = c.n_experts;
-      SNIPER_ASSIGN_OR_RETURN(lw.router, b.get(name(LayerTensor::kFfnGateInp), {c.dim, ne, 1, 1}, false));
-      if (lp.shared_expert) {
-        const int64_t sff = c.shared_expert_hidden_dim;
-        SNIPER_ASSIGN_OR_RETURN(lw.shexp_gate_inp, b.get(name(LayerTensor::kFfnGateInpShexp), {c.dim, 1, 1, 1}, true));
-        SNIPER_ASSIGN_OR_RETURN(lw.shexp_gate, b.get(name(LayerTensor::kFfnGateShexp), {c.dim, sff, 1, 1}, false));
-        SNIPER_ASSIGN_OR_RETURN(lw.shexp_up, b.get(name(LayerTensor::kFfnUpShexp), {c.dim, sff, 1, 1}, false));
-        SNIPER_ASSIGN_OR_RETURN(lw.shexp_down, b.get(name(LayerTensor::kFfnDownShexp), {sff, c.dim, 1, 1}, false));
-      }
-      if (store.find_tensor(name(LayerTensor::kFfnGateExps)) == nullptr &&
-          store.find_tensor("blk." + std::to_string(f) + ".ffn_gate.0.weight") != nullptr) {
-        // A packed file: one tensor per expert matrix, bound by bind_packed_experts().
-        continue;
-      }
-      SNIPER_ASSIGN_OR_RETURN(lw.gate_exps, b.get(name(LayerTensor::kFfnGateExps), {c.dim, ff, ne, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.up_exps, b.get(name(LayerTensor::kFfnUpExps), {c.dim, ff, ne, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.down_exps, b.get(name(LayerTensor::kFfnDownExps), {ff, c.dim, ne, 1}, false));
-    } else {
-      SNIPER_ASSIGN_OR_RETURN(lw.ffn_gate, b.get(name(LayerTensor::kFfnGate), {c.dim, c.hidden_dim, 1, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.ffn_up, b.get(name(LayerTensor::kFfnUp), {c.dim, c.hidden_dim, 1, 1}, false));
-      SNIPER_ASSIGN_OR_RETURN(lw.ffn_down, b.get(name(LayerTensor::kFfnDown), {c.hidden_dim, c.dim, 1, 1}, false));
+      SNIPER_ASSIGN_OR_RETURN(*slot, b.get(u.name, u.shape, f32_only));
     }
   }
+  if (c.tied_embeddings) w.output = w.token_embd;
   return w;
 }
 
-Result<std::vector<std::vector<ExpertView>>> bind_expert_views(const ModelConfig& c, const WeightStore& store) {
-  Binder b(store);
-  std::vector<std::vector<ExpertView>> views(static_cast<size_t>(c.n_layers));
+Result<std::vector<std::vector<ExpertView>>> resident_expert_views(const ModelConfig& c, const ModelWeights& w) {
+  std::vector<std::vector<ExpertView>> views(w.layers.size());
   const int64_t ff = c.expert_hidden_dim;
-  static const char* kSplit[3] = {"ffn_gate", "ffn_up", "ffn_down"};
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    if (c.layer(l).ffn != FfnKind::kMoe && c.layer(l).ffn != FfnKind::kGemma4Moe) continue;
-    if (const QTensor* gu = store.find_tensor(blk(l, "ffn_gate_up_exps.weight")); gu != nullptr) {
-      // gemma4: gate and up are the two halves of each expert's fused matrix.
-      const QTensor* d = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnDownExps));
-      if (d == nullptr) return make_error("layer %ld: ffn_down_exps is missing", static_cast<long>(l));
-      for (int64_t e = 0; e < c.n_experts; ++e) {
-        const QTensor m = gu->matrix(e);
-        ExpertView v{m, m, d->matrix(e)};
-        v.gate.ne[1] = v.up.ne[1] = ff;
-        v.up.data = m.data + m.row_bytes * static_cast<size_t>(ff);
-        views[static_cast<size_t>(l)].push_back(v);
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    if (c.layers[l].ffn != FfnKind::kMoe) continue;
+    if (!w.packed_experts.empty()) {
+      for (const ExpertView& v : w.packed_experts[l]) {
+        if (v.gate.data == nullptr || v.up.data == nullptr || v.down.data == nullptr) {
+          return make_error("layer %zu: the experts are not resident", l);
+        }
       }
+      views[l] = w.packed_experts[l];
       continue;
     }
-    const std::string merged = layer_tensor_name(l, LayerTensor::kFfnGateExps);
-    if (const QTensor* g = store.find_tensor(merged); g != nullptr) {
-      const QTensor* u = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnUpExps));
-      const QTensor* d = store.find_tensor(layer_tensor_name(l, LayerTensor::kFfnDownExps));
-      if (u == nullptr || d == nullptr)
-        return make_error("layer %ld: ffn_up_exps or ffn_down_exps is missing", static_cast<long>(l));
-      for (int64_t e = 0; e < c.n_experts; ++e)
-        views[static_cast<size_t>(l)].push_back({g->matrix(e), u->matrix(e), d->matrix(e)});
-      continue;
+    const LayerWeights& lw = w.layers[l];
+    const bool fused = c.layers[l].expert_fused_gate_up;
+    if ((fused ? lw.gate_up_exps.data : lw.gate_exps.data) == nullptr || lw.down_exps.data == nullptr ||
+        (!fused && lw.up_exps.data == nullptr)) {
+      return make_error("layer %zu: the experts are not resident", l);
     }
     for (int64_t e = 0; e < c.n_experts; ++e) {
-      ExpertView v;
-      QTensor* parts[3] = {&v.gate, &v.up, &v.down};
-      for (int p = 0; p < 3; ++p) {
-        const std::string n = "blk." + std::to_string(l) + "." + kSplit[p] + "." + std::to_string(e) + ".weight";
-        const std::array<int64_t, 4> shape =
-            p < 2 ? std::array<int64_t, 4>{c.dim, ff, 1, 1} : std::array<int64_t, 4>{ff, c.dim, 1, 1};
-        SNIPER_ASSIGN_OR_RETURN(*parts[p], b.get(n, shape, false));
+      if (fused) {
+        // gate and up are the two halves of each expert's fused matrix.
+        const QTensor gu = lw.gate_up_exps.matrix(e);
+        ExpertView v{gu, gu, lw.down_exps.matrix(e)};
+        v.gate.ne[1] = v.up.ne[1] = ff;
+        v.up.data = gu.data + gu.row_bytes * static_cast<size_t>(ff);
+        views[l].push_back(v);
+      } else {
+        views[l].push_back({lw.gate_exps.matrix(e), lw.up_exps.matrix(e), lw.down_exps.matrix(e)});
       }
-      views[static_cast<size_t>(l)].push_back(v);
     }
   }
   return views;

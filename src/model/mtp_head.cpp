@@ -2,71 +2,45 @@
 #include "model/mtp_head.h"
 
 #include <algorithm>
-#include <iterator>
 #include <string>
 
 #include "base/check.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
-#include "model/blocks/attention.h"
-#include "model/blocks/dense_ffn.h"
-#include "model/blocks/moe_ffn.h"
+#include "model/tensor_catalog.h"
 
 namespace sniper {
 
 namespace {
 
-std::string nextn_name(int64_t block, const char* what) {
-  return "blk." + std::to_string(block) + ".nextn." + what + ".weight";
-}
+constexpr LayerTensorSpec kTable[] = {
+    {"nextn.eh_proj.weight", &LayerWeights::nextn_eh_proj,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(2 * c.dim, c.dim); }, TensorRole::kAlways,
+     TensorType::kMatrix, false, nullptr},
+    {"nextn.enorm.weight", &LayerWeights::nextn_enorm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }, TensorRole::kAlways, TensorType::kF32,
+     false, nullptr},
+    {"nextn.hnorm.weight", &LayerWeights::nextn_hnorm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }, TensorRole::kAlways, TensorType::kF32,
+     false, nullptr},
+    {"nextn.embed_tokens.weight", &LayerWeights::nextn_embed,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.vocab_size); }, TensorRole::kAlways,
+     TensorType::kMatrix, true, nullptr},
+    {"nextn.shared_head_norm.weight", &LayerWeights::nextn_head_norm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }, TensorRole::kAlways, TensorType::kF32,
+     true, nullptr},
+    {"nextn.shared_head_head.weight", &LayerWeights::nextn_head,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.vocab_size); }, TensorRole::kAlways,
+     TensorType::kMatrix, true, nullptr},
+};
 
-// The nextn tensor `what` of `block` with shape {ne0, ne1}, or an empty view when it is optional
-// and absent. Errors name the tensor: missing, another shape, not f32 where the math needs f32,
-// or not resident.
-Result<QTensor> nextn_tensor(const WeightStore& store, int64_t block, const char* what, int64_t ne0, int64_t ne1,
-                             bool f32_only, bool optional) {
-  const std::string name = nextn_name(block, what);
-  const QTensor* t = store.find_tensor(name);
-  if (t == nullptr) {
-    if (optional) return QTensor{};
-    return make_error("the MTP block's tensor '%s' is missing", name.c_str());
-  }
-  if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
-    return make_error("the MTP block's tensor '%s' has shape [%ld, %ld, %ld] but the model config implies [%ld, %ld]",
-                      name.c_str(), static_cast<long>(t->ne[0]), static_cast<long>(t->ne[1]),
-                      static_cast<long>(t->ne[2]), static_cast<long>(ne0), static_cast<long>(ne1));
-  }
-  if (f32_only && t->type != GgmlType::kF32) return make_error("the MTP block's tensor '%s' must be f32", name.c_str());
-  if (t->data == nullptr) return make_error("the MTP block's tensor '%s' is not loaded", name.c_str());
-  return *t;
-}
-
-// Every tensor of the block's layer that its blocks read must have bytes in memory; its routed
+// Every tensor of the block that its forward reads must have bytes in memory; its routed
 // experts only when experts_too (else they come from an ExpertSource).
-Status check_resident(const LayerWeights& lw, int64_t block, bool experts_too) {
-  using Member = const QTensor LayerWeights::*;
-  static constexpr Member kMembers[] = {&LayerWeights::attn_norm,
-                                        &LayerWeights::wq,
-                                        &LayerWeights::wk,
-                                        &LayerWeights::wv,
-                                        &LayerWeights::wo,
-                                        &LayerWeights::q_norm,
-                                        &LayerWeights::k_norm,
-                                        &LayerWeights::ffn_norm,
-                                        &LayerWeights::ffn_gate,
-                                        &LayerWeights::ffn_up,
-                                        &LayerWeights::ffn_down,
-                                        &LayerWeights::router,
-                                        &LayerWeights::shexp_gate_inp,
-                                        &LayerWeights::shexp_gate,
-                                        &LayerWeights::shexp_up,
-                                        &LayerWeights::shexp_down};
-  static constexpr Member kExperts[] = {&LayerWeights::gate_exps, &LayerWeights::up_exps, &LayerWeights::down_exps};
-  std::vector<Member> members(std::begin(kMembers), std::end(kMembers));
-  if (experts_too) members.insert(members.end(), std::begin(kExperts), std::end(kExperts));
-  for (const Member m : members) {
-    const QTensor& t = lw.*m;
-    if (t.row_bytes != 0 && t.data == nullptr) {
+Status check_resident(const ModelConfig& c, const ModelWeights& w, int64_t block, bool experts_too) {
+  for (const TensorUse& u : tensor_uses(c, block)) {
+    if (u.layer != 0 || u.role == TensorRole::kUnread || (u.role == TensorRole::kExpert && !experts_too)) continue;
+    const QTensor* t = find_bound_tensor(w, u);
+    if (t != nullptr && t->row_bytes != 0 && t->data == nullptr) {
       return make_error("the MTP block (blk.%ld) is not loaded: load the model with its MTP layers (--spec-type mtp)",
                         static_cast<long>(block));
     }
@@ -89,11 +63,14 @@ Result<ModelConfig> mtp_config(const ModelConfig& main) {
   ModelConfig c = main;
   c.n_layers = 1;
   c.n_nextn_layers = 0;
+  c.mtp_head = true;
   c.layers.assign(1, *attn);
   return c;
 }
 
 MtpHead::~MtpHead() = default;
+
+std::span<const LayerTensorSpec> MtpHead::tensor_table() { return kTable; }
 
 Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const WeightStore& store, int64_t max_batch,
                                                  StreamedRows* embeddings, ExpertSource* experts) {
@@ -105,20 +82,14 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
   auto w = bind_model_weights(c, store, block);
   if (!w.ok()) return make_error("MTP block: %s", w.error().message.c_str());
   m->weights_ = std::move(w).value();  // token_embd, output, output_norm: the target's views
-  SNIPER_TRY(check_resident(m->weights_.layers[0], block, experts == nullptr));
-  if (c.layer(0).ffn == FfnKind::kMoe && experts == nullptr && m->weights_.layers[0].gate_exps.data == nullptr) {
-    // A packed file keeps one tensor per expert matrix (sniper pack); its MTP block is not bound.
-    return make_error(
-        "the MTP block (blk.%ld) has no ffn_*_exps tensors (a packed file?): drafting with it needs the "
-        "original GGUF",
-        static_cast<long>(block));
-  }
-  SNIPER_ASSIGN_OR_RETURN(m->eh_proj_, nextn_tensor(store, block, "eh_proj", 2 * dim, dim, false, false));
-  SNIPER_ASSIGN_OR_RETURN(m->enorm_, nextn_tensor(store, block, "enorm", dim, 1, true, false));
-  SNIPER_ASSIGN_OR_RETURN(m->hnorm_, nextn_tensor(store, block, "hnorm", dim, 1, true, false));
-  SNIPER_ASSIGN_OR_RETURN(m->embed_, nextn_tensor(store, block, "embed_tokens", dim, c.vocab_size, false, true));
-  SNIPER_ASSIGN_OR_RETURN(m->head_norm_, nextn_tensor(store, block, "shared_head_norm", dim, 1, true, true));
-  SNIPER_ASSIGN_OR_RETURN(m->head_, nextn_tensor(store, block, "shared_head_head", dim, c.vocab_size, false, true));
+  SNIPER_TRY(check_resident(c, m->weights_, block, experts == nullptr));
+  const LayerWeights& lw = m->weights_.layers[0];
+  m->eh_proj_ = lw.nextn_eh_proj;
+  m->enorm_ = lw.nextn_enorm;
+  m->hnorm_ = lw.nextn_hnorm;
+  m->embed_ = lw.nextn_embed;
+  m->head_norm_ = lw.nextn_head_norm;
+  m->head_ = lw.nextn_head;
   if (m->embed_.data == nullptr) m->embed_ = m->weights_.token_embd;
   if (m->head_norm_.data == nullptr) m->head_norm_ = m->weights_.output_norm;
   if (m->head_.data == nullptr) m->head_ = m->weights_.output;
@@ -128,14 +99,7 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
   CHECK(m->head_.data != nullptr && m->head_norm_.data != nullptr, "the output head is resident in every plan");
   m->embeddings_ = embeddings;
   m->max_batch_ = max_batch;
-  const LayerPlan& lp = c.layer(0);
-  m->mixer_ = std::make_unique<AttentionBlock>(c, m->weights_.rope_freqs, max_batch);
-  if (lp.ffn == FfnKind::kMoe) {
-    m->ffn_ = std::make_unique<MoeFfn>(c, m->weights_, max_batch, experts);
-  } else {
-    CHECK(lp.ffn == FfnKind::kDense, "MTP blocks of the qwen35 family have a SwiGLU or routed FFN");
-    m->ffn_ = std::make_unique<DenseFfn>(c, max_batch);
-  }
+  m->stack_ = std::make_unique<LayerStack>(c, m->weights_, max_batch, WeightSources{.experts = experts});
   const size_t B = static_cast<size_t>(max_batch), D = static_cast<size_t>(dim);
   m->e_.resize(B * D);
   m->cat_.resize(2 * B * D);
@@ -147,7 +111,7 @@ Result<std::unique_ptr<MtpHead>> MtpHead::create(const ModelConfig& main, const 
 
 size_t MtpHead::scratch_bytes() const {
   return (e_.size() + cat_.size() + x_.size() + xb_.size() + out_.size()) * sizeof(float) + buffers_.act.capacity() +
-         mixer_->scratch_bytes() + ffn_->scratch_bytes();
+         stack_->scratch_bytes();
 }
 
 Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_t pos0, SequenceState& state,
@@ -170,23 +134,15 @@ Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_
   }
   matmul(eh_proj_, cat_.data(), x_.data(), n, buffers_.act, pool);
 
-  const LayerWeights& lw = weights_.layers[0];
-  const BlockIo io{.n_tok = n,
+  const LayerIo io{.n_tok = n,
                    .pos0 = pos0,
                    .x = x_.data(),
                    .xb = xb_.data(),
                    .out = out_.data(),
                    .buffers = &buffers_,
                    .pool = &pool};
-  mixer_->begin_chunk(pos0, n);
-  for (int64_t t = 0; t < n; ++t)
-    rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
-  SNIPER_TRY(mixer_->forward(0, lw, state, io));
-  for (int64_t t = 0; t < n; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
-  for (int64_t t = 0; t < n; ++t)
-    rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
-  SNIPER_TRY(ffn_->forward(0, lw, io));
-  for (int64_t t = 0; t < n; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
+  SNIPER_TRY(stack_->begin_chunk(tokens, x_.data(), n, pos0, buffers_, pool));
+  SNIPER_TRY(stack_->run_layer(0, weights_.layers[0], state, io));
   for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(head_norm_), h_out + t * dim, dim, c.norm_eps);
   if (logits != nullptr) {
     const int64_t first = all_logits ? 0 : n - 1;

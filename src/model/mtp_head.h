@@ -5,8 +5,8 @@
 // predicted x_p; Transformer::forward's `hidden`):
 //   e = rms_norm(embed(x_p)) * enorm;  g = rms_norm(h_{p-1}) * hnorm
 //   x = eh_proj [e | g]                                   ([2 dim] -> [dim])
-//   x += Mixer(rms_norm(x) * attn_norm)                   (a full-attention layer, its own KV)
-//   x += Ffn(rms_norm(x) * post_attention_norm)           (the main layers' FFN kind)
+//   x = the layer step of model/layer_stack.h            (a full-attention layer with its own KV,
+//                                                          then the main layers' FFN kind)
 //   h_p' = rms_norm(x) * (shared_head_norm or output_norm); logits = (shared_head_head or output) h_p'
 // The logits predict x_{p+2}; h_p' stands in for the target's h_p when the head drafts further.
 // The block's tensors are blk.<n_layers>.* of the file; they must be resident (the memory plan
@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "base/result.h"
@@ -23,7 +24,9 @@
 #include "kv/sequence_state.h"
 #include "model/blocks/block.h"
 #include "model/config.h"
+#include "model/layer_stack.h"
 #include "model/model_weights.h"
+#include "model/tensor_table.h"
 #include "weights/streamed_rows.h"
 #include "weights/weight_store.h"
 
@@ -63,6 +66,10 @@ class MtpHead {
   // Bytes of scratch this head holds.
   size_t scratch_bytes() const;
 
+  // The block's own tensors beside its layer's (model/tensor_table.h): blk.N.nextn.* (the
+  // embedding and hidden-state norms and their projection; optional own embeddings and head).
+  static std::span<const LayerTensorSpec> tensor_table();
+
  private:
   MtpHead() = default;
 
@@ -71,8 +78,7 @@ class MtpHead {
   ModelWeights weights_;  // layers[0] = the MTP block; the rest are the target's views
   QTensor eh_proj_, enorm_, hnorm_, embed_, head_norm_, head_;
   StreamedRows* embeddings_ = nullptr;
-  std::unique_ptr<MixerBlock> mixer_;
-  std::unique_ptr<FfnBlock> ffn_;
+  std::unique_ptr<LayerStack> stack_;  // the block's one layer
   BlockBuffers buffers_;
   std::vector<float> e_;    // [B, dim] embeddings
   std::vector<float> cat_;  // [B, 2 dim] [e | g]

@@ -1,57 +1,23 @@
 // SPDX-License-Identifier: MIT
-// GGUF tensor names, as llama.cpp writes them ("blk.<layer_idx>.attn_q.weight").
+// GGUF tensor names, as llama.cpp writes them ("blk.<block>.attn_q.weight"). Which tensors a
+// model reads, and their shapes and roles, are declared by the blocks' tables
+// (model/tensor_table.h); these are the names code outside the tables refers to.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace sniper {
 
-// Per-layer tensor kinds.
-enum class LayerTensor {
-  kAttnNorm,
-  kAttnQ,
-  kAttnK,
-  kAttnV,
-  kAttnOutput,
-  kAttnQBias,
-  kAttnKBias,
-  kAttnVBias,
-  kAttnQNorm,
-  kAttnKNorm,
-  kFfnNorm,
-  kFfnGate,
-  kFfnUp,
-  kFfnDown,
-  kFfnGateInp,
-  kFfnGateExps,
-  kFfnUpExps,
-  kFfnDownExps,
-  kPostAttnNorm,  // qwen35 family: the FFN's input norm is named post_attention_norm
-  // Gated delta-net (qwen35 family).
-  kAttnQkv,
-  kAttnGate,
-  kSsmConv1d,
-  kSsmDtBias,
-  kSsmA,
-  kSsmBeta,
-  kSsmAlpha,
-  kSsmBa,
-  kSsmNorm,
-  kSsmOut,
-  // Shared expert (qwen35moe, qwen3next).
-  kFfnGateInpShexp,
-  kFfnGateShexp,
-  kFfnUpShexp,
-  kFfnDownShexp,
-};
-
-// "blk.<layer_idx>.<suffix>"
-std::string layer_tensor_name(int64_t layer_idx, LayerTensor kind);
+// "blk.<block>.<suffix>"
+std::string layer_tensor_name(int64_t block, std::string_view suffix);
 
 inline constexpr const char* kTokenEmbdName = "token_embd.weight";
 inline constexpr const char* kOutputNormName = "output_norm.weight";
 inline constexpr const char* kOutputName = "output.weight";
 inline constexpr const char* kRopeFreqsName = "rope_freqs.weight";
+// gemma4 E-models' per-layer embedding table ([n_layers * per_layer_dim] x vocab rows).
+inline constexpr const char* kPerLayerTokenEmbdName = "per_layer_token_embd.weight";
 
 }  // namespace sniper

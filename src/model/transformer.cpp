@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Forward pass. Per layer (the blocks per the layer plan, model/blocks/):
-//   xb = rms_norm(x) * attn_norm; x += Mixer(xb)    (attention: writes the layer's KV rows)
-//   xb = rms_norm(x) * ffn_norm;  x += FFN(xb)      (dense SwiGLU, or routed experts)
-// and finally logits = W_out (rms_norm(x) * output_norm).
-// gemma4 adds (per ModelConfig): embeddings * embd_scale; per-layer inputs (PerLayerEmbedding)
-// computed from them, whose branch joins x after the FFN; x *= layer_output_scale; the final
-// logit softcap. Its blocks post-norm their own outputs. A chunk longer than a sliding ring
-// allows runs in parts (forward -> forward_chunk).
+// Forward pass: the embedding rows (times embd_scale when the config has one), the layer step
+// of model/layer_stack.h for every layer of the plan, then logits = W_out (rms_norm(x) *
+// output_norm), soft-capped when final_softcap > 0. A chunk longer than a sliding ring allows
+// runs in parts (forward -> forward_chunk). When weights stream, layer_weights() fills each
+// layer's streamed tensors (those the tables mark kAttention / kDenseFfn) from the LayerStreamer.
 #include "model/transformer.h"
 
 #include <algorithm>
@@ -20,156 +17,85 @@
 #include "model/blocks/attention.h"
 #include "model/blocks/delta_net.h"
 #include "model/blocks/dense_ffn.h"
-#include "model/blocks/gelu_ffn.h"
-#include "model/blocks/gemma4_attention.h"
-#include "model/blocks/gemma4_moe_ffn.h"
-#include "model/tensor_names.h"
+#include "model/tensor_catalog.h"
 
 namespace sniper {
 
 namespace {
 
-// The block for a kind (one instance serves every layer of that kind).
-std::unique_ptr<MixerBlock> make_mixer(MixerKind kind, const ModelConfig& c, const ModelWeights& w, int64_t max_batch) {
-  switch (kind) {
-    case MixerKind::kAttention: return std::make_unique<AttentionBlock>(c, w.rope_freqs, max_batch);
-    case MixerKind::kDeltaNet: return std::make_unique<DeltaNetBlock>(c, max_batch);
-    case MixerKind::kGemma4Attention: return std::make_unique<Gemma4Attention>(c, w.rope_freqs, max_batch);
-  }
-  CHECK(false, "unknown mixer kind %d", static_cast<int>(kind));
-  return nullptr;
-}
-
-std::unique_ptr<FfnBlock> make_ffn(FfnKind kind, const ModelConfig& c, const ModelWeights& w, int64_t max_batch,
-                                   const WeightSources& sources) {
-  switch (kind) {
-    case FfnKind::kDense: return std::make_unique<DenseFfn>(c, max_batch);
-    case FfnKind::kMoe: return std::make_unique<MoeFfn>(c, w, max_batch, sources.experts);
-    case FfnKind::kGeluDense: return std::make_unique<GeluFfn>(c, max_batch);
-    case FfnKind::kGemma4Moe: return std::make_unique<Gemma4MoeFfn>(c, w, max_batch, sources.experts);
-  }
-  CHECK(false, "unknown FFN kind %d", static_cast<int>(kind));
-  return nullptr;
-}
+constexpr ModelTensorSpec kTable[] = {
+    {"token_embd.weight", &ModelWeights::token_embd,
+     [](const ModelConfig& c) { return tensor_shape(c.dim, c.vocab_size); }, TensorRole::kEmbedding,
+     TensorType::kMatrix, false, nullptr},
+    {"output_norm.weight", &ModelWeights::output_norm, [](const ModelConfig& c) { return tensor_shape(c.dim); },
+     TensorRole::kAlways, TensorType::kF32, false, nullptr},
+    {"output.weight", &ModelWeights::output, [](const ModelConfig& c) { return tensor_shape(c.dim, c.vocab_size); },
+     TensorRole::kAlways, TensorType::kMatrix, false, [](const ModelConfig& c) { return !c.tied_embeddings; }},
+    {"rope_freqs.weight", &ModelWeights::rope_freqs, [](const ModelConfig& c) { return tensor_shape(c.rope_dims / 2); },
+     TensorRole::kAlways, TensorType::kF32, true, nullptr},
+};
 
 }  // namespace
 
-Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t n_ctx,
+std::span<const ModelTensorSpec> Transformer::tensor_table() { return kTable; }
+
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, int64_t /*n_ctx*/,
                          const WeightSources& sources)
-    : config_(config), weights_(weights), max_batch_(max_batch), sources_(sources) {
-  CHECK(max_batch >= 1);
-  CHECK(static_cast<int64_t>(config.layers.size()) == config.n_layers, "the config has no layer plan");
+    : config_(config),
+      weights_(weights),
+      max_batch_(max_batch),
+      sources_(sources),
+      stack_(config, weights, max_batch, sources),
+      max_chunk_(stack_.max_chunk()) {
   const size_t B = static_cast<size_t>(max_batch);
   const size_t dim = static_cast<size_t>(config.dim);
+  if (sources.layers != nullptr) {
+    // The tensors that may stream (the tables' mixer projections and dense FFN matrices).
+    streamed_fields_.resize(static_cast<size_t>(config.n_layers));
+    for (const TensorUse& u : tensor_uses(config)) {
+      if (u.layer_member == nullptr || (u.role != TensorRole::kAttention && u.role != TensorRole::kDenseFfn)) continue;
+      streamed_fields_[static_cast<size_t>(u.layer)].push_back({u.layer_member, u.name});
+    }
+  }
   x_.resize(B * dim);
   xb_.resize(B * dim);
   out_.resize(B * dim);
-  // Blocks are made in order of first use, one per kind.
-  std::vector<MixerKind> mixer_kinds;
-  std::vector<FfnKind> ffn_kinds;
-  for (const LayerPlan& lp : config.layers) {
-    auto m = std::find(mixer_kinds.begin(), mixer_kinds.end(), lp.mixer);
-    if (m == mixer_kinds.end()) {
-      mixer_kinds.push_back(lp.mixer);
-      mixer_blocks_.push_back(make_mixer(lp.mixer, config, weights, max_batch));
-      m = mixer_kinds.end() - 1;
-    }
-    mixers_.push_back(mixer_blocks_[static_cast<size_t>(m - mixer_kinds.begin())].get());
-    auto f = std::find(ffn_kinds.begin(), ffn_kinds.end(), lp.ffn);
-    if (f == ffn_kinds.end()) {
-      ffn_kinds.push_back(lp.ffn);
-      ffn_blocks_.push_back(make_ffn(lp.ffn, config, weights, max_batch, sources));
-      if (lp.ffn == FfnKind::kMoe) moe_ = static_cast<MoeFfn*>(ffn_blocks_.back().get());
-      f = ffn_kinds.end() - 1;
-    }
-    ffns_.push_back(ffn_blocks_[static_cast<size_t>(f - ffn_kinds.begin())].get());
-    if (lp.sliding_window > 0 && lp.mixer == MixerKind::kGemma4Attention) {
-      const int64_t fits = sliding_ring_slots(lp) - lp.sliding_window + 1;
-      max_chunk_ = max_chunk_ == 0 ? fits : std::min(max_chunk_, fits);
-    }
-  }
-  if (config.per_layer_dim > 0) {
-    per_layer_ = std::make_unique<PerLayerEmbedding>(config, weights, max_batch, sources.per_layer_embeddings);
-  }
 }
 
-void Transformer::set_routing_bias(const RoutingBias& bias) {
-  if (moe_ != nullptr) moe_->set_routing_bias(bias);
-}
+void Transformer::set_routing_bias(const RoutingBias& bias) { stack_.set_routing_bias(bias); }
 
-const RoutingStats& Transformer::routing_stats() const {
-  return moe_ != nullptr ? moe_->routing_stats() : no_routing_stats_;
-}
+const RoutingStats& Transformer::routing_stats() const { return stack_.routing_stats(); }
 
 size_t Transformer::scratch_bytes() const {
-  size_t bytes =
-      (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + buffers_.act.capacity();
-  for (const auto& b : mixer_blocks_) bytes += b->scratch_bytes();
-  for (const auto& b : ffn_blocks_) bytes += b->scratch_bytes();
-  if (per_layer_ != nullptr) bytes += per_layer_->scratch_bytes();
-  return bytes;
+  size_t acts = buffers_.act.capacity();
+  for (const ActBuffer& b : buffers_.act_bufs) acts += b.capacity();
+  return (x_.size() + xb_.size() + out_.size() + part_logits_.capacity()) * sizeof(float) + acts +
+         stack_.scratch_bytes();
 }
 
 size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads,
                                            int64_t n_logit_rows) {
-  const size_t B = static_cast<size_t>(max_batch);
-  const size_t ff = static_cast<size_t>(c.is_moe() ? c.expert_hidden_dim : c.hidden_dim);
-  const size_t dim = static_cast<size_t>(c.dim), k = static_cast<size_t>(c.n_experts_active);
-  size_t floats = B * (6 * dim + 2 * static_cast<size_t>(c.q_dim()) + 2 * static_cast<size_t>(c.kv_dim()) + 2 * ff +
-                       static_cast<size_t>(c.rope_dims) + static_cast<size_t>(c.n_experts) + 2 * k + k * dim);
-  floats += k * (2 * ff + dim);                                    // one decode step's experts together
-  floats += 2 * B * k + 2 * static_cast<size_t>(c.n_experts) + 1;  // expert routing lists (int32)
+  const size_t B = static_cast<size_t>(max_batch), dim = static_cast<size_t>(c.dim);
+  const size_t vocab = static_cast<size_t>(c.vocab_size);
+  // The residual, a block's input and output.
+  size_t bytes = 3 * B * dim * sizeof(float);
   // Logits: the rows the session and its caller hold at once (forward() writes only the last
   // token's row, or one per token when all_logits is asked for), plus the row of a part that
   // forward() does not return (chunks split for sliding rings).
   bool sliding = false;
   for (const LayerPlan& lp : c.layers)
-    sliding = sliding || (lp.sliding_window > 0 && lp.mixer == MixerKind::kGemma4Attention);
-  floats +=
-      static_cast<size_t>(std::max<int64_t>(1, n_logit_rows) + (sliding ? 1 : 0)) * static_cast<size_t>(c.vocab_size);
-  // Blocks of hybrid plans: a gated attention's q | gate rows, the delta-net's projections and
-  // conv rows, the shared expert's rows.
-  bool gated = false, delta = false, shared = false;
-  size_t q_dim = 0;
-  for (const LayerPlan& lp : c.layers) {
-    gated = gated || (lp.mixer == MixerKind::kAttention && lp.attn_output_gate);
-    delta = delta || lp.mixer == MixerKind::kDeltaNet;
-    shared = shared || lp.shared_expert;
-    if (lp.mixer == MixerKind::kAttention) q_dim = std::max(q_dim, static_cast<size_t>(lp.q_dim()));
+    sliding = sliding || (lp.mixer == MixerKind::kAttention && lp.sliding_window > 0);
+  bytes += (static_cast<size_t>(std::max<int64_t>(1, n_logit_rows)) + (sliding ? 1 : 0)) * vocab * sizeof(float);
+  // Quantized activations: the four buffers (BlockBuffers) each hold at most B rows (a decode
+  // step's experts: k rows) of the widest matrix input the tables declare, at 2 bytes an element
+  // (f16 / bf16; the block types take less, f32 activations are used in place).
+  int64_t widest = c.dim;
+  for (const TensorUse& u : tensor_uses(c)) {
+    if (u.type == TensorType::kMatrix && u.role != TensorRole::kEmbedding) widest = std::max(widest, u.shape[0]);
   }
-  if (gated) floats += 3 * B * q_dim;
-  if (delta) {
-    const DeltaNetConfig& d = c.delta_net;
-    const size_t C = static_cast<size_t>(d.conv_channels()), vd = static_cast<size_t>(d.v_dim());
-    floats += B * (2 * C + 2 * vd + 4 * static_cast<size_t>(d.n_v_heads)) + vd;
-  }
-  if (shared) floats += B * (2 * static_cast<size_t>(c.shared_expert_hidden_dim) + dim);
-  if (c.per_layer_dim > 0) {  // gemma4 per-layer inputs: token rows, projection, gate, output
-    floats += B * (2 * static_cast<size_t>(c.n_layers * c.per_layer_dim) + static_cast<size_t>(c.per_layer_dim) + dim);
-  }
-  size_t gemma_ffn = 0;  // gemma4 blocks: the dense MLP beside the experts, router input, sums
-  for (const LayerPlan& lp : c.layers) {
-    if (lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe) {
-      gemma_ffn = std::max(gemma_ffn, B * (2 * static_cast<size_t>(lp.ffn_dim) + 4 * dim));
-    }
-  }
-  floats += gemma_ffn;
-  // Quantized activation buffers (at most ~1.2 bytes per float for any type, four buffers) and
-  // attention scratch per thread, for each attention block kind (one instance serves its layers):
-  // the largest head width and query group of its layers, over the whole context.
-  const size_t acts = 4 * B * std::max(dim, ff) * 2;
-  size_t attention = 0;
-  for (const MixerKind kind : {MixerKind::kAttention, MixerKind::kGemma4Attention}) {
-    int64_t head_dim = 0, group = 0;
-    for (const LayerPlan& lp : c.layers) {
-      if (lp.mixer != kind || lp.n_kv_heads <= 0) continue;
-      head_dim = std::max(head_dim, lp.head_dim);
-      group = std::max(group, lp.n_heads / lp.n_kv_heads);
-    }
-    if (head_dim > 0)
-      attention += static_cast<size_t>(n_threads) * attention_scratch_bound(head_dim, group, n_ctx) + 64;
-  }
-  return floats * sizeof(float) + acts + attention;
+  const size_t act_rows = std::max<size_t>(B, static_cast<size_t>(c.n_experts_active));
+  bytes += 4 * act_rows * static_cast<size_t>(widest) * 2;
+  return bytes + LayerStack::scratch_bound(c, max_batch, n_ctx, n_threads);
 }
 
 Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state, bool all_logits,
@@ -219,10 +145,8 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
   if (c.embd_scale > 0.0f) {
     for (int64_t i = 0; i < n_tok * dim; ++i) x_[static_cast<size_t>(i)] *= c.embd_scale;
   }
-  if (per_layer_ != nullptr) SNIPER_TRY(per_layer_->begin_chunk(tokens, x_.data(), n_tok, buffers_, pool));
-  for (const auto& b : mixer_blocks_) b->begin_chunk(pos0, n_tok);
-
-  const BlockIo io{.n_tok = n_tok,
+  SNIPER_TRY(stack_.begin_chunk(tokens, x_.data(), n_tok, pos0, buffers_, pool));
+  const LayerIo io{.n_tok = n_tok,
                    .pos0 = pos0,
                    .x = x_.data(),
                    .xb = xb_.data(),
@@ -230,25 +154,8 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
                    .buffers = &buffers_,
                    .pool = &pool};
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    SNIPER_ASSIGN_OR_RETURN(const LayerWeights* lwp, layer_weights(l));
-    const LayerWeights& lw = *lwp;
-    for (int64_t t = 0; t < n_tok; ++t) {
-      rms_norm(x_.data() + t * dim, f32_data(lw.attn_norm), xb_.data() + t * dim, dim, c.norm_eps);
-    }
-    SNIPER_TRY(mixers_[static_cast<size_t>(l)]->forward(l, lw, state, io));
-    for (int64_t t = 0; t < n_tok; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
-    for (int64_t t = 0; t < n_tok; ++t) {
-      rms_norm(x_.data() + t * dim, f32_data(lw.ffn_norm), xb_.data() + t * dim, dim, c.norm_eps);
-    }
-    FfnBlock& ffn = *ffns_[static_cast<size_t>(l)];
-    SNIPER_TRY(ffn.forward(l, lw, io));
-    for (int64_t t = 0; t < n_tok; ++t) add_inplace(x_.data() + t * dim, out_.data() + t * dim, dim);
-    if (per_layer_ != nullptr) per_layer_->apply(l, lw, x_.data(), n_tok, buffers_, pool);
-    if (lw.out_scale.data != nullptr) {
-      const float s = f32_data(lw.out_scale)[0];
-      for (int64_t i = 0; i < n_tok * dim; ++i) x_[static_cast<size_t>(i)] *= s;
-    }
-    ffn.after_layer(l, io);
+    SNIPER_ASSIGN_OR_RETURN(const LayerWeights* lw, layer_weights(l));
+    SNIPER_TRY(stack_.run_layer(l, *lw, state, io));
   }
 
   const int64_t first = all_logits ? 0 : n_tok - 1;
@@ -269,38 +176,12 @@ Result<const LayerWeights*> Transformer::layer_weights(int64_t layer_idx) {
   if (sources_.layers == nullptr) return &resident;
   SNIPER_TRY(sources_.layers->acquire(layer_idx));
   streamed_layer_ = resident;
-  // The tensors that may stream (weights/tensor_roles.cpp: the mixers' projections and the dense
-  // FFN; everything else stays resident), for the blocks this layer runs.
-  enum class Part { kAttention, kDeltaNet, kDenseFfn };
-  struct Field {
-    QTensor LayerWeights::*member;
-    LayerTensor kind;
-    Part part;
-  };
-  static constexpr Field kFields[] = {
-      {&LayerWeights::wq, LayerTensor::kAttnQ, Part::kAttention},
-      {&LayerWeights::wk, LayerTensor::kAttnK, Part::kAttention},
-      {&LayerWeights::wv, LayerTensor::kAttnV, Part::kAttention},
-      {&LayerWeights::wo, LayerTensor::kAttnOutput, Part::kAttention},
-      {&LayerWeights::ssm_qkv, LayerTensor::kAttnQkv, Part::kDeltaNet},
-      {&LayerWeights::ssm_gate, LayerTensor::kAttnGate, Part::kDeltaNet},
-      {&LayerWeights::ssm_out, LayerTensor::kSsmOut, Part::kDeltaNet},
-      {&LayerWeights::ffn_gate, LayerTensor::kFfnGate, Part::kDenseFfn},
-      {&LayerWeights::ffn_up, LayerTensor::kFfnUp, Part::kDenseFfn},
-      {&LayerWeights::ffn_down, LayerTensor::kFfnDown, Part::kDenseFfn},
-  };
-  const LayerPlan& lp = config_.layer(layer_idx);
-  const bool dense_ffn = lp.ffn == FfnKind::kDense || lp.ffn == FfnKind::kGeluDense || lp.ffn == FfnKind::kGemma4Moe;
-  for (const Field& f : kFields) {
-    const bool runs = f.part == Part::kAttention  ? is_attention(lp.mixer)
-                      : f.part == Part::kDeltaNet ? lp.mixer == MixerKind::kDeltaNet
-                                                  : dense_ffn;
-    if (!runs) continue;
+  for (const StreamedField& f : streamed_fields_[static_cast<size_t>(layer_idx)]) {
     QTensor& t = streamed_layer_.*f.member;
-    if (t.data != nullptr || t.row_bytes == 0) continue;  // resident, or absent (gemma4: shared-KV layers' K/V)
-    const QTensor* v = sources_.layers->find(layer_tensor_name(layer_idx, f.kind));
+    if (t.data != nullptr || t.row_bytes == 0) continue;  // resident, or absent
+    const QTensor* v = sources_.layers->find(f.name);
     CHECK(v != nullptr, "layer %ld: tensor %s is neither resident nor streamed", static_cast<long>(layer_idx),
-          layer_tensor_name(layer_idx, f.kind).c_str());
+          f.name.c_str());
     t = *v;
   }
   return &streamed_layer_;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The decoder-only forward pass used by every registered architecture: embedding, then per
-// layer a mixer block and an FFN block chosen by the layer plan (ModelConfig::layers; see
-// model/blocks/block.h for the block interface and how to add a block or an architecture),
-// then the output norm and head. A forward call processes a chunk of tokens at consecutive
+// The decoder-only forward pass used by every registered architecture: embedding, then the
+// layer step of model/layer_stack.h for each layer of the plan (ModelConfig::layers; see
+// model/blocks/block.h for the block interface and docs/model-layer.md for how to add a block or
+// an architecture), then the output norm and head. A forward call processes a chunk of tokens at consecutive
 // positions through matrix-matrix kernels, updates the sequence state (KV rows, recurrent
 // state) and returns logits for the last token or for every token.
 // Thread-compatible: one forward at a time per Transformer; it uses the ThreadPool inside.
@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -17,23 +19,12 @@
 #include "kernels/matmul.h"
 #include "kv/sequence_state.h"
 #include "model/blocks/block.h"
-#include "model/blocks/moe_ffn.h"
-#include "model/blocks/per_layer_embedding.h"
 #include "model/config.h"
+#include "model/layer_stack.h"
 #include "model/model_weights.h"
-#include "weights/expert_source.h"
-#include "weights/layer_streamer.h"
-#include "weights/streamed_rows.h"
+#include "model/tensor_table.h"
 
 namespace sniper {
-
-// Where tensors that are not resident come from (all optional; null = resident in ModelWeights).
-struct WeightSources {
-  ExpertSource* experts = nullptr;               // routed experts (null: slices of the resident tensors)
-  LayerStreamer* layers = nullptr;               // per-layer tensors whose data is null in ModelWeights
-  StreamedRows* embeddings = nullptr;            // token_embd rows when token_embd is not resident
-  StreamedRows* per_layer_embeddings = nullptr;  // per_layer_token_embd rows when it is not resident
-};
 
 class Transformer {
  public:
@@ -62,6 +53,9 @@ class Transformer {
   int64_t max_batch() const { return max_batch_; }
   // Bytes of activation scratch this instance holds.
   size_t scratch_bytes() const;
+  // The model-level tensors (model/tensor_table.h): embeddings, output norm and head (absent:
+  // tied to the embeddings), rope frequency factors (optional).
+  static std::span<const ModelTensorSpec> tensor_table();
   // Upper bound of scratch_bytes() for a shape, before construction (memory planning), with a
   // pool of n_threads, plus n_logit_rows rows of logits held beside it (at least 1: a session's
   // last-token row; a caller asking for all_logits of k tokens holds k more).
@@ -79,16 +73,15 @@ class Transformer {
   const ModelWeights& weights_;
   int64_t max_batch_;
   WeightSources sources_;
-  // One block per kind in use, shared by the layers of that kind; mixers_/ffns_ index them per layer.
-  std::vector<std::unique_ptr<MixerBlock>> mixer_blocks_;
-  std::vector<std::unique_ptr<FfnBlock>> ffn_blocks_;
-  std::vector<MixerBlock*> mixers_;  // [n_layers]
-  std::vector<FfnBlock*> ffns_;      // [n_layers]
-  MoeFfn* moe_ = nullptr;            // the routed-experts block, if any layer has one
-  RoutingStats no_routing_stats_;
-  std::unique_ptr<PerLayerEmbedding> per_layer_;  // gemma4 E-models' per-layer inputs
-  int64_t max_chunk_ = 0;        // the most tokens forward_chunk() takes (sliding rings), 0 = max_batch
-  LayerWeights streamed_layer_;  // layer_weights() result when tensors stream
+  LayerStack stack_;
+  int64_t max_chunk_ = 0;  // the most tokens forward_chunk() takes (sliding rings), 0 = max_batch
+  // Per layer, the tensors a LayerStreamer may hold: where they bind and their names.
+  struct StreamedField {
+    QTensor LayerWeights::*member;
+    std::string name;
+  };
+  std::vector<std::vector<StreamedField>> streamed_fields_;  // [n_layers] (when sources.layers is set)
+  LayerWeights streamed_layer_;                              // layer_weights() result when tensors stream
   BlockBuffers buffers_;
   std::vector<float> x_;            // [B, dim] residual stream
   std::vector<float> xb_;           // [B, dim] normed input of a block

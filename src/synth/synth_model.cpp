@@ -177,32 +177,32 @@ std::vector<PlannedTensor> make_plan(const SynthSpec& s, const SynthTypePlan& tp
   norm(kOutputNormName, s.dim);
   matrix(kOutputName, SynthMatrix::kOutput, 0, {s.dim, vocab});
   for (int64_t l = 0; l < s.n_layers; ++l) {
-    auto n = [l](LayerTensor k) { return layer_tensor_name(l, k); };
-    norm(n(LayerTensor::kAttnNorm), s.dim);
-    matrix(n(LayerTensor::kAttnQ), SynthMatrix::kAttnQ, l, {s.dim, q_dim});
-    matrix(n(LayerTensor::kAttnK), SynthMatrix::kAttnK, l, {s.dim, kv_dim});
-    matrix(n(LayerTensor::kAttnV), SynthMatrix::kAttnV, l, {s.dim, kv_dim});
-    matrix(n(LayerTensor::kAttnOutput), SynthMatrix::kAttnOutput, l, {q_dim, s.dim});
+    auto n = [l](const char* suffix) { return layer_tensor_name(l, suffix); };
+    norm(n("attn_norm.weight"), s.dim);
+    matrix(n("attn_q.weight"), SynthMatrix::kAttnQ, l, {s.dim, q_dim});
+    matrix(n("attn_k.weight"), SynthMatrix::kAttnK, l, {s.dim, kv_dim});
+    matrix(n("attn_v.weight"), SynthMatrix::kAttnV, l, {s.dim, kv_dim});
+    matrix(n("attn_output.weight"), SynthMatrix::kAttnOutput, l, {q_dim, s.dim});
     if (arch->qkv_bias) {
-      f32(n(LayerTensor::kAttnQBias), {q_dim});
-      f32(n(LayerTensor::kAttnKBias), {kv_dim});
-      f32(n(LayerTensor::kAttnVBias), {kv_dim});
+      f32(n("attn_q.bias"), {q_dim});
+      f32(n("attn_k.bias"), {kv_dim});
+      f32(n("attn_v.bias"), {kv_dim});
     }
     if (arch->qk_norm) {
-      norm(n(LayerTensor::kAttnQNorm), s.head_dim);
-      norm(n(LayerTensor::kAttnKNorm), s.head_dim);
+      norm(n("attn_q_norm.weight"), s.head_dim);
+      norm(n("attn_k_norm.weight"), s.head_dim);
     }
-    norm(n(LayerTensor::kFfnNorm), s.dim);
+    norm(n("ffn_norm.weight"), s.dim);
     if (moe) {
       // llama.cpp never quantizes the router (ffn_gate_inp).
-      f32(n(LayerTensor::kFfnGateInp), {s.dim, s.n_experts});
-      matrix(n(LayerTensor::kFfnGateExps), SynthMatrix::kFfnGate, l, {s.dim, ff_exp, s.n_experts});
-      matrix(n(LayerTensor::kFfnUpExps), SynthMatrix::kFfnUp, l, {s.dim, ff_exp, s.n_experts});
-      matrix(n(LayerTensor::kFfnDownExps), SynthMatrix::kFfnDown, l, {ff_exp, s.dim, s.n_experts});
+      f32(n("ffn_gate_inp.weight"), {s.dim, s.n_experts});
+      matrix(n("ffn_gate_exps.weight"), SynthMatrix::kFfnGate, l, {s.dim, ff_exp, s.n_experts});
+      matrix(n("ffn_up_exps.weight"), SynthMatrix::kFfnUp, l, {s.dim, ff_exp, s.n_experts});
+      matrix(n("ffn_down_exps.weight"), SynthMatrix::kFfnDown, l, {ff_exp, s.dim, s.n_experts});
     } else {
-      matrix(n(LayerTensor::kFfnGate), SynthMatrix::kFfnGate, l, {s.dim, s.hidden_dim});
-      matrix(n(LayerTensor::kFfnUp), SynthMatrix::kFfnUp, l, {s.dim, s.hidden_dim});
-      matrix(n(LayerTensor::kFfnDown), SynthMatrix::kFfnDown, l, {s.hidden_dim, s.dim});
+      matrix(n("ffn_gate.weight"), SynthMatrix::kFfnGate, l, {s.dim, s.hidden_dim});
+      matrix(n("ffn_up.weight"), SynthMatrix::kFfnUp, l, {s.dim, s.hidden_dim});
+      matrix(n("ffn_down.weight"), SynthMatrix::kFfnDown, l, {s.hidden_dim, s.dim});
     }
   }
   return plan;

@@ -2,10 +2,13 @@
 // Built-ins of the Jinja subset: filters and tests (jinja_filters.cpp), methods of str/dict/list
 // values and global functions (jinja_methods.cpp), plus keyword/positional argument binding.
 // Invariants: every built-in reports bad arguments as an Error naming the built-in, the
-// argument and the offending value; none of them throws. Errors carry no line number: the
-// interpreter prefixes the line of the call site.
+// argument and the offending value (shortened by brief()); none of them throws. Every built-in
+// that builds a string, list or dict charges the interpreter's Budget for it before building
+// (sizes computed with overflow checks), and every one that scans or compares charges that too.
+// Errors carry no line number: the interpreter prefixes the line of the call site.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -52,13 +55,35 @@ struct Param {
 [[nodiscard]] Result<std::vector<Value>> bind_args(std::string_view fn, const CallArgs& call,
                                                    std::initializer_list<Param> params);
 
-// Python `fmt % args` string formatting for %s %r %d %i %f %% (args: a tuple or one value).
-[[nodiscard]] Result<Value> percent_format(const std::string& fmt, const Value& args);
+// Python `fmt % args` string formatting for %s %r %d %i %f %% (args: a tuple or one value),
+// built within `budget`.
+[[nodiscard]] Result<Value> percent_format(Budget& budget, const std::string& fmt, const Value& args);
 
 // Python int() of a value for an argument that must be an integer (bool and int accepted).
 [[nodiscard]] Result<int64_t> int_arg(std::string_view fn, std::string_view param, const Value& v);
 
-// An argument that must be a str.
-[[nodiscard]] Result<std::string> string_arg(std::string_view fn, std::string_view param, const Value& v);
+// An argument that must be a str: a view of v's string (valid while v lives).
+[[nodiscard]] Result<std::string_view> string_arg(std::string_view fn, std::string_view param, const Value& v);
+
+// ---- building results within the budget (jinja_builtin_util.cpp) ----
+
+// Charges a string of `size` bytes (checked against the string limit), then calls build().
+[[nodiscard]] Result<Value> build_string(Budget& budget, uint64_t size, const std::function<std::string()>& build);
+// str(v) mapped through a function that keeps its length (case mapping), charged first.
+[[nodiscard]] Result<Value> case_mapped(Interpreter& in, const Value& v, std::string (*map)(std::string_view));
+// Python s.replace(old, repl, count), its size computed (checked) and charged before it is built.
+[[nodiscard]] Result<Value> replace_in(Interpreter& in, const std::string& s, std::string_view old,
+                                       std::string_view repl, int64_t count);
+// str(v) stripped (Python strip/lstrip/rstrip; chars_arg None or a str naming the built-in fn).
+[[nodiscard]] Result<Value> strip_text(Interpreter& in, const Value& v, const Value& chars_arg, const char* fn,
+                                       bool left, bool right);
+// How many parts a split may make before the work budget runs out.
+[[nodiscard]] Result<size_t> parts_allowed(Interpreter& in);
+// A list of string Values from views, charged first.
+[[nodiscard]] Result<Value> parts_to_list(Interpreter& in, const std::vector<std::string_view>& parts);
+// The error of a split that would make more parts than parts_allowed().
+[[nodiscard]] Error too_many_parts(const char* fn);
+// dict.items() / |items: a list of (key, value) tuples, charged first.
+[[nodiscard]] Result<Value> dict_items(Interpreter& in, const Value& dict);
 
 }  // namespace sniper::jinja

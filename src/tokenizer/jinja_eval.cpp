@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Statement execution and expression evaluation (see jinja_eval.h).
+// Statement execution and expression evaluation (see jinja_eval.h); the operators are in
+// jinja_operators.cpp.
 #include "tokenizer/jinja_eval.h"
 
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "tokenizer/jinja_builtins.h"
@@ -17,55 +19,22 @@ Error undefined_error(const Value& v) {
   return make_error("%s", hint.empty() ? "value is undefined" : hint.c_str());
 }
 
-Error type_error(const char* op, const Value& a, const Value& b) {
-  return make_error("unsupported operand type(s) for %s: '%s' and '%s'", op, type_name(a).c_str(),
-                    type_name(b).c_str());
-}
+constexpr int64_t kCallCost = 10;  // a call builds a scope and binds arguments: more than one item
 
-// Python floor division and modulo for integers (b != 0).
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-int64_t floor_mod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-
-// Python `container in`-test.
-Result<bool> contains(const Value& container, const Value& item) {
-  switch (container.kind()) {
-    case Kind::kString:
-      if (!item.is_string()) {
-        return make_error("'in <string>' requires string as left operand, not %s", type_name(item).c_str());
-      }
-      return container.as_string().find(item.as_string()) != std::string::npos;
-    case Kind::kList:
-    case Kind::kTuple:
-      for (const Value& v : container.as_list()) {
-        if (equals(v, item)) return true;
-      }
-      return false;
-    case Kind::kDict: return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
-    case Kind::kUndefined: return false;
-    default: return make_error("argument of type '%s' is not iterable", type_name(container).c_str());
-  }
-}
+// Approximate memory of a scope with its variables (a for iteration's holds the loop dict), or
+// of a namespace: charged when one is kept alive to the end of the render (a macro's closure, a
+// namespace), not for the scopes that come and go with loop iterations and calls (their work is
+// charged per item and per call, and their memory is freed).
+constexpr uint64_t kScopeBytes = 16 * kItemBytes;
 
 }  // namespace
 
 Interpreter::~Interpreter() {
-  // Macros capture their defining scope and namespaces may hold anything: clear both so the
-  // shared_ptr cycles they can form are released.
-  for (auto& weak : closure_scopes_) {
-    if (auto s = weak.lock()) s->vars.clear();
-  }
-  for (auto& weak : namespaces_) {
-    if (auto d = weak.lock()) d->items.clear();
-  }
+  // Macros capture their defining scope and namespaces may hold anything: clear them all while
+  // every one of them is still held here, so the shared_ptr cycles they can form are released
+  // and no destruction recurses from one into the next.
+  for (const ScopePtr& s : closure_scopes_) s->vars.clear();
+  for (const std::shared_ptr<Dict>& d : namespaces_) d->clear();
   if (root_) root_->vars.clear();
 }
 
@@ -74,31 +43,25 @@ Error Interpreter::at_line(const Error& e, int line) const {
   return make_error("template line %d: %s", line, e.message.c_str());
 }
 
-Status Interpreter::charge(int64_t n) {
-  iterations_ += n;
-  if (iterations_ > limits_.max_iterations) {
-    return make_error("the template exceeded its work limit of %lld loop iterations and calls",
-                      static_cast<long long>(limits_.max_iterations));
-  }
-  return ok_status();
+Status Interpreter::charge_items(uint64_t n) {
+  if (n > static_cast<uint64_t>(INT64_MAX)) return budget_.work(-1);
+  SNIPER_TRY(budget_.work(static_cast<int64_t>(n)));
+  SNIPER_ASSIGN_OR_RETURN(uint64_t bytes, checked_mul(n, kItemBytes, "item memory"));
+  return budget_.bytes(bytes);
 }
 
-Status Interpreter::check_size(size_t n_bytes) const {
-  if (n_bytes > limits_.max_string_bytes) {
-    return make_error("a string of %zu bytes exceeds the template limit of %zu bytes", n_bytes,
-                      limits_.max_string_bytes);
-  }
+Status Interpreter::track_namespace(const Value& ns) {
+  SNIPER_TRY(budget_.bytes(kScopeBytes));
+  namespaces_.push_back(ns.namespace_dict());
   return ok_status();
 }
-
-void Interpreter::track_namespace(const Value& ns) { namespaces_.push_back(ns.namespace_dict()); }
 
 Result<std::string> Interpreter::render(const Body& body, const Dict& context) {
   root_ = std::make_shared<Scope>();
   for (const auto& [k, v] : context.items) root_->vars[k] = v;
-  std::string out;
+  StringSink out(budget_);
   SNIPER_TRY(exec_body(body, root_, out));
-  return out;
+  return out.take();
 }
 
 Value Interpreter::lookup(const std::string& name, const ScopePtr& scope) const {
@@ -112,7 +75,7 @@ Value Interpreter::lookup(const std::string& name, const ScopePtr& scope) const 
 
 // ---- statements ----
 
-Result<Interpreter::Flow> Interpreter::exec_body(const Body& body, const ScopePtr& scope, std::string& out) {
+Result<Interpreter::Flow> Interpreter::exec_body(const Body& body, const ScopePtr& scope, StringSink& out) {
   for (const StmtPtr& s : body) {
     SNIPER_ASSIGN_OR_RETURN(Flow flow, exec(*s, scope, out));
     if (flow != Flow::kNormal) return flow;
@@ -121,27 +84,33 @@ Result<Interpreter::Flow> Interpreter::exec_body(const Body& body, const ScopePt
 }
 
 Result<std::string> Interpreter::render_capture(const Body& body, const ScopePtr& scope) {
-  std::string buf;
+  StringSink buf(budget_);
   SNIPER_TRY(exec_body(body, scope, buf));
-  return buf;
+  return buf.take();
 }
 
-Result<Value> Interpreter::apply_filters(const std::vector<ExprPtr>& filters, Value value, const ScopePtr& scope) {
-  for (const ExprPtr& f : filters) {
-    SNIPER_ASSIGN_OR_RETURN(CallArgs args, eval_args(f->call, scope, f->line));
-    auto r = apply_filter(*this, f->name, value, args);
-    if (!r.ok()) return at_line(r.error(), f->line);
-    value = std::move(r).value();
+Result<Value> Interpreter::apply_filters(const std::vector<Link>& filters, Value value, const ScopePtr& scope) {
+  for (const Link& f : filters) {
+    SNIPER_ASSIGN_OR_RETURN(value, apply_link(f, value, scope));
   }
   return value;
 }
 
-Result<Interpreter::Flow> Interpreter::exec(const Stmt& s, const ScopePtr& scope, std::string& out) {
+Result<Interpreter::Flow> Interpreter::exec(const Stmt& s, const ScopePtr& scope, StringSink& out) {
+  Nest nest(budget_);
+  if (!nest.ok()) return at_line(nest.status().error(), s.line);
+  if (auto st = budget_.steps(1); !st.ok()) return at_line(st.error(), s.line);
+  auto r = exec_stmt(s, scope, out);
+  if (!r.ok()) return at_line(r.error(), s.line);
+  return r;
+}
+
+Result<Interpreter::Flow> Interpreter::exec_stmt(const Stmt& s, const ScopePtr& scope, StringSink& out) {
   switch (s.kind) {
-    case StmtKind::kText: out += s.text; break;
+    case StmtKind::kText: SNIPER_TRY(out.append(s.text)); break;
     case StmtKind::kOutput: {
       SNIPER_ASSIGN_OR_RETURN(Value v, eval(*s.expr, scope));
-      out += to_str(v);
+      SNIPER_TRY(append_str(out, v));
       break;
     }
     case StmtKind::kIf:
@@ -165,21 +134,25 @@ Result<Interpreter::Flow> Interpreter::exec(const Stmt& s, const ScopePtr& scope
       SNIPER_TRY(assign(s.target, std::move(v), scope, s.line));
       break;
     }
-    case StmtKind::kMacro: scope->vars[s.name] = make_macro(s, scope, false); break;
+    case StmtKind::kMacro:
+      SNIPER_TRY(budget_.bytes(kScopeBytes));  // the closure keeps the scope alive to the end
+      scope->vars[s.name] = make_macro(s, scope, false);
+      break;
     case StmtKind::kCallBlock: {
-      const Expr& call = *s.expr;
-      SNIPER_ASSIGN_OR_RETURN(Value callee, eval(*call.children[0], scope));
-      SNIPER_ASSIGN_OR_RETURN(CallArgs args, eval_args(call.call, scope, call.line));
+      const Expr& e = *s.expr;  // a chain whose last link is the call (checked by the parser)
+      SNIPER_ASSIGN_OR_RETURN(Value callee, eval_chain(e, scope, e.links.size() - 1));
+      const Link& call_link = e.links.back();
+      SNIPER_ASSIGN_OR_RETURN(CallArgs args, eval_args(call_link.call, scope, call_link.line));
+      SNIPER_TRY(budget_.bytes(kScopeBytes));  // the closure keeps the scope alive to the end
       args.kwargs.emplace_back("caller", make_macro(s, scope, true));
-      auto r = this->call(callee, args);
-      if (!r.ok()) return at_line(r.error(), s.line);
-      out += to_str(r.value());
+      SNIPER_ASSIGN_OR_RETURN(Value r, this->call(callee, args));
+      SNIPER_TRY(append_str(out, r));
       break;
     }
     case StmtKind::kFilterBlock: {
       SNIPER_ASSIGN_OR_RETURN(std::string text, render_capture(s.body, scope));
       SNIPER_ASSIGN_OR_RETURN(Value v, apply_filters(s.filters, Value::string(std::move(text)), scope));
-      out += to_str(v);
+      SNIPER_TRY(append_str(out, v));
       break;
     }
     case StmtKind::kWith: {
@@ -195,7 +168,6 @@ Result<Interpreter::Flow> Interpreter::exec(const Stmt& s, const ScopePtr& scope
     case StmtKind::kContinue: return Flow::kContinue;
     case StmtKind::kScope: return exec_body(s.body, scope, out);
   }
-  if (auto st = check_size(out.size()); !st.ok()) return at_line(st.error(), s.line);
   return Flow::kNormal;
 }
 
@@ -213,36 +185,37 @@ Status Interpreter::assign(const Target& target, Value value, const ScopePtr& sc
     scope->vars[target.names[0]] = std::move(value);
     return ok_status();
   }
-  List items;
-  if (value.is_sequence() || value.is_string() || value.kind() == Kind::kDict) {
-    SNIPER_ASSIGN_OR_RETURN(items, iterate(value));
-  } else {
+  if (!value.is_sequence() && !value.is_string() && value.kind() != Kind::kDict) {
     return make_error("template line %d: cannot unpack a non-iterable %s", line, type_name(value).c_str());
   }
-  if (items.size() != target.names.size()) {
-    return make_error("template line %d: cannot unpack %zu values into %zu names", line, items.size(),
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items, iterate(value));
+  if (items->size() != target.names.size()) {
+    return make_error("template line %d: cannot unpack %zu values into %zu names", line, items->size(),
                       target.names.size());
   }
-  for (size_t i = 0; i < items.size(); ++i) scope->vars[target.names[i]] = std::move(items[i]);
+  for (size_t i = 0; i < items->size(); ++i) scope->vars[target.names[i]] = (*items)[i];
   return ok_status();
 }
 
-Result<Interpreter::Flow> Interpreter::exec_for(const Stmt& s, const ScopePtr& scope, std::string& out) {
+Result<Interpreter::Flow> Interpreter::exec_for(const Stmt& s, const ScopePtr& scope, StringSink& out) {
   SNIPER_ASSIGN_OR_RETURN(Value seq, eval(*s.expr, scope));
   auto items_r = iterate(seq);
   if (!items_r.ok()) return at_line(items_r.error(), s.line);
-  List items = std::move(items_r).value();
+  std::shared_ptr<const List> shared = std::move(items_r).value();
   if (s.cond != nullptr) {  // `for x in xs if cond`: filter first, loop.* sees the result
+    SNIPER_TRY(charge_items(shared->size()));
     List kept;
-    for (Value& item : items) {
+    for (const Value& item : *shared) {
+      SNIPER_TRY(budget_.steps(1));  // each iteration is a step: the clock and cancel flag are polled
       auto probe = std::make_shared<Scope>();
       probe->parent = scope;
       SNIPER_TRY(assign(s.target, item, probe, s.line));
       SNIPER_ASSIGN_OR_RETURN(Value c, eval(*s.cond, probe));
-      if (truthy(c)) kept.push_back(std::move(item));
+      if (truthy(c)) kept.push_back(item);
     }
-    items = std::move(kept);
+    shared = std::make_shared<const List>(std::move(kept));
   }
+  const List& items = *shared;
   if (items.empty()) {
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;
@@ -250,8 +223,8 @@ Result<Interpreter::Flow> Interpreter::exec_for(const Stmt& s, const ScopePtr& s
     return Flow::kNormal;
   }
   const auto n = static_cast<int64_t>(items.size());
-  const auto shared_items = std::make_shared<const List>(items);
   for (int64_t i = 0; i < n; ++i) {
+    SNIPER_TRY(budget_.steps(1));  // an empty body still polls the clock and the cancel flag
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;
     SNIPER_TRY(assign(s.target, items[static_cast<size_t>(i)], inner, s.line));
@@ -325,12 +298,12 @@ Value Interpreter::make_macro(const Stmt& s, const ScopePtr& scope, bool is_call
 Result<Value> Interpreter::call(const Value& callee, const CallArgs& args) {
   if (callee.is_undefined()) return undefined_error(callee);
   if (callee.kind() != Kind::kCallable) return make_error("'%s' object is not callable", type_name(callee).c_str());
-  if (call_depth_ >= limits_.max_call_depth) {
-    return make_error("calls are nested deeper than the limit of %d (runaway recursion?)", limits_.max_call_depth);
+  if (call_depth_ >= limits().max_call_depth) {
+    return make_error("calls are nested deeper than the limit of %d (runaway recursion?)", limits().max_call_depth);
   }
-  // A call costs more than one loop item: it builds a scope and binds arguments.
-  constexpr int64_t kCallCost = 10;
-  SNIPER_TRY(charge(kCallCost));
+  SNIPER_TRY(budget_.work(kCallCost));
+  Nest nest(budget_);
+  if (!nest.ok()) return nest.status().error();
   ++call_depth_;
   Result<Value> r = callee.as_callable().fn(*this, args);
   --call_depth_;
@@ -363,12 +336,16 @@ Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {
       if (i < 0) i += n;
       if (i >= 0 && i < n) return obj.as_list()[static_cast<size_t>(i)];
     } else {
-      const std::vector<size_t> off = utf8_offsets(obj.as_string());
-      const auto n = static_cast<int64_t>(off.size()) - 1;
-      if (i < 0) i += n;
-      if (i >= 0 && i < n) {
-        const auto u = static_cast<size_t>(i);
-        return Value::string(obj.as_string().substr(off[u], off[u + 1] - off[u]));
+      const std::string& s = obj.as_string();
+      if (i < 0) {
+        SNIPER_TRY(budget_.bytes(s.size()));
+        i += static_cast<int64_t>(utf8_length(s));
+      }
+      if (i >= 0) {
+        SNIPER_TRY(budget_.bytes(s.size()));
+        size_t begin = 0;
+        size_t len = 0;
+        if (utf8_at(s, static_cast<uint64_t>(i), &begin, &len)) return Value::string(s.substr(begin, len));
       }
     }
     return Value::undefined(object_type_repr(obj) + " has no element " + std::to_string(key.as_int()));
@@ -377,30 +354,68 @@ Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {
     if (const Value* v = obj.as_dict().find(key.as_string())) return *v;
   }
   if (key.is_string()) return get_attr(obj, key.as_string());
-  return Value::undefined(object_type_repr(obj) + " has no element " + repr(key));
+  return Value::undefined(object_type_repr(obj) + " has no element " + brief(key));
 }
 
-Result<List> Interpreter::iterate(const Value& v) {
-  List items;
+Result<std::shared_ptr<const List>> Interpreter::iterate(const Value& v) {
   switch (v.kind()) {
-    case Kind::kUndefined: return items;
+    case Kind::kUndefined: return std::make_shared<const List>();
     case Kind::kList:
-    case Kind::kTuple: items = v.as_list(); break;
-    case Kind::kDict:
-      items.reserve(v.as_dict().items.size());
-      for (const auto& kv : v.as_dict().items) items.push_back(Value::string(kv.first));
-      break;
+    case Kind::kTuple: SNIPER_TRY(budget_.work(static_cast<int64_t>(v.as_list().size()))); return v.shared_list();
+    case Kind::kDict: {
+      const Dict& d = v.as_dict();
+      SNIPER_TRY(charge_items(d.items.size()));
+      List items;
+      items.reserve(d.items.size());
+      for (const auto& kv : d.items) {
+        SNIPER_TRY(budget_.bytes(kv.first.size()));
+        items.push_back(Value::string(kv.first));
+      }
+      return std::make_shared<const List>(std::move(items));
+    }
     case Kind::kString: {
       const std::string& s = v.as_string();
-      const std::vector<size_t> off = utf8_offsets(s);
-      items.reserve(off.size());
-      for (size_t i = 0; i + 1 < off.size(); ++i) items.push_back(Value::string(s.substr(off[i], off[i + 1] - off[i])));
-      break;
+      SNIPER_TRY(budget_.bytes(s.size()));
+      const size_t n = utf8_length(s);
+      SNIPER_TRY(charge_items(n));
+      SNIPER_TRY(budget_.bytes(s.size()));
+      List items;
+      items.reserve(n);
+      size_t pos = 0;
+      while (pos < s.size()) {
+        size_t len = 1;
+        (void)utf8_decode(s, pos, &len);
+        items.push_back(Value::string(s.substr(pos, len)));
+        pos += len;
+      }
+      return std::make_shared<const List>(std::move(items));
     }
     default: return make_error("'%s' object is not iterable", type_name(v).c_str());
   }
-  SNIPER_TRY(charge(static_cast<int64_t>(items.size())));
-  return items;
+}
+
+Result<bool> Interpreter::contains(const Value& container, const Value& item) {
+  switch (container.kind()) {
+    case Kind::kString: {
+      if (!item.is_string()) {
+        return make_error("'in <string>' requires string as left operand, not %s", type_name(item).c_str());
+      }
+      const std::string& hay = container.as_string();
+      const std::string& needle = item.as_string();
+      SNIPER_TRY(budget_.bytes(hay.size() + needle.size()));
+      return find_bytes(hay, needle, 0) != std::string::npos;
+    }
+    case Kind::kList:
+    case Kind::kTuple:
+      for (const Value& v : container.as_list()) {
+        SNIPER_ASSIGN_OR_RETURN(bool eq, equals(budget_, v, item));
+        if (eq) return true;
+      }
+      return false;
+    case Kind::kDict: return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
+    case Kind::kUndefined: return false;
+    default: return make_error("argument of type '%s' is not iterable", type_name(container).c_str());
+  }
 }
 
 // ---- expressions ----
@@ -420,50 +435,70 @@ Result<CallArgs> Interpreter::eval_args(const ArgExprs& a, const ScopePtr& scope
 }
 
 Result<Value> Interpreter::eval(const Expr& e, const ScopePtr& scope) {
+  Nest nest(budget_);
+  if (!nest.ok()) return at_line(nest.status().error(), e.line);
+  if (auto st = budget_.steps(1); !st.ok()) return at_line(st.error(), e.line);
   auto r = eval_inner(e, scope);
   if (!r.ok()) return at_line(r.error(), e.line);
+  if (r.value().depth() > kMaxValueDepth) {
+    return at_line(make_error("a value is nested deeper than the limit of %u levels", kMaxValueDepth), e.line);
+  }
   return r;
+}
+
+Result<Value> Interpreter::eval_chain(const Expr& e, const ScopePtr& scope, size_t n_links) {
+  SNIPER_ASSIGN_OR_RETURN(Value v, eval(*e.children[0], scope));
+  for (size_t i = 0; i < n_links; ++i) {
+    const Link& link = e.links[i];
+    if (auto st = budget_.steps(1); !st.ok()) return at_line(st.error(), link.line);
+    auto r = apply_link(link, v, scope);
+    if (!r.ok()) return at_line(r.error(), link.line);
+    if (r.value().depth() > kMaxValueDepth) {
+      return at_line(make_error("a value is nested deeper than the limit of %u levels", kMaxValueDepth), link.line);
+    }
+    v = std::move(r).value();
+  }
+  return v;
+}
+
+Result<Value> Interpreter::apply_link(const Link& link, const Value& v, const ScopePtr& scope) {
+  switch (link.kind) {
+    case LinkKind::kAttr: return get_attr(v, link.name);
+    case LinkKind::kItem: {
+      SNIPER_ASSIGN_OR_RETURN(Value key, eval(*link.exprs[0], scope));
+      return get_item(v, key);
+    }
+    case LinkKind::kSlice: {
+      Value parts[3] = {Value::none(), Value::none(), Value::none()};
+      for (size_t i = 0; i < 3; ++i) {
+        if (link.exprs[i] != nullptr) {
+          SNIPER_ASSIGN_OR_RETURN(parts[i], eval(*link.exprs[i], scope));
+        }
+      }
+      return eval_slice(v, parts[0], parts[1], parts[2]);
+    }
+    case LinkKind::kCall: {
+      SNIPER_ASSIGN_OR_RETURN(CallArgs args, eval_args(link.call, scope, link.line));
+      return call(v, args);
+    }
+    case LinkKind::kFilter: {
+      SNIPER_ASSIGN_OR_RETURN(CallArgs args, eval_args(link.call, scope, link.line));
+      return apply_filter(*this, link.name, v, args);
+    }
+    case LinkKind::kTest: {
+      SNIPER_ASSIGN_OR_RETURN(CallArgs args, eval_args(link.call, scope, link.line));
+      SNIPER_ASSIGN_OR_RETURN(bool b, apply_test(*this, link.name, v, args));
+      return Value::boolean(link.negated ? !b : b);
+    }
+  }
+  return make_error("unknown link");
 }
 
 Result<Value> Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
   switch (e.kind) {
     case ExprKind::kConst: return e.value;
     case ExprKind::kName: return lookup(e.name, scope);
-    case ExprKind::kGetAttr: {
-      SNIPER_ASSIGN_OR_RETURN(Value obj, eval(*e.children[0], scope));
-      return get_attr(obj, e.name);
-    }
-    case ExprKind::kGetItem: {
-      SNIPER_ASSIGN_OR_RETURN(Value obj, eval(*e.children[0], scope));
-      SNIPER_ASSIGN_OR_RETURN(Value key, eval(*e.children[1], scope));
-      return get_item(obj, key);
-    }
-    case ExprKind::kSlice: {
-      SNIPER_ASSIGN_OR_RETURN(Value obj, eval(*e.children[0], scope));
-      Value parts[3] = {Value::none(), Value::none(), Value::none()};
-      for (int i = 0; i < 3; ++i) {
-        if (e.children[static_cast<size_t>(i) + 1] != nullptr) {
-          SNIPER_ASSIGN_OR_RETURN(parts[i], eval(*e.children[static_cast<size_t>(i) + 1], scope));
-        }
-      }
-      return eval_slice(obj, parts[0], parts[1], parts[2]);
-    }
-    case ExprKind::kCall: {
-      SNIPER_ASSIGN_OR_RETURN(Value callee, eval(*e.children[0], scope));
-      SNIPER_ASSIGN_OR_RETURN(CallArgs args, eval_args(e.call, scope, e.line));
-      return call(callee, args);
-    }
-    case ExprKind::kFilter: {
-      SNIPER_ASSIGN_OR_RETURN(Value subject, eval(*e.children[0], scope));
-      SNIPER_ASSIGN_OR_RETURN(CallArgs args, eval_args(e.call, scope, e.line));
-      return apply_filter(*this, e.name, subject, args);
-    }
-    case ExprKind::kTest: {
-      SNIPER_ASSIGN_OR_RETURN(Value subject, eval(*e.children[0], scope));
-      SNIPER_ASSIGN_OR_RETURN(CallArgs args, eval_args(e.call, scope, e.line));
-      SNIPER_ASSIGN_OR_RETURN(bool b, apply_test(*this, e.name, subject, args));
-      return Value::boolean(b);
-    }
+    case ExprKind::kChain: return eval_chain(e, scope, e.links.size());
     case ExprKind::kNot: {
       SNIPER_ASSIGN_OR_RETURN(Value v, eval(*e.children[0], scope));
       return Value::boolean(!truthy(v));
@@ -481,16 +516,15 @@ Result<Value> Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
       if (v.as_int() == INT64_MIN) return make_error("integer overflow in unary -");
       return Value::integer(-v.as_int());
     }
-    case ExprKind::kBinary: {
-      SNIPER_ASSIGN_OR_RETURN(Value a, eval(*e.children[0], scope));
-      SNIPER_ASSIGN_OR_RETURN(Value b, eval(*e.children[1], scope));
-      return eval_binary(e.name, a, b);
-    }
+    case ExprKind::kBinary: return eval_binary_chain(e, scope);
     case ExprKind::kAnd:
     case ExprKind::kOr: {
-      SNIPER_ASSIGN_OR_RETURN(Value a, eval(*e.children[0], scope));
-      if (truthy(a) == (e.kind == ExprKind::kOr)) return a;
-      return eval(*e.children[1], scope);
+      const bool is_or = e.kind == ExprKind::kOr;
+      for (size_t i = 0; i + 1 < e.children.size(); ++i) {
+        SNIPER_ASSIGN_OR_RETURN(Value v, eval(*e.children[i], scope));
+        if (truthy(v) == is_or) return v;
+      }
+      return eval(*e.children.back(), scope);
     }
     case ExprKind::kCompare: return eval_compare(e, scope);
     case ExprKind::kCond: {
@@ -501,7 +535,9 @@ Result<Value> Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
     }
     case ExprKind::kList:
     case ExprKind::kTuple: {
+      SNIPER_TRY(charge_items(e.children.size()));
       List items;
+      items.reserve(e.children.size());
       for (const ExprPtr& c : e.children) {
         SNIPER_ASSIGN_OR_RETURN(Value v, eval(*c, scope));
         items.push_back(std::move(v));
@@ -509,11 +545,13 @@ Result<Value> Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
       return e.kind == ExprKind::kList ? Value::list(std::move(items)) : Value::tuple(std::move(items));
     }
     case ExprKind::kDict: {
+      SNIPER_TRY(charge_items(e.children.size() / 2));
       Dict d;
       for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
         SNIPER_ASSIGN_OR_RETURN(Value k, eval(*e.children[i], scope));
         SNIPER_ASSIGN_OR_RETURN(Value v, eval(*e.children[i + 1], scope));
         if (!k.is_string()) return make_error("dict keys must be strings, got %s", type_name(k).c_str());
+        SNIPER_TRY(budget_.bytes(k.as_string().size()));
         d.set(k.as_string(), std::move(v));
       }
       return Value::dict(std::move(d));
@@ -522,24 +560,49 @@ Result<Value> Interpreter::eval_inner(const Expr& e, const ScopePtr& scope) {
   return make_error("unknown expression");
 }
 
+Result<Value> Interpreter::eval_binary_chain(const Expr& e, const ScopePtr& scope) {
+  SNIPER_ASSIGN_OR_RETURN(Value acc, eval(*e.children[0], scope));
+  size_t i = 0;
+  while (i < e.ops.size()) {
+    if (e.ops[i] == "~") {
+      // A run of ~ builds one string left to right: linear in its length, however many parts.
+      StringSink sink(budget_);
+      SNIPER_TRY(append_str(sink, acc));
+      for (; i < e.ops.size() && e.ops[i] == "~"; ++i) {
+        SNIPER_ASSIGN_OR_RETURN(Value b, eval(*e.children[i + 1], scope));
+        SNIPER_TRY(append_str(sink, b));
+      }
+      acc = Value::string(sink.take());
+      continue;
+    }
+    SNIPER_ASSIGN_OR_RETURN(Value b, eval(*e.children[i + 1], scope));
+    SNIPER_ASSIGN_OR_RETURN(acc, eval_binary(e.ops[i], acc, b));
+    ++i;
+  }
+  return acc;
+}
+
 Result<Value> Interpreter::eval_compare(const Expr& e, const ScopePtr& scope) {
   SNIPER_ASSIGN_OR_RETURN(Value left, eval(*e.children[0], scope));
   for (size_t i = 0; i < e.ops.size(); ++i) {
     SNIPER_ASSIGN_OR_RETURN(Value right, eval(*e.children[i + 1], scope));
     const std::string& op = e.ops[i];
     bool result = false;
-    if (op == "==") {
-      result = equals(left, right);
-    } else if (op == "!=") {
-      result = !equals(left, right);
+    if (op == "==" || op == "!=") {
+      SNIPER_ASSIGN_OR_RETURN(bool eq, equals(budget_, left, right));
+      result = op == "==" ? eq : !eq;
     } else if (op == "in" || op == "not in") {
       SNIPER_ASSIGN_OR_RETURN(bool c, contains(right, left));
       result = op == "in" ? c : !c;
     } else {
       if (left.is_undefined()) return undefined_error(left);
       if (right.is_undefined()) return undefined_error(right);
-      auto c = compare(left, right);
-      if (!c.ok()) return make_error("'%s' not supported: %s", op.c_str(), c.error().message.c_str());
+      if (budget_.failed()) return budget_.error();
+      auto c = compare(budget_, left, right);
+      if (!c.ok()) {
+        if (budget_.failed()) return budget_.error();
+        return make_error("'%s' not supported: %s", op.c_str(), c.error().message.c_str());
+      }
       const int v = c.value();
       result = op == "<" ? v < 0 : op == "<=" ? v <= 0 : op == ">" ? v > 0 : v >= 0;
     }
@@ -547,176 +610,6 @@ Result<Value> Interpreter::eval_compare(const Expr& e, const ScopePtr& scope) {
     left = std::move(right);
   }
   return Value::boolean(true);
-}
-
-Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, const Value& b) {
-  if (op == "~") {
-    std::string s = to_str(a) + to_str(b);
-    SNIPER_TRY(check_size(s.size()));
-    return Value::string(std::move(s));
-  }
-  if (a.is_undefined()) return undefined_error(a);
-  if (b.is_undefined()) return undefined_error(b);
-  const bool ints = (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
-  const bool nums = a.is_number() && b.is_number();
-  if (op == "+") {
-    if (ints) {
-      int64_t r = 0;
-      if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) return make_error("integer overflow in +");
-      return Value::integer(r);
-    }
-    if (nums) return Value::number(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) {
-      SNIPER_TRY(check_size(a.as_string().size() + b.as_string().size()));
-      return Value::string(a.as_string() + b.as_string());
-    }
-    if (a.is_sequence() && a.kind() == b.kind()) {
-      List items = a.as_list();
-      items.insert(items.end(), b.as_list().begin(), b.as_list().end());
-      SNIPER_TRY(charge(static_cast<int64_t>(items.size())));
-      return a.kind() == Kind::kList ? Value::list(std::move(items)) : Value::tuple(std::move(items));
-    }
-    return type_error("+", a, b);
-  }
-  if (op == "-") {
-    if (ints) {
-      int64_t r = 0;
-      if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) return make_error("integer overflow in -");
-      return Value::integer(r);
-    }
-    if (nums) return Value::number(a.as_double() - b.as_double());
-    return type_error("-", a, b);
-  }
-  if (op == "*") {
-    if (ints) {
-      int64_t r = 0;
-      if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) return make_error("integer overflow in *");
-      return Value::integer(r);
-    }
-    if (nums) return Value::number(a.as_double() * b.as_double());
-    const Value& seq = (b.is_int() || b.is_bool()) ? a : b;
-    const Value& count = (b.is_int() || b.is_bool()) ? b : a;
-    if ((count.is_int() || count.is_bool()) && (seq.is_string() || seq.is_sequence())) {
-      const int64_t n = std::max<int64_t>(0, count.as_int());
-      if (seq.is_string()) {
-        const size_t unit = seq.as_string().size();
-        if (unit != 0 && static_cast<uint64_t>(n) > limits_.max_string_bytes / unit)
-          return check_size(SIZE_MAX).error();
-        std::string s;
-        s.reserve(unit * static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) s += seq.as_string();
-        return Value::string(std::move(s));
-      }
-      SNIPER_TRY(charge(n * static_cast<int64_t>(seq.as_list().size())));
-      List items;
-      for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq.as_list().begin(), seq.as_list().end());
-      return seq.kind() == Kind::kList ? Value::list(std::move(items)) : Value::tuple(std::move(items));
-    }
-    return type_error("*", a, b);
-  }
-  if (op == "%" && a.is_string()) return percent_format(a.as_string(), b);
-  if (!nums) return type_error(op.c_str(), a, b);
-  if (op == "/") {
-    if (b.as_double() == 0) return make_error("division by zero");
-    return Value::number(a.as_double() / b.as_double());
-  }
-  if (op == "//" || op == "%") {
-    if (b.as_double() == 0) return make_error("integer division or modulo by zero");
-    if (ints) {
-      if (a.as_int() == INT64_MIN && b.as_int() == -1) return make_error("integer overflow in %s", op.c_str());
-      return Value::integer(op == "//" ? floor_div(a.as_int(), b.as_int()) : floor_mod(a.as_int(), b.as_int()));
-    }
-    // CPython's float_divmod.
-    const double x = a.as_double();
-    const double y = b.as_double();
-    double mod = std::fmod(x, y);
-    double div = (x - mod) / y;
-    if (mod != 0) {
-      if ((y < 0) != (mod < 0)) {
-        mod += y;
-        div -= 1.0;
-      }
-    } else {
-      mod = std::copysign(0.0, y);
-    }
-    if (op == "%") return Value::number(mod);
-    double floordiv = std::copysign(0.0, x / y);
-    if (div != 0) {
-      floordiv = std::floor(div);
-      if (div - floordiv > 0.5) floordiv += 1.0;
-    }
-    return Value::number(floordiv);
-  }
-  if (op == "**") {
-    if (ints && b.as_int() >= 0) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < b.as_int(); ++i) {
-        if (__builtin_mul_overflow(r, a.as_int(), &r)) return make_error("integer overflow in **");
-        if (r == 0 || r == 1) break;
-      }
-      return Value::integer(r);
-    }
-    return Value::number(std::pow(a.as_double(), b.as_double()));
-  }
-  return make_error("unknown operator '%s'", op.c_str());
-}
-
-Result<Value> Interpreter::eval_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
-  if (obj.is_undefined()) return undefined_error(obj);
-  if (!obj.is_sequence() && !obj.is_string())
-    return make_error("'%s' object is not subscriptable", type_name(obj).c_str());
-  auto opt_int = [](const Value& v, const char* what) -> Result<std::optional<int64_t>> {
-    if (v.is_none()) return std::optional<int64_t>();
-    if (!v.is_int() && !v.is_bool())
-      return make_error("slice %s must be an integer or None, got %s", what, type_name(v).c_str());
-    return std::optional<int64_t>(v.as_int());
-  };
-  SNIPER_ASSIGN_OR_RETURN(std::optional<int64_t> o_start, opt_int(start, "start"));
-  SNIPER_ASSIGN_OR_RETURN(std::optional<int64_t> o_stop, opt_int(stop, "stop"));
-  SNIPER_ASSIGN_OR_RETURN(std::optional<int64_t> o_step, opt_int(step, "step"));
-  const int64_t st = o_step.value_or(1);
-  if (st == 0) return make_error("slice step cannot be zero");
-  std::vector<size_t> off;
-  int64_t n = 0;
-  if (obj.is_string()) {
-    off = utf8_offsets(obj.as_string());
-    n = static_cast<int64_t>(off.size()) - 1;
-  } else {
-    n = static_cast<int64_t>(obj.as_list().size());
-  }
-  // PySlice_AdjustIndices.
-  auto adjust = [n, st](std::optional<int64_t> v, bool is_start) {
-    if (!v) return st > 0 ? (is_start ? int64_t{0} : n) : (is_start ? n - 1 : int64_t{-1});
-    int64_t x = *v;
-    if (x < 0) {
-      x += n;
-      if (x < 0) x = st < 0 ? -1 : 0;
-    } else if (x >= n) {
-      x = st < 0 ? n - 1 : n;
-    }
-    return x;
-  };
-  const int64_t lo = adjust(o_start, true);
-  const int64_t hi = adjust(o_stop, false);
-  std::vector<int64_t> idx;
-  if (st > 0) {
-    for (int64_t i = lo; i < hi; i += st) idx.push_back(i);
-  } else {
-    for (int64_t i = lo; i > hi; i += st) idx.push_back(i);
-  }
-  SNIPER_TRY(charge(static_cast<int64_t>(idx.size())));
-  if (obj.is_string()) {
-    std::string s;
-    for (int64_t i : idx) {
-      const auto u = static_cast<size_t>(i);
-      s += obj.as_string().substr(off[u], off[u + 1] - off[u]);
-    }
-    return Value::string(std::move(s));
-  }
-  List items;
-  items.reserve(idx.size());
-  for (int64_t i : idx) items.push_back(obj.as_list()[static_cast<size_t>(i)]);
-  return obj.kind() == Kind::kList ? Value::list(std::move(items)) : Value::tuple(std::move(items));
 }
 
 }  // namespace sniper::jinja

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 
 #include "tokenizer/jinja_builtins.h"
 #include "tokenizer/jinja_eval.h"
@@ -13,85 +14,77 @@
 
 namespace sniper::jinja {
 
-Result<std::vector<Value>> bind_args(std::string_view fn, const CallArgs& call, std::initializer_list<Param> params) {
-  std::vector<Value> out;
-  std::vector<bool> set(params.size(), false);
-  if (call.args.size() > params.size()) {
-    return make_error("%.*s takes at most %zu argument(s), %zu given", static_cast<int>(fn.size()), fn.data(),
-                      params.size(), call.args.size());
-  }
-  for (const Param& p : params) out.push_back(p.def);
-  for (size_t i = 0; i < call.args.size(); ++i) {
-    out[i] = call.args[i];
-    set[i] = true;
-  }
-  for (const auto& [k, v] : call.kwargs) {
-    size_t i = 0;
-    for (const Param& p : params) {
-      if (p.name == k) break;
-      ++i;
-    }
-    if (i == params.size()) {
-      return make_error("%.*s got an unexpected keyword argument '%s'", static_cast<int>(fn.size()), fn.data(),
-                        k.c_str());
-    }
-    if (set[i]) {
-      return make_error("%.*s got multiple values for argument '%s'", static_cast<int>(fn.size()), fn.data(),
-                        k.c_str());
-    }
-    out[i] = v;
-    set[i] = true;
-  }
-  size_t i = 0;
-  for (const Param& p : params) {
-    if (p.required && !set[i]) {
-      return make_error("%.*s is missing its required argument '%.*s'", static_cast<int>(fn.size()), fn.data(),
-                        static_cast<int>(p.name.size()), p.name.data());
-    }
-    ++i;
-  }
-  return out;
-}
-
-Result<int64_t> int_arg(std::string_view fn, std::string_view param, const Value& v) {
-  if (v.is_int() || v.is_bool()) return v.as_int();
-  return make_error("%.*s: argument '%.*s' must be an integer, got %s '%s'", static_cast<int>(fn.size()), fn.data(),
-                    static_cast<int>(param.size()), param.data(), type_name(v).c_str(), to_str(v).c_str());
-}
-
-Result<std::string> string_arg(std::string_view fn, std::string_view param, const Value& v) {
-  if (v.is_string()) return v.as_string();
-  return make_error("%.*s: argument '%.*s' must be a string, got %s", static_cast<int>(fn.size()), fn.data(),
-                    static_cast<int>(param.size()), param.data(), type_name(v).c_str());
-}
-
 namespace {
 
 using FilterFn = Result<Value> (*)(Interpreter&, const Value&, const CallArgs&);
-
-Value str_value(std::string s) { return Value::string(std::move(s)); }
-
-// For case-insensitive sorting/uniqueness: lower-cases strings, leaves other values alone.
-Value ignore_case(const Value& v, bool case_sensitive) {
-  if (!case_sensitive && v.is_string()) return Value::string(ascii_lower(v.as_string()));
-  return v;
-}
 
 // jinja2 make_attrgetter: "a.b.0" looked up item-first, part by part.
 Result<Value> get_attribute_path(Interpreter& in, const Value& item, const Value& attribute) {
   if (attribute.is_int()) return in.get_item(item, attribute);
   if (!attribute.is_string())
     return make_error("attribute must be a string or an integer, got %s", type_name(attribute).c_str());
-  Value cur = item;
+  constexpr size_t kMaxPathParts = 256;
+  const std::string& path = attribute.as_string();
+  SNIPER_TRY(in.budget().bytes(path.size()));
   const std::string dot = ".";
-  const std::vector<std::string> parts = py_split(attribute.as_string(), &dot, -1);
-  for (const std::string& part : parts) {
-    const bool is_index =
-        !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    SNIPER_ASSIGN_OR_RETURN(
-        cur, in.get_item(cur, is_index ? Value::integer(std::atoll(part.c_str())) : Value::string(part)));
+  std::vector<std::string_view> parts;
+  if (!py_split(path, &dot, -1, kMaxPathParts, &parts)) {
+    return make_error("attribute path %s has more than %zu parts", brief(attribute).c_str(), kMaxPathParts);
+  }
+  Value cur = item;
+  for (std::string_view part : parts) {
+    SNIPER_TRY(in.budget().steps(1));
+    const bool is_index = !part.empty() && part.size() <= 18 &&
+                          std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    SNIPER_ASSIGN_OR_RETURN(cur, in.get_item(cur, is_index ? Value::integer(std::atoll(std::string(part).c_str()))
+                                                           : Value::string(std::string(part))));
   }
   return cur;
+}
+
+// Sort keys: the items' (attribute) values, lower-cased once when not case-sensitive.
+Result<std::vector<Value>> sort_keys(Interpreter& in, const List& items, bool case_sensitive, const Value& attribute,
+                                     bool by_value) {
+  std::vector<Value> keys;
+  keys.reserve(items.size());
+  for (const Value& item : items) {
+    Value key = item;
+    if (!attribute.is_none()) {
+      SNIPER_ASSIGN_OR_RETURN(key, get_attribute_path(in, item, attribute));
+    } else if (item.kind() == Kind::kTuple && item.as_list().size() == 2) {
+      key = item.as_list()[by_value ? 1 : 0];  // dictsort's (key, value) pairs
+    }
+    if (!case_sensitive && key.is_string()) {
+      SNIPER_ASSIGN_OR_RETURN(key, case_mapped(in, key, ascii_lower));
+    }
+    keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+// Stable order of `items` by `keys`, every comparison charged; an unorderable pair fails.
+Result<List> sort_by_keys(Interpreter& in, const List& items, const std::vector<Value>& keys, const char* fn) {
+  SNIPER_TRY(in.charge_items(items.size()));
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  Status err;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    if (!err.ok()) return false;  // stop comparing once one failed: every pair equal from here
+    auto c = in.cmp(keys[x], keys[y]);
+    if (!c.ok()) {
+      err = c.error();
+      return false;
+    }
+    return c.value() < 0;
+  });
+  if (!err.ok()) {
+    if (in.budget().failed()) return in.budget().error();
+    return make_error("%s: %s", fn, err.error().message.c_str());
+  }
+  List out;
+  out.reserve(items.size());
+  for (size_t i : order) out.push_back(items[i]);
+  return out;
 }
 
 Result<Value> f_abs(Interpreter&, const Value& v, const CallArgs& a) {
@@ -106,32 +99,43 @@ Result<Value> f_abs(Interpreter&, const Value& v, const CallArgs& a) {
 
 Result<Value> f_attr(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("attr", a, {required("name")}));
-  SNIPER_ASSIGN_OR_RETURN(std::string name, string_arg("attr", "name", p[0]));
-  return in.get_attr(v, name);
+  SNIPER_ASSIGN_OR_RETURN(std::string_view name, string_arg("attr", "name", p[0]));
+  return in.get_attr(v, std::string(name));
 }
 
-Result<Value> f_capitalize(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_capitalize(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("capitalize", a, {}));
-  return str_value(py_capitalize(to_str(v)));
+  return case_mapped(in, v, py_capitalize);
 }
 
 Result<Value> f_center(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("center", a, {optional("width", Value::integer(80))}));
   SNIPER_ASSIGN_OR_RETURN(int64_t width, int_arg("center", "width", p[0]));
-  const std::string s = to_str(v);
+  SNIPER_ASSIGN_OR_RETURN(Value sv, in.str(v));
+  const std::string& s = sv.as_string();
+  SNIPER_TRY(in.budget().bytes(s.size()));
   const auto len = static_cast<int64_t>(utf8_length(s));
-  if (width <= len) return str_value(s);
-  SNIPER_TRY(in.check_size(static_cast<size_t>(width)));
-  const int64_t pad = width - len;
-  const int64_t left = pad / 2 + (pad & width & 1);  // CPython's pad() split
-  return str_value(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(pad - left), ' '));
+  if (width <= len) return sv;
+  const auto pad = static_cast<uint64_t>(width - len);  // width > len >= 0: no wrap
+  SNIPER_ASSIGN_OR_RETURN(uint64_t size, checked_add(s.size(), pad, "center"));
+  const uint64_t left = pad / 2 + (pad & static_cast<uint64_t>(width) & 1);  // CPython's pad() split
+  return build_string(in.budget(), size, [&] {
+    std::string out;
+    out.reserve(static_cast<size_t>(size));
+    out.append(static_cast<size_t>(left), ' ');
+    out += s;
+    out.append(static_cast<size_t>(pad - left), ' ');
+    return out;
+  });
 }
 
-Result<Value> f_length(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_length(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("length", a, {}));
   switch (v.kind()) {
     case Kind::kUndefined: return Value::integer(0);
-    case Kind::kString: return Value::integer(static_cast<int64_t>(utf8_length(v.as_string())));
+    case Kind::kString:
+      SNIPER_TRY(in.budget().bytes(v.as_string().size()));
+      return Value::integer(static_cast<int64_t>(utf8_length(v.as_string())));
     case Kind::kList:
     case Kind::kTuple: return Value::integer(static_cast<int64_t>(v.as_list().size()));
     case Kind::kDict: return Value::integer(static_cast<int64_t>(v.as_dict().items.size()));
@@ -147,7 +151,7 @@ Result<Value> f_default(Interpreter&, const Value& v, const CallArgs& a) {
   return v;
 }
 
-Result<Value> f_dictsort(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_dictsort(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(
       auto p, bind_args("dictsort", a,
                         {optional("case_sensitive", Value::boolean(false)), optional("by", Value::string("key")),
@@ -155,55 +159,82 @@ Result<Value> f_dictsort(Interpreter&, const Value& v, const CallArgs& a) {
   if (!v.has_dict()) return make_error("dictsort: expected a dict, got %s", type_name(v).c_str());
   const bool by_value = p[1].is_string() && p[1].as_string() == "value";
   if (!by_value && !(p[1].is_string() && p[1].as_string() == "key")) {
-    return make_error("dictsort: 'by' must be 'key' or 'value', got '%s'", to_str(p[1]).c_str());
+    return make_error("dictsort: 'by' must be 'key' or 'value', got %s", brief(p[1]).c_str());
   }
+  const Dict& d = v.as_dict();
+  SNIPER_TRY(in.charge_items(d.items.size() * 3));  // the pairs and their tuples
   List items;
-  for (const auto& [k, val] : v.as_dict().items) items.push_back(Value::tuple({Value::string(k), val}));
-  Status err;
-  const bool cs = truthy(p[0]);
-  std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-    auto c = compare(ignore_case(x.as_list()[by_value], cs), ignore_case(y.as_list()[by_value], cs));
-    if (!c.ok()) err = c.error();
-    return c.ok() && c.value() < 0;
-  });
-  if (!err.ok()) return make_error("dictsort: %s", err.error().message.c_str());
-  if (truthy(p[2])) std::reverse(items.begin(), items.end());
-  return Value::list(std::move(items));
+  items.reserve(d.items.size());
+  for (const auto& [k, val] : d.items) {
+    SNIPER_TRY(in.budget().bytes(k.size()));
+    items.push_back(Value::tuple({Value::string(k), val}));
+  }
+  SNIPER_ASSIGN_OR_RETURN(std::vector<Value> keys, sort_keys(in, items, truthy(p[0]), Value::none(), by_value));
+  SNIPER_ASSIGN_OR_RETURN(List sorted, sort_by_keys(in, items, keys, "dictsort"));
+  if (truthy(p[2])) std::reverse(sorted.begin(), sorted.end());
+  return Value::list(std::move(sorted));
 }
 
-Result<Value> f_escape(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_escape(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("escape", a, {}));
-  std::string out;
-  for (char c : to_str(v)) {
+  SNIPER_ASSIGN_OR_RETURN(Value sv, in.str(v));
+  const std::string& s = sv.as_string();
+  SNIPER_TRY(in.budget().bytes(s.size()));
+  uint64_t size = 0;
+  for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&': size += 5; break;
+      case '<':
+      case '>': size += 4; break;
+      case '"':
+      case '\'': size += 5; break;
+      default: size += 1;
     }
   }
-  return str_value(std::move(out));
+  return build_string(in.budget(), size, [&] {
+    std::string out;
+    out.reserve(static_cast<size_t>(size));
+    for (char c : s) {
+      switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&#34;"; break;
+        case '\'': out += "&#39;"; break;
+        default: out += c;
+      }
+    }
+    return out;
+  });
 }
 
 Result<Value> f_first(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("first", a, {}));
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
+  if (v.is_sequence()) {
+    if (v.as_list().empty()) return Value::undefined("No first item, sequence was empty.");
+    return v.as_list().front();
+  }
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  const List& items = *items_ref;
   if (items.empty()) return Value::undefined("No first item, sequence was empty.");
   return items.front();
 }
 
 Result<Value> f_last(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("last", a, {}));
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
+  if (v.is_sequence()) {
+    if (v.as_list().empty()) return Value::undefined("No last item, sequence was empty.");
+    return v.as_list().back();
+  }
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  const List& items = *items_ref;
   if (items.empty()) return Value::undefined("No last item, sequence was empty.");
   return items.back();
 }
 
 // Python float(str): surrounding whitespace, underscores between digits, inf/nan.
-bool parse_py_float(const std::string& text, double* out) {
-  const std::string s = py_strip(text, nullptr, true, true);
+bool parse_py_float(std::string_view text, double* out) {
+  const std::string_view s = py_strip_view(text, nullptr, true, true);
   if (s.empty()) return false;
   std::string clean;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -228,15 +259,18 @@ bool parse_py_float(const std::string& text, double* out) {
   return end == clean.c_str() + clean.size();
 }
 
-Result<Value> f_float(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_float(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("float", a, {optional("default", Value::number(0.0))}));
   if (v.is_number()) return Value::number(v.as_double());
   double d = 0;
-  if (v.is_string() && parse_py_float(v.as_string(), &d)) return Value::number(d);
+  if (v.is_string()) {
+    SNIPER_TRY(in.budget().bytes(v.as_string().size() * 4));  // the copies parse_py_float makes
+    if (parse_py_float(v.as_string(), &d)) return Value::number(d);
+  }
   return p[0];
 }
 
-Result<Value> f_int(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_int(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(
       auto p, bind_args("int", a, {optional("default", Value::integer(0)), optional("base", Value::integer(10))}));
   SNIPER_ASSIGN_OR_RETURN(int64_t base, int_arg("int", "base", p[1]));
@@ -244,11 +278,12 @@ Result<Value> f_int(Interpreter&, const Value& v, const CallArgs& a) {
   if (v.kind() == Kind::kFloat) {
     const double d = v.as_double();
     if (!std::isfinite(d) || std::fabs(d) >= 9.2e18)
-      return make_error("int: cannot convert float %s to integer", to_str(v).c_str());
+      return make_error("int: cannot convert float %s to integer", brief(v).c_str());
     return Value::integer(static_cast<int64_t>(d));
   }
   if (v.is_string()) {
-    std::string s = py_strip(v.as_string(), nullptr, true, true);
+    SNIPER_TRY(in.budget().bytes(v.as_string().size() * 6));  // the copies made below
+    std::string s(py_strip_view(v.as_string(), nullptr, true, true));
     s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
     if (!s.empty() && base >= 2 && base <= 36) {
       errno = 0;
@@ -264,10 +299,12 @@ Result<Value> f_int(Interpreter&, const Value& v, const CallArgs& a) {
   return p[0];
 }
 
-Result<Value> f_format(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_format(Interpreter& in, const Value& v, const CallArgs& a) {
   // jinja2 do_format: value % args (or % kwargs, which needs %(name)s and is not supported).
   if (!a.kwargs.empty()) return make_error("format: keyword arguments are not supported");
-  return percent_format(to_str(v), Value::tuple(a.args));
+  SNIPER_ASSIGN_OR_RETURN(Value fmt, in.str(v));
+  SNIPER_TRY(in.charge_items(a.args.size()));
+  return percent_format(in.budget(), fmt.as_string(), Value::tuple(a.args));
 }
 
 Result<Value> f_indent(Interpreter& in, const Value& v, const CallArgs& a) {
@@ -275,82 +312,97 @@ Result<Value> f_indent(Interpreter& in, const Value& v, const CallArgs& a) {
                           bind_args("indent", a,
                                     {optional("width", Value::integer(4)), optional("first", Value::boolean(false)),
                                      optional("blank", Value::boolean(false))}));
+  Budget& budget = in.budget();
   std::string indention;
   if (p[0].is_string()) {
     indention = p[0].as_string();
   } else {
     SNIPER_ASSIGN_OR_RETURN(int64_t width, int_arg("indent", "width", p[0]));
-    SNIPER_TRY(in.check_size(static_cast<size_t>(std::max<int64_t>(0, width))));
-    indention.assign(static_cast<size_t>(std::max<int64_t>(0, width)), ' ');
+    const auto n = static_cast<uint64_t>(std::max<int64_t>(0, width));
+    SNIPER_TRY(budget.string(n));
+    indention.assign(static_cast<size_t>(n), ' ');
   }
-  const std::vector<std::string> lines = py_splitlines(to_str(v) + "\n");
-  std::string rv;
+  SNIPER_ASSIGN_OR_RETURN(Value sv, in.str(v));
+  SNIPER_TRY(budget.string(sv.as_string().size() + 1));
+  const std::string text = sv.as_string() + "\n";  // jinja2 do_indent: s += "\n" before splitlines
+  SNIPER_ASSIGN_OR_RETURN(size_t max_lines, parts_allowed(in));
+  size_t n_lines = 0;
+  if (!py_splitlines(text, max_lines, nullptr, &n_lines)) return too_many_parts("indent");
+  SNIPER_TRY(in.charge_items(n_lines));
+  std::vector<std::string_view> lines;
+  lines.reserve(n_lines);
+  (void)py_splitlines(text, max_lines, &lines);
+  // Every piece goes through the sink, which checks the string limit before it copies.
+  StringSink rv(budget);
+  if (truthy(p[1])) SNIPER_TRY(rv.append(indention));
   if (truthy(p[2])) {
     for (size_t i = 0; i < lines.size(); ++i) {
-      if (i > 0) rv += "\n" + indention;
-      rv += lines[i];
+      if (i > 0) {
+        SNIPER_TRY(rv.append('\n'));
+        SNIPER_TRY(rv.append(indention));
+      }
+      SNIPER_TRY(rv.append(lines[i]));
     }
   } else {
-    rv = lines.empty() ? std::string() : lines[0];
+    if (!lines.empty()) SNIPER_TRY(rv.append(lines[0]));
     for (size_t i = 1; i < lines.size(); ++i) {
-      rv += "\n";
-      if (!lines[i].empty()) rv += indention;
-      rv += lines[i];
+      SNIPER_TRY(rv.append('\n'));
+      if (!lines[i].empty()) SNIPER_TRY(rv.append(indention));
+      SNIPER_TRY(rv.append(lines[i]));
     }
   }
-  if (truthy(p[1])) rv = indention + rv;
-  SNIPER_TRY(in.check_size(rv.size()));
-  return str_value(std::move(rv));
+  return Value::string(rv.take());
 }
 
 Result<Value> f_items(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("items", a, {}));
   if (v.is_undefined()) return Value::list({});
   if (!v.has_dict()) return make_error("items: can only get item pairs from a mapping, not %s", type_name(v).c_str());
-  SNIPER_TRY(in.charge(static_cast<int64_t>(v.as_dict().items.size())));
-  List items;
-  for (const auto& [k, val] : v.as_dict().items) items.push_back(Value::tuple({Value::string(k), val}));
-  return Value::list(std::move(items));
+  return dict_items(in, v);
 }
 
 Result<Value> f_join(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(
       auto p, bind_args("join", a, {optional("d", Value::string("")), optional("attribute", Value::none())}));
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
-  const std::string sep = to_str(p[0]);
-  std::string out;
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  const List& items = *items_ref;
+  SNIPER_ASSIGN_OR_RETURN(Value sep, in.str(p[0]));
+  StringSink out(in.budget());
   for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += sep;
+    if (i > 0) SNIPER_TRY(out.append(sep.as_string()));
     if (!p[1].is_none()) {
       SNIPER_ASSIGN_OR_RETURN(Value x, get_attribute_path(in, items[i], p[1]));
-      out += to_str(x);
+      SNIPER_TRY(append_str(out, x));
     } else {
-      out += to_str(items[i]);
+      SNIPER_TRY(append_str(out, items[i]));
     }
-    SNIPER_TRY(in.check_size(out.size()));
   }
-  return str_value(std::move(out));
+  return Value::string(out.take());
 }
 
 Result<Value> f_list(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("list", a, {}));
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
-  return Value::list(std::move(items));
+  if (v.kind() == Kind::kList) return v;
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  if (v.kind() == Kind::kTuple) SNIPER_TRY(in.charge_items(items_ref->size()));  // a copy
+  return Value::list(*items_ref);
 }
 
-Result<Value> f_lower(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_lower(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("lower", a, {}));
-  return str_value(ascii_lower(to_str(v)));
+  return case_mapped(in, v, ascii_lower);
 }
 
-Result<Value> f_upper(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_upper(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("upper", a, {}));
-  return str_value(ascii_upper(to_str(v)));
+  return case_mapped(in, v, ascii_upper);
 }
 
 Result<Value> f_map(Interpreter& in, const Value& v, const CallArgs& a) {
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  const List& items = *items_ref;
   List out;
+  out.reserve(items.size());
   if (a.args.empty()) {
     SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("map", a, {required("attribute"), optional("default", Value())}));
     for (const Value& item : items) {
@@ -360,11 +412,12 @@ Result<Value> f_map(Interpreter& in, const Value& v, const CallArgs& a) {
     }
     return Value::list(std::move(out));
   }
-  SNIPER_ASSIGN_OR_RETURN(std::string name, string_arg("map", "filter", a.args[0]));
-  if (!is_known_filter(name)) return make_error("map: unknown filter '%s'", name.c_str());
+  SNIPER_ASSIGN_OR_RETURN(std::string_view name, string_arg("map", "filter", a.args[0]));
+  if (!is_known_filter(name)) return make_error("map: unknown filter %s", brief(a.args[0]).c_str());
   CallArgs rest = a;
   rest.args.erase(rest.args.begin());
   for (const Value& item : items) {
+    SNIPER_TRY(in.budget().steps(1));
     SNIPER_ASSIGN_OR_RETURN(Value x, apply_filter(in, name, item, rest));
     out.push_back(std::move(x));
   }
@@ -373,7 +426,8 @@ Result<Value> f_map(Interpreter& in, const Value& v, const CallArgs& a) {
 
 // select/reject/selectattr/rejectattr.
 Result<Value> select_impl(Interpreter& in, const Value& v, const CallArgs& a, bool keep, bool by_attr, const char* fn) {
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  const List& items = *items_ref;
   size_t off = 0;
   if (by_attr) {
     if (a.args.empty()) return make_error("%s: missing parameter for attribute name", fn);
@@ -382,13 +436,15 @@ Result<Value> select_impl(Interpreter& in, const Value& v, const CallArgs& a, bo
   std::string test;
   CallArgs test_args;
   if (a.args.size() > off) {
-    SNIPER_ASSIGN_OR_RETURN(test, string_arg(fn, "test", a.args[off]));
-    if (!is_known_test(test)) return make_error("%s: unknown test '%s'", fn, test.c_str());
+    SNIPER_ASSIGN_OR_RETURN(std::string_view t, string_arg(fn, "test", a.args[off]));
+    if (!is_known_test(t)) return make_error("%s: unknown test %s", fn, brief(a.args[off]).c_str());
+    test = std::string(t);
     test_args.args.assign(a.args.begin() + static_cast<std::ptrdiff_t>(off) + 1, a.args.end());
     test_args.kwargs = a.kwargs;
   }
   List out;
   for (const Value& item : items) {
+    SNIPER_TRY(in.budget().steps(1));
     Value probe = item;
     if (by_attr) {
       SNIPER_ASSIGN_OR_RETURN(probe, get_attribute_path(in, item, a.args[0]));
@@ -417,37 +473,17 @@ Result<Value> f_rejectattr(Interpreter& in, const Value& v, const CallArgs& a) {
   return select_impl(in, v, a, false, true, "rejectattr");
 }
 
-// Sorts items by (attribute of) value; shared by sort, unique, min and max.
-Result<List> sorted_items(Interpreter& in, const List& items, bool case_sensitive, const Value& attribute,
-                          const char* fn) {
-  std::vector<std::pair<Value, Value>> keyed;
-  for (const Value& item : items) {
-    Value key = item;
-    if (!attribute.is_none()) {
-      SNIPER_ASSIGN_OR_RETURN(key, get_attribute_path(in, item, attribute));
-    }
-    keyed.emplace_back(ignore_case(key, case_sensitive), item);
-  }
-  Status err;
-  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
-    auto c = compare(x.first, y.first);
-    if (!c.ok()) err = c.error();
-    return c.ok() && c.value() < 0;
-  });
-  if (!err.ok()) return make_error("%s: %s", fn, err.error().message.c_str());
-  List out;
-  for (auto& kv : keyed) out.push_back(std::move(kv.second));
-  return out;
-}
-
 Result<Value> f_sort(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(
       auto p, bind_args("sort", a,
                         {optional("reverse", Value::boolean(false)), optional("case_sensitive", Value::boolean(false)),
                          optional("attribute", Value::none())}));
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  SNIPER_TRY(in.charge_items(items_ref->size()));
+  List items = *items_ref;
   if (truthy(p[0])) std::reverse(items.begin(), items.end());  // keeps Python's stable reverse order
-  SNIPER_ASSIGN_OR_RETURN(List sorted, sorted_items(in, items, truthy(p[1]), p[2], "sort"));
+  SNIPER_ASSIGN_OR_RETURN(std::vector<Value> keys, sort_keys(in, items, truthy(p[1]), p[2], false));
+  SNIPER_ASSIGN_OR_RETURN(List sorted, sort_by_keys(in, items, keys, "sort"));
   if (truthy(p[0])) std::reverse(sorted.begin(), sorted.end());
   return Value::list(std::move(sorted));
 }
@@ -457,10 +493,13 @@ Result<Value> min_max(Interpreter& in, const Value& v, const CallArgs& a, bool w
   SNIPER_ASSIGN_OR_RETURN(
       auto p,
       bind_args(fn, a, {optional("case_sensitive", Value::boolean(false)), optional("attribute", Value::none())}));
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
-  if (items.empty()) return Value::undefined(std::string("No aggregated item, sequence was empty."));
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  if (items_ref->empty()) return Value::undefined(std::string("No aggregated item, sequence was empty."));
+  SNIPER_TRY(in.charge_items(items_ref->size()));
+  List items = *items_ref;
   if (want_max) std::reverse(items.begin(), items.end());  // the first maximal item wins
-  SNIPER_ASSIGN_OR_RETURN(List sorted, sorted_items(in, items, truthy(p[0]), p[1], fn));
+  SNIPER_ASSIGN_OR_RETURN(std::vector<Value> keys, sort_keys(in, items, truthy(p[0]), p[1], false));
+  SNIPER_ASSIGN_OR_RETURN(List sorted, sort_by_keys(in, items, keys, fn));
   return want_max ? sorted.back() : sorted.front();
 }
 
@@ -471,21 +510,20 @@ Result<Value> f_unique(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(
       auto p, bind_args("unique", a,
                         {optional("case_sensitive", Value::boolean(false)), optional("attribute", Value::none())}));
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  const List& items = *items_ref;
+  SNIPER_ASSIGN_OR_RETURN(std::vector<Value> keys, sort_keys(in, items, truthy(p[0]), p[1], false));
   List out;
-  List seen;
-  for (const Value& item : items) {
-    Value key = item;
-    if (!p[1].is_none()) {
-      SNIPER_ASSIGN_OR_RETURN(key, get_attribute_path(in, item, p[1]));
-    }
-    key = ignore_case(key, truthy(p[0]));
+  std::vector<Value> seen;
+  for (size_t i = 0; i < items.size(); ++i) {
     bool dup = false;
-    for (const Value& s : seen) dup = dup || equals(s, key);
-    SNIPER_TRY(in.charge(static_cast<int64_t>(seen.size())));
+    for (const Value& s : seen) {
+      SNIPER_ASSIGN_OR_RETURN(dup, in.eq(s, keys[i]));
+      if (dup) break;
+    }
     if (dup) continue;
-    seen.push_back(key);
-    out.push_back(item);
+    seen.push_back(keys[i]);
+    out.push_back(items[i]);
   }
   return Value::list(std::move(out));
 }
@@ -497,19 +535,22 @@ Result<Value> f_replace(Interpreter& in, const Value& v, const CallArgs& a) {
   if (!p[2].is_none()) {
     SNIPER_ASSIGN_OR_RETURN(count, int_arg("replace", "count", p[2]));
   }
-  std::string out = py_replace(to_str(v), to_str(p[0]), to_str(p[1]), count);
-  SNIPER_TRY(in.check_size(out.size()));
-  return str_value(std::move(out));
+  SNIPER_ASSIGN_OR_RETURN(Value s, in.str(v));
+  SNIPER_ASSIGN_OR_RETURN(Value old_s, in.str(p[0]));
+  SNIPER_ASSIGN_OR_RETURN(Value new_s, in.str(p[1]));
+  return replace_in(in, s.as_string(), old_s.as_string(), new_s.as_string(), count);
 }
 
 Result<Value> f_reverse(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("reverse", a, {}));
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  SNIPER_TRY(in.charge_items(items_ref->size()));
+  List items = *items_ref;
   std::reverse(items.begin(), items.end());
   if (!v.is_string()) return Value::list(std::move(items));
-  std::string s;
-  for (const Value& c : items) s += c.as_string();
-  return str_value(std::move(s));
+  StringSink s(in.budget());
+  for (const Value& c : items) SNIPER_TRY(s.append(c.as_string()));
+  return Value::string(s.take());
 }
 
 Result<Value> f_round(Interpreter&, const Value& v, const CallArgs& a) {
@@ -517,7 +558,7 @@ Result<Value> f_round(Interpreter&, const Value& v, const CallArgs& a) {
       auto p,
       bind_args("round", a, {optional("precision", Value::integer(0)), optional("method", Value::string("common"))}));
   SNIPER_ASSIGN_OR_RETURN(int64_t precision, int_arg("round", "precision", p[0]));
-  SNIPER_ASSIGN_OR_RETURN(std::string method, string_arg("round", "method", p[1]));
+  SNIPER_ASSIGN_OR_RETURN(std::string_view method, string_arg("round", "method", p[1]));
   if (!v.is_number()) return make_error("round: expected a number, got %s", type_name(v).c_str());
   if (precision < -300 || precision > 300)
     return make_error("round: precision %lld is outside [-300, 300]", static_cast<long long>(precision));
@@ -525,7 +566,7 @@ Result<Value> f_round(Interpreter&, const Value& v, const CallArgs& a) {
   if (method == "ceil") return Value::number(std::ceil(v.as_double() * scale) / scale);
   if (method == "floor") return Value::number(std::floor(v.as_double() * scale) / scale);
   if (method != "common")
-    return make_error("round: method must be 'common', 'ceil' or 'floor', got '%s'", method.c_str());
+    return make_error("round: method must be 'common', 'ceil' or 'floor', got %s", brief(p[1]).c_str());
   if (v.kind() != Kind::kFloat && precision >= 0) return Value::integer(v.as_int());
   if (precision >= 0) {
     // printf rounds the exact binary value half-to-even, as CPython's round() does.
@@ -543,15 +584,16 @@ Result<Value> f_safe(Interpreter&, const Value& v, const CallArgs& a) {
   return v;
 }
 
-Result<Value> f_string(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_string(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("string", a, {}));
-  return str_value(to_str(v));
+  return in.str(v);
 }
 
 Result<Value> f_sum(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(
       auto p, bind_args("sum", a, {optional("attribute", Value::none()), optional("start", Value::integer(0))}));
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(v));
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items_ref, in.iterate(v));
+  const List& items = *items_ref;
   Value total = p[1];
   for (const Value& item : items) {
     Value x = item;
@@ -571,24 +613,28 @@ Result<Value> f_sum(Interpreter& in, const Value& v, const CallArgs& a) {
   return total;
 }
 
-Result<Value> f_title(Interpreter&, const Value& v, const CallArgs& a) {
-  SNIPER_TRY(bind_args("title", a, {}));
+std::string title_case(std::string_view s) {
   // jinja2 do_title: split on runs of [-\s({[<], capitalize each piece.
-  const std::string s = to_str(v);
   std::string out;
+  out.reserve(s.size());
   size_t pos = 0;
   bool word_start = true;
   while (pos < s.size()) {
     size_t n = 1;
     const uint32_t cp = utf8_decode(s, pos, &n);
     const bool sep = is_py_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
-    std::string ch = s.substr(pos, n);
-    if (!sep) ch = word_start ? ascii_upper(ch) : ascii_lower(ch);
-    out += ch;
+    std::string_view ch = s.substr(pos, n);
+    if (!sep) out += word_start ? ascii_upper(ch) : ascii_lower(ch);
+    else out += ch;
     word_start = sep;
     pos += n;
   }
-  return str_value(std::move(out));
+  return out;
+}
+
+Result<Value> f_title(Interpreter& in, const Value& v, const CallArgs& a) {
+  SNIPER_TRY(bind_args("title", a, {}));
+  return case_mapped(in, v, title_case);
 }
 
 Result<Value> f_tojson(Interpreter& in, const Value& v, const CallArgs& a) {
@@ -613,28 +659,27 @@ Result<Value> f_tojson(Interpreter& in, const Value& v, const CallArgs& a) {
   if (!p[2].is_none()) {
     if (!p[2].is_sequence() || p[2].as_list().size() != 2 || !p[2].as_list()[0].is_string() ||
         !p[2].as_list()[1].is_string()) {
-      return make_error("tojson: separators must be a pair of strings, got %s", repr(p[2]).c_str());
+      return make_error("tojson: separators must be a pair of strings, got %s", brief(p[2]).c_str());
     }
     o.item_separator = p[2].as_list()[0].as_string();
     o.key_separator = p[2].as_list()[1].as_string();
   }
-  std::string out;
+  StringSink out(in.budget());
   SNIPER_TRY(to_json(out, v, o));
-  SNIPER_TRY(in.check_size(out.size()));
-  return str_value(std::move(out));
+  return Value::string(out.take());
 }
 
-Result<Value> f_trim(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_trim(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("trim", a, {optional("chars", Value::none())}));
-  if (p[0].is_none()) return str_value(py_strip(to_str(v), nullptr, true, true));
-  SNIPER_ASSIGN_OR_RETURN(std::string chars, string_arg("trim", "chars", p[0]));
-  return str_value(py_strip(to_str(v), &chars, true, true));
+  return strip_text(in, v, p[0], "trim", true, true);
 }
 
-Result<Value> f_wordcount(Interpreter&, const Value& v, const CallArgs& a) {
+Result<Value> f_wordcount(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_TRY(bind_args("wordcount", a, {}));
   // Counts runs of \w: letters, digits, underscore, and (approximately) any non-ASCII letter.
-  const std::string s = to_str(v);
+  SNIPER_ASSIGN_OR_RETURN(Value sv, in.str(v));
+  const std::string& s = sv.as_string();
+  SNIPER_TRY(in.budget().bytes(s.size()));
   int64_t count = 0;
   bool in_word = false;
   size_t pos = 0;

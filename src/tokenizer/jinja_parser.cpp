@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "tokenizer/jinja_budget.h"
 #include "tokenizer/jinja_builtins.h"
 #include "tokenizer/jinja_lexer.h"
 
@@ -83,6 +84,7 @@ class Parser {
   Status check_depth() const {
     if (depth_ > kMaxParseDepth)
       return fail("expressions or blocks are nested deeper than " + std::to_string(kMaxParseDepth) + " levels");
+    if (!stack_.ok()) return fail(stack_.error().message);
     return ok_status();
   }
 
@@ -194,7 +196,7 @@ class Parser {
       } else {
         s->kind = StmtKind::kSetBlock;
         while (skip_op("|")) {
-          SNIPER_ASSIGN_OR_RETURN(ExprPtr f, parse_one_filter(nullptr));
+          SNIPER_ASSIGN_OR_RETURN(Link f, parse_one_filter());
           s->filters.push_back(std::move(f));
         }
         SNIPER_ASSIGN_OR_RETURN(s->body, parse_statements({"endset"}, true, &end));
@@ -208,12 +210,14 @@ class Parser {
       s->kind = StmtKind::kCallBlock;
       if (is_op("(")) SNIPER_TRY(parse_signature(*s));
       SNIPER_ASSIGN_OR_RETURN(s->expr, parse_expression(true));
-      if (s->expr->kind != ExprKind::kCall) return fail("the call block needs a macro call after 'call'");
+      if (s->expr->kind != ExprKind::kChain || s->expr->links.back().kind != LinkKind::kCall) {
+        return fail("the call block needs a macro call after 'call'");
+      }
       SNIPER_ASSIGN_OR_RETURN(s->body, parse_statements({"endcall"}, true, &end));
     } else if (name == "filter") {
       s->kind = StmtKind::kFilterBlock;
       do {
-        SNIPER_ASSIGN_OR_RETURN(ExprPtr f, parse_one_filter(nullptr));
+        SNIPER_ASSIGN_OR_RETURN(Link f, parse_one_filter());
         s->filters.push_back(std::move(f));
       } while (skip_op("|"));
       SNIPER_ASSIGN_OR_RETURN(s->body, parse_statements({"endfilter"}, true, &end));
@@ -325,7 +329,17 @@ class Parser {
     SNIPER_TRY(check_depth());
     if (!with_condexpr) return parse_or();
     SNIPER_ASSIGN_OR_RETURN(ExprPtr expr, parse_or());
+    // `a if b if c else d` nests one conditional per `if`: each counts as a level of nesting.
+    int extra = 0;
+    struct Release {
+      int* depth;
+      int* n;
+      ~Release() { *depth -= *n; }
+    } release{&depth_, &extra};
     while (is_name("if")) {
+      ++depth_;
+      ++extra;
+      SNIPER_TRY(check_depth());
       const int line = cur().line;
       next();
       SNIPER_ASSIGN_OR_RETURN(ExprPtr cond, parse_or());
@@ -342,35 +356,33 @@ class Parser {
     return expr;
   }
 
-  ExprPtr binary(ExprKind kind, std::string op, ExprPtr a, ExprPtr b, int line) {
-    ExprPtr e = make_expr(kind, line);
-    e->name = std::move(op);
-    e->children.push_back(std::move(a));
-    e->children.push_back(std::move(b));
-    return e;
+  // One left-associative level: operands from `operand`, separated by any of `ops` (operators,
+  // or the names "and"/"or"). A chain is one node with every operand, however long.
+  using OperandFn = Result<ExprPtr> (Parser::*)();
+  Result<ExprPtr> parse_level(ExprKind kind, OperandFn operand, std::initializer_list<std::string_view> ops) {
+    SNIPER_ASSIGN_OR_RETURN(ExprPtr first, (this->*operand)());
+    ExprPtr chain;
+    while (true) {
+      std::string_view op;
+      for (std::string_view o : ops) {
+        const bool word = o == "and" || o == "or";
+        if (word ? is_name(o) : is_op(o)) op = o;
+      }
+      if (op.empty()) break;
+      if (chain == nullptr) {
+        chain = make_expr(kind, cur().line);
+        chain->children.push_back(std::move(first));
+      }
+      next();
+      SNIPER_ASSIGN_OR_RETURN(ExprPtr right, (this->*operand)());
+      chain->ops.emplace_back(op);
+      chain->children.push_back(std::move(right));
+    }
+    return chain != nullptr ? std::move(chain) : std::move(first);
   }
 
-  Result<ExprPtr> parse_or() {
-    SNIPER_ASSIGN_OR_RETURN(ExprPtr left, parse_and());
-    while (is_name("or")) {
-      const int line = cur().line;
-      next();
-      SNIPER_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
-      left = binary(ExprKind::kOr, "or", std::move(left), std::move(right), line);
-    }
-    return left;
-  }
-
-  Result<ExprPtr> parse_and() {
-    SNIPER_ASSIGN_OR_RETURN(ExprPtr left, parse_not());
-    while (is_name("and")) {
-      const int line = cur().line;
-      next();
-      SNIPER_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
-      left = binary(ExprKind::kAnd, "and", std::move(left), std::move(right), line);
-    }
-    return left;
-  }
+  Result<ExprPtr> parse_or() { return parse_level(ExprKind::kOr, &Parser::parse_and, {"or"}); }
+  Result<ExprPtr> parse_and() { return parse_level(ExprKind::kAnd, &Parser::parse_not, {"and"}); }
 
   Result<ExprPtr> parse_not() {
     if (is_name("not")) {
@@ -415,50 +427,22 @@ class Parser {
     return cmp;
   }
 
-  Result<ExprPtr> parse_math1() {
-    SNIPER_ASSIGN_OR_RETURN(ExprPtr left, parse_concat());
-    while (is_op("+") || is_op("-")) {
-      const std::string op = cur().text;
-      const int line = cur().line;
-      next();
-      SNIPER_ASSIGN_OR_RETURN(ExprPtr right, parse_concat());
-      left = binary(ExprKind::kBinary, op, std::move(left), std::move(right), line);
-    }
-    return left;
-  }
+  Result<ExprPtr> parse_math1() { return parse_level(ExprKind::kBinary, &Parser::parse_concat, {"+", "-"}); }
+  Result<ExprPtr> parse_concat() { return parse_level(ExprKind::kBinary, &Parser::parse_math2, {"~"}); }
+  Result<ExprPtr> parse_math2() { return parse_level(ExprKind::kBinary, &Parser::parse_pow, {"*", "/", "//", "%"}); }
+  Result<ExprPtr> parse_pow() { return parse_level(ExprKind::kBinary, &Parser::parse_unary_filtered, {"**"}); }
+  Result<ExprPtr> parse_unary_filtered() { return parse_unary(true); }
 
-  Result<ExprPtr> parse_concat() {
-    SNIPER_ASSIGN_OR_RETURN(ExprPtr left, parse_math2());
-    while (is_op("~")) {
-      const int line = cur().line;
-      next();
-      SNIPER_ASSIGN_OR_RETURN(ExprPtr right, parse_math2());
-      left = binary(ExprKind::kBinary, "~", std::move(left), std::move(right), line);
-    }
-    return left;
+  // The chain node that `node` continues: node itself when it is one, else a new chain on it.
+  static ExprPtr as_chain(ExprPtr node) {
+    if (node->kind == ExprKind::kChain) return node;
+    ExprPtr e = make_expr(ExprKind::kChain, node->line);
+    e->children.push_back(std::move(node));
+    return e;
   }
-
-  Result<ExprPtr> parse_math2() {
-    SNIPER_ASSIGN_OR_RETURN(ExprPtr left, parse_pow());
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-      const std::string op = cur().text;
-      const int line = cur().line;
-      next();
-      SNIPER_ASSIGN_OR_RETURN(ExprPtr right, parse_pow());
-      left = binary(ExprKind::kBinary, op, std::move(left), std::move(right), line);
-    }
-    return left;
-  }
-
-  Result<ExprPtr> parse_pow() {
-    SNIPER_ASSIGN_OR_RETURN(ExprPtr left, parse_unary(true));
-    while (is_op("**")) {
-      const int line = cur().line;
-      next();
-      SNIPER_ASSIGN_OR_RETURN(ExprPtr right, parse_unary(true));
-      left = binary(ExprKind::kBinary, "**", std::move(left), std::move(right), line);
-    }
-    return left;
+  static void append_link(ExprPtr& node, Link link) {
+    node = as_chain(std::move(node));
+    node->links.push_back(std::move(link));
   }
 
   Result<ExprPtr> parse_unary(bool with_filter) {
@@ -475,16 +459,19 @@ class Parser {
     } else {
       SNIPER_ASSIGN_OR_RETURN(node, parse_primary());
     }
-    SNIPER_ASSIGN_OR_RETURN(node, parse_postfix(std::move(node)));
+    SNIPER_TRY(parse_postfix(node));
     if (!with_filter) return node;
     // Filters, tests and calls may follow each other: x|f is t (args)...
     while (true) {
       if (skip_op("|")) {
-        SNIPER_ASSIGN_OR_RETURN(node, parse_one_filter(std::move(node)));
+        SNIPER_ASSIGN_OR_RETURN(Link f, parse_one_filter());
+        append_link(node, std::move(f));
       } else if (is_name("is")) {
-        SNIPER_ASSIGN_OR_RETURN(node, parse_test(std::move(node)));
+        SNIPER_ASSIGN_OR_RETURN(Link t, parse_test());
+        append_link(node, std::move(t));
       } else if (is_op("(")) {
-        SNIPER_ASSIGN_OR_RETURN(node, parse_call(std::move(node)));
+        SNIPER_ASSIGN_OR_RETURN(Link c, parse_call());
+        append_link(node, std::move(c));
       } else {
         break;
       }
@@ -546,40 +533,42 @@ class Parser {
     return e;
   }
 
-  Result<ExprPtr> parse_postfix(ExprPtr node) {
+  // Appends .name, .0, [subscript] and (call) links to `node` (made a chain when one follows).
+  Status parse_postfix(ExprPtr& node) {
     while (true) {
       if (is_op(".")) {
-        const int line = cur().line;
+        Link link;
+        link.line = cur().line;
         next();
         if (cur().type == TokenType::kName) {
-          ExprPtr e = make_expr(ExprKind::kGetAttr, line);
-          e->name = cur().text;
-          e->children.push_back(std::move(node));
-          node = std::move(e);
+          link.kind = LinkKind::kAttr;
+          link.name = cur().text;
         } else if (cur().type == TokenType::kInt) {
-          ExprPtr key = make_expr(ExprKind::kConst, line);
+          ExprPtr key = make_expr(ExprKind::kConst, link.line);
           key->value = Value::integer(cur().int_value);
-          ExprPtr e = make_expr(ExprKind::kGetItem, line);
-          e->children.push_back(std::move(node));
-          e->children.push_back(std::move(key));
-          node = std::move(e);
+          link.kind = LinkKind::kItem;
+          link.exprs.push_back(std::move(key));
         } else {
           return unexpected("a name or number after '.'");
         }
         next();
+        append_link(node, std::move(link));
       } else if (is_op("[")) {
-        SNIPER_ASSIGN_OR_RETURN(node, parse_subscript(std::move(node)));
+        SNIPER_ASSIGN_OR_RETURN(Link link, parse_subscript());
+        append_link(node, std::move(link));
       } else if (is_op("(")) {
-        SNIPER_ASSIGN_OR_RETURN(node, parse_call(std::move(node)));
+        SNIPER_ASSIGN_OR_RETURN(Link link, parse_call());
+        append_link(node, std::move(link));
       } else {
-        return node;
+        return ok_status();
       }
     }
   }
 
-  // obj[expr] or obj[start:stop:step].
-  Result<ExprPtr> parse_subscript(ExprPtr node) {
-    const int line = cur().line;
+  // [expr] or [start:stop:step].
+  Result<Link> parse_subscript() {
+    Link link;
+    link.line = cur().line;
     next();  // [
     ExprPtr parts[3];
     bool is_slice = false;
@@ -597,14 +586,13 @@ class Parser {
     }
     if (is_op(",")) return fail("subscripts with several indices are not supported");
     SNIPER_TRY(expect_op("]"));
-    ExprPtr e = make_expr(is_slice ? ExprKind::kSlice : ExprKind::kGetItem, line);
-    e->children.push_back(std::move(node));
-    e->children.push_back(std::move(parts[0]));
+    link.kind = is_slice ? LinkKind::kSlice : LinkKind::kItem;
+    link.exprs.push_back(std::move(parts[0]));
     if (is_slice) {
-      e->children.push_back(std::move(parts[1]));
-      e->children.push_back(std::move(parts[2]));
+      link.exprs.push_back(std::move(parts[1]));
+      link.exprs.push_back(std::move(parts[2]));
     }
-    return e;
+    return link;
   }
 
   Status parse_call_args(ArgExprs& out) {
@@ -631,52 +619,55 @@ class Parser {
     return ok_status();
   }
 
-  Result<ExprPtr> parse_call(ExprPtr callee) {
-    ExprPtr e = make_expr(ExprKind::kCall, cur().line);
-    e->children.push_back(std::move(callee));
-    SNIPER_TRY(parse_call_args(e->call));
-    return e;
+  Result<Link> parse_call() {
+    Link link;
+    link.kind = LinkKind::kCall;
+    link.line = cur().line;
+    SNIPER_TRY(parse_call_args(link.call));
+    return link;
   }
 
-  // name[(args)] after '|' (already consumed); subject may be null for block filters.
-  Result<ExprPtr> parse_one_filter(ExprPtr subject) {
-    const int line = cur().line;
-    SNIPER_ASSIGN_OR_RETURN(std::string name, expect_name());
-    if (!is_known_filter(name)) return make_error("template line %d: unknown filter '%s'", line, name.c_str());
-    ExprPtr e = make_expr(ExprKind::kFilter, line);
-    e->name = std::move(name);
-    e->children.push_back(std::move(subject));
-    if (is_op("(")) SNIPER_TRY(parse_call_args(e->call));
-    return e;
+  // name[(args)] after '|' (already consumed); also the filters of filter and set blocks.
+  Result<Link> parse_one_filter() {
+    Link link;
+    link.kind = LinkKind::kFilter;
+    link.line = cur().line;
+    SNIPER_ASSIGN_OR_RETURN(link.name, expect_name());
+    if (!is_known_filter(link.name)) {
+      return make_error("template line %d: unknown filter '%s'", link.line, link.name.c_str());
+    }
+    if (is_op("(")) SNIPER_TRY(parse_call_args(link.call));
+    return link;
   }
 
   // `is [not] name [arg | (args)]`, as jinja2 parse_test.
-  Result<ExprPtr> parse_test(ExprPtr subject) {
-    const int line = cur().line;
+  Result<Link> parse_test() {
+    Link link;
+    link.kind = LinkKind::kTest;
+    link.line = cur().line;
     next();  // is
-    const bool negated = skip_name("not");
-    SNIPER_ASSIGN_OR_RETURN(std::string name, expect_name());
-    if (!is_known_test(name)) return make_error("template line %d: unknown test '%s'", line, name.c_str());
-    ExprPtr e = make_expr(ExprKind::kTest, line);
-    e->name = std::move(name);
-    e->children.push_back(std::move(subject));
+    link.negated = skip_name("not");
+    SNIPER_ASSIGN_OR_RETURN(link.name, expect_name());
+    if (!is_known_test(link.name)) {
+      return make_error("template line %d: unknown test '%s'", link.line, link.name.c_str());
+    }
     if (is_op("(")) {
-      SNIPER_TRY(parse_call_args(e->call));
+      SNIPER_TRY(parse_call_args(link.call));
     } else if ((cur().type == TokenType::kName || cur().type == TokenType::kString || cur().type == TokenType::kInt ||
                 cur().type == TokenType::kFloat || is_op("[") || is_op("{")) &&
                !is_name("else") && !is_name("or") && !is_name("and")) {
       if (is_name("is")) return fail("tests cannot be chained with 'is'");
+      DepthGuard guard(&depth_);
+      SNIPER_TRY(check_depth());
       SNIPER_ASSIGN_OR_RETURN(ExprPtr arg, parse_primary());
-      SNIPER_ASSIGN_OR_RETURN(arg, parse_postfix(std::move(arg)));
-      e->call.args.push_back(std::move(arg));
+      SNIPER_TRY(parse_postfix(arg));
+      link.call.args.push_back(std::move(arg));
     }
-    if (!negated) return e;
-    ExprPtr n = make_expr(ExprKind::kNot, line);
-    n->children.push_back(std::move(e));
-    return n;
+    return link;
   }
 
   std::vector<Token> tokens_;
+  StackGuard stack_;
   size_t pos_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;

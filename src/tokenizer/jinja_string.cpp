@@ -2,9 +2,11 @@
 // Python-compatible string helpers (see jinja_string.h).
 #include "tokenizer/jinja_string.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace sniper::jinja {
 
@@ -70,6 +72,36 @@ size_t utf8_length(std::string_view s) {
   return count;
 }
 
+bool utf8_at(std::string_view s, uint64_t index, size_t* begin, size_t* len) {
+  size_t pos = 0;
+  uint64_t i = 0;
+  while (pos < s.size()) {
+    size_t n = 1;
+    (void)utf8_decode(s, pos, &n);
+    if (i == index) {
+      *begin = pos;
+      *len = n;
+      return true;
+    }
+    pos += n;
+    ++i;
+  }
+  *begin = s.size();
+  *len = 0;
+  return false;
+}
+
+size_t find_bytes(std::string_view hay, std::string_view needle, size_t from) {
+  if (from > hay.size()) return std::string_view::npos;
+  if (needle.empty()) return from;
+  // A short needle: memchr for its first byte, then a compare of at most kShortNeedle bytes per
+  // candidate, so at most kShortNeedle * len(hay) byte compares. Longer needles use two-way.
+  constexpr size_t kShortNeedle = 32;
+  if (needle.size() <= kShortNeedle) return hay.find(needle, from);
+  const void* hit = ::memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
+  return hit == nullptr ? std::string_view::npos : static_cast<size_t>(static_cast<const char*>(hit) - hay.data());
+}
+
 void utf8_append(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
     out.push_back(static_cast<char>(cp));
@@ -114,113 +146,211 @@ bool is_line_break(uint32_t cp) {
 
 }  // namespace
 
-std::string py_strip(std::string_view s, const std::string* chars, bool left, bool right) {
-  const std::vector<size_t> off = utf8_offsets(s);
+std::string_view py_strip_view(std::string_view s, const std::string* chars, bool left, bool right) {
   size_t begin = 0;
-  size_t end = off.size() - 1;  // code point indices [begin, end)
   size_t n = 1;
   if (left) {
-    while (begin < end && strip_member(utf8_decode(s, off[begin], &n), chars)) ++begin;
+    while (begin < s.size() && strip_member(utf8_decode(s, begin, &n), chars)) begin += n;
   }
+  size_t end = s.size();
   if (right) {
-    while (end > begin && strip_member(utf8_decode(s, off[end - 1], &n), chars)) --end;
+    // From the end over ASCII bytes (never part of a longer sequence, so each is a code point of
+    // its own); a non-ASCII byte needs the forward scan, so that invalid bytes split into code
+    // points exactly as utf8_decode splits them.
+    while (end > begin && static_cast<unsigned char>(s[end - 1]) < 0x80 &&
+           strip_member(static_cast<unsigned char>(s[end - 1]), chars)) {
+      --end;
+    }
+    if (end > begin && static_cast<unsigned char>(s[end - 1]) >= 0x80) {
+      const size_t limit = end;
+      end = begin;
+      for (size_t pos = begin; pos < limit; pos += n) {
+        if (!strip_member(utf8_decode(s, pos, &n), chars)) end = pos + n;
+      }
+    }
   }
-  return std::string(s.substr(off[begin], off[end] - off[begin]));
+  return s.substr(begin, end - begin);
 }
 
-std::vector<std::string> py_split(std::string_view s, const std::string* sep, int64_t maxsplit) {
-  std::vector<std::string> parts;
+std::string py_strip(std::string_view s, const std::string* chars, bool left, bool right) {
+  return std::string(py_strip_view(s, chars, left, right));
+}
+
+namespace {
+
+// Collects parts, or only counts them when `out` is null.
+struct Parts {
+  std::vector<std::string_view>* out;
+  size_t max;
+  size_t n = 0;
+  // Appends `part`, or returns false when that would make more than max parts.
+  bool push(std::string_view part) {
+    if (n >= max) return false;
+    ++n;
+    if (out != nullptr) out->push_back(part);
+    return true;
+  }
+};
+
+std::string reversed(std::string_view s) { return std::string(s.rbegin(), s.rend()); }
+
+}  // namespace
+
+bool py_split(std::string_view s, const std::string* sep, int64_t maxsplit, size_t max_parts,
+              std::vector<std::string_view>* out, size_t* n_parts) {
+  if (out != nullptr) out->clear();
+  Parts p{out, max_parts};
+  Parts* parts = &p;
+  struct Count {
+    Parts* p;
+    size_t* n;
+    ~Count() {
+      if (n != nullptr) *n = p->n;
+    }
+  } count{parts, n_parts};
   if (sep != nullptr) {
     size_t start = 0;
-    while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
-      const size_t hit = s.find(*sep, start);
+    while (maxsplit < 0 || static_cast<int64_t>(parts->n) < maxsplit) {
+      const size_t hit = find_bytes(s, *sep, start);
       if (hit == std::string_view::npos) break;
-      parts.emplace_back(s.substr(start, hit - start));
+      if (!parts->push(s.substr(start, hit - start))) return false;
       start = hit + sep->size();
     }
-    parts.emplace_back(s.substr(start));
-    return parts;
+    return parts->push(s.substr(start));
   }
   size_t pos = 0;
   size_t n = 1;
   while (true) {
     while (pos < s.size() && is_py_space(utf8_decode(s, pos, &n))) pos += n;
     if (pos >= s.size()) break;
-    if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) >= maxsplit) {
-      // Python keeps the remainder with its trailing whitespace stripped.
-      parts.push_back(py_strip(s.substr(pos), nullptr, false, true));
-      break;
+    if (maxsplit >= 0 && static_cast<int64_t>(parts->n) >= maxsplit) {
+      // CPython's split_whitespace: the remainder keeps its trailing whitespace.
+      return parts->push(s.substr(pos));
     }
     const size_t start = pos;
     while (pos < s.size() && !is_py_space(utf8_decode(s, pos, &n))) pos += n;
-    parts.emplace_back(s.substr(start, pos - start));
+    if (!parts->push(s.substr(start, pos - start))) return false;
   }
-  return parts;
+  return true;
 }
 
-std::vector<std::string> py_rsplit(std::string_view s, const std::string* sep, int64_t maxsplit) {
-  if (maxsplit < 0) return py_split(s, sep, maxsplit);
-  std::vector<std::string> parts;
-  if (sep != nullptr) {
-    size_t end = s.size();
-    while (static_cast<int64_t>(parts.size()) < maxsplit) {
-      if (end < sep->size()) break;
-      const size_t hit = s.rfind(*sep, end - sep->size());
-      if (hit == std::string_view::npos) break;
-      parts.emplace_back(s.substr(hit + sep->size(), end - hit - sep->size()));
-      end = hit;
+bool py_rsplit(std::string_view s, const std::string* sep, int64_t maxsplit, size_t max_parts,
+               std::vector<std::string_view>* out, size_t* n_parts) {
+  if (maxsplit < 0) return py_split(s, sep, maxsplit, max_parts, out, n_parts);
+  if (out != nullptr) out->clear();
+  Parts p{out, max_parts};
+  Parts* parts = &p;
+  struct Count {
+    Parts* p;
+    size_t* n;
+    ~Count() {
+      if (n != nullptr) *n = p->n;
     }
-    parts.emplace_back(s.substr(0, end));
+  } count{parts, n_parts};
+  const auto k = static_cast<uint64_t>(maxsplit);
+  if (sep != nullptr) {
+    // Matching right to left is matching the reversed text left to right (non-overlapping).
+    const std::string rs = reversed(s);
+    const std::string rsep = reversed(*sep);
+    size_t end = s.size();  // in s: the part left of the last cut
+    size_t start = 0;       // in rs
+    while (parts->n < k) {
+      const size_t hit = find_bytes(rs, rsep, start);
+      if (hit == std::string_view::npos) break;
+      const size_t cut = s.size() - hit - sep->size();  // position of the separator in s
+      if (!parts->push(s.substr(cut + sep->size(), end - cut - sep->size()))) return false;
+      end = cut;
+      start = hit + sep->size();
+    }
+    if (!parts->push(s.substr(0, end))) return false;
   } else {
-    const std::vector<size_t> off = utf8_offsets(s);
-    size_t end = off.size() - 1;  // code point index
+    // CPython's rsplit_whitespace: the last k words, and before them the rest of the text from
+    // its start (leading whitespace kept) to the end of the word before them. Forward over the
+    // words, keeping the spans of the last k + 1 only (word j at last[j % keep]).
+    const uint64_t keep = k < UINT64_MAX ? k + 1 : k;
+    std::vector<std::pair<size_t, size_t>> last;
+    uint64_t n_words = 0;
+    size_t pos = 0;
     size_t n = 1;
     while (true) {
-      while (end > 0 && is_py_space(utf8_decode(s, off[end - 1], &n))) --end;
-      if (end == 0) break;
-      if (static_cast<int64_t>(parts.size()) >= maxsplit) {
-        parts.push_back(py_strip(s.substr(0, off[end]), nullptr, true, false));
-        break;
+      while (pos < s.size() && is_py_space(utf8_decode(s, pos, &n))) pos += n;
+      if (pos >= s.size()) break;
+      const size_t begin = pos;
+      while (pos < s.size() && !is_py_space(utf8_decode(s, pos, &n))) pos += n;
+      if (last.size() < keep) {
+        if (last.size() >= parts->max) return false;
+        last.emplace_back(begin, pos);
+      } else {
+        last[n_words % keep] = {begin, pos};
       }
-      size_t begin = end;
-      while (begin > 0 && !is_py_space(utf8_decode(s, off[begin - 1], &n))) --begin;
-      parts.emplace_back(s.substr(off[begin], off[end] - off[begin]));
-      end = begin;
+      ++n_words;
     }
+    const uint64_t first = n_words - last.size();
+    for (uint64_t j = first; j < n_words; ++j) {
+      auto [b, e] = last[j % keep];
+      if (j == first && n_words > k) b = 0;  // the remainder
+      if (!parts->push(s.substr(b, e - b))) return false;
+    }
+    return true;
   }
-  return std::vector<std::string>(parts.rbegin(), parts.rend());
+  if (out != nullptr) std::reverse(out->begin(), out->end());
+  return true;
 }
 
-std::vector<std::string> py_splitlines(std::string_view s) {
-  std::vector<std::string> lines;
+bool py_splitlines(std::string_view s, size_t max_parts, std::vector<std::string_view>* out, size_t* n_lines) {
+  if (out != nullptr) out->clear();
+  Parts p{out, max_parts};
+  Parts* lines = &p;
+  struct Count {
+    Parts* p;
+    size_t* n;
+    ~Count() {
+      if (n != nullptr) *n = p->n;
+    }
+  } count{lines, n_lines};
   size_t start = 0;
   size_t pos = 0;
   while (pos < s.size()) {
     size_t n = 1;
     const uint32_t cp = utf8_decode(s, pos, &n);
     if (is_line_break(cp)) {
-      lines.emplace_back(s.substr(start, pos - start));
+      if (!lines->push(s.substr(start, pos - start))) return false;
       if (cp == '\r' && pos + 1 < s.size() && s[pos + 1] == '\n') ++n;
       start = pos + n;
     }
     pos += n;
   }
-  if (start < s.size()) lines.emplace_back(s.substr(start));
-  return lines;
+  if (start < s.size()) return lines->push(s.substr(start));
+  return true;
+}
+
+uint64_t py_replace_count(std::string_view s, std::string_view old, int64_t count) {
+  const uint64_t limit = count < 0 ? UINT64_MAX : static_cast<uint64_t>(count);
+  if (old.empty()) return std::min<uint64_t>(utf8_length(s) + 1, limit);
+  uint64_t hits = 0;
+  for (size_t start = 0; hits < limit; ++hits) {
+    const size_t hit = find_bytes(s, old, start);
+    if (hit == std::string_view::npos) break;
+    start = hit + old.size();
+  }
+  return hits;
 }
 
 std::string py_replace(std::string_view s, std::string_view old, std::string_view repl, int64_t count) {
   std::string out;
   if (old.empty()) {
     // Python inserts `repl` before every code point and at the end.
-    const std::vector<size_t> off = utf8_offsets(s);
     int64_t done = 0;
-    for (size_t i = 0; i + 1 < off.size(); ++i) {
+    size_t pos = 0;
+    while (pos < s.size()) {
       if (count < 0 || done < count) {
         out += repl;
         ++done;
       }
-      out += s.substr(off[i], off[i + 1] - off[i]);
+      size_t n = 1;
+      (void)utf8_decode(s, pos, &n);
+      out += s.substr(pos, n);
+      pos += n;
     }
     if (count < 0 || done < count) out += repl;
     return out;
@@ -228,7 +358,7 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
   size_t start = 0;
   int64_t done = 0;
   while (count < 0 || done < count) {
-    const size_t hit = s.find(old, start);
+    const size_t hit = find_bytes(s, old, start);
     if (hit == std::string_view::npos) break;
     out += s.substr(start, hit - start);
     out += repl;
@@ -241,18 +371,18 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
 
 int64_t py_count(std::string_view s, std::string_view sub) {
   if (sub.empty()) return static_cast<int64_t>(utf8_length(s)) + 1;
-  int64_t count = 0;
-  size_t start = 0;
-  while (true) {
-    const size_t hit = s.find(sub, start);
-    if (hit == std::string_view::npos) return count;
-    ++count;
-    start = hit + sub.size();
-  }
+  return static_cast<int64_t>(py_replace_count(s, sub, -1));
 }
 
 int64_t py_find(std::string_view s, std::string_view sub, bool reverse) {
-  const size_t hit = reverse ? s.rfind(sub) : s.find(sub);
+  size_t hit = std::string_view::npos;
+  if (!reverse) {
+    hit = find_bytes(s, sub, 0);
+  } else if (sub.size() <= s.size()) {
+    // The last occurrence is the first one of the reversed needle in the reversed text.
+    const size_t r = find_bytes(reversed(s), reversed(sub), 0);
+    if (r != std::string_view::npos) hit = s.size() - r - sub.size();
+  }
   if (hit == std::string_view::npos) return -1;
   return static_cast<int64_t>(utf8_length(s.substr(0, hit)));
 }
@@ -293,13 +423,14 @@ std::string py_title(std::string_view s) {
   return out;
 }
 
-std::string py_repr_string(std::string_view s) {
+bool py_repr_string(std::string& out, std::string_view s, size_t max_size) {
   const bool has_single = s.find('\'') != std::string_view::npos;
   const bool has_double = s.find('"') != std::string_view::npos;
   const char quote = (has_single && !has_double) ? '"' : '\'';
-  std::string out(1, quote);
+  out += quote;
   size_t pos = 0;
   while (pos < s.size()) {
+    if (out.size() > max_size) return false;
     size_t n = 1;
     const uint32_t cp = utf8_decode(s, pos, &n);
     char buf[16];
@@ -326,14 +457,15 @@ std::string py_repr_string(std::string_view s) {
     pos += n;
   }
   out += quote;
-  return out;
+  return out.size() <= max_size;
 }
 
-void json_escape_string(std::string& out, std::string_view s, bool ensure_ascii) {
+bool json_escape_string(std::string& out, std::string_view s, bool ensure_ascii, size_t max_size) {
   out += '"';
   size_t pos = 0;
   char buf[16];
   while (pos < s.size()) {
+    if (out.size() > max_size) return false;
     size_t n = 1;
     const uint32_t cp = utf8_decode(s, pos, &n);
     switch (cp) {
@@ -363,6 +495,7 @@ void json_escape_string(std::string& out, std::string_view s, bool ensure_ascii)
     pos += n;
   }
   out += '"';
+  return out.size() <= max_size;
 }
 
 std::string py_float_repr(double x) {

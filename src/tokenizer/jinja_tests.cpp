@@ -37,10 +37,24 @@ SNIPER_UNARY_TEST(t_sequence, "sequence",
                   v.is_string() || v.is_sequence() || v.kind() == Kind::kDict || v.is_undefined())
 SNIPER_UNARY_TEST(t_callable, "callable", v.kind() == Kind::kCallable)
 SNIPER_UNARY_TEST(t_escaped, "escaped", false)
-SNIPER_UNARY_TEST(t_lower, "lower", to_str(v) == ascii_lower(to_str(v)) && to_str(v) != ascii_upper(to_str(v)))
-SNIPER_UNARY_TEST(t_upper, "upper", to_str(v) == ascii_upper(to_str(v)) && to_str(v) != ascii_lower(to_str(v)))
-
 #undef SNIPER_UNARY_TEST
+
+// str(v) == lower(str(v)) and != upper(str(v)): no ASCII capital and at least one small letter
+// (upper: the reverse).
+Result<bool> case_test(Interpreter& in, const Value& v, const CallArgs& a, const char* name, bool want_lower) {
+  SNIPER_TRY(bind_args(name, a, {}));
+  SNIPER_ASSIGN_OR_RETURN(Value s, in.str(v));
+  SNIPER_TRY(in.budget().bytes(s.as_string().size()));
+  bool has_lower = false;
+  bool has_upper = false;
+  for (char c : s.as_string()) {
+    has_lower = has_lower || (c >= 'a' && c <= 'z');
+    has_upper = has_upper || (c >= 'A' && c <= 'Z');
+  }
+  return want_lower ? (has_lower && !has_upper) : (has_upper && !has_lower);
+}
+Result<bool> t_lower(Interpreter& in, const Value& v, const CallArgs& a) { return case_test(in, v, a, "lower", true); }
+Result<bool> t_upper(Interpreter& in, const Value& v, const CallArgs& a) { return case_test(in, v, a, "upper", false); }
 
 Result<bool> parity(const Value& v, const CallArgs& a, const char* name, int64_t want) {
   SNIPER_TRY(bind_args(name, a, {}));
@@ -61,34 +75,35 @@ Result<bool> t_divisibleby(Interpreter&, const Value& v, const CallArgs& a) {
 Result<bool> t_in(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("in", a, {required("seq")}));
   const Value& seq = p[0];
-  if (seq.is_string()) {
-    if (!v.is_string())
-      return make_error("in: 'in <string>' requires string as left operand, not %s", type_name(v).c_str());
-    return seq.as_string().find(v.as_string()) != std::string::npos;
+  if (seq.is_string() && !v.is_string()) {
+    return make_error("in: 'in <string>' requires string as left operand, not %s", type_name(v).c_str());
   }
-  if (seq.kind() == Kind::kDict) return v.is_string() && seq.as_dict().find(v.as_string()) != nullptr;
-  SNIPER_ASSIGN_OR_RETURN(List items, in.iterate(seq));
-  for (const Value& x : items) {
-    if (equals(x, v)) return true;
+  if (seq.is_string() || seq.kind() == Kind::kDict || seq.is_sequence()) return in.contains(seq, v);
+  SNIPER_ASSIGN_OR_RETURN(std::shared_ptr<const List> items, in.iterate(seq));
+  for (const Value& x : *items) {
+    SNIPER_ASSIGN_OR_RETURN(bool eq, in.eq(x, v));
+    if (eq) return true;
   }
   return false;
 }
 
-Result<bool> t_sameas(Interpreter&, const Value& v, const CallArgs& a) {
+Result<bool> t_sameas(Interpreter& in, const Value& v, const CallArgs& a) {
   SNIPER_ASSIGN_OR_RETURN(auto p, bind_args("sameas", a, {required("other")}));
   const Value& o = p[0];
   if (v.kind() != o.kind()) return false;
   if (v.identity() != nullptr) return v.identity() == o.identity();
-  return equals(v, o);
+  return in.eq(v, o);
 }
 
 // Comparison tests: eq/equalto/==, ne/!=, lt/lessthan/<, le/<=, gt/greaterthan/>, ge/>=.
-Result<bool> cmp_test(const Value& v, const CallArgs& a, const char* name, int mode) {
+Result<bool> cmp_test(Interpreter& in, const Value& v, const CallArgs& a, const char* name, int mode) {
   SNIPER_ASSIGN_OR_RETURN(auto p, bind_args(name, a, {required("other")}));
-  if (mode == 0) return equals(v, p[0]);
-  if (mode == 1) return !equals(v, p[0]);
+  if (mode == 0 || mode == 1) {
+    SNIPER_ASSIGN_OR_RETURN(bool eq, in.eq(v, p[0]));
+    return mode == 0 ? eq : !eq;
+  }
   if (v.is_undefined() || p[0].is_undefined()) return make_error("%s: cannot compare an undefined value", name);
-  SNIPER_ASSIGN_OR_RETURN(int c, compare(v, p[0]));
+  SNIPER_ASSIGN_OR_RETURN(int c, in.cmp(v, p[0]));
   switch (mode) {
     case 2: return c < 0;
     case 3: return c <= 0;
@@ -96,12 +111,12 @@ Result<bool> cmp_test(const Value& v, const CallArgs& a, const char* name, int m
     default: return c >= 0;
   }
 }
-Result<bool> t_eq(Interpreter&, const Value& v, const CallArgs& a) { return cmp_test(v, a, "eq", 0); }
-Result<bool> t_ne(Interpreter&, const Value& v, const CallArgs& a) { return cmp_test(v, a, "ne", 1); }
-Result<bool> t_lt(Interpreter&, const Value& v, const CallArgs& a) { return cmp_test(v, a, "lt", 2); }
-Result<bool> t_le(Interpreter&, const Value& v, const CallArgs& a) { return cmp_test(v, a, "le", 3); }
-Result<bool> t_gt(Interpreter&, const Value& v, const CallArgs& a) { return cmp_test(v, a, "gt", 4); }
-Result<bool> t_ge(Interpreter&, const Value& v, const CallArgs& a) { return cmp_test(v, a, "ge", 5); }
+Result<bool> t_eq(Interpreter& in, const Value& v, const CallArgs& a) { return cmp_test(in, v, a, "eq", 0); }
+Result<bool> t_ne(Interpreter& in, const Value& v, const CallArgs& a) { return cmp_test(in, v, a, "ne", 1); }
+Result<bool> t_lt(Interpreter& in, const Value& v, const CallArgs& a) { return cmp_test(in, v, a, "lt", 2); }
+Result<bool> t_le(Interpreter& in, const Value& v, const CallArgs& a) { return cmp_test(in, v, a, "le", 3); }
+Result<bool> t_gt(Interpreter& in, const Value& v, const CallArgs& a) { return cmp_test(in, v, a, "gt", 4); }
+Result<bool> t_ge(Interpreter& in, const Value& v, const CallArgs& a) { return cmp_test(in, v, a, "ge", 5); }
 
 struct TestEntry {
   std::string_view name;

@@ -11,19 +11,58 @@
 namespace sniper::jinja {
 
 namespace {
-// Nesting depth past which repr/equality/json stop (only reachable through a namespace that
-// contains itself, or absurdly deep input).
-constexpr int kMaxNesting = 256;
+
+const std::string& empty_string() {
+  static const std::string kEmpty;
+  return kEmpty;
+}
+
+uint32_t depth_of(const List& items) {
+  uint32_t d = 0;
+  for (const Value& v : items) d = std::max(d, v.depth());
+  return d + 1;
+}
+
+uint32_t depth_of(const Dict& dict) {
+  uint32_t d = 0;
+  for (const auto& kv : dict.items) d = std::max(d, kv.second.depth());
+  return d + 1;
+}
+
 }  // namespace
 
+void Dict::index_items() const {
+  if (index_.empty()) index_.reserve(items.size());
+  for (; indexed_ < items.size(); ++indexed_) index_.emplace(items[indexed_].first, indexed_);
+}
+
 const Value* Dict::find(std::string_view key) const {
-  for (const auto& [k, v] : items) {
-    if (k == key) return &v;
+  if (items.size() < kIndexFrom) {
+    for (const auto& [k, v] : items) {
+      if (k == key) return &v;
+    }
+    return nullptr;
   }
-  return nullptr;
+  index_items();
+  auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &items[it->second].second;
 }
 
 void Dict::set(const std::string& key, Value value) {
+  if (items.size() >= kIndexFrom) {
+    index_items();
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      items[it->second].second = std::move(value);
+      return;
+    }
+    // The new key's string_view must point into `items`, whose strings may move when the vector
+    // grows: rebuild the index on the next find.
+    items.emplace_back(key, std::move(value));
+    index_.clear();
+    indexed_ = 0;
+    return;
+  }
   for (auto& [k, v] : items) {
     if (k == key) {
       v = std::move(value);
@@ -33,9 +72,15 @@ void Dict::set(const std::string& key, Value value) {
   items.emplace_back(key, std::move(value));
 }
 
+void Dict::clear() {
+  index_.clear();
+  indexed_ = 0;
+  items.clear();
+}
+
 Value Value::undefined(std::string hint) {
   Value v;
-  v.s_ = std::move(hint);
+  if (!hint.empty()) v.s_ = std::make_shared<const std::string>(std::move(hint));
   return v;
 }
 
@@ -69,13 +114,14 @@ Value Value::number(double f) {
 Value Value::string(std::string s) {
   Value v;
   v.kind_ = Kind::kString;
-  v.s_ = std::move(s);
+  if (!s.empty()) v.s_ = std::make_shared<const std::string>(std::move(s));
   return v;
 }
 
 Value Value::list(List items) {
   Value v;
   v.kind_ = Kind::kList;
+  v.depth_ = depth_of(items);
   v.list_ = std::make_shared<const List>(std::move(items));
   return v;
 }
@@ -83,6 +129,7 @@ Value Value::list(List items) {
 Value Value::tuple(List items) {
   Value v;
   v.kind_ = Kind::kTuple;
+  v.depth_ = depth_of(items);
   v.list_ = std::make_shared<const List>(std::move(items));
   return v;
 }
@@ -90,6 +137,7 @@ Value Value::tuple(List items) {
 Value Value::dict(Dict d) {
   Value v;
   v.kind_ = Kind::kDict;
+  v.depth_ = depth_of(d);
   v.dict_ = std::make_shared<Dict>(std::move(d));
   return v;
 }
@@ -97,6 +145,7 @@ Value Value::dict(Dict d) {
 Value Value::make_namespace(Dict d) {
   Value v;
   v.kind_ = Kind::kNamespace;
+  v.depth_ = 1;
   v.dict_ = std::make_shared<Dict>(std::move(d));
   return v;
 }
@@ -126,17 +175,22 @@ double Value::as_double() const {
 
 const std::string& Value::as_string() const {
   CHECK(kind_ == Kind::kString);
-  return s_;
+  return s_ ? *s_ : empty_string();
 }
 
 const std::string& Value::undefined_hint() const {
   CHECK(kind_ == Kind::kUndefined);
-  return s_;
+  return s_ ? *s_ : empty_string();
 }
 
 const List& Value::as_list() const {
   CHECK(is_sequence());
   return *list_;
+}
+
+const std::shared_ptr<const List>& Value::shared_list() const {
+  CHECK(is_sequence());
+  return list_;
 }
 
 const Dict& Value::as_dict() const {
@@ -180,78 +234,121 @@ bool truthy(const Value& v) {
 
 namespace {
 
-void append_repr(std::string& out, const Value& v, int depth);
-
-void append_items(std::string& out, const List& items, int depth) {
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += ", ";
-    append_repr(out, items[i], depth + 1);
-  }
-}
-
-void append_dict(std::string& out, const Dict& d, int depth) {
-  out += '{';
-  for (size_t i = 0; i < d.items.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += py_repr_string(d.items[i].first);
-    out += ": ";
-    append_repr(out, d.items[i].second, depth + 1);
-  }
-  out += '}';
-}
-
-void append_repr(std::string& out, const Value& v, int depth) {
-  if (depth > kMaxNesting) {
-    out += "...";
-    return;
-  }
+// str() of a scalar (not a string, list, tuple, dict or namespace).
+std::string scalar_str(const Value& v) {
   switch (v.kind()) {
-    case Kind::kString: out += py_repr_string(v.as_string()); return;
-    case Kind::kUndefined: return;  // Jinja2's Undefined has an empty repr inside str()
+    case Kind::kNone: return "None";
+    case Kind::kBool: return v.as_bool() ? "True" : "False";
+    case Kind::kInt: return std::to_string(v.as_int());
+    case Kind::kFloat: return py_float_repr(v.as_double());
+    case Kind::kCallable: return "<function " + v.as_callable().name + ">";
+    default: return "";
+  }
+}
+
+// Appends repr(s) (json = false) or json.dumps(s) to out. The escaping grows a temporary by at
+// most the room left under max_string_bytes (an escape is a few bytes per input byte), and the
+// scan and the result are charged.
+Status append_escaped(StringSink& out, std::string_view s, bool json, bool ensure_ascii) {
+  Budget& budget = out.budget();
+  SNIPER_TRY(budget.bytes(s.size()));
+  const uint64_t max = budget.limits().max_string_bytes;
+  const uint64_t room = max > out.size() ? max - out.size() : 0;
+  std::string escaped;
+  const bool fits =
+      json ? json_escape_string(escaped, s, ensure_ascii, room) : py_repr_string(escaped, s, static_cast<size_t>(room));
+  if (!fits) {
+    return make_error("a string of more than %llu bytes exceeds the template limit of %llu bytes",
+                      static_cast<unsigned long long>(max), static_cast<unsigned long long>(max));
+  }
+  return out.append(escaped);
+}
+
+Status repr_at(StringSink& out, const Value& v, int depth);
+
+Status repr_dict(StringSink& out, const Dict& d, int depth) {
+  SNIPER_TRY(out.append('{'));
+  for (size_t i = 0; i < d.items.size(); ++i) {
+    if (i > 0) SNIPER_TRY(out.append(", "));
+    SNIPER_TRY(append_escaped(out, d.items[i].first, false, false));
+    SNIPER_TRY(out.append(": "));
+    SNIPER_TRY(repr_at(out, d.items[i].second, depth + 1));
+  }
+  return out.append('}');
+}
+
+Status repr_at(StringSink& out, const Value& v, int depth) {
+  if (depth > kMaxWalkDepth) return out.append("...");
+  SNIPER_TRY(out.budget().steps(1));
+  SNIPER_TRY(out.budget().check_stack());
+  switch (v.kind()) {
+    case Kind::kString: return append_escaped(out, v.as_string(), false, false);
+    case Kind::kUndefined: return ok_status();  // Jinja2's Undefined has an empty repr inside str()
     case Kind::kList:
-      out += '[';
-      append_items(out, v.as_list(), depth);
-      out += ']';
-      return;
-    case Kind::kTuple:
-      out += '(';
-      append_items(out, v.as_list(), depth);
-      if (v.as_list().size() == 1) out += ',';
-      out += ')';
-      return;
-    case Kind::kDict: append_dict(out, v.as_dict(), depth); return;
+    case Kind::kTuple: {
+      const bool is_list = v.kind() == Kind::kList;
+      SNIPER_TRY(out.append(is_list ? '[' : '('));
+      const List& items = v.as_list();
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (i > 0) SNIPER_TRY(out.append(", "));
+        SNIPER_TRY(repr_at(out, items[i], depth + 1));
+      }
+      if (!is_list && items.size() == 1) SNIPER_TRY(out.append(','));
+      return out.append(is_list ? ']' : ')');
+    }
+    case Kind::kDict: return repr_dict(out, v.as_dict(), depth);
     case Kind::kNamespace:
-      out += "<Namespace ";
-      append_dict(out, v.as_dict(), depth);
-      out += '>';
-      return;
-    default: out += to_str(v); return;
+      SNIPER_TRY(out.append("<Namespace "));
+      SNIPER_TRY(repr_dict(out, v.as_dict(), depth));
+      return out.append('>');
+    default: return out.append(scalar_str(v));
   }
 }
 
 }  // namespace
 
-std::string to_str(const Value& v) {
+Status append_str(StringSink& out, const Value& v) {
   switch (v.kind()) {
-    case Kind::kUndefined: return "";
-    case Kind::kNone: return "None";
-    case Kind::kBool: return v.as_bool() ? "True" : "False";
-    case Kind::kInt: return std::to_string(v.as_int());
-    case Kind::kFloat: return py_float_repr(v.as_double());
-    case Kind::kString: return v.as_string();
-    case Kind::kCallable: return "<function " + v.as_callable().name + ">";
-    default: {
-      std::string out;
-      append_repr(out, v, 0);
-      return out;
-    }
+    case Kind::kUndefined: return ok_status();
+    case Kind::kString: return out.append(v.as_string());
+    case Kind::kList:
+    case Kind::kTuple:
+    case Kind::kDict:
+    case Kind::kNamespace: return repr_at(out, v, 0);
+    default: return out.append(scalar_str(v));
   }
 }
 
-std::string repr(const Value& v) {
-  std::string out;
-  append_repr(out, v, 0);
-  return out;
+Status append_repr(StringSink& out, const Value& v) { return repr_at(out, v, 0); }
+
+Result<Value> str_value(Budget& budget, const Value& v) {
+  if (v.is_string()) return v;
+  StringSink out(budget);
+  SNIPER_TRY(append_str(out, v));
+  return Value::string(out.take());
+}
+
+std::string brief(const Value& v, size_t max_bytes) {
+  // A private budget: the walk stops once the text is long enough, whatever v holds.
+  Limits limits;
+  limits.max_string_bytes = max_bytes;
+  limits.max_total_bytes = max_bytes * 8 + 64;
+  limits.max_steps = 256;
+  limits.max_time_ms = 1000;
+  Budget budget(limits);
+  StringSink out(budget);
+  if (v.is_string()) {
+    const std::string& s = v.as_string();
+    const bool cut = s.size() > max_bytes;
+    std::string text;
+    (void)py_repr_string(text, std::string_view(s).substr(0, max_bytes), max_bytes * 4 + 2);
+    if (cut) text += "...";
+    return text;
+  }
+  const bool done = repr_at(out, v, 0).ok();
+  std::string text = out.take();
+  if (!done) text += "...";
+  return text;
 }
 
 std::string type_name(const Value& v) {
@@ -279,24 +376,38 @@ std::string object_type_repr(const Value& v) {
 
 namespace {
 
-bool equals_at(const Value& a, const Value& b, int depth) {
-  if (depth > kMaxNesting) return false;
+Error too_deep(const char* what) {
+  return make_error("%s: the values are nested deeper than %d levels", what, kMaxWalkDepth);
+}
+
+Result<bool> equals_at(Budget& budget, const Value& a, const Value& b, int depth) {
+  if (depth > kMaxWalkDepth) return too_deep("==");
+  SNIPER_TRY(budget.steps(1));
+  SNIPER_TRY(budget.check_stack());
   if (a.is_number() && b.is_number()) {
     if (a.kind() == Kind::kFloat || b.kind() == Kind::kFloat) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
   }
   if (a.kind() != b.kind()) return false;
+  if (a.identity() != nullptr && a.identity() == b.identity()) return true;  // the same list or dict
   switch (a.kind()) {
     case Kind::kUndefined:
     case Kind::kNone: return true;
-    case Kind::kString: return a.as_string() == b.as_string();
+    case Kind::kString: {
+      const std::string& x = a.as_string();
+      const std::string& y = b.as_string();
+      if (x.size() != y.size()) return false;
+      SNIPER_TRY(budget.bytes(x.size()));
+      return x == y;
+    }
     case Kind::kList:
     case Kind::kTuple: {
       const List& x = a.as_list();
       const List& y = b.as_list();
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i) {
-        if (!equals_at(x[i], y[i], depth + 1)) return false;
+        SNIPER_ASSIGN_OR_RETURN(bool eq, equals_at(budget, x[i], y[i], depth + 1));
+        if (!eq) return false;
       }
       return true;
     }
@@ -305,8 +416,11 @@ bool equals_at(const Value& a, const Value& b, int depth) {
       const Dict& y = b.as_dict();
       if (x.items.size() != y.items.size()) return false;
       for (const auto& [k, v] : x.items) {
+        SNIPER_TRY(budget.bytes(k.size()));
         const Value* other = y.find(k);
-        if (other == nullptr || !equals_at(v, *other, depth + 1)) return false;
+        if (other == nullptr) return false;
+        SNIPER_ASSIGN_OR_RETURN(bool eq, equals_at(budget, v, *other, depth + 1));
+        if (!eq) return false;
       }
       return true;
     }
@@ -314,7 +428,10 @@ bool equals_at(const Value& a, const Value& b, int depth) {
   }
 }
 
-Result<int> compare_at(const Value& a, const Value& b, int depth) {
+Result<int> compare_at(Budget& budget, const Value& a, const Value& b, int depth) {
+  if (depth > kMaxWalkDepth) return too_deep("ordering");
+  SNIPER_TRY(budget.steps(1));
+  SNIPER_TRY(budget.check_stack());
   if (a.is_number() && b.is_number()) {
     if (a.kind() == Kind::kFloat || b.kind() == Kind::kFloat) {
       const double x = a.as_double();
@@ -326,83 +443,90 @@ Result<int> compare_at(const Value& a, const Value& b, int depth) {
     return x < y ? -1 : (x > y ? 1 : 0);
   }
   if (a.is_string() && b.is_string()) {
+    SNIPER_TRY(budget.bytes(std::min(a.as_string().size(), b.as_string().size())));
     const int c = a.as_string().compare(b.as_string());
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
-  if (a.kind() == b.kind() && a.is_sequence() && depth <= kMaxNesting) {
+  if (a.kind() == b.kind() && a.is_sequence()) {
     const List& x = a.as_list();
     const List& y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (equals_at(x[i], y[i], depth + 1)) continue;
-      return compare_at(x[i], y[i], depth + 1);
+      SNIPER_ASSIGN_OR_RETURN(bool eq, equals_at(budget, x[i], y[i], depth + 1));
+      if (eq) continue;
+      return compare_at(budget, x[i], y[i], depth + 1);
     }
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
   }
   return make_error("cannot compare instances of '%s' and '%s'", type_name(a).c_str(), type_name(b).c_str());
 }
 
-void append_newline_indent(std::string& out, const JsonOptions& o, int level) {
-  out += '\n';
-  for (int i = 0; i < level; ++i) out += o.indent;
+Status newline_indent(StringSink& out, const JsonOptions& o, int level) {
+  SNIPER_TRY(out.append('\n'));
+  for (int i = 0; i < level; ++i) SNIPER_TRY(out.append(o.indent));
+  return ok_status();
 }
 
-Status to_json_at(std::string& out, const Value& v, const JsonOptions& o, int level) {
-  if (level > kMaxNesting) return make_error("tojson: value is nested deeper than %d levels", kMaxNesting);
+Status json_string(StringSink& out, const std::string& s, bool ensure_ascii) {
+  return append_escaped(out, s, true, ensure_ascii);
+}
+
+Status to_json_at(StringSink& out, const Value& v, const JsonOptions& o, int level) {
+  if (level > kMaxWalkDepth) return make_error("tojson: value is nested deeper than %d levels", kMaxWalkDepth);
+  SNIPER_TRY(out.budget().steps(1));
+  SNIPER_TRY(out.budget().check_stack());
   switch (v.kind()) {
-    case Kind::kNone: out += "null"; return ok_status();
-    case Kind::kBool: out += v.as_bool() ? "true" : "false"; return ok_status();
-    case Kind::kInt: out += std::to_string(v.as_int()); return ok_status();
+    case Kind::kNone: return out.append("null");
+    case Kind::kBool: return out.append(v.as_bool() ? "true" : "false");
+    case Kind::kInt: return out.append(std::to_string(v.as_int()));
     case Kind::kFloat: {
       const double f = v.as_double();
-      if (std::isnan(f)) out += "NaN";
-      else if (std::isinf(f)) out += f < 0 ? "-Infinity" : "Infinity";
-      else out += py_float_repr(f);
-      return ok_status();
+      if (std::isnan(f)) return out.append("NaN");
+      if (std::isinf(f)) return out.append(f < 0 ? "-Infinity" : "Infinity");
+      return out.append(py_float_repr(f));
     }
-    case Kind::kString: json_escape_string(out, v.as_string(), o.ensure_ascii); return ok_status();
+    case Kind::kString: return json_string(out, v.as_string(), o.ensure_ascii);
     case Kind::kList:
     case Kind::kTuple: {
       const List& items = v.as_list();
-      if (items.empty()) {
-        out += "[]";
-        return ok_status();
-      }
-      out += '[';
+      if (items.empty()) return out.append("[]");
+      SNIPER_TRY(out.append('['));
       for (size_t i = 0; i < items.size(); ++i) {
-        if (i > 0) out += o.item_separator;
-        if (o.has_indent) append_newline_indent(out, o, level + 1);
+        if (i > 0) SNIPER_TRY(out.append(o.item_separator));
+        if (o.has_indent) SNIPER_TRY(newline_indent(out, o, level + 1));
         SNIPER_TRY(to_json_at(out, items[i], o, level + 1));
       }
-      if (o.has_indent) append_newline_indent(out, o, level);
-      out += ']';
-      return ok_status();
+      if (o.has_indent) SNIPER_TRY(newline_indent(out, o, level));
+      return out.append(']');
     }
     case Kind::kDict: {
       const Dict& d = v.as_dict();
-      if (d.items.empty()) {
-        out += "{}";
-        return ok_status();
-      }
+      if (d.items.empty()) return out.append("{}");
       std::vector<const std::pair<std::string, Value>*> entries;
+      entries.reserve(d.items.size());
       for (const auto& kv : d.items) entries.push_back(&kv);
       if (o.sort_keys) {
+        // n log n key comparisons: charged as steps before sorting.
+        const auto n = static_cast<int64_t>(entries.size());
+        int64_t log_n = 1;
+        while ((int64_t{1} << log_n) < n) ++log_n;
+        SNIPER_TRY(out.budget().steps(n * log_n));
         std::stable_sort(entries.begin(), entries.end(),
                          [](const auto* x, const auto* y) { return x->first < y->first; });
       }
-      out += '{';
+      SNIPER_TRY(out.append('{'));
       for (size_t i = 0; i < entries.size(); ++i) {
-        if (i > 0) out += o.item_separator;
-        if (o.has_indent) append_newline_indent(out, o, level + 1);
-        json_escape_string(out, entries[i]->first, o.ensure_ascii);
-        out += o.key_separator;
+        if (i > 0) SNIPER_TRY(out.append(o.item_separator));
+        if (o.has_indent) SNIPER_TRY(newline_indent(out, o, level + 1));
+        SNIPER_TRY(json_string(out, entries[i]->first, o.ensure_ascii));
+        SNIPER_TRY(out.append(o.key_separator));
         SNIPER_TRY(to_json_at(out, entries[i]->second, o, level + 1));
       }
-      if (o.has_indent) append_newline_indent(out, o, level);
-      out += '}';
-      return ok_status();
+      if (o.has_indent) SNIPER_TRY(newline_indent(out, o, level));
+      return out.append('}');
     }
     case Kind::kUndefined:
-      return make_error("tojson: Object of type Undefined is not JSON serializable (%s)", v.undefined_hint().c_str());
+      return make_error("tojson: Object of type Undefined is not JSON serializable (%s)",
+                        v.undefined_hint().substr(0, 200).c_str());
     default: return make_error("tojson: Object of type %s is not JSON serializable", type_name(v).c_str());
   }
 }
@@ -446,11 +570,11 @@ Result<Value> from_json_at(const Json& j, int depth) {
 
 }  // namespace
 
-bool equals(const Value& a, const Value& b) { return equals_at(a, b, 0); }
+Result<bool> equals(Budget& budget, const Value& a, const Value& b) { return equals_at(budget, a, b, 0); }
 
-Result<int> compare(const Value& a, const Value& b) { return compare_at(a, b, 0); }
+Result<int> compare(Budget& budget, const Value& a, const Value& b) { return compare_at(budget, a, b, 0); }
 
-Status to_json(std::string& out, const Value& v, const JsonOptions& options) { return to_json_at(out, v, options, 0); }
+Status to_json(StringSink& out, const Value& v, const JsonOptions& options) { return to_json_at(out, v, options, 0); }
 
 Result<Value> from_json(const nlohmann::json& j) { return from_json_at(j, 0); }
 Result<Value> from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }

@@ -62,7 +62,8 @@ bool ExpertLocation::contiguous() const {
 }
 
 Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& file, int64_t n_layers,
-                                                                int64_t n_experts) {
+                                                                int64_t n_experts,
+                                                                std::unordered_set<std::string>* sources) {
   std::vector<std::vector<ExpertLocation>> out(static_cast<size_t>(n_layers),
                                                std::vector<ExpertLocation>(static_cast<size_t>(n_experts)));
   static const char* kMerged[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
@@ -76,6 +77,7 @@ Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& 
                           fused.c_str(), static_cast<long>(gu->ne[0]), static_cast<long>(gu->ne[1]),
                           static_cast<long>(gu->ne[2]), static_cast<long>(n_experts));
       }
+      if (sources != nullptr) sources->insert(fused);
       const uint64_t slice = gu->nbytes / static_cast<uint64_t>(n_experts), half = slice / 2;
       for (int64_t e = 0; e < n_experts; ++e) {
         ExpertLocation& x = out[static_cast<size_t>(l)][static_cast<size_t>(e)];
@@ -91,6 +93,7 @@ Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& 
           return make_error("tensor '%s' holds %ld experts but the model has %ld", merged.c_str(),
                             static_cast<long>(t->ne[2]), static_cast<long>(n_experts));
         }
+        if (sources != nullptr) sources->insert(merged);
         const uint64_t slice = t->nbytes / static_cast<uint64_t>(n_experts);
         for (int64_t e = 0; e < n_experts; ++e) {
           out[static_cast<size_t>(l)][static_cast<size_t>(e)].part[p] = {
@@ -102,6 +105,7 @@ Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& 
         const std::string name = "blk." + std::to_string(l) + "." + kSplit[p] + "." + std::to_string(e) + ".weight";
         const GgufTensorInfo* t = file.find_tensor(name);
         if (t == nullptr) return make_error("neither '%s' nor '%s' is in the file", merged.c_str(), name.c_str());
+        if (sources != nullptr) sources->insert(name);
         out[static_cast<size_t>(l)][static_cast<size_t>(e)].part[p] = {t->file_offset, t->nbytes, t->type, t->ne[0],
                                                                        t->ne[1]};
       }

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "base/result.h"
@@ -53,9 +54,10 @@ struct ExpertLocation {
 // Locates every expert of every layer: slices of the 3-D ffn_{gate,up,down}_exps tensors (gate and
 // up may be the halves of a fused ffn_gate_up_exps), or the
 // per-expert tensors blk.L.ffn_{gate,up,down}.E.weight that `sniper pack` writes. Errors name a
-// missing tensor.
+// missing tensor. sources, when non-null, receives the names of the tensors the experts are in.
 Result<std::vector<std::vector<ExpertLocation>>> locate_experts(const GgufFile& file, int64_t n_layers,
-                                                                int64_t n_experts);
+                                                                int64_t n_experts,
+                                                                std::unordered_set<std::string>* sources = nullptr);
 
 struct ExpertCacheOptions {
   int64_t n_slots = 0;

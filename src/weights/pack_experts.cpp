@@ -11,7 +11,6 @@
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 #include "weights/expert_cache.h"
-#include "weights/tensor_roles.h"
 
 namespace sniper {
 
@@ -46,7 +45,8 @@ Status pack_experts(const std::string& in_path, const std::string& out_path,
   if (!n_experts.ok() || *n_experts <= 0) return make_error("%s is not a mixture-of-experts model", in_path.c_str());
   auto n_layers = f.get_int(*arch + ".block_count");
   if (!n_layers.ok()) return n_layers.error();
-  auto located = locate_experts(f, *n_layers, *n_experts);
+  std::unordered_set<std::string> expert_tensors;  // rewritten below, not copied
+  auto located = locate_experts(f, *n_layers, *n_experts, &expert_tensors);
   if (!located.ok()) return make_error("%s: %s", in_path.c_str(), located.error().message.c_str());
 
   auto state = std::make_shared<SharedState>();
@@ -76,7 +76,7 @@ Status pack_experts(const std::string& in_path, const std::string& out_path,
   w.set_alignment(4096);
   w.set_bool("sniper.packed_experts", true);
   for (const GgufTensorInfo& t : f.tensors()) {
-    if (tensor_role(t.name) == TensorRole::kExpert) continue;
+    if (expert_tensors.count(t.name)) continue;
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
     const uint64_t off = t.file_offset;
     w.add_tensor(t.name, t.type, ne, [copy_range, off](uint8_t* dst, size_t n) { copy_range(off, dst, n); });

@@ -13,8 +13,8 @@
 #include "engine/plan.h"
 #include "engine/session.h"
 #include "golden/shared_dir.h"
+#include "model/tensor_catalog.h"
 #include "quant/iq_repack.h"
-#include "weights/tensor_roles.h"
 
 namespace sniper {
 namespace {
@@ -114,10 +114,16 @@ TEST(RepackPlan, BudgetDecidesHowMuchIsRepackedExpertsLast) {
   ASSERT_TRUE(all.all_resident);
   ASSERT_GT(all.repack_all_extra_bytes, 0u);
   EXPECT_EQ(all.repack_extra_bytes, all.repack_all_extra_bytes);
+  // Roles as the plan reads them: from the blocks' tensor tables.
+  const TensorCatalog catalog(p.config);
+  auto is_expert = [&](const std::string& name) {
+    const TensorUse* u = catalog.find(name);
+    return u != nullptr && u->role == TensorRole::kExpert;
+  };
   uint64_t expert_extra = 0;
   int64_t n_experts = 0;
   for (const std::string& name : all.repacked_tensors) {
-    if (tensor_role(name) != TensorRole::kExpert) continue;
+    if (!is_expert(name)) continue;
     ++n_experts;
     const GgufTensorInfo* t = p.file.find_tensor(name);
     expert_extra += t->nbytes / t->row_bytes() * row_bytes(repacked_type(t->type), t->ne[0]) - t->nbytes;
@@ -139,7 +145,7 @@ TEST(RepackPlan, BudgetDecidesHowMuchIsRepackedExpertsLast) {
   const MemoryPlan some = plan_for(p, all.all_resident_bytes + some_room);
   EXPECT_EQ(some.repack_extra_bytes, some_room);
   for (const std::string& name : some.repacked_tensors) {
-    EXPECT_NE(tensor_role(name), TensorRole::kExpert) << name << " repacked before the tensors read every token";
+    EXPECT_FALSE(is_expert(name)) << name << " repacked before the tensors read every token";
   }
   EXPECT_NE(some.describe().find("of which repack"), std::string::npos) << some.describe();
   EXPECT_EQ(some.resident_weight_bytes, none.resident_weight_bytes + some_room);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The hub naming rules without a server: REPO[:QUANT|FILE] parsing, quant tags and split parts
 // in file names, choice grouping and selection (tag, file, default, budget), the tree listing
-// and Link header parsers, HF_* environment, and the store's foreign cache paths.
+// and Link header parsers, HF_* environment, the store's foreign cache paths, and the checks of
+// hub-provided names, sizes and URLs (issue 40 findings 4 and 10).
 // tests/js/pull_test.mjs covers the transfers against a loopback hub.
 #include <gtest/gtest.h>
 
@@ -177,6 +178,59 @@ TEST(Env, EndpointTokenAndHome) {
   EXPECT_EQ(*sniper_home(env_of({{"SNIPER_HOME", "/s"}, {"HOME", "/h"}})), "/s");
   EXPECT_EQ(*sniper_home(env_of({{"HOME", "/h"}})), "/h/.cache/sniper");
   EXPECT_FALSE(sniper_home(env_of({})).ok());
+}
+
+// Issue 40 finding 10: hub-provided names and sizes are checked before use, and shown escaped.
+TEST(HubNames, UnsafePathsAreRefusedAndShownEscaped) {
+  for (const char* ok : {"a.gguf", "Q4_K_M/a.gguf", "dir/sub/model-00001-of-00002.gguf", "a..b.gguf", ".hidden"}) {
+    EXPECT_TRUE(check_hub_path(ok).ok()) << ok;
+  }
+  const std::string nul("evil\0.gguf", 10);
+  auto r = check_hub_path(nul);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("evil\\x00.gguf"), std::string::npos) << r.error().message;  // not cut at NUL
+  for (const char* bad : {"", "/etc/passwd.gguf", "../x.gguf", "a/../../x.gguf", "a//b.gguf", "./a.gguf", "a/.",
+                          "a\\b.gguf", "a\nb.gguf", "a\x1b[2Jb.gguf", "a\x7f.gguf"}) {
+    EXPECT_FALSE(check_hub_path(bad).ok()) << printable(bad);
+  }
+  auto abs = check_hub_path("/srv/hub/private/weights.gguf");
+  ASSERT_FALSE(abs.ok());
+  EXPECT_EQ(abs.error().message.find("/srv"), std::string::npos) << "absolute server paths are not shown";
+  EXPECT_EQ(printable(std::string("a\0b\x1b\\\xff", 6)), "a\\x00b\\x1b\\x5c\\xff");
+  EXPECT_EQ(printable(std::string(500, 'x'), 10), std::string(10, 'x') + "...");
+  // Through the listing: the entry index and the escaped name.
+  auto listing = parse_tree_listing(R"([{"type":"file","path":"a\u0000b.gguf","size":1}])");
+  ASSERT_FALSE(listing.ok());
+  EXPECT_NE(listing.error().message.find("a\\x00b.gguf"), std::string::npos) << listing.error().message;
+}
+
+TEST(HubSizes, SumsNeverWrap) {
+  // Two split parts of 2^63 bytes each summed to 0 and passed the free-space check.
+  auto huge = parse_tree_listing(R"([{"type":"file","path":"m-00001-of-00002.gguf","size":9223372036854775808}])");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.error().message.find("largest file size"), std::string::npos) << huge.error().message;
+  ModelChoice c;
+  c.files = {{"a", uint64_t{1} << 62, ""},
+             {"b", uint64_t{1} << 62, ""},
+             {"c", uint64_t{1} << 62, ""},
+             {"d", uint64_t{1} << 62, ""}};
+  EXPECT_EQ(c.total_bytes(), UINT64_MAX);  // 2^64 saturates
+  c.files.pop_back();
+  EXPECT_EQ(c.total_bytes(), 3 * (uint64_t{1} << 62));
+}
+
+TEST(HubUrls, OriginsAndEndpoints) {
+  EXPECT_EQ(url_origin("https://HuggingFace.co/api/x?y=1"), "https://huggingface.co:443");
+  EXPECT_EQ(url_origin("http://127.0.0.1:9/a"), "http://127.0.0.1:9");
+  EXPECT_NE(url_origin("http://127.0.0.1:9/a"), url_origin("http://127.0.0.1:10/a"));
+  EXPECT_NE(url_origin("https://h/a"), url_origin("http://h:443/a"));
+  EXPECT_EQ(url_origin("not a url"), "");
+  EXPECT_EQ(url_scheme("gopher://x/"), "gopher");
+  EXPECT_EQ(url_scheme("FILE:///etc/passwd"), "file");
+  for (const char* bad :
+       {"https://user:pw@h", "https://h/?q=1", "https://h/#f", "file:///x", "gopher://h", "https://", "httpsx://h"}) {
+    EXPECT_FALSE(hub_config_from_env(env_of({{"HF_ENDPOINT", bad}})).ok()) << bad;
+  }
 }
 
 TEST(Store, ForeignCacheCandidatesIncludeLlamaCppFlatLayout) {

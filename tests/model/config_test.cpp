@@ -237,9 +237,9 @@ TEST(LayerPlan, Qwen35FamilyHybridPlan) {
       EXPECT_EQ(lp.mixer, l == 3 ? MixerKind::kAttention : MixerKind::kDeltaNet) << l;
       EXPECT_TRUE(lp.attn_output_gate);
       EXPECT_EQ(lp.ffn, std::string(arch) == "qwen35" ? FfnKind::kDense : FfnKind::kMoe);
-      EXPECT_EQ(lp.shared_expert, std::string(arch) != "qwen35");
+      EXPECT_EQ(lp.shared_expert, std::string(arch) != "qwen35" ? SharedExpert::kGated : SharedExpert::kNone);
     }
-    EXPECT_EQ(c->ffn_norm_tensor, LayerTensor::kPostAttnNorm);
+    EXPECT_TRUE(c->ffn_norm_post_attention);
     EXPECT_EQ(c->delta_net.conv_channels(), 2 * 2 * 16 + 4 * 16);
     EXPECT_EQ(c->delta_net.grouped_heads, std::string(arch) == "qwen3next");
     EXPECT_EQ(c->delta_net.fused_ba, std::string(arch) == "qwen3next");

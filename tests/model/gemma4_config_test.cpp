@@ -13,7 +13,7 @@
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 #include "model/config.h"
-#include "weights/tensor_roles.h"
+#include "model/tensor_catalog.h"
 
 namespace sniper {
 namespace {
@@ -76,8 +76,12 @@ TEST(Gemma4Config, EModelLayerPlan) {
   for (int64_t l = 0; l < 6; ++l) {
     const LayerPlan& lp = c->layer(l);
     SCOPED_TRACE(l);
-    EXPECT_EQ(lp.mixer, MixerKind::kGemma4Attention);
-    EXPECT_EQ(lp.ffn, FfnKind::kGeluDense);
+    EXPECT_EQ(lp.mixer, MixerKind::kAttention);
+    EXPECT_TRUE(lp.qk_norm && lp.v_norm && lp.v_optional && lp.attn_post_norm);
+    EXPECT_EQ(lp.attn_scale, 1.0f);
+    EXPECT_EQ(lp.ffn, FfnKind::kDense);
+    EXPECT_EQ(lp.ffn_act, Activation::kGelu);
+    EXPECT_TRUE(lp.ffn_post_norm);
     EXPECT_EQ(lp.sliding_window, window[l]);
     EXPECT_EQ(lp.head_dim, head_dim[l]);
     EXPECT_EQ(lp.rope_dims, head_dim[l]);
@@ -106,7 +110,11 @@ TEST(Gemma4Config, MoeLayoutWithPerLayerKvHeads) {
   }));
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->expert_hidden_dim, 64);
-  EXPECT_EQ(c->layer(0).ffn, FfnKind::kGemma4Moe);
+  EXPECT_EQ(c->layer(0).ffn, FfnKind::kMoe);
+  EXPECT_EQ(c->layer(0).shared_expert, SharedExpert::kUngated);
+  EXPECT_EQ(c->layer(0).router_input, RouterInput::kScaledResidual);
+  EXPECT_TRUE(c->layer(0).expert_input_norm && c->layer(0).expert_scale);
+  EXPECT_TRUE(c->layer(0).routed_post_norm && c->layer(0).shared_post_norm && c->layer(0).ffn_post_norm);
   EXPECT_EQ(c->layer(0).n_kv_heads, 2);
   EXPECT_EQ(c->layer(5).n_kv_heads, 1);
   EXPECT_EQ(c->layer(5).kv_shared_with, -1);
@@ -186,16 +194,42 @@ TEST(Gemma4Config, MalformedValuesAreNamed) {
   }
 }
 
-// What streams: fused experts do; their scales and the router scale stay resident; the
-// per-layer embedding table is read by rows like the token embeddings.
+// What streams, from the blocks' tables: fused experts do; their scales and the router scale stay
+// resident; the per-layer embedding table is read by rows like the token embeddings; the MLP
+// beside the experts is dense FFN; a shared-KV layer's own K/V, if the file has them, are unread.
 TEST(Gemma4Config, TensorRoles) {
-  EXPECT_EQ(tensor_role("blk.3.ffn_gate_up_exps.weight"), TensorRole::kExpert);
-  EXPECT_EQ(tensor_role("blk.3.ffn_down_exps.weight"), TensorRole::kExpert);
-  EXPECT_EQ(tensor_role("blk.3.ffn_down_exps.scale"), TensorRole::kAlways);
-  EXPECT_EQ(tensor_role("blk.3.ffn_gate_inp.scale"), TensorRole::kAlways);
-  EXPECT_EQ(tensor_role("per_layer_token_embd.weight"), TensorRole::kEmbedding);
-  EXPECT_EQ(tensor_role("per_layer_model_proj.weight"), TensorRole::kAlways);
-  EXPECT_EQ(tensor_role("blk.0.ffn_gate.weight"), TensorRole::kDenseFfn);
+  auto c = config_of(gemma4_writer("", [](GgufWriter& w) {
+    w.set_u32("gemma4.expert_count", 8);
+    w.set_u32("gemma4.expert_used_count", 2);
+    w.set_u32("gemma4.expert_feed_forward_length", 64);
+    for (int l = 0; l < 6; ++l) {
+      w.add_tensor_bytes("blk." + std::to_string(l) + ".ffn_gate_up_exps.weight", GgmlType::kF32, {1},
+                         std::vector<uint8_t>(4, 0));
+    }
+  }));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->layer(3).expert_fused_gate_up);
+  const TensorCatalog catalog(*c);
+  auto role = [&](const char* name) {
+    const TensorUse* u = catalog.find(name);
+    EXPECT_NE(u, nullptr) << name;
+    return u != nullptr ? u->role : TensorRole::kUnread;
+  };
+  EXPECT_EQ(role("blk.3.ffn_gate_up_exps.weight"), TensorRole::kExpert);
+  EXPECT_EQ(catalog.find("blk.3.ffn_gate_up_exps.weight")->part, ExpertPart::kGateUp);
+  EXPECT_EQ(catalog.find("blk.3.ffn_gate_up_exps.weight")->shape, tensor_shape(256, 128, 8));
+  EXPECT_EQ(role("blk.3.ffn_down_exps.weight"), TensorRole::kExpert);
+  EXPECT_EQ(role("blk.3.ffn_down_exps.scale"), TensorRole::kAlways);
+  EXPECT_EQ(role("blk.3.ffn_gate_inp.scale"), TensorRole::kAlways);
+  EXPECT_EQ(role("per_layer_token_embd.weight"), TensorRole::kEmbedding);
+  EXPECT_EQ(role("per_layer_model_proj.weight"), TensorRole::kAlways);
+  EXPECT_EQ(role("blk.0.ffn_gate.weight"), TensorRole::kDenseFfn);
+  EXPECT_EQ(role("blk.0.post_attention_norm.weight"), TensorRole::kAlways);
+  EXPECT_EQ(role("blk.0.attn_q.weight"), TensorRole::kAttention);
+  EXPECT_EQ(role("blk.4.attn_k.weight"), TensorRole::kUnread);  // layer 4 reads layer 1's KV
+  EXPECT_EQ(role("blk.4.attn_k_norm.weight"), TensorRole::kUnread);
+  EXPECT_EQ(role("blk.0.attn_k.weight"), TensorRole::kAttention);
+  EXPECT_EQ(catalog.find("blk.0.ffn_gate_exps.weight"), nullptr);  // fused here: the split form is not claimed
 }
 
 }  // namespace

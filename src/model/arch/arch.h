@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The architecture registry. An architecture is an ArchSpec: its GGUF name, the switches
-// that distinguish it inside the shared blocks (rope style, q/k norm, biases, MoE routing) and a
-// finish() that reads its own keys and, for models whose layers differ, fills the layer plan
-// (ModelConfig::layers; see model/blocks/block.h). Adding an architecture = one file in
-// model/arch/ defining a spec, plus one line in registry.cpp.
+// The architecture registry. An architecture is an ArchSpec: its GGUF name, the model-wide
+// switches of the default layer plan (rope style, q/k norm, biases, MoE) and a finish() that
+// reads its own keys and, for models whose layers differ, fills the layer plan with the
+// mechanisms each layer uses (ModelConfig::layers, LayerPlan). Adding an architecture built from
+// existing mechanisms = one file in model/arch/ defining a spec, plus its line in registry.cpp
+// (and the file in src/model/CMakeLists.txt); docs/model-layer.md walks through it.
 #pragma once
 
 #include <span>
@@ -26,14 +27,6 @@ struct ArchSpec {
   Status (*finish)(const GgufFile& file, ModelConfig& config);
 };
 
-extern const ArchSpec kLlamaArch;
-extern const ArchSpec kQwen2Arch;
-extern const ArchSpec kQwen3Arch;
-extern const ArchSpec kQwen3MoeArch;
-extern const ArchSpec kQwen35Arch;
-extern const ArchSpec kQwen35MoeArch;
-extern const ArchSpec kQwen3NextArch;
-
 // The Qwen3.5 / Qwen3-Next hybrid plan (arch/qwen35_family.cpp): reads the ssm.*, interval,
 // rope-section and expert keys and fills config.layers. Errors name the key.
 struct Qwen35Family {
@@ -43,7 +36,6 @@ struct Qwen35Family {
   bool rope_sections;  // rope.dimension_sections (IMRoPE) is required
 };
 [[nodiscard]] Status finish_qwen35_family(const GgufFile& file, ModelConfig& config, const Qwen35Family& family);
-extern const ArchSpec kGemma4Arch;
 
 // All registered architectures.
 std::span<const ArchSpec* const> registered_archs();

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // gemma4: Gemma 4 (26B-A4B MoE, 31B dense, E2B/E4B with per-layer embeddings and shared-KV
-// layers). Maps the metadata to the layer plan; what the blocks compute is in
-// model/blocks/gemma4_attention.h, gelu_ffn.h, gemma4_moe_ffn.h and per_layer_embedding.h.
+// layers). Maps the metadata to the layer plan of the shared blocks: attention with q/k norms,
+// an unweighted v norm, V = K where attn_v is absent, scale 1, a post norm and per-layer rope;
+// GELU FFNs with a post norm; MoE layers whose router reads the scaled residual, whose experts
+// have their own input norm and per-expert scales, beside an ungated dense MLP, every part
+// post-normed (model/blocks/attention.h, dense_ffn.h, moe_ffn.h, per_layer_embedding.h).
 //   layer l sliding  <=> attention.sliding_window_pattern[l]: head_dim key_length_swa, rope
 //                        rope.dimension_count_swa / rope.freq_base_swa, window sliding_window;
 //   full layers:         head_dim key_length, rope rope.dimension_count / rope.freq_base with
@@ -86,8 +89,23 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
   for (int64_t l = 0; l < L; ++l) {
     LayerPlan& lp = c.layers[static_cast<size_t>(l)];
     const bool sliding = (**pattern)[static_cast<size_t>(l)] != 0;
-    lp.mixer = MixerKind::kGemma4Attention;
-    lp.ffn = c.n_experts > 0 ? FfnKind::kGemma4Moe : FfnKind::kGeluDense;
+    lp.mixer = MixerKind::kAttention;
+    lp.qk_norm = true;
+    lp.v_norm = true;
+    lp.v_optional = true;
+    lp.attn_post_norm = true;
+    lp.attn_scale = 1.0f;
+    lp.ffn = c.n_experts > 0 ? FfnKind::kMoe : FfnKind::kDense;
+    lp.ffn_act = Activation::kGelu;
+    lp.ffn_post_norm = true;
+    if (c.n_experts > 0) {  // the MLP beside the experts, each part post-normed
+      lp.router_input = RouterInput::kScaledResidual;
+      lp.expert_input_norm = true;
+      lp.expert_scale = true;
+      lp.shared_expert = SharedExpert::kUngated;
+      lp.routed_post_norm = true;
+      lp.shared_post_norm = true;
+    }
     SNIPER_ASSIGN_OR_RETURN(lp.n_heads, layer_int(file, p + "attention.head_count", l, L, 1, 4096));
     SNIPER_ASSIGN_OR_RETURN(lp.n_kv_heads, layer_int(file, p + "attention.head_count_kv", l, L, 1, 4096));
     if (lp.n_heads % lp.n_kv_heads != 0) {
@@ -119,14 +137,10 @@ Status finish_gemma4(const GgufFile& file, ModelConfig& c) {
 
 }  // namespace
 
-const ArchSpec kGemma4Arch = {
-    .name = "gemma4",
-    .rope_style = RopeStyle::kNeox,
-    .qkv_bias = false,
-    .qk_norm = true,
-    .allow_moe = true,
-    .requires_moe = false,
-    .finish = finish_gemma4,
+extern const ArchSpec kGemma4Arch = {
+    // registered in registry.cpp
+    .name = "gemma4",  .rope_style = RopeStyle::kNeox, .qkv_bias = false,       .qk_norm = true,
+    .allow_moe = true, .requires_moe = false,          .finish = finish_gemma4,
 };
 
 }  // namespace sniper

@@ -5,14 +5,10 @@
 
 namespace sniper {
 
-const ArchSpec kLlamaArch = {
-    .name = "llama",
-    .rope_style = RopeStyle::kNorm,
-    .qkv_bias = false,
-    .qk_norm = false,
-    .allow_moe = true,
-    .requires_moe = false,
-    .finish = nullptr,
+extern const ArchSpec kLlamaArch = {
+    // registered in registry.cpp
+    .name = "llama",   .rope_style = RopeStyle::kNorm, .qkv_bias = false, .qk_norm = false,
+    .allow_moe = true, .requires_moe = false,          .finish = nullptr,
 };
 
 }  // namespace sniper

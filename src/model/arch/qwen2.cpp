@@ -4,14 +4,10 @@
 
 namespace sniper {
 
-const ArchSpec kQwen2Arch = {
-    .name = "qwen2",
-    .rope_style = RopeStyle::kNeox,
-    .qkv_bias = true,
-    .qk_norm = false,
-    .allow_moe = false,
-    .requires_moe = false,
-    .finish = nullptr,
+extern const ArchSpec kQwen2Arch = {
+    // registered in registry.cpp
+    .name = "qwen2",    .rope_style = RopeStyle::kNeox, .qkv_bias = true,  .qk_norm = false,
+    .allow_moe = false, .requires_moe = false,          .finish = nullptr,
 };
 
 }  // namespace sniper

@@ -4,14 +4,10 @@
 
 namespace sniper {
 
-const ArchSpec kQwen3Arch = {
-    .name = "qwen3",
-    .rope_style = RopeStyle::kNeox,
-    .qkv_bias = false,
-    .qk_norm = true,
-    .allow_moe = false,
-    .requires_moe = false,
-    .finish = nullptr,
+extern const ArchSpec kQwen3Arch = {
+    // registered in registry.cpp
+    .name = "qwen3",    .rope_style = RopeStyle::kNeox, .qkv_bias = false, .qk_norm = true,
+    .allow_moe = false, .requires_moe = false,          .finish = nullptr,
 };
 
 }  // namespace sniper

@@ -13,14 +13,10 @@ Status finish_qwen35(const GgufFile& file, ModelConfig& config) {
 }
 }  // namespace
 
-const ArchSpec kQwen35Arch = {
-    .name = "qwen35",
-    .rope_style = RopeStyle::kNeox,
-    .qkv_bias = false,
-    .qk_norm = true,
-    .allow_moe = false,
-    .requires_moe = false,
-    .finish = finish_qwen35,
+extern const ArchSpec kQwen35Arch = {
+    // registered in registry.cpp
+    .name = "qwen35",   .rope_style = RopeStyle::kNeox, .qkv_bias = false,       .qk_norm = true,
+    .allow_moe = false, .requires_moe = false,          .finish = finish_qwen35,
 };
 
 }  // namespace sniper

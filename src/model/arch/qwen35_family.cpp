@@ -68,7 +68,7 @@ Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Fa
                         p.c_str(), static_cast<long>(sum), static_cast<long>(c.rope_dims / 2));
     }
   }
-  c.ffn_norm_tensor = LayerTensor::kPostAttnNorm;
+  c.ffn_norm_post_attention = true;
   c.layers.assign(static_cast<size_t>(c.n_layers), LayerPlan{});
   for (int64_t l = 0; l < c.n_layers; ++l) {
     LayerPlan& lp = c.layers[static_cast<size_t>(l)];
@@ -77,8 +77,9 @@ Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Fa
     lp.n_kv_heads = c.n_kv_heads;
     lp.head_dim = c.head_dim;
     lp.attn_output_gate = true;
+    lp.qk_norm = c.qk_norm;
     lp.ffn = family.moe ? FfnKind::kMoe : FfnKind::kDense;
-    lp.shared_expert = family.moe;
+    lp.shared_expert = family.moe ? SharedExpert::kGated : SharedExpert::kNone;
   }
   return ok_status();
 }

@@ -14,14 +14,10 @@ Status finish_qwen35moe(const GgufFile& file, ModelConfig& config) {
 }
 }  // namespace
 
-const ArchSpec kQwen35MoeArch = {
-    .name = "qwen35moe",
-    .rope_style = RopeStyle::kNeox,
-    .qkv_bias = false,
-    .qk_norm = true,
-    .allow_moe = true,
-    .requires_moe = true,
-    .finish = finish_qwen35moe,
+extern const ArchSpec kQwen35MoeArch = {
+    // registered in registry.cpp
+    .name = "qwen35moe", .rope_style = RopeStyle::kNeox, .qkv_bias = false,          .qk_norm = true,
+    .allow_moe = true,   .requires_moe = true,           .finish = finish_qwen35moe,
 };
 
 }  // namespace sniper

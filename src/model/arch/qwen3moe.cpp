@@ -19,14 +19,10 @@ Status finish_qwen3moe(const GgufFile& file, ModelConfig& config) {
 }
 }  // namespace
 
-const ArchSpec kQwen3MoeArch = {
-    .name = "qwen3moe",
-    .rope_style = RopeStyle::kNeox,
-    .qkv_bias = false,
-    .qk_norm = true,
-    .allow_moe = true,
-    .requires_moe = true,
-    .finish = finish_qwen3moe,
+extern const ArchSpec kQwen3MoeArch = {
+    // registered in registry.cpp
+    .name = "qwen3moe", .rope_style = RopeStyle::kNeox, .qkv_bias = false,         .qk_norm = true,
+    .allow_moe = true,  .requires_moe = true,           .finish = finish_qwen3moe,
 };
 
 }  // namespace sniper

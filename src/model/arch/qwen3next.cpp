@@ -14,14 +14,10 @@ Status finish_qwen3next(const GgufFile& file, ModelConfig& config) {
 }
 }  // namespace
 
-const ArchSpec kQwen3NextArch = {
-    .name = "qwen3next",
-    .rope_style = RopeStyle::kNeox,
-    .qkv_bias = false,
-    .qk_norm = true,
-    .allow_moe = true,
-    .requires_moe = true,
-    .finish = finish_qwen3next,
+extern const ArchSpec kQwen3NextArch = {
+    // registered in registry.cpp
+    .name = "qwen3next", .rope_style = RopeStyle::kNeox, .qkv_bias = false,          .qk_norm = true,
+    .allow_moe = true,   .requires_moe = true,           .finish = finish_qwen3next,
 };
 
 }  // namespace sniper

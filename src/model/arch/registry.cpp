@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: MIT
-// The list of supported architectures (one line each).
+// The list of supported architectures (one line each: its spec, defined in model/arch/<name>.cpp).
 #include <cstring>
 
 #include "model/arch/arch.h"
 
 namespace sniper {
+
+extern const ArchSpec kLlamaArch;
+extern const ArchSpec kQwen2Arch;
+extern const ArchSpec kQwen3Arch;
+extern const ArchSpec kQwen3MoeArch;
+extern const ArchSpec kQwen35Arch;
+extern const ArchSpec kQwen35MoeArch;
+extern const ArchSpec kQwen3NextArch;
+extern const ArchSpec kGemma4Arch;
 
 namespace {
 constexpr const ArchSpec* kArchs[] = {

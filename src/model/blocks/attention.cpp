@@ -11,6 +11,7 @@
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
+#include "kernels/window_attention.h"
 
 namespace sniper {
 
@@ -20,46 +21,164 @@ void add_bias(float* y, const QTensor& bias, int64_t n_tok, int64_t n) {
   const float* b = f32_data(bias);
   for (int64_t t = 0; t < n_tok; ++t) add_inplace(y + t * n, b, n);
 }
+
+bool own_kv(const ModelConfig&, const LayerPlan& lp) { return lp.kv_shared_with < 0; }
+bool shared_kv(const ModelConfig&, const LayerPlan& lp) { return lp.kv_shared_with >= 0; }
+
+// q rows per head: [q | gate] with an output gate.
+TensorShape q_shape(const ModelConfig& c, const LayerPlan& lp) {
+  return tensor_shape(c.dim, lp.attn_output_gate ? 2 * lp.q_dim() : lp.q_dim());
+}
+TensorShape kv_shape(const ModelConfig& c, const LayerPlan& lp) { return tensor_shape(c.dim, lp.kv_dim()); }
+
+constexpr LayerTensorSpec kTable[] = {
+    {"attn_q.weight", &LayerWeights::wq, q_shape, TensorRole::kAttention, TensorType::kMatrix, false, nullptr},
+    {"attn_k.weight", &LayerWeights::wk, kv_shape, TensorRole::kAttention, TensorType::kMatrix, false, own_kv},
+    // V = K's projection when a v_optional layer has no attn_v.
+    {"attn_v.weight", &LayerWeights::wv, kv_shape, TensorRole::kAttention, TensorType::kMatrix, false,
+     [](const ModelConfig& c, const LayerPlan& lp) { return own_kv(c, lp) && !lp.v_optional; }},
+    {"attn_v.weight", &LayerWeights::wv, kv_shape, TensorRole::kAttention, TensorType::kMatrix, true,
+     [](const ModelConfig& c, const LayerPlan& lp) { return own_kv(c, lp) && lp.v_optional; }},
+    {"attn_output.weight", &LayerWeights::wo,
+     [](const ModelConfig& c, const LayerPlan& lp) { return tensor_shape(lp.q_dim(), c.dim); }, TensorRole::kAttention,
+     TensorType::kMatrix, false, nullptr},
+    {"attn_q.bias", &LayerWeights::bq, [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.q_dim()); },
+     TensorRole::kAlways, TensorType::kF32, false, [](const ModelConfig&, const LayerPlan& lp) { return lp.qkv_bias; }},
+    {"attn_k.bias", &LayerWeights::bk,
+     [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.kv_dim()); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig& c, const LayerPlan& lp) { return lp.qkv_bias && own_kv(c, lp); }},
+    {"attn_v.bias", &LayerWeights::bv,
+     [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.kv_dim()); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig& c, const LayerPlan& lp) { return lp.qkv_bias && own_kv(c, lp); }},
+    {"attn_q_norm.weight", &LayerWeights::q_norm,
+     [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.head_dim); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig&, const LayerPlan& lp) { return lp.qk_norm; }},
+    {"attn_k_norm.weight", &LayerWeights::k_norm,
+     [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.head_dim); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig& c, const LayerPlan& lp) { return lp.qk_norm && own_kv(c, lp); }},
+    // A shared-KV layer reads its source's KV: its own K/V projections, if the file has them, stay unread.
+    {"attn_k.weight", nullptr, kv_shape, TensorRole::kUnread, TensorType::kMatrix, true, shared_kv},
+    {"attn_v.weight", nullptr, kv_shape, TensorRole::kUnread, TensorType::kMatrix, true, shared_kv},
+    {"attn_k_norm.weight", nullptr, [](const ModelConfig&, const LayerPlan& lp) { return tensor_shape(lp.head_dim); },
+     TensorRole::kUnread, TensorType::kF32, true, shared_kv},
+    {"post_attention_norm.weight", &LayerWeights::post_attn_norm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }, TensorRole::kAlways, TensorType::kF32,
+     false, [](const ModelConfig&, const LayerPlan& lp) { return lp.attn_post_norm; }},
+};
+
+// The 64-byte aligned start of a byte buffer.
+uint8_t* aligned64(std::vector<uint8_t>& v) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
+}
 }  // namespace
 
-AttentionBlock::AttentionBlock(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch)
-    : config_(config), rope_freqs_(rope_freqs) {
-  int64_t q_dim = 0, kv_dim = 0;
-  bool gated = false;
-  for (const LayerPlan& lp : config.layers) {
+std::span<const LayerTensorSpec> AttentionBlock::tensor_table() { return kTable; }
+
+namespace {
+
+// The distinct rope settings of the attention layers, in order of first use, and each layer's index.
+std::vector<AttentionBlock::Rope> rope_settings(const ModelConfig& c, std::vector<int32_t>* layer_rope) {
+  std::vector<AttentionBlock::Rope> ropes;
+  if (layer_rope != nullptr) layer_rope->assign(c.layers.size(), -1);
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    const LayerPlan& lp = c.layers[l];
     if (lp.mixer != MixerKind::kAttention) continue;
-    q_dim = std::max(q_dim, lp.q_dim());
-    kv_dim = std::max(kv_dim, lp.kv_dim());
-    gated = gated || lp.attn_output_gate;
+    const AttentionBlock::Rope r{lp.rope_dims, lp.rope_base, lp.rope_freqs};
+    auto it = std::find_if(ropes.begin(), ropes.end(), [&](const AttentionBlock::Rope& o) {
+      return o.dims == r.dims && o.base == r.base && o.freqs == r.freqs;
+    });
+    if (it == ropes.end()) it = ropes.insert(ropes.end(), r);
+    if (layer_rope != nullptr) (*layer_rope)[l] = static_cast<int32_t>(it - ropes.begin());
   }
-  const size_t B = static_cast<size_t>(max_batch);
-  q_.resize(B * static_cast<size_t>(q_dim));
-  k_.resize(B * static_cast<size_t>(kv_dim));
-  v_.resize(B * static_cast<size_t>(kv_dim));
-  att_.resize(B * static_cast<size_t>(q_dim));
-  if (gated) {
-    qg_.resize(2 * B * static_cast<size_t>(q_dim));
-    gate_.resize(B * static_cast<size_t>(q_dim));
+  return ropes;
+}
+
+// The largest f(lp) over the attention layers (0 when there are none).
+int64_t max_attention(const ModelConfig& c, int64_t (*f)(const LayerPlan&)) {
+  int64_t m = 0;
+  for (const LayerPlan& lp : c.layers) {
+    if (lp.mixer == MixerKind::kAttention) m = std::max(m, f(lp));
   }
-  rope_cos_.resize(B * static_cast<size_t>(config.rope_dims / 2));
-  rope_sin_.resize(B * static_cast<size_t>(config.rope_dims / 2));
+  return m;
+}
+size_t q_floats(const ModelConfig& c, int64_t B) {
+  return rows(B, max_attention(c, [](const LayerPlan& lp) { return lp.q_dim(); }));
+}
+size_t kv_floats(const ModelConfig& c, int64_t B) {
+  return rows(B, max_attention(c, [](const LayerPlan& lp) { return lp.kv_dim(); }));
+}
+size_t gated_q_floats(const ModelConfig& c, int64_t B) {
+  return rows(B, max_attention(c, [](const LayerPlan& lp) { return lp.attn_output_gate ? lp.q_dim() : int64_t{0}; }));
+}
+size_t rope_floats(const ModelConfig& c, int64_t B) {
+  size_t n = 0;
+  for (const AttentionBlock::Rope& r : rope_settings(c, nullptr)) n += rows(B, r.dims / 2);
+  return n;
+}
+
+}  // namespace
+
+std::span<const ScratchEntry<AttentionBlock>> AttentionBlock::scratch_table() {
+  static constexpr ScratchEntry<AttentionBlock> kScratch[] = {
+      {&AttentionBlock::q_, nullptr, q_floats},
+      {&AttentionBlock::qg_, nullptr, [](const ModelConfig& c, int64_t B) { return 2 * gated_q_floats(c, B); }},
+      {&AttentionBlock::gate_, nullptr, gated_q_floats},
+      {&AttentionBlock::k_, nullptr, kv_floats},
+      {&AttentionBlock::v_, nullptr, kv_floats},
+      {&AttentionBlock::att_, nullptr, q_floats},
+      {&AttentionBlock::rope_cos_, nullptr, rope_floats},
+      {&AttentionBlock::rope_sin_, nullptr, rope_floats},
+  };
+  return kScratch;
+}
+
+size_t AttentionBlock::scratch_bound(const ModelConfig& c, int64_t max_batch, int64_t n_ctx, int n_threads) {
+  // Per thread: the widest full layer's attention scratch over the whole context (any cache
+  // layout), the widest sliding layer's window tiles.
+  int64_t full_hd = 0, full_group = 0;
+  size_t window_floats = 0;
+  for (const LayerPlan& lp : c.layers) {
+    if (lp.mixer != MixerKind::kAttention || lp.n_kv_heads <= 0) continue;
+    const int64_t group = lp.n_heads / lp.n_kv_heads;
+    if (lp.sliding_window > 0) {
+      window_floats = std::max(window_floats, window_attention_scratch_floats(lp.head_dim, lp.sliding_window, group));
+    } else {
+      full_hd = std::max(full_hd, lp.head_dim);
+      full_group = std::max(full_group, group);
+    }
+  }
+  size_t lazy = static_cast<size_t>(n_threads) * window_floats * sizeof(float);
+  if (full_hd > 0) lazy += static_cast<size_t>(n_threads) * attention_scratch_bound(full_hd, full_group, n_ctx) + 64;
+  return scratch_table_bytes(scratch_table(), c, max_batch) + lazy;
+}
+
+AttentionBlock::AttentionBlock(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch)
+    : config_(config), rope_freqs_(rope_freqs), has_rope_freqs_(rope_freqs.data != nullptr) {
+  ropes_ = rope_settings(config, &layer_rope_);
+  allocate_scratch(*this, scratch_table(), config, max_batch);
+  size_t offset = 0;
+  for (const Rope& r : ropes_) {
+    rope_offset_.push_back(offset);
+    offset += rows(max_batch, r.dims / 2);
+  }
 }
 
 size_t AttentionBlock::scratch_bytes() const {
-  return (q_.size() + qg_.size() + gate_.size() + k_.size() + v_.size() + att_.size() + rope_cos_.size() +
-          rope_sin_.size()) *
-             sizeof(float) +
-         att_scratch_.size();
+  return held_scratch_bytes(*this, scratch_table()) + window_scratch_.size() * sizeof(float) + att_scratch_.size();
 }
 
 void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok) {
-  // Rotation angles for each position of the chunk (shared by all layers).
-  const ModelConfig& c = config_;
-  const int64_t half = c.rope_dims / 2;
-  const float* freq_factors = rope_freqs_.data ? f32_data(rope_freqs_) : nullptr;
-  for (int64_t t = 0; t < n_tok; ++t) {
-    rope_angles(pos0 + t, c.rope_dims, c.rope_base, c.rope_freq_scale, freq_factors, rope_cos_.data() + t * half,
-                rope_sin_.data() + t * half);
+  // Rotation angles for each position of the chunk, once per rope setting (shared by its layers).
+  const float* factors = has_rope_freqs_ ? f32_data(rope_freqs_) : nullptr;
+  for (size_t i = 0; i < ropes_.size(); ++i) {
+    const Rope& r = ropes_[i];
+    const int64_t half = r.dims / 2;
+    float* cos = rope_cos_.data() + rope_offset_[i];
+    float* sin = rope_sin_.data() + rope_offset_[i];
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rope_angles(pos0 + t, r.dims, r.base, config_.rope_freq_scale, r.freqs ? factors : nullptr, cos + t * half,
+                  sin + t * half);
+    }
   }
 }
 
@@ -74,17 +193,23 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   KvCache& kv = *slot.cache;
   CHECK(kv.n_kv_heads() == n_kv_heads && kv.head_dim() == hd, "layer %ld: KV slot shape differs from the layer plan",
         static_cast<long>(layer_idx));
-  CHECK(!kv.ring(), "layer %ld: attention over a sliding-window ring is not supported by this block",
-        static_cast<long>(layer_idx));
-  ActCache acts(io.buffers->act_bufs, 3);
-  // q, k and v in one parallel pass (k and v are small: alone, each would pay a pass's
-  // hand-out and barrier for a few chunks); results equal three matmul_q calls bit for bit.
+  const bool own_kv = lp.kv_shared_with < 0;
   const bool gated = lp.attn_output_gate;
-  const MatmulJob qkv[3] = {{&lw.wq, acts.get(lw.wq.type, io.xb, dim, n_tok, pool), gated ? qg_.data() : q_.data(),
-                             gated ? 2 * q_dim : q_dim},
-                            {&lw.wk, acts.get(lw.wk.type, io.xb, dim, n_tok, pool), k_.data(), kv_dim},
-                            {&lw.wv, acts.get(lw.wv.type, io.xb, dim, n_tok, pool), v_.data(), kv_dim}};
-  matmul_q_multi(qkv, pool, selected_tier(), MatmulOrder::kAuto);
+  const bool has_v = lw.wv.data != nullptr;
+  CHECK(has_v || lp.v_optional || !own_kv, "layer %ld: attn_v is missing", static_cast<long>(layer_idx));
+  // q, k and v in one parallel pass (k and v are small: alone, each would pay a pass's
+  // hand-out and barrier for a few chunks); results equal separate matmul_q calls bit for bit.
+  ActCache acts(io.buffers->act_bufs, 3);
+  MatmulJob jobs[3];
+  size_t n_jobs = 0;
+  jobs[n_jobs++] = {&lw.wq, acts.get(lw.wq.type, io.xb, dim, n_tok, pool), gated ? qg_.data() : q_.data(),
+                    gated ? 2 * q_dim : q_dim};
+  if (own_kv) {
+    jobs[n_jobs++] = {&lw.wk, acts.get(lw.wk.type, io.xb, dim, n_tok, pool), k_.data(), kv_dim};
+    if (has_v) jobs[n_jobs++] = {&lw.wv, acts.get(lw.wv.type, io.xb, dim, n_tok, pool), v_.data(), kv_dim};
+  }
+  matmul_q_multi(std::span<const MatmulJob>(jobs, n_jobs), pool, selected_tier(), MatmulOrder::kAuto);
+  if (own_kv && !has_v) std::memcpy(v_.data(), k_.data(), sizeof(float) * static_cast<size_t>(n_tok * kv_dim));
   if (gated) {
     // W_q's rows per head: [q (hd) | gate (hd)].
     for (int64_t t = 0; t < n_tok; ++t) {
@@ -96,29 +221,56 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
     }
   }
   add_bias(q_.data(), lw.bq, n_tok, q_dim);
-  add_bias(k_.data(), lw.bk, n_tok, kv_dim);
-  add_bias(v_.data(), lw.bv, n_tok, kv_dim);
-
-  const int64_t half = c.rope_dims / 2;
-  const bool own_kv = lp.kv_shared_with < 0;
-  for (int64_t t = 0; t < n_tok; ++t) {
-    float* qt = q_.data() + t * q_dim;
-    float* kt = k_.data() + t * kv_dim;
-    if (c.qk_norm) {
-      for (int64_t h = 0; h < n_heads; ++h) rms_norm(qt + h * hd, f32_data(lw.q_norm), qt + h * hd, hd, c.norm_eps);
-      for (int64_t h = 0; h < n_kv_heads; ++h) rms_norm(kt + h * hd, f32_data(lw.k_norm), kt + h * hd, hd, c.norm_eps);
-    }
-    rope_apply(qt, n_heads, hd, c.rope_dims, c.rope_style, rope_cos_.data() + t * half, rope_sin_.data() + t * half);
-    rope_apply(kt, n_kv_heads, hd, c.rope_dims, c.rope_style, rope_cos_.data() + t * half, rope_sin_.data() + t * half);
-    if (own_kv) kv.store(slot.index, pos0 + t, kt, v_.data() + t * kv_dim);
+  if (own_kv) {
+    add_bias(k_.data(), lw.bk, n_tok, kv_dim);
+    add_bias(v_.data(), lw.bv, n_tok, kv_dim);
   }
 
-  // Attention: one work item per (tile of tokens, kv head): the query heads sharing a kv head
-  // (and, with flash attention, the tokens of a tile) read its K and V once. Items are spread
-  // over the pool.
+  const size_t rope = static_cast<size_t>(layer_rope_[static_cast<size_t>(layer_idx)]);
+  const int64_t n_rot = lp.rope_dims, half = n_rot / 2;
+  const float* rope_cos = rope_cos_.data() + rope_offset_[rope];
+  const float* rope_sin = rope_sin_.data() + rope_offset_[rope];
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* qt = q_.data() + t * q_dim;
+    if (lp.qk_norm) {
+      for (int64_t h = 0; h < n_heads; ++h) rms_norm(qt + h * hd, f32_data(lw.q_norm), qt + h * hd, hd, c.norm_eps);
+    }
+    rope_apply(qt, n_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
+    if (!own_kv) continue;
+    float* kt = k_.data() + t * kv_dim;
+    float* vt = v_.data() + t * kv_dim;
+    for (int64_t h = 0; h < n_kv_heads; ++h) {
+      if (lp.qk_norm) rms_norm(kt + h * hd, f32_data(lw.k_norm), kt + h * hd, hd, c.norm_eps);
+      if (lp.v_norm) rms_norm(vt + h * hd, nullptr, vt + h * hd, hd, c.norm_eps);
+    }
+    rope_apply(kt, n_kv_heads, hd, n_rot, c.rope_style, rope_cos + t * half, rope_sin + t * half);
+    kv.store(slot.index, pos0 + t, kt, vt);
+  }
+
+  if (lp.sliding_window > 0) {
+    attend_window(lp, kv, slot.index, pos0, n_tok, pool);
+  } else {
+    CHECK(!kv.ring(), "layer %ld: a full-attention layer over a ring", static_cast<long>(layer_idx));
+    attend_full(lp, kv, slot.index, pos0, n_tok, pool);
+  }
+  if (gated) sigmoid_gate(gate_.data(), att_.data(), n_tok * q_dim);
+  matmul(lw.wo, att_.data(), io.out, n_tok, io.buffers->act, pool);
+  if (lp.attn_post_norm) {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rms_norm(io.out + t * dim, f32_data(lw.post_attn_norm), io.out + t * dim, dim, c.norm_eps);
+    }
+  }
+  return ok_status();
+}
+
+void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
+                                 ThreadPool& pool) {
+  // One work item per (tile of tokens, kv head): the query heads sharing a kv head (and, with
+  // flash attention, the tokens of a tile) read its K and V once. Items are spread over the pool.
+  const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), n_kv_heads = lp.n_kv_heads;
   const AttentionLayout& layout = kv.layout();
   const AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
-  const int64_t group = n_heads / n_kv_heads;
+  const int64_t group = lp.n_heads / n_kv_heads;
   // Items of up to tok_tile tokens of one kv head (tok_tile > 1 where their rows share K/V tiles).
   const int64_t tok_tile = attention_token_tile(layout, batch, group);
   const int64_t n_tiles = (n_tok + tok_tile - 1) / tok_tile;
@@ -126,11 +278,10 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   const size_t stride = (need + 63) / 64 * 64;
   const size_t n_threads = static_cast<size_t>(pool.n_threads());
   if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
-  uint8_t* scratch_base =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(att_scratch_.data()) + 63) & ~uintptr_t{63});
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const uint8_t* k_rows = kv.k_rows(slot.index);
-  const uint8_t* v_rows = kv.v_rows(slot.index);
+  uint8_t* scratch_base = aligned64(att_scratch_);
+  const uint8_t* k_rows = kv.k_rows(index);
+  const uint8_t* v_rows = kv.v_rows(index);
+  const float scale = lp.attn_scale;
   const int64_t n_items = n_tiles * n_kv_heads;
   std::atomic<int64_t> next{0};
   pool.run([&](int thread_idx, int) {
@@ -145,10 +296,44 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
                     att_.data() + off, q_dim, scratch);
     }
   });
+}
 
-  if (gated) sigmoid_gate(gate_.data(), att_.data(), n_tok * q_dim);
-  matmul(lw.wo, att_.data(), io.out, n_tok, io.buffers->act, pool);
-  return ok_status();
+void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
+                                   ThreadPool& pool) {
+  // One item per (token, kv head, part of its query-head group): kernels/window_attention.h.
+  const AttentionLayout& layout = kv.layout();
+  const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), W = lp.sliding_window;
+  const int64_t group = lp.n_heads / lp.n_kv_heads;
+  // Split a group's heads into parts when there are fewer (token, kv head) items than threads.
+  const int64_t n_threads = pool.n_threads();
+  const int64_t base_items = n_tok * lp.n_kv_heads;
+  const int64_t parts = std::min<int64_t>(group, std::max<int64_t>(1, (n_threads + base_items - 1) / base_items));
+  const int64_t heads_per_part = (group + parts - 1) / parts;
+  const size_t per_thread = window_attention_scratch_floats(hd, W, heads_per_part);
+  if (window_scratch_.size() < per_thread * static_cast<size_t>(n_threads)) {
+    window_scratch_.resize(per_thread * static_cast<size_t>(n_threads));
+  }
+  const uint8_t* k_rows = kv.k_rows(index);
+  const uint8_t* v_rows = kv.v_rows(index);
+  const IsaTier tier = selected_tier();
+  const float scale = lp.attn_scale;
+  const int64_t n_items = base_items * parts;
+  std::atomic<int64_t> next{0};
+  pool.run([&](int thread_idx, int) {
+    float* scratch = window_scratch_.data() + per_thread * static_cast<size_t>(thread_idx);
+    for (;;) {
+      const int64_t item = next.fetch_add(1, std::memory_order_relaxed);
+      if (item >= n_items) break;
+      const int64_t part = item % parts, tk = item / parts;
+      const int64_t t = tk / lp.n_kv_heads, kvh = tk % lp.n_kv_heads;
+      const int64_t h0 = kvh * group + part * heads_per_part;
+      const int64_t nh = std::min(heads_per_part, kvh * group + group - h0);
+      if (nh <= 0) continue;
+      const int64_t off = t * q_dim + h0 * hd;
+      sniper::attend_window(layout, k_rows, v_rows, kvh, q_.data() + off, nh, pos0 + t, W, scale, att_.data() + off,
+                            scratch, tier);
+    }
+  });
 }
 
 }  // namespace sniper

@@ -1,27 +1,22 @@
 // SPDX-License-Identifier: MIT
-// Layers as blocks. A layer of the forward pass (model/transformer.cpp) is
+// Layers as blocks. A layer of the forward pass (model/layer_stack.h) is
 //   xb = rms_norm(x) * attn_norm;  x += Mixer(xb)
 //   xb = rms_norm(x) * ffn_norm;   x += Ffn(xb)
 // where the mixer and the FFN are blocks chosen per layer by the layer plan (ModelConfig::layers,
-// MixerKind / FfnKind). A block reads xb ([n_tok, dim], already normed), writes its output to
-// `out` ([n_tok, dim]; the forward adds it to the residual) and owns its scratch. A mixer also
+// MixerKind / FfnKind) and parameterised by it: blocks are named by mechanism (attention,
+// delta-net, dense MLP, routed experts), never by model, and what differs between architectures
+// is a LayerPlan field. A block reads xb ([n_tok, dim], already normed), writes its output to
+// `out` ([n_tok, dim]; the layer step adds it to the residual) and owns its scratch. A mixer also
 // owns its layer's slice of the SequenceState (KV rows, recurrent state); an FFN keeps nothing
 // between tokens. Blocks call only kernels (kernels/*.h), never intrinsics or file descriptors.
 // One block instance serves every layer of its kind (weights come per call), so its scratch is
 // sized for the widest such layer.
 //
-// Adding a block (a new mixer or FFN):
-//   1. add its kind to MixerKind / FfnKind (model/config.h) and its name to mixer_kind_name /
-//      ffn_kind_name, and its sequence state to layer_state_specs() (model/config.cpp);
-//   2. write model/blocks/<name>.{h,cpp}: a class deriving from MixerBlock or FfnBlock whose
-//      constructor sizes the scratch from the config (ModelConfig::layers) and max_batch;
-//   3. add its tensors to LayerWeights / bind_model_weights (model/model_weights.*) and their
-//      roles to weights/tensor_roles.cpp (what streams, what stays resident);
-//   4. add one case to make_mixer() / make_ffn() in model/transformer.cpp and the .cpp to
-//      src/model/CMakeLists.txt.
-// Adding an architecture: model/arch/<name>.cpp defines an ArchSpec whose finish() reads the
-// architecture's keys and fills ModelConfig::layers (a LayerPlan per layer), plus one line in
-// model/arch/registry.cpp; llama-like models leave layers empty and get the default plan.
+// A block also describes itself: a table of the tensors it reads (model/tensor_table.h), from
+// which binding, streaming roles and the memory plan follow, and a table of its scratch buffers
+// (model/blocks/scratch_table.h), from which its allocation and the plan's bound follow.
+// docs/model-layer.md says how to add a mechanism to a block, a block, a tensor or an
+// architecture.
 #pragma once
 
 #include <cstdint>

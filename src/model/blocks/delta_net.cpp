@@ -11,22 +11,77 @@
 
 namespace sniper {
 
-DeltaNetBlock::DeltaNetBlock(const ModelConfig& config, int64_t max_batch) : config_(config), d_(config.delta_net) {
-  const size_t B = static_cast<size_t>(max_batch);
-  const size_t C = static_cast<size_t>(d_.conv_channels()), nv = static_cast<size_t>(d_.n_v_heads);
-  const size_t vd = static_cast<size_t>(d_.v_dim());
-  qkv_.resize(B * C);
-  conv_.resize(B * C);
-  z_.resize(B * vd);
-  beta_.resize(B * nv);
-  g_.resize(B * nv);
-  if (d_.fused_ba) ba_.resize(B * 2 * nv);
-  o_.resize(B * vd);
+namespace {
+
+TensorShape per_value_head(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.delta_net.n_v_heads); }
+TensorShape dim_to_value_heads(const ModelConfig& c, const LayerPlan&) {
+  return tensor_shape(c.dim, c.delta_net.n_v_heads);
+}
+bool fused_ba(const ModelConfig& c, const LayerPlan&) { return c.delta_net.fused_ba; }
+bool split_ba(const ModelConfig& c, const LayerPlan&) { return !c.delta_net.fused_ba; }
+
+// The projections (attn_qkv, attn_gate, ssm_out) are the layer's mixer weights, like attention's:
+// a dense hybrid streams them when even its FFN does not fit. The small tensors (conv, the
+// gates' a / dt / alpha / beta, the norm) stay resident.
+constexpr LayerTensorSpec kTable[] = {
+    {"attn_qkv.weight", &LayerWeights::ssm_qkv,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.delta_net.conv_channels()); },
+     TensorRole::kAttention, TensorType::kMatrix, false, nullptr},
+    {"attn_gate.weight", &LayerWeights::ssm_gate,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.delta_net.v_dim()); },
+     TensorRole::kAttention, TensorType::kMatrix, false, nullptr},
+    {"ssm_conv1d.weight", &LayerWeights::ssm_conv1d,
+     [](const ModelConfig& c, const LayerPlan&) {
+       return tensor_shape(c.delta_net.conv_kernel, c.delta_net.conv_channels());
+     },
+     TensorRole::kAlways, TensorType::kF32, false, nullptr},
+    {"ssm_dt.bias", &LayerWeights::ssm_dt_bias, per_value_head, TensorRole::kAlways, TensorType::kF32, false, nullptr},
+    {"ssm_a", &LayerWeights::ssm_a, per_value_head, TensorRole::kAlways, TensorType::kF32, false, nullptr},
+    {"ssm_ba.weight", &LayerWeights::ssm_ba,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, 2 * c.delta_net.n_v_heads); },
+     TensorRole::kAlways, TensorType::kMatrix, false, fused_ba},
+    {"ssm_beta.weight", &LayerWeights::ssm_beta, dim_to_value_heads, TensorRole::kAlways, TensorType::kMatrix, false,
+     split_ba},
+    {"ssm_alpha.weight", &LayerWeights::ssm_alpha, dim_to_value_heads, TensorRole::kAlways, TensorType::kMatrix, false,
+     split_ba},
+    {"ssm_norm.weight", &LayerWeights::ssm_norm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.delta_net.head_dim); }, TensorRole::kAlways,
+     TensorType::kF32, false, nullptr},
+    {"ssm_out.weight", &LayerWeights::ssm_out,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.delta_net.v_dim(), c.dim); },
+     TensorRole::kAttention, TensorType::kMatrix, false, nullptr},
+};
+
+}  // namespace
+
+std::span<const LayerTensorSpec> DeltaNetBlock::tensor_table() { return kTable; }
+
+std::span<const ScratchEntry<DeltaNetBlock>> DeltaNetBlock::scratch_table() {
+  constexpr auto channels = [](const ModelConfig& c, int64_t B) { return rows(B, c.delta_net.conv_channels()); };
+  constexpr auto values = [](const ModelConfig& c, int64_t B) { return rows(B, c.delta_net.v_dim()); };
+  constexpr auto heads = [](const ModelConfig& c, int64_t B) { return rows(B, c.delta_net.n_v_heads); };
+  static constexpr ScratchEntry<DeltaNetBlock> kScratch[] = {
+      {&DeltaNetBlock::qkv_, nullptr, channels},
+      {&DeltaNetBlock::conv_, nullptr, channels},
+      {&DeltaNetBlock::z_, nullptr, values},
+      {&DeltaNetBlock::beta_, nullptr, heads},
+      {&DeltaNetBlock::g_, nullptr, heads},
+      {&DeltaNetBlock::ba_, nullptr,
+       [](const ModelConfig& c, int64_t B) { return c.delta_net.fused_ba ? rows(B, 2 * c.delta_net.n_v_heads) : 0; }},
+      {&DeltaNetBlock::o_, nullptr, values},
+  };
+  return kScratch;
 }
 
-size_t DeltaNetBlock::scratch_bytes() const {
-  return (qkv_.size() + conv_.size() + z_.size() + beta_.size() + g_.size() + ba_.size() + o_.size()) * sizeof(float);
+size_t DeltaNetBlock::scratch_bound(const ModelConfig& config, int64_t max_batch) {
+  return scratch_table_bytes(scratch_table(), config, max_batch);
 }
+
+DeltaNetBlock::DeltaNetBlock(const ModelConfig& config, int64_t max_batch) : config_(config), d_(config.delta_net) {
+  allocate_scratch(*this, scratch_table(), config, max_batch);
+}
+
+size_t DeltaNetBlock::scratch_bytes() const { return held_scratch_bytes(*this, scratch_table()); }
 
 Status DeltaNetBlock::forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state, const BlockIo& io) {
   const ModelConfig& c = config_;

@@ -18,9 +18,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/blocks/scratch_table.h"
+#include "model/tensor_table.h"
 
 namespace sniper {
 
@@ -33,7 +36,14 @@ class DeltaNetBlock final : public MixerBlock {
                                const BlockIo& io) override;
   size_t scratch_bytes() const override;
 
+  // The tensors of a delta-net layer (model/tensor_table.h).
+  static std::span<const LayerTensorSpec> tensor_table();
+  // scratch_bytes() for chunks of up to max_batch tokens (its scratch table).
+  static size_t scratch_bound(const ModelConfig& config, int64_t max_batch);
+
  private:
+  static std::span<const ScratchEntry<DeltaNetBlock>> scratch_table();
+
   const ModelConfig& config_;
   DeltaNetConfig d_;
   std::vector<float> qkv_;   // [B, C] projected q | k | v

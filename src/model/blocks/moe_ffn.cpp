@@ -2,102 +2,246 @@
 #include "model/blocks/moe_ffn.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/check.h"
 #include "kernels/activations.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
+#include "model/blocks/dense_ffn.h"
 
 namespace sniper {
 
+namespace {
+
+TensorShape dim_only(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }
+TensorShape expert_in(const ModelConfig& c, const LayerPlan&) {
+  return tensor_shape(c.dim, c.expert_hidden_dim, c.n_experts);
+}
+TensorShape expert_down(const ModelConfig& c, const LayerPlan&) {
+  return tensor_shape(c.expert_hidden_dim, c.dim, c.n_experts);
+}
+TensorShape one_expert_in(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.expert_hidden_dim); }
+TensorShape one_expert_down(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.expert_hidden_dim, c.dim); }
+TensorShape shexp_in(const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.shared_expert_hidden_dim); }
+bool merged_split(const ModelConfig& c, const LayerPlan& lp) { return !c.packed_experts && !lp.expert_fused_gate_up; }
+bool merged_fused(const ModelConfig& c, const LayerPlan& lp) { return !c.packed_experts && lp.expert_fused_gate_up; }
+bool merged(const ModelConfig& c, const LayerPlan&) { return !c.packed_experts; }
+bool packed(const ModelConfig& c, const LayerPlan&) { return c.packed_experts; }
+bool gated_shared(const ModelConfig&, const LayerPlan& lp) { return lp.shared_expert == SharedExpert::kGated; }
+
+constexpr LayerTensorSpec kTable[] = {
+    {"ffn_gate_inp.weight", &LayerWeights::router,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.n_experts); }, TensorRole::kAlways,
+     TensorType::kMatrix, false, nullptr},
+    {"ffn_gate_inp.scale", &LayerWeights::router_scale, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig&, const LayerPlan& lp) { return lp.router_input == RouterInput::kScaledResidual; }},
+    {"pre_ffw_norm_2.weight", &LayerWeights::pre_ffw_norm_2, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig&, const LayerPlan& lp) { return lp.expert_input_norm; }},
+    {"ffn_gate_exps.weight", &LayerWeights::gate_exps, expert_in, TensorRole::kExpert, TensorType::kMatrix, false,
+     merged_split, ExpertPart::kGate},
+    {"ffn_up_exps.weight", &LayerWeights::up_exps, expert_in, TensorRole::kExpert, TensorType::kMatrix, false,
+     merged_split, ExpertPart::kUp},
+    {"ffn_gate_up_exps.weight", &LayerWeights::gate_up_exps,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, 2 * c.expert_hidden_dim, c.n_experts); },
+     TensorRole::kExpert, TensorType::kMatrix, false, merged_fused, ExpertPart::kGateUp},
+    {"ffn_down_exps.weight", &LayerWeights::down_exps, expert_down, TensorRole::kExpert, TensorType::kMatrix, false,
+     merged, ExpertPart::kDown},
+    {"ffn_gate.{E}.weight", nullptr, one_expert_in, TensorRole::kExpert, TensorType::kMatrix, false, packed,
+     ExpertPart::kGate},
+    {"ffn_up.{E}.weight", nullptr, one_expert_in, TensorRole::kExpert, TensorType::kMatrix, false, packed,
+     ExpertPart::kUp},
+    {"ffn_down.{E}.weight", nullptr, one_expert_down, TensorRole::kExpert, TensorType::kMatrix, false, packed,
+     ExpertPart::kDown},
+    // Small and read by every token: resident.
+    {"ffn_down_exps.scale", &LayerWeights::down_exps_scale,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.n_experts); }, TensorRole::kAlways,
+     TensorType::kF32, false, [](const ModelConfig&, const LayerPlan& lp) { return lp.expert_scale; }},
+    // The gated shared expert runs for every token: resident.
+    {"ffn_gate_inp_shexp.weight", &LayerWeights::shexp_gate_inp, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     gated_shared},
+    {"ffn_gate_shexp.weight", &LayerWeights::shexp_gate, shexp_in, TensorRole::kAlways, TensorType::kMatrix, false,
+     gated_shared},
+    {"ffn_up_shexp.weight", &LayerWeights::shexp_up, shexp_in, TensorRole::kAlways, TensorType::kMatrix, false,
+     gated_shared},
+    {"ffn_down_shexp.weight", &LayerWeights::shexp_down,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.shared_expert_hidden_dim, c.dim); },
+     TensorRole::kAlways, TensorType::kMatrix, false, gated_shared},
+    {"post_ffw_norm_1.weight", &LayerWeights::post_ffw_norm_1, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig&, const LayerPlan& lp) { return lp.shared_post_norm; }},
+    {"post_ffw_norm_2.weight", &LayerWeights::post_ffw_norm_2, dim_only, TensorRole::kAlways, TensorType::kF32, false,
+     [](const ModelConfig&, const LayerPlan& lp) { return lp.routed_post_norm; }},
+};
+
+}  // namespace
+
+std::span<const LayerTensorSpec> MoeFfn::tensor_table() { return kTable; }
+
+namespace {
+
+// The widest shared expert of the MoE layers: its gate / activation rows (0: none), and its up
+// rows (gate | up when fused).
+size_t shared_floats(const ModelConfig& c, int64_t B, bool up) {
+  int64_t ff = 0;
+  for (const LayerPlan& lp : c.layers) {
+    if (lp.ffn != FfnKind::kMoe || lp.shared_expert == SharedExpert::kNone) continue;
+    const int64_t w = lp.shared_expert == SharedExpert::kGated ? c.shared_expert_hidden_dim : lp.ffn_dim;
+    ff = std::max(ff, up && lp.shared_expert == SharedExpert::kUngated && lp.ffn_fused_gate_up ? 2 * w : w);
+  }
+  return rows(B, ff);
+}
+bool any_shared(const ModelConfig& c) { return shared_floats(c, 1, false) > 0; }
+
+}  // namespace
+
+std::span<const ScratchEntry<MoeFfn>> MoeFfn::scratch_table() {
+  using C = const ModelConfig&;
+  constexpr auto dims = [](C c, int64_t B) { return rows(B, c.dim); };
+  constexpr auto ffs = [](C c, int64_t B) { return rows(B, c.expert_hidden_dim); };
+  constexpr auto slots = [](C c, int64_t B) { return rows(B, c.n_experts_active); };
+  constexpr auto k_ffs = [](C c, int64_t) { return rows(c.n_experts_active, c.expert_hidden_dim); };
+  static constexpr ScratchEntry<MoeFfn> kScratch[] = {
+      {&MoeFfn::he_, nullptr,
+       [](C c, int64_t B) {
+         bool norm = false;
+         for (const LayerPlan& lp : c.layers) norm = norm || (lp.ffn == FfnKind::kMoe && lp.expert_input_norm);
+         return norm ? rows(B, c.dim) : 0;
+       }},
+      {&MoeFfn::hb_, nullptr, ffs},
+      {&MoeFfn::hb2_, nullptr, ffs},
+      {&MoeFfn::router_, nullptr, [](C c, int64_t B) { return rows(B, c.n_experts); }},
+      {nullptr, &MoeFfn::sel_, slots},
+      {&MoeFfn::sel_w_, nullptr, slots},
+      {&MoeFfn::exp_out_, nullptr, [](C c, int64_t B) { return rows(B, c.n_experts_active * c.dim); }},
+      {&MoeFfn::gathered_, nullptr, dims},
+      {&MoeFfn::down_, nullptr, dims},
+      {nullptr, &MoeFfn::route_start_, [](C c, int64_t) { return static_cast<size_t>(c.n_experts) + 1; }},
+      {nullptr, &MoeFfn::route_next_, [](C c, int64_t) { return static_cast<size_t>(c.n_experts); }},
+      {nullptr, &MoeFfn::route_tok_, slots},
+      {nullptr, &MoeFfn::route_slot_, slots},
+      {&MoeFfn::group_hb_, nullptr, k_ffs},
+      {&MoeFfn::group_hb2_, nullptr, k_ffs},
+      {&MoeFfn::group_down_, nullptr, [](C c, int64_t) { return rows(c.n_experts_active, c.dim); }},
+      {&MoeFfn::sh_hb_, nullptr, [](C c, int64_t B) { return shared_floats(c, B, false); }},
+      {&MoeFfn::sh_hb2_, nullptr, [](C c, int64_t B) { return shared_floats(c, B, true); }},
+      {&MoeFfn::sh_out_, nullptr, [](C c, int64_t B) { return any_shared(c) ? rows(B, c.dim) : 0; }},
+      {&MoeFfn::sh_logit_, nullptr, [](C c, int64_t B) { return any_shared(c) ? rows(B, 1) : 0; }},
+  };
+  return kScratch;
+}
+
+size_t MoeFfn::scratch_bound(const ModelConfig& config, int64_t max_batch) {
+  return scratch_table_bytes(scratch_table(), config, max_batch);
+}
+
 MoeFfn::MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch, ExpertSource* experts)
     : config_(config), weights_(weights), max_batch_(max_batch), experts_(experts) {
-  const size_t B = static_cast<size_t>(max_batch);
-  const size_t dim = static_cast<size_t>(config.dim);
-  const size_t ff = static_cast<size_t>(config.expert_hidden_dim);
-  const size_t k = static_cast<size_t>(config.n_experts_active);
-  hb_.resize(B * ff);
-  hb2_.resize(B * ff);
-  router_.resize(B * static_cast<size_t>(config.n_experts));
-  sel_.resize(B * k);
-  sel_w_.resize(B * k);
-  exp_out_.resize(B * k * dim);
-  gathered_.resize(B * dim);
-  down_.resize(B * dim);
+  allocate_scratch(*this, scratch_table(), config, max_batch);
   group_.reserve(static_cast<size_t>(config.n_experts));
-  route_start_.resize(static_cast<size_t>(config.n_experts) + 1);
-  route_next_.resize(static_cast<size_t>(config.n_experts));
-  route_tok_.resize(B * k);
-  route_slot_.resize(B * k);
-  group_hb_.resize(k * ff);
-  group_hb2_.resize(k * ff);
-  group_down_.resize(k * dim);
-  bool shared = false;
-  for (const LayerPlan& lp : config.layers) shared = shared || lp.shared_expert;
-  if (shared) {
-    const size_t sff = static_cast<size_t>(config.shared_expert_hidden_dim);
-    sh_hb_.resize(B * sff);
-    sh_hb2_.resize(B * sff);
-    sh_out_.resize(B * dim);
-    sh_logit_.resize(B);
-  }
   union_.reserve(static_cast<size_t>(config.n_experts));
   used_.resize(static_cast<size_t>(config.n_experts));
   if (experts_ == nullptr) {
-    std::vector<std::vector<ExpertView>> views(weights.layers.size());
-    for (size_t l = 0; l < weights.layers.size(); ++l) {
-      if (config.layers[l].ffn != FfnKind::kMoe) continue;
-      const LayerWeights& lw = weights.layers[l];
-      CHECK(lw.gate_exps.data != nullptr, "layer %zu: experts are not resident and no expert source was given", l);
-      for (int64_t e = 0; e < config.n_experts; ++e) {
-        views[l].push_back({lw.gate_exps.matrix(e), lw.up_exps.matrix(e), lw.down_exps.matrix(e)});
-      }
-    }
-    resident_experts_ = std::make_unique<ResidentExperts>(std::move(views));
+    auto views = resident_expert_views(config, weights);
+    CHECK(views.ok(), "%s and no expert source was given", views.ok() ? "" : views.error().message.c_str());
+    resident_experts_ = std::make_unique<ResidentExperts>(std::move(views).value());
     experts_ = resident_experts_.get();
   }
 }
 
-size_t MoeFfn::scratch_bytes() const {
-  const size_t floats = hb_.size() + hb2_.size() + router_.size() + sel_w_.size() + exp_out_.size() + gathered_.size() +
-                        down_.size() + group_hb_.size() + group_hb2_.size() + group_down_.size() + sh_hb_.size() +
-                        sh_hb2_.size() + sh_out_.size() + sh_logit_.size();
-  const size_t ints = sel_.size() + route_start_.size() + route_next_.size() + route_tok_.size() + route_slot_.size();
-  return floats * sizeof(float) + ints * sizeof(int32_t);
-}
+size_t MoeFfn::scratch_bytes() const { return held_scratch_bytes(*this, scratch_table()); }
 
 Status MoeFfn::forward(int64_t layer_idx, const LayerWeights& lw, const BlockIo& io) {
+  const ModelConfig& c = config_;
+  const LayerPlan& lp = c.layer(layer_idx);
+  const int64_t dim = c.dim, n_tok = io.n_tok;
   x_ = io.x;
   xb_ = io.xb;
   out_ = io.out;
   bufs_ = io.buffers;
-  SNIPER_TRY(moe_ffn(layer_idx, lw, io.n_tok, *io.pool));
-  if (config_.layer(layer_idx).shared_expert) add_shared_expert(io.n_tok);
+  lp_ = &lp;
+  lw_ = &lw;
+  h_ = xb_;
+  if (lp.expert_input_norm) {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rms_norm(x_ + t * dim, f32_data(lw.pre_ffw_norm_2), he_.data() + t * dim, dim, c.norm_eps);
+    }
+    h_ = he_.data();
+  }
+  SNIPER_TRY(moe_ffn(layer_idx, lw, n_tok, *io.pool));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    if (lp.routed_post_norm) {
+      rms_norm(out_ + t * dim, f32_data(lw.post_ffw_norm_2), out_ + t * dim, dim, c.norm_eps);
+    }
+  }
+  if (lp.shared_expert != SharedExpert::kNone) add_shared_expert(lp, n_tok);
+  if (lp.ffn_post_norm) {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rms_norm(out_ + t * dim, f32_data(lw.post_ffw_norm), out_ + t * dim, dim, c.norm_eps);
+    }
+  }
   return ok_status();
 }
 
-void MoeFfn::compute_shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
-  const int64_t dim = config_.dim, ff = config_.shared_expert_hidden_dim;
-  ActCache acts(bufs_->act_bufs, 3);
-  const MatmulJob gate_up[2] = {
-      {&lw.shexp_gate, acts.get(lw.shexp_gate.type, xb_, dim, n_tok, pool), sh_hb_.data(), ff},
-      {&lw.shexp_up, acts.get(lw.shexp_up.type, xb_, dim, n_tok, pool), sh_hb2_.data(), ff}};
-  matmul_q_multi(gate_up, pool, selected_tier(), MatmulOrder::kAuto);
-  for (int64_t t = 0; t < n_tok; ++t)
-    silu_mul(sh_hb_.data() + t * ff, sh_hb2_.data() + t * ff, sh_hb_.data() + t * ff, ff);
-  matmul(lw.shexp_down, sh_hb_.data(), sh_out_.data(), n_tok, bufs_->act, pool);
-  // The gate's logit: ffn_gate_inp_shexp is one f32 row [dim -> 1].
-  matmul(lw.shexp_gate_inp, xb_, sh_logit_.data(), n_tok, bufs_->act, pool);
+const float* MoeFfn::router_input(const LayerPlan& lp, const LayerWeights& lw, const float* x, const float* xb,
+                                  int64_t n_tok, float* buf) const {
+  const ModelConfig& c = config_;
+  const int64_t dim = c.dim;
+  switch (lp.router_input) {
+    case RouterInput::kFfnInput:
+      if (xb != nullptr) return xb;
+      for (int64_t t = 0; t < n_tok; ++t) rms_norm(x + t * dim, f32_data(lw.ffn_norm), buf + t * dim, dim, c.norm_eps);
+      return buf;
+    case RouterInput::kScaledResidual: {
+      const float inv_sqrt_dim = 1.0f / std::sqrt(static_cast<float>(dim));
+      const float* scale = f32_data(lw.router_scale);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        float* r = buf + t * dim;
+        rms_norm(x + t * dim, nullptr, r, dim, c.norm_eps);
+        for (int64_t i = 0; i < dim; ++i) r[i] = (r[i] * inv_sqrt_dim) * scale[i];
+      }
+      return buf;
+    }
+  }
+  CHECK(false, "unknown router input %d", static_cast<int>(lp.router_input));
+  return nullptr;
 }
 
-void MoeFfn::add_shared_expert(int64_t n_tok) {
+void MoeFfn::compute_shared_expert(const LayerPlan& lp, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool) {
+  const int64_t dim = config_.dim;
+  if (lp.shared_expert == SharedExpert::kGated) {
+    const GatedMlpWeights w{.gate = &lw.shexp_gate, .up = &lw.shexp_up, .down = &lw.shexp_down};
+    run_gated_mlp(w, config_.shared_expert_hidden_dim, lp.ffn_act, xb_, dim, n_tok, sh_hb_.data(), sh_hb2_.data(),
+                  sh_out_.data(), *bufs_, pool);
+    // The gate's logit: ffn_gate_inp_shexp is one f32 row [dim -> 1].
+    matmul(lw.shexp_gate_inp, xb_, sh_logit_.data(), n_tok, bufs_->act, pool);
+    return;
+  }
+  const bool fused = lp.ffn_fused_gate_up;
+  const GatedMlpWeights w{.gate = fused ? nullptr : &lw.ffn_gate,
+                          .up = fused ? nullptr : &lw.ffn_up,
+                          .gate_up = fused ? &lw.ffn_gate_up : nullptr,
+                          .down = &lw.ffn_down};
+  run_gated_mlp(w, lp.ffn_dim, lp.ffn_act, xb_, dim, n_tok, sh_hb_.data(), sh_hb2_.data(), sh_out_.data(), *bufs_,
+                pool);
+  if (lp.shared_post_norm) {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      rms_norm(sh_out_.data() + t * dim, f32_data(lw.post_ffw_norm_1), sh_out_.data() + t * dim, dim, config_.norm_eps);
+    }
+  }
+}
+
+void MoeFfn::add_shared_expert(const LayerPlan& lp, int64_t n_tok) {
   const int64_t dim = config_.dim;
   for (int64_t t = 0; t < n_tok; ++t) {
-    const float gate = sigmoid(sh_logit_[static_cast<size_t>(t)]);
     float* out = out_ + t * dim;
     const float* sh = sh_out_.data() + t * dim;
-    for (int64_t i = 0; i < dim; ++i) out[i] += sh[i] * gate;
+    if (lp.shared_expert == SharedExpert::kGated) {
+      const float gate = sigmoid(sh_logit_[static_cast<size_t>(t)]);
+      for (int64_t i = 0; i < dim; ++i) out[i] += sh[i] * gate;
+    } else {
+      for (int64_t i = 0; i < dim; ++i) out[i] += sh[i];
+    }
   }
 }
 
@@ -112,7 +256,8 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   const ModelConfig& c = config_;
   const int64_t dim = c.dim, n_exp = c.n_experts, k = c.n_experts_active;
   // Routing: softmax over all experts, top-k, renormalise the selected weights.
-  matmul(lw.router, xb_, router_.data(), n_tok, bufs_->act, pool);
+  const LayerPlan& lp = c.layer(layer_idx);
+  matmul(lw.router, router_input(lp, lw, x_, xb_, n_tok, gathered_.data()), router_.data(), n_tok, bufs_->act, pool);
   std::fill(used_.begin(), used_.end(), 0);
   for (int64_t t = 0; t < n_tok; ++t) {
     float* probs = router_.data() + t * n_exp;
@@ -155,7 +300,7 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   // union is read while this one's experts compute.
   if (layer_idx + 1 < c.n_layers && experts_->wants_prefetch()) predict_next_experts(layer_idx, n_tok, pool);
   // The shared expert needs no routed one: it computes while their reads land.
-  if (c.layer(layer_idx).shared_expert) compute_shared_expert(lw, n_tok, pool);
+  if (lp.shared_expert != SharedExpert::kNone) compute_shared_expert(lp, lw, n_tok, pool);
   auto run_group = [&] {
     if (n_tok == 1) {
       run_experts_one_token(group_, pool);
@@ -231,8 +376,21 @@ void MoeFfn::route_by_expert(int64_t n_tok) {
   }
 }
 
+void MoeFfn::weigh_expert_row(int32_t expert, const float* src, int64_t at) {
+  const int64_t dim = config_.dim;
+  const float w = sel_w_[static_cast<size_t>(at)];
+  float* dst = exp_out_.data() + at * dim;
+  if (lp_->expert_scale) {
+    const float scale = f32_data(lw_->down_exps_scale)[expert];
+    for (int64_t d = 0; d < dim; ++d) dst[d] = (src[d] * scale) * w;
+  } else {
+    for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+  }
+}
+
 void MoeFfn::run_experts(std::span<const ReadyExpert> experts, ThreadPool& pool) {
   const int64_t dim = config_.dim, ff = config_.expert_hidden_dim, k = config_.n_experts_active;
+  const Activation act = lp_->ffn_act;
   auto first_row = [&](int32_t e) { return static_cast<int64_t>(route_start_[static_cast<size_t>(e)]); };
   auto n_rows = [&](int32_t e) { return route_start_[static_cast<size_t>(e) + 1] - first_row(e); };
 
@@ -264,7 +422,7 @@ void MoeFfn::run_experts(std::span<const ReadyExpert> experts, ThreadPool& pool)
     for (size_t i = 0; i < ng; ++i) {
       const int64_t r0 = first_row(experts[g0 + i].expert), n = n_rows(experts[g0 + i].expert);
       for (int64_t r = 0; r < n; ++r) {
-        std::memcpy(gathered_.data() + (offset[i] + r) * dim, xb_ + route_tok_[static_cast<size_t>(r0 + r)] * dim,
+        std::memcpy(gathered_.data() + (offset[i] + r) * dim, h_ + route_tok_[static_cast<size_t>(r0 + r)] * dim,
                     sizeof(float) * static_cast<size_t>(dim));
       }
     }
@@ -289,7 +447,7 @@ void MoeFfn::run_experts(std::span<const ReadyExpert> experts, ThreadPool& pool)
     matmul_q_multi(std::span<const MatmulJob>(jobs, n_jobs), pool, selected_tier(), MatmulOrder::kVecDot);
     pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r)
-        silu_mul(hb_.data() + r * ff, hb2_.data() + r * ff, hb_.data() + r * ff, ff);
+        gated_activation(act, hb_.data() + r * ff, hb2_.data() + r * ff, hb_.data() + r * ff, ff);
     });
     const QuantizedActs down_in =
         quantize_acts(get_kernels(first.down.type).vec_dot_type, hb_.data(), ff, rows, ff, bufs_->act, pool);
@@ -305,10 +463,7 @@ void MoeFfn::run_experts(std::span<const ReadyExpert> experts, ThreadPool& pool)
       const int64_t r0 = first_row(experts[g0 + i].expert), n = n_rows(experts[g0 + i].expert);
       for (int64_t r = 0; r < n; ++r) {
         const int64_t t = route_tok_[static_cast<size_t>(r0 + r)], slot = route_slot_[static_cast<size_t>(r0 + r)];
-        const float w = sel_w_[static_cast<size_t>(t * k + slot)];
-        float* dst = exp_out_.data() + (t * k + slot) * dim;
-        const float* src = down_.data() + (offset[i] + r) * dim;
-        for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+        weigh_expert_row(experts[g0 + i].expert, down_.data() + (offset[i] + r) * dim, t * k + slot);
       }
     }
     g0 = g1;
@@ -326,12 +481,13 @@ void MoeFfn::run_experts_one_token(std::span<const ReadyExpert> experts, ThreadP
   MatmulJob jobs[2 * 64];
   for (size_t i = 0; i < n; ++i) {
     const ExpertView& ex = experts[i].view;
-    jobs[2 * i] = {&ex.gate, acts.get(ex.gate.type, xb_, dim, 1, pool), group_hb_.data() + i * ff, ff};
-    jobs[2 * i + 1] = {&ex.up, acts.get(ex.up.type, xb_, dim, 1, pool), group_hb2_.data() + i * ff, ff};
+    jobs[2 * i] = {&ex.gate, acts.get(ex.gate.type, h_, dim, 1, pool), group_hb_.data() + i * ff, ff};
+    jobs[2 * i + 1] = {&ex.up, acts.get(ex.up.type, h_, dim, 1, pool), group_hb2_.data() + i * ff, ff};
   }
   matmul_q_multi(std::span<const MatmulJob>(jobs, 2 * n), pool, selected_tier(), MatmulOrder::kVecDot);
   for (size_t i = 0; i < n; ++i) {
-    silu_mul(group_hb_.data() + i * ff, group_hb2_.data() + i * ff, group_hb_.data() + i * ff, ff);
+    gated_activation(lp_->ffn_act, group_hb_.data() + i * ff, group_hb2_.data() + i * ff, group_hb_.data() + i * ff,
+                     ff);
   }
   // Down: each expert's activation row quantized for its down type, then all downs at once.
   const GgmlType down_type = experts[0].view.down.type;
@@ -356,10 +512,7 @@ void MoeFfn::run_experts_one_token(std::span<const ReadyExpert> experts, ThreadP
   for (size_t i = 0; i < n; ++i) {
     for (int64_t slot = 0; slot < k; ++slot) {
       if (sel_[static_cast<size_t>(slot)] != experts[i].expert) continue;
-      const float w = sel_w_[static_cast<size_t>(slot)];
-      float* dst = exp_out_.data() + slot * dim;
-      const float* src = group_down_.data() + i * dim;
-      for (int64_t d = 0; d < dim; ++d) dst[d] = src[d] * w;
+      weigh_expert_row(experts[i].expert, group_down_.data() + i * dim, slot);
     }
   }
 }
@@ -374,14 +527,15 @@ void MoeFfn::predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& 
 }
 
 void MoeFfn::predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPool& pool) {
+  // The target layer's router applied to its input as formed from this residual; top-k of the
+  // logits (softmax keeps their order).
   const ModelConfig& c = config_;
-  if (c.layer(target_layer).ffn != FfnKind::kMoe) return;
+  const LayerPlan& lp = c.layer(target_layer);
+  if (lp.ffn != FfnKind::kMoe) return;
   const LayerWeights& next = weights_.layers[static_cast<size_t>(target_layer)];
-  const int64_t dim = c.dim, n_exp = c.n_experts, k = c.n_experts_active;
-  for (int64_t t = 0; t < n_tok; ++t) {
-    rms_norm(x_ + t * dim, f32_data(next.ffn_norm), gathered_.data() + t * dim, dim, c.norm_eps);
-  }
-  matmul(next.router, gathered_.data(), router_.data(), n_tok, bufs_->act, pool);
+  const int64_t n_exp = c.n_experts, k = c.n_experts_active;
+  matmul(next.router, router_input(lp, next, x_, nullptr, n_tok, gathered_.data()), router_.data(), n_tok, bufs_->act,
+         pool);
   std::fill(used_.begin(), used_.end(), 0);
   int32_t top[64];
   const int64_t kk = std::min<int64_t>(k, 64);

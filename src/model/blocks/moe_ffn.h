@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: MIT
-// MoeFfn (FfnKind::kMoe): routed experts. Routing is softmax over all experts of the router's
-// logits, top-k, the selected weights optionally renormalised to sum 1 (moe_norm_topk); each
-// selected expert is a SwiGLU of expert_hidden_dim; out = sum over slots of weight * expert(xb),
-// summed in slot order. Experts come from an ExpertSource (resident slices, or streamed through
-// the expert cache); the block also guesses later layers' experts for the source to prefetch.
-// With LayerPlan::shared_expert (qwen35moe, qwen3next) a shared SwiGLU expert of
-// shared_expert_hidden_dim joins every token: out += sigmoid(ffn_gate_inp_shexp . xb) * shared(xb).
-// The shared expert stays resident. Keeps no sequence state. Thread-compatible.
+// MoeFfn (FfnKind::kMoe): routed experts, parameterised per layer by its LayerPlan; one instance
+// serves every MoE layer. With x the residual entering the FFN and xb = rms(x) * ffn_norm:
+//   r      = router input: xb (RouterInput::kFfnInput), or rms(x) * (1 / sqrt(dim)) *
+//            ffn_gate_inp.scale (kScaledResidual)
+//   p      = softmax(W_router r); the top-k experts (cache-aware routing may swap some, below);
+//            their weights renormalised to sum 1 (moe_norm_topk; the sum in double, as ggml_sum_rows)
+//   h      = the experts' input: xb, or rms(x) * pre_ffw_norm_2 (expert_input_norm)
+//   e_out  = W_down[e] (act(W_gate[e] h) * (W_up[e] h)) [* ffn_down_exps.scale[e] (expert_scale)] * w_e
+//            (act: ffn_act; gate and up split, or the halves of ffn_gate_up_exps[e]); summed in slot order
+//   routed_post_norm: sum = rms(sum) * post_ffw_norm_2
+//   shared expert (SharedExpert): kGated: out = sum + sigmoid(ffn_gate_inp_shexp . xb) * MLP_shexp(xb);
+//            kUngated: out = sum + MLP(xb) over ffn_{gate,up,down} (shared_post_norm: rms(MLP) * post_ffw_norm_1)
+//   ffn_post_norm: out = rms(out) * post_ffw_norm
+// Experts come from an ExpertSource (resident slices, or streamed through the expert cache);
+// the block also guesses later layers' experts (their routers applied to this layer's residual)
+// for the source to prefetch. The shared expert stays resident and computes while the routed
+// experts' reads land. Keeps no sequence state. Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +24,8 @@
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/blocks/scratch_table.h"
+#include "model/tensor_table.h"
 #include "weights/expert_source.h"
 
 namespace sniper {
@@ -44,17 +55,32 @@ class MoeFfn final : public FfnBlock {
   void after_layer(int64_t layer_idx, const BlockIo& io) override;
   size_t scratch_bytes() const override;
 
+  // The tensors of an MoE layer (model/tensor_table.h); its ungated shared expert and its post
+  // norm read the dense MLP's (DenseFfn::tensor_table). Experts are three 3-D ffn_*_exps tensors
+  // (gate and up fused in ffn_gate_up_exps where LayerPlan::expert_fused_gate_up), or one tensor
+  // per expert matrix in a packed file (ModelConfig::packed_experts).
+  static std::span<const LayerTensorSpec> tensor_table();
+  // scratch_bytes() for chunks of up to max_batch tokens (its scratch table).
+  static size_t scratch_bound(const ModelConfig& config, int64_t max_batch);
+
   // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
   void set_routing_bias(const RoutingBias& bias) { routing_bias_ = bias; }
   const RoutingStats& routing_stats() const { return routing_stats_; }
 
  private:
+  static std::span<const ScratchEntry<MoeFfn>> scratch_table();
+
   [[nodiscard]] Status moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
-  // out_ += sigmoid(shexp_gate_inp . xb) * down(silu(gate xb) * up xb) for the shared expert.
-  // The shared expert in two steps: computed into sh_out_ / sh_logit_ while the routed experts'
-  // reads land, then added to out_ after them (the same operations as in one step).
-  void compute_shared_expert(const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
-  void add_shared_expert(int64_t n_tok);
+  // The router's input for layer lp's weights lw from the residual x (and, for kFfnInput, the
+  // layer's normed FFN input xb when it is at hand; null: computed from x and lw.ffn_norm): xb
+  // itself, or `buf` [n_tok, dim] filled.
+  const float* router_input(const LayerPlan& lp, const LayerWeights& lw, const float* x, const float* xb, int64_t n_tok,
+                            float* buf) const;
+  // The shared expert in two steps: computed into sh_out_ (and the gate's logits sh_logit_)
+  // while the routed experts' reads land, then added to out_ after them (the same operations as
+  // in one step): out_ += [sigmoid(sh_logit)] * sh_out.
+  void compute_shared_expert(const LayerPlan& lp, const LayerWeights& lw, int64_t n_tok, ThreadPool& pool);
+  void add_shared_expert(const LayerPlan& lp, int64_t n_tok);
   // route_tok_/route_slot_: the routed (token, slot) pairs of sel_'s first n_tok tokens,
   // grouped by expert (token-major within one), each expert's from route_start_[e].
   void route_by_expert(int64_t n_tok);
@@ -66,6 +92,9 @@ class MoeFfn final : public FfnBlock {
   // down of every expert in a second, the token's row quantized once. Results are bitwise those
   // of run_experts() per expert.
   void run_experts_one_token(std::span<const ReadyExpert> experts, ThreadPool& pool);
+  // exp_out_ row `at` (token * k + slot) = expert's output row src [dim], scaled by the expert's
+  // scale (expert_scale) and then by the slot's routing weight.
+  void weigh_expert_row(int32_t expert, const float* src, int64_t at);
   void predict_next_experts(int64_t layer_idx, int64_t n_tok, ThreadPool& pool);
   void predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPool& pool);
   // Replaces sel[0, k) (the true top-k of probs) with the cache-aware choice.
@@ -79,13 +108,17 @@ class MoeFfn final : public FfnBlock {
   RoutingBias routing_bias_;
   RoutingStats routing_stats_;
   // The current call's buffers (set by forward / after_layer).
-  const float* x_ = nullptr;   // [n_tok, dim] residual
-  const float* xb_ = nullptr;  // [n_tok, dim] normed input
-  float* out_ = nullptr;       // [n_tok, dim]
+  const float* x_ = nullptr;          // [n_tok, dim] residual
+  const float* xb_ = nullptr;         // [n_tok, dim] normed input
+  const float* h_ = nullptr;          // [n_tok, dim] the experts' input (xb_ or he_)
+  float* out_ = nullptr;              // [n_tok, dim]
+  const LayerPlan* lp_ = nullptr;     // the current layer's plan
+  const LayerWeights* lw_ = nullptr;  // and weights
   BlockBuffers* bufs_ = nullptr;
   std::vector<int32_t> window_;       // [window] candidates for cache-aware routing
   std::vector<int32_t> union_;        // experts the chunk routes to, ascending
   std::vector<uint8_t> used_;         // [n_experts] membership scratch
+  std::vector<float> he_;             // [B, dim] the experts' input when normed on its own (expert_input_norm)
   std::vector<float> hb_;             // [B, ff] gate / activation
   std::vector<float> hb2_;            // [B, ff] up
   std::vector<float> router_;         // [B, n_experts]
@@ -103,7 +136,7 @@ class MoeFfn final : public FfnBlock {
   std::vector<float> group_hb2_;      // [k, ff] up
   std::vector<float> group_down_;     // [k, dim]
   std::vector<float> sh_hb_;          // [B, shared ff] shared expert gate then activation
-  std::vector<float> sh_hb2_;         // [B, shared ff] shared expert up
+  std::vector<float> sh_hb2_;         // [B, shared ff] shared expert up ([B, 2 * shared ff] when fused)
   std::vector<float> sh_out_;         // [B, dim] shared expert output
   std::vector<float> sh_logit_;       // [B] shared expert gate logits
 };

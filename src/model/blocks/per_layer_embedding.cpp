@@ -10,15 +10,56 @@
 
 namespace sniper {
 
+namespace {
+
+constexpr ModelTensorSpec kModelTable[] = {
+    {"per_layer_token_embd.weight", &ModelWeights::per_layer_token_embd,
+     [](const ModelConfig& c) { return tensor_shape(c.n_layers * c.per_layer_dim, c.vocab_size); },
+     TensorRole::kEmbedding, TensorType::kMatrix, false, nullptr},
+    {"per_layer_model_proj.weight", &ModelWeights::per_layer_model_proj,
+     [](const ModelConfig& c) { return tensor_shape(c.dim, c.n_layers * c.per_layer_dim); }, TensorRole::kAlways,
+     TensorType::kMatrix, false, nullptr},
+    {"per_layer_proj_norm.weight", &ModelWeights::per_layer_proj_norm,
+     [](const ModelConfig& c) { return tensor_shape(c.per_layer_dim); }, TensorRole::kAlways, TensorType::kF32, false,
+     nullptr},
+};
+
+constexpr LayerTensorSpec kLayerTable[] = {
+    {"inp_gate.weight", &LayerWeights::inp_gate,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim, c.per_layer_dim); }, TensorRole::kAlways,
+     TensorType::kMatrix, false, nullptr},
+    {"proj.weight", &LayerWeights::proj,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.per_layer_dim, c.dim); }, TensorRole::kAlways,
+     TensorType::kMatrix, false, nullptr},
+    {"post_norm.weight", &LayerWeights::post_norm,
+     [](const ModelConfig& c, const LayerPlan&) { return tensor_shape(c.dim); }, TensorRole::kAlways, TensorType::kF32,
+     false, nullptr},
+};
+
+}  // namespace
+
+std::span<const ModelTensorSpec> PerLayerEmbedding::model_tensor_table() { return kModelTable; }
+std::span<const LayerTensorSpec> PerLayerEmbedding::layer_tensor_table() { return kLayerTable; }
+
 PerLayerEmbedding::PerLayerEmbedding(const ModelConfig& config, const ModelWeights& weights, int64_t max_batch,
                                      StreamedRows* rows)
     : config_(config), weights_(weights), rows_(rows) {
-  const size_t B = static_cast<size_t>(max_batch);
-  const size_t n = static_cast<size_t>(config.n_layers * config.per_layer_dim);
-  tok_.resize(B * n);
-  proj_.resize(B * n);
-  gate_.resize(B * static_cast<size_t>(config.per_layer_dim));
-  out_.resize(B * static_cast<size_t>(config.dim));
+  allocate_scratch(*this, scratch_table(), config, max_batch);
+}
+
+std::span<const ScratchEntry<PerLayerEmbedding>> PerLayerEmbedding::scratch_table() {
+  constexpr auto all_layers = [](const ModelConfig& c, int64_t B) { return rows(B, c.n_layers * c.per_layer_dim); };
+  static constexpr ScratchEntry<PerLayerEmbedding> kScratch[] = {
+      {&PerLayerEmbedding::tok_, nullptr, all_layers},
+      {&PerLayerEmbedding::proj_, nullptr, all_layers},
+      {&PerLayerEmbedding::gate_, nullptr, [](const ModelConfig& c, int64_t B) { return rows(B, c.per_layer_dim); }},
+      {&PerLayerEmbedding::out_, nullptr, [](const ModelConfig& c, int64_t B) { return rows(B, c.dim); }},
+  };
+  return kScratch;
+}
+
+size_t PerLayerEmbedding::scratch_bound(const ModelConfig& config, int64_t max_batch) {
+  return scratch_table_bytes(scratch_table(), config, max_batch);
 }
 
 Status PerLayerEmbedding::begin_chunk(const int32_t* tokens, const float* x0, int64_t n_tok, BlockBuffers& buffers,

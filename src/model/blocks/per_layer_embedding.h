@@ -11,9 +11,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/blocks/scratch_table.h"
+#include "model/tensor_table.h"
 #include "weights/streamed_rows.h"
 
 namespace sniper {
@@ -28,9 +31,18 @@ class PerLayerEmbedding {
   // x [n_tok, dim] += layer l's branch.
   void apply(int64_t layer_idx, const LayerWeights& lw, float* x, int64_t n_tok, BlockBuffers& buffers,
              ThreadPool& pool);
-  size_t scratch_bytes() const { return (tok_.size() + proj_.size() + gate_.size() + out_.size()) * sizeof(float); }
+  // Its tensors (model/tensor_table.h): the model-level table and projection, each layer's gate,
+  // projection and norm. per_layer_token_embd is read one row per token (streamable by rows).
+  static std::span<const ModelTensorSpec> model_tensor_table();
+  static std::span<const LayerTensorSpec> layer_tensor_table();
+
+  size_t scratch_bytes() const { return held_scratch_bytes(*this, scratch_table()); }
+  // scratch_bytes() for chunks of up to max_batch tokens (its scratch table).
+  static size_t scratch_bound(const ModelConfig& config, int64_t max_batch);
 
  private:
+  static std::span<const ScratchEntry<PerLayerEmbedding>> scratch_table();
+
   const ModelConfig& config_;
   const ModelWeights& weights_;
   StreamedRows* rows_;
