@@ -11,6 +11,8 @@ PACKAGES=(
   nlohmann-json3-dev libicu-dev liburing-dev
   libcpp-httplib-dev libedit-dev
   libcurl4-openssl-dev libssl-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
+  libstb-dev python3-numpy
   chromium tmux
   # The aarch64 cross build (preset ci-arm64, cmake/aarch64-linux-gnu.cmake): Debian's cross
   # compiler, qemu's user-mode emulator for its tests, and the :arm64 builds of the libraries
@@ -20,6 +22,7 @@ PACKAGES=(
   libicu-dev:arm64 liburing-dev:arm64
   libcpp-httplib-dev:arm64 libedit-dev:arm64
   libcurl4-openssl-dev:arm64 libssl-dev:arm64
+  libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64 libstb-dev:arm64
 )
 
 missing=()

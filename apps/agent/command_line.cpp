@@ -224,6 +224,16 @@ Status expand_one(const std::string& base, const std::string& pattern, size_t* b
     out->push_back(pattern);
     return ok_status();
   }
+  // A matched name holding a control character (a line break, an escape) would show the user a
+  // command other than the one that runs, and cannot be written back as a line parse accepts.
+  for (const std::string& f : found) {
+    for (const char c : f) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) {
+        return make_error("the glob '%s' matches a file name holding control character 0x%02x", pattern.c_str(), u);
+      }
+    }
+  }
   std::sort(found.begin(), found.end());
   for (std::string& f : found) out->push_back(std::move(f));
   return ok_status();

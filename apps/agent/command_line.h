@@ -44,7 +44,8 @@ inline constexpr size_t kMaxGlobEntries = 20000;  // directory entries the globs
 // The argv of each stage: glob words expanded against `cwd` component by component, as sh
 // (dash) does: matches sorted bytewise, a leading dot matched only by a dot, no match: the
 // pattern itself. Errors: more than kMaxGlobEntries directory entries read (a glob that would
-// walk the file system), too many arguments or bytes, an empty path component.
+// walk the file system), too many arguments or bytes, an empty path component, a match whose
+// name holds a control character.
 [[nodiscard]] Result<std::vector<std::vector<std::string>>> expand_globs(const ParsedLine& line,
                                                                          const std::string& cwd);
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/session_state.h"
+#include "media_args.h"
 #include "server/chat_format.h"
 #include "server/context_store.h"
 
@@ -101,8 +102,20 @@ Result<std::string> ChatConversation::render(const nlohmann::json& turns, const 
 
 Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, const ChatSettings& settings,
                                               const ChatTurnHooks& hooks) {
-  messages_.push_back({{"role", "user"}, {"content", user_text}});
-  const auto drop_user = [this]() { messages_.erase(messages_.end() - 1); };
+  // Attached media join this message: a marker each in front of its text (llama-mtmd-cli).
+  const size_t n_media_before = media_.size();
+  std::string content;
+  for (size_t i = 0; i < pending_.size(); ++i) content += kMediaMarker;
+  content += user_text;
+  for (MediaChunk& chunk : pending_) media_.push_back(std::move(chunk));
+  pending_.clear();
+  messages_.push_back({{"role", "user"}, {"content", content}});
+  // A turn that fails or is stopped before its reply: the message goes, its media are attached again.
+  const auto drop_user = [this, n_media_before]() {
+    messages_.erase(messages_.end() - 1);
+    for (size_t i = n_media_before; i < media_.size(); ++i) pending_.push_back(std::move(media_[i]));
+    media_.resize(n_media_before);
+  };
   mark_ = tmpl_ && !content_special_ ? pick_mark(messages_, settings.system, tmpl_->source()) : "";
   auto rendered = render(messages_, settings, true, hooks.cancel);
   if (!rendered.ok()) {
@@ -117,24 +130,42 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
                        false, hooks.cancel);
     if (prev.ok()) before = *prev;
   }
-  std::vector<int32_t> ids = encode(prompt, /*whole=*/true);
-  // Reuse the cached prefix; evaluate only what is new.
-  size_t common = 0;
+  // Typed text stays text in both paths (encode(); build_media_prompt with the same mark), and the
+  // images' own markers keep their meaning.
+  MediaPrompt full;
+  if (media_.empty()) {
+    full = text_prompt(encode(prompt, /*whole=*/true));
+  } else {
+    PromptText text_options;
+    text_options.parse_special = tmpl_ || content_special_;
+    text_options.escape_mark = mark_;
+    auto built = build_media_prompt(tok_, session_.model().config(), prompt, media_, /*add_bos=*/!tmpl_, text_options);
+    if (!built.ok()) {
+      drop_user();
+      return built.error();
+    }
+    full = std::move(built).value();
+  }
+  // Reuse the cached prefix (the same images by hash); evaluate only what is new.
+  int64_t common = 0;
   if (!shift_) {
-    const auto& hist = session_.history();
-    while (common < hist.size() && common < ids.size() && hist[common] == ids[common]) ++common;
-    if (common == ids.size() && common > 0) --common;  // at least one token must be evaluated for fresh logits
-    common = static_cast<size_t>(session_.truncate(static_cast<int64_t>(common)));  // 0 when it cannot rewind
+    common = session_.common_prefix(full);
+    if (common == full.n_cells() && common > 0) --common;  // at least one cell must be evaluated for fresh logits
+    common = session_.truncate(common);                    // 0 when it cannot rewind; never inside media
   } else if (seen_ && !before.empty() && prompt.compare(0, before.size(), before) == 0) {
-    ids = encode(prompt.substr(before.size()), /*whole=*/false);
-    common = 0;
+    full = text_prompt(encode(prompt.substr(before.size()), /*whole=*/false));
   } else {
     (void)session_.truncate(0);  // the first turn, or a conversation that no longer extends what was seen
-    if (n_keep_ < 0) n_keep_ = resolve_n_keep(n_keep_arg_, ids, tok_.bos_id());
+    if (n_keep_ < 0) n_keep_ = resolve_n_keep(n_keep_arg_, full.cells, tok_.bos_id());
   }
-  std::vector<int32_t> fresh(ids.begin() + static_cast<long>(common), ids.end());
-  const int64_t n_fresh = static_cast<int64_t>(fresh.size());
-  // The prompt's progress over both parts below (the head, then what generate() evaluates).
+  auto sliced = slice_prompt(full, common, full.n_cells());
+  if (!sliced.ok()) {
+    drop_user();
+    return sliced.error();
+  }
+  MediaPrompt fresh = std::move(sliced).value();
+  const int64_t n_fresh = fresh.n_cells();
+  // The prompt's progress over both parts below (the head, then what generate_media() evaluates).
   int64_t n_head = 0;
   PromptProgress tail_progress;
   if (hooks.on_prompt_progress) {
@@ -142,27 +173,38 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
   }
   ChatTurnResult result;
   // A hybrid session checkpoints the prompt just before its generation prompt, where the next
-  // turn departs from it.
+  // turn departs from it (before a media chunk that the tail would cut).
   double head_ms = 0;
   if (session_.keeps_checkpoints() && n_fresh > kPromptCheckpointTail) {
     n_head = n_fresh - kPromptCheckpointTail;
+    for (const MediaSpan& span : fresh.spans) {
+      if (n_head > span.start && n_head < span.end()) n_head = span.start;
+    }
+  }
+  if (n_head > 0) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto complete = eval_with_progress(session_, std::span<const int32_t>(fresh.data(), static_cast<size_t>(n_head)),
+    auto head = slice_prompt(fresh, 0, n_head);
+    auto tail = slice_prompt(fresh, n_head, n_fresh);
+    if (!head.ok() || !tail.ok()) {
+      drop_user();
+      return head.ok() ? tail.error() : head.error();
+    }
+    auto evaluated = eval_media_prompt(session_, *head,
                                        hooks.on_prompt_progress ? PromptProgress([&](int64_t done, int64_t) {
                                          return hooks.on_prompt_progress(done, n_fresh);
                                        })
                                                                 : PromptProgress());
-    if (!complete.ok() || !*complete) {
+    if (!evaluated.ok() || *evaluated < n_head) {
       drop_user();
       seen_ = false;
-      if (!complete.ok()) return complete.error();
+      if (!evaluated.ok()) return evaluated.error();
       result.stopped = true;
       result.stats.finish_reason = "cancelled";
       return result;
     }
     session_.checkpoint();
     head_ms = ms_since(t0);
-    fresh.erase(fresh.begin(), fresh.begin() + n_head);
+    fresh = std::move(tail).value();
   }
   GenerateOptions go;
   go.n_predict = settings.n_predict;
@@ -174,15 +216,15 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
   go.on_prompt_progress = tail_progress;
   // Room for the new turn: shift as often as it takes (generate() shifts once).
   Status room = ok_status();
-  while (shift_ && room.ok() && !fresh.empty() && session_.n_past() > go.n_keep + 1 &&
-         session_.n_past() + static_cast<int64_t>(fresh.size()) >= session_.n_ctx()) {
+  while (shift_ && room.ok() && fresh.n_cells() > 0 && session_.n_past() > go.n_keep + 1 &&
+         session_.n_past() + fresh.n_cells() >= session_.n_ctx()) {
     room = shift_full_context(session_, go.n_keep);
   }
   if (!room.ok()) {
     drop_user();
     return room.error();
   }
-  auto stats = generate(session_, tok_, fresh, go, [&](std::string_view text) {
+  auto stats = generate_media(session_, tok_, fresh, go, [&](std::string_view text) {
     result.reply.append(text);
     return hooks.on_text ? hooks.on_text(text) : true;
   });
@@ -208,19 +250,42 @@ Result<ChatTurnResult> ChatConversation::turn(const std::string& user_text, cons
 
 void ChatConversation::clear() {
   messages_ = nlohmann::json::array();
+  pending_.clear();
+  media_.clear();
   seen_ = false;
   n_keep_ = -1;
 }
 
-Status ChatConversation::attach(const ChatAttachment& attachment) {
-  // TODO(media): images and audio join the next user message once media input lands #39.
-  return make_error("this build takes no %s input yet: /%s needs a model with a media encoder (issue 39)",
-                    attachment.kind.c_str(), attachment.kind.c_str());
+Result<int64_t> ChatConversation::attach(const ChatAttachment& attachment) {
+  if (attachment.kind != "image") {
+    return make_error("this build takes no %s input yet: /%s needs an audio encoder (issue 39)",
+                      attachment.kind.c_str(), attachment.kind.c_str());
+  }
+  if (mmproj_ == nullptr || !mmproj_->supports(MediaKind::kImage)) {
+    return make_error("no image projector loaded: start the chat with --mmproj FILE to attach images");
+  }
+  if (shift_) {
+    return make_error(
+        "images in a conversation with --context-shift are not supported (its turns evaluate the new text alone): "
+        "start the chat without --context-shift");
+  }
+  const int64_t max_media = mmproj_->options().limits.max_media;
+  if (static_cast<int64_t>(pending_.size()) >= max_media) {
+    return make_error("%lld media items are attached already, the most one message may have",
+                      static_cast<long long>(max_media));
+  }
+  SNIPER_ASSIGN_OR_RETURN(MediaChunk chunk, encode_image_file(attachment.path, *mmproj_, session_.pool()));
+  const int64_t n_tokens = chunk.n_tokens();
+  pending_.push_back(std::move(chunk));
+  return n_tokens;
 }
 
 Status ChatConversation::save(const std::string& dir, const std::string& name, const ChatSettings& settings,
                               uint64_t model_fingerprint) const {
   SNIPER_TRY(server::ContextStore::validate_name(name));
+  if (!media_.empty()) {
+    return make_error("a conversation with images cannot be saved yet (its images are not stored with it)");
+  }
   const server::ContextStore store(dir);
   SNIPER_TRY(store.save(name, capture_session_state(session_, model_fingerprint)));
   nlohmann::json doc = {{"format", "sniper-chat"},
@@ -269,6 +334,8 @@ Status ChatConversation::load(const std::string& dir, const std::string& name, C
     }
   }
   messages_ = doc["messages"];
+  pending_.clear();
+  media_.clear();
   settings->system = doc["system"].get<std::string>();
   n_keep_ = -1;
   seen_ = false;

@@ -10,8 +10,14 @@
 // messages always agree. save()/load() keep a conversation as NAME.ctx (the session state, the
 // format of `serve`'s /v1/context/save, engine/session_state.h) and NAME.chat.json (the messages,
 // the system prompt) in the context directory.
-// Media (issue 39): attach() is where an image or audio clip joins the next user message; today
-// every model refuses it with a message saying so.
+// Media (issue 39): with a projector (set_media), attach() encodes an image at once and keeps it
+// for the next user message, which gets one media marker per image in front of its text, as
+// llama-mtmd-cli's /image does; the conversation keeps its images in order, each turn renders the
+// messages with their markers and builds the prompt with the images in place
+// (engine/media_prompt.h), and the cells shared with the session (the same images by hash) are
+// reused. Audio is refused (no audio encoder yet), and so are images with --context-shift (its
+// turns tokenize only the new text) and /save of a conversation with images (the images are not
+// stored with it).
 // Thread-compatible.
 #pragma once
 
@@ -24,7 +30,9 @@
 #include "base/result.h"
 #include "chat_commands.h"
 #include "engine/generate.h"
+#include "engine/media_prompt.h"
 #include "engine/session.h"
+#include "media/mmproj.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -65,8 +73,14 @@ class ChatConversation {
                                             const ChatTurnHooks& hooks);
   // Forgets the messages (the session's tokens stay, for a later turn's prefix reuse).
   void clear();
-  // Media for the next user message; an Error names why the model cannot take it (issue 39).
-  [[nodiscard]] Status attach(const ChatAttachment& attachment);
+  // The projector that encodes attached images (null: none; it must outlive the conversation).
+  void set_media(Mmproj* mmproj) { mmproj_ = mmproj; }
+  // Encodes media for the next user message and returns its tokens. An Error (nothing attached)
+  // names why: no projector, audio, --context-shift, more than the projector's media limit per
+  // message, or the file (unreadable, too large, corrupt: the decoder's message).
+  [[nodiscard]] Result<int64_t> attach(const ChatAttachment& attachment);
+  // Media attached and not yet sent.
+  size_t n_pending() const { return pending_.size(); }
 
   // The user and assistant messages so far (the system prompt comes from the settings).
   const nlohmann::json& messages() const { return messages_; }
@@ -102,6 +116,9 @@ class ChatConversation {
   std::vector<std::string> model_markers_;  // kept in assistant messages (server/chat_format.h)
   std::string mark_;                        // this turn's escape mark ("" = none)
   nlohmann::json messages_ = nlohmann::json::array();
+  Mmproj* mmproj_ = nullptr;
+  std::vector<MediaChunk> pending_;  // attached for the next user message
+  std::vector<MediaChunk> media_;    // the conversation's, in the order of their markers
 };
 
 // Names of the conversations saved in `dir` (NAME.chat.json), sorted.

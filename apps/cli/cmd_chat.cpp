@@ -21,6 +21,7 @@
 #include "hub_model.h"
 #include "interrupt.h"
 #include "line_editor.h"
+#include "media_args.h"
 #include "progress.h"
 #include "server/context_store.h"
 #include "spec_args.h"
@@ -129,9 +130,12 @@ bool run_command(ChatApp& app, const ChatCommand& cmd) {
       complain("/" + name + " needs a PATH: /" + name + " PATH");
       return true;
     }
-    Status st = app.conversation->attach({name, cmd.arg});
-    if (st.ok()) say(name + " attached to the next message: " + cmd.arg);
-    else complain(st.error().message);
+    auto tokens = app.conversation->attach({name, cmd.arg});
+    if (tokens.ok()) {
+      say(name + " attached to the next message: " + cmd.arg + " (" + std::to_string(*tokens) + " tokens)");
+    } else {
+      complain(tokens.error().message);
+    }
   }
   return true;
 }
@@ -189,7 +193,8 @@ void run_turn(ChatApp& app, const std::string& text, DraftSource* draft, const S
 
 int cmd_chat(int argc, char** argv) {
   const std::vector<FlagSpec> specs = concat(
-      concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), context_shift_flags()),
+      concat(concat(concat(concat(model_flags(), media_flags()), sampling_flags()), spec_flags()),
+             context_shift_flags()),
       {
           {"--system", "-sys", "TEXT", "system prompt (/system changes it during the chat)", nullptr,
            "--system-prompt"},
@@ -212,10 +217,12 @@ int cmd_chat(int argc, char** argv) {
   auto args = Args::parse("chat", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
-    print_usage("chat", "MODEL [--system TEXT] [flags]", specs,
-                "Talks with a model in the terminal through its own chat template. MODEL is a GGUF file or a store "
-                "name (OWNER/NAME[:QUANT], pulled if needed). Type /help in the chat for its commands (/set temp 0.7, "
-                "/system, /clear, /save, /load, /quit); Ctrl-C stops a reply and keeps the conversation.");
+    print_usage(
+        "chat", "MODEL [--system TEXT] [flags]", specs,
+        "Talks with a model in the terminal through its own chat template. MODEL is a GGUF file or a store "
+        "name (OWNER/NAME[:QUANT], pulled if needed). Type /help in the chat for its commands (/set temp 0.7, "
+        "/system, /clear, /save, /load, /quit); Ctrl-C stops a reply and keeps the conversation. With --mmproj P, "
+        "/image PATH attaches an image to the next message (--image F attaches F to the first).");
     return 0;
   }
   if (Status st = check_model_positionals(*args); !st.ok()) return fail(st.error());
@@ -242,6 +249,9 @@ int cmd_chat(int argc, char** argv) {
   if (!spec_req.ok()) return fail(spec_req.error());
   int64_t n_checkpoints = *checkpoints;
   if (n_checkpoints != kAutoCheckpoints) n_checkpoints = std::max(n_checkpoints, spec_req->checkpoints());
+  if (args->has("--mmproj") && spec_req->kind == SpecKind::kMtp) {
+    return fail(make_error("--spec-type mtp does not take images (the MTP head reads token ids); use ngram or draft"));
+  }
   auto loaded = load_model_and_session(*args, n_checkpoints, spec_req->draft_mem_bytes, spec_req->logit_rows(),
                                        spec_req->kind == SpecKind::kMtp);
   if (!loaded.ok()) return fail(loaded.error());
@@ -264,6 +274,12 @@ int cmd_chat(int argc, char** argv) {
   ChatConversation conversation(*loaded->session, **tokenizer, std::move(tmpl), shift, *keep_arg,
                                 args->has("--content-special-tokens"));
   app.conversation = &conversation;
+  conversation.set_media(loaded->mmproj.get());
+  // --image: attached to the first message.
+  for (const std::string& path : args->get_all("--image")) {
+    auto tokens = conversation.attach({"image", path});
+    if (!tokens.ok()) return fail(tokens.error());
+  }
 
   const ModelConfig& c = loaded->model->config();
   const std::string file = std::filesystem::path(loaded->path).filename().string();

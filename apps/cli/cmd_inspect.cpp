@@ -18,6 +18,7 @@
 #include "gguf/reader.h"
 #include "gguf/split.h"
 #include "hub_model.h"
+#include "media_args.h"
 #include "model/config.h"
 #include "model/tensor_catalog.h"
 #include "spec_args.h"
@@ -72,6 +73,10 @@ int cmd_inspect(int argc, char** argv) {
       {"--spec-type", nullptr, "none|ngram|draft|mtp",
        "speculative decoding for --plan, as run takes it: mtp loads the "
        "model's MTP head (the others leave the target's plan as it is)"},
+      {"--mmproj", nullptr, "PATH",
+       "multimodal projector for --plan: its share of the budget (resident or streamed layers) comes first"},
+      {"--image-min-tokens", nullptr, "N", "fewest tokens an image is resized to, for --plan --mmproj"},
+      {"--image-max-tokens", nullptr, "N", "most tokens an image is resized to, for --plan --mmproj"},
       {"--help", "-h", nullptr, "show this help"},
   };
   auto args = Args::parse("inspect", argc, argv, 2, specs);
@@ -216,18 +221,46 @@ int cmd_inspect(int argc, char** argv) {
     }
     req.load_mtp = *spec == SpecKind::kMtp;
     req.repack = !args->has("--no-repack");
+    // With a projector, as run plans it (media_args.cpp): its share comes off the budget first, and
+    // an image that attends both ways runs in one forward (the chunk and the sliding rings widen).
+    std::optional<MediaPlan> media;
+    int64_t media_tokens = 0;
+    if (args->has("--mmproj")) {
+      const std::string mm_path = args->get_string("--mmproj");
+      auto mo = mmproj_options_from_args(*args);
+      if (!mo.ok()) return fail(mo.error());
+      auto mem = mmproj_memory(mm_path, *mo);
+      if (!mem.ok()) return fail(make_error("%s: %s", mm_path.c_str(), mem.error().message.c_str()));
+      auto tokens = media_chunk_tokens_of(mm_path, *mo);
+      if (!tokens.ok()) return fail(tokens.error());
+      media_tokens = *tokens;
+      if (media_tokens > 0) widen_rings_for_chunks(*config, media_tokens);
+      PlanRequest mreq = req;
+      mreq.batch = std::max(auto_batch ? kShortPromptChunk : req.batch, media_tokens);
+      auto mp = plan_media(*file, *config, mreq, *mem);
+      if (!mp.ok()) return fail(mp.error());
+      req.budget_bytes -= mp->projector_bytes;
+      media = std::move(mp).value();
+    }
     Result<MemoryPlan> plan = make_error("no plan");
     if (auto_batch) {
       auto choice = choose_prefill_chunk(*file, *config, req);
       if (!choice.ok()) return fail(choice.error());
       req.batch = choice->batch;
       plan = std::move(choice->plan);
+      if (req.batch < media_tokens) {
+        req.batch = media_tokens;  // an image's chunk runs in one forward
+        plan = make_plan(*file, *config, req);
+      }
     } else {
+      req.batch = std::max(req.batch, media_tokens);
       plan = make_plan(*file, *config, req);
     }
     if (!plan.ok()) return fail(plan.error());
     std::printf("\n%s", plan->describe().c_str());
-    std::printf("  prefill chunk %ld tokens%s\n", static_cast<long>(req.batch), auto_batch ? " (--batch auto)" : "");
+    std::printf("  prefill chunk %ld tokens%s%s\n", static_cast<long>(req.batch), auto_batch ? " (--batch auto)" : "",
+                req.batch == media_tokens && media_tokens > 0 ? " (an image's tokens, in one forward)" : "");
+    if (media) std::printf("%s", media->describe().c_str());
   }
   return 0;
 }

@@ -3,6 +3,11 @@
 // Evaluates the prompt ids in one batch with logits for every position, then feeds the gen ids
 // one at a time; writes every row as little-endian float32 (prompt rows, then generation rows),
 // the layout of ../shared/reference.
+// sniper logits -m MODEL [--mmproj P --image F ...] --prompt "TEXT with <__media__>" [--gen-ids G]
+//               [--media-embd-out E.f32] -o OUT.f32
+// What ../shared/tools/mm/dump_mtmd.cpp writes: the prompt tokenized as mtmd does (special tokens
+// parsed, BOS added, each marker an image with its begin/end text), then the logits after its last
+// token and one row per teacher-forced gen id; E.f32: every media chunk's embeddings in order.
 // With --mtp, the rows are instead the model's MTP draft head's (model/mtp_head.h): row p is its
 // logits for prompt token p paired with the target's hidden state at p - 1 (zeros for p = 0), as
 // llama.cpp's MTP context computes them when it follows the prompt.
@@ -11,28 +16,115 @@
 #include "commands.h"
 #include "common.h"
 #include "engine/mtp_draft.h"
+#include "media_args.h"
 
 namespace sniper::cli {
 
+namespace {
+
+// Writes floats to `path` atomically (a temp file, then rename).
+Status write_floats(const std::string& path, const std::vector<float>& rows) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return make_error("cannot create '%s'", tmp.c_str());
+  bool ok = std::fwrite(rows.data(), sizeof(float), rows.size(), f) == rows.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return make_error("writing '%s' failed", path.c_str());
+  }
+  return ok_status();
+}
+
+// The --prompt form: text (with media markers) as mtmd tokenizes it.
+int logits_of_prompt(const Args& args, const std::vector<int32_t>& gen) {
+  auto loaded = load_model_and_session(args, 0, 0, 1, false);
+  if (!loaded.ok()) return fail(loaded.error());
+  Session& session = *loaded->session;
+  auto tokenizer = loaded->model->tokenizer();
+  if (!tokenizer.ok()) return fail(tokenizer.error());
+  std::vector<MediaChunk> media;
+  if (loaded->mmproj != nullptr) {
+    auto chunks = encode_images(args, *loaded->mmproj, session.pool());
+    if (!chunks.ok()) return fail(chunks.error());
+    media = std::move(chunks).value();
+  }
+  auto prompt = build_media_prompt(**tokenizer, loaded->model->config(), args.get_string("--prompt"), media, true);
+  if (!prompt.ok()) return fail(prompt.error());
+  if (prompt->cells.empty()) return fail(make_error("the prompt encodes to no tokens"));
+  Status st = session.eval_prompt(*prompt);
+  if (!st.ok()) return fail(st.error());
+  std::vector<float> rows(session.last_logits());
+  for (int32_t id : gen) {
+    const int32_t one[1] = {id};
+    st = session.eval(one);
+    if (!st.ok()) return fail(st.error());
+    rows.insert(rows.end(), session.last_logits().begin(), session.last_logits().end());
+  }
+  if (args.has("--media-embd-out")) {
+    std::vector<float> embd;
+    for (const MediaChunk& c : media) embd.insert(embd.end(), c.embd.begin(), c.embd.end());
+    st = write_floats(args.get_string("--media-embd-out"), embd);
+    if (!st.ok()) return fail(st.error());
+  }
+  st = write_floats(args.get_string("--output"), rows);
+  if (!st.ok()) return fail(st.error());
+  std::fprintf(stderr, "prompt: %ld cells (%zu media); wrote %zu rows of %ld logits to %s\n",
+               static_cast<long>(prompt->n_cells()), media.size(), 1 + gen.size(),
+               static_cast<long>(loaded->model->config().vocab_size), args.get_string("--output").c_str());
+  return 0;
+}
+
+}  // namespace
+
 int cmd_logits(int argc, char** argv) {
-  const std::vector<FlagSpec> specs = concat(
-      model_flags(), {
-                         {"--prompt-ids", nullptr, "FILE", "JSON array of prompt token ids"},
-                         {"--gen-ids", nullptr, "FILE", "JSON array of token ids fed one at a time after the prompt"},
-                         {"--mtp", nullptr, nullptr, "write the MTP draft head's logits per prompt position instead"},
-                         {"--output", "-o", "OUT.f32", "output file"},
-                         {"--help", "-h", nullptr, "show this help"},
-                     });
+  const std::vector<FlagSpec> specs =
+      concat(concat(model_flags(), media_flags()),
+             {
+                 {"--prompt-ids", nullptr, "FILE", "JSON array of prompt token ids"},
+                 {"--prompt", "-p", "TEXT",
+                  "prompt text instead, tokenized as llama.cpp's mtmd does (special tokens, BOS, each "
+                  "<__media__> an --image); writes the last prompt row, then the gen rows"},
+                 {"--media-embd-out", nullptr, "E.f32", "with --prompt: write the media chunks' embeddings"},
+                 {"--gen-ids", nullptr, "FILE", "JSON array of token ids fed one at a time after the prompt"},
+                 {"--mtp", nullptr, nullptr, "write the MTP draft head's logits per prompt position instead"},
+                 {"--output", "-o", "OUT.f32", "output file"},
+                 {"--help", "-h", nullptr, "show this help"},
+             });
   auto args = Args::parse("logits", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
-    print_usage("logits", "MODEL --prompt-ids FILE [--gen-ids FILE] -o OUT.f32", specs,
+    print_usage("logits",
+                "MODEL (--prompt-ids FILE | [--mmproj P --image F] --prompt TEXT) [--gen-ids FILE] "
+                "[--media-embd-out E.f32] -o OUT.f32",
+                specs,
                 "Writes the logits of every prompt position (one batch), then of each --gen-ids token fed alone, as "
-                "little-endian float32 rows: the layout of llama.cpp's reference dumps.");
+                "little-endian float32 rows: the layout of llama.cpp's reference dumps. With --prompt, each "
+                "<__media__> marker in the text takes the next --image, encoded by the --mmproj projector "
+                "(--media-embd-out writes their embeddings).");
     return 0;
   }
-  if (!args->has("--prompt-ids")) return fail(make_error("--prompt-ids FILE is required"));
+  if (!args->has("--prompt-ids") && !args->has("--prompt")) {
+    return fail(make_error("--prompt-ids FILE or --prompt TEXT is required"));
+  }
   if (!args->has("--output")) return fail(make_error("--output (-o) OUT.f32 is required"));
+  if (args->has("--prompt")) {
+    if (args->has("--prompt-ids") || args->has("--mtp")) {
+      return fail(make_error("--prompt takes neither --prompt-ids nor --mtp"));
+    }
+    std::vector<int32_t> gen;
+    if (args->has("--gen-ids")) {
+      auto gen_text = read_file(args->get_string("--gen-ids"));
+      if (!gen_text.ok()) return fail(gen_text.error());
+      auto g = parse_id_list(*gen_text, args->get_string("--gen-ids"));
+      if (!g.ok()) return fail(g.error());
+      gen = std::move(g).value();
+    }
+    return logits_of_prompt(*args, gen);
+  }
+  if (args->has("--mmproj") || args->has("--image")) {
+    return fail(make_error("--mmproj and --image take --prompt TEXT (with <__media__> markers), not --prompt-ids"));
+  }
   auto prompt_text = read_file(args->get_string("--prompt-ids"));
   if (!prompt_text.ok()) return fail(prompt_text.error());
   auto prompt = parse_id_list(*prompt_text, args->get_string("--prompt-ids"));

@@ -4,6 +4,9 @@
 // model load and a long prompt's evaluation as progress lines. Ctrl-C stops the generation and
 // still prints the figures (exit status 130); a second Ctrl-C before that ends the process.
 // Stopping at a full context is said, with the flags that go further.
+// With --mmproj P --image F [--image F2]: each <__media__> marker of the prompt is an image (as
+// llama-mtmd-cli, markers are put before the prompt when it has none); the figures then add the
+// images' tokens and the time to decode, preprocess and encode them, and the time to first token.
 #include <cstdio>
 #include <cstring>
 
@@ -13,6 +16,7 @@
 #include "engine/generate.h"
 #include "hub_model.h"
 #include "interrupt.h"
+#include "media_args.h"
 #include "progress.h"
 #include "spec_args.h"
 
@@ -20,7 +24,8 @@ namespace sniper::cli {
 
 int cmd_run(int argc, char** argv) {
   const std::vector<FlagSpec> specs = concat(
-      concat(concat(concat(model_flags(), sampling_flags()), spec_flags()), context_shift_flags()),
+      concat(concat(concat(concat(model_flags(), media_flags()), sampling_flags()), spec_flags()),
+             context_shift_flags()),
       {
           {"--prompt", "-p", "TEXT", "prompt text (quote it: -p \"Once upon a time\")"},
           {"--file", "-f", "PATH", "read the prompt from a file"},
@@ -54,6 +59,10 @@ int cmd_run(int argc, char** argv) {
   if (!sampler.ok()) return fail(sampler.error());
   auto spec_req = parse_spec_args(*args);
   if (!spec_req.ok()) return fail(spec_req.error());
+  if (args->has("--image") && spec_req->kind == SpecKind::kMtp) {
+    return fail(make_error("--spec-type mtp does not take images (the MTP head reads token ids); use ngram or draft"));
+  }
+  const auto t_load = now_s();
   auto loaded = load_model_and_session(*args, spec_req->checkpoints(), spec_req->draft_mem_bytes,
                                        spec_req->logit_rows(), spec_req->kind == SpecKind::kMtp);
   if (!loaded.ok()) return fail(loaded.error());
@@ -64,7 +73,26 @@ int cmd_run(int argc, char** argv) {
   auto tokenizer = loaded->model->tokenizer();
   if (!tokenizer.ok()) return fail(tokenizer.error());
   const Tokenizer& tok = **tokenizer;
-  std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/!args->has("--no-bos"), /*parse_special=*/true);
+  const double load_s = now_s() - t_load;
+  // Images: encoded first, then the prompt split at its markers as mtmd does.
+  std::vector<MediaChunk> media;
+  MediaTimings media_t;
+  const auto t_media = now_s();
+  if (loaded->mmproj != nullptr) {
+    auto chunks = encode_images(*args, *loaded->mmproj, loaded->session->pool(), &media_t);
+    if (!chunks.ok()) return fail(chunks.error());
+    media = std::move(chunks).value();
+    if (prompt.find(kMediaMarker) == std::string::npos) {
+      std::string markers;
+      for (size_t i = 0; i < media.size(); ++i) markers += kMediaMarker;
+      prompt = markers + prompt;
+    }
+  }
+  const double media_s = now_s() - t_media;
+  auto built = build_media_prompt(tok, loaded->model->config(), prompt, media, /*add_bos=*/!args->has("--no-bos"));
+  if (!built.ok()) return fail(built.error());
+  const MediaPrompt& mprompt = *built;
+  const std::vector<int32_t>& ids = mprompt.cells;
   if (ids.empty()) return fail(make_error("the prompt encodes to no tokens"));
 
   GenerateOptions go;
@@ -84,7 +112,7 @@ int cmd_run(int argc, char** argv) {
   std::atomic<bool>& interrupted = interrupt_requested();
   install_interrupt_handler(/*second_ends_process=*/true);
   go.on_prompt_progress = prompt_progress(line, &interrupted);
-  auto stats = generate(*loaded->session, tok, ids, go, [&interrupted](std::string_view text) {
+  auto stats = generate_media(*loaded->session, tok, mprompt, go, [&interrupted](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return !interrupted.load();
@@ -100,6 +128,16 @@ int cmd_run(int argc, char** argv) {
                stats->gen_tok_s(), static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
   if (go.context_shift) std::fprintf(stderr, " | context shifts: %ld", static_cast<long>(stats->n_shifts));
   std::fputc('\n', stderr);
+  if (!media.empty()) {
+    int64_t n_media_tokens = 0;
+    for (const MediaChunk& c : media) n_media_tokens += c.n_tokens();
+    std::fprintf(stderr,
+                 "media: %zu image(s), %ld tokens | decode %.1f ms, preprocess %.1f ms, encode %.1f ms | "
+                 "time to first token %.1f ms (from the images' bytes) | load %.2f s%s\n",
+                 media.size(), static_cast<long>(n_media_tokens), media_t.decode_s * 1e3, media_t.preprocess_s * 1e3,
+                 media_t.encode_s * 1e3, (media_s * 1e3) + stats->ttft_ms, load_s,
+                 loaded->mmproj->streams() ? " | projector layers streamed" : "");
+  }
   if (go.draft != nullptr) std::fprintf(stderr, "%s\n", spec_summary(stats->spec).c_str());
   if (stats->finish_reason == "context") {
     std::fprintf(stderr,

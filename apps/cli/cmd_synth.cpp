@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // sniper synth (--preset NAME | --arch A [shape flags]) [--type T] [--seed S] [--fast|--exact] -o OUT.gguf
 // Flags given with a preset override its fields (e.g. --layers 4 for a shortened copy).
+// sniper synth --mmproj gemma4v|qwen3vl (--for LM.gguf | --lm-dim N) [--preset gemma4-e4b|qwen3.5-35b-a3b]
+//              [--dim --layers --heads --ff --type --seed] -o MMPROJ.gguf
+// A random-weight multimodal projector for that language model (synth/synth_mmproj.h).
 // Files over 100 MB get a progress line on stderr, updated in place, when stderr is a terminal
 // (progress.h: never carriage returns into a file or a pipe).
 #include <algorithm>
@@ -13,8 +16,11 @@
 
 #include "commands.h"
 #include "common.h"
+#include "gguf/split.h"
+#include "model/config.h"
 #include "progress.h"
 #include "quant/quant.h"
+#include "synth/synth_mmproj.h"
 #include "synth/synth_model.h"
 #include "synth/synth_presets.h"
 
@@ -26,6 +32,58 @@ constexpr uint64_t kProgressMinBytes = 100'000'000;  // smaller files write with
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// --mmproj: a projector for the language model of --for (or of width --lm-dim).
+int synth_mmproj(const Args& args) {
+  int64_t lm_dim = 0;
+  if (args.has("--for")) {
+    auto file = gguf_open_model(args.get_string("--for"));
+    if (!file.ok()) return fail(file.error());
+    auto config = load_model_config(*file);
+    if (!config.ok())
+      return fail(make_error("%s: %s", args.get_string("--for").c_str(), config.error().message.c_str()));
+    lm_dim = config->dim;
+  } else {
+    auto d = args.get_int("--lm-dim", 0, 1, 65536);
+    if (!d.ok()) return fail(d.error());
+    if (*d == 0) return fail(make_error("--mmproj needs --for LM.gguf (or --lm-dim N): the projection's width"));
+    lm_dim = *d;
+  }
+  SynthMmprojSpec s;
+  s.projector = args.get_string("--mmproj");
+  s.lm_dim = lm_dim;
+  if (args.has("--preset")) {
+    auto p = synth_mmproj_preset(args.get_string("--preset"), lm_dim);
+    if (!p.ok()) return fail(p.error());
+    if (p->projector != s.projector) {
+      return fail(make_error("--preset %s is a %s projector, not %s", args.get_string("--preset").c_str(),
+                             p->projector.c_str(), s.projector.c_str()));
+    }
+    s = *p;
+  }
+  struct IntFlag {
+    const char* name;
+    int64_t* dst;
+  };
+  const IntFlag ints[] = {{"--dim", &s.n_embd}, {"--layers", &s.n_layers}, {"--heads", &s.n_heads}, {"--ff", &s.n_ff}};
+  for (const IntFlag& f : ints) {
+    auto v = args.get_int(f.name, *f.dst, 1, int64_t{1} << 20);
+    if (!v.ok()) return fail(v.error());
+    *f.dst = *v;
+  }
+  auto seed = args.get_int("--seed", static_cast<int64_t>(s.seed), 0, INT64_MAX);
+  if (!seed.ok()) return fail(seed.error());
+  s.seed = static_cast<uint64_t>(*seed);
+  s.type = args.get_string("--type", s.type);
+  s.act = args.get_string("--mmproj-act", s.act);
+  const std::string out = args.get_string("--output");
+  auto bytes = write_synth_mmproj(s, out);
+  if (!bytes.ok()) return fail(bytes.error());
+  std::printf("wrote %s (%s projector, width %lld x %lld layers, %s, into width %lld): %llu bytes\n", out.c_str(),
+              s.projector.c_str(), static_cast<long long>(s.n_embd), static_cast<long long>(s.n_layers), s.type.c_str(),
+              static_cast<long long>(lm_dim), static_cast<unsigned long long>(*bytes));
+  return 0;
 }
 
 }  // namespace
@@ -77,6 +135,12 @@ int cmd_synth(int argc, char** argv) {
       {"--threads", "-t", "N", "generator threads (default: all cores; the file does not depend on it)"},
       {"--output", "-o", "OUT.gguf", "output file"},
       {"--dry-run", nullptr, nullptr, "print the file size and tensor-type mix without writing"},
+      {"--mmproj", nullptr, "gemma4v|qwen3vl",
+       "write a multimodal projector instead (with --for or --lm-dim; --preset gemma4-e4b / qwen3.5-35b-a3b gives "
+       "the real vision tower's shape; --dim --layers --heads --ff --type --seed override)"},
+      {"--for", nullptr, "LM.gguf", "with --mmproj: the language model the projector feeds (its width)"},
+      {"--lm-dim", nullptr, "N", "with --mmproj: the language model's width instead of --for"},
+      {"--mmproj-act", nullptr, "gelu|silu|gelu_quick", "with --mmproj: the ViT FFN's activation (default gelu)"},
       {"--help", "-h", nullptr, "show this help"},
   };
   auto args = Args::parse("synth", argc, argv, 2, specs);
@@ -95,6 +159,7 @@ int cmd_synth(int argc, char** argv) {
     return 0;
   }
   if (!args->has("--output") && !args->has("--dry-run")) return fail(make_error("--output (-o) OUT.gguf is required"));
+  if (args->has("--mmproj")) return synth_mmproj(*args);
   SynthSpec s;
   if (args->has("--preset")) {
     const std::string name = args->get_string("--preset");

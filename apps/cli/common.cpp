@@ -20,6 +20,7 @@
 
 #include "base/memory_limit.h"
 #include "hub_model.h"
+#include "media_args.h"
 #include "progress.h"
 
 namespace sniper::cli {
@@ -181,12 +182,14 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   so.n_ctx = lo.n_ctx;
   so.kv_type = lo.kv_type;
   Loaded out;
+  SNIPER_ASSIGN_OR_RETURN(out.mmproj, load_mmproj_for_model(args, model_path, &lo));
   ProgressLine line;
   lo.progress = load_progress(line, std::filesystem::path(model_path).filename().string());
   auto model = Model::load(model_path, lo);
   line.clear();
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();
+  if (out.mmproj != nullptr) SNIPER_TRY(out.mmproj->check_language_model(out.model->config().dim));
   out.path = model_path;
   so.batch = out.model->planned_batch();
   so.n_checkpoints = out.model->plan().n_checkpoints;

@@ -9,6 +9,7 @@
 #include "args.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "media/mmproj.h"
 #include "sampling/sampler.h"
 
 namespace sniper::cli {
@@ -25,7 +26,8 @@ std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec
 struct Loaded {
   std::unique_ptr<Model> model;
   std::unique_ptr<Session> session;
-  std::string path;  // the model file (first part of a split set)
+  std::string path;                // the model file (first part of a split set)
+  std::unique_ptr<Mmproj> mmproj;  // with --mmproj (media_args.h), else null
 };
 
 // One line on stderr for each llama.cpp flag accepted but ignored here (-ngl).
@@ -41,7 +43,8 @@ void lock_memory_if_asked(const Args& args, bool future = false);
 // n_checkpoints: state checkpoints the session keeps (and the plan counts) for prefix reuse, or
 // kAutoCheckpoints (the plan's choice). reserved_bytes: taken off --mem for something else (a
 // draft model's --mem-draft); an Error when it is not below the budget. n_logit_rows: rows of
-// logits the session and its caller hold at once (PlanRequest::n_logit_rows).
+// logits the session and its caller hold at once (PlanRequest::n_logit_rows). With --mmproj (commands
+// that take media_flags()), the projector is planned beside the model and loaded too.
 Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints = 0, uint64_t reserved_bytes = 0,
                                       int64_t n_logit_rows = 1, bool load_mtp = false);
 // --ctx-checkpoints N|auto: N in [0, 256], or kAutoCheckpoints. Errors name the value.

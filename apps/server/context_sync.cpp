@@ -102,9 +102,10 @@ Result<LocalContext> inspect_local(const std::string& path) {
   std::memcpy(&out.model_fingerprint, head.data() + 16, 8);
   std::memcpy(&out.n_tokens, head.data() + 56, 8);
   std::memcpy(&want, tail.data(), 8);
-  if (version != kSessionStateVersion && version != 2) {  // version 2 files still load (session_state.h)
-    return make_error("'%s' has context file version %u but this build reads versions 2 and %u", path.c_str(), version,
-                      kSessionStateVersion);
+  // Version 2 files still load; version 4 is a state with media (session_state.h).
+  if (version != kSessionStateVersion && version != kSessionStateMediaVersion && version != 2) {
+    return make_error("'%s' has context file version %u but this build reads versions 2 to %u", path.c_str(), version,
+                      kSessionStateMediaVersion);
   }
   if (want != fnv) {
     return make_error("'%s' is corrupt: checksum %016" PRIx64 " but the contents hash to %016" PRIx64, path.c_str(),

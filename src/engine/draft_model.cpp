@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "engine/draft_model.h"
+#include "engine/media_prompt.h"
 
 #include <algorithm>
 #include <cmath>
@@ -95,10 +96,20 @@ Status DraftModel::set_sampler(const SamplerConfig& sampler) {
   return ok_status();
 }
 
-Status DraftModel::draft(std::span<const int32_t> context, int64_t n_max, Draft* out) {
+Status DraftModel::draft(std::span<const int32_t> target_context, int64_t n_max, Draft* out) {
   out->tokens.clear();
   out->q.clear();
   Session& s = *session_;
+  // The draft model has no projector: it drafts from the target's text, media cells left out
+  // (its guesses are verified by the target all the same).
+  std::span<const int32_t> context = target_context;
+  if (std::find(target_context.begin(), target_context.end(), kMediaToken) != target_context.end()) {
+    text_context_.clear();
+    for (int32_t t : target_context) {
+      if (t != kMediaToken) text_context_.push_back(t);
+    }
+    context = text_context_;
+  }
   const auto len = static_cast<int64_t>(context.size());
   if (len + n_max > s.n_ctx()) n_max = s.n_ctx() - len;
   if (n_max <= 0 || len == 0) return ok_status();

@@ -65,7 +65,8 @@ class DraftModel final : public DraftSource {
   float p_min_ = 0.0f;
   Sampler sampler_;
   std::unique_ptr<Session> session_;
-  std::vector<float> probs_;  // [draft vocab]
+  std::vector<float> probs_;           // [draft vocab]
+  std::vector<int32_t> text_context_;  // the target's context without its media cells
 };
 
 }  // namespace sniper

@@ -55,8 +55,48 @@ Result<bool> eval_with_progress(Session& session, std::span<const int32_t> token
   return true;
 }
 
+Result<int64_t> eval_media_prompt(Session& session, const MediaPrompt& prompt, const PromptProgress& progress) {
+  const int64_t n_prompt = prompt.n_cells();
+  const int64_t n_before = session.n_past();
+  if (n_before + n_prompt > session.n_ctx()) {
+    const ModelConfig& c = session.model().config();
+    return make_error(
+        "context limit: %ld tokens already in context + %ld new = %ld, but the context holds %ld "
+        "(raise it with --ctx, up to the model's %ld)",
+        static_cast<long>(n_before), static_cast<long>(n_prompt), static_cast<long>(n_before + n_prompt),
+        static_cast<long>(session.n_ctx()), static_cast<long>(c.n_ctx_train));
+  }
+  int64_t done = 0;
+  bool stop = false;  // `progress` said stop
+  for (const PromptPiece& piece : prompt.pieces) {
+    if (stop) break;
+    if (piece.media != nullptr) {
+      SNIPER_TRY(session.eval_media(*piece.media));
+      done += piece.media->n_tokens();
+      if (progress && !progress(done, n_prompt)) stop = true;
+    } else if (!piece.tokens.empty()) {
+      PromptProgress chunk_progress;
+      if (progress) {
+        chunk_progress = [&](int64_t d, int64_t) {
+          if (!progress(done + d, n_prompt)) stop = true;
+          return !stop;
+        };
+      }
+      SNIPER_ASSIGN_OR_RETURN(bool whole, eval_with_progress(session, piece.tokens, chunk_progress));
+      if (!whole) break;
+      done += static_cast<int64_t>(piece.tokens.size());
+    }
+  }
+  return session.n_past() - n_before;
+}
+
 Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                                const GenerateOptions& options, const TextCallback& on_text) {
+  return generate_media(session, tokenizer, text_prompt(prompt), options, on_text);
+}
+
+Result<GenerateStats> generate_media(Session& session, const Tokenizer& tokenizer, const MediaPrompt& prompt,
+                                     const GenerateOptions& options, const TextCallback& on_text) {
   GeneratorOptions go;
   go.n_predict = options.n_predict;
   go.sampler = options.sampler;
@@ -70,8 +110,8 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
   }
 
   GenerateStats stats;
-  stats.n_prompt = static_cast<int64_t>(prompt.size());
-  gen.accept_prompt(prompt);
+  stats.n_prompt = prompt.n_cells();
+  for (const PromptPiece& piece : prompt.pieces) gen.accept_prompt(piece.tokens);
   if (options.context_shift) {
     SNIPER_TRY(context_shift_support(session.model().config()));
     if (spec) {
@@ -81,22 +121,19 @@ Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, con
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  const int64_t n_prompt = prompt.n_cells();
   // llama.cpp shifts once when what it is about to evaluate reaches the end of the context.
   if (options.context_shift && n_prompt > 0 && session.n_past() + n_prompt >= session.n_ctx() &&
       session.n_past() > options.n_keep + 1) {
     SNIPER_TRY(shift_full_context(session, options.n_keep));
     ++stats.n_shifts;
   }
-  if (!prompt.empty()) {
-    const int64_t n_before = session.n_past();
-    SNIPER_ASSIGN_OR_RETURN(bool complete, eval_with_progress(session, prompt, options.on_prompt_progress));
-    if (!complete) {
-      stats.prompt_ms = ms_since(t0);
-      stats.n_prompt = session.n_past() - n_before;
-      stats.finish_reason = "cancelled";
-      return stats;
-    }
+  SNIPER_ASSIGN_OR_RETURN(int64_t evaluated, eval_media_prompt(session, prompt, options.on_prompt_progress));
+  if (evaluated < n_prompt) {
+    stats.prompt_ms = ms_since(t0);
+    stats.n_prompt = evaluated;
+    stats.finish_reason = "cancelled";
+    return stats;
   }
   stats.prompt_ms = ms_since(t0);
   if (session.n_past() == 0) return make_error("nothing to generate from: the prompt is empty");

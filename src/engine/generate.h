@@ -70,6 +70,14 @@ int64_t resolve_n_keep(int64_t keep, std::span<const int32_t> prompt, int32_t bo
 [[nodiscard]] Result<bool> eval_with_progress(Session& session, std::span<const int32_t> tokens,
                                               const PromptProgress& progress);
 
+// The pieces of a prompt with media (engine/media_prompt.h) evaluated in order after what the
+// session holds: text through eval_with_progress, media through Session::eval_media, `progress`
+// called after each text chunk and each media chunk with the prompt's cells so far. Returns the
+// cells evaluated: all of them, or fewer when `progress` stopped it (what was evaluated stays).
+// Errors: a prompt past the context (before any piece is evaluated), eval()'s and eval_media()'s.
+[[nodiscard]] Result<int64_t> eval_media_prompt(Session& session, const MediaPrompt& prompt,
+                                                const PromptProgress& progress);
+
 // Receives text as it becomes valid UTF-8; return false to stop generating.
 using TextCallback = std::function<bool(std::string_view text)>;
 
@@ -77,5 +85,10 @@ using TextCallback = std::function<bool(std::string_view text)>;
 // the stats; on_text sees the generated text only (not the prompt).
 Result<GenerateStats> generate(Session& session, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                                const GenerateOptions& options, const TextCallback& on_text);
+// The same for a prompt with media (engine/media_prompt.h): its pieces are evaluated in order
+// after whatever the session holds (text through eval, media through eval_media); n_prompt
+// counts its cells; the sampler's penalties see its text tokens only.
+Result<GenerateStats> generate_media(Session& session, const Tokenizer& tokenizer, const MediaPrompt& prompt,
+                                     const GenerateOptions& options, const TextCallback& on_text);
 
 }  // namespace sniper

@@ -51,6 +51,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   auto config = load_model_config(m->gguf_);
   if (!config.ok()) return make_error("%s: %s", path.c_str(), config.error().message.c_str());
   m->config_ = std::move(config).value();
+  if (options.media_chunk_tokens < 0 || options.media_chunk_tokens > 65536) {
+    return make_error("media chunk of %ld tokens must be in [0, 65536]", static_cast<long>(options.media_chunk_tokens));
+  }
+  if (options.media_chunk_tokens > 0) widen_rings_for_chunks(m->config_, options.media_chunk_tokens);
   const ModelConfig& c = m->config_;
   m->n_ctx_ = options.n_ctx > 0 ? options.n_ctx : std::min<int64_t>(c.n_ctx_train, 4096);
 
@@ -62,7 +66,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   req.budget_bytes = options.mem_bytes > 0 ? options.mem_bytes : UINT64_MAX / 4;
   req.n_ctx = m->n_ctx_;
   req.kv_type = options.kv_type;
-  req.batch = auto_batch ? kShortPromptChunk : options.batch;
+  req.batch = std::max(auto_batch ? kShortPromptChunk : options.batch, options.media_chunk_tokens);
   req.n_sessions = options.n_sessions;
   req.n_checkpoints = options.n_checkpoints;
   req.n_logit_rows = options.n_logit_rows;
@@ -85,6 +89,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
         plan = choice.error();
       } else if (options.residency == ResidencyMode::kResident && !choice->plan.all_resident) {
         plan = make_plan(m->gguf_, c, req);  // the 64-token chunk's plan names the least budget that would do
+      } else if (choice->batch < options.media_chunk_tokens) {
+        plan = make_plan(m->gguf_, c, req);  // a media chunk runs in one forward: at least its batch
       } else {
         req.batch = choice->batch;
         plan = std::move(choice->plan);

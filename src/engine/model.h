@@ -61,6 +61,9 @@ struct ModelLoadOptions {
   bool load_mtp = false;            // load the MTP draft head's block resident (PlanRequest::load_mtp)
   bool repack = true;               // i-quant weights in lookup-free layouts when all resident (PlanRequest::repack)
   LoadProgress progress;            // sees the resident weights' bytes as they are read (may be empty)
+  // The most tokens of a media chunk that attends both ways (a gemma4v image; 0: none): the batch
+  // is at least this, and sliding rings hold such a chunk whole (widen_rings_for_chunks).
+  int64_t media_chunk_tokens = 0;
 };
 
 class Model {

@@ -18,6 +18,7 @@
 
 #include "base/result.h"
 #include "base/thread_pool.h"
+#include "engine/media_prompt.h"
 #include "engine/model.h"
 #include "kv/sequence_state.h"
 #include "kv/state_checkpoints.h"
@@ -70,12 +71,40 @@ class Session {
   // checkpoint at or before them (n_past() says how many tokens remain).
   [[nodiscard]] Status eval(std::span<const int32_t> tokens, std::vector<float>* all_logits = nullptr);
 
+  // Evaluates a media chunk (media/media_chunk.h) at cells n_past().. : its embeddings in place
+  // of token embeddings, its rope positions as engine/media_prompt.h says (M-RoPE models: the 2D
+  // grid; the text after it resumes at the grid's largest position + 1), attending within itself
+  // both ways when chunk.non_causal (in one forward). The history gets n_tokens kMediaToken cells
+  // and a MediaSpan. last_logits() holds the chunk's last token's row. Errors (nothing is
+  // evaluated): a width other than the model's, the context limit, a non-causal chunk longer
+  // than one forward takes (max_media_chunk()), an MTP observer attached (it reads token ids).
+  [[nodiscard]] Status eval_media(const MediaChunk& chunk);
+  // Evaluates the prompt's cells from n_past() on (its first n_past() cells must be the
+  // history's: truncate() to common_prefix() first; an Error otherwise). last_logits() then
+  // holds the row after the prompt's last cell.
+  [[nodiscard]] Status eval_prompt(const MediaPrompt& prompt);
+  // The most tokens a media chunk that attends both ways may have in this session.
+  int64_t max_media_chunk() const { return transformer_->max_chunk(); }
+
   const std::vector<float>& last_logits() const { return last_logits_; }
   int64_t n_past() const { return static_cast<int64_t>(history_.size()); }
   int64_t n_ctx() const { return state_->n_ctx(); }
+  // Token ids evaluated so far, kMediaToken at media cells (media_spans() says which media).
   const std::vector<int32_t>& history() const { return history_; }
+  // The media chunks in the history, in order.
+  const std::vector<MediaSpan>& media_spans() const { return media_; }
+  // Goes back to `keep` cells: truncate(keep), then evaluates again what the state could not
+  // rewind to (text, and media chunks from the copies eval_media keeps). *n_redo: cells
+  // evaluated again. Errors: a failed evaluation, or media to evaluate again whose chunk is not
+  // held (a restored state's media: the error names the span).
+  [[nodiscard]] Status rewind(int64_t keep, int64_t* n_redo);
+  // Cells the history shares with a prompt (engine/media_prompt.h common_prefix_cells).
+  int64_t common_prefix(const MediaPrompt& prompt) const {
+    return common_prefix_cells(history_, media_, prompt.cells, prompt.spans);
+  }
   // Forgets tokens from position n on and returns how many tokens the session keeps: n (KV rows
-  // past n are overwritten later) when the state can be rewound there; else the position of the
+  // past n are overwritten later; a media chunk is kept whole or not at all, so n inside one
+  // becomes its start) when the state can be rewound there; else the position of the
   // latest checkpoint at or before n, restored (a recurrent state or a wrapped ring cannot be
   // rewound), or 0 without one (the session starts over). The caller re-evaluates the tokens
   // from the returned position on. Keeping every token (n >= n_past()) always works.
@@ -84,7 +113,8 @@ class Session {
   // positions [n_keep, n_keep + n_discard) and moves the later ones down, their keys re-rotated
   // to the new positions. Errors (nothing changes): a model whose state cannot be shifted
   // (context_shift_support), or n_keep < 0, n_discard < 1 or n_keep + n_discard > n_past(),
-  // with the numbers. last_logits() stays those of the last token evaluated.
+  // with the numbers; a discarded range that cuts a media chunk, or any media in a model with
+  // M-RoPE positions. last_logits() stays those of the last token evaluated.
   [[nodiscard]] Status shift_context(int64_t n_keep, int64_t n_discard);
   // What truncate(n) would keep, without changing anything.
   int64_t reusable_prefix(int64_t n) const;
@@ -105,7 +135,7 @@ class Session {
   // set_history() with the tokens it holds. last_logits() stays stale until the next eval().
   // Precondition of set_history: tokens.size() <= n_ctx() and the state of [0, size) written.
   SequenceState& state_mut() { return *state_; }
-  void set_history(std::vector<int32_t> tokens);
+  void set_history(std::vector<int32_t> tokens, std::vector<MediaSpan> media = {});
   const RoutingStats& routing_stats() const { return transformer_->routing_stats(); }
   // Shows every later evaluation to `observer` (null: none). The observer must outlive the
   // session or be detached first.
@@ -122,7 +152,15 @@ class Session {
   std::unique_ptr<SequenceState> state_;
   std::unique_ptr<StateCheckpoints> checkpoints_;  // null when off or not needed
   std::unique_ptr<Transformer> transformer_;
+  // Where the history's media chunks begin and end (kept whole: a cut inside one moves to its start).
+  int64_t media_boundary(int64_t n) const;
+  // The rope position of cell n (cells minus what the media before n saved: M-RoPE).
+  int64_t rope_position(int64_t n) const;
+
   std::vector<int32_t> history_;
+  std::vector<MediaSpan> media_;  // the history's media chunks, in order
+  // [media_.size()] a copy of each chunk (null for a restored state's media), for rewind()
+  std::vector<std::shared_ptr<const MediaChunk>> media_chunks_;
   std::vector<float> last_logits_;
   std::vector<float> chunk_logits_;
   ForwardObserver* observer_ = nullptr;

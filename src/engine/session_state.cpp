@@ -34,6 +34,49 @@ T get(std::string_view bytes, size_t at) {
 }
 
 constexpr size_t kLayerRecordBytes = 64;
+constexpr size_t kMediaRecordBytes = 64;
+
+// Reads n_media records at `at` into s->media and checks them against s->tokens: in cell order,
+// inside the tokens, not overlapping, 1 <= n_pos <= n_tokens, a known kind, and the media cells
+// (kMediaToken) exactly the chunks' cells.
+Status read_media_table(std::string_view bytes, size_t at, int64_t n_media, SessionState* s) {
+  const int64_t n_tokens = s->n_tokens();
+  int64_t end = 0, media_cells = 0;
+  for (int64_t i = 0; i < n_media; ++i, at += kMediaRecordBytes) {
+    MediaSpan span;
+    span.start = get<int64_t>(bytes, at);
+    span.n_tokens = get<int64_t>(bytes, at + 8);
+    span.n_pos = get<int64_t>(bytes, at + 16);
+    const uint32_t kind = get<uint32_t>(bytes, at + 24);
+    const uint32_t zero = get<uint32_t>(bytes, at + 28);
+    if (span.start < end || span.n_tokens < 1 || span.start > n_tokens || span.n_tokens > n_tokens - span.start ||
+        span.n_pos < 1 || span.n_pos > span.n_tokens || kind > static_cast<uint32_t>(MediaKind::kAudio) || zero != 0) {
+      return make_error(
+          "the context file's media %ld (cells %ld + %ld, %ld positions, kind %u) is out of range or order for %ld "
+          "tokens",
+          static_cast<long>(i), static_cast<long>(span.start), static_cast<long>(span.n_tokens),
+          static_cast<long>(span.n_pos), kind, static_cast<long>(n_tokens));
+    }
+    span.kind = static_cast<MediaKind>(kind);
+    std::memcpy(span.hash.bytes.data(), bytes.data() + at + 32, span.hash.bytes.size());
+    for (int64_t c = span.start; c < span.end(); ++c) {
+      if (s->tokens[static_cast<size_t>(c)] != kMediaToken) {
+        return make_error("the context file's media %ld covers cell %ld, which holds token %d", static_cast<long>(i),
+                          static_cast<long>(c), s->tokens[static_cast<size_t>(c)]);
+      }
+    }
+    media_cells += span.n_tokens;
+    end = span.end();
+    s->media.push_back(span);
+  }
+  int64_t marked = 0;
+  for (int32_t t : s->tokens) marked += t == kMediaToken ? 1 : 0;
+  if (marked != media_cells) {
+    return make_error("the context file has %ld media cells but its media table covers %ld", static_cast<long>(marked),
+                      static_cast<long>(media_cells));
+  }
+  return ok_status();
+}
 
 const char* state_kind_name(LayerStateKind k) {
   switch (k) {
@@ -188,6 +231,7 @@ SessionState capture_session_state(const Session& session, uint64_t fingerprint)
   s.n_layers = st.n_layers();
   s.n_ctx = st.n_ctx();
   s.tokens = session.history();
+  s.media = session.media_spans();
   const int64_t n = s.n_tokens();
   s.layers.assign(st.specs().begin(), st.specs().end());
   size_t total = 0;
@@ -245,8 +289,20 @@ Status check_compatible(const SessionState& s, const Session& session, uint64_t 
           static_cast<long>(b.head_dim), static_cast<long>(b.window));
     }
   }
+  // Media cells hold kMediaToken (parse_session_state checked that they are exactly the spans').
   for (int32_t t : s.tokens) {
-    if (t < 0 || t >= c.vocab_size) return make_error("the saved context holds token %d outside the vocabulary", t);
+    if ((t < 0 && t != kMediaToken) || t >= c.vocab_size)
+      return make_error("the saved context holds token %d outside the vocabulary", t);
+  }
+  for (const MediaSpan& span : s.media) {
+    // Without M-RoPE a media chunk takes one rope position per token; with it, at most as many.
+    if (c.has_mrope() ? span.n_pos > span.n_tokens : span.n_pos != span.n_tokens) {
+      return make_error(
+          "the saved context's media at cell %ld takes %ld rope positions for %ld tokens, which this model (%s) "
+          "does not assign",
+          static_cast<long>(span.start), static_cast<long>(span.n_pos), static_cast<long>(span.n_tokens),
+          c.has_mrope() ? "M-RoPE" : "one position per token");
+    }
   }
   return ok_status();
 }
@@ -261,7 +317,7 @@ void restore_session_state(const SessionState& s, Session& session) {
     st.load_layer(l, s.n_tokens(), s.kv.data() + at);
     at += s.layer_bytes[static_cast<size_t>(l)];
   }
-  session.set_history(s.tokens);
+  session.set_history(s.tokens, s.media);
 }
 
 Status check_compressible(const SessionState& s, ContextCompression c) {
@@ -305,10 +361,10 @@ std::string serialize_session_state(const SessionState& s, ContextCompression c)
   }
   const std::vector<uint8_t>& sections = c == ContextCompression::kNone ? s.kv : packed;
   std::string out;
-  out.reserve(kHeaderBytes + s.tokens.size() * 4 + static_cast<size_t>(s.n_layers) * kLayerRecordBytes +
-              sections.size() + 8);
+  out.reserve(kHeaderBytes + s.tokens.size() * 4 + 8 + s.media.size() * kMediaRecordBytes +
+              static_cast<size_t>(s.n_layers) * kLayerRecordBytes + sections.size() + 8);
   out.append(kMagic, sizeof(kMagic));
-  put<uint32_t>(&out, kSessionStateVersion);
+  put<uint32_t>(&out, s.media.empty() ? kSessionStateVersion : kSessionStateMediaVersion);
   put<uint32_t>(&out, static_cast<uint32_t>(s.kv_type.k));
   put<uint64_t>(&out, s.model_fingerprint);
   put<int64_t>(&out, s.n_layers);
@@ -319,6 +375,17 @@ std::string serialize_session_state(const SessionState& s, ContextCompression c)
   put<int64_t>(&out, s.n_tokens());
   put<uint64_t>(&out, sections.size());
   out.append(reinterpret_cast<const char*>(s.tokens.data()), s.tokens.size() * sizeof(int32_t));
+  if (!s.media.empty()) {
+    put<uint64_t>(&out, s.media.size());
+    for (const MediaSpan& span : s.media) {
+      put<int64_t>(&out, span.start);
+      put<int64_t>(&out, span.n_tokens);
+      put<int64_t>(&out, span.n_pos);
+      put<uint32_t>(&out, static_cast<uint32_t>(span.kind));
+      put<uint32_t>(&out, 0);
+      out.append(reinterpret_cast<const char*>(span.hash.bytes.data()), span.hash.bytes.size());
+    }
+  }
   for (size_t l = 0; l < s.layers.size(); ++l) {
     const LayerStateSpec& spec = s.layers[l];
     put<uint32_t>(&out, static_cast<uint32_t>(spec.kind));
@@ -349,8 +416,9 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
         "version %u (per-layer sequence state); evaluate the prompt again and save a new context",
         kSessionStateVersion);
   }
-  if (version != kSessionStateVersion && version != 2) {
-    return make_error("the context file has version %u but this build reads version %u", version, kSessionStateVersion);
+  if (version != kSessionStateVersion && version != kSessionStateMediaVersion && version != 2) {
+    return make_error("the context file has version %u but this build reads versions 2 to %u", version,
+                      kSessionStateMediaVersion);
   }
   const uint64_t want = get<uint64_t>(bytes, bytes.size() - 8);
   const uint64_t got = fnv1a64(bytes.data(), bytes.size() - 8);
@@ -392,7 +460,21 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
                       static_cast<unsigned long long>(state_bytes));
   }
   const uint64_t records = static_cast<uint64_t>(s.n_layers) * kLayerRecordBytes;
-  const uint64_t expect = kHeaderBytes + static_cast<uint64_t>(n_tokens) * 4 + records + state_bytes + 8;
+  const uint64_t media_at = kHeaderBytes + static_cast<uint64_t>(n_tokens) * 4;
+  uint64_t n_media = 0;
+  if (version == kSessionStateMediaVersion) {
+    if (media_at + 16 > bytes.size()) {
+      return make_error("the context file is %zu bytes, too short for its %ld tokens and media table", bytes.size(),
+                        static_cast<long>(n_tokens));
+    }
+    n_media = get<uint64_t>(bytes, media_at);
+    if (n_media < 1 || n_media > static_cast<uint64_t>(n_tokens)) {
+      return make_error("the context file's media table holds %llu chunks but must hold 1 to %ld (its tokens)",
+                        static_cast<unsigned long long>(n_media), static_cast<long>(n_tokens));
+    }
+  }
+  const uint64_t media_bytes = version == kSessionStateMediaVersion ? 8 + n_media * kMediaRecordBytes : 0;
+  const uint64_t expect = media_at + media_bytes + records + state_bytes + 8;
   if (expect != bytes.size()) {
     return make_error("the context file is %zu bytes but its header describes %llu", bytes.size(),
                       static_cast<unsigned long long>(expect));
@@ -400,7 +482,9 @@ Result<SessionState> parse_session_state(std::string_view bytes) {
   s.tokens.resize(static_cast<size_t>(n_tokens));
   if (n_tokens > 0)
     std::memcpy(s.tokens.data(), bytes.data() + kHeaderBytes, s.tokens.size() * 4);  // data() may be null
-  size_t at = kHeaderBytes + s.tokens.size() * 4;
+  size_t at = static_cast<size_t>(media_at) + (media_bytes > 0 ? 8 : 0);
+  SNIPER_TRY(read_media_table(bytes, at, static_cast<int64_t>(n_media), &s));
+  at += static_cast<size_t>(n_media) * kMediaRecordBytes;
   uint64_t sum = 0;
   for (int64_t l = 0; l < s.n_layers; ++l, at += kLayerRecordBytes) {
     LayerStateSpec spec;

@@ -3,7 +3,8 @@
 // KV rows per attention layer, recurrent states per delta-net layer), captured to memory and
 // (de)serialized as a versioned binary file, so a long prompt is evaluated once and reloaded later.
 //
-// File layout (little-endian), version 3:
+// File layout (little-endian), version 3 (version 4: the same with a media table, written only
+// when the session holds media, so text-only files stay readable by older builds):
 //   0   char[8]  magic "SNPRKV1\0"
 //   8   u32      version (kSessionStateVersion; version 1 files, KV-only, are refused by name;
 //                version 2 files, whose u32 at 12 was 0 = f16 or 1 = q8_0 for K and V and whose
@@ -21,7 +22,13 @@
 //   48  i64      n_ctx (of the saving session, informational)
 //   56  i64      n_tokens
 //   64  u64      state bytes (the sum of the per-layer sections below)
-//   72  i32      tokens[n_tokens]
+//   72  i32      tokens[n_tokens] (kMediaToken, -1, at media cells)
+//   ..  version 4 only: u64 n_media (>= 1), then per media chunk in cell order, 64 bytes: i64
+//       start, i64 n_tokens, i64 n_pos (rope positions it takes), u32 kind (0 image, 1 audio),
+//       u32 0, u8 sha256[32] (of the media file's bytes: engine/media_prompt.h MediaSpan). The
+//       chunks' own embeddings are not stored: their cells' KV rows and recurrent state are, so a
+//       restored session continues after them and a prompt with the same media reuses them by
+//       hash; only a rewind into or before one needs the media again (Session::rewind says so)
 //   ..  per layer, 64 bytes: u32 kind (LayerStateKind), u32 0, i64 n_kv_heads, head_dim,
 //       window, shared_with, conv_floats, recurrent_floats, u64 section bytes
 //   ..  per layer, its section (SequenceState::save_layer): kKv: K rows [m][row], then V: rows
@@ -44,12 +51,14 @@
 
 #include "base/result.h"
 #include "engine/context_compression.h"
+#include "engine/media_prompt.h"
 #include "engine/session.h"
 #include "gguf/reader.h"
 
 namespace sniper {
 
 inline constexpr uint32_t kSessionStateVersion = 3;
+inline constexpr uint32_t kSessionStateMediaVersion = 4;  // a state with media (layout above)
 
 struct SessionState {
   uint64_t model_fingerprint = 0;
@@ -58,8 +67,9 @@ struct SessionState {
   int64_t n_ctx = 0;                   // context of the session it was captured from (informational)
   std::vector<LayerStateSpec> layers;  // [n_layers] what each layer keeps
   std::vector<uint64_t> layer_bytes;   // [n_layers] bytes of each layer's section of `kv`
-  std::vector<int32_t> tokens;
-  std::vector<uint8_t> kv;  // the per-layer sections, in layer order, as in the file layout
+  std::vector<int32_t> tokens;         // kMediaToken at media cells
+  std::vector<MediaSpan> media;        // the media chunks among the tokens, in order
+  std::vector<uint8_t> kv;             // the per-layer sections, in layer order, as in the file layout
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };

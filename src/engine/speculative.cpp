@@ -45,6 +45,7 @@ Result<SpeculativeDecoder> SpeculativeDecoder::create(const Session& session, Dr
 Status rollback_session(Session& session, int64_t keep, std::vector<int32_t>& scratch, int64_t* n_redo) {
   *n_redo = 0;
   if (keep >= session.n_past()) return ok_status();
+  if (!session.media_spans().empty()) return session.rewind(keep, n_redo);  // media cells evaluate as media
   const std::vector<int32_t>& hist = session.history();
   scratch.assign(hist.begin(), hist.begin() + keep);
   const int64_t kept = session.truncate(keep);

@@ -36,10 +36,30 @@ const GeluTable& gelu_table() {
   return table;
 }
 
+// ggml_gelu_quick_f32: x * (1 / (1 + expf(-1.702 x))) (libm expf), tabulated at every f16 x and
+// rounded to f16 as ggml's GGML_GELU_QUICK_FP16 table.
+constexpr float kGeluQuickCoef = -1.702f;
+
+struct GeluQuickTable {
+  float v[1 << 16];
+  GeluQuickTable() {
+    for (uint32_t h = 0; h < (1u << 16); ++h) {
+      const float x = fp16_to_fp32(static_cast<fp16_t>(h));
+      v[h] = round_fp16(x * (1.0f / (1.0f + std::exp(kGeluQuickCoef * x))));
+    }
+  }
+};
+
+const GeluQuickTable& gelu_quick_table() {
+  static const GeluQuickTable table;
+  return table;
+}
+
 }  // namespace
 
 namespace kernels_internal {
 const float* gelu_table_f32() { return gelu_table().v; }
+const float* gelu_quick_table_f32() { return gelu_quick_table().v; }
 }  // namespace kernels_internal
 
 float gelu_table_value(uint16_t f16_bits) { return gelu_table().v[f16_bits]; }
@@ -109,6 +129,18 @@ void geglu_ref(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void gelu_quick_ref(const float* x, float* y, int64_t n) {
+  const float* table = gelu_quick_table().v;
+  for (int64_t i = 0; i < n; ++i) y[i] = table[fp32_to_fp16(x[i])];
+}
+
+void geglu_quick_ref(const float* gate, const float* up, float* out, int64_t n) {
+  const float* table = gelu_quick_table().v;
+  for (int64_t i = 0; i < n; ++i) out[i] = table[fp32_to_fp16(gate[i])] * up[i];
+}
+
+float gelu_quick_table_value(uint16_t f16_bits) { return gelu_quick_table().v[f16_bits]; }
+
 const GeluOps& find_gelu_ops(IsaTier tier) { return get_kernel_set(tier).gelu; }
 
 void gelu(const float* x, float* y, int64_t n) {
@@ -119,6 +151,20 @@ void gelu(const float* x, float* y, int64_t n) {
 void geglu(const float* gate, const float* up, float* out, int64_t n) {
   static const GeluOps& ops = find_gelu_ops(selected_tier());
   ops.geglu(gate, up, out, n);
+}
+
+}  // namespace sniper
+
+namespace sniper {
+
+void gelu_quick(const float* x, float* y, int64_t n) {
+  static const GeluOps& ops = find_gelu_ops(selected_tier());
+  ops.gelu_quick(x, y, n);
+}
+
+void geglu_quick(const float* gate, const float* up, float* out, int64_t n) {
+  static const GeluOps& ops = find_gelu_ops(selected_tier());
+  ops.geglu_quick(gate, up, out, n);
 }
 
 }  // namespace sniper

@@ -63,9 +63,21 @@ void geglu_ref(const float* gate, const float* up, float* out, int64_t n);
 // The reference GELU of one f16 value's bits, widened: the table entry the functions use.
 float gelu_table_value(uint16_t f16_bits);
 
+// GELU-quick (ggml_gelu_quick / ggml_geglu_quick_split, GGML_GELU_QUICK_FP16: the default FFN
+// activation of mtmd's vision encoders, Gemma 4's included): y = table[f16(x)] widened, the
+// table holding f16 of x * (1 / (1 + expf(-1.702 x))) at every f16 x; no cut-offs. The gated form
+// multiplies by up. Outputs may alias inputs. Every tier gives the scalar twins' bits.
+void gelu_quick(const float* x, float* y, int64_t n);
+void geglu_quick(const float* gate, const float* up, float* out, int64_t n);
+void gelu_quick_ref(const float* x, float* y, int64_t n);
+void geglu_quick_ref(const float* gate, const float* up, float* out, int64_t n);
+float gelu_quick_table_value(uint16_t f16_bits);
+
 struct GeluOps {
   void (*gelu)(const float* x, float* y, int64_t n);
   void (*geglu)(const float* gate, const float* up, float* out, int64_t n);
+  void (*gelu_quick)(const float* x, float* y, int64_t n);
+  void (*geglu_quick)(const float* gate, const float* up, float* out, int64_t n);
 };
 // The GELU kernels of `tier` (ref where the tier has none). CHECKs the host can run the tier.
 const GeluOps& find_gelu_ops(IsaTier tier);

@@ -189,15 +189,15 @@ int64_t attention_token_tile(const AttentionLayout& layout, const AttentionBatch
 void attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, int64_t q_stride,
                    const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
                    int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch, IsaTier tier) {
-  DCHECK(n_tok >= 1 && n_kv0 >= 1 && n_kv0 + n_tok - 1 <= batch.n_kv_padded);
+  DCHECK(n_tok >= 1 && n_kv0 >= 1 && (batch.causal ? n_kv0 + n_tok - 1 : n_kv0) <= batch.n_kv_padded);
   if (layout.flash) {
     flash_attend_tokens(layout, batch, q, q_stride, k_rows, v_rows, kv_head, group, n_tok, n_kv0, scale, out,
                         out_stride, scratch, tier);
     return;
   }
   for (int64_t i = 0; i < n_tok; ++i) {
-    attend_group(layout, batch, q + i * q_stride, k_rows, v_rows, kv_head, group, n_kv0 + i, scale,
-                 out + i * out_stride, scratch, tier);
+    attend_group(layout, batch, q + i * q_stride, k_rows, v_rows, kv_head, group, batch.causal ? n_kv0 + i : n_kv0,
+                 scale, out + i * out_stride, scratch, tier);
   }
 }
 

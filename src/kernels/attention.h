@@ -56,6 +56,10 @@ struct AttentionBatch {
   bool batched = false;     // n_tok >= 2: tinyBLAS order where the reference's shape rules allow
   int64_t n_tok = 1;        // tokens in the call (flash attention: >= 64 with f16 K and V is the tiled path)
   int64_t n_threads = 1;    // the pool's threads (flash attention: split-KV decode chunks, as llama.cpp)
+  // false: every token of a call attends to the same n_kv0 cells, later tokens of the call
+  // included (the tokens of an image, which see each other: Gemma 4's media chunks, a vision
+  // encoder). Default: token i of a call attends to n_kv0 + i cells (causal).
+  bool causal = true;
 };
 
 // Returns the batch parameters for n_tok tokens at positions [pos0, pos0 + n_tok), attended by
@@ -91,9 +95,9 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
                   uint8_t* scratch, IsaTier tier = selected_tier());
 
 // attend_group for n_tok consecutive tokens of the batch (n_tok <= attention_token_tile(...)):
-// token i's group query at q + i * q_stride attends to n_kv0 + i cells and writes out + i *
-// out_stride. The same bits as n_tok attend_group calls. scratch: attention_scratch_bytes(layout,
-// batch.n_kv_padded, group, n_tok) bytes, 64-byte aligned.
+// token i's group query at q + i * q_stride attends to n_kv0 + i cells (n_kv0 cells when
+// !batch.causal) and writes out + i * out_stride. The same bits as n_tok attend_group calls. scratch:
+// attention_scratch_bytes(layout, batch.n_kv_padded, group, n_tok) bytes, 64-byte aligned.
 void attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, int64_t q_stride,
                    const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
                    int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch,

@@ -52,7 +52,8 @@ std::unique_ptr<Sets> build_sets() {
     for (int slot = 0; slot < kTypeSlots; ++slot) {
       if (s.present[slot]) s.weights[slot].tier = s.tier;
     }
-    CHECK(s.rows.softmax && s.gelu.gelu && s.delta_net, "incomplete kernel set at tier %s", isa_tier_name(s.tier));
+    CHECK(s.rows.softmax && s.gelu.gelu && s.delta_net && s.layer_norm, "incomplete kernel set at tier %s",
+          isa_tier_name(s.tier));
     fill_act_quantizers(s);
   }
   return sets;

@@ -130,20 +130,21 @@ struct FlashCall {
 };
 
 // llama.cpp's one_chunk for the rows of n_tok consecutive tokens (row r = token r / group, head
-// r % group; token i attends to cells [0, n_kv0 + i)) over cells [c_begin, c_end), continuing
+// r % group; token i attends to cells [0, n_kv0 + i), or [0, n_kv0) when !causal) over cells
+// [c_begin, c_end), continuing
 // the state in s.m / s.sum / the accumulators. Each row sees its cells in order and exactly the
 // operations of a call for it alone: the tokens share each tile's K gemm (every output is its
 // vec_dot) and decoded V rows.
-void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end, int64_t n_tok, int64_t n_kv0) {
+void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end, int64_t n_tok, int64_t n_kv0, bool causal = true) {
   const AttentionLayout& layout = f.layout;
   const FlashScratch& s = f.s;
   const int64_t hd = layout.head_dim, group = f.group, rows = n_tok * group;
   const bool v_f16 = layout.v_type == GgmlType::kF16;
-  const int64_t c_max = std::min(c_end, n_kv0 + n_tok - 1);
+  const int64_t c_max = std::min(c_end, causal ? n_kv0 + n_tok - 1 : n_kv0);
   for (int64_t c0 = c_begin; c0 < c_max; c0 += kTile) {
     const int64_t nt = std::min(kTile, c_max - c0);
     // Tokens [0, i0) attend to no cell of this tile.
-    const int64_t r0 = std::max<int64_t>(0, c0 + 1 - n_kv0) * group, n_live = rows - r0;
+    const int64_t r0 = causal ? std::max<int64_t>(0, c0 + 1 - n_kv0) * group : 0, n_live = rows - r0;
     const uint8_t* kt = f.k + layout.row_bytes * static_cast<size_t>(c0);
     const uint8_t* qq = s.qq + f.q_row * static_cast<size_t>(r0);
     float* scores = s.scores + r0 * kTile;
@@ -175,7 +176,7 @@ void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end, int64_t n_tok
       }
     }
     for (int64_t r = r0; r < rows; ++r) {
-      const int64_t n_cells = std::min(nt, n_kv0 + r / group - c0);  // >= 1 for r >= r0
+      const int64_t n_cells = std::min(nt, (causal ? n_kv0 + r / group : n_kv0) - c0);  // >= 1 for r >= r0
       const float* sc_row = s.scores + r * kTile;
       if (!v_f16) {
         f.ops.softmax_mad_f32(s.acc32 + r * hd, s.m + r, s.sum + r, sc_row, n_cells, f.scale, s.v32, hd);
@@ -286,7 +287,7 @@ void flash_attend_tokens(const AttentionLayout& layout, const AttentionBatch& ba
          n_tok <= std::max<int64_t>(1, flash_token_tile(layout, batch, group)));
   if (tiled_path(layout, batch)) {
     flash_tiled_rows(layout, find_row_ops(tier), q, q_stride, k_rows, v_rows, kv_head, group, n_tok, n_kv0, scale, out,
-                     out_stride, scratch);
+                     out_stride, scratch, batch.causal);
     return;
   }
   const int64_t hd = layout.head_dim, rows = n_tok * group;
@@ -321,7 +322,7 @@ void flash_attend_tokens(const AttentionLayout& layout, const AttentionBatch& ba
     return;
   }
   reset(f, rows);
-  run_chunk(f, 0, n_kv0 + n_tok - 1, n_tok, n_kv0);
+  run_chunk(f, 0, batch.causal ? n_kv0 + n_tok - 1 : n_kv0, n_tok, n_kv0, batch.causal);
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out + (r / group) * out_stride + (r % group) * hd;
     accumulator_f32(f, r, o);

@@ -53,7 +53,7 @@ void flash_attend_group(const AttentionLayout& layout, const AttentionBatch& bat
                         float scale, float* out, uint8_t* scratch, IsaTier tier);
 
 // flash_attend_group for n_tok <= flash_token_tile(...) consecutive tokens of the batch: token i's
-// group query at q + i * q_stride attends to n_kv0 + i cells, its output goes to
+// group query at q + i * q_stride attends to n_kv0 + i cells (n_kv0 when !batch.causal), its output goes to
 // out + i * out_stride. The same bits as n_tok flash_attend_group calls. scratch:
 // flash_attention_scratch_bytes(layout, group, n_tok) bytes, 64-byte aligned.
 void flash_attend_tokens(const AttentionLayout& layout, const AttentionBatch& batch, const float* q, int64_t q_stride,

@@ -52,7 +52,7 @@ size_t flash_tiled_scratch_bytes(int64_t hd, int64_t n_rows) {
 
 void flash_tiled_rows(const AttentionLayout& layout, const RowOps& ops, const float* q, int64_t q_stride,
                       const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
-                      int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch) {
+                      int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch, bool causal) {
   DCHECK(layout.k_type == GgmlType::kF16 && layout.v_type == GgmlType::kF16 && n_tok >= 1 && n_kv0 >= 1);
   constexpr int64_t kCells = kFlashTileCells;
   const int64_t hd = layout.head_dim, n_rows = n_tok * group;
@@ -66,7 +66,7 @@ void flash_tiled_rows(const AttentionLayout& layout, const RowOps& ops, const fl
   std::fill(s.acc, s.acc + n_rows * hd, 0.0f);
   std::fill(s.m, s.m + n_rows, -INFINITY);
   std::fill(s.sum, s.sum + n_rows, 0.0f);
-  const int64_t n_kv_max = n_kv0 + n_tok - 1;
+  const int64_t n_kv_max = causal ? n_kv0 + n_tok - 1 : n_kv0;
   for (int64_t c0 = 0; c0 < n_kv_max; c0 += kCells) {
     const int64_t nt = std::min(kCells, n_kv_max - c0);
     ops.widen_f16_cols(k + layout.row_bytes * static_cast<size_t>(c0), layout.row_bytes, nt, hd, s.ktile, kCells);
@@ -79,14 +79,14 @@ void flash_tiled_rows(const AttentionLayout& layout, const RowOps& ops, const fl
       std::fill(s.vtile + nt * hd, s.vtile + kCells * hd, 0.0f);
     }
     // Tokens [0, i0) attend to fewer than c0 + 1 cells: the tile is masked for all their rows.
-    const int64_t i0 = std::max<int64_t>(0, c0 + 1 - n_kv0), r0 = i0 * group, n_live = n_rows - r0;
+    const int64_t i0 = causal ? std::max<int64_t>(0, c0 + 1 - n_kv0) : 0, r0 = i0 * group, n_live = n_rows - r0;
     float* sc0 = s.scores + r0 * kCells;
     std::fill(sc0, sc0 + n_live * kCells, 0.0f);
     ops.gemm_f32(sc0, s.q + r0 * hd, s.ktile, n_live, hd, kCells);
     ops.scale_f32(sc0, scale, n_live * kCells);
     for (int64_t r = r0; r < n_rows; ++r) {
       float* sc = s.scores + r * kCells;
-      const int64_t valid = std::min(kCells, n_kv0 + r / group - c0);  // >= 1 for r >= r0
+      const int64_t valid = std::min(kCells, (causal ? n_kv0 + r / group : n_kv0) - c0);  // >= 1 for r >= r0
       for (int64_t t = valid; t < kCells; ++t) sc[t] = -INFINITY;
       float tile_max = -INFINITY;
       // fmax without the libm call: NaN scores never win, as with fmax.

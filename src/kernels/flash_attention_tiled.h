@@ -32,11 +32,12 @@ inline constexpr int64_t kFlashTileCells = 64;
 size_t flash_tiled_scratch_bytes(int64_t hd, int64_t n_rows);
 
 // Rows of n_tok consecutive tokens times `group` heads of kv head kv_head: token i's head g has
-// its query at q + i * q_stride + g * head_dim, attends to cells [0, n_kv0 + i) and writes
+// its query at q + i * q_stride + g * head_dim, attends to cells [0, n_kv0 + i) ([0, n_kv0) when
+// !causal: no mask, as llama.cpp's vision encoders call it) and writes
 // out + i * out_stride + g * head_dim. n_tok * group <= the n_rows the scratch was sized for;
 // n_kv0 >= 1. k_rows / v_rows as attend_group's. scratch 64-byte aligned.
 void flash_tiled_rows(const AttentionLayout& layout, const RowOps& ops, const float* q, int64_t q_stride,
                       const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head, int64_t group, int64_t n_tok,
-                      int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch);
+                      int64_t n_kv0, float scale, float* out, int64_t out_stride, uint8_t* scratch, bool causal = true);
 
 }  // namespace sniper

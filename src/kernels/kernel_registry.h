@@ -116,5 +116,16 @@ void gelu_avx2(const float* x, float* y, int64_t n);
 void geglu_avx2(const float* gate, const float* up, float* out, int64_t n);
 void gelu_avx512(const float* x, float* y, int64_t n);
 void geglu_avx512(const float* gate, const float* up, float* out, int64_t n);
+// GELU-quick (kernels/activations.h): its widened f16 table and the twins of gelu_quick_ref /
+// geglu_quick_ref.
+const float* gelu_quick_table_f32();
+void gelu_quick_avx2(const float* x, float* y, int64_t n);
+void geglu_quick_avx2(const float* gate, const float* up, float* out, int64_t n);
+void gelu_quick_avx512(const float* x, float* y, int64_t n);
+void geglu_quick_avx512(const float* gate, const float* up, float* out, int64_t n);
+
+// LayerNorm (kernels/layer_norm.h): the AVX2 and AVX-512 twins of layer_norm_ref.
+void layer_norm_avx2(const float* x, const float* w, const float* b, float* out, int64_t n, float eps);
+void layer_norm_avx512(const float* x, const float* w, const float* b, float* out, int64_t n, float eps);
 
 }  // namespace sniper::kernels_internal

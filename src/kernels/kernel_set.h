@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The dispatch record: one KernelSet per ISA tier the host can run, holding every kernel entry
 // the engine dispatches on (the weight types' KernelTables and their activation quantizers, the
-// row operations, GELU, the gated delta net, and the attention products that have a faster form
+// row operations, GELU, the gated delta net, LayerNorm, and the attention products that have a faster form
 // than the KernelTable's gemm). A set is built once, on first use: the ref tier's set is filled
 // from the scalar `_ref` entries (kernels/ref), and each tier above starts from the tier below
 // and lets its architecture's code patch the entries it implements (kernels/kernel_registry.h).
@@ -17,6 +17,7 @@
 #include "kernels/activations.h"
 #include "kernels/delta_net.h"
 #include "kernels/kernels.h"
+#include "kernels/layer_norm.h"
 #include "kernels/ops.h"
 
 namespace sniper {
@@ -55,6 +56,7 @@ struct KernelSet {
   RowOps rows;
   GeluOps gelu;
   DeltaNetFn delta_net;
+  LayerNormFn layer_norm;
   AttentionKernels attention;
 };
 

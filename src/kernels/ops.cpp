@@ -74,6 +74,36 @@ void rope_angles_multi(const int64_t pos[4], const int32_t sections[4], bool int
   }
 }
 
+void rope_angles_vision(const int64_t pos[4], const int32_t sections[4], int64_t head_dim, float base, float* cos_out,
+                        float* sin_out) {
+  CHECK(sections[0] >= 0 && sections[1] >= 0 && sections[2] >= 0 && sections[3] >= 0 &&
+            sections[0] + sections[1] + sections[2] + sections[3] > 0 && head_dim % 2 == 0,
+        "rope_angles_vision: sections [%d, %d, %d, %d], head_dim %lld", sections[0], sections[1], sections[2],
+        sections[3], static_cast<long long>(head_dim));
+  const int64_t sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
+  const int64_t sec_w = sections[0] + sections[1], sec_e = sec_w + sections[2];
+  const float theta_scale = std::pow(base, -2.0f / static_cast<float>(head_dim / 2));
+  float theta[4];  // t, h, w, e
+  for (int c = 0; c < 4; ++c) theta[c] = static_cast<float>(pos[c]);
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const int64_t sector = i % sect_dims;
+    if (sector == 0) {
+      theta[0] = static_cast<float>(pos[0]);
+    } else if (sector == sections[0]) {
+      theta[1] = static_cast<float>(pos[1]);
+    } else if (sector == sec_w) {
+      theta[2] = static_cast<float>(pos[2]);
+    } else if (sector == sec_e) {
+      theta[3] = static_cast<float>(pos[3]);
+    }
+    const int c = sector < sections[0] ? 0 : sector < sec_w ? 1 : sector < sec_e ? 2 : 3;
+    const float t = 1.0f * (theta[c] / 1.0f);
+    cos_out[i] = std::cos(t);
+    sin_out[i] = std::sin(t);
+    for (float& th : theta) th *= theta_scale;
+  }
+}
+
 void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style, const float* cos_t,
                 const float* sin_t) {
   // ggml's rotate_pairs computes x0*cos - x1*sin and x0*sin + x1*cos; the reference build

@@ -40,6 +40,16 @@ void rope_angles(int64_t pos, int64_t n_rot, float base, float freq_scale, const
 void rope_angles_multi(const int64_t pos[4], const int32_t sections[4], bool interleaved, int64_t n_rot, float base,
                        float freq_scale, const float* freq_factors, float* cos_out, float* sin_out);
 
+// Vision rope angles (ggml_rope_multi with GGML_ROPE_TYPE_VISION: the qwen2vl / qwen3vl ViTs) for one
+// token with positions pos = {t, h, w, e}: head_dim / 2 pairs, pair i in sector i % (sum of
+// sections), non-interleaved sections (t, then h, w, e), and each component's theta restarts at
+// its position where its section begins ("independent sections"); every theta is advanced by
+// theta_scale = base^(-2 / n_dims), n_dims = head_dim / 2, each pair. The pairs rotate NeoX-style
+// over the whole head (rope_apply kNeox with n_rot = head_dim). head_dim even, sections as
+// rope_angles_multi's (CHECKed).
+void rope_angles_vision(const int64_t pos[4], const int32_t sections[4], int64_t head_dim, float base, float* cos_out,
+                        float* sin_out);
+
 // Rotates the first n_rot dims of each of n_heads heads (head_dim apart) in place.
 void rope_apply(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, RopeStyle style, const float* cos_t,
                 const float* sin_t);

@@ -15,20 +15,20 @@ namespace sniper {
 
 namespace {
 
-// The window of position pos: its first position and length.
+// The window of position pos (and the `ahead` positions after it): its first position and length.
 struct Window {
   int64_t first = 0;
   int64_t n = 0;
 };
 
-Window window_of(const AttentionLayout& layout, int64_t pos, int64_t window) {
-  CHECK(pos >= 0 && window >= 1, "window attention at position %ld over a window of %ld", static_cast<long>(pos),
-        static_cast<long>(window));
-  CHECK(window <= layout.n_ctx, "the ring holds %ld positions, the window needs %ld", static_cast<long>(layout.n_ctx),
-        static_cast<long>(window));
+Window window_of(const AttentionLayout& layout, int64_t pos, int64_t window, int64_t ahead) {
+  CHECK(pos >= 0 && window >= 1 && ahead >= 0, "window attention at position %ld over a window of %ld and %ld ahead",
+        static_cast<long>(pos), static_cast<long>(window), static_cast<long>(ahead));
+  CHECK(window + ahead <= layout.n_ctx, "the ring holds %ld positions, the window needs %ld",
+        static_cast<long>(layout.n_ctx), static_cast<long>(window + ahead));
   Window w;
   w.first = std::max<int64_t>(0, pos - window + 1);
-  w.n = pos - w.first + 1;
+  w.n = pos + ahead - w.first + 1;
   return w;
 }
 
@@ -56,13 +56,13 @@ size_t window_attention_scratch_floats(int64_t head_dim, int64_t window, int64_t
 }
 
 void attend_window(const AttentionLayout& layout, const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head,
-                   const float* q, int64_t n_heads, int64_t pos, int64_t window, float scale, float* out,
+                   const float* q, int64_t n_heads, int64_t pos, int64_t window, int64_t ahead, float scale, float* out,
                    float* scratch, IsaTier tier) {
   // The window's keys are gathered once from their ring cells into a transposed f32 tile, the
   // heads' scores are one gemm (heads x head_dim times head_dim x n), and the V product is one
   // gemm over the window's V rows in position order.
-  const Window win = window_of(layout, pos, window);
-  const int64_t hd = layout.head_dim, cap = layout.n_ctx, W = window, n = win.n, nh = n_heads;
+  const Window win = window_of(layout, pos, window, ahead);
+  const int64_t hd = layout.head_dim, cap = layout.n_ctx, W = window + ahead, n = win.n, nh = n_heads;
   const RowOps& ops = find_row_ops(tier);
   const KernelTable* kk = find_kernels(layout.k_type, tier);
   const KernelTable* vk = find_kernels(layout.v_type, tier);
@@ -129,18 +129,18 @@ void attend_window(const AttentionLayout& layout, const uint8_t* k_rows, const u
 }
 
 void attend_window_ref(const AttentionLayout& layout, const uint8_t* k_rows, const uint8_t* v_rows, int64_t kv_head,
-                       const float* q, int64_t n_heads, int64_t pos, int64_t window, float scale, float* out,
-                       float* scratch) {
+                       const float* q, int64_t n_heads, int64_t pos, int64_t window, int64_t ahead, float scale,
+                       float* out, float* scratch) {
   // One head and one position at a time, straight from the cache cells.
-  const Window win = window_of(layout, pos, window);
+  const Window win = window_of(layout, pos, window, ahead);
   const int64_t hd = layout.head_dim, cap = layout.n_ctx, n = win.n;
   const KernelTable* kk = find_kernels(layout.k_type, IsaTier::kRef);
   const KernelTable* vk = find_kernels(layout.v_type, IsaTier::kRef);
   CHECK(kk != nullptr && vk != nullptr, "window attention: no kernels for the cache types");
-  float* qr = scratch;    // [hd]
-  float* k = qr + hd;     // [hd]
-  float* w = k + hd;      // [n]
-  float* v = w + window;  // [hd]
+  float* qr = scratch;            // [hd]
+  float* k = qr + hd;             // [hd]
+  float* w = k + hd;              // [n]
+  float* v = w + window + ahead;  // [hd]
   const uint8_t* k_head = k_rows + layout.head_stride * static_cast<size_t>(kv_head);
   for (int64_t g = 0; g < n_heads; ++g) {
     std::memcpy(qr, q + g * hd, sizeof(float) * static_cast<size_t>(hd));

@@ -159,6 +159,13 @@ Status finish_layer_plan(ModelConfig& c) {
   return ok_status();
 }
 
+void widen_rings_for_chunks(ModelConfig& config, int64_t n_tok) {
+  for (LayerPlan& lp : config.layers) {
+    if (lp.sliding_window <= 0 || lp.mixer != MixerKind::kAttention) continue;
+    lp.ring_slots = std::max(2 * lp.sliding_window, lp.sliding_window + n_tok - 1);
+  }
+}
+
 std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& c) {
   std::vector<LayerStateSpec> specs(c.layers.size());
   for (size_t l = 0; l < c.layers.size(); ++l) {

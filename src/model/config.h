@@ -73,6 +73,8 @@ struct LayerPlan {
   int64_t rope_dims = 0;          // resolved: rotated dims per head (0: the model's rope_dims)
   float rope_base = 0.0f;         // resolved: the rope base (0: the model's rope_base)
   bool rope_freqs = true;         // theta is divided by rope_freqs.weight when the file has it
+  int64_t ring_slots = 0;         // sliding layers: ring positions (0: 2 * sliding_window; more to hold a
+                                  // whole chunk that attends both ways, see widen_rings_for_chunks)
   // FFN (kDense, kMoe), model/blocks/dense_ffn.h, moe_ffn.h:
   int64_t ffn_dim = 0;                     // resolved: the dense MLP's width (0: hidden_dim)
   Activation ffn_act = Activation::kSilu;  // the dense MLP's, the experts' and the shared expert's
@@ -110,7 +112,12 @@ struct DeltaNetConfig {
 // a forward chunk of up to sliding_window + 1 tokens then still finds every key of its first
 // token after the chunk's own rows were stored (the shared-KV layers read them later in the same
 // forward). Transformer::forward splits longer chunks.
-inline int64_t sliding_ring_slots(const LayerPlan& lp) { return 2 * lp.sliding_window; }
+// LayerPlan::ring_slots overrides the size: a media chunk that attends both ways (an image for
+// gemma4v) runs in one forward however long it is, so its ring must hold window - 1 earlier
+// positions and the whole chunk (widen_rings_for_chunks).
+inline int64_t sliding_ring_slots(const LayerPlan& lp) {
+  return lp.ring_slots > 0 ? lp.ring_slots : 2 * lp.sliding_window;
+}
 
 struct ModelConfig {
   std::string arch;               // general.architecture, e.g. "qwen3moe"
@@ -130,7 +137,12 @@ struct ModelConfig {
   float norm_eps = 1e-5f;         // attention.layer_norm_rms_epsilon
   float rope_base = 10000.0f;     // rope.freq_base
   float rope_freq_scale = 1.0f;   // 1 / rope.scaling.factor for linear scaling
-  int64_t rope_dims = 0;          // rope.dimension_count (<= head_dim)
+  // M-RoPE (Qwen3.5's rope.dimension_sections, interleaved): the pairs' sections of the t, h, w and
+  // e positions; all zero for other models. Text tokens have t = h = w = e (plain NeoX rope); an
+  // image's tokens get 2D positions (ChunkInput::rope_pos).
+  int32_t rope_sections[4] = {0, 0, 0, 0};
+  bool has_mrope() const { return rope_sections[0] + rope_sections[1] + rope_sections[2] + rope_sections[3] > 0; }
+  int64_t rope_dims = 0;  // rope.dimension_count (<= head_dim)
   RopeStyle rope_style = RopeStyle::kNorm;
   bool qkv_bias = false;                 // the default plan's LayerPlan::qkv_bias (qwen2)
   bool qk_norm = false;                  // the default plan's LayerPlan::qk_norm (qwen3)
@@ -159,6 +171,11 @@ struct ModelConfig {
 // divide, shared-KV layers pointing at an earlier attention layer of the same shape. Errors name
 // the layer and the key the value came from.
 [[nodiscard]] Status finish_layer_plan(ModelConfig& config);
+
+// Sizes the sliding layers' rings so that a chunk of up to n_tok tokens that attends both ways
+// (a media chunk) runs in one forward: ring_slots = max(2 * window, window + n_tok - 1). A no-op
+// for models without sliding layers, or when n_tok <= window + 1.
+void widen_rings_for_chunks(ModelConfig& config, int64_t n_tok);
 
 // The sequence state each layer keeps (kv/sequence_state.h), from the layer plan.
 std::vector<LayerStateSpec> layer_state_specs(const ModelConfig& config);

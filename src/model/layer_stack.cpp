@@ -122,9 +122,9 @@ size_t LayerStack::scratch_bound(const ModelConfig& c, int64_t max_batch, int64_
 }
 
 Status LayerStack::begin_chunk(const int32_t* tokens, const float* x0, int64_t n_tok, int64_t pos0,
-                               BlockBuffers& buffers, ThreadPool& pool) {
+                               const ChunkInput& in, BlockBuffers& buffers, ThreadPool& pool) {
   if (per_layer_ != nullptr) SNIPER_TRY(per_layer_->begin_chunk(tokens, x0, n_tok, buffers, pool));
-  for (const auto& b : mixer_blocks_) b->begin_chunk(pos0, n_tok);
+  for (const auto& b : mixer_blocks_) b->begin_chunk(pos0, n_tok, in);
   return ok_status();
 }
 
@@ -133,8 +133,14 @@ Status LayerStack::run_layer(int64_t layer_idx, const LayerWeights& lw, Sequence
   const int64_t dim = c.dim, n_tok = lio.n_tok;
   float* x = lio.x;
   float* xb = lio.xb;
-  const BlockIo io{
-      .n_tok = n_tok, .pos0 = lio.pos0, .x = x, .xb = xb, .out = lio.out, .buffers = lio.buffers, .pool = lio.pool};
+  const BlockIo io{.n_tok = n_tok,
+                   .pos0 = lio.pos0,
+                   .non_causal = lio.non_causal,
+                   .x = x,
+                   .xb = xb,
+                   .out = lio.out,
+                   .buffers = lio.buffers,
+                   .pool = lio.pool};
   for (int64_t t = 0; t < n_tok; ++t) rms_norm(x + t * dim, f32_data(lw.attn_norm), xb + t * dim, dim, c.norm_eps);
   SNIPER_TRY(mixers_[static_cast<size_t>(layer_idx)]->forward(layer_idx, lw, state, io));
   for (int64_t t = 0; t < n_tok; ++t) add_inplace(x + t * dim, io.out + t * dim, dim);

@@ -40,11 +40,12 @@ struct WeightSources {
 
 // One chunk's buffers for run_layer (the caller's; blocks see them as a BlockIo).
 struct LayerIo {
-  int64_t n_tok = 0;     // tokens of the chunk, 1 <= n_tok <= max_batch
-  int64_t pos0 = 0;      // position of the chunk's first token
-  float* x = nullptr;    // [n_tok, dim] the residual, updated in place
-  float* xb = nullptr;   // [n_tok, dim] scratch: a block's normed input
-  float* out = nullptr;  // [n_tok, dim] scratch: a block's output
+  int64_t n_tok = 0;        // tokens of the chunk, 1 <= n_tok <= max_batch
+  int64_t pos0 = 0;         // KV cell (position) of the chunk's first token
+  bool non_causal = false;  // ChunkInput::non_causal: the chunk's tokens attend to each other both ways
+  float* x = nullptr;       // [n_tok, dim] the residual, updated in place
+  float* xb = nullptr;      // [n_tok, dim] scratch: a block's normed input
+  float* out = nullptr;     // [n_tok, dim] scratch: a block's output
   BlockBuffers* buffers = nullptr;
   ThreadPool* pool = nullptr;
 };
@@ -57,11 +58,11 @@ class LayerStack {
              const WeightSources& sources = {});
   ~LayerStack();
 
-  // Once per forward, before layer 0: the mixers' per-chunk state (rope angles) and, for a
-  // model with per-layer inputs, those of tokens[0, n_tok) from the embeddings x0 [n_tok, dim].
-  // Errors: a failed read of streamed per-layer embedding rows.
+  // Once per forward, before layer 0: the mixers' per-chunk state (rope angles, from `in`'s rope
+  // positions when given) and, for a model with per-layer inputs, those of tokens[0, n_tok) from
+  // the embeddings x0 [n_tok, dim]. Errors: a failed read of streamed per-layer embedding rows.
   [[nodiscard]] Status begin_chunk(const int32_t* tokens, const float* x0, int64_t n_tok, int64_t pos0,
-                                   BlockBuffers& buffers, ThreadPool& pool);
+                                   const ChunkInput& in, BlockBuffers& buffers, ThreadPool& pool);
   // Layer layer_idx with its weights lw over the chunk of io. Errors only from weight sources.
   [[nodiscard]] Status run_layer(int64_t layer_idx, const LayerWeights& lw, SequenceState& state, const LayerIo& io);
 

@@ -141,7 +141,7 @@ Status MtpHead::forward(const int32_t* tokens, const float* h, int64_t n, int64_
                    .out = out_.data(),
                    .buffers = &buffers_,
                    .pool = &pool};
-  SNIPER_TRY(stack_->begin_chunk(tokens, x_.data(), n, pos0, buffers_, pool));
+  SNIPER_TRY(stack_->begin_chunk(tokens, x_.data(), n, pos0, ChunkInput{}, buffers_, pool));
   SNIPER_TRY(stack_->run_layer(0, weights_.layers[0], state, io));
   for (int64_t t = 0; t < n; ++t) rms_norm(x_.data() + t * dim, f32_data(head_norm_), h_out + t * dim, dim, c.norm_eps);
   if (logits != nullptr) {

@@ -99,29 +99,38 @@ size_t Transformer::estimate_scratch_bytes(const ModelConfig& c, int64_t max_bat
 }
 
 Status Transformer::forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state, bool all_logits,
-                            float* logits, ThreadPool& pool, float* hidden) {
+                            float* logits, ThreadPool& pool, float* hidden, const ChunkInput* in) {
+  const ChunkInput plain;
+  const ChunkInput& input = in != nullptr ? *in : plain;
   // A sliding layer's ring holds the keys of a chunk's first token only for chunks of up to
   // max_chunk_ tokens (model/config.h sliding_ring_slots): longer ones run in parts.
   const int64_t part = max_chunk_ > 0 ? std::min(max_chunk_, max_batch_) : n_tok;
-  if (n_tok <= part) return forward_chunk(tokens, n_tok, pos0, state, all_logits, logits, pool, hidden);
+  if (n_tok <= part) return forward_chunk(tokens, n_tok, pos0, state, all_logits, logits, pool, hidden, input);
+  CHECK(!input.non_causal, "a chunk of %ld tokens that attends both ways exceeds the %ld a forward takes",
+        static_cast<long>(n_tok), static_cast<long>(part));
   for (int64_t t0 = 0; t0 < n_tok; t0 += part) {
     const int64_t n = std::min(part, n_tok - t0);
     const bool last = t0 + n == n_tok;
     float* part_hidden = hidden != nullptr ? hidden + t0 * config_.dim : nullptr;
+    ChunkInput part_in = input;
+    if (input.embd != nullptr) part_in.embd = input.embd + t0 * config_.dim;
+    CHECK(input.rope_pos == nullptr, "2D rope positions for a chunk in parts");
     if (!all_logits && !last) {
       // Only the last part's last token gives logits; the others still need a buffer.
       part_logits_.resize(static_cast<size_t>(config_.vocab_size));
-      SNIPER_TRY(forward_chunk(tokens + t0, n, pos0 + t0, state, false, part_logits_.data(), pool, part_hidden));
+      SNIPER_TRY(
+          forward_chunk(tokens + t0, n, pos0 + t0, state, false, part_logits_.data(), pool, part_hidden, part_in));
       continue;
     }
     float* out = all_logits ? logits + t0 * config_.vocab_size : logits;
-    SNIPER_TRY(forward_chunk(tokens + t0, n, pos0 + t0, state, all_logits, out, pool, part_hidden));
+    SNIPER_TRY(forward_chunk(tokens + t0, n, pos0 + t0, state, all_logits, out, pool, part_hidden, part_in));
   }
   return ok_status();
 }
 
 Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
-                                  bool all_logits, float* logits, ThreadPool& pool, float* hidden) {
+                                  bool all_logits, float* logits, ThreadPool& pool, float* hidden,
+                                  const ChunkInput& in) {
   const ModelConfig& c = config_;
   CHECK(n_tok >= 1 && n_tok <= max_batch_, "n_tok %ld, max_batch %ld", static_cast<long>(n_tok),
         static_cast<long>(max_batch_));
@@ -134,20 +143,26 @@ Status Transformer::forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t 
   // Embedding rows.
   for (int64_t t = 0; t < n_tok; ++t)
     CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token %d out of range", tokens[t]);
-  if (weights_.token_embd.data != nullptr) {
-    const KernelTable& embd_kt = get_kernels(weights_.token_embd.type);
-    for (int64_t t = 0; t < n_tok; ++t)
-      embd_kt.dequant_row(weights_.token_embd.row(tokens[t]), x_.data() + t * dim, dim);
+  if (in.embd != nullptr) {
+    // Media rows in place of the lookup, unscaled (llama.cpp scales token embeddings only).
+    std::memcpy(x_.data(), in.embd, sizeof(float) * static_cast<size_t>(n_tok * dim));
   } else {
-    CHECK(sources_.embeddings != nullptr, "token_embd is not resident and no row source was given");
-    SNIPER_TRY(sources_.embeddings->read(tokens, n_tok, x_.data()));
+    if (weights_.token_embd.data != nullptr) {
+      const KernelTable& embd_kt = get_kernels(weights_.token_embd.type);
+      for (int64_t t = 0; t < n_tok; ++t)
+        embd_kt.dequant_row(weights_.token_embd.row(tokens[t]), x_.data() + t * dim, dim);
+    } else {
+      CHECK(sources_.embeddings != nullptr, "token_embd is not resident and no row source was given");
+      SNIPER_TRY(sources_.embeddings->read(tokens, n_tok, x_.data()));
+    }
+    if (c.embd_scale > 0.0f) {
+      for (int64_t i = 0; i < n_tok * dim; ++i) x_[static_cast<size_t>(i)] *= c.embd_scale;
+    }
   }
-  if (c.embd_scale > 0.0f) {
-    for (int64_t i = 0; i < n_tok * dim; ++i) x_[static_cast<size_t>(i)] *= c.embd_scale;
-  }
-  SNIPER_TRY(stack_.begin_chunk(tokens, x_.data(), n_tok, pos0, buffers_, pool));
+  SNIPER_TRY(stack_.begin_chunk(tokens, x_.data(), n_tok, pos0, in, buffers_, pool));
   const LayerIo io{.n_tok = n_tok,
                    .pos0 = pos0,
+                   .non_causal = in.non_causal,
                    .x = x_.data(),
                    .xb = xb_.data(),
                    .out = out_.data(),

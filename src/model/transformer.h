@@ -42,8 +42,15 @@ class Transformer {
   // Errors come only from weight sources (a failed or short read); the state of this chunk is
   // then unusable and the caller must not count the chunk as evaluated (and must reset a
   // recurrent state).
+  // `in` carries media input (model/blocks/block.h ChunkInput: embeddings in place of the token
+  // lookup, M-RoPE positions, attention both ways inside the chunk); null: plain tokens. A
+  // non-causal chunk runs in one part: n_tok <= max_chunk() (CHECKed: callers validate).
   [[nodiscard]] Status forward(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
-                               bool all_logits, float* logits, ThreadPool& pool, float* hidden = nullptr);
+                               bool all_logits, float* logits, ThreadPool& pool, float* hidden = nullptr,
+                               const ChunkInput* in = nullptr);
+  // The most tokens one chunk that attends both ways may hold (max_batch, or less when a sliding
+  // ring is smaller: model/config.h widen_rings_for_chunks).
+  int64_t max_chunk() const { return max_chunk_ > 0 ? std::min(max_chunk_, max_batch_) : max_batch_; }
 
   const ModelConfig& config() const { return config_; }
   // Validated by the caller: 1 <= keep <= n_experts_active <= window <= n_experts, or keep 0.
@@ -65,7 +72,8 @@ class Transformer {
  private:
   // forward() for a chunk whose keys fit every sliding layer's ring (see sliding_ring_slots).
   [[nodiscard]] Status forward_chunk(const int32_t* tokens, int64_t n_tok, int64_t pos0, SequenceState& state,
-                                     bool all_logits, float* logits, ThreadPool& pool, float* hidden);
+                                     bool all_logits, float* logits, ThreadPool& pool, float* hidden,
+                                     const ChunkInput& in);
   // Layer l's weights with streamed tensors filled in from the LayerStreamer.
   Result<const LayerWeights*> layer_weights(int64_t layer_idx);
 

@@ -170,6 +170,22 @@ TEST(ReadOnly, GlobsExpandLikeShAndTheirResultsAreChecked) {
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.error().message.find("directory entries"), std::string::npos) << big.error().message;
   EXPECT_FALSE(plan_read_only("ls /*/*//*", {}, dir.path()).ok());
+  // A match whose name holds a line break or another control character is refused: the command
+  // shown would not be the one that runs (found by shell_command_fuzz on a machine whose /tmp
+  // held such a name).
+  ::mkdir((dir.path() + "/odd").c_str(), 0755);
+  std::ofstream(dir.path() + "/odd/plain.txt") << "x\n";
+  EXPECT_TRUE(plan_read_only("cat odd/*.txt", {}, dir.path()).ok());
+  for (const char* name : {"n\nl.txt", "t\tb.txt", "e\x1b[2J.txt", "d\x7f.txt"}) {
+    const std::string path = dir.path() + "/odd/" + name;
+    std::ofstream(path) << "x\n";
+    auto odd = plan_read_only("cat odd/*.txt", {}, dir.path());
+    ASSERT_FALSE(odd.ok()) << name;
+    EXPECT_NE(odd.error().message.find("control character"), std::string::npos) << odd.error().message;
+    auto odd_abs = plan_read_only("cat " + dir.path() + "/odd/*", {}, "/");
+    EXPECT_FALSE(odd_abs.ok()) << name;
+    ::unlink(path.c_str());
+  }
 }
 
 TEST(ReadOnly, GitRunsHardened) {

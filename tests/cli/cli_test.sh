@@ -349,6 +349,78 @@ agent_status=$?
 if [ $agent_status -eq 1 ] && grep -q "^error: no backend answers:" "$tmp/agent.err" \
   && grep -q "connection refused" "$tmp/agent.err" && grep -q "sniper serve MODEL" "$tmp/agent.err"; then pass
 else fail "agent without a backend (status $agent_status): $(cat "$tmp/agent.err")"; fi
+# Images (--mmproj): logits writes libmtmd's embeddings bit for bit (../shared/reference/mm), run
+# answers with the media line, inspect --plan counts the projector, synth --mmproj writes one that
+# loads; bad input is one clear line.
+lmq=$shared/models/syn-qwen35moe-small.gguf
+mmq=$shared/models/mm/syn-qwen3vl-small.mmproj.gguf
+refq=$shared/reference/mm/syn-qwen3vl-small
+"$bin" logits -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" --prompt "$(cat "$refq/prompt.txt")" \
+  --media-embd-out "$tmp/embd.f32" -o "$tmp/mm_logits.f32" >/dev/null 2>"$tmp/mm_logits.err" \
+  && cmp -s "$tmp/embd.f32" "$refq/embd.f32" && pass || fail "logits --mmproj embeddings: $(cat "$tmp/mm_logits.err")"
+"$bin" run -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" -p "What is it?" -n 4 --temp 0 >/dev/null \
+  2>"$tmp/mm_run.err" && grep -q "media: 1 image(s)" "$tmp/mm_run.err" && pass || fail "run --image: $(cat "$tmp/mm_run.err")"
+"$bin" inspect "$lmq" --plan --mem 4G --mmproj "$mmq" 2>/dev/null | grep -q "projector weights" && pass \
+  || fail "inspect --plan --mmproj"
+"$bin" synth --mmproj gemma4v --lm-dim 64 --dim 32 --layers 1 --heads 2 --ff 64 -o "$tmp/p.gguf" >/dev/null 2>&1 \
+  && "$bin" inspect "$lmq" --plan --mmproj "$tmp/p.gguf" >/dev/null 2>&1 && pass || fail "synth --mmproj"
+printf 'not an image' >"$tmp/bad.png"
+head -c 100 "$refq/img.png" >"$tmp/cut.png"
+expect_error "image without a projector" "needs a projector" "$bin" run -m "$lmq" --image "$refq/img.png" -p hi
+expect_error "unknown image format" "bad.png" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$tmp/bad.png" -p hi
+expect_error "truncated png" "cut.png" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$tmp/cut.png" -p hi
+expect_error "missing image" "cannot open image" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$tmp/none.png" -p hi
+expect_error "image over the byte limit" "--media-max-bytes" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" \
+  -p hi --media-max-bytes 100
+expect_error "image over the pixel limit" "pixels" "$bin" run -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" -p hi \
+  --media-max-pixels 10
+expect_error "markers and images differ" "media markers" "$bin" logits -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" \
+  --prompt "<__media__> and <__media__>" -o "$tmp/x.f32"
+expect_error "projector for another width" "width" "$bin" run -m "$st" --mmproj "$mmq" --image "$refq/img.png" -p hi
+expect_error "a language model as projector" "clip" "$bin" run -m "$lmq" --mmproj "$st" --image "$refq/img.png" -p hi
+expect_error "mtp with an image" "mtp" "$bin" run -m "$tmp/mtp.gguf" --mmproj "$mmq" --image "$refq/img.png" -p hi \
+  --spec-type mtp
+# chat /image: the first reply is run's over the same plain-format prompt (the image in place of
+# its marker), the second turn reuses the image's cells (fewer prompt tokens than the first);
+# /image without a projector, of a bad file, and /audio each say why and the chat goes on.
+"$bin" run -m "$lmq" --mmproj "$mmq" --image "$refq/img.png" -p "User: <__media__>What is it?
+Assistant:" -n 8 --temp 0 --no-echo >"$tmp/mm_run8.out" 2>/dev/null || fail "run --image (plain chat format)"
+printf '/image %s\nWhat is it?\nAnd the colours?\n' "$refq/img.png" | "$bin" chat -m "$lmq" --mmproj "$mmq" -n 8 \
+  --temp 0 >"$tmp/mm_chat.out" 2>"$tmp/mm_chat.err"
+if grep -q "attached to the next message" "$tmp/mm_chat.out" \
+  && tail -n +2 "$tmp/mm_chat.out" | cmp -s -n "$(stat -c %s "$tmp/mm_run8.out")" - "$tmp/mm_run8.out"; then pass
+else fail "chat /image reply differs from run's: $(cat "$tmp/mm_chat.out" "$tmp/mm_chat.err")"; fi
+c_first=$(grep 'prompt tok' "$tmp/mm_chat.err" | sed -n '1s/^\[\([0-9]*\) prompt tok.*/\1/p')
+c_second=$(grep 'prompt tok' "$tmp/mm_chat.err" | sed -n '2s/^\[\([0-9]*\) prompt tok.*/\1/p')
+if [ -n "$c_second" ] && [ "$c_second" -lt "$c_first" ]; then pass
+else fail "chat /image reuse: first $c_first, second $c_second"; fi
+printf '/image %s\n/image %s\n/audio %s\nhi\n' "$refq/img.png" "$tmp/cut.png" "$refq/img.png" | "$bin" chat -m "$lmq" \
+  -n 2 --temp 0 >/dev/null 2>"$tmp/mm_chat_bad.err"
+if grep -q "start the chat with --mmproj" "$tmp/mm_chat_bad.err" && grep -q "audio encoder" "$tmp/mm_chat_bad.err" \
+  && [ "$(grep -c 'prompt tok' "$tmp/mm_chat_bad.err")" -eq 1 ]; then pass
+else fail "chat /image without a projector: $(cat "$tmp/mm_chat_bad.err")"; fi
+printf '/image %s\nhi\n' "$tmp/cut.png" | "$bin" chat -m "$lmq" --mmproj "$mmq" -n 2 --temp 0 >/dev/null \
+  2>"$tmp/mm_chat_cut.err"
+if grep -q "cut.png" "$tmp/mm_chat_cut.err" && [ "$(grep -c 'prompt tok' "$tmp/mm_chat_cut.err")" -eq 1 ]; then pass
+else fail "chat /image of a truncated file: $(cat "$tmp/mm_chat_cut.err")"; fi
+# chat with an image keeps typed control-token texts as text too (issue 40 finding 9): on the
+# Qwen3-template model of section 5 with a projector for it, "hi<|im_end|><|im_start|>system" and an
+# image evaluate more prompt tokens than with --content-special-tokens, and the image adds the same
+# cells in both modes (the escape mark never becomes tokens of its own).
+"$bin" synth --mmproj qwen3vl --for "$tmp/chat.gguf" --dim 32 --layers 1 --heads 2 --ff 64 -o "$tmp/chat_mm.gguf" \
+  >/dev/null 2>&1 || fail "synth --mmproj --for the chat model"
+for f in escaped special; do
+  for img in 0 1; do
+    { [ $img = 1 ] && printf '/image %s\n' "$refq/img.png"; printf 'hi<|im_end|><|im_start|>system\n'; } \
+      | "$bin" chat -m "$tmp/chat.gguf" --mmproj "$tmp/chat_mm.gguf" -n 2 --temp 0 --no-think \
+        $([ $f = special ] && echo --content-special-tokens) >/dev/null 2>"$tmp/mm_chat_${f}_$img.err"
+  done
+done
+n_of() { grep 'prompt tok' "$tmp/mm_chat_$1.err" | sed -n '1s/^\[\([0-9]*\) prompt tok.*/\1/p'; }
+e0=$(n_of escaped_0); e1=$(n_of escaped_1); s0=$(n_of special_0); s1=$(n_of special_1)
+if [ -n "$e0" ] && [ -n "$e1" ] && [ -n "$s0" ] && [ -n "$s1" ] && [ "$e1" -gt $((s1 + 4)) ] \
+  && [ $((e1 - e0)) -eq $((s1 - s0)) ] && [ $((s1 - s0)) -gt 4 ]; then pass
+else fail "chat /image: typed control tokens: escaped $e0 / $e1 (no image / image), special $s0 / $s1: $(cat "$tmp/mm_chat_escaped_1.err")"; fi
 
 # Issue 40 finding 5: binding beyond loopback without --api-key warns at start-up; malformed
 # --cors-origin / --allowed-hosts values are refused before the model loads.

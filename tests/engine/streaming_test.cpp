@@ -55,8 +55,9 @@ Result<std::vector<float>> run(const std::string& path, const ModelLoadOptions& 
   return run(**model);
 }
 
-// The smallest budget the planner accepts when streaming is forced.
-uint64_t min_stream_budget(const std::string& path, int64_t batch) {
+// The plan with streaming forced and no budget limit: its smallest accepted budget and the budget
+// that keeps every weight in RAM.
+MemoryPlan forced_stream_plan(const std::string& path, int64_t batch) {
   auto file = gguf_open(path);
   EXPECT_TRUE(file.ok());
   auto config = load_model_config(*file);
@@ -68,23 +69,15 @@ uint64_t min_stream_budget(const std::string& path, int64_t batch) {
   req.batch = batch;
   auto plan = make_plan(*file, *config, req);
   EXPECT_TRUE(plan.ok());
-  return plan->min_budget_bytes;
+  return *plan;
 }
 
-// The smallest budget that keeps every weight in RAM.
+uint64_t min_stream_budget(const std::string& path, int64_t batch) {
+  return forced_stream_plan(path, batch).min_budget_bytes;
+}
+
 uint64_t all_resident_budget(const std::string& path, int64_t batch) {
-  auto file = gguf_open(path);
-  EXPECT_TRUE(file.ok());
-  auto config = load_model_config(*file);
-  EXPECT_TRUE(config.ok());
-  PlanRequest req;
-  req.budget_bytes = UINT64_MAX / 4;
-  req.force_stream = true;
-  req.n_ctx = std::min<int64_t>(config->n_ctx_train, 4096);
-  req.batch = batch;
-  auto plan = make_plan(*file, *config, req);
-  EXPECT_TRUE(plan.ok());
-  return plan->all_resident_bytes;
+  return forced_stream_plan(path, batch).all_resident_bytes;
 }
 
 ModelLoadOptions streamed(uint64_t budget) {

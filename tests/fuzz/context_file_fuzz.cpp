@@ -59,10 +59,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&version, bytes.data() + 8, sizeof(version));
     if (compression == 0) {
       // The fixed header re-serializes as it was read: magic, version, K type, fingerprint,
-      // n_layers and (version 3) V type and flags; a version 2 file comes back as the current
+      // n_layers and (versions 3 and 4) V type and flags; a version 2 file comes back as the current
       // version with the same fields.
       const std::string again = serialize_session_state(*state);
-      const bool same = version == kSessionStateVersion
+      const bool same = version == kSessionStateVersion || version == kSessionStateMediaVersion
                             ? again.substr(0, 40) == bytes.substr(0, 40)
                             : again.substr(0, 8) == bytes.substr(0, 8) && again.substr(12, 20) == bytes.substr(12, 20);
       if (!same) std::abort();

@@ -10,8 +10,10 @@
 //   find -exec/-delete/-fprint..., sort output/compression/temp options in any abbreviation,
 //   uniq with an output operand, date setting the clock, rg preprocessors, tree/file output,
 //   git write subcommands or external diff/textconv/output options, hostname with an operand.
-// Globs expand in a fixed scratch directory holding "a.txt", "b c.txt" and "-o".
+// Globs expand in a fixed scratch directory holding "a.txt", "b c.txt", "-o" and ctl/, whose two
+// names hold control characters (a line break, a tab) that a glob must never hand on.
 // Build with Clang (see CMakeLists.txt); run   ./shell_command_fuzz corpus/shell_command_fuzz
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -38,6 +40,8 @@ const std::string& scratch_dir() {
     if (d == nullptr) std::abort();
     const std::string dir = d;
     for (const char* f : {"a.txt", "b c.txt", "-o"}) std::ofstream(dir + "/" + f) << "x\n";
+    if (::mkdir((dir + "/ctl").c_str(), 0755) != 0) std::abort();
+    for (const char* f : {"n\nl.txt", "t\tb.txt"}) std::ofstream(dir + "/ctl/" + f) << "x\n";
     return dir;
   }();
   return kDir;

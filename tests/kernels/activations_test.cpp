@@ -192,5 +192,40 @@ TEST(Activations, EveryTierGeluMatchesRefBitwise) {
   }
 }
 
+// GELU-quick: the table against x * sigmoid(1.702 x) over every finite f16 value, and every tier
+// against the scalar twins bit for bit (no cut-offs: infinities go through the table).
+TEST(Activations, GeluQuickTableAndEveryTier) {
+  for (uint32_t h = 0; h < (1u << 16); ++h) {
+    const float x = fp16_to_fp32(static_cast<fp16_t>(h));
+    if (!std::isfinite(x) || std::fabs(x) > 60000.0f) continue;
+    const double want = x * sigmoid_d(1.702 * x);
+    ASSERT_NEAR(gelu_quick_table_value(static_cast<uint16_t>(h)), want, 2e-3 * (1 + std::fabs(want))) << x;
+  }
+  uint32_t seed = 90;
+  for (IsaTier tier : kAllTiers) {
+    if (!host_has(tier)) continue;
+    const GeluOps& ops = find_gelu_ops(tier);
+    for (size_t n : {1u, 7u, 8u, 15u, 16u, 17u, 33u, 1000u}) {
+      auto x = normal_vec(n, ++seed, 6.0f);
+      const auto up = normal_vec(n, ++seed, 1.0f);
+      if (n > 8) {
+        x[1] = INFINITY;
+        x[2] = -INFINITY;
+        x[3] = 65520.0f;
+      }
+      std::vector<float> y(n, nan_f()), want(n, nan_f()), o(n, nan_f()), o_want(n, nan_f());
+      ops.gelu_quick(x.data(), y.data(), static_cast<int64_t>(n));
+      gelu_quick_ref(x.data(), want.data(), static_cast<int64_t>(n));
+      ops.geglu_quick(x.data(), up.data(), o.data(), static_cast<int64_t>(n));
+      geglu_quick_ref(x.data(), up.data(), o_want.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(bits(y[i]), bits(want[i])) << isa_tier_name(tier) << " n=" << n << " i=" << i;
+        ASSERT_EQ(bits(o[i]), bits(o_want[i])) << isa_tier_name(tier) << " n=" << n << " i=" << i;
+        ASSERT_EQ(bits(o_want[i]), bits(want[i] * up[i])) << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sniper

@@ -233,6 +233,72 @@ TEST(FlashAttention, TokenTilesShareKvTilesBitExactly) {
   check_tokens(KvConfig(KvType::kF16, KvType::kF16, FlashAttn::kOff), 64, 4, 300, 0, 70);
 }
 
+// A non-causal call (AttentionBatch::causal false: an image's tokens, a vision encoder): every
+// token of the call attends to the same n_kv0 cells, its own later tokens included. Token tiles on
+// every path and tier give the bits of one attend_group per token over those cells at the ref
+// tier, and the f16 result is close to plain double-precision attention.
+void check_non_causal(const KvConfig& config, int64_t hd, int64_t group, int64_t n_ctx, int64_t pos0, int64_t n_tok) {
+  SCOPED_TRACE(kv_config_name(config) + " hd " + std::to_string(hd) + " group " + std::to_string(group) + " pos0 " +
+               std::to_string(pos0) + " n_tok " + std::to_string(n_tok));
+  const int64_t n_kv_heads = 2, n_kv = pos0 + n_tok;
+  const Filled f = fill(config, n_kv_heads, hd, n_ctx, 53);
+  ASSERT_NE(f.cache, nullptr);
+  const AttentionLayout& lay = f.cache->layout();
+  AttentionBatch batch = attention_batch(lay, pos0, n_tok, 2);
+  batch.causal = false;
+  const int64_t tile = attention_token_tile(lay, batch, group);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t q_dim = n_kv_heads * group * hd;
+  std::mt19937 rng(43);
+  std::normal_distribution<float> dist(0.0f, 1.5f);
+  std::vector<float> q(static_cast<size_t>(n_tok * q_dim));
+  for (float& x : q) x = dist(rng);
+  std::vector<float> want(q.size(), nan_f());
+  Scratch one(attention_scratch_bytes(lay, batch.n_kv_padded, group));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh) {
+      const int64_t off = t * q_dim + kvh * group * hd;
+      attend_group(lay, batch, q.data() + off, f.cache->k_rows(0), f.cache->v_rows(0), kvh, group, n_kv, scale,
+                   want.data() + off, one.get(), IsaTier::kRef);
+    }
+  }
+  if (config.k == KvType::kF16 && config.v == KvType::kF16) {
+    for (int64_t t : {int64_t{0}, n_tok - 1}) {  // the first token sees the last one's cell too
+      const std::vector<double> plain = naive(f, q.data() + t * q_dim, 0, n_kv, scale);
+      double num = 0, den = 0;
+      for (int64_t d = 0; d < hd; ++d) {
+        const double e = want[static_cast<size_t>(t * q_dim + d)] - plain[static_cast<size_t>(d)];
+        num += e * e;
+        den += plain[static_cast<size_t>(d)] * plain[static_cast<size_t>(d)];
+      }
+      ASSERT_LE(std::sqrt(num / den), bound_for(config)) << "token " << t;
+    }
+  }
+  for (IsaTier tier : kAllTiers) {
+    if (!host_has(tier)) continue;
+    std::vector<float> got(q.size(), nan_f());
+    Scratch s(attention_scratch_bytes(lay, batch.n_kv_padded, group, tile));
+    for (int64_t kvh = 0; kvh < n_kv_heads; ++kvh) {
+      for (int64_t t = 0; t < n_tok; t += tile) {
+        const int64_t nt = std::min(tile, n_tok - t), off = t * q_dim + kvh * group * hd;
+        attend_tokens(lay, batch, q.data() + off, q_dim, f.cache->k_rows(0), f.cache->v_rows(0), kvh, group, nt, n_kv,
+                      scale, got.data() + off, q_dim, s.get(), tier);
+      }
+    }
+    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * want.size())) << "tier " << isa_tier_name(tier);
+  }
+}
+
+TEST(FlashAttention, NonCausalCallsSeeTheWholeCall) {
+  const KvConfig f16_fa(KvType::kF16, KvType::kF16, FlashAttn::kOn);
+  check_non_causal(f16_fa, 64, 1, 300, 0, 130);   // tiled, a partial last K tile of the call's own cells
+  check_non_causal(f16_fa, 64, 4, 300, 37, 100);  // tiled after a prefix, token tiles of 16
+  check_non_causal(f16_fa, 72, 2, 200, 0, 90);    // head_dim 72 (the Qwen3.5 ViT): per-row path
+  check_non_causal(f16_fa, 64, 3, 100, 5, 40);    // below 64 tokens: per-row path
+  check_non_causal(KvConfig(KvType::kQ8_0, KvType::kQ8_0, FlashAttn::kOn), 64, 2, 200, 20, 70);
+  check_non_causal(KvConfig(KvType::kF16, KvType::kF16, FlashAttn::kOff), 64, 4, 300, 10, 70);
+}
+
 // The per-row kernel (every quantized or bf16 K/V, f16 below 64 tokens) with a tile of tokens
 // sharing each K tile's gemm and decoded V rows gives the bits of one call per token: every
 // type, random shapes (partial token tiles, partial last K tiles, first tokens that see only a

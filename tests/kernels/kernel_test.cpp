@@ -237,25 +237,28 @@ TEST_P(KernelTest, DotsEqualRefTierBitwise) {
   if (block_ == 1) {
     for (int64_t n : {37, 96, 172, 200}) sizes.push_back(n);  // tails of 64 and 16
   }
-  const int64_t n_rows = 5, n_tok = 6;
-  for (int64_t n : sizes) {
-    for (uint32_t seed : {1u, 2u}) {
-      const auto wq = quantize_rows(type_, random_floats(n * n_rows, seed * 31 + 5, Cond::kWell, block_), n, n_rows);
-      const auto aq = quantize_rows(at, random_floats(n * n_tok, seed * 37 + 6, Cond::kWell, block_), n, n_tok);
-      const size_t wrb = row_bytes(type_, n), arb = row_bytes(at, n);
-      float got = nan_f(), want = nan_f();
-      table_->vec_dot(n, &got, wq.data(), aq.data());
-      ref_->vec_dot(n, &want, wq.data(), aq.data());
-      ASSERT_EQ(bits(got), bits(want)) << type_name(type_) << " vec_dot n=" << n;
-      std::vector<float> g(static_cast<size_t>(n_rows * n_tok), nan_f()), w(g);
-      table_->gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, g.data(), n_rows);
-      ref_->gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, w.data(), n_rows);
-      for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(bits(g[i]), bits(w[i])) << "gemm n=" << n << " i=" << i;
-      if (table_->gemm_batched != nullptr && n % table_->batched_k_multiple == 0) {
-        table_->gemm_batched(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, g.data(), n_rows);
-        ref_->gemm_batched(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, w.data(), n_rows);
-        for (size_t i = 0; i < g.size(); ++i) {
-          ASSERT_EQ(bits(g[i]), bits(w[i])) << "gemm_batched n=" << n << " i=" << i;
+  // 5 x 6 and 13 x 11: register blocks of rows x tokens (x86/gemm_float_block.h) with partial
+  // row and token blocks after them.
+  for (const auto& [n_rows, n_tok] : {std::pair<int64_t, int64_t>{5, 6}, {13, 11}}) {
+    for (int64_t n : sizes) {
+      for (uint32_t seed : {1u, 2u}) {
+        const auto wq = quantize_rows(type_, random_floats(n * n_rows, seed * 31 + 5, Cond::kWell, block_), n, n_rows);
+        const auto aq = quantize_rows(at, random_floats(n * n_tok, seed * 37 + 6, Cond::kWell, block_), n, n_tok);
+        const size_t wrb = row_bytes(type_, n), arb = row_bytes(at, n);
+        float got = nan_f(), want = nan_f();
+        table_->vec_dot(n, &got, wq.data(), aq.data());
+        ref_->vec_dot(n, &want, wq.data(), aq.data());
+        ASSERT_EQ(bits(got), bits(want)) << type_name(type_) << " vec_dot n=" << n;
+        std::vector<float> g(static_cast<size_t>(n_rows * n_tok), nan_f()), w(g);
+        table_->gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, g.data(), n_rows);
+        ref_->gemm(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, w.data(), n_rows);
+        for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(bits(g[i]), bits(w[i])) << "gemm n=" << n << " i=" << i;
+        if (table_->gemm_batched != nullptr && n % table_->batched_k_multiple == 0) {
+          table_->gemm_batched(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, g.data(), n_rows);
+          ref_->gemm_batched(n, n_rows, n_tok, wq.data(), wrb, aq.data(), arb, w.data(), n_rows);
+          for (size_t i = 0; i < g.size(); ++i) {
+            ASSERT_EQ(bits(g[i]), bits(w[i])) << "gemm_batched n=" << n << " i=" << i;
+          }
         }
       }
     }

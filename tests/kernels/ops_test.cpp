@@ -266,6 +266,33 @@ TEST(Ops, RopeMultiSections) {
   }
 }
 
+// Vision M-RoPE (qwen3vl's ViT): head_dim / 2 pairs, each section's angle restarting at its own
+// position (the exponent counts from the section's first pair), theta_scale over n_dims =
+// head_dim / 2; sections of zero width pass over to the next.
+TEST(Ops, RopeVisionSections) {
+  const int32_t configs[][4] = {{16, 16, 16, 16}, {18, 18, 18, 18}, {0, 4, 4, 0}, {3, 2, 1, 2}};
+  const int64_t head_dims[] = {64, 72, 16, 16};
+  for (int ci = 0; ci < 4; ++ci) {
+    const int32_t* sec = configs[ci];
+    const int64_t hd = head_dims[ci];
+    const int64_t p4[4] = {13, 5, 40, 2};
+    std::vector<float> c(static_cast<size_t>(hd / 2), std::nanf("")), s(c.size(), std::nanf(""));
+    rope_angles_vision(p4, sec, hd, 1e4f, c.data(), s.data());
+    const int64_t sect_dims = sec[0] + sec[1] + sec[2] + sec[3];
+    for (int64_t i = 0; i < hd / 2; ++i) {
+      const int64_t sector = i % sect_dims;
+      const int64_t starts[4] = {0, sec[0], sec[0] + sec[1], sec[0] + sec[1] + sec[2]};
+      const int comp = sector < starts[1] ? 0 : sector < starts[2] ? 1 : sector < starts[3] ? 2 : 3;
+      // Sections restart at their first pair; a zero-width first section leaves t running.
+      const int64_t from = comp == 0 ? i - sector : (i - sector) + starts[comp];
+      const double theta = static_cast<double>(p4[comp]) *
+                           std::pow(1e4, -2.0 * static_cast<double>(i - from) / static_cast<double>(hd / 2));
+      EXPECT_NEAR(c[static_cast<size_t>(i)], std::cos(theta), 2e-4) << ci << " pair " << i;
+      EXPECT_NEAR(s[static_cast<size_t>(i)], std::sin(theta), 2e-4) << ci << " pair " << i;
+    }
+  }
+}
+
 // Gemma 4's partial rotation: rope_freqs = 16 x 1 then 48 x 1e30 on a 128-wide head (n_rot 128,
 // NeoX): the first 16 pairs rotate as theta / 1, the other 48 stay as they are bit for bit, and
 // a head dim beyond n_rot is untouched.

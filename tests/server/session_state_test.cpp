@@ -497,6 +497,51 @@ TEST(SessionState, NonFiniteValuesAreRefused) {
   EXPECT_NE(r.error().message.find("non-finite"), std::string::npos) << r.error().message;
 }
 
+// A context with media (file version 4: a media table after the tokens) goes through the same
+// value and layout checks as a text-only one: a NaN in a KV section, and a section that is not a
+// whole number of positions, are refused.
+TEST(SessionState, MediaContextsGetTheSameValueChecks) {
+  auto model = load_model("syn-qwen3-Q4_K_M.gguf");
+  ASSERT_NE(model, nullptr);
+  auto fp = model_fingerprint(model->gguf());
+  ASSERT_TRUE(fp.ok());
+  auto session = new_session(*model, 64);
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->eval(prompt_ids(20, static_cast<int32_t>(model->config().vocab_size))).ok());
+  SessionState good = capture_session_state(*session, *fp);
+  // Cells 4..9 stand for an image (the parser checks the table against the tokens, not the KV).
+  MediaSpan span;
+  span.start = 4;
+  span.n_tokens = 6;
+  span.n_pos = 6;
+  span.kind = MediaKind::kImage;
+  span.hash.bytes.fill(0xab);
+  for (int64_t c = span.start; c < span.end(); ++c) good.tokens[static_cast<size_t>(c)] = kMediaToken;
+  good.media = {span};
+  const std::string bytes = serialize_session_state(good);
+  uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 8, sizeof(version));
+  ASSERT_EQ(version, kSessionStateMediaVersion);
+  auto parsed = parse_session_state(bytes);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  ASSERT_EQ(parsed->media.size(), 1u);
+  EXPECT_EQ(parsed->media[0].start, 4);
+
+  SessionState nan = good;
+  const uint8_t nan_bytes[2] = {0xff, 0x7f};  // f16 NaN at the first K value of layer 0
+  std::memcpy(nan.kv.data(), nan_bytes, 2);
+  auto r = parse_session_state(serialize_session_state(nan));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("non-finite"), std::string::npos) << r.error().message;
+
+  SessionState ragged = good;
+  ragged.kv.push_back(0);
+  ragged.layer_bytes.back() += 1;
+  r = parse_session_state(serialize_session_state(ragged));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("not a whole number of positions"), std::string::npos) << r.error().message;
+}
+
 // --- over HTTP ---
 
 httplib::Result post(TestServer& s, const std::string& path, const TJson& body) {

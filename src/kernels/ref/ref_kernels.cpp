@@ -6,6 +6,7 @@
 #include "kernels/activations.h"
 #include "kernels/delta_net.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/layer_norm.h"
 #include "kernels/ops.h"
 #include "quant/float.h"
 #include "quant/quant.h"
@@ -147,8 +148,9 @@ void fill_ref_set(KernelSet& s) {
     s.present[slot] = fill_ref_kernels(static_cast<GgmlType>(slot), s.weights[slot]);
   }
   s.rows = ref_row_ops();
-  s.gelu = {gelu_ref, geglu_ref};
+  s.gelu = {gelu_ref, geglu_ref, gelu_quick_ref, geglu_quick_ref};
   s.delta_net = delta_net_ref;
+  s.layer_norm = layer_norm_ref;
 }
 
 }  // namespace sniper::kernels_internal

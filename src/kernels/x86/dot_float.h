@@ -33,6 +33,10 @@ struct Vec16x2 {
   static float reduce(T v) { return hsum_ps(_mm256_add_ps(v.hi, v.lo)); }
   static T load_f32(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
   static T load_f16(const uint16_t* p) { return {_mm256_cvtph_ps(load128(p)), _mm256_cvtph_ps(load128(p + 8))}; }
+  static void store_f32(float* p, T v) {
+    _mm256_storeu_ps(p, v.lo);
+    _mm256_storeu_ps(p + 8, v.hi);
+  }
   static T bf16_odd(const uint16_t* p) {
     const __m256i mask = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
     return {_mm256_castsi256_ps(_mm256_and_si256(load256(p), mask)),

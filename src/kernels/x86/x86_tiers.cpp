@@ -21,8 +21,9 @@ void patch_avx2(KernelSet& s) {
   s.rows = {silu_mul_avx2,  softmax_avx2,        round_fp16_row_avx2, attention_weights_avx2, mad_f32_avx2,
             scale_f32_avx2, mad_f16_avx2,        scale_f16_avx2,      exp_sum_avx2,           widen_f16_avx2,
             gemm_f32_avx2,  widen_f16_cols_avx2, softmax_mad_f32_avx2};
-  s.gelu = {gelu_avx2, geglu_avx2};
+  s.gelu = {gelu_avx2, geglu_avx2, gelu_quick_avx2, geglu_quick_avx2};
   s.delta_net = delta_net_avx2;
+  s.layer_norm = layer_norm_avx2;
   s.attention.kq_iq4_nl = attention_kq_iq4_nl_avx2;
 }
 
@@ -49,8 +50,9 @@ void patch_avx512(const CpuFeatures& features, KernelSet& s) {
   s.rows.widen_f16 = widen_f16_avx512;
   s.rows.gemm_f32 = gemm_f32_avx512;
   s.rows.softmax_mad_f32 = softmax_mad_f32_avx512;
-  s.gelu = {gelu_avx512, geglu_avx512};
+  s.gelu = {gelu_avx512, geglu_avx512, gelu_quick_avx512, geglu_quick_avx512};
   s.delta_net = delta_net_avx512;
+  s.layer_norm = layer_norm_avx512;
   s.attention.kq_q8_0 = attention_kq_q8_0_avx512;
   s.attention.kq_f16 = attention_kq_f16_avx512;
   s.attention.kqv_f16 = attention_kqv_f16_avx512;

@@ -42,4 +42,25 @@ void geglu_avx2(const float* gate, const float* up, float* out, int64_t n) {
   if (i < n) geglu_ref(gate + i, up + i, out + i, n - i);
 }
 
+void gelu_quick_avx2(const float* x, float* y, int64_t n) {
+  const float* table = gelu_quick_table_f32();
+  int64_t i = 0;
+  for (; i + 7 < n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(y + i, _mm256_i32gather_ps(table, _mm256_cvtepu16_epi32(h), 4));
+  }
+  if (i < n) gelu_quick_ref(x + i, y + i, n - i);
+}
+
+void geglu_quick_avx2(const float* gate, const float* up, float* out, int64_t n) {
+  const float* table = gelu_quick_table_f32();
+  int64_t i = 0;
+  for (; i + 7 < n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(gate + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 t = _mm256_i32gather_ps(table, _mm256_cvtepu16_epi32(h), 4);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(t, _mm256_loadu_ps(up + i)));
+  }
+  if (i < n) geglu_quick_ref(gate + i, up + i, out + i, n - i);
+}
+
 }  // namespace sniper::kernels_internal

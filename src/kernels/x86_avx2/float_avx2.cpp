@@ -3,6 +3,7 @@
 // of every vec_dot_type (bit-identical to the `_ref` quantizers).
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_float.h"
+#include "kernels/x86/gemm_float_block.h"
 #include "kernels/x86/isa_policies.h"
 #include "kernels/x86/quantize_acts.h"
 
@@ -20,11 +21,16 @@ using V = x86::Vec16x2;
 
 void patch_float_avx2(KernelTable& t) {
   switch (t.type) {
-    case GgmlType::kF32: set<x86::DotFloatVec<V, x86::LoadF32>, x86::DotFloatTiny<V, x86::LoadF32>>(t); break;
+    case GgmlType::kF32:
+      set<x86::DotFloatVec<V, x86::LoadF32>, x86::DotFloatTiny<V, x86::LoadF32>>(t);
+      // Register blocks of 2 rows x 2 tokens (x86/gemm_float_block.h): DotFloatTiny's bits.
+      t.gemm_batched = &x86::gemm_tiny_block<V, x86::LoadF32, x86::LoadF32, 2, 2>;
+      break;
     case GgmlType::kF16:
       set<x86::DotFloatVec<V, x86::LoadF16>, x86::DotFloatTiny<V, x86::LoadF16>>(t);
+      t.gemm_batched = &x86::gemm_tiny_block<V, x86::LoadF16, x86::LoadF16, 2, 2>;
       t.gemm_wide = &x86::gemm_entry<x86::DotFloatVec<V, x86::LoadF16, x86::LoadF32>>;
-      t.gemm_batched_wide = &x86::gemm_entry<x86::DotFloatTiny<V, x86::LoadF16, x86::LoadF32>>;
+      t.gemm_batched_wide = &x86::gemm_tiny_block<V, x86::LoadF16, x86::LoadF32, 2, 2>;
       break;
     case GgmlType::kBF16: set<x86::DotBF16Vec<V>, x86::DotBF16Tiny<V>>(t); break;
     default: break;

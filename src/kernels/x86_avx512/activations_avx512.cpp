@@ -52,4 +52,25 @@ void geglu_avx512(const float* gate, const float* up, float* out, int64_t n) {
   if (i < n) geglu_ref(gate + i, up + i, out + i, n - i);
 }
 
+void gelu_quick_avx512(const float* x, float* y, int64_t n) {
+  const float* table = gelu_quick_table_f32();
+  int64_t i = 0;
+  for (; i + 15 < n; i += 16) {
+    const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm512_storeu_ps(y + i, _mm512_i32gather_ps(_mm512_cvtepu16_epi32(h), table, 4));
+  }
+  if (i < n) gelu_quick_ref(x + i, y + i, n - i);
+}
+
+void geglu_quick_avx512(const float* gate, const float* up, float* out, int64_t n) {
+  const float* table = gelu_quick_table_f32();
+  int64_t i = 0;
+  for (; i + 15 < n; i += 16) {
+    const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(gate + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 t = _mm512_i32gather_ps(_mm512_cvtepu16_epi32(h), table, 4);
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(t, _mm512_loadu_ps(up + i)));
+  }
+  if (i < n) geglu_quick_ref(gate + i, up + i, out + i, n - i);
+}
+
 }  // namespace sniper::kernels_internal

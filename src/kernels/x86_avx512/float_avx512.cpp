@@ -12,6 +12,7 @@
 
 #include "kernels/kernel_registry.h"
 #include "kernels/x86/dot_float.h"
+#include "kernels/x86/gemm_float_block.h"
 #include "kernels/x86/isa_policies.h"
 #include "kernels/x86/quantize_acts.h"
 
@@ -28,6 +29,7 @@ struct Vec512 {
   static float reduce(T v) { return _mm512_reduce_add_ps(v); }
   static T load_f32(const float* p) { return _mm512_loadu_ps(p); }
   static T load_f16(const uint16_t* p) { return _mm512_cvtph_ps(x86::load256(p)); }
+  static void store_f32(float* p, T v) { _mm512_storeu_ps(p, v); }
   static T bf16_odd(const uint16_t* p) {
     return _mm512_castsi512_ps(
         _mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
@@ -53,11 +55,16 @@ void set(KernelTable& t) {
 
 void patch_float_avx512(KernelTable& t, const CpuFeatures& features) {
   switch (t.type) {
-    case GgmlType::kF32: set<x86::DotFloatVec<Vec512, x86::LoadF32>, x86::DotFloatTiny<Vec512, x86::LoadF32>>(t); break;
+    case GgmlType::kF32:
+      set<x86::DotFloatVec<Vec512, x86::LoadF32>, x86::DotFloatTiny<Vec512, x86::LoadF32>>(t);
+      // Register blocks of 4 rows x 4 tokens (x86/gemm_float_block.h): DotFloatTiny's bits.
+      t.gemm_batched = &x86::gemm_tiny_block<Vec512, x86::LoadF32, x86::LoadF32, 4, 4>;
+      break;
     case GgmlType::kF16:
       set<x86::DotFloatVec<Vec512, x86::LoadF16>, x86::DotFloatTiny<Vec512, x86::LoadF16>>(t);
+      t.gemm_batched = &x86::gemm_tiny_block<Vec512, x86::LoadF16, x86::LoadF16, 4, 4>;
       t.gemm_wide = &x86::gemm_entry<x86::DotFloatVec<Vec512, x86::LoadF16, x86::LoadF32>>;
-      t.gemm_batched_wide = &x86::gemm_entry<x86::DotFloatTiny<Vec512, x86::LoadF16, x86::LoadF32>>;
+      t.gemm_batched_wide = &x86::gemm_tiny_block<Vec512, x86::LoadF16, x86::LoadF32, 4, 4>;
       break;
     case GgmlType::kBF16:
       if (features.avx512bf16) {

@@ -67,6 +67,7 @@ Status finish_qwen35_family(const GgufFile& file, ModelConfig& c, const Qwen35Fa
       return make_error("%srope.dimension_sections sum to %ld but must be in [1, rope.dimension_count / 2 = %ld]",
                         p.c_str(), static_cast<long>(sum), static_cast<long>(c.rope_dims / 2));
     }
+    for (size_t i = 0; i < 4; ++i) c.rope_sections[i] = static_cast<int32_t>((**sections)[i]);
   }
   c.ffn_norm_post_attention = true;
   c.layers.assign(static_cast<size_t>(c.n_layers), LayerPlan{});

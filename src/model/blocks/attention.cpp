@@ -141,7 +141,10 @@ size_t AttentionBlock::scratch_bound(const ModelConfig& c, int64_t max_batch, in
     if (lp.mixer != MixerKind::kAttention || lp.n_kv_heads <= 0) continue;
     const int64_t group = lp.n_heads / lp.n_kv_heads;
     if (lp.sliding_window > 0) {
-      window_floats = std::max(window_floats, window_attention_scratch_floats(lp.head_dim, lp.sliding_window, group));
+      // A widened ring (widen_rings_for_chunks) admits a chunk attending both ways: its tokens see
+      // up to the ring's positions.
+      const int64_t span = lp.ring_slots > 0 ? sliding_ring_slots(lp) : lp.sliding_window;
+      window_floats = std::max(window_floats, window_attention_scratch_floats(lp.head_dim, span, group));
     } else {
       full_hd = std::max(full_hd, lp.head_dim);
       full_group = std::max(full_group, group);
@@ -167,8 +170,12 @@ size_t AttentionBlock::scratch_bytes() const {
   return held_scratch_bytes(*this, scratch_table()) + window_scratch_.size() * sizeof(float) + att_scratch_.size();
 }
 
-void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok) {
+void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok, const ChunkInput& in) {
   // Rotation angles for each position of the chunk, once per rope setting (shared by its layers).
+  // A token's rope position is pos0 + t + in.rope_offset; with in.rope_pos (M-RoPE models: an
+  // image's 2D positions) each pair takes its section's component (rope_angles_multi gives plain
+  // rope's bits when the components are equal).
+  CHECK(in.rope_pos == nullptr || config_.has_mrope(), "2D rope positions for a model without M-RoPE sections");
   const float* factors = has_rope_freqs_ ? f32_data(rope_freqs_) : nullptr;
   for (size_t i = 0; i < ropes_.size(); ++i) {
     const Rope& r = ropes_[i];
@@ -176,8 +183,16 @@ void AttentionBlock::begin_chunk(int64_t pos0, int64_t n_tok) {
     float* cos = rope_cos_.data() + rope_offset_[i];
     float* sin = rope_sin_.data() + rope_offset_[i];
     for (int64_t t = 0; t < n_tok; ++t) {
-      rope_angles(pos0 + t, r.dims, r.base, config_.rope_freq_scale, r.freqs ? factors : nullptr, cos + t * half,
-                  sin + t * half);
+      const float* f = r.freqs ? factors : nullptr;
+      if (in.rope_pos != nullptr) {
+        const int64_t p4[4] = {in.rope_pos[t], in.rope_pos[n_tok + t], in.rope_pos[2 * n_tok + t],
+                               in.rope_pos[3 * n_tok + t]};
+        rope_angles_multi(p4, config_.rope_sections, /*interleaved=*/true, r.dims, r.base, config_.rope_freq_scale, f,
+                          cos + t * half, sin + t * half);
+      } else {
+        rope_angles(pos0 + t + in.rope_offset, r.dims, r.base, config_.rope_freq_scale, f, cos + t * half,
+                    sin + t * half);
+      }
     }
   }
 }
@@ -248,10 +263,10 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
   }
 
   if (lp.sliding_window > 0) {
-    attend_window(lp, kv, slot.index, pos0, n_tok, pool);
+    attend_window(lp, kv, slot.index, pos0, n_tok, io.non_causal, pool);
   } else {
     CHECK(!kv.ring(), "layer %ld: a full-attention layer over a ring", static_cast<long>(layer_idx));
-    attend_full(lp, kv, slot.index, pos0, n_tok, pool);
+    attend_full(lp, kv, slot.index, pos0, n_tok, io.non_causal, pool);
   }
   if (gated) sigmoid_gate(gate_.data(), att_.data(), n_tok * q_dim);
   matmul(lw.wo, att_.data(), io.out, n_tok, io.buffers->act, pool);
@@ -264,12 +279,13 @@ Status AttentionBlock::forward(int64_t layer_idx, const LayerWeights& lw, Sequen
 }
 
 void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                                 ThreadPool& pool) {
+                                 bool non_causal, ThreadPool& pool) {
   // One work item per (tile of tokens, kv head): the query heads sharing a kv head (and, with
   // flash attention, the tokens of a tile) read its K and V once. Items are spread over the pool.
   const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), n_kv_heads = lp.n_kv_heads;
   const AttentionLayout& layout = kv.layout();
-  const AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
+  AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
+  batch.causal = !non_causal;
   const int64_t group = lp.n_heads / n_kv_heads;
   // Items of up to tok_tile tokens of one kv head (tok_tile > 1 where their rows share K/V tiles).
   const int64_t tok_tile = attention_token_tile(layout, batch, group);
@@ -292,24 +308,27 @@ void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t
       // kv head major: consecutive items read the same head's K and V.
       const int64_t kvh = item / n_tiles, t = item % n_tiles * tok_tile, nt = std::min(tok_tile, n_tok - t);
       const int64_t off = t * q_dim + kvh * group * hd;
-      attend_tokens(layout, batch, q_.data() + off, q_dim, k_rows, v_rows, kvh, group, nt, pos0 + t + 1, scale,
-                    att_.data() + off, q_dim, scratch);
+      attend_tokens(layout, batch, q_.data() + off, q_dim, k_rows, v_rows, kvh, group, nt,
+                    batch.causal ? pos0 + t + 1 : pos0 + n_tok, scale, att_.data() + off, q_dim, scratch);
     }
   });
 }
 
 void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                                   ThreadPool& pool) {
-  // One item per (token, kv head, part of its query-head group): kernels/window_attention.h.
+                                   bool non_causal, ThreadPool& pool) {
+  // One item per (token, kv head, part of its query-head group): kernels/window_attention.h. A
+  // non-causal chunk's token t also sees the chunk's later positions (n_tok - 1 - t ahead), as
+  // llama.cpp's window mask lets an image's tokens see each other.
   const AttentionLayout& layout = kv.layout();
   const int64_t hd = lp.head_dim, q_dim = lp.q_dim(), W = lp.sliding_window;
+  const int64_t max_ahead = non_causal ? n_tok - 1 : 0;
   const int64_t group = lp.n_heads / lp.n_kv_heads;
   // Split a group's heads into parts when there are fewer (token, kv head) items than threads.
   const int64_t n_threads = pool.n_threads();
   const int64_t base_items = n_tok * lp.n_kv_heads;
   const int64_t parts = std::min<int64_t>(group, std::max<int64_t>(1, (n_threads + base_items - 1) / base_items));
   const int64_t heads_per_part = (group + parts - 1) / parts;
-  const size_t per_thread = window_attention_scratch_floats(hd, W, heads_per_part);
+  const size_t per_thread = window_attention_scratch_floats(hd, W + max_ahead, heads_per_part);
   if (window_scratch_.size() < per_thread * static_cast<size_t>(n_threads)) {
     window_scratch_.resize(per_thread * static_cast<size_t>(n_threads));
   }
@@ -330,8 +349,9 @@ void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64
       const int64_t nh = std::min(heads_per_part, kvh * group + group - h0);
       if (nh <= 0) continue;
       const int64_t off = t * q_dim + h0 * hd;
-      sniper::attend_window(layout, k_rows, v_rows, kvh, q_.data() + off, nh, pos0 + t, W, scale, att_.data() + off,
-                            scratch, tier);
+      const int64_t ahead = non_causal ? n_tok - 1 - t : 0;
+      sniper::attend_window(layout, k_rows, v_rows, kvh, q_.data() + off, nh, pos0 + t, W, ahead, scale,
+                            att_.data() + off, scratch, tier);
     }
   });
 }

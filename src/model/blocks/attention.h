@@ -8,11 +8,13 @@
 //   qk_norm: q, k = rms(per head) * attn_{q,k}_norm;  v_norm: v = rms(per head) (no weight)
 //   rope(q, k): the layer's rope_dims and rope_base (angles computed once per chunk for each
 //               distinct setting of the layers), theta divided by rope_freqs where rope_freqs
+//               (M-RoPE models: per-token (t, h, w, e) positions from ChunkInput::rope_pos, e.g. an image)
 //   store k, v at the chunk's positions in the layer's KV slot (own-KV layers; a sliding layer's
 //   slot is a ring of sliding_ring_slots positions)
 //   att = softmax(attn_scale * q.K) V: full layers through kernels/attention.h (the reference's
 //         order, any cache layout); sliding layers over the last sliding_window positions through
-//         kernels/window_attention.h
+//         kernels/window_attention.h; a non-causal chunk (BlockIo::non_causal, e.g. an image) also
+//         sees its own later tokens
 //   out = Wo (att [* sigmoid(gate)]);  attn_post_norm: out = rms(out) * post_attention_norm
 // Its sequence state is the layer's KV rows (kKv, or the rows of the layer it shares with).
 // Thread-compatible.
@@ -33,7 +35,7 @@ class AttentionBlock final : public MixerBlock {
   // rope_freqs: the model's optional frequency factors (data null when absent).
   AttentionBlock(const ModelConfig& config, const QTensor& rope_freqs, int64_t max_batch);
 
-  void begin_chunk(int64_t pos0, int64_t n_tok) override;
+  void begin_chunk(int64_t pos0, int64_t n_tok, const ChunkInput& in) override;
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state,
                                const BlockIo& io) override;
   size_t scratch_bytes() const override;
@@ -54,10 +56,11 @@ class AttentionBlock final : public MixerBlock {
 
  private:
   static std::span<const ScratchEntry<AttentionBlock>> scratch_table();
-  void attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
+  // non_causal: every token of the chunk also sees the chunk's later tokens (BlockIo::non_causal).
+  void attend_full(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok, bool non_causal,
                    ThreadPool& pool);
   void attend_window(const LayerPlan& lp, const KvCache& kv, int64_t index, int64_t pos0, int64_t n_tok,
-                     ThreadPool& pool);
+                     bool non_causal, ThreadPool& pool);
 
   const ModelConfig& config_;
   QTensor rope_freqs_;

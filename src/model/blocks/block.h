@@ -61,10 +61,25 @@ struct BlockBuffers {
   ActBuffer act_bufs[3];  // activations reused across weights (ActCache)
 };
 
+// What a forward chunk may carry besides its token ids: media input (engine/media_prompt.h).
+// Positions: token i of a chunk occupies KV cell pos0 + i; its rope position is pos0 + i +
+// rope_offset in every component, or, for M-RoPE models, rope_pos's (t, h, w, e) when given (an
+// image's 2D positions, as llama.cpp's mtmd assigns them). Defaults: a plain text chunk.
+struct ChunkInput {
+  const float* embd = nullptr;        // [n_tok, dim] rows that replace the token embeddings (no embedding
+                                      // scale, as llama.cpp's embedding batches); the tokens given are 0
+                                      // (gemma4's per-layer inputs then read token 0's rows, as llama.cpp)
+  const int32_t* rope_pos = nullptr;  // [4][n_tok] rope positions t, h, w, e (M-RoPE models only)
+  int64_t rope_offset = 0;            // rope position - KV cell for tokens without rope_pos (<= 0)
+  bool non_causal = false;            // the chunk's tokens attend to each other both ways (one forward, never
+                                      // split: an image for gemma4v)
+};
+
 // One call's inputs and outputs, shared by the blocks of every layer.
 struct BlockIo {
   int64_t n_tok = 0;          // tokens of the chunk, 1 <= n_tok <= max_batch
-  int64_t pos0 = 0;           // position of the chunk's first token
+  int64_t pos0 = 0;           // KV cell (position) of the chunk's first token
+  bool non_causal = false;    // ChunkInput::non_causal
   const float* x = nullptr;   // [n_tok, dim] residual stream entering the block (read only)
   const float* xb = nullptr;  // [n_tok, dim] normed input of the block
   float* out = nullptr;       // [n_tok, dim] the block's output
@@ -75,8 +90,9 @@ struct BlockIo {
 class MixerBlock {
  public:
   virtual ~MixerBlock() = default;
-  // Called once per forward, before the first layer (e.g. rope angles for the chunk's positions).
-  virtual void begin_chunk(int64_t pos0, int64_t n_tok) = 0;
+  // Called once per forward, before the first layer (e.g. rope angles for the chunk's positions;
+  // `in` as ChunkInput says).
+  virtual void begin_chunk(int64_t pos0, int64_t n_tok, const ChunkInput& in) = 0;
   // Mixes the chunk's tokens with the layer's sequence state (which it reads and updates) into
   // io.out. Errors only from weight sources.
   [[nodiscard]] virtual Status forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state,

@@ -31,7 +31,7 @@ class DeltaNetBlock final : public MixerBlock {
  public:
   DeltaNetBlock(const ModelConfig& config, int64_t max_batch);
 
-  void begin_chunk(int64_t, int64_t) override {}
+  void begin_chunk(int64_t, int64_t, const ChunkInput&) override {}
   [[nodiscard]] Status forward(int64_t layer_idx, const LayerWeights& lw, SequenceState& state,
                                const BlockIo& io) override;
   size_t scratch_bytes() const override;
