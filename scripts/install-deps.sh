@@ -15,6 +15,15 @@ PACKAGES=(
   libsndfile1-dev libvorbis-dev libsamplerate0-dev
   libstb-dev python3-numpy
   chromium tmux
+  # The aarch64 cross build (preset ci-arm64, cmake/aarch64-linux-gnu.cmake): Debian's cross
+  # compiler, qemu's user-mode emulator for its tests, and the :arm64 builds of the libraries
+  # above (multiarch; they need `dpkg --add-architecture arm64`, done below).
+  g++-aarch64-linux-gnu qemu-user-static
+  libgtest-dev:arm64 libgmock-dev:arm64
+  libicu-dev:arm64 liburing-dev:arm64
+  libcpp-httplib-dev:arm64 libedit-dev:arm64
+  libcurl4-openssl-dev:arm64 libssl-dev:arm64
+  libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64 libstb-dev:arm64
 )
 
 missing=()
@@ -31,6 +40,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
+  # The :arm64 packages come from the same Debian mirror once dpkg knows the architecture; the
+  # :arm64 and native builds of a library must be the same version, so apt may upgrade a native
+  # one to the mirror's current point release.
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then $SUDO dpkg --add-architecture arm64; fi
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

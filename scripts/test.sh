@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs dependencies, builds with warnings as errors and runs every test (ctest).
-# Usage: scripts/test.sh [ci|ci-asan|ci-asan-full|fuzz|release|dev]
-#   (default: the format check (scripts/check-format.sh), ci, then ci-asan for the sanitizer
-#   tests and the fuzzers).
+# Usage: scripts/test.sh [ci|ci-asan|ci-asan-full|ci-arm64|fuzz|release|dev]
+#   (default: the format check (scripts/check-format.sh), ci, ci-arm64, then ci-asan for the
+#   sanitizer tests and the fuzzers).
 # Two builds in CI:
 #   `ci` (GCC, -O3; the tests' own sources at -O1) runs every test but the fuzz corpus replays;
 #   `ci-asan` (Clang, ASan/UBSan at -O1, and -fsanitize=fuzzer-no-link so that the libraries are
@@ -18,6 +18,9 @@
 # The other suites (server, agent, the compute-heavy kernel and synth suites) run only in the GCC
 # build: sanitized, they took half of CI's 38 minutes. `scripts/test.sh ci-asan-full` runs every
 # unit suite sanitized.
+# `ci-arm64` cross-compiles for aarch64 (cmake/aarch64-linux-gnu.cmake) only what its suites need
+# and runs them under qemu-aarch64 -cpu max: the kernel suites, the golden reference test on every
+# aarch64 tier, and a short CLI run (tests/cli/cli_run_test.sh).
 # A fuzzer crash fails the run and leaves its input as build/ci-asan/tests/fuzz/crash-<target>-*:
 # fix the bug and add the input to tests/fuzz/regressions/<target>/ (replayed by ci-asan).
 set -euo pipefail
@@ -43,6 +46,15 @@ run_preset() {
 # meaningless there); with the apps built (ci-asan-full), `ctest --preset ci-asan -L js` runs the
 # node clients against the sanitized binary.
 asan_exclude="golden|cgroup|cli|load|js"
+arm64_targets=(kernel_test matmul_test ops_test attention_test flash_attention_test raw_block_test delta_net_test
+               ssm_conv_test activations_test layer_norm_test iq_repack_kernel_test window_attention_test
+               kernel_bench reference_test sniper_cli)
+arm64_tests='^(kernel_test|matmul_test|ops_test|attention_test|flash_attention_test|raw_block_test|delta_net_test|ssm_conv_test|activations_test|layer_norm_test|iq_repack_kernel_test|window_attention_test|kernel_bench_smoke|reference_test.*|cli_run_test)$'
+run_arm64() {
+  configure ci-arm64
+  cmake --build --preset ci-arm64 -j "$jobs" --target "${arm64_targets[@]}"
+  ctest --preset ci-arm64 -j "$jobs" -R "$arm64_tests"
+}
 if [ $# -ge 1 ]; then
   case "$1" in
     fuzz)
@@ -50,6 +62,7 @@ if [ $# -ge 1 ]; then
       cmake --build --preset ci-asan -j "$jobs" --target sniper_fuzz_targets
       ctest --preset ci-asan -L '^fuzz$' ;;
     ci-asan) run_preset ci-asan -LE "$asan_exclude" ;;
+    ci-arm64) run_arm64 ;;
     ci-asan-full)
       configure ci-asan -DSNIPER_BUILD_APPS=ON -DSNIPER_TEST_ONLY=
       build_and_test ci-asan -LE "$asan_exclude" ;;
@@ -59,4 +72,5 @@ if [ $# -ge 1 ]; then
 fi
 scripts/check-format.sh
 run_preset ci
+run_arm64
 run_preset ci-asan -LE "$asan_exclude"

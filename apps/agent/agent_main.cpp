@@ -23,6 +23,7 @@
 #include "agent/router.h"
 #include "agent/slash_commands.h"
 #include "agent/terminal_render.h"
+#include "base/process_control.h"
 #include "cli/args.h"
 
 #ifndef SNIPER_AGENT_ROUTING_SET
@@ -214,7 +215,7 @@ int agent_main(int argc, char** argv) {
     std::string dir = state_dir();
     std::string log = make_dirs(dir) ? dir + "/serve.log" : "";
     std::fprintf(stderr, "starting sniper serve -m %s ...\n", flags.model_file.c_str());
-    auto started = LocalServer::start("/proc/self/exe", args, 600, log);
+    auto started = LocalServer::start(self_exe_path(), args, 600, log);
     if (!started.ok()) {
       std::fprintf(stderr, "error: %s\n", started.error().message.c_str());
       return 1;

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +13,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "base/process_control.h"
 
 namespace sniper::agent {
 
@@ -104,7 +105,7 @@ Result<std::unique_ptr<LocalServer>> LocalServer::start(const std::string& exe, 
   }
   if (pid == 0) {
     ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    (void)signal_on_parent_exit(SIGTERM);  // the getppid check below covers a parent already gone
     if (::getppid() != parent) _exit(1);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGPIPE, SIG_DFL);

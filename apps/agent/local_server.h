@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A `sniper serve` child process for `sniper agent -m MODEL`: spawned as
 // `<exe> serve -m MODEL --port 0 ...` in its own process group (so Ctrl-C in the agent does not
-// reach it), with PR_SET_PDEATHSIG so it dies with the agent; its ready line
+// reach it), asking the OS to stop it when the agent dies (base/process_control.h); its ready line
 // `sniper serve: listening on http://HOST:PORT/` gives the URL. stderr goes to a log file; stdout
 // is drained after the ready line. The destructor stops it (SIGTERM, then SIGKILL after 5 s).
 // Invariants: a LocalServer object always owns a live-or-reaped child; never two owners.

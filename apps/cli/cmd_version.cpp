@@ -30,22 +30,9 @@ int cmd_version(int argc, char** argv) {
     tiers += std::string(tiers.empty() ? "" : ", ") + isa_tier_name(t) + (t == used ? " (in use)" : "");
   }
   std::printf("kernel tiers on this CPU: %s\n", tiers.c_str());
-  const CpuFeatures& f = cpu_features();
   std::string flags;
-  const std::pair<const char*, bool> named[] = {
-      {"avx2", f.avx2},
-      {"fma", f.fma},
-      {"f16c", f.f16c},
-      {"avx512f", f.avx512f},
-      {"avx512bw", f.avx512bw},
-      {"avx512vl", f.avx512vl},
-      {"avx512dq", f.avx512dq},
-      {"avx512vnni", f.avx512vnni},
-      {"avx512bf16", f.avx512bf16},
-      {"avxvnni", f.avxvnni},
-  };
-  for (const auto& [name, on] : named) {
-    if (on) flags += std::string(flags.empty() ? "" : " ") + name;
+  for (const NamedCpuFeature& f : cpu_feature_list()) {
+    if (f.present) flags += std::string(flags.empty() ? "" : " ") + f.name;
   }
   std::printf("cpu features: %s\n", flags.empty() ? "(none of the SIMD extensions Sniper uses)" : flags.c_str());
   return 0;

@@ -16,6 +16,7 @@
 
 #include "engine/session_state.h"
 #include "gguf/format.h"
+#include "io/page_cache.h"
 #include "remote/sha256.h"
 #include "server/model_sources.h"
 
@@ -64,7 +65,7 @@ std::string hash_files(const std::vector<std::string>& paths, const std::atomic<
       }
       if (n == 0) break;
       sha.update(block.data(), static_cast<size_t>(n));
-      posix_fadvise(fd, at, n, POSIX_FADV_DONTNEED);
+      drop_page_cache(fd, static_cast<uint64_t>(at), static_cast<uint64_t>(n));
       at += n;
     }
     ::close(fd);

@@ -8,9 +8,13 @@
 
 #include "base/check.h"
 
+// The spin-wait hint: PAUSE on x86-64, YIELD on aarch64 (both let a sibling hardware thread run
+// and save power while a worker spins).
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define SNIPER_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+#define SNIPER_PAUSE() __asm__ __volatile__("yield")
 #else
 #define SNIPER_PAUSE() ((void)0)
 #endif

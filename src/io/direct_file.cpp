@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "io/page_cache.h"
 
 namespace sniper {
 
@@ -179,7 +180,7 @@ Status DirectFile::check_unchanged() const {
 void DirectFile::drop_cache(uint64_t offset, uint64_t length) const {
   if (direct_ || length == 0) return;
   // Advisory: failure only means the page cache keeps the pages.
-  (void)posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
+  drop_page_cache(fd_, offset, length);
 }
 
 }  // namespace sniper

@@ -9,6 +9,7 @@
 #include "base/fp16.h"
 #include "kernels/ggml_math.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/kernel_set.h"
 
 namespace sniper {
 
@@ -140,15 +141,7 @@ void geglu_quick_ref(const float* gate, const float* up, float* out, int64_t n) 
 
 float gelu_quick_table_value(uint16_t f16_bits) { return gelu_quick_table().v[f16_bits]; }
 
-const GeluOps& find_gelu_ops(IsaTier tier) {
-  CHECK(tier <= host_best_tier(), "gelu: tier %s is not runnable on this host", isa_tier_name(tier));
-  static const GeluOps kRef = {gelu_ref, geglu_ref, gelu_quick_ref, geglu_quick_ref};
-  static const GeluOps kAvx2 = {kernels_internal::gelu_avx2, kernels_internal::geglu_avx2,
-                                kernels_internal::gelu_quick_avx2, kernels_internal::geglu_quick_avx2};
-  static const GeluOps kAvx512 = {kernels_internal::gelu_avx512, kernels_internal::geglu_avx512,
-                                  kernels_internal::gelu_quick_avx512, kernels_internal::geglu_quick_avx512};
-  return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
-}
+const GeluOps& find_gelu_ops(IsaTier tier) { return get_kernel_set(tier).gelu; }
 
 void gelu(const float* x, float* y, int64_t n) {
   static const GeluOps& ops = find_gelu_ops(selected_tier());

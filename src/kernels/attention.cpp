@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Attention for the query heads of one kv head (see attention.h for the reference engine's order
-// of operations). At the AVX-512 tier the f16 products are the dedicated kernels of
-// x86_avx512/attention_avx512.cpp (K rows widened once per tile, sixteen horizontal sums in one
-// transposed tree, V^T read in L1-sized chunks); otherwise they run through the F16 KernelTable
-// (vec_dot order in `gemm`, tinyBLAS order in `gemm_batched`, their `_wide` forms at the AVX2
-// tier) with the group's heads as the tokens of one gemm call. A q8_0 K's scores run at the
-// AVX-512 tier as x86_avx512/attention_q8_0_avx512.cpp (eight heads per pass over K, two rows
-// per register); other K types through their KernelTable's gemm. Flash attention is
-// kernels/flash_attention.cpp. Every tier gives the same bits.
+// of operations). Where the tier's KernelSet has dedicated f16 products (attention.kq_f16 and
+// kqv_f16; e.g. the AVX-512 tier's, K rows widened once per tile, sixteen horizontal sums in one
+// transposed tree, V^T read in L1-sized chunks) they run; otherwise the products run through
+// the F16 KernelTable (vec_dot order in `gemm`, tinyBLAS order in `gemm_batched`, their `_wide`
+// forms where the tier has them) with the group's heads as the tokens of one gemm call. A q8_0
+// K's scores run through attention.kq_q8_0 where the tier has it (eight heads per pass over K),
+// other K types through their KernelTable's gemm. Flash attention is kernels/flash_attention.cpp.
+// Every tier gives the same bits.
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "kernels/flash_attention.h"
 #include "kernels/hadamard.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/kernel_set.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 
@@ -87,9 +88,9 @@ void scores_converted_k(const AttentionLayout& layout, const float* q, const uin
     kt.quantize_act(qg, s.q + q_row * static_cast<size_t>(g), hd);
   }
   const uint8_t* k = k_rows + layout.head_stride * static_cast<size_t>(kv_head);
-  if (layout.k_type == GgmlType::kQ8_0 && tier >= IsaTier::kAvx512 &&
-      kernels_internal::attention_kq_q8_0_avx512(hd, n_kv, group, k, layout.row_bytes, s.q, q_row, s.scores,
-                                                 s.stride)) {
+  const AttentionKernels& fast = get_kernel_set(tier).attention;
+  if (layout.k_type == GgmlType::kQ8_0 && fast.kq_q8_0 != nullptr &&
+      fast.kq_q8_0(hd, n_kv, group, k, layout.row_bytes, s.q, q_row, s.scores, s.stride)) {
     return;
   }
   kt.gemm(hd, n_kv, group, k, layout.row_bytes, s.q, q_row, s.scores, s.stride);
@@ -236,7 +237,7 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
   const bool wide = kt.gemm_wide != nullptr;
   const bool k_f16 = layout.k_type == GgmlType::kF16;
   const size_t q_row = wide ? sizeof(float) * static_cast<size_t>(hd) : layout.head_bytes;
-  const bool avx512 = tier >= IsaTier::kAvx512;
+  const AttentionKernels& fast = get_kernel_set(tier).attention;
   if (!k_f16) {
     scores_converted_k(layout, q, k_rows, kv_head, group, n_kv, s, tier);
   } else {
@@ -250,9 +251,8 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
     // KQ: one output per cached position and head (mul_mat(k, q): m = n_kv_padded, k = head_dim).
     const size_t head_off = layout.head_stride * static_cast<size_t>(kv_head);
     const bool kq_tiny = batch.batched && hd % 16 == 0 && n_full % 4 == 0;
-    if (!avx512 ||
-        !kernels_internal::attention_kq_f16_avx512(hd, n_kv, group, k_rows + head_off, layout.row_bytes,
-                                                   reinterpret_cast<const float*>(s.q), s.scores, s.stride, kq_tiny)) {
+    if (fast.kq_f16 == nullptr || !fast.kq_f16(hd, n_kv, group, k_rows + head_off, layout.row_bytes,
+                                               reinterpret_cast<const float*>(s.q), s.scores, s.stride, kq_tiny)) {
       const auto kq = wide ? (kq_tiny ? kt.gemm_batched_wide : kt.gemm_wide) : (kq_tiny ? kt.gemm_batched : kt.gemm);
       kq(hd, n_kv, group, k_rows + head_off, layout.row_bytes, s.q, q_row, s.scores, s.stride);
     }
@@ -282,14 +282,13 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
   const size_t vt_row_bytes = layout.vt_row_bytes;
   const uint8_t* vt = v_rows + vt_row_bytes * static_cast<size_t>(hd * kv_head);
   const size_t p_row = (wide ? sizeof(float) : sizeof(fp16_t)) * static_cast<size_t>(s.stride);
-  if (avx512) {  // tinyBLAS order: n_dot % 16 == 0 (kqv_tiny)
+  if (fast.kqv_f16 != nullptr) {  // tinyBLAS order: n_dot % 16 == 0 (kqv_tiny)
     // vec_dot order: the kernel runs the main loop (whole steps of 64); the rest is
     // ggml_vec_dot_f16's scalar tail, which only the last positions of a context whose size is
     // not a multiple of 64 reach.
     const int64_t n_main = kqv_tiny ? n_dot : n_dot - n_dot % 64;
     if (n_main > 0) {
-      kernels_internal::attention_kqv_f16_avx512(n_main, hd, group, vt, vt_row_bytes, s.weights, s.stride, out, s.state,
-                                                 kqv_tiny);
+      fast.kqv_f16(n_main, hd, group, vt, vt_row_bytes, s.weights, s.stride, out, s.state, kqv_tiny);
     } else {
       std::fill(out, out + group * hd, 0.0f);  // the main loop's (0 + 0) + (0 + 0), reduced
     }

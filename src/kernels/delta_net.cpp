@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "kernels/ggml_math.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/kernel_set.h"
 
 namespace sniper {
 
@@ -56,11 +57,7 @@ void delta_net_ref(const DeltaNetArgs& a, int64_t head_begin, int64_t head_end) 
   }
 }
 
-DeltaNetFn find_delta_net(IsaTier tier) {
-  CHECK(tier <= host_best_tier(), "delta_net: tier %s is not runnable on this host", isa_tier_name(tier));
-  if (tier >= IsaTier::kAvx512) return kernels_internal::delta_net_avx512;
-  return tier >= IsaTier::kAvx2 ? kernels_internal::delta_net_avx2 : delta_net_ref;
-}
+DeltaNetFn find_delta_net(IsaTier tier) { return get_kernel_set(tier).delta_net; }
 
 void delta_net(const DeltaNetArgs& a, int64_t head_begin, int64_t head_end) {
   static const DeltaNetFn fn = find_delta_net(selected_tier());

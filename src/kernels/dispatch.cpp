@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Builds the KernelTables once (first use): for every supported weight type and every tier the
-// host can run, start from the ref entries and let each ISA tier up to that tier overwrite the
-// entries it implements. Lookups afterwards are lock-free reads of immutable tables.
+// Builds the KernelSets once (first use): the ref tier's from the scalar entries, then for every
+// tier the host can run, lowest first, a copy of the tier below patched by the architecture's
+// code for that tier (kernel_registry.h), so entries a tier does not implement fall back to the
+// tier below. Lookups afterwards are lock-free reads of immutable sets.
+#include <memory>
 #include <mutex>
 
 #include "base/check.h"
 #include "base/log.h"
 #include "kernels/kernel_registry.h"
-#include "kernels/kernels.h"
+#include "kernels/kernel_set.h"
 
 namespace sniper {
 
@@ -16,64 +18,70 @@ namespace {
 constexpr int kTypeSlots = static_cast<int>(kGgmlTypeSlots);  // GgmlType values are below it
 constexpr int kTiers = 3;
 
-struct Tables {
-  KernelTable table[kTiers][kTypeSlots] = {};
-  bool present[kTiers][kTypeSlots] = {};
-  QuantizeActFn act_quantizer[kTiers][kTypeSlots] = {};
+struct Sets {
+  KernelSet set[kTiers];
 };
 
-Tables build_tables() {
-  Tables tabs;
+// The activation quantizers of a set: for each activation type, the quantize_act entry of the
+// first weight type (by GgmlType value) that consumes it.
+void fill_act_quantizers(KernelSet& s) {
+  for (int slot = 0; slot < kTypeSlots; ++slot) s.act_quantizer[slot] = nullptr;
+  for (int slot = 0; slot < kTypeSlots; ++slot) {
+    if (!s.present[slot]) continue;
+    const KernelTable& t = s.weights[slot];
+    CHECK(t.dequant_row && t.quantize_act && t.vec_dot && t.gemm, "incomplete kernel table for type %d", slot);
+    const int act_slot = static_cast<int>(t.vec_dot_type);
+    CHECK(act_slot < kTypeSlots, "activation type %d out of range", act_slot);
+    if (s.act_quantizer[act_slot] == nullptr) s.act_quantizer[act_slot] = t.quantize_act;
+  }
+}
+
+std::unique_ptr<Sets> build_sets() {
+  auto sets = std::make_unique<Sets>();
   const int best = static_cast<int>(host_best_tier());
   const CpuFeatures& features = cpu_features();
-  for (int slot = 0; slot < kTypeSlots; ++slot) {
-    const auto type = static_cast<GgmlType>(slot);
-    if (find_memory_type_info(static_cast<uint32_t>(slot)) == nullptr) continue;
-    for (int tier = 0; tier <= best; ++tier) {
-      KernelTable t{};
-      if (!kernels_internal::fill_ref_kernels(type, t)) break;
-      if (tier >= static_cast<int>(IsaTier::kAvx2)) {
-        kernels_internal::patch_q32_avx2(t);
-        kernels_internal::patch_kquants_avx2(t);
-        kernels_internal::patch_float_avx2(t);
-        kernels_internal::patch_iquants_avx2(t);
-      }
-      if (tier >= static_cast<int>(IsaTier::kAvx512)) {
-        kernels_internal::patch_q32_avx512(t);
-        kernels_internal::patch_kquants_avx512(t);
-        kernels_internal::patch_float_avx512(t, features);
-        kernels_internal::patch_iquants_avx512(t);
-        if (features.avx512vbmi) kernels_internal::patch_iquants_avx512vbmi(t);
-      }
-      t.tier = static_cast<IsaTier>(tier);
-      CHECK(t.dequant_row && t.quantize_act && t.vec_dot && t.gemm, "incomplete kernel table for type %d", slot);
-      tabs.table[tier][slot] = t;
-      tabs.present[tier][slot] = true;
-      const int act_slot = static_cast<int>(t.vec_dot_type);
-      CHECK(act_slot < kTypeSlots, "activation type %d out of range", act_slot);
-      if (tabs.act_quantizer[tier][act_slot] == nullptr) tabs.act_quantizer[tier][act_slot] = t.quantize_act;
+  for (int tier = 0; tier <= best; ++tier) {
+    KernelSet& s = sets->set[tier];
+    if (tier == 0) {
+      kernels_internal::fill_ref_set(s);
+    } else {
+      s = sets->set[tier - 1];
+      s.tier = static_cast<IsaTier>(tier);
+      kernels_internal::patch_arch_tier(s.tier, features, s);
     }
+    for (int slot = 0; slot < kTypeSlots; ++slot) {
+      if (s.present[slot]) s.weights[slot].tier = s.tier;
+    }
+    CHECK(s.rows.softmax && s.gelu.gelu && s.delta_net && s.layer_norm, "incomplete kernel set at tier %s",
+          isa_tier_name(s.tier));
+    fill_act_quantizers(s);
   }
-  return tabs;
+  return sets;
 }
 
-const Tables& tables() {
-  static const Tables tabs = build_tables();
-  return tabs;
-}
-
-bool valid(uint32_t slot, IsaTier tier) {
-  return slot < kTypeSlots && static_cast<int>(tier) >= 0 && tier <= host_best_tier();
+const Sets& sets() {
+  static const std::unique_ptr<Sets> all = build_sets();
+  return *all;
 }
 
 }  // namespace
 
+const KernelSet* find_kernel_set(IsaTier tier) {
+  if (static_cast<int>(tier) < 0 || tier > host_best_tier()) return nullptr;
+  return &sets().set[static_cast<int>(tier)];
+}
+
+const KernelSet& get_kernel_set(IsaTier tier) {
+  const KernelSet* s = find_kernel_set(tier);
+  CHECK(s != nullptr, "ISA tier %s is not runnable on this host", isa_tier_name(tier));
+  return *s;
+}
+
 const KernelTable* find_kernels(GgmlType type, IsaTier tier) {
   const auto slot = static_cast<uint32_t>(type);
-  if (!valid(slot, tier)) return nullptr;
-  const Tables& tabs = tables();
-  const int ti = static_cast<int>(tier);
-  return tabs.present[ti][slot] ? &tabs.table[ti][slot] : nullptr;
+  const KernelSet* s = find_kernel_set(tier);
+  if (s == nullptr || slot >= kGgmlTypeSlots) return nullptr;
+  return s->present[slot] ? &s->weights[slot] : nullptr;
 }
 
 const KernelTable& get_kernels(GgmlType type) {
@@ -87,8 +95,9 @@ const KernelTable& get_kernels(GgmlType type) {
 
 QuantizeActFn find_act_quantizer(GgmlType act_type, IsaTier tier) {
   const auto slot = static_cast<uint32_t>(act_type);
-  if (!valid(slot, tier)) return nullptr;
-  return tables().act_quantizer[static_cast<int>(tier)][slot];
+  const KernelSet* s = find_kernel_set(tier);
+  if (s == nullptr || slot >= kGgmlTypeSlots) return nullptr;
+  return s->act_quantizer[slot];
 }
 
 }  // namespace sniper

@@ -10,6 +10,7 @@
 #include "kernels/flash_attention_tiled.h"
 #include "kernels/hadamard.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/kernel_set.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "quant/iq4_nl.h"
@@ -120,9 +121,8 @@ struct FlashCall {
   const RowOps& ops;
   FlashScratch s;
   size_t q_row;
-  bool avx2;  // tier >= AVX2 (the iq4_nl K scores)
-  bool avx512;
-  bool kq_f16_wide;
+  const AttentionKernels& fast;  // the tier's dedicated K-score products (nullptr: the gemm path)
+  bool kq_f16_wide;              // f16 K through fast.kq_f16 (the query widened once per row)
   int64_t group;
   const uint8_t* k;  // this kv head's K rows
   const uint8_t* v;  // this kv head's V rows
@@ -149,16 +149,13 @@ void run_chunk(const FlashCall& f, int64_t c_begin, int64_t c_end, int64_t n_tok
     const uint8_t* qq = s.qq + f.q_row * static_cast<size_t>(r0);
     float* scores = s.scores + r0 * kTile;
     bool done = false;
-    if (layout.k_type == GgmlType::kQ8_0 && f.avx512) {
-      done =
-          kernels_internal::attention_kq_q8_0_avx512(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
+    if (layout.k_type == GgmlType::kQ8_0 && f.fast.kq_q8_0 != nullptr) {
+      done = f.fast.kq_q8_0(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
     } else if (f.kq_f16_wide) {
-      done =
-          kernels_internal::attention_kq_f16_avx512(hd, nt, n_live, kt, layout.row_bytes, s.qf + r0 * hd, scores, kTile,
-                                                    /*tiny=*/false);
+      done = f.fast.kq_f16(hd, nt, n_live, kt, layout.row_bytes, s.qf + r0 * hd, scores, kTile, /*tiny=*/false);
     }
-    if (!done && layout.k_type == GgmlType::kIQ4_NL && f.avx2 && hd <= 512) {
-      kernels_internal::attention_kq_iq4_nl_avx2(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
+    if (!done && layout.k_type == GgmlType::kIQ4_NL && f.fast.kq_iq4_nl != nullptr && hd <= 512) {
+      f.fast.kq_iq4_nl(hd, nt, n_live, kt, layout.row_bytes, qq, f.q_row, scores, kTile);
       done = true;
     }
     if (!done && layout.k_type == GgmlType::kIQ4_NL) {
@@ -294,16 +291,15 @@ void flash_attend_tokens(const AttentionLayout& layout, const AttentionBatch& ba
     return;
   }
   const int64_t hd = layout.head_dim, rows = n_tok * group;
-  const bool avx512 = tier >= IsaTier::kAvx512;
+  const AttentionKernels& fast = get_kernel_set(tier).attention;
   FlashCall f{layout,
               *find_kernels(layout.k_type, tier),
               *find_kernels(layout.v_type, tier),
               find_row_ops(tier),
               carve(layout, rows, scratch),
               q_row_bytes(layout),
-              tier >= IsaTier::kAvx2,
-              avx512,
-              avx512 && layout.k_type == GgmlType::kF16,
+              fast,
+              fast.kq_f16 != nullptr && layout.k_type == GgmlType::kF16,
               group,
               k_rows + layout.head_stride * static_cast<size_t>(kv_head),
               v_rows + layout.v_head_stride * static_cast<size_t>(kv_head),

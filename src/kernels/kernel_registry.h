@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
-// Internal to kernels/: how dispatch.cpp assembles a KernelTable. The ref tier fills every entry
-// from the scalar `_ref` codecs; each ISA translation unit then overwrites the entries it
-// implements for the table's weight type (by t.type) or activation type (by t.vec_dot_type),
-// leaving the others as they were (that is the "fill gaps from lower tiers" rule).
-// Callers must only invoke an ISA's patch function on a host that supports that ISA.
+// Internal to kernels/: how dispatch.cpp assembles the KernelSets (kernels/kernel_set.h). The ref
+// tier fills every entry from the scalar `_ref` codecs; each tier above starts from the tier
+// below, and its architecture's patch_arch_tier lets each ISA translation unit overwrite the
+// entries it implements, for a table's weight type (by t.type) or activation type (by
+// t.vec_dot_type), leaving the others as they were (that is the "fill gaps from lower tiers"
+// rule). Callers must only invoke an ISA's patch function on a host that supports that ISA.
+// Below the dispatch hooks: the x86 kernels those patches name.
 #pragma once
 
 #include "base/cpu_features.h"
 #include "kernels/delta_net.h"
+#include "kernels/kernel_set.h"
 #include "kernels/kernels.h"
 
 namespace sniper::kernels_internal {
@@ -15,6 +18,18 @@ namespace sniper::kernels_internal {
 // Fills every entry of t for weight type `type` with the reference kernels. Returns false when
 // the type has no reference codec (unsupported weight type).
 [[nodiscard]] bool fill_ref_kernels(GgmlType type, KernelTable& t);
+
+// The ref tier's KernelSet (ref/ref_kernels.cpp): every weight type's reference table, the scalar
+// row operations (ref_row_ops(), kernels/ops.cpp), GELU and delta net, no attention fast paths.
+// Leaves the activation quantizers to dispatch.cpp.
+void fill_ref_set(KernelSet& s);
+const RowOps& ref_row_ops();
+
+// The target architecture's tiers above ref, one file per architecture (x86/x86_tiers.cpp,
+// arm/arm_tiers.cpp): patches s, a copy of the set of the tier below `tier`, with the entries
+// `tier` implements (`features` decides optional extensions). dispatch.cpp calls it only for
+// tiers the host runs, lowest first.
+void patch_arch_tier(IsaTier tier, const CpuFeatures& features, KernelSet& s);
 
 // AVX2 tier (x86_avx2/).
 void patch_q32_avx2(KernelTable& t);      // Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL

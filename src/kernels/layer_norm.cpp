@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "kernels/ggml_math.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/kernel_set.h"
 
 namespace sniper {
 
@@ -40,12 +41,7 @@ void layer_norm_ref(const float* x, const float* w, const float* b, float* out, 
   }
 }
 
-LayerNormFn find_layer_norm(IsaTier tier) {
-  CHECK(tier <= host_best_tier(), "layer_norm: tier %s is not runnable on this host", isa_tier_name(tier));
-  return tier >= IsaTier::kAvx512 ? kernels_internal::layer_norm_avx512
-         : tier >= IsaTier::kAvx2 ? kernels_internal::layer_norm_avx2
-                                  : layer_norm_ref;
-}
+LayerNormFn find_layer_norm(IsaTier tier) { return get_kernel_set(tier).layer_norm; }
 
 void layer_norm(const float* x, const float* w, const float* b, float* out, int64_t n, float eps) {
   static const LayerNormFn fn = find_layer_norm(selected_tier());

@@ -9,6 +9,7 @@
 #include "base/fp16.h"
 #include "kernels/ggml_math.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/kernel_set.h"
 #include "quant/q8_0.h"
 
 namespace sniper {
@@ -232,27 +233,17 @@ void softmax_mad_f32_ref(float* acc, float* m, float* sum, const float* scores, 
   }
 }
 
-const RowOps& find_row_ops(IsaTier tier) {
-  CHECK(tier <= host_best_tier(), "row ops: tier %s is not runnable on this host", isa_tier_name(tier));
+namespace kernels_internal {
+const RowOps& ref_row_ops() {
   static const RowOps kRef = {silu_mul_ref,       softmax_ref,   round_fp16_row_ref, attention_weights_ref,
                               mad_f32_ref,        scale_f32_ref, mad_f16_ref,        scale_f16_ref,
                               exp_sum_ref,        widen_f16_ref, gemm_f32_ref,       widen_f16_cols_ref,
                               softmax_mad_f32_ref};
-  static const RowOps kAvx512 = {kernels_internal::silu_mul_avx512,       kernels_internal::softmax_avx512,
-                                 kernels_internal::round_fp16_row_avx512, kernels_internal::attention_weights_avx512,
-                                 kernels_internal::mad_f32_avx512,        kernels_internal::scale_f32_avx512,
-                                 kernels_internal::mad_f16_avx512,        kernels_internal::scale_f16_avx512,
-                                 kernels_internal::exp_sum_avx512,        kernels_internal::widen_f16_avx512,
-                                 kernels_internal::gemm_f32_avx512,       kernels_internal::widen_f16_cols_avx2,
-                                 kernels_internal::softmax_mad_f32_avx512};
-  static const RowOps kAvx2 = {
-      kernels_internal::silu_mul_avx2,          kernels_internal::softmax_avx2,   kernels_internal::round_fp16_row_avx2,
-      kernels_internal::attention_weights_avx2, kernels_internal::mad_f32_avx2,   kernels_internal::scale_f32_avx2,
-      kernels_internal::mad_f16_avx2,           kernels_internal::scale_f16_avx2, kernels_internal::exp_sum_avx2,
-      kernels_internal::widen_f16_avx2,         kernels_internal::gemm_f32_avx2,  kernels_internal::widen_f16_cols_avx2,
-      kernels_internal::softmax_mad_f32_avx2};
-  return tier >= IsaTier::kAvx512 ? kAvx512 : tier >= IsaTier::kAvx2 ? kAvx2 : kRef;
+  return kRef;
 }
+}  // namespace kernels_internal
+
+const RowOps& find_row_ops(IsaTier tier) { return get_kernel_set(tier).rows; }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   static const RowOps& ops = find_row_ops(selected_tier());

@@ -19,6 +19,7 @@
 #include "base/huge_pages.h"
 #include "base/split_offset.h"
 #include "base/thread_pool.h"
+#include "io/page_cache.h"
 #include "quant/iq_repack.h"
 
 #include "base/check.h"
@@ -33,7 +34,7 @@ constexpr size_t kReadChunkBytes = size_t{64} << 20;
 constexpr size_t kRepackChunkBytes = size_t{4} << 20;
 // Bytes past each read that its page-cache drop also covers: more than the kernel readahead
 // window (read_ahead_kb, 8 MiB on the dev VM) plus the window it may be reading asynchronously.
-constexpr off_t kReadaheadDropBytes = off_t{32} << 20;
+constexpr uint64_t kReadaheadDropBytes = uint64_t{32} << 20;
 constexpr int kMaxLoadThreads = 4;  // each holds up to a chunk plus readahead of page cache
 
 class Fd {
@@ -116,7 +117,7 @@ Status read_tensors(const std::vector<Fd>& fds, const GgufFile& gguf, const std:
       // drop reaches past the read over what readahead may have cached beyond it: when the
       // next bytes belong to streamed tensors nothing else drops them before the end, and a
       // dense model under a 2 GiB cap held 390 MB of such pages.
-      posix_fadvise(fd, static_cast<off_t>(at), got + kReadaheadDropBytes, POSIX_FADV_DONTNEED);
+      drop_page_cache(fd, at, static_cast<uint64_t>(got) + kReadaheadDropBytes);
       got_total += static_cast<size_t>(got);
       if (progress) {
         const std::lock_guard<std::mutex> lock(progress_mu);
@@ -223,7 +224,7 @@ Result<std::unique_ptr<WeightStore>> WeightStore::open(const GgufFile& gguf, Res
     SNIPER_TRY(read_tensors(fds, gguf, place, store->base_, progress));
     // And whatever else of the file is cached (e.g. from writing it): a memory-capped run, and a
     // baseline run after it, must not be served from pages that nobody paid for.
-    for (const Fd& fd : fds) posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+    for (const Fd& fd : fds) drop_page_cache(fd.get(), 0, 0);
     for (size_t i = 0; i < infos.size(); ++i) {
       if (place[i].local != UINT64_MAX) data[i] = store->base_ + place[i].local;
       if (place[i].repacked) ++store->n_repacked_;

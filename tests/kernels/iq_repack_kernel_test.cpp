@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -22,19 +23,17 @@ namespace {
 constexpr GgmlType kSources[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS,
                                  GgmlType::kIQ3_S,   GgmlType::kIQ1_S,  GgmlType::kIQ1_M, GgmlType::kTQ1_0};
 
-// The AVX-512 table of `type` as a host without AVX512_VBMI builds it (kernels/dispatch.cpp).
+// The AVX-512 table of `type` as a host without AVX512_VBMI builds it: the dispatch record's
+// steps (kernels/dispatch.cpp) with that feature cleared.
 KernelTable avx512_without_vbmi(GgmlType type) {
-  KernelTable t{};
-  EXPECT_TRUE(kernels_internal::fill_ref_kernels(type, t));
-  kernels_internal::patch_q32_avx2(t);
-  kernels_internal::patch_kquants_avx2(t);
-  kernels_internal::patch_float_avx2(t);
-  kernels_internal::patch_iquants_avx2(t);
-  kernels_internal::patch_q32_avx512(t);
-  kernels_internal::patch_kquants_avx512(t);
-  kernels_internal::patch_float_avx512(t, cpu_features());
-  kernels_internal::patch_iquants_avx512(t);
-  return t;
+  CpuFeatures features = cpu_features();
+  features.avx512vbmi = false;
+  auto set = std::make_unique<KernelSet>();
+  kernels_internal::fill_ref_set(*set);
+  kernels_internal::patch_arch_tier(IsaTier::kAvx2, features, *set);
+  kernels_internal::patch_arch_tier(IsaTier::kAvx512, features, *set);
+  EXPECT_TRUE(set->present[static_cast<size_t>(type)]);
+  return set->weights[static_cast<size_t>(type)];
 }
 
 void check_table(const KernelTable& k, GgmlType source, const char* what) {

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The ref tier: KernelTable entries that wrap the scalar `_ref` codecs of quant/ (through the
-// type-generic quant.h entry points), plus a plain row-by-token gemm loop. These define the
-// correct results every ISA tier is tested against.
+// type-generic quant.h entry points), plus a plain row-by-token gemm loop, and the ref tier's
+// KernelSet around them. These define the correct results every ISA tier is tested against.
 #include "base/check.h"
+#include "kernels/activations.h"
+#include "kernels/delta_net.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/layer_norm.h"
+#include "kernels/ops.h"
 #include "quant/float.h"
 #include "quant/quant.h"
 
@@ -134,6 +138,19 @@ bool fill_ref_kernels(GgmlType type, KernelTable& t) {
 #undef SNIPER_REF_CASE
     default: return false;
   }
+}
+
+void fill_ref_set(KernelSet& s) {
+  s = KernelSet{};
+  s.tier = IsaTier::kRef;
+  for (uint32_t slot = 0; slot < kGgmlTypeSlots; ++slot) {
+    if (find_memory_type_info(slot) == nullptr) continue;
+    s.present[slot] = fill_ref_kernels(static_cast<GgmlType>(slot), s.weights[slot]);
+  }
+  s.rows = ref_row_ops();
+  s.gelu = {gelu_ref, geglu_ref, gelu_quick_ref, geglu_quick_ref};
+  s.delta_net = delta_net_ref;
+  s.layer_norm = layer_norm_ref;
 }
 
 }  // namespace sniper::kernels_internal
