@@ -13,6 +13,7 @@ PACKAGES=(
   libcurl4-openssl-dev libssl-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
   libstb-dev python3-numpy
+  libopenmpi-dev openmpi-bin
   chromium tmux
 )
 
