@@ -13,6 +13,8 @@ option(SNIPER_E2E_TESTS "Build the end-to-end tests (label golden)" ON)
 # Seconds each libFuzzer target runs under ctest (label fuzz, tests/fuzz); scripts/test.sh sets it for
 # every preset, so it lives here, where a build without the fuzz targets still reads it.
 set(SNIPER_FUZZ_SECONDS 20 CACHE STRING "seconds each libFuzzer target runs under ctest (label fuzz)")
+set(SNIPER_FUZZ_SEED 1 CACHE STRING
+    "libFuzzer -seed for the ctest fuzz runs: fixed so that a CI failure replays on any machine; 0 draws a new seed per run")
 # A ;-list of unit tests to build instead of all of them (CI's sanitizer stage, preset ci-asan:
 # the suites that handle untrusted bytes, files and buffers' lifetimes; the GCC stage runs all).
 set(SNIPER_TEST_ONLY "" CACHE STRING "build only these sniper_add_test suites (empty: all)")

@@ -11,8 +11,10 @@
 #   agent (SNIPER_BUILD_APPS=OFF), runs again the unit suites that parse untrusted bytes or own
 #   buffers, files and state (the preset's SNIPER_TEST_ONLY list), replays every fuzz target's corpus
 #   and regression inputs, and runs each libFuzzer target (label fuzz) for SNIPER_FUZZ_SECONDS
-#   (default 15) from its checked-in corpus (tests/fuzz/CMakeLists.txt). The fuzz targets compile
-#   the server's request, JSON and chat-template parsers themselves, so those run under ASan too.
+#   (default 15) from its checked-in corpus with libFuzzer seed SNIPER_FUZZ_SEED (default 1, so a
+#   failure replays anywhere; 0: a new seed each run; tests/fuzz/CMakeLists.txt). The fuzz targets
+#   compile the server's request, JSON and chat-template parsers themselves, so those run under
+#   ASan too.
 # The other suites (server, agent, the compute-heavy kernel and synth suites) run only in the GCC
 # build: sanitized, they took half of CI's 38 minutes. `scripts/test.sh ci-asan-full` runs every
 # unit suite sanitized.
@@ -24,7 +26,8 @@ scripts/install-deps.sh
 jobs=$(nproc)
 configure() {
   local preset=$1; shift
-  cmake --preset "$preset" -DSNIPER_FUZZ_SECONDS="${SNIPER_FUZZ_SECONDS:-15}" "$@" >/dev/null
+  cmake --preset "$preset" -DSNIPER_FUZZ_SECONDS="${SNIPER_FUZZ_SECONDS:-15}" \
+    -DSNIPER_FUZZ_SEED="${SNIPER_FUZZ_SEED:-1}" "$@" >/dev/null
 }
 build_and_test() {
   local preset=$1; shift

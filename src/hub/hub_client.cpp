@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "base/check.h"
+#include "remote/curl_common.h"
 #include "remote/sha256.h"
 
 namespace sniper::hub {
@@ -25,27 +26,6 @@ namespace {
 constexpr size_t kMaxBodyBytes = size_t{64} << 20;  // a tree listing page is far smaller
 constexpr size_t kMaxErrorBodyBytes = 4096;
 constexpr size_t kHashChunkBytes = size_t{4} << 20;
-
-void init_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { CHECK(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK, "curl_global_init failed"); });
-}
-
-// Percent-encodes every byte but unreserved ones and '/' (paths keep their separators).
-std::string url_encode_path(const std::string& s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 std::string trim(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
@@ -291,7 +271,8 @@ Status HubClient::check_target(const std::string& url, const char* what) const {
 }
 
 std::string HubClient::file_url(const std::string& repo, const std::string& file) const {
-  return config_.endpoint + "/" + repo + "/resolve/" + config_.revision + "/" + url_encode_path(file);
+  return config_.endpoint + "/" + repo + "/resolve/" + config_.revision + "/" +
+         percent_encode(file, /*keep_slash=*/true);
 }
 
 Status HubClient::perform_once(Exchange& ex, const std::string& url, bool with_token) {

@@ -20,50 +20,10 @@ namespace sniper {
 
 void quantize_row_q4_K_ref(const float* x, BlockQ4_K* y, int64_t n) {
   const int64_t nb = block_count(n, kQ4_KBlockSize, "quantize_row_q4_K_ref");
-  constexpr int kGroups = kQ4_KBlockSize / 32;
   uint8_t L[kQ4_KBlockSize];
-  uint8_t Laux[32];
-  float weights[32];
-  float mins[kGroups];
-  float scales[kGroups];
 
   for (int64_t i = 0; i < nb; ++i, x += kQ4_KBlockSize) {
-    float max_scale = 0.0f;
-    float max_min = 0.0f;
-    for (int j = 0; j < kGroups; ++j) {
-      float sum_x2 = 0.0f;
-      for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
-      const float av_x = std::sqrt(sum_x2 / 32);
-      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-      scales[j] = make_qkx2_quants(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -1.0f, 0.1f, 20, false);
-      max_scale = std::max(max_scale, scales[j]);
-      max_min = std::max(max_min, mins[j]);
-    }
-
-    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
-    std::memset(y[i].scales, 0, sizeof(y[i].scales));
-    for (int j = 0; j < kGroups; ++j) {
-      // ggml narrows nearest_int to uint8_t before clamping to 63.
-      const uint8_t ls = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[j])));
-      const uint8_t lm = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_min * mins[j])));
-      set_scale_min_k4(j, ls, lm, y[i].scales);
-    }
-    y[i].d = fp32_to_fp16(max_scale / 63.0f);
-    y[i].dmin = fp32_to_fp16(max_min / 63.0f);
-
-    for (int j = 0; j < kGroups; ++j) {
-      uint8_t sc;
-      uint8_t m;
-      get_scale_min_k4(j, y[i].scales, &sc, &m);
-      const float d = fp16_to_fp32(y[i].d) * static_cast<float>(sc);
-      if (d == 0.0f) continue;
-      const float dm = fp16_to_fp32(y[i].dmin) * static_cast<float>(m);
-      for (int ii = 0; ii < 32; ++ii) {
-        const int l = nearest_int((x[32 * j + ii] + dm) / d);
-        L[32 * j + ii] = static_cast<uint8_t>(std::max(0, std::min(15, l)));
-      }
-    }
+    quantize_scale_min_super_block(x, 15, -1.0f, 20, y[i].scales, &y[i].d, &y[i].dmin, L);
 
     uint8_t* q = y[i].qs;
     for (int j = 0; j < kQ4_KBlockSize; j += 64) {

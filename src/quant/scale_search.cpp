@@ -9,6 +9,7 @@
 
 #include "base/fp16.h"
 #include "quant/iq4_values.h"
+#include "quant/k_scales.h"
 #include "quant/rounding.h"
 
 namespace sniper {
@@ -339,6 +340,51 @@ void make_iq4_quants(int super_block_size, const float* x, uint16_t* dh, uint8_t
   for (int i = 0; i < super_block_size / 32; ++i) {
     for (int j = 0; j < 16; ++j) {
       q4[16 * i + j] = static_cast<uint8_t>(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
+    }
+  }
+}
+
+void quantize_scale_min_super_block(const float* x, int nmax, float rmin, int nstep, uint8_t* scales12, fp16_t* d,
+                                    fp16_t* dmin, uint8_t* L) {
+  constexpr int kGroups = 8;
+  uint8_t Laux[32];
+  float weights[32];
+  float mins[kGroups];
+  float scales[kGroups];
+  float max_scale = 0.0f;
+  float max_min = 0.0f;
+  for (int j = 0; j < kGroups; ++j) {
+    float sum_x2 = 0.0f;
+    for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+    scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, false);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+
+  const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+  std::memset(scales12, 0, 12);
+  for (int j = 0; j < kGroups; ++j) {
+    // ggml narrows nearest_int to uint8_t before clamping to 63.
+    const uint8_t ls = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[j])));
+    const uint8_t lm = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_min * mins[j])));
+    set_scale_min_k4(j, ls, lm, scales12);
+  }
+  *d = fp32_to_fp16(max_scale / 63.0f);
+  *dmin = fp32_to_fp16(max_min / 63.0f);
+
+  for (int j = 0; j < kGroups; ++j) {
+    uint8_t sc;
+    uint8_t m;
+    get_scale_min_k4(j, scales12, &sc, &m);
+    const float dj = fp16_to_fp32(*d) * static_cast<float>(sc);
+    if (dj == 0.0f) continue;
+    const float dm = fp16_to_fp32(*dmin) * static_cast<float>(m);
+    for (int ii = 0; ii < 32; ++ii) {
+      const int l = nearest_int((x[32 * j + ii] + dm) / dj);
+      L[32 * j + ii] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
     }
   }
 }

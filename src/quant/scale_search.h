@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "base/fp16.h"
+
 namespace sniper {
 
 // ggml's GROUP_MAX_EPS: groups whose largest magnitude is below this are treated as zero.
@@ -29,6 +31,14 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool do_rmse);
 // Laux is scratch of n bytes. Returns the scale and stores the min (as a positive number).
 float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
                        float rmin, float rdelta, int nstep, bool use_mad);
+
+// Q4_K's and Q5_K's super-block of 256 (ggml's quantize_row_q4_K_ref / q5_K_ref): make_qkx2_quants
+// per group of 32 with weights sqrt(mean x^2) + |x| and the type's nmax, rmin and nstep (rdelta
+// 0.1); the groups' scales and mins as 6-bit values packed into scales12 (k_scales.h) under the
+// super-block factors *d and *dmin; then the codes L[0..256) in [0, nmax] requantized with the
+// packed scales (a group whose scale packs to 0 keeps its search codes, as ggml).
+void quantize_scale_min_super_block(const float* x, int nmax, float rmin, int nstep, uint8_t* scales12, fp16_t* d,
+                                    fp16_t* dmin, uint8_t* L);
 
 // Index of the entry of the sorted table val[0..n) nearest to x (ties go up); n a power of 2.
 int best_index_int8(int n, const int8_t* val, float x);

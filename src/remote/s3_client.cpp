@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "base/check.h"
+#include "remote/curl_common.h"
 #include "remote/sha256.h"
 
 namespace sniper {
@@ -31,23 +32,6 @@ constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e464
 std::string trim_slashes(std::string s) {
   while (!s.empty() && s.back() == '/') s.pop_back();
   return s;
-}
-
-// RFC 3986 percent-encoding of everything but the unreserved characters (query values).
-std::string uri_encode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-        c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 std::string xml_unescape(std::string_view s) {
@@ -86,11 +70,6 @@ bool xml_element(std::string_view xml, std::string_view tag, size_t from, std::s
   *text = xml.substr(a + open.size(), b - a - open.size());
   if (end != nullptr) *end = b + close.size();
   return true;
-}
-
-void init_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { CHECK(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK, "curl_global_init failed"); });
 }
 
 }  // namespace
@@ -481,7 +460,7 @@ Status S3Client::put_multipart(const std::string& bucket, const std::string& key
     return make_error("multipart upload to %s: the reply to CreateMultipartUpload has no <UploadId>", display.c_str());
   }
   const std::string upload_id = xml_unescape(id_view);
-  const std::string id_query = "uploadId=" + uri_encode(upload_id);
+  const std::string id_query = "uploadId=" + percent_encode(upload_id, /*keep_slash=*/false);
   std::string complete = "<CompleteMultipartUpload>";
   Status st = ok_status();
   std::vector<char> buf;
@@ -617,8 +596,8 @@ Result<std::vector<S3Object>> S3Client::list(const std::string& bucket, const st
   for (int page = 0; page < kMaxListPages; ++page) {
     // Query parameters in sorted order, values encoded: SigV4's canonical query string.
     std::string query;
-    if (!token.empty()) query += "continuation-token=" + uri_encode(token) + "&";
-    query += "list-type=2&prefix=" + uri_encode(prefix);
+    if (!token.empty()) query += "continuation-token=" + percent_encode(token, /*keep_slash=*/false) + "&";
+    query += "list-type=2&prefix=" + percent_encode(prefix, /*keep_slash=*/false);
     std::string body;
     Request req;
     req.op = "listing of";

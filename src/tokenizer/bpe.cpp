@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Byte-level BPE merge loop (see bpe.h). Per word: symbols are byte ranges of the mapped word
-// linked into a list; bigrams wait in a min-heap by (rank, left index); a popped bigram is applied
-// only if both symbols are unchanged, which their lengths prove.
+// Byte-level BPE (see bpe.h): per word, the shared merge loop (symbol_merge.h) by merge rank,
+// lowest first, then each piece's token or its byte fallback.
 #include "tokenizer/bpe.h"
 
-#include <queue>
+#include <optional>
 
 #include "gguf/reader.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/unicode.h"
 
 namespace sniper {
@@ -16,24 +16,10 @@ namespace {
 
 constexpr const char* kKeyMerges = "tokenizer.ggml.merges";
 
-struct Symbol {
-  int prev;
-  int next;
-  size_t start;
-  size_t n;
-};
-
-struct Bigram {
-  int left;
-  int right;
-  int32_t rank;
-  size_t size;
-};
-
 // Lowest rank first; on ties the leftmost pair.
 struct BigramGreater {
-  bool operator()(const Bigram& l, const Bigram& r) const {
-    return l.rank > r.rank || (l.rank == r.rank && l.left > r.left);
+  bool operator()(const MergeBigram<int32_t>& l, const MergeBigram<int32_t>& r) const {
+    return l.priority > r.priority || (l.priority == r.priority && l.left > r.left);
   }
 };
 
@@ -120,42 +106,18 @@ void BpeModel::encode_word(const Vocab& vocab, std::string_view word, std::vecto
       return;
     }
   }
-  std::vector<Symbol> symbols;
-  symbols.reserve(word.size());
-  for (size_t offset = 0; offset < word.size();) {
-    const size_t len = std::min(utf8_sequence_length(uint8_t(word[offset])), word.size() - offset);
-    const int index = int(symbols.size());
-    symbols.push_back(Symbol{index - 1, offset + len == word.size() ? -1 : index + 1, offset, len});
-    offset += len;
-  }
-
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramGreater> queue;
-  auto add_bigram = [&](int left, int right) {
-    if (left == -1 || right == -1) return;
-    const Symbol& l = symbols[size_t(left)];
-    const Symbol& r = symbols[size_t(right)];
-    const int32_t merge_rank = rank(vocab, word.substr(l.start, l.n), word.substr(r.start, r.n));
-    if (merge_rank < 0) return;
-    queue.push(Bigram{left, right, merge_rank, l.n + r.n});
-  };
-  for (int i = 1; i < int(symbols.size()); ++i) add_bigram(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& l = symbols[size_t(bigram.left)];
-    Symbol& r = symbols[size_t(bigram.right)];
-    if (l.n == 0 || r.n == 0 || l.n + r.n != bigram.size) continue;  // stale
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) symbols[size_t(r.next)].prev = bigram.left;
-    add_bigram(l.prev, bigram.left);
-    add_bigram(bigram.left, l.next);
-  }
+  std::vector<MergeSymbol> symbols = utf8_symbols(word);
+  merge_symbols<int32_t>(
+      symbols,
+      [&](const MergeSymbol& l, const MergeSymbol& r) -> std::optional<int32_t> {
+        const int32_t merge_rank = rank(vocab, word.substr(l.start, l.n), word.substr(r.start, r.n));
+        if (merge_rank < 0) return std::nullopt;
+        return merge_rank;
+      },
+      BigramGreater());
 
   for (int i = symbols.empty() ? -1 : 0; i != -1; i = symbols[size_t(i)].next) {
-    const Symbol& s = symbols[size_t(i)];
+    const MergeSymbol& s = symbols[size_t(i)];
     const std::string_view piece = word.substr(s.start, s.n);
     if (const auto id = vocab.find(piece)) {
       out.push_back(*id);

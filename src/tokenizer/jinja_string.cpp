@@ -178,10 +178,20 @@ std::string py_strip(std::string_view s, const std::string* chars, bool left, bo
 
 namespace {
 
-// Collects parts, or only counts them when `out` is null.
+// Collects parts, or only counts them when `out` is null; on every return path the count goes to
+// *n_out (when given), also after a refusal.
 struct Parts {
+  Parts(std::vector<std::string_view>* out_, size_t max_, size_t* n_out_) : out(out_), max(max_), n_out(n_out_) {
+    if (out != nullptr) out->clear();
+  }
+  Parts(const Parts&) = delete;
+  Parts& operator=(const Parts&) = delete;
+  ~Parts() {
+    if (n_out != nullptr) *n_out = n;
+  }
   std::vector<std::string_view>* out;
   size_t max;
+  size_t* n_out;
   size_t n = 0;
   // Appends `part`, or returns false when that would make more than max parts.
   bool push(std::string_view part) {
@@ -198,16 +208,8 @@ std::string reversed(std::string_view s) { return std::string(s.rbegin(), s.rend
 
 bool py_split(std::string_view s, const std::string* sep, int64_t maxsplit, size_t max_parts,
               std::vector<std::string_view>* out, size_t* n_parts) {
-  if (out != nullptr) out->clear();
-  Parts p{out, max_parts};
+  Parts p(out, max_parts, n_parts);
   Parts* parts = &p;
-  struct Count {
-    Parts* p;
-    size_t* n;
-    ~Count() {
-      if (n != nullptr) *n = p->n;
-    }
-  } count{parts, n_parts};
   if (sep != nullptr) {
     size_t start = 0;
     while (maxsplit < 0 || static_cast<int64_t>(parts->n) < maxsplit) {
@@ -237,16 +239,8 @@ bool py_split(std::string_view s, const std::string* sep, int64_t maxsplit, size
 bool py_rsplit(std::string_view s, const std::string* sep, int64_t maxsplit, size_t max_parts,
                std::vector<std::string_view>* out, size_t* n_parts) {
   if (maxsplit < 0) return py_split(s, sep, maxsplit, max_parts, out, n_parts);
-  if (out != nullptr) out->clear();
-  Parts p{out, max_parts};
+  Parts p(out, max_parts, n_parts);
   Parts* parts = &p;
-  struct Count {
-    Parts* p;
-    size_t* n;
-    ~Count() {
-      if (n != nullptr) *n = p->n;
-    }
-  } count{parts, n_parts};
   const auto k = static_cast<uint64_t>(maxsplit);
   if (sep != nullptr) {
     // Matching right to left is matching the reversed text left to right (non-overlapping).
@@ -298,16 +292,8 @@ bool py_rsplit(std::string_view s, const std::string* sep, int64_t maxsplit, siz
 }
 
 bool py_splitlines(std::string_view s, size_t max_parts, std::vector<std::string_view>* out, size_t* n_lines) {
-  if (out != nullptr) out->clear();
-  Parts p{out, max_parts};
+  Parts p(out, max_parts, n_lines);
   Parts* lines = &p;
-  struct Count {
-    Parts* p;
-    size_t* n;
-    ~Count() {
-      if (n != nullptr) *n = p->n;
-    }
-  } count{lines, n_lines};
   size_t start = 0;
   size_t pos = 0;
   while (pos < s.size()) {

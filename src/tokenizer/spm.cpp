@@ -1,37 +1,22 @@
 // SPDX-License-Identifier: MIT
-// SentencePiece BPE merge loop (see spm.h). Symbols are byte ranges of the input linked into a
-// list; a merge is only applied if both sides are still the symbols the bigram was made from,
-// which their lengths prove (a symbol only grows by absorbing its right neighbour).
+// SentencePiece BPE (see spm.h): the shared merge loop (symbol_merge.h) by token score, highest
+// first, then each piece's token or its byte fallback.
 #include "tokenizer/spm.h"
 
 #include <cstdio>
-#include <queue>
+#include <optional>
 #include <string>
 
-#include "tokenizer/unicode.h"
+#include "tokenizer/symbol_merge.h"
 
 namespace sniper {
 
 namespace {
 
-struct Symbol {
-  int prev;
-  int next;
-  size_t start;  // byte offset in the text
-  size_t n;      // byte length; 0 once merged into its left neighbour
-};
-
-struct Bigram {
-  int left;
-  int right;
-  float score;
-  size_t size;
-};
-
 // Highest score first; on ties the leftmost pair.
 struct BigramLess {
-  bool operator()(const Bigram& l, const Bigram& r) const {
-    return l.score < r.score || (l.score == r.score && l.left > r.left);
+  bool operator()(const MergeBigram<float>& l, const MergeBigram<float>& r) const {
+    return l.priority < r.priority || (l.priority == r.priority && l.left > r.left);
   }
 };
 
@@ -48,42 +33,18 @@ SpmModel::SpmModel(const Vocab& vocab) {
 }
 
 void SpmModel::encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) const {
-  std::vector<Symbol> symbols;
-  symbols.reserve(text.size());
-  for (size_t offset = 0; offset < text.size();) {
-    const size_t len = std::min(utf8_sequence_length(uint8_t(text[offset])), text.size() - offset);
-    const int index = int(symbols.size());
-    symbols.push_back(Symbol{index - 1, offset + len == text.size() ? -1 : index + 1, offset, len});
-    offset += len;
-  }
-
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue;
-  auto try_add_bigram = [&](int left, int right) {
-    if (left == -1 || right == -1) return;
-    const Symbol& l = symbols[size_t(left)];
-    const Symbol& r = symbols[size_t(right)];
-    const auto id = vocab.find(text.substr(l.start, l.n + r.n));
-    if (!id) return;
-    queue.push(Bigram{left, right, vocab.scores[size_t(*id)], l.n + r.n});
-  };
-  for (int i = 1; i < int(symbols.size()); ++i) try_add_bigram(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& l = symbols[size_t(bigram.left)];
-    Symbol& r = symbols[size_t(bigram.right)];
-    if (l.n == 0 || r.n == 0 || l.n + r.n != bigram.size) continue;  // stale
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) symbols[size_t(r.next)].prev = bigram.left;
-    try_add_bigram(l.prev, bigram.left);
-    try_add_bigram(bigram.left, l.next);
-  }
+  std::vector<MergeSymbol> symbols = utf8_symbols(text);
+  merge_symbols<float>(
+      symbols,
+      [&](const MergeSymbol& l, const MergeSymbol& r) -> std::optional<float> {
+        const auto id = vocab.find(text.substr(l.start, l.n + r.n));
+        if (!id) return std::nullopt;
+        return vocab.scores[size_t(*id)];
+      },
+      BigramLess());
 
   for (int i = symbols.empty() ? -1 : 0; i != -1; i = symbols[size_t(i)].next) {
-    const Symbol& s = symbols[size_t(i)];
+    const MergeSymbol& s = symbols[size_t(i)];
     const std::string_view piece = text.substr(s.start, s.n);
     if (const auto id = vocab.find(piece)) {
       out.push_back(*id);

@@ -14,14 +14,10 @@
 #include "agent/agent.h"
 #include "agent/local_server.h"
 #include "agent/scripted_server.h"
+#include "golden/shared_dir.h"
 
 namespace sniper::agent {
 namespace {
-
-std::string shared_dir() {
-  const char* d = std::getenv("SNIPER_SHARED_DIR");
-  return d ? d : "../shared";
-}
 
 TEST(ReadyLine, Parses) {
   EXPECT_EQ(parse_ready_line("sniper serve: listening on http://127.0.0.1:40123/"), "http://127.0.0.1:40123");

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // The parts of the S3 client that need no server: s3:// URLs, the AWS_* environment, SHA-256,
-// and the ListObjectsV2 / error XML replies. tests/js/s3sync_test.mjs covers the transfers
-// against a real S3-compatible server.
+// percent-encoding of URL parts, and the ListObjectsV2 / error XML replies.
+// tests/js/s3sync_test.mjs covers the transfers against a real S3-compatible server.
 #include "remote/s3_client.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
+#include "remote/curl_common.h"
 #include "remote/sha256.h"
 
 namespace sniper {
@@ -18,6 +19,14 @@ std::function<const char*(const char*)> env_of(const std::map<std::string, std::
     auto it = vars.find(name);
     return it == vars.end() ? nullptr : it->second.c_str();
   };
+}
+
+TEST(PercentEncode, KeepsUnreservedAndOptionallySlashes) {
+  EXPECT_EQ(percent_encode("AZaz09-_.~", false), "AZaz09-_.~");
+  EXPECT_EQ(percent_encode("a b/c+d", false), "a%20b%2Fc%2Bd");
+  EXPECT_EQ(percent_encode("a b/c+d", true), "a%20b/c%2Bd");
+  EXPECT_EQ(percent_encode(std::string("\x00\xff\xc3\xa9%?&=#", 9), true), "%00%FF%C3%A9%25%3F%26%3D%23");
+  EXPECT_EQ(percent_encode("", true), "");
 }
 
 TEST(S3Url, SplitsBucketAndPrefix) {

@@ -4,6 +4,7 @@
 // conversations and validation errors) and ChatOutputParser (reasoning/content/tool-call
 // splitting, checked for every way of cutting the output into 2 and 3 pieces and byte by byte).
 #include "server/chat_format.h"
+#include "golden/shared_dir.h"
 #include "server/tool_call_syntax.h"
 
 #include <gtest/gtest.h>
@@ -19,11 +20,6 @@ namespace sniper::server {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string shared_dir() {
-  const char* env = std::getenv("SNIPER_SHARED_DIR");
-  return env != nullptr ? env : "../shared";
-}
 
 Json read_json(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -26,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "golden/shared_dir.h"
 #include "tokenizer/chat_template.h"
 
 namespace sniper {
@@ -51,11 +52,6 @@ ChatTemplateLimits small_limits() {
   limits.max_string_bytes = 8u << 20;
   limits.max_total_bytes = 64u << 20;
   return limits;
-}
-
-std::string shared_dir() {
-  const char* env = std::getenv("SNIPER_SHARED_DIR");
-  return env != nullptr ? env : "../shared";
 }
 
 std::string read_file(const std::string& path) {

@@ -6,6 +6,7 @@
 // responses, reasoning in content, thinking on and off. The expected strings were produced by
 // Python Jinja2 3.1.6 configured as transformers does (ImmutableSandboxedEnvironment, trim_blocks,
 // lstrip_blocks, loopcontrols, json.dumps-based tojson), never by this interpreter.
+#include "golden/shared_dir.h"
 #include "tokenizer/chat_template.h"
 
 #include <gtest/gtest.h>
@@ -17,11 +18,6 @@
 
 namespace sniper {
 namespace {
-
-std::string shared_dir() {
-  const char* env = std::getenv("SNIPER_SHARED_DIR");
-  return env != nullptr ? env : "../shared";
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -218,7 +214,9 @@ Thanks<turn|>
 <|channel>thought
 <channel|>)ref";
 
-constexpr const char* kQwen35ThinkingExpected = R"ref(<|im_start|>system
+// The two Qwen3.5 renders are the same up to the generation prompt: thinking on opens a think
+// block, thinking off writes an empty one.
+constexpr const char* kQwen35Common = R"ref(<|im_start|>system
 # Tools
 
 You have access to the following functions:
@@ -299,95 +297,9 @@ Found X at 12:00.<|im_end|>
 <|im_start|>user
 Thanks<|im_end|>
 <|im_start|>assistant
-<think>
 )ref";
-
-constexpr const char* kQwen35Expected = R"ref(<|im_start|>system
-# Tools
-
-You have access to the following functions:
-
-<tools>
-{"type": "function", "function": {"name": "search", "description": "Search «docs».", "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "Query text"}, "limit": {"type": "integer", "nullable": true}, "mode": {"type": "string", "enum": ["fast", "deep"]}, "tags": {"type": "array", "items": {"type": "string"}}, "filters": {"type": "object", "description": "Filters", "properties": {"year": {"type": "integer"}, "lang": {"type": "string", "enum": ["en", "fr"]}}, "required": ["year"]}, "points": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x"]}}}, "required": ["query", "mode"]}}}
-{"type": "function", "function": {"name": "now", "description": "Time.", "parameters": {"type": "object", "properties": {}}}}
-</tools>
-
-If you choose to call a function ONLY reply in the following format with NO suffix:
-
-<tool_call>
-<function=example_function_name>
-<parameter=example_parameter_1>
-value_1
-</parameter>
-<parameter=example_parameter_2>
-This is the value for the second parameter
-that can span
-multiple lines
-</parameter>
-</function>
-</tool_call>
-
-<IMPORTANT>
-Reminder:
-- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested within <tool_call></tool_call> XML tags
-- Required parameters MUST be specified
-- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after
-- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls
-</IMPORTANT>
-
-Be precise.<|im_end|>
-<|im_start|>user
-Find papers, then tell me the time.<|im_end|>
-<|im_start|>assistant
-<tool_call>
-<function=search>
-<parameter=query>
-ssd "cache"
-</parameter>
-<parameter=limit>
-3
-</parameter>
-<parameter=mode>
-deep
-</parameter>
-<parameter=tags>
-["a", "b"]
-</parameter>
-<parameter=filters>
-{"year": 2024, "lang": "en"}
-</parameter>
-<parameter=exact>
-True
-</parameter>
-<parameter=score>
-0.5
-</parameter>
-<parameter=none>
-None
-</parameter>
-</function>
-</tool_call>
-<tool_call>
-<function=now>
-</function>
-</tool_call><|im_end|>
-<|im_start|>user
-<tool_response>
-[{"title": "X"}]
-</tool_response>
-<tool_response>
-12:00
-</tool_response><|im_end|>
-<|im_start|>assistant
-Found X at 12:00.<|im_end|>
-<|im_start|>user
-Thanks<|im_end|>
-<|im_start|>assistant
-<think>
-
-</think>
-
-)ref";
+const std::string kQwen35ThinkingExpected = std::string(kQwen35Common) + "<think>\n";
+const std::string kQwen35Expected = std::string(kQwen35Common) + "<think>\n\n</think>\n\n";
 
 std::string render_model(const std::string& model, bool enable_thinking) {
   const std::string source = read_file(shared_dir() + "/tokenizer/" + model + "/chat_template.jinja");

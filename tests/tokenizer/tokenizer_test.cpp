@@ -18,17 +18,13 @@
 
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "golden/shared_dir.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
 namespace sniper {
 namespace {
-
-std::string shared_dir() {
-  const char* dir = std::getenv("SNIPER_SHARED_DIR");
-  return dir ? dir : "../shared";
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
