@@ -79,7 +79,8 @@ Result<std::unique_ptr<RemoteExperts>> join_model_parallel(Cluster& cluster, con
   if (mode != "experts" && mode != "layers" && mode != "auto") {
     id.error = "--parallel is '" + mode + "' but must be one of: experts, layers, auto";
   } else if (mode == "layers") {
-    id.error = "--parallel layers (pipeline parallel) is not built yet (issue 44); MoE models run with --parallel experts";
+    id.error =
+        "--parallel layers (pipeline parallel) is not built yet (issue 44); MoE models run with --parallel experts";
   } else if (!timeout.ok()) {
     id.error = timeout.error().message;
   } else if (!model.ok()) {
@@ -103,8 +104,8 @@ Result<std::unique_ptr<RemoteExperts>> join_model_parallel(Cluster& cluster, con
   id.build = build_identity();
   agreement_done() = true;
   Status agreed = cluster.check_start(id);
-  Result<int64_t> batch = agreed.ok() ? cluster.broadcast(model.ok() ? (*model)->planned_batch() : 0)
-                                      : Result<int64_t>(agreed.error());
+  Result<int64_t> batch =
+      agreed.ok() ? cluster.broadcast(model.ok() ? (*model)->planned_batch() : 0) : Result<int64_t>(agreed.error());
   if (cluster.rank() == 0) {
     if (!batch.ok()) return batch.error();
     ranks_serving() = true;
@@ -119,7 +120,8 @@ Result<std::unique_ptr<RemoteExperts>> join_model_parallel(Cluster& cluster, con
   } else {
     Status st = serve_experts(cluster, **model, *batch, n_threads);
     if (!st.ok()) {
-      std::fprintf(stderr, "rank %d (host %s): %s\n", cluster.rank(), cluster.host().c_str(), st.error().message.c_str());
+      std::fprintf(stderr, "rank %d (host %s): %s\n", cluster.rank(), cluster.host().c_str(),
+                   st.error().message.c_str());
       rc = 1;
     }
   }

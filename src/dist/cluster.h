@@ -21,12 +21,12 @@ namespace sniper {
 // What every rank must agree on before serving: the model file, the flags that change what
 // ranks compute, the build. Compared field by field on rank 0 (check_start).
 struct RankIdentity {
-  std::string host;        // filled by the cluster
-  uint64_t file_bytes = 0;  // the GGUF's size (first part of a split set)
+  std::string host;          // filled by the cluster
+  uint64_t file_bytes = 0;   // the GGUF's size (first part of a split set)
   uint64_t fingerprint = 0;  // file_fingerprint() of it
-  std::string flags;        // the flags that matter, as "name=value ..."
-  std::string build;        // version, protocol, kernel tier
-  std::string error;        // why this rank could not load the model ("" = it did)
+  std::string flags;         // the flags that matter, as "name=value ..."
+  std::string build;         // version, protocol, kernel tier
+  std::string error;         // why this rank could not load the model ("" = it did)
 };
 
 // A 64-bit fingerprint of a file: FNV-1a over its first 4 MiB (the GGUF header, metadata and

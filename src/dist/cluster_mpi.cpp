@@ -174,15 +174,16 @@ Result<size_t> Cluster::receive(int from, int tag, void* buf, size_t cap) {
   for (;;) {
     int done = 0;
     rc = MPI_Test(&req, &done, &st);
-    if (rc != MPI_SUCCESS) return checked(make_error("%s failed: %s", what.c_str(), mpi_error_text(rc).c_str())).error();
+    if (rc != MPI_SUCCESS)
+      return checked(make_error("%s failed: %s", what.c_str(), mpi_error_text(rc).c_str())).error();
     if (done) break;
     const auto now = Clock::now();
     if (now - start >= impl_->timeout) {
       MPI_Cancel(&req);
       MPI_Request_free(&req);
-      return checked(
-          make_error("%s: no answer within the rank timeout of %.1f s (the rank died, hangs or lost its network)",
-                     what.c_str(), static_cast<double>(impl_->timeout.count()) / 1000.0))
+      return checked(make_error(
+                         "%s: no answer within the rank timeout of %.1f s (the rank died, hangs or lost its network)",
+                         what.c_str(), static_cast<double>(impl_->timeout.count()) / 1000.0))
           .error();
     }
     if (now >= spin_until) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -199,7 +200,8 @@ Result<std::pair<int, size_t>> Cluster::wait_message(int from) {
     int flag = 0;
     MPI_Status st;
     const int rc = MPI_Iprobe(from, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
-    if (rc != MPI_SUCCESS) return checked(make_error("waiting for rank %d failed: %s", from, mpi_error_text(rc).c_str())).error();
+    if (rc != MPI_SUCCESS)
+      return checked(make_error("waiting for rank %d failed: %s", from, mpi_error_text(rc).c_str())).error();
     if (flag) {
       int count = 0;
       MPI_Get_count(&st, MPI_BYTE, &count);

@@ -16,9 +16,10 @@ Result<std::unique_ptr<Cluster>> Cluster::join(int*, char***) {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
     const char* n = std::getenv(v);
     if (n != nullptr && std::atoi(n) > 1) {
-      return make_error("started by an MPI launcher as one of %s processes, but this sniper was built without MPI: "
-                        "install libopenmpi-dev and rebuild with -DSNIPER_MPI=ON",
-                        n);
+      return make_error(
+          "started by an MPI launcher as one of %s processes, but this sniper was built without MPI: "
+          "install libopenmpi-dev and rebuild with -DSNIPER_MPI=ON",
+          n);
     }
   }
   return std::unique_ptr<Cluster>();

@@ -109,12 +109,14 @@ Status serve_experts(Cluster& cluster, Model& model, int64_t max_batch, int n_th
       std::memcpy(header, in.data(), kHeaderBytes);
       const int64_t layer_idx = header[0], n_rows = header[1], n_pairs = header[2], dim = header[3];
       if (dim != c.dim || n_rows < 1 || n_rows > max_batch || n_pairs < 1 || n_pairs > n_rows * c.n_experts_active) {
-        st = make_error("expert request (dim %ld, %ld rows, %ld pairs) does not fit this model (dim %ld, at most %ld "
-                        "rows of %ld experts)",
-                        static_cast<long>(dim), static_cast<long>(n_rows), static_cast<long>(n_pairs),
-                        static_cast<long>(c.dim), static_cast<long>(max_batch), static_cast<long>(c.n_experts_active));
+        st = make_error(
+            "expert request (dim %ld, %ld rows, %ld pairs) does not fit this model (dim %ld, at most %ld "
+            "rows of %ld experts)",
+            static_cast<long>(dim), static_cast<long>(n_rows), static_cast<long>(n_pairs), static_cast<long>(c.dim),
+            static_cast<long>(max_batch), static_cast<long>(c.n_experts_active));
       } else if (got != request_bytes(n_rows, n_pairs, dim)) {
-        st = make_error("expert request is %zu bytes but its header says %zu", got, request_bytes(n_rows, n_pairs, dim));
+        st =
+            make_error("expert request is %zu bytes but its header says %zu", got, request_bytes(n_rows, n_pairs, dim));
       } else if (layer_idx < 0 || layer_idx >= c.n_layers) {
         st = make_error("expert request for layer %ld, outside [0, %ld)", static_cast<long>(layer_idx),
                         static_cast<long>(c.n_layers));

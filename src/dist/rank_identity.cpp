@@ -76,12 +76,11 @@ std::string compare_identities(const std::vector<RankIdentity>& ids) {
       return msg;
     }
     if (id.file_bytes != ref.file_bytes || id.fingerprint != ref.fingerprint) {
-      std::snprintf(msg, sizeof(msg),
-                    "rank %zu (host %s) has a different model file: %" PRIu64 " bytes, fingerprint %016" PRIx64
-                    "; rank 0 (host %s) has %" PRIu64 " bytes, fingerprint %016" PRIx64
-                    " (every rank must open the same GGUF)",
-                    r, id.host.c_str(), id.file_bytes, id.fingerprint, ref.host.c_str(), ref.file_bytes,
-                    ref.fingerprint);
+      std::snprintf(
+          msg, sizeof(msg),
+          "rank %zu (host %s) has a different model file: %" PRIu64 " bytes, fingerprint %016" PRIx64
+          "; rank 0 (host %s) has %" PRIu64 " bytes, fingerprint %016" PRIx64 " (every rank must open the same GGUF)",
+          r, id.host.c_str(), id.file_bytes, id.fingerprint, ref.host.c_str(), ref.file_bytes, ref.fingerprint);
       return msg;
     }
     if (id.flags != ref.flags) {

@@ -24,9 +24,7 @@ RankIdentity same(const std::string& host) {
   return id;
 }
 
-TEST(CompareIdentities, AgreeingRanksPass) {
-  EXPECT_EQ(compare_identities({same("a"), same("b"), same("c")}), "");
-}
+TEST(CompareIdentities, AgreeingRanksPass) { EXPECT_EQ(compare_identities({same("a"), same("b"), same("c")}), ""); }
 
 TEST(CompareIdentities, DifferentFileNamesRankHostAndBothFiles) {
   std::vector<RankIdentity> ids = {same("a"), same("b"), same("c")};

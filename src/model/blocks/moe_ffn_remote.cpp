@@ -44,8 +44,9 @@ Status MoeFfn::post_remote(int64_t layer_idx, int64_t n_tok) {
     SNIPER_TRY(remote_->post(r, layer_idx, rp.rows.data(), n_rows, dim, rp.pairs));
   }
   // This rank keeps its own experts.
-  union_.erase(std::remove_if(union_.begin(), union_.end(), [&](int32_t e) { return remote_->owner(layer_idx, e) != 0; }),
-               union_.end());
+  union_.erase(
+      std::remove_if(union_.begin(), union_.end(), [&](int32_t e) { return remote_->owner(layer_idx, e) != 0; }),
+      union_.end());
   return ok_status();
 }
 
@@ -93,10 +94,10 @@ Status MoeFfn::serve_pairs(int64_t layer_idx, const LayerWeights& lw, const floa
   for (size_t p = 0; p < pairs.size(); ++p) {
     const ExpertPair& q = pairs[p];
     if (q.row < 0 || q.row >= n_rows || q.slot < 0 || q.slot >= k || q.expert < 0 || q.expert >= n_exp) {
-      return make_error("expert request pair %zu (row %d, slot %d, expert %d) is outside rows [0, %ld), slots [0, %ld), "
-                        "experts [0, %ld)",
-                        p, q.row, q.slot, q.expert, static_cast<long>(n_rows), static_cast<long>(k),
-                        static_cast<long>(n_exp));
+      return make_error(
+          "expert request pair %zu (row %d, slot %d, expert %d) is outside rows [0, %ld), slots [0, %ld), "
+          "experts [0, %ld)",
+          p, q.row, q.slot, q.expert, static_cast<long>(n_rows), static_cast<long>(k), static_cast<long>(n_exp));
     }
     int32_t& s = sel_[static_cast<size_t>(q.row * k + q.slot)];
     if (s >= 0) return make_error("expert request pair %zu repeats row %d slot %d", p, q.row, q.slot);
