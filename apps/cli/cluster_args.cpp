@@ -74,19 +74,19 @@ Result<std::unique_ptr<RemoteExperts>> join_model_parallel(Cluster& cluster, con
                                                            const std::string& model_path,
                                                            const Result<std::unique_ptr<Model>>& model, int n_threads) {
   RankIdentity id;
-  const std::string mode = args.get_string("--parallel", "auto");
+  const std::string mode = args.get_string("--distribute", "auto");
   auto timeout = args.get_int("--rank-timeout", 60, 1, 86400);
   if (mode != "experts" && mode != "layers" && mode != "auto") {
-    id.error = "--parallel is '" + mode + "' but must be one of: experts, layers, auto";
+    id.error = "--distribute is '" + mode + "' but must be one of: experts, layers, auto";
   } else if (mode == "layers") {
     id.error =
-        "--parallel layers (pipeline parallel) is not built yet (issue 44); MoE models run with --parallel experts";
+        "--distribute layers (pipeline parallel) is not built yet (issue 44); MoE models run with --distribute experts";
   } else if (!timeout.ok()) {
     id.error = timeout.error().message;
   } else if (!model.ok()) {
     id.error = model.error().message;
   } else if ((*model)->config().n_experts == 0) {
-    id.error = "--parallel " + mode + " divides routed experts among the ranks, but " + model_path +
+    id.error = "--distribute " + mode + " divides routed experts among the ranks, but " + model_path +
                " has none (pipeline parallel for dense models is not built yet)";
   }
   if (timeout.ok()) cluster.set_rank_timeout(std::chrono::seconds(*timeout));

@@ -95,7 +95,7 @@ std::vector<FlagSpec> model_flags() {
   std::vector<FlagSpec> dist =
       in_group("Several machines (under mpirun)",
                {
-                   {"--parallel", nullptr, "experts|layers|auto",
+                   {"--distribute", nullptr, "experts|layers|auto",
                     "how ranks share the model under 'mpirun -np W': experts = routed experts divided among ranks (MoE "
                     "models); layers = pipeline (not built yet); auto = experts for MoE models (default auto)"},
                    {"--rank-timeout", nullptr, "SECONDS",

@@ -47,7 +47,7 @@ for model in syn-qwen3moe-Q4_K_M syn-qwen35moe-small syn-gemma4moe-small; do
         fail "$model $mode batch $batch: one process failed: $(tail -3 "$tmp/solo.log")"
         continue
       fi
-      if ! "${mpi[@]}" "$bin" "${args[@]}" --parallel experts -o "$tmp/ep.f32" >"$tmp/ep.log" 2>&1; then
+      if ! "${mpi[@]}" "$bin" "${args[@]}" --distribute experts -o "$tmp/ep.f32" >"$tmp/ep.log" 2>&1; then
         fail "$model $mode batch $batch: mpirun -np 3 failed: $(tail -5 "$tmp/ep.log")"
         continue
       fi
