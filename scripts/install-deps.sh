@@ -14,6 +14,7 @@ PACKAGES=(
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
   libsndfile1-dev libvorbis-dev libsamplerate0-dev
   libstb-dev python3-numpy
+  libopenmpi-dev openmpi-bin
   chromium tmux
   # The aarch64 cross build (preset ci-arm64, cmake/aarch64-linux-gnu.cmake): Debian's cross
   # compiler, qemu's user-mode emulator for its tests, and the :arm64 builds of the libraries
@@ -24,6 +25,7 @@ PACKAGES=(
   libcpp-httplib-dev:arm64 libedit-dev:arm64
   libcurl4-openssl-dev:arm64 libssl-dev:arm64
   libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64 libstb-dev:arm64
+  libsndfile1-dev:arm64 libvorbis-dev:arm64 libsamplerate0-dev:arm64
 )
 
 missing=()

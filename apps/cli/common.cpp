@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/memory_limit.h"
+#include "cluster_args.h"
 #include "hub_model.h"
 #include "media_args.h"
 #include "progress.h"
@@ -91,7 +92,17 @@ std::vector<FlagSpec> model_flags() {
            nullptr, "--gpu-layers"},
           {"--jinja", nullptr, nullptr, "no effect: chat templates always run through Sniper's Jinja interpreter"},
       });
-  return concat(concat(concat(model, kv), memory), compat);
+  std::vector<FlagSpec> dist =
+      in_group("Several machines (under mpirun)",
+               {
+                   {"--distribute", nullptr, "experts|layers|auto",
+                    "how ranks share the model under 'mpirun -np W': experts = routed experts divided among ranks (MoE "
+                    "models); layers = pipeline (not built yet); auto = experts for MoE models (default auto)"},
+                   {"--rank-timeout", nullptr, "SECONDS",
+                    "the longest rank 0 waits for another rank before failing the request with an error naming it "
+                    "(default 60)"},
+               });
+  return concat(concat(concat(concat(model, kv), memory), dist), compat);
 }
 
 std::vector<FlagSpec> sampling_flags() {
@@ -169,29 +180,48 @@ void lock_memory_if_asked(const Args& args, bool future) {
 
 Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, uint64_t reserved_bytes,
                                       int64_t n_logit_rows, bool load_mtp) {
-  SNIPER_ASSIGN_OR_RETURN(std::string model_path, model_path_from_args(args));
-  SNIPER_ASSIGN_OR_RETURN(ModelLoadOptions lo, load_options_from_args(args));
-  SNIPER_TRY(reserve_draft_share(reserved_bytes, &lo.mem_bytes));
+  // Under mpirun, a rank that fails before its model loads still takes part in the start-up
+  // agreement, so every rank stops at once and rank 0 names it.
+  auto early = [&](const Error& e) -> Error {
+    if (Cluster* cluster = current_cluster(); cluster != nullptr) refuse_start(*cluster, e.message);
+    return e;
+  };
+  auto path = model_path_from_args(args);
+  if (!path.ok()) return early(path.error());
+  const std::string model_path = *path;
+  auto options = load_options_from_args(args);
+  if (!options.ok()) return early(options.error());
+  ModelLoadOptions lo = *options;
+  if (Status st = reserve_draft_share(reserved_bytes, &lo.mem_bytes); !st.ok()) return early(st.error());
   print_compat_notes(args);
   lo.n_checkpoints = n_checkpoints;
   lo.n_logit_rows = n_logit_rows;
   lo.load_mtp = load_mtp;
   SessionOptions so;
-  SNIPER_ASSIGN_OR_RETURN(int64_t threads, args.get_int("--threads", 0, 0, 1024));
-  so.n_threads = static_cast<int>(threads);
+  auto threads = args.get_int("--threads", 0, 0, 1024);
+  if (!threads.ok()) return early(threads.error());
+  so.n_threads = static_cast<int>(*threads);
   so.n_ctx = lo.n_ctx;
   so.kv_type = lo.kv_type;
   Loaded out;
-  SNIPER_ASSIGN_OR_RETURN(out.mmproj, load_mmproj_for_model(args, model_path, &lo));
+  auto mmproj = load_mmproj_for_model(args, model_path, &lo);
+  if (!mmproj.ok()) return early(mmproj.error());
+  out.mmproj = std::move(mmproj).value();
   ProgressLine line;
   lo.progress = load_progress(line, std::filesystem::path(model_path).filename().string());
   auto model = Model::load(model_path, lo);
   line.clear();
+  // Under mpirun every rank loads and agrees on the model (the serving ranks never return).
+  if (Cluster* cluster = current_cluster(); cluster != nullptr) {
+    SNIPER_ASSIGN_OR_RETURN(out.remote_experts,
+                            join_model_parallel(*cluster, args, model_path, model, static_cast<int>(*threads)));
+  }
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();
   if (out.mmproj != nullptr) SNIPER_TRY(out.mmproj->check_language_model(out.model->config().dim));
   out.path = model_path;
   so.batch = out.model->planned_batch();
+  so.remote_experts = out.remote_experts.get();
   so.n_checkpoints = out.model->plan().n_checkpoints;
   if (args.has("--routing-bias")) {
     SNIPER_ASSIGN_OR_RETURN(so.routing_bias,

@@ -25,6 +25,8 @@ std::vector<FlagSpec> concat(std::vector<FlagSpec> a, const std::vector<FlagSpec
 
 struct Loaded {
   std::unique_ptr<Model> model;
+  std::unique_ptr<RemoteExperts> remote_experts;  // under mpirun: the other ranks' experts (before session:
+                                                  // it must outlive it)
   std::unique_ptr<Session> session;
   std::string path;                // the model file (first part of a split set)
   std::unique_ptr<Mmproj> mmproj;  // with --mmproj (media_args.h), else null

@@ -7,6 +7,7 @@
 
 #include "agent/agent_main.h"
 #include "args.h"
+#include "cluster_args.h"
 #include "commands.h"
 #include "server/serve_main.h"
 
@@ -78,7 +79,24 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(argv[1], "--version")) return sniper::cli::cmd_version(1, argv);
   for (const Command& c : kCommands) {
-    if (!std::strcmp(argv[1], c.name)) return c.fn(argc, argv);
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    // Under mpirun (several processes): every rank runs the command line; rank 0 runs the command
+    // and the others serve it from inside load_model_and_session (cluster_args.h).
+    if (sniper::Status joined = sniper::cli::join_cluster(&argc, &argv); !joined.ok()) {
+      std::fprintf(stderr, "error: %s\n", joined.error().message.c_str());
+      return 1;
+    }
+    sniper::Cluster* cluster = sniper::cli::current_cluster();
+    if (cluster != nullptr && !sniper::cli::runs_distributed(c.name)) {
+      if (cluster->rank() == 0) {
+        std::fprintf(stderr, "error: '%s' does not run under mpirun yet (these do: run, logits)\n", c.name);
+      }
+      sniper::cli::leave_cluster();
+      return 1;
+    }
+    const int rc = c.fn(argc, argv);
+    sniper::cli::leave_cluster();
+    return rc;
   }
   std::vector<std::string> names;
   for (const Command& c : kCommands) names.push_back(c.name);

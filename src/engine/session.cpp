@@ -60,8 +60,9 @@ Result<std::unique_ptr<Session>> Session::create(Model& model, const SessionOpti
   if (o.n_checkpoints > 0 && s->state_->needs_checkpoints()) {
     s->checkpoints_ = std::make_unique<StateCheckpoints>(o.n_checkpoints, s->state_->checkpoint_bytes(o.n_ctx));
   }
-  s->transformer_ =
-      std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx, model.sources());
+  WeightSources sources = model.sources();
+  sources.remote_experts = o.remote_experts;
+  s->transformer_ = std::make_unique<Transformer>(c, model.weights(), std::min(o.batch, o.n_ctx), o.n_ctx, sources);
   s->transformer_->set_routing_bias(o.routing_bias);
   s->last_logits_.resize(static_cast<size_t>(c.vocab_size));
   return s;

@@ -48,13 +48,15 @@ class ForwardObserver {
 };
 
 struct SessionOptions {
-  int64_t n_ctx = 0;                  // 0: the context the model's memory plan was made for
-  int64_t batch = 64;                 // prefill chunk size
-  KvConfig kv_type = KvConfig();      // K and V cache types, flash attention (kv/kv_cache.h)
-  int n_threads = 0;                  // 0: all cores
-  RoutingBias routing_bias;           // opt-in cache-aware routing (changes outputs); keep 0 = off
-  int64_t n_checkpoints = 0;          // state checkpoints kept for prefix reuse, [0, 256]; 0 = none
-  int64_t checkpoint_interval = 512;  // tokens between the checkpoints eval() takes, >= 1
+  int64_t n_ctx = 0;                        // 0: the context the model's memory plan was made for
+  int64_t batch = 64;                       // prefill chunk size
+  KvConfig kv_type = KvConfig();            // K and V cache types, flash attention (kv/kv_cache.h)
+  int n_threads = 0;                        // 0: all cores
+  RoutingBias routing_bias;                 // opt-in cache-aware routing (changes outputs); keep 0 = off
+  int64_t n_checkpoints = 0;                // state checkpoints kept for prefix reuse, [0, 256]; 0 = none
+  int64_t checkpoint_interval = 512;        // tokens between the checkpoints eval() takes, >= 1
+  RemoteExperts* remote_experts = nullptr;  // expert parallel (src/dist/): other ranks' experts; must outlive
+                                            // the session (null: every expert in this process)
 };
 
 class Session {

@@ -70,7 +70,10 @@ LayerStack::LayerStack(const ModelConfig& config, const ModelWeights& weights, i
     if (f == ffn_kinds.end()) {
       ffn_kinds.push_back(lp.ffn);
       ffn_blocks_.push_back(make_ffn(lp.ffn, config, weights, max_batch, sources));
-      if (lp.ffn == FfnKind::kMoe) moe_ = static_cast<MoeFfn*>(ffn_blocks_.back().get());
+      if (lp.ffn == FfnKind::kMoe) {
+        moe_ = static_cast<MoeFfn*>(ffn_blocks_.back().get());
+        moe_->set_remote_experts(sources.remote_experts);
+      }
       f = ffn_kinds.end() - 1;
     }
     ffns_.push_back(ffn_blocks_[static_cast<size_t>(f - ffn_kinds.begin())].get());

@@ -23,6 +23,7 @@
 #include "model/blocks/block.h"
 #include "model/blocks/moe_ffn.h"
 #include "model/blocks/per_layer_embedding.h"
+#include "model/blocks/remote_experts.h"
 #include "model/config.h"
 #include "model/model_weights.h"
 #include "model/tensor_table.h"
@@ -38,6 +39,7 @@ struct WeightSources {
   LayerStreamer* layers = nullptr;               // per-layer tensors whose data is null in ModelWeights
   StreamedRows* embeddings = nullptr;            // token_embd rows when token_embd is not resident
   StreamedRows* per_layer_embeddings = nullptr;  // per_layer_token_embd rows when it is not resident
+  RemoteExperts* remote_experts = nullptr;       // expert parallel: other ranks' routed experts (null: none)
 };
 
 // One batch's buffers for run_layer (the caller's; blocks see them as a BlockIo).

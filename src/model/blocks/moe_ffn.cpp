@@ -285,16 +285,42 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   for (int64_t e = 0; e < n_exp; ++e) {
     if (used_[static_cast<size_t>(e)]) union_.push_back(static_cast<int32_t>(e));
   }
+  // Expert parallel: the pairs routed to other ranks' experts leave first (post_remote keeps only
+  // this rank's experts in union_), compute there while this rank runs its own, and land in their
+  // (token, slot) rows of exp_out_ before the sum below.
+  if (remote_ != nullptr) SNIPER_TRY(post_remote(layer_idx, n_tok));
+  Status local = run_routed(layer_idx, n_tok, /*serving=*/false, pool);
+  if (remote_ != nullptr) {
+    // Collected even after a local failure, so the next layer's exchange starts clean.
+    Status got = collect_remote(n_tok);
+    if (local.ok()) local = got;
+  }
+  SNIPER_TRY(local);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* out = out_ + t * dim;
+    std::memcpy(out, exp_out_.data() + t * k * dim, sizeof(float) * static_cast<size_t>(dim));
+    for (int64_t i = 1; i < k; ++i) add_inplace(out, exp_out_.data() + (t * k + i) * dim, dim);
+  }
+  return ok_status();
+}
+
+Status MoeFfn::run_routed(int64_t layer_idx, int64_t n_tok, bool serving, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerPlan& lp = *lp_;
+  group_.clear();
+  if (union_.empty()) {  // every routed expert is another rank's
+    if (!serving && lp.shared_expert != SharedExpert::kNone) compute_shared_expert(lp, *lw_, n_tok, pool);
+    return ok_status();
+  }
   // Each expert runs once over the tokens routed to it, in whatever order the source delivers
   // them; outputs land in their (token, slot) and are summed in slot order below, so the result
   // does not depend on the delivery order, nor on which experts run together.
-  group_.clear();
   SNIPER_TRY(experts_->begin_layer(layer_idx, union_));
   // Over views that stay valid until end_layer(), a decode step runs its experts together (two
   // parallel passes), and so does a chunk (run_experts); views that change with each
   // next_ready() run one by one.
   const bool together = experts_->views_stable();
-  if (!together || n_tok > 1) route_by_expert(n_tok);
+  if (!serving && (!together || n_tok > 1)) route_by_expert(n_tok);
   // Guess the next layers' experts now, from the residual entering this FFN, so their reads
   // queue behind this layer's and land while its experts compute (guessing only after the FFN
   // left the SSD idle for the whole expert compute). The guess after the FFN below still adds
@@ -302,11 +328,12 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   // pinned by this layer nor owed to its deferred experts, so a hint never delays this layer,
   // and with the chunk planner's two layers of slots (engine/prefill_chunk.h) the next layer's
   // union is read while this one's experts compute.
-  if (layer_idx + 1 < c.n_layers && experts_->wants_prefetch()) predict_next_experts(layer_idx, n_tok, pool);
+  if (!serving && layer_idx + 1 < c.n_layers && experts_->wants_prefetch())
+    predict_next_experts(layer_idx, n_tok, pool);
   // The shared expert needs no routed one: it computes while their reads land.
-  if (lp.shared_expert != SharedExpert::kNone) compute_shared_expert(lp, lw, n_tok, pool);
+  if (!serving && lp.shared_expert != SharedExpert::kNone) compute_shared_expert(lp, *lw_, n_tok, pool);
   auto run_group = [&] {
-    if (n_tok == 1) {
+    if (n_tok == 1 && !serving) {
       run_experts_one_token(group_, pool);
     } else {
       run_experts(group_, pool);
@@ -335,11 +362,6 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   }
   if (together && !group_.empty()) run_group();
   experts_->end_layer();
-  for (int64_t t = 0; t < n_tok; ++t) {
-    float* out = out_ + t * dim;
-    std::memcpy(out, exp_out_.data() + t * k * dim, sizeof(float) * static_cast<size_t>(dim));
-    for (int64_t i = 1; i < k; ++i) add_inplace(out, exp_out_.data() + (t * k + i) * dim, dim);
-  }
   return ok_status();
 }
 
@@ -549,7 +571,9 @@ void MoeFfn::predict_layer_experts(int64_t target_layer, int64_t n_tok, ThreadPo
   }
   union_.clear();
   for (int64_t e = 0; e < n_exp; ++e) {
-    if (used_[static_cast<size_t>(e)]) union_.push_back(static_cast<int32_t>(e));
+    // Another rank's experts are its own to prefetch.
+    const bool mine = remote_ == nullptr || remote_->owner(target_layer, static_cast<int32_t>(e)) == 0;
+    if (used_[static_cast<size_t>(e)] && mine) union_.push_back(static_cast<int32_t>(e));
   }
   experts_->prefetch(target_layer, union_);
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/blocks/remote_experts.h"
 #include "model/blocks/scratch_table.h"
 #include "model/tensor_table.h"
 #include "weights/expert_source.h"
@@ -67,6 +68,17 @@ class MoeFfn final : public FfnBlock {
   void set_routing_bias(const RoutingBias& bias) { routing_bias_ = bias; }
   const RoutingStats& routing_stats() const { return routing_stats_; }
 
+  // Expert parallel, front end: routed pairs whose expert remote->owner() places on another rank
+  // run there (model/blocks/remote_experts.h); null = every expert here. Must outlive the block.
+  void set_remote_experts(RemoteExperts* remote) { remote_ = remote; }
+  // Expert parallel, serving side: runs the pairs a front end sent for MoE layer layer_idx over its
+  // rows h [n_rows, dim] with this process's experts and writes out [pairs.size(), dim], each
+  // pair's output row scaled by the expert scale and its weight, bitwise what the front end would
+  // have computed for it. lw: the layer's weights. An error names a pair outside the request's
+  // bounds (row, slot, expert, a (row, slot) given twice) or a failed expert read.
+  [[nodiscard]] Status serve_pairs(int64_t layer_idx, const LayerWeights& lw, const float* h, int64_t n_rows,
+                                   std::span<const ExpertPair> pairs, float* out, BlockBuffers& bufs, ThreadPool& pool);
+
  private:
   static std::span<const ScratchEntry<MoeFfn>> scratch_table();
 
@@ -76,6 +88,14 @@ class MoeFfn final : public FfnBlock {
   // itself, or `buf` [n_tok, dim] filled.
   const float* router_input(const LayerPlan& lp, const LayerWeights& lw, const float* x, const float* xb, int64_t n_tok,
                             float* buf) const;
+  // Runs union_'s experts over the routed rows. Front end (serving false): routes sel_ itself,
+  // guesses the next layers' experts and computes the shared expert while the reads land;
+  // serving: route_start_ / route_tok_ / route_slot_ are filled by the caller.
+  [[nodiscard]] Status run_routed(int64_t layer_idx, int64_t n_tok, bool serving, ThreadPool& pool);
+  // Expert parallel (moe_ffn_remote.cpp): sends each other rank the rows routed to its experts and
+  // keeps this rank's experts in union_; collect_remote() writes their answers to exp_out_.
+  [[nodiscard]] Status post_remote(int64_t layer_idx, int64_t n_tok);
+  [[nodiscard]] Status collect_remote(int64_t n_tok);
   // The shared expert in two steps: computed into sh_out_ (and the gate's logits sh_logit_)
   // while the routed experts' reads land, then added to out_ after them (the same operations as
   // in one step): out_ += [sigmoid(sh_logit)] * sh_out.
@@ -107,6 +127,16 @@ class MoeFfn final : public FfnBlock {
   ExpertSource* experts_ = nullptr;
   RoutingBias routing_bias_;
   RoutingStats routing_stats_;
+  RemoteExperts* remote_ = nullptr;
+  // Per rank, the pairs posted for the current layer and the (token, slot) each answers.
+  struct RankPairs {
+    std::vector<ExpertPair> pairs;
+    std::vector<int32_t> at;  // [pairs] token * k + slot
+    std::vector<float> rows;  // [rows, dim] the experts' input rows sent
+    std::vector<float> out;   // [pairs, dim] the answer
+  };
+  std::vector<RankPairs> rank_pairs_;
+  std::vector<int32_t> row_of_;  // [B] a token's row in the request being built (-1: none)
   // The current call's buffers (set by forward / after_layer).
   const float* x_ = nullptr;          // [n_tok, dim] residual
   const float* xb_ = nullptr;         // [n_tok, dim] normed input
