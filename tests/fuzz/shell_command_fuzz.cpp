@@ -131,8 +131,15 @@ bool obviously_unsafe(const Argv& argv) {
     }
   }
   if (cmd == "rg") {
-    for (const std::string& o : options) {
-      if (starts(o, "--pre") || starts(o, "--hostname") || starts(o, "--search-zip") || o == "-z") return true;
+    // The word after a value-taking short option (rg's -A -B -C -E -e -f -g -j -M -m -r -T -t -d)
+    // is its value, not an option: `rg -g --pretty x` searches files matching "--pretty".
+    Argv o, ops;
+    split(argv, 1, &o, &ops, {}, "ABCEefgjMmrTtd");
+    for (const std::string& opt : o) {
+      if (opt == "--pre" || starts(opt, "--pre=") || starts(opt, "--pre-glob") || starts(opt, "--hostname") ||
+          starts(opt, "--search-zip") || cluster_has(opt, "z", "ABCEefgjMmrTtd")) {
+        return true;  // a preprocessor command, a hostname program, decompression programs
+      }
     }
   }
   if (cmd == "tree" || cmd == "file") {
