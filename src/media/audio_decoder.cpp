@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// WAV, FLAC, OGG Opus and MP3 through libsndfile (Debian's libsndfile1, which decodes FLAC with
-// libFLAC, Opus with libopus and MP3 with libmpg123); OGG Vorbis through libvorbisfile
+// WAV, FLAC and MP3 through libsndfile (Debian's libsndfile1, which decodes FLAC with libFLAC and
+// MP3 with libmpg123); OGG Vorbis through libvorbisfile (OGG Opus is refused)
 // (media/vorbis_decoder.cpp). The bytes are read from memory through libsndfile's virtual I/O.
 // The header is checked before any sample is decoded and the samples go through
 // AudioAccumulator (media/audio_pcm.h: limits, mono mixdown, resampling to 16 kHz) block by
@@ -175,15 +175,18 @@ Result<DecodedMedia> decode_wav(std::span<const uint8_t> bytes, const MediaLimit
 Result<DecodedMedia> decode_flac(std::span<const uint8_t> bytes, const MediaLimits& limits) {
   return decode_sndfile(bytes, limits, "flac");
 }
-// Vorbis goes through libvorbisfile (libsndfile 1.2.0 leaks the Vorbis header state of a
-// corrupt stream, found by audio_decode_fuzz), Opus through libsndfile.
+// OGG goes through libvorbisfile only: libsndfile 1.2.0's OGG reader leaks the Vorbis header
+// state of a corrupt stream, also one whose first packet is Opus (both found by
+// audio_decode_fuzz), so no OGG bytes reach it and OGG Opus is refused by name.
 Result<DecodedMedia> decode_ogg(std::span<const uint8_t> bytes, const MediaLimits& limits) {
   const char* codec = ogg_codec(bytes);
-  if (codec == nullptr) {
-    return make_error("ogg audio: the stream's first packet is neither Vorbis nor Opus (the codecs supported in OGG)");
+  if (codec != nullptr && std::strcmp(codec, "vorbis") == 0) return decode_ogg_vorbis(bytes, limits);
+  if (codec != nullptr && std::strcmp(codec, "opus") == 0) {
+    return make_error(
+        "ogg audio: Opus is not supported (OGG is read with libvorbisfile, Vorbis only); send WAV, "
+        "FLAC, MP3 or OGG Vorbis");
   }
-  if (std::strcmp(codec, "vorbis") == 0) return decode_ogg_vorbis(bytes, limits);
-  return decode_sndfile(bytes, limits, "ogg");
+  return make_error("ogg audio: the stream's first packet is not Vorbis (the one codec supported in OGG)");
 }
 Result<DecodedMedia> decode_mp3(std::span<const uint8_t> bytes, const MediaLimits& limits) {
   return decode_sndfile(bytes, limits, "mp3");
