@@ -299,4 +299,10 @@ void attend_group(const AttentionLayout& layout, const AttentionBatch& batch, co
   kqv(n_dot, hd, group, vt, vt_row_bytes, s.weights, p_row, out, hd);
 }
 
+uint8_t* thread_scratch_slices(std::vector<uint8_t>& buf, size_t need, size_t n_threads, size_t* stride) {
+  *stride = (need + 63) / 64 * 64;
+  if (buf.size() < *stride * n_threads + 64) buf.resize(*stride * n_threads + 64);
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+}
+
 }  // namespace sniper

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "base/cpu_features.h"
 #include "gguf/format.h"
@@ -82,6 +83,11 @@ AttentionBatch attention_batch(const AttentionLayout& layout, int64_t pos0, int6
 // and attend_tokens for up to n_tok_tile tokens.
 size_t attention_scratch_bytes(const AttentionLayout& layout, int64_t n_kv_padded, int64_t group,
                                int64_t n_tok_tile = 1);
+
+// Per-worker scratch for attend_group / attend_tokens carved from one buffer: n_threads slices of
+// `need` bytes (attention_scratch_bytes), each 64-byte aligned; `buf` grows when short. Returns
+// worker 0's slice; worker t's is at that + t * *stride.
+uint8_t* thread_scratch_slices(std::vector<uint8_t>& buf, size_t need, size_t n_threads, size_t* stride);
 
 // An upper bound of attention_scratch_bytes (plus the 64-byte stride rounding a caller adds per
 // thread) over every cache layout (K/V types, flash or not, any token tile) for heads of

@@ -177,11 +177,8 @@ void VisionEncoder::attention(const float* q, const float* k, const float* v, in
   const int64_t tok_tile = attention_token_tile(layout, batch, group);
   const int64_t n_tiles = (n + tok_tile - 1) / tok_tile;
   const size_t need = attention_scratch_bytes(layout, n, group, tok_tile);
-  const size_t stride = (need + 63) / 64 * 64;
-  const size_t n_threads = static_cast<size_t>(pool.n_threads());
-  grow(att_scratch_, stride * n_threads + 64);
-  uint8_t* scratch_base =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(att_scratch_.data()) + 63) & ~uintptr_t{63});
+  size_t stride = 0;
+  uint8_t* scratch_base = thread_scratch_slices(att_scratch_, need, static_cast<size_t>(pool.n_threads()), &stride);
   const auto* k_rows = reinterpret_cast<const uint8_t*>(k16_.data());
   const auto* v_rows = reinterpret_cast<const uint8_t*>(v16_.data());
   const int64_t n_items = n_tiles * n_kv;

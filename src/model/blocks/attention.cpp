@@ -66,10 +66,6 @@ constexpr LayerTensorSpec kTable[] = {
      false, [](const ModelConfig&, const LayerPlan& lp) { return lp.attn_post_norm; }},
 };
 
-// The 64-byte aligned start of a byte buffer.
-uint8_t* aligned64(std::vector<uint8_t>& v) {
-  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
-}
 }  // namespace
 
 std::span<const LayerTensorSpec> AttentionBlock::tensor_table() { return kTable; }
@@ -295,10 +291,8 @@ void AttentionBlock::attend_full(const LayerPlan& lp, const KvCache& kv, int64_t
   const int64_t tok_tile = attention_token_tile(layout, batch, group);
   const int64_t n_tiles = (n_tok + tok_tile - 1) / tok_tile;
   const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded, group, tok_tile);
-  const size_t stride = (need + 63) / 64 * 64;
-  const size_t n_threads = static_cast<size_t>(pool.n_threads());
-  if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
-  uint8_t* scratch_base = aligned64(att_scratch_);
+  size_t stride = 0;
+  uint8_t* scratch_base = thread_scratch_slices(att_scratch_, need, static_cast<size_t>(pool.n_threads()), &stride);
   const uint8_t* k_rows = kv.k_rows(index);
   const uint8_t* v_rows = kv.v_rows(index);
   const float scale = lp.attn_scale;
@@ -335,10 +329,8 @@ void AttentionBlock::attend_window(const LayerPlan& lp, const KvCache& kv, int64
   AttentionBatch batch = attention_batch(layout, pos0, n_tok, pool.n_threads());
   batch.causal = !non_causal;
   const size_t need = attention_scratch_bytes(layout, batch.n_kv_padded, group, 1);
-  const size_t stride = (need + 63) / 64 * 64;
-  const size_t n_threads = static_cast<size_t>(pool.n_threads());
-  if (att_scratch_.size() < stride * n_threads + 64) att_scratch_.resize(stride * n_threads + 64);
-  uint8_t* scratch_base = aligned64(att_scratch_);
+  size_t stride = 0;
+  uint8_t* scratch_base = thread_scratch_slices(att_scratch_, need, static_cast<size_t>(pool.n_threads()), &stride);
   const uint8_t* k_rows = kv.k_rows(index);
   const uint8_t* v_rows = kv.v_rows(index);
   const IsaTier tier = selected_tier();
