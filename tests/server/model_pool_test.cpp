@@ -31,7 +31,7 @@ using TJson = nlohmann::json;
 using namespace std::chrono_literals;
 
 std::string write_model(const std::string& name, uint64_t seed) {
-  const std::string path = ::testing::TempDir() + "/sniper_pool_" + std::to_string(::getpid()) + "_" + name + ".gguf";
+  std::string path = ::testing::TempDir() + "/sniper_pool_" + std::to_string(::getpid()) + "_" + name + ".gguf";
   SynthSpec spec;
   spec.arch = "qwen3";
   spec.dim = 64;

@@ -46,6 +46,7 @@ TEST(ServerConcurrency, FourClientsStreamAtOnce) {
   std::vector<std::string> texts(4);
   std::vector<int> statuses(4, 0);
   std::vector<bool> dones(4, false);
+  threads.reserve(4);
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&, i] {
       auto cli = server.client();
