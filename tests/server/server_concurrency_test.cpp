@@ -45,7 +45,7 @@ TEST(ServerConcurrency, FourClientsStreamAtOnce) {
   std::vector<std::thread> threads;
   std::vector<std::string> texts(4);
   std::vector<int> statuses(4, 0);
-  std::vector<bool> dones(4, false);
+  std::vector<char> dones(4, 0);  // one byte each: vector<bool> packs them into one shared word
   threads.reserve(4);
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&, i] {
