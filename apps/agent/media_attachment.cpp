@@ -91,9 +91,9 @@ Result<Attachment> load_attachment(const std::string& path, MediaKind want, uint
     return make_error("cannot attach '%s': not a known %s format (%s %s are read)", path.c_str(), kind,
                       formats_of(want).c_str(), want == MediaKind::kImage ? "images" : "files");
   if (d->kind != want)
-    return make_error("cannot attach '%s': it is %s %s, not %s: attach it with /%s", path.c_str(), d->format,
-                      media_kind_name(d->kind), want == MediaKind::kImage ? "an image" : "audio",
-                      media_kind_name(d->kind));
+    return make_error("cannot attach '%s': it is %s%s %s, not %s: attach it with /%s", path.c_str(),
+                      d->kind == MediaKind::kImage ? "a " : "", d->format, media_kind_name(d->kind),
+                      want == MediaKind::kImage ? "an image" : "audio", media_kind_name(d->kind));
   Attachment a;
   a.kind = want;
   size_t slash = path.find_last_of('/');

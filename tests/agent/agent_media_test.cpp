@@ -106,7 +106,7 @@ TEST_F(AgentMediaTest, AttachmentErrorsNameTheProblem) {
       << err("text.png", MediaKind::kImage, 1 << 20);
   EXPECT_NE(err("note.wav", MediaKind::kImage, 1 << 20).find("it is wav audio, not an image: attach it with /audio"),
             std::string::npos);
-  EXPECT_NE(err("cat.png", MediaKind::kAudio, 1 << 20).find("it is png image, not audio: attach it with /image"),
+  EXPECT_NE(err("cat.png", MediaKind::kAudio, 1 << 20).find("it is a png image, not audio: attach it with /image"),
             std::string::npos);
   EXPECT_NE(err("", MediaKind::kImage, 1 << 20).find("not a regular file"), std::string::npos);  // the directory
   auto ok = load_attachment(dir_ + "/cat.png", MediaKind::kImage, 1 << 20);
@@ -140,8 +140,8 @@ TEST_F(AgentMediaTest, ImageGoesToTheVisionTierAndStaysForFollowUps) {
   EXPECT_EQ(content[0]["type"], "text");
   EXPECT_EQ(content[0]["text"], "what is in this picture?");
   EXPECT_EQ(content[1]["type"], "image_url");
-  const std::string b64 = base64_encode(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kPngBytes.data()), kPngBytes.size()));
+  const std::string b64 =
+      base64_encode(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kPngBytes.data()), kPngBytes.size()));
   EXPECT_EQ(content[1]["image_url"]["url"], "data:image/png;base64," + b64);
   // The history keeps the image: a follow-up is routed by the text tier, answered by the vision
   // tier with the same image (so the server reuses its cache).
@@ -158,8 +158,7 @@ TEST_F(AgentMediaTest, ImageGoesToTheVisionTierAndStaysForFollowUps) {
   std::ifstream saved(dir_ + "/chat.md");
   std::stringstream md;
   md << saved.rdbuf();
-  EXPECT_NE(md.str().find("[image: cat.png, png, 29 bytes]\nwhat is in this picture?"), std::string::npos)
-      << md.str();
+  EXPECT_NE(md.str().find("[image: cat.png, png, 29 bytes]\nwhat is in this picture?"), std::string::npos) << md.str();
 }
 
 TEST_F(AgentMediaTest, NoTierCanReadAudioIsOneClearMessageAndTheNextTurnWorks) {
