@@ -214,7 +214,8 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   // Under mpirun every rank loads and agrees on the model (the serving ranks never return).
   if (Cluster* cluster = current_cluster(); cluster != nullptr) {
     SNIPER_ASSIGN_OR_RETURN(out.remote_experts,
-                            join_model_parallel(*cluster, args, model_path, model, static_cast<int>(*threads)));
+                            join_model_parallel(*cluster, args, model_path, model, static_cast<int>(*threads),
+                                                model.ok() ? (*model)->planned_batch() : 0));
   }
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();

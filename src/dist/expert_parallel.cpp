@@ -25,6 +25,10 @@ size_t request_bytes(int64_t n_rows, int64_t n_pairs, int64_t dim) {
 
 Status ClusterExperts::post(int rank, int64_t layer_idx, const float* h, int64_t n_rows, int64_t dim,
                             std::span<const ExpertPair> pairs) {
+  // After a lost rank every pass would wait out the timeout again: fail at once with the cause.
+  if (std::string lost = cluster_.lost_reason(); !lost.empty()) {
+    return make_error("a rank was lost earlier (%s); restart the job", lost.c_str());
+  }
   const int64_t n_pairs = static_cast<int64_t>(pairs.size());
   send_.resize(request_bytes(n_rows, n_pairs, dim));
   const int64_t header[4] = {layer_idx, n_rows, n_pairs, dim};
@@ -62,6 +66,10 @@ Status ClusterExperts::collect(int rank, float* out, int64_t n_pairs, int64_t di
 }
 
 Status ClusterExperts::stop_all() {
+  // A lost rank cannot be told; the cluster aborts the job on exit instead (cluster.h).
+  if (std::string lost = cluster_.lost_reason(); !lost.empty()) {
+    return make_error("the serving ranks were not stopped: a rank was lost (%s)", lost.c_str());
+  }
   Status first = ok_status();
   for (int r = 1; r < cluster_.size(); ++r) {
     Status st = cluster_.send(r, kTagStop, nullptr, 0);

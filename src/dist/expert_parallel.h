@@ -39,7 +39,7 @@ class ClusterExperts final : public RemoteExperts {
   [[nodiscard]] Status collect(int rank, float* out, int64_t n_pairs, int64_t dim) override;
 
   // Tells every serving rank to return from serve_experts(). Errors name the first rank that
-  // could not be told.
+  // could not be told; after a lost rank, it tells none (the job is aborted on exit).
   [[nodiscard]] Status stop_all();
 
  private:
