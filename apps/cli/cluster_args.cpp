@@ -50,7 +50,7 @@ Status join_cluster(int* argc, char*** argv) {
 Cluster* current_cluster() { return the_cluster().get(); }
 
 bool runs_distributed(const std::string& command) {
-  return command == "run" || command == "logits" || command == "serve";
+  return command == "run" || command == "logits" || command == "serve" || command == "bench";
 }
 
 void refuse_start(Cluster& cluster, const std::string& why) {
