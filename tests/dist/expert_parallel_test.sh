@@ -77,7 +77,7 @@ done
   >"$tmp/bench.log" 2>&1
 status=$?
 if [ $status -eq 0 ] && grep -q "^rank 0 (.*front end: .* ms/token waiting for answers" "$tmp/bench.log" &&
-  grep -Eq "^rank 1 \(.*\) +[1-9][0-9]*% of the routed rows, experts resident" "$tmp/bench.log" &&
+  grep -Eq "^rank 1 \(.*\) +[1-9][0-9]*% of the routed rows, cache hit rate" "$tmp/bench.log" &&
   grep -Eq "^rank 2 \(.*\) +[1-9][0-9]*% of the routed rows" "$tmp/bench.log"; then
   pass
 else
