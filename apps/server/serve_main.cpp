@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "base/memory_limit.h"
+#include "cli/cluster_args.h"
 #include "cli/common.h"
 #include "cli/hub_model.h"
 #include "cli/media_args.h"
@@ -369,8 +370,28 @@ int serve_main(int argc, char** argv) {
   };
   std::unique_ptr<Model> draft_model;   // -md FILE: shared by the slots; outlives the server
   std::unique_ptr<Model> pinned_model;  // -m FILE: loaded now, before listening
+  // Under mpirun (cli/cluster_args.h): the other ranks' experts, which the slots' sessions and the
+  // batched pass route through; the serving ranks never get past join_model_parallel.
+  std::unique_ptr<RemoteExperts> remote_experts;
+  Cluster* cluster = cli::current_cluster();
+  if (cluster != nullptr && !pinned) {
+    const Error e = make_error(
+        "under mpirun, serve takes one model loaded for the server's life (-m FILE, no --models, --keep-alive "
+        "or --max-loaded): every rank holds a share of it");
+    cli::refuse_start(*cluster, e.message);
+    return cli::fail(e);
+  }
   if (pinned) {
     auto model = loader(sources[0], lo->mem_bytes, &so.session);
+    if (cluster != nullptr) {
+      // A pass holds at most a prompt chunk (or verification) plus a decode row per slot.
+      auto remote = cli::join_model_parallel(*cluster, *args, sources[0].path, model, so.session.n_threads,
+                                             so.session.batch + so.n_slots);
+      if (!remote.ok()) return cli::fail(remote.error());
+      remote_experts = std::move(remote).value();
+      so.session.remote_experts = remote_experts.get();
+      so.degraded = [cluster] { return cluster->lost_reason(); };
+    }
     if (!model.ok()) return cli::fail(model.error());
     pinned_model = std::move(model).value();
     if (spec->kind == cli::SpecKind::kMtp && pinned_model->config().n_nextn_layers <= 0) {
