@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/fp16.h"
 #include "kernels/activations.h"
 #include "kernels/kernels.h"
 #include "kernels/layer_norm.h"
@@ -49,10 +50,11 @@ AudioEncoder::AudioEncoder(const AudioConfig& config, const AudioWeights& weight
     : config_(config), weights_(weights) {}
 
 size_t AudioEncoder::scratch_bytes() const {
-  const std::vector<float>* vs[] = {&a_, &b_, &cols_, &xb_, &q_, &k_, &v_, &att_, &tmp_, &ffn_, &clamped_, &pos_, &prel_};
+  const std::vector<float>* vs[] = {&a_,   &b_,   &conv_y_, &xb_,      &q_,   &k_,   &v_,
+                                    &att_, &tmp_, &ffn_,    &clamped_, &pos_, &prel_};
   size_t floats = 0;
   for (const auto* v : vs) floats += v->capacity();
-  return floats * sizeof(float) + act_.capacity();
+  return floats * sizeof(float) + cols_.capacity() * sizeof(uint16_t) + act_.capacity() + act_kernel_.capacity();
 }
 
 size_t AudioEncoder::estimate_scratch_bytes(const AudioConfig& c, int64_t n_frames, int64_t c0, int64_t c1, int64_t p,
@@ -63,7 +65,8 @@ size_t AudioEncoder::estimate_scratch_bytes(const AudioConfig& c, int64_t n_fram
   const int64_t chunk = std::min(n, kFfnChunk);
   const int64_t conv_a = std::max(n_frames * c.n_mel, n * c1 * f2);
   const int64_t conv_b = t1 * f1 * c0;
-  const int64_t cols = kConvBlock * 9 * std::max(c0, int64_t{1});
+  const int64_t cols = kConvBlock * 9 * std::max(c0, int64_t{1}) / 2 + kConvBlock * std::max(c0, c1) +
+                       9 * std::max(c0, int64_t{1}) * std::max(c0, c1) / 2;
   const int64_t widest = std::max({E, Q, 2 * E, p, out, c1 * f2});
   const int64_t floats = conv_a + conv_b + cols + n * (2 * E + 4 * Q + 2 * E + widest) + chunk * F +
                          n * widest /* clamped copy */ + (c.max_past + 1) * (E + Q);
@@ -95,30 +98,42 @@ void AudioEncoder::conv_stage(int stage, const float* in, int64_t T, int64_t F, 
   const AudioWeights& w = weights_;
   const int64_t cout = w.channels[stage], K = 9 * cin;
   const int64_t T2 = (T - 1) / 2 + 1, F2 = (F - 1) / 2 + 1, n = T2 * F2;
-  // The kernel [3, 3, cin, cout] as a [K -> cout] matrix: column order (ci, kh, kw), ggml's im2col.
-  QTensor kernel = w.conv_w[stage];
-  kernel.ne = {K, cout, 1, 1};
-  kernel.row_bytes = static_cast<size_t>(K) * sizeof(float);
-  grow(cols_, static_cast<size_t>(std::min(n, kConvBlock) * K));
+  // ggml_conv_2d: im2col to f16 (column order (ci, kh, kw)), and the gemm with the patches as
+  // the weight rows and the kernel, rounded to f16, as the activations: y[c][p] over f16 pairs
+  // with an f32 accumulator, as the vision encoders' patch embedding.
+  const QuantizedActs acts = quantize_acts(GgmlType::kF16, f32_view(w.conv_w[stage]), K, cout, K, act_kernel_, pool);
+  const int64_t block = std::min(n, kConvBlock);
+  grow(cols_, static_cast<size_t>(block * K));
+  grow(conv_y_, static_cast<size_t>(block * cout));
   for (int64_t p0 = 0; p0 < n; p0 += kConvBlock) {
     const int64_t m = std::min(kConvBlock, n - p0);
     pool.parallel_for(m, 16, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t p = p0 + i, to = p / F2, fo = p % F2;
-        float* row = cols_.data() + i * K;
+        uint16_t* row = cols_.data() + i * K;
         for (int64_t ci = 0; ci < cin; ++ci) {
           for (int64_t kh = 0; kh < 3; ++kh) {
             const int64_t t = 2 * to + kh - 1;
             for (int64_t kw = 0; kw < 3; ++kw) {
               const int64_t f = 2 * fo + kw - 1;
               const bool inside = t >= 0 && t < T && f >= 0 && f < F;
-              row[(ci * 3 + kh) * 3 + kw] = inside ? in[(t * F + f) * cin + ci] : 0.0f;
+              row[(ci * 3 + kh) * 3 + kw] = fp32_to_fp16(inside ? in[(t * F + f) * cin + ci] : 0.0f);
             }
           }
         }
       }
     });
-    matmul(kernel, cols_.data(), out + p0 * cout, m, act_, pool);
+    QTensor patches;
+    patches.type = GgmlType::kF16;
+    patches.ne = {K, m, 1, 1};
+    patches.data = reinterpret_cast<const uint8_t*>(cols_.data());
+    patches.row_bytes = static_cast<size_t>(K) * 2;
+    matmul_q(patches, acts, conv_y_.data(), m, pool);
+    pool.parallel_for(m, 64, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        for (int64_t c = 0; c < cout; ++c) out[(p0 + i) * cout + c] = conv_y_[static_cast<size_t>(c * m + i)];
+      }
+    });
   }
   const float* bias = w.conv_b[stage].data != nullptr ? f32_view(w.conv_b[stage]) : nullptr;
   const float* norm = w.conv_norm[stage].data != nullptr ? f32_view(w.conv_norm[stage]) : nullptr;
