@@ -256,9 +256,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, AudioReference, ::testing::Values("gemma4e-gemma
                          });
 
 TEST(AudioReference, ErrorsNameTheProblem) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("gemma4a-errors-" + std::to_string(::getpid()) + ".mmproj.gguf"))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("gemma4a-errors-" + std::to_string(::getpid()) + ".mmproj.gguf"))
+          .string();
   SynthMmprojSpec s;
   s.projector = "gemma4a";
   s.lm_dim = 256;
