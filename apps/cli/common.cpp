@@ -186,9 +186,9 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
     if (Cluster* cluster = current_cluster(); cluster != nullptr) refuse_start(*cluster, e.message);
     return e;
   };
-  auto path = model_path_from_args(args);
-  if (!path.ok()) return early(path.error());
-  const std::string model_path = *path;
+  auto files = model_files_from_args(args);
+  if (!files.ok()) return early(files.error());
+  const std::string model_path = files->model;
   auto options = load_options_from_args(args);
   if (!options.ok()) return early(options.error());
   ModelLoadOptions lo = *options;
@@ -204,7 +204,7 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   so.n_ctx = lo.n_ctx;
   so.kv_type = lo.kv_type;
   Loaded out;
-  auto mmproj = load_mmproj_for_model(args, model_path, &lo);
+  auto mmproj = load_mmproj_for_model(args, model_path, &lo, nullptr, files->mmproj);
   if (!mmproj.ok()) return early(mmproj.error());
   out.mmproj = std::move(mmproj).value();
   ProgressLine line;

@@ -15,6 +15,9 @@ std::vector<FlagSpec> media_flags() {
   return {
       {"--mmproj", nullptr, "PATH",
        "multimodal projector (the mmproj GGUF beside the model): gemma4v, qwen3vl_merger, gemma4a (audio)"},
+      {"--no-mmproj", nullptr, nullptr,
+       "with -hf: do not fetch and load the repository's projector (fetched by default, as llama.cpp does)", nullptr,
+       "--no-mmproj-auto"},
       {"--image", nullptr, "PATH",
        "an image (PNG, JPEG, WebP, GIF's first frame); repeat for several, each at one <__media__> marker in the "
        "prompt (run puts them before the prompt when it has none)"},
@@ -61,15 +64,20 @@ Result<int64_t> media_chunk_tokens_of(const std::string& mmproj_path, const Mmpr
 }
 
 Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const std::string& model_path,
-                                                      ModelLoadOptions* lo, MediaPlan* plan_out) {
-  if (!args.has("--mmproj")) {
+                                                      ModelLoadOptions* lo, MediaPlan* plan_out,
+                                                      const std::string& hub_mmproj) {
+  if (args.has("--mmproj") && args.has("--no-mmproj"))
+    return make_error("--mmproj and --no-mmproj contradict each other: drop one");
+  if (!args.has("--mmproj") && hub_mmproj.empty()) {
     if (args.has("--image") || args.has("--audio")) {
       return make_error("%s needs a projector: pass --mmproj PATH (the model's mmproj file)",
                         args.has("--image") ? "--image" : "--audio");
     }
     return std::unique_ptr<Mmproj>();
   }
-  const std::string path = args.get_string("--mmproj");
+  const std::string path = args.has("--mmproj") ? args.get_string("--mmproj") : hub_mmproj;
+  if (!args.has("--mmproj"))
+    std::fprintf(stderr, "projector: %s (the repository's, fetched with -hf; --no-mmproj skips it)\n", path.c_str());
   SNIPER_ASSIGN_OR_RETURN(MmprojOptions mo, mmproj_options_from_args(args));
   SNIPER_ASSIGN_OR_RETURN(MmprojMemory mem, mmproj_memory(path, mo));
   // The projector's header says how long its images may get (for the batch and sliding rings).

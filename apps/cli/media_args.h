@@ -15,7 +15,7 @@
 
 namespace sniper::cli {
 
-// --mmproj, --image and --audio (repeatable), --image-min-tokens, --image-max-tokens,
+// --mmproj, --no-mmproj, --image and --audio (repeatable), --image-min-tokens, --image-max-tokens,
 // --media-max-bytes, --media-max-pixels, --media-max-seconds.
 std::vector<FlagSpec> media_flags();
 
@@ -29,9 +29,11 @@ Result<int64_t> media_chunk_tokens_of(const std::string& mmproj_path, const Mmpr
 // Plans the projector of --mmproj beside the language model at model_path under lo->mem_bytes:
 // takes its share off the budget, sets lo->media_chunk_tokens for a projector whose images attend
 // both ways, and loads it (streamed layers when the plan says so). Errors name the file and the
-// problem; --image without --mmproj is an error.
+// problem; --image without --mmproj is an error. `hub_mmproj` (the projector -hf fetched) stands
+// for --mmproj when that is not given.
 Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const std::string& model_path,
-                                                      ModelLoadOptions* lo, MediaPlan* plan_out = nullptr);
+                                                      ModelLoadOptions* lo, MediaPlan* plan_out = nullptr,
+                                                      const std::string& hub_mmproj = "");
 
 // Reads (up to the projector's byte limit) and encodes the image at `path`; *total adds its
 // timings. Errors name the file.

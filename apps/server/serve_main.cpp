@@ -37,13 +37,15 @@ namespace sniper::server {
 namespace {
 
 // A hub reference ("owner/name[:QUANT|:FILE.gguf]") pulled into the store if needed, as -hf
-// does: the first part's path.
-Result<std::string> pull_hub_model(const std::string& ref, const cli::Args& args) {
+// does: the first part's path (and the repository's projector into *mmproj when asked for).
+Result<std::string> pull_hub_model(const std::string& ref, const cli::Args& args, std::string* mmproj = nullptr) {
   cli::HubPullRequest request;
   request.ref = ref;
   SNIPER_ASSIGN_OR_RETURN(request.budget_bytes, resolve_memory_budget(args.get_string("--mem", "auto")));
   request.offline_fallback = true;
+  request.with_mmproj = mmproj != nullptr;
   SNIPER_ASSIGN_OR_RETURN(hub::PullResult pulled, cli::pull_with_progress(request));
+  if (mmproj != nullptr) *mmproj = pulled.mmproj_path;
   return pulled.paths.front();
 }
 
@@ -125,6 +127,9 @@ int serve_main(int argc, char** argv) {
           {"--mmproj", nullptr, "PATH",
            "multimodal projector of the one model (its mmproj GGUF: gemma4v, qwen3vl_merger): requests may then send "
            "images (OpenAI image_url data URLs, Ollama images, Anthropic base64 image blocks)"},
+          {"--no-mmproj", nullptr, nullptr,
+           "with -hf: do not fetch and load the repository's projector (fetched by default, as llama.cpp does)",
+           nullptr, "--no-mmproj-auto"},
           {"--image-min-tokens", nullptr, "N", "fewest tokens an image is resized to (default: the projector's)"},
           {"--image-max-tokens", nullptr, "N", "most tokens an image is resized to (default: the projector's)"},
           {"--media-max-bytes", nullptr, "SIZE",
@@ -166,8 +171,10 @@ int serve_main(int argc, char** argv) {
     if (!src.ok()) return cli::fail(src.error());
     sources.push_back(std::move(src).value());
   }
+  std::string hub_mmproj;        // the projector -hf fetched beside its model
   if (args->has("--hf-repo")) {  // -hf REPO[:QUANT]: pulled into the store if needed, then one more source
-    auto pulled = pull_hub_model(args->get_string("--hf-repo"), *args);
+    auto pulled =
+        pull_hub_model(args->get_string("--hf-repo"), *args, cli::wants_hub_mmproj(*args) ? &hub_mmproj : nullptr);
     if (!pulled.ok()) return cli::fail(pulled.error());
     auto src = parse_model_spec(*pulled);
     if (!src.ok()) return cli::fail(src.error());
@@ -315,12 +322,19 @@ int serve_main(int argc, char** argv) {
   }
   // --mmproj: the one model's projector, planned with it (its share comes off --mem first).
   std::unique_ptr<Mmproj> mmproj;
-  if (args->has("--mmproj")) {
+  if (!hub_mmproj.empty() && !pinned) {
+    std::fprintf(stderr, "note: the projector %s fetched with -hf is not loaded: it goes with a single model\n",
+                 hub_mmproj.c_str());
+    hub_mmproj.clear();
+  }
+  if (args->has("--mmproj") && args->has("--no-mmproj"))
+    return cli::fail(make_error("--mmproj and --no-mmproj contradict each other: drop one"));
+  if (args->has("--mmproj") || !hub_mmproj.empty()) {
     if (!pinned) {
       return cli::fail(
           make_error("--mmproj goes with a single model (-m FILE): it is that model's projector, not every model's"));
     }
-    auto loaded_mmproj = cli::load_mmproj_for_model(*args, sources[0].path, &*lo, nullptr);
+    auto loaded_mmproj = cli::load_mmproj_for_model(*args, sources[0].path, &*lo, nullptr, hub_mmproj);
     if (!loaded_mmproj.ok()) return cli::fail(loaded_mmproj.error());
     mmproj = std::move(loaded_mmproj).value();
     so.mmproj = mmproj.get();
