@@ -15,8 +15,8 @@
 
 namespace sniper::cli {
 
-// --mmproj, --no-mmproj, --image (repeatable), --image-min-tokens, --image-max-tokens,
-// --media-max-bytes, --media-max-pixels.
+// --mmproj, --no-mmproj, --image and --audio (repeatable), --image-min-tokens, --image-max-tokens,
+// --media-max-bytes, --media-max-pixels, --media-max-seconds.
 std::vector<FlagSpec> media_flags();
 
 // The projector options the flags ask for (limits validated, names in errors).
@@ -40,7 +40,7 @@ Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const st
 Result<MediaChunk> encode_image_file(const std::string& path, Mmproj& mmproj, ThreadPool& pool,
                                      MediaTimings* total = nullptr);
 
-// Reads and encodes every --image, in order. Errors name the file.
+// Reads and encodes every --image and --audio, in command-line order. Errors name the file.
 Result<std::vector<MediaChunk>> encode_images(const Args& args, Mmproj& mmproj, ThreadPool& pool,
                                               MediaTimings* total = nullptr);
 
