@@ -7,7 +7,9 @@ ServedMedia::ServedMedia(Mmproj& mmproj, int n_threads) : mmproj_(mmproj), pool_
 
 std::string unsupported_media_message(MediaKind kind, bool has_projector) {
   if (kind == MediaKind::kAudio) {
-    return "this model has no audio encoder (audio input is not supported by this build; images need serve --mmproj)";
+    return has_projector ? "this model's projector has no audio encoder (a gemma4a mmproj reads audio)"
+                         : "this model has no audio encoder: start the server with --mmproj FILE (a gemma4a mmproj, "
+                           "Gemma 4 E2B/E4B) to send audio";
   }
   return has_projector ? "this model's projector reads no images"
                        : "this model has no vision projector: start the server with --mmproj FILE (the model's mmproj "

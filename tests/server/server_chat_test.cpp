@@ -5,6 +5,8 @@
 // validation errors, and that a conversation's next turn reuses the KV prefix.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <filesystem>
 
 #include "server/test_server.h"
@@ -17,7 +19,11 @@ namespace {
 class ServerChat : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    path_ = new std::string(::testing::TempDir() + "/sniper_server_chat_qwen3.gguf");
+    // A directory of its own: the file name is the model's name the tests expect, and a fixed path
+    // would be shared with a run of this suite in another checkout.
+    std::string tmpl = ::testing::TempDir() + "/sniper-server-chat-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    path_ = new std::string(tmpl + "/sniper_server_chat_qwen3.gguf");
     SynthSpec spec;
     spec.arch = "qwen3";
     spec.dim = 64;
@@ -41,7 +47,7 @@ class ServerChat : public ::testing::Test {
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
-    std::filesystem::remove(*path_);
+    std::filesystem::remove_all(std::filesystem::path(*path_).parent_path());
     delete path_;
   }
   static TestServer* server_;

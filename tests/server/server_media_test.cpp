@@ -251,7 +251,7 @@ TEST_F(ServerMedia, BadMediaGets400AndTheServerGoesOn) {
   // Over the byte limit (64 KiB here), checked from the base64 length before decoding.
   expect_refused(chat, openai_body(TJson::array({image_part("data:image/png;base64," + std::string(100000, 'A'))})),
                  "over the limit of 64 KiB");
-  // Audio: no audio encoder in this build.
+  // Audio: this projector (gemma4v) has no audio encoder.
   expect_refused(
       chat,
       openai_body(TJson::array(
