@@ -51,8 +51,8 @@ run_preset() {
 asan_exclude="golden|cgroup|cli|load|js"
 arm64_targets=(kernel_test matmul_test ops_test attention_test flash_attention_test raw_block_test delta_net_test
                ssm_conv_test activations_test layer_norm_test iq_repack_kernel_test window_attention_test
-               kernel_bench reference_test sniper_cli)
-arm64_tests='^(kernel_test|matmul_test|ops_test|attention_test|flash_attention_test|raw_block_test|delta_net_test|ssm_conv_test|activations_test|layer_norm_test|iq_repack_kernel_test|window_attention_test|kernel_bench_smoke|reference_test.*|cli_run_test)$'
+               kernel_bench reference_test sniper_cli cpu_features_test)
+arm64_tests='^(kernel_test|matmul_test|ops_test|attention_test|flash_attention_test|raw_block_test|delta_net_test|ssm_conv_test|activations_test|layer_norm_test|iq_repack_kernel_test|window_attention_test|cpu_features_test|kernel_bench_smoke|reference_test.*|cli_run_test)$'
 # The concurrent suites: thread pool, I/O engine, expert cache and prefetch (streamed runs), the
 # server's scheduler, slots and batching, and the model pool.
 tsan_tests=(thread_pool_test io_engine_test streaming_test server_concurrency_test server_batching_test model_pool_test)

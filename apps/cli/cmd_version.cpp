@@ -22,11 +22,10 @@ int cmd_version(int argc, char** argv) {
   }
   if (Status st = args->check_positionals(0, ""); !st.ok()) return fail(st.error());
   std::printf("sniper %s (commit %s, %s build)\n", SNIPER_VERSION, SNIPER_GIT_COMMIT, SNIPER_BUILD_TYPE);
-  const IsaTier best = host_best_tier();
   const IsaTier used = selected_tier();
   std::string tiers;
-  for (IsaTier t : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
-    if (static_cast<int>(t) > static_cast<int>(best)) break;
+  for (IsaTier t : arch_tiers()) {
+    if (!host_runs(t)) break;
     tiers += std::string(tiers.empty() ? "" : ", ") + isa_tier_name(t) + (t == used ? " (in use)" : "");
   }
   std::printf("kernel tiers on this CPU: %s\n", tiers.c_str());

@@ -60,9 +60,8 @@ void bench_delta_net(int64_t n_v, int64_t n_k, int64_t d, int64_t n_prefill) {
   a.out = out.data();
   a.out_stride = n_v * d;
   a.state = state.data();
-  const IsaTier tiers[] = {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512};
-  for (IsaTier tier : tiers) {
-    if (tier > host_best_tier()) continue;
+  for (IsaTier tier : arch_tiers()) {
+    if (!host_runs(tier)) continue;
     const DeltaNetFn fn = find_delta_net(tier);
     a.n_tokens = 1;
     const double dec = best_of(20, [&] { fn(a, 0, n_v); });
@@ -85,9 +84,8 @@ void bench_gelu(int64_t n) {
   std::vector<float> x(static_cast<size_t>(n * n_rows)), up(x.size()), y(x.size());
   for (auto& v : x) v = normal(rng);
   for (auto& v : up) v = normal(rng);
-  const IsaTier tiers[] = {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512};
-  for (IsaTier tier : tiers) {
-    if (tier > host_best_tier()) continue;
+  for (IsaTier tier : arch_tiers()) {
+    if (!host_runs(tier)) continue;
     const GeluOps& ops = find_gelu_ops(tier);
     const double t_gelu = best_of(20, [&] {
       for (int64_t r = 0; r < n_rows; ++r) ops.gelu(x.data() + r * n, y.data() + r * n, n);

@@ -86,7 +86,7 @@ std::vector<const GgmlTypeInfo*> all_weight_types() {
 }
 
 bool parse_tier(const std::string& s, IsaTier* tier) {
-  for (IsaTier t : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
+  for (IsaTier t : arch_tiers()) {
     if (s == isa_tier_name(t)) {
       *tier = t;
       return true;
@@ -171,18 +171,17 @@ bool parse_args(int argc, char** argv, Options* o) {
     }
   }
   if (tiers_arg == "best" || tiers_arg == "all") {
-    for (int t = tiers_arg == "best" ? static_cast<int>(host_best_tier()) : 0; t <= static_cast<int>(host_best_tier());
-         ++t) {
-      o->tiers.push_back(static_cast<IsaTier>(t));
+    for (IsaTier t : arch_tiers()) {
+      if (host_runs(t) && (tiers_arg == "all" || t == host_best_tier())) o->tiers.push_back(t);
     }
   } else {
     for (const std::string& name : split_list(tiers_arg)) {
       IsaTier t = IsaTier::kRef;
       if (!parse_tier(name, &t)) {
-        std::fprintf(stderr, "--tiers: '%s' is not ref, avx2 or avx512\n", name.c_str());
+        std::fprintf(stderr, "--tiers: '%s' is not one of this build's tiers\n", name.c_str());
         return false;
       }
-      if (t > host_best_tier()) {
+      if (!host_runs(t)) {
         std::fprintf(stderr, "--tiers: this host cannot run %s (best %s)\n", name.c_str(),
                      isa_tier_name(host_best_tier()));
         return false;

@@ -50,4 +50,11 @@ IsaTier best_tier_for(const CpuFeatures& f) {
   return IsaTier::kRef;
 }
 
+// Only the tiers that have kernels are listed (SNIPER_ISA names the others "not one of this
+// build's tiers"); kNeon, kDotprod and kI8mm join with their kernels (arm_tiers.cpp).
+std::span<const IsaTier> target_tiers() {
+  static constexpr IsaTier kTiers[] = {IsaTier::kRef};
+  return kTiers;
+}
+
 }  // namespace sniper::base_internal

@@ -75,4 +75,9 @@ IsaTier best_tier_for(const CpuFeatures& f) {
   return IsaTier::kRef;
 }
 
+std::span<const IsaTier> target_tiers() {
+  static constexpr IsaTier kTiers[] = {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512};
+  return kTiers;
+}
+
 }  // namespace sniper::base_internal

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "base/log.h"
 
@@ -17,40 +18,65 @@ const CpuFeatures& cpu_features() {
 
 std::vector<NamedCpuFeature> cpu_feature_list() { return base_internal::named_cpu_features(cpu_features()); }
 
-IsaTier host_best_tier() { return base_internal::best_tier_for(cpu_features()); }
+IsaTier host_best_tier() {
+  static const IsaTier best = base_internal::best_tier_for(cpu_features());
+  return best;
+}
+
+bool host_runs(IsaTier tier) { return base_internal::tier_runs_under(tier, host_best_tier()); }
+
+std::span<const IsaTier> arch_tiers() { return base_internal::target_tiers(); }
+
+namespace {
+
+constexpr struct {
+  IsaTier tier;
+  const char* name;
+} kTierNames[] = {{IsaTier::kRef, "ref"},   {IsaTier::kAvx2, "avx2"},       {IsaTier::kAvx512, "avx512"},
+                  {IsaTier::kNeon, "neon"}, {IsaTier::kDotprod, "dotprod"}, {IsaTier::kI8mm, "i8mm"}};
+
+}  // namespace
 
 IsaTier selected_tier() {
   static const IsaTier tier = [] {
-    IsaTier best = host_best_tier();
-    const char* env = std::getenv("SNIPER_ISA");
-    if (env == nullptr || *env == '\0') return best;
-    IsaTier want;
-    if (!std::strcmp(env, "ref")) {
-      want = IsaTier::kRef;
-    } else if (!std::strcmp(env, "avx2")) {
-      want = IsaTier::kAvx2;
-    } else if (!std::strcmp(env, "avx512")) {
-      want = IsaTier::kAvx512;
-    } else {
-      LOG_WARN("SNIPER_ISA=%s is not one of ref|avx2|avx512; using %s", env, isa_tier_name(best));
-      return best;
-    }
-    if (static_cast<int>(want) > static_cast<int>(best)) {
-      LOG_WARN("SNIPER_ISA=%s is not supported by this CPU; using %s", env, isa_tier_name(best));
-      return best;
-    }
-    return want;
+    std::string warning;
+    const IsaTier t = base_internal::choose_tier(std::getenv("SNIPER_ISA"), host_best_tier(), arch_tiers(), &warning);
+    if (!warning.empty()) LOG_WARN("%s", warning.c_str());
+    return t;
   }();
   return tier;
 }
 
 const char* isa_tier_name(IsaTier tier) {
-  switch (tier) {
-    case IsaTier::kRef: return "ref";
-    case IsaTier::kAvx2: return "avx2";
-    case IsaTier::kAvx512: return "avx512";
+  for (const auto& n : kTierNames) {
+    if (n.tier == tier) return n.name;
   }
   return "?";
 }
+
+namespace base_internal {
+
+bool tier_runs_under(IsaTier tier, IsaTier best) {
+  if (tier == IsaTier::kRef) return true;
+  return tier.arch == best.arch && tier.level <= best.level;
+}
+
+IsaTier choose_tier(const char* request, IsaTier best, std::span<const IsaTier> tiers, std::string* warning) {
+  warning->clear();
+  if (request == nullptr || *request == '\0') return best;
+  for (IsaTier t : tiers) {
+    if (std::strcmp(request, isa_tier_name(t)) != 0) continue;
+    if (tier_runs_under(t, best)) return t;
+    *warning = std::string("SNIPER_ISA=") + request + " is not supported by this CPU; using " + isa_tier_name(best);
+    return best;
+  }
+  std::string names;
+  for (IsaTier t : tiers) names += std::string(names.empty() ? "" : "|") + isa_tier_name(t);
+  *warning = std::string("SNIPER_ISA=") + request + " is not one of this build's tiers (" + names + "); using " +
+             isa_tier_name(best);
+  return best;
+}
+
+}  // namespace base_internal
 
 }  // namespace sniper

@@ -16,7 +16,7 @@ namespace sniper {
 namespace {
 
 constexpr int kTypeSlots = static_cast<int>(kGgmlTypeSlots);  // GgmlType values are below it
-constexpr int kTiers = 3;
+constexpr int kTiers = kMaxIsaLevel + 1;                      // one set per level of the target architecture
 
 struct Sets {
   KernelSet set[kTiers];
@@ -38,15 +38,15 @@ void fill_act_quantizers(KernelSet& s) {
 
 std::unique_ptr<Sets> build_sets() {
   auto sets = std::make_unique<Sets>();
-  const int best = static_cast<int>(host_best_tier());
   const CpuFeatures& features = cpu_features();
-  for (int tier = 0; tier <= best; ++tier) {
-    KernelSet& s = sets->set[tier];
-    if (tier == 0) {
+  for (const IsaTier tier : arch_tiers()) {
+    if (!host_runs(tier)) break;
+    KernelSet& s = sets->set[tier.level];
+    if (tier == IsaTier::kRef) {
       kernels_internal::fill_ref_set(s);
     } else {
-      s = sets->set[tier - 1];
-      s.tier = static_cast<IsaTier>(tier);
+      s = sets->set[tier.level - 1];
+      s.tier = tier;
       kernels_internal::patch_arch_tier(s.tier, features, s);
     }
     for (int slot = 0; slot < kTypeSlots; ++slot) {
@@ -67,8 +67,8 @@ const Sets& sets() {
 }  // namespace
 
 const KernelSet* find_kernel_set(IsaTier tier) {
-  if (static_cast<int>(tier) < 0 || tier > host_best_tier()) return nullptr;
-  return &sets().set[static_cast<int>(tier)];
+  if (!host_runs(tier)) return nullptr;
+  return &sets().set[tier.level];
 }
 
 const KernelSet& get_kernel_set(IsaTier tier) {

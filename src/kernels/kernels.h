@@ -56,7 +56,7 @@ struct KernelTable {
 };
 
 // Returns the table for `type` at `tier` (lower-tier entries fill gaps), or nullptr when the
-// type is not supported or the host cannot run `tier` (tier > host_best_tier()). Tables are
+// type is not supported or the host cannot run `tier` (!host_runs(tier)). Tables are
 // built once and live for the whole process. Thread-safe.
 const KernelTable* find_kernels(GgmlType type, IsaTier tier);
 

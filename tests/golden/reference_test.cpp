@@ -130,7 +130,7 @@ class TierEnvironment : public ::testing::Environment {
   void SetUp() override {
     const char* want = std::getenv("SNIPER_ISA");
     if (want != nullptr && std::strcmp(want, isa_tier_name(selected_tier())) != 0) {
-      GTEST_SKIP() << "SNIPER_ISA=" << want << " is above this host's best tier (" << isa_tier_name(host_best_tier())
+      GTEST_SKIP() << "SNIPER_ISA=" << want << " is not runnable on this host (best " << isa_tier_name(host_best_tier())
                    << "), which its own run covers";
     }
   }

@@ -343,8 +343,10 @@ TEST(DispatchTest, UnsupportedTypesAndTiersGiveNull) {
   EXPECT_EQ(find_kernels(GgmlType::kQ8_K, IsaTier::kRef), nullptr);  // activation-only type
   EXPECT_EQ(find_kernels(static_cast<GgmlType>(4), IsaTier::kRef), nullptr);
   EXPECT_EQ(find_kernels(static_cast<GgmlType>(1000), IsaTier::kRef), nullptr);
-  if (host_best_tier() < IsaTier::kAvx512) {
-    EXPECT_EQ(find_kernels(GgmlType::kF32, IsaTier::kAvx512), nullptr);
+  for (IsaTier other : {IsaTier::kAvx2, IsaTier::kAvx512, IsaTier::kNeon, IsaTier::kDotprod, IsaTier::kI8mm}) {
+    if (!host_runs(other)) {
+      EXPECT_EQ(find_kernels(GgmlType::kF32, other), nullptr) << isa_tier_name(other);
+    }
   }
   EXPECT_EQ(find_act_quantizer(GgmlType::kQ4_0, IsaTier::kRef), nullptr);  // not an activation type
 }

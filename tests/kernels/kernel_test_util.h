@@ -32,9 +32,10 @@ inline constexpr GgmlType kWeightTypes[] = {
 inline constexpr GgmlType kActTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
                                          GgmlType::kQ8_0, GgmlType::kQ8_1, GgmlType::kQ8_K};
 
-inline constexpr IsaTier kAllTiers[] = {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512};
+// The target architecture's tiers, ref first (tests skip those the host cannot run).
+inline const std::span<const IsaTier> kAllTiers = arch_tiers();
 
-inline bool host_has(IsaTier tier) { return tier <= host_best_tier(); }
+inline bool host_has(IsaTier tier) { return host_runs(tier); }
 
 // The bit pattern of f, for bitwise comparisons that also tell -0 from 0 and compare NaNs.
 inline uint32_t bits(float f) {

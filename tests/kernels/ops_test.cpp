@@ -123,9 +123,8 @@ TEST(Ops, SiluMul) {
 // the 16-lane blocks, scales from tiny to beyond exp's saturation (|x| > 88 underflows or
 // overflows, |n| > 192 takes the saturated path), masked (-inf) cells, and all-masked rows.
 TEST(Ops, EveryTierMatchesRefBitwise) {
-  const IsaTier tiers[] = {IsaTier::kAvx2, IsaTier::kAvx512};
-  for (IsaTier tier : tiers) {
-    if (tier > host_best_tier()) continue;
+  for (IsaTier tier : arch_tiers()) {
+    if (tier == IsaTier::kRef || !host_runs(tier)) continue;
     const RowOps& ops = find_row_ops(tier);
     const RowOps& ref = find_row_ops(IsaTier::kRef);
     uint32_t seed = 100;
@@ -164,8 +163,8 @@ TEST(Ops, AttentionWeightsEveryTier) {
   };
   const Shape shapes[] = {{1, 1, 1},       {1, 16, 64},     {15, 16, 16},       {16, 16, 64}, {17, 32, 64},
                           {100, 112, 128}, {257, 272, 320}, {4095, 4096, 4096}, {33, 40, 33}};
-  for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
-    if (tier > host_best_tier()) continue;
+  for (IsaTier tier : arch_tiers()) {
+    if (!host_runs(tier)) continue;
     const RowOps& ops = find_row_ops(tier);
     for (const Shape& sh : shapes) {
       for (float scale : {1e-3f, 1.0f, 30.0f, 400.0f}) {
@@ -208,8 +207,8 @@ TEST(Ops, RoundFp16RowEveryTier) {
       2.9e-8f,       1e-9f, 1.0f + 0x1p-11f, 1.0f + 0x3p-11f, INFINITY,  -INFINITY, std::nanf("0x123"),
       -std::nanf("")};
   for (size_t i = 0; i < std::size(specials); ++i) x[i * 37] = specials[i];
-  for (IsaTier tier : {IsaTier::kRef, IsaTier::kAvx2, IsaTier::kAvx512}) {
-    if (tier > host_best_tier()) continue;
+  for (IsaTier tier : arch_tiers()) {
+    if (!host_runs(tier)) continue;
     for (size_t n : {1u, 15u, 16u, 33u, 1000u}) {
       std::vector<float> y(n);
       find_row_ops(tier).round_fp16_row(x.data(), y.data(), static_cast<int64_t>(n));

@@ -61,10 +61,13 @@ void patch_avx512(const CpuFeatures& features, KernelSet& s) {
 }  // namespace
 
 void patch_arch_tier(IsaTier tier, const CpuFeatures& features, KernelSet& s) {
-  switch (tier) {
-    case IsaTier::kAvx2: patch_avx2(s); return;
-    case IsaTier::kAvx512: patch_avx512(features, s); return;
-    case IsaTier::kRef: break;
+  if (tier == IsaTier::kAvx2) {
+    patch_avx2(s);
+    return;
+  }
+  if (tier == IsaTier::kAvx512) {
+    patch_avx512(features, s);
+    return;
   }
   CHECK(false, "no x86-64 patches for tier %s", isa_tier_name(tier));
 }
