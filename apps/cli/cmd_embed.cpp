@@ -34,15 +34,15 @@ std::vector<std::string> input_lines(const std::string& text) {
 }  // namespace
 
 int cmd_embed(int argc, char** argv) {
-  const std::vector<FlagSpec> specs =
-      concat(model_flags(), {
-                                {"--prompt", "-p", "TEXT", "the text to embed"},
-                                {"--file", "-f", "FILE", "embed each non-empty line of FILE"},
-                                {"--pooling", nullptr, "mean|cls|last",
-                                 "override the GGUF's pooling_type (default: the file's; last when it has none)"},
-                                {"--format", nullptr, "json|text", "output: one JSON object (default) or a line per input"},
-                                {"--help", "-h", nullptr, "show this help"},
-                            });
+  const std::vector<FlagSpec> specs = concat(
+      model_flags(), {
+                         {"--prompt", "-p", "TEXT", "the text to embed"},
+                         {"--file", "-f", "FILE", "embed each non-empty line of FILE"},
+                         {"--pooling", nullptr, "mean|cls|last",
+                          "override the GGUF's pooling_type (default: the file's; last when it has none)"},
+                         {"--format", nullptr, "json|text", "output: one JSON object (default) or a line per input"},
+                         {"--help", "-h", nullptr, "show this help"},
+                     });
   auto args = Args::parse("embed", argc, argv, 2, specs);
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
@@ -64,12 +64,14 @@ int cmd_embed(int argc, char** argv) {
     auto text = read_file(args->get_string("--file"));
     if (!text.ok()) return fail(text.error());
     inputs = input_lines(*text);
-    if (inputs.empty()) return fail(make_error("%s holds no non-empty line to embed", args->get_string("--file").c_str()));
+    if (inputs.empty())
+      return fail(make_error("%s holds no non-empty line to embed", args->get_string("--file").c_str()));
   }
   auto loaded = load_model_and_session(*args);
   if (!loaded.ok()) return fail(loaded.error());
   Model& model = *loaded->model;
-  auto pooling = args->has("--pooling") ? parse_pooling(args->get_string("--pooling")) : pooling_from_gguf(model.gguf());
+  auto pooling =
+      args->has("--pooling") ? parse_pooling(args->get_string("--pooling")) : pooling_from_gguf(model.gguf());
   if (!pooling.ok()) return fail(pooling.error());
   auto tokenizer = model.tokenizer();
   if (!tokenizer.ok()) return fail(tokenizer.error());

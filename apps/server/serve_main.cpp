@@ -111,6 +111,9 @@ int serve_main(int argc, char** argv) {
           {"--alias", "-a", "NAME[,NAME...]",
            "names a single model answers to besides its own (repeatable; '*' = any name, for clients that send a fixed "
            "model name; the first is the id it reports; default: the file name without .gguf)"},
+          {"--pooling", nullptr, "mean|cls|last",
+           "embeddings (/v1/embeddings, /api/embed): override each model's pooling_type (default: the GGUF's; last "
+           "when it has none)"},
           {"--content-special-tokens", nullptr, nullptr,
            "tokenize control-token text typed in messages (<|im_end|>, ...) as the control token, as llama-server "
            "does (default: as plain text; only the chat template's markup is special)"},
@@ -306,6 +309,11 @@ int serve_main(int argc, char** argv) {
   if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
   so.context_shift = args->has("--context-shift");
   so.content_special_tokens = args->has("--content-special-tokens");
+  if (args->has("--pooling")) {
+    auto pooling = parse_pooling(args->get_string("--pooling"));
+    if (!pooling.ok()) return cli::fail(make_error("--%s", pooling.error().message.c_str()));
+    so.pooling = *pooling;
+  }
   auto keep = args->get_int("--keep", 0, -1, int64_t{1} << 24);
   if (!keep.ok()) return cli::fail(keep.error());
   so.n_keep = *keep;

@@ -6,54 +6,6 @@
 namespace sniper {
 namespace {
 
-// Pools the rows a session evaluates, chunk by chunk, and passes each chunk on to the observer
-// that was set before (an MTP head).
-class Pooler final : public ForwardObserver {
- public:
-  Pooler(Pooling pooling, int64_t dim, ForwardObserver* next)
-      : pooling_(pooling), dim_(dim), next_(next), sum_(static_cast<size_t>(dim), 0.0) {}
-
-  void on_chunk(std::span<const int32_t> tokens, int64_t pos0, const float* hidden) override {
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    if (n > 0) {
-      switch (pooling_) {
-        case Pooling::kMean:
-          for (int64_t t = 0; t < n; ++t) {
-            const float* row = hidden + t * dim_;
-            for (int64_t i = 0; i < dim_; ++i) sum_[static_cast<size_t>(i)] += row[i];
-          }
-          break;
-        case Pooling::kCls:
-          if (rows_ == 0) sum_.assign(hidden, hidden + dim_);
-          break;
-        case Pooling::kLast:
-          sum_.assign(hidden + (n - 1) * dim_, hidden + n * dim_);
-          break;
-      }
-      rows_ += n;
-    }
-    if (next_ != nullptr) next_->on_chunk(tokens, pos0, hidden);
-  }
-  void on_rewrite(int64_t keep) override {
-    if (next_ != nullptr) next_->on_rewrite(keep);
-  }
-
-  int64_t rows() const { return rows_; }
-  std::vector<float> result() const {
-    std::vector<float> v(static_cast<size_t>(dim_));
-    const double scale = pooling_ == Pooling::kMean && rows_ > 0 ? 1.0 / static_cast<double>(rows_) : 1.0;
-    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(sum_[i] * scale);
-    return v;
-  }
-
- private:
-  Pooling pooling_;
-  int64_t dim_;
-  ForwardObserver* next_;
-  std::vector<double> sum_;  // mean: the rows' sum; cls, last: the row
-  int64_t rows_ = 0;
-};
-
 // Sets an observer for the duration of a scope and puts the previous one back.
 class ObserverScope {
  public:
@@ -71,6 +23,41 @@ class ObserverScope {
 
 }  // namespace
 
+EmbeddingPooler::EmbeddingPooler(Pooling pooling, int64_t dim, ForwardObserver* next)
+    : pooling_(pooling), dim_(dim), next_(next), sum_(static_cast<size_t>(dim), 0.0) {}
+
+void EmbeddingPooler::on_chunk(std::span<const int32_t> tokens, int64_t pos0, const float* hidden) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n > 0) {
+    switch (pooling_) {
+      case Pooling::kMean:
+        for (int64_t t = 0; t < n; ++t) {
+          const float* row = hidden + t * dim_;
+          for (int64_t i = 0; i < dim_; ++i) sum_[static_cast<size_t>(i)] += row[i];
+        }
+        break;
+      case Pooling::kCls:
+        if (rows_ == 0) sum_.assign(hidden, hidden + dim_);
+        break;
+      case Pooling::kLast: sum_.assign(hidden + (n - 1) * dim_, hidden + n * dim_); break;
+    }
+    rows_ += n;
+  }
+  if (next_ != nullptr) next_->on_chunk(tokens, pos0, hidden);
+}
+
+void EmbeddingPooler::on_rewrite(int64_t keep) {
+  if (next_ != nullptr) next_->on_rewrite(keep);
+}
+
+std::vector<float> EmbeddingPooler::result() const {
+  std::vector<float> v(static_cast<size_t>(dim_));
+  const double scale = pooling_ == Pooling::kMean && rows_ > 0 ? 1.0 / static_cast<double>(rows_) : 1.0;
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(sum_[i] * scale);
+  l2_normalize(v);
+  return v;
+}
+
 Result<Pooling> parse_pooling(std::string_view name) {
   if (name == "mean") return Pooling::kMean;
   if (name == "cls") return Pooling::kCls;
@@ -81,12 +68,9 @@ Result<Pooling> parse_pooling(std::string_view name) {
 
 const char* pooling_name(Pooling p) {
   switch (p) {
-    case Pooling::kMean:
-      return "mean";
-    case Pooling::kCls:
-      return "cls";
-    case Pooling::kLast:
-      return "last";
+    case Pooling::kMean: return "mean";
+    case Pooling::kCls: return "cls";
+    case Pooling::kLast: return "last";
   }
   return "?";
 }
@@ -109,14 +93,10 @@ Result<Pooling> pooling_from_gguf(const GgufFile& file) {
   if (!v.ok()) return v.error();
   switch (*v) {
     case 0:  // none: one vector per token; the last token's is the sequence's
-    case 3:
-      return Pooling::kLast;
-    case 1:
-      return Pooling::kMean;
-    case 2:
-      return Pooling::kCls;
-    case 4:
-      return make_error("%s is 4 (rank: a reranker's classification head), which is not supported", key.c_str());
+    case 3: return Pooling::kLast;
+    case 1: return Pooling::kMean;
+    case 2: return Pooling::kCls;
+    case 4: return make_error("%s is 4 (rank: a reranker's classification head), which is not supported", key.c_str());
     default:
       return make_error("%s is %ld but must be in [0, 4] (none, mean, cls, last, rank)", key.c_str(),
                         static_cast<long>(*v));
@@ -145,7 +125,7 @@ Result<std::vector<float>> embed_tokens(Session& session, std::span<const int32_
     }
   }
   (void)session.truncate(0);  // starts over: nothing else is kept
-  Pooler pooler(pooling, session.model().config().dim, session.observer());
+  EmbeddingPooler pooler(pooling, session.model().config().dim, session.observer());
   {
     ObserverScope scope(session, &pooler);
     SNIPER_TRY(session.eval(tokens));
@@ -153,9 +133,7 @@ Result<std::vector<float>> embed_tokens(Session& session, std::span<const int32_
   if (pooler.rows() != static_cast<int64_t>(tokens.size())) {
     return make_error("embedding saw %ld of %zu rows", static_cast<long>(pooler.rows()), tokens.size());
   }
-  std::vector<float> v = pooler.result();
-  l2_normalize(v);
-  return v;
+  return pooler.result();
 }
 
 }  // namespace sniper

@@ -42,6 +42,27 @@ const char* pooling_name(Pooling p);
 [[nodiscard]] Result<std::vector<float>> embed_tokens(Session& session, std::span<const int32_t> tokens,
                                                       Pooling pooling);
 
+// Pools the hidden rows a session evaluates, chunk by chunk (set it as the session's observer
+// from position 0 on), and passes each chunk on to `next` (the observer that was set before, an
+// MTP head; may be null). Mean sums in double.
+class EmbeddingPooler final : public ForwardObserver {
+ public:
+  EmbeddingPooler(Pooling pooling, int64_t dim, ForwardObserver* next);
+  void on_chunk(std::span<const int32_t> tokens, int64_t pos0, const float* hidden) override;
+  void on_rewrite(int64_t keep) override;
+  int64_t rows() const { return rows_; }
+  ForwardObserver* next() const { return next_; }
+  // The pooled rows seen so far, L2-normalised (dim floats).
+  std::vector<float> result() const;
+
+ private:
+  Pooling pooling_;
+  int64_t dim_;
+  ForwardObserver* next_;
+  std::vector<double> sum_;  // mean: the rows' sum; cls, last: the row
+  int64_t rows_ = 0;
+};
+
 // Divides v by its Euclidean norm (summed in double); a zero vector stays zero.
 void l2_normalize(std::span<float> v);
 

@@ -13,8 +13,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -158,8 +158,8 @@ TEST_F(EmbeddingTest, BadInputsAreRefusedByName) {
 }
 
 TEST_F(EmbeddingTest, PoolingFromTheFile) {
-  const std::pair<int, Pooling> cases[] = {{0, Pooling::kLast}, {1, Pooling::kMean}, {2, Pooling::kCls},
-                                           {3, Pooling::kLast}};
+  const std::pair<int, Pooling> cases[] = {
+      {0, Pooling::kLast}, {1, Pooling::kMean}, {2, Pooling::kCls}, {3, Pooling::kLast}};
   for (const auto& [value, want] : cases) {
     auto file = metadata_file([&](GgufWriter& w) { w.set_u32("qwen3.pooling_type", static_cast<uint32_t>(value)); });
     ASSERT_TRUE(file.ok()) << file.error().message;
