@@ -41,9 +41,8 @@ std::optional<ApiError> read_inputs(const ServedModel& m, const Json& v, const s
     for (size_t j = 0; j < arr.size(); ++j) {
       const Json& t = arr[j];
       if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab) {
-        return bad_request(name + "[" + std::to_string(j) + "] must be a token id in [0, " + std::to_string(vocab) +
-                               ")",
-                           field);
+        return bad_request(
+            name + "[" + std::to_string(j) + "] must be a token id in [0, " + std::to_string(vocab) + ")", field);
       }
       ids->push_back(static_cast<int32_t>(t.get<int64_t>()));
     }
@@ -56,7 +55,8 @@ std::optional<ApiError> read_inputs(const ServedModel& m, const Json& v, const s
     if (out->back().empty()) return bad_request(name + " encodes to no tokens", field);
     return std::nullopt;
   };
-  const std::string kinds = allow_ids ? "a string, an array of strings, or token ids" : "a string or an array of strings";
+  const std::string kinds =
+      allow_ids ? "a string, an array of strings, or token ids" : "a string or an array of strings";
   if (v.is_string()) return text(v, field);
   if (!v.is_array()) return bad_request(field + " must be " + kinds, field);
   if (v.empty()) return bad_request(field + " is an empty array", field);

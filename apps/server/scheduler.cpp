@@ -562,7 +562,13 @@ void Scheduler::publish_engine_stats() {
     s.ssd_read_bytes = io->stats().bytes_read;
     s.io_in_flight = io->n_outstanding();
   }
+  if (batcher_ != nullptr) {
+    s.experts_read = batcher_->routing_stats().experts_read;
+    s.experts_per_sequence = batcher_->routing_stats().experts_per_sequence;
+  }
   for (const Slot& slot : slots_) {
+    s.experts_read += slot.session->routing_stats().experts_read;  // the passes slots run alone
+    s.experts_per_sequence += slot.session->routing_stats().experts_per_sequence;
     s.state_checkpoints += static_cast<uint64_t>(slot.session->n_checkpoints());
     s.state_checkpoint_bytes += slot.session->checkpoint_bytes();
     if (slot.draft != nullptr) {

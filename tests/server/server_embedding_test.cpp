@@ -116,7 +116,8 @@ const char* kTexts[] = {"hello world", "A",
                         "sums rows from several forward passes"};
 
 TEST_F(ServerEmbedding, OpenAiBatchEqualsEachInputAlone) {
-  TJson j = post("/v1/embeddings", {{"input", {kTexts[0], kTexts[1], kTexts[2]}}, {"model", "sniper_server_embedding"}});
+  TJson j =
+      post("/v1/embeddings", {{"input", {kTexts[0], kTexts[1], kTexts[2]}}, {"model", "sniper_server_embedding"}});
   EXPECT_EQ(j["object"], "list");
   EXPECT_EQ(j["model"], "sniper_server_embedding");
   ASSERT_EQ(j["data"].size(), 3u);
@@ -187,7 +188,9 @@ TEST_F(ServerEmbedding, BadInputsNameTheField) {
       {"/api/embed", {{"input", "a"}}, 400, "model is required"},
       {"/api/embed", {{"model", "nope"}, {"input", "a"}}, 404, "model 'nope' not found"},
       {"/api/embed", {{"model", "sniper_server_embedding"}, {"input", {"a", 3}}}, 400, "input[1] must be a string"},
-      {"/api/embed", {{"model", "sniper_server_embedding"}, {"input", "a"}, {"truncate", "yes"}}, 400,
+      {"/api/embed",
+       {{"model", "sniper_server_embedding"}, {"input", "a"}, {"truncate", "yes"}},
+       400,
        "truncate must be true or false"},
       {"/api/embeddings", {{"model", "sniper_server_embedding"}}, 400, "prompt is required"},
   };
