@@ -303,9 +303,10 @@ int serve_main(int argc, char** argv) {
   }
   so.spec_ngram_size = spec->ngram_size;
   so.spec = spec->config;
-  lo->n_sessions = so.n_slots;            // every slot holds a KV cache: the plan budgets all of them
-  lo->n_logit_rows = spec->logit_rows();  // and its verification pass's logits
-  lo->n_checkpoints = *checkpoints;       // and its checkpoints (none for a model that can rewind)
+  lo->n_sessions = so.n_slots;                   // every slot holds a KV cache: the plan budgets all of them
+  lo->batch_pass_rows = lo->batch + so.n_slots;  // and the scheduler's batched pass (Scheduler::create)
+  lo->n_logit_rows = spec->logit_rows();         // and its verification pass's logits
+  lo->n_checkpoints = *checkpoints;              // and its checkpoints (none for a model that can rewind)
   if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
   so.context_shift = args->has("--context-shift");
   so.content_special_tokens = args->has("--content-special-tokens");
