@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Image input side by side with llama.cpp (issue 39's benchmark; not CI): one 896x896 PNG through
+# Media input side by side with llama.cpp (issue 39's benchmark; not CI): one 896x896 PNG through
 # the gemma4-e4b and qwen3.5-35b-a3b presets (the language models' real shapes, Q4_K_M, and their
-# vision towers' real shapes, f16 projectors), 2 threads, in RAM and under an 8 GiB cgroup cap
+# vision towers' real shapes, f16 projectors), and (case gemma4-e4b-audio) a 30 s 16 kHz WAV
+# through gemma4-e4b with its audio tower's shapes (gemma4a, f16), 2 threads, in RAM and under an
+# 8 GiB cgroup cap
 # (scripts/run-capped.sh; the language model streams there). Per run it prints the image encode
 # time and the time to first token, for Sniper and llama.cpp, and llama.cpp's time over Sniper's.
 #   Sniper: `sniper run ... -n 1` prints "encode E ms" and "time to first token T ms (from the
@@ -14,14 +16,15 @@
 #           prints no per-phase figure in this llama.cpp revision.) Model loading is outside both.
 # Files are written once under WORK (default /work/big/mm/bench): the synthetic models (about
 # 27 GB for both presets), the projectors and the image. Needs root for the capped runs.
-# Environment: MODELS (default "gemma4-e4b qwen3.5-35b-a3b"), CAP (8G), THREADS (2), REPS (2),
+# Environment: MODELS (default "gemma4-e4b qwen3.5-35b-a3b gemma4-e4b-audio"), MODES ("ram cap"), CAP (8G),
+#   THREADS (2), REPS (2),
 #   MM_LAYERS (override the projector's layer count: a quicker smoke run), SNIPER (the binary),
 #   LLAMA (llama.cpp's source folder, built by ../shared/tools/build-llama-cpp.sh).
 # Usage: bench/mm_bench.sh [WORK]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/work/big/mm/bench}
-models=${MODELS:-gemma4-e4b qwen3.5-35b-a3b}
+models=${MODELS:-gemma4-e4b qwen3.5-35b-a3b gemma4-e4b-audio}
 cap=${CAP:-8G}
 threads=${THREADS:-2}
 reps=${REPS:-2}
@@ -55,31 +58,56 @@ open(sys.argv[1], 'wb').write(png)
 EOF
 fi
 
-projector_of() { case "$1" in gemma4-e4b) echo gemma4v;; qwen3.5-35b-a3b) echo qwen3vl;; *) echo "?";; esac; }
+# The audio: 30 s of 16 kHz mono 16-bit WAV, tones and noise (one gemma4a chunk: 750 tokens).
+wav=$work/clip30.wav
+if [ ! -f "$wav" ]; then
+  /usr/bin/python3 - "$wav" <<'EOF'
+import math, struct, sys
+n, state, s = 16000 * 30, 12345, []
+for i in range(n):
+    state = (state * 1103515245 + 12345) % (1 << 31)
+    v = 6000 * math.sin(2 * math.pi * (220 + 440 * (i // 16000 % 3)) * i / 16000) + ((state >> 16) % 2001) - 1000
+    s.append(max(-32768, min(32767, int(v))))
+pcm = struct.pack('<%dh' % n, *s)
+open(sys.argv[1], 'wb').write(b'RIFF' + struct.pack('<I', 36 + len(pcm)) + b'WAVEfmt ' +
+    struct.pack('<IHHIIHH', 16, 1, 1, 16000, 32000, 2, 16) + b'data' + struct.pack('<I', len(pcm)) + pcm)
+EOF
+fi
 
-prompt="Describe the image in one sentence."
+projector_of() {
+  case "$1" in gemma4-e4b) echo gemma4v;; qwen3.5-35b-a3b) echo qwen3vl;; gemma4-e4b-audio) echo gemma4a;; *) echo "?";; esac
+}
 printf "%-18s %-6s %-7s %12s %12s\n" model mode engine encode_ms ttft_ms
 for m in $models; do
   proj=$(projector_of "$m")
-  lm=$work/$m.gguf
+  base=${m%-audio}
+  lm=$work/$base.gguf
   mm=$work/$m$suffix.mmproj.gguf
+  media=(--image "$img")
+  file=$img
+  prompt="Describe the image in one sentence."
+  if [ "$proj" = gemma4a ]; then
+    media=(--audio "$wav")
+    file=$wav
+    prompt="Transcribe the audio."
+  fi
   if [ ! -f "$lm" ]; then
-    "$sniper" synth --preset "$m" -o "$lm" >/dev/null 2>&1
+    "$sniper" synth --preset "$base" -o "$lm" >/dev/null 2>&1
   fi
   if [ ! -f "$mm" ]; then
-    "$sniper" synth --mmproj "$proj" --preset "$m" --for "$lm" ${MM_LAYERS:+--layers $MM_LAYERS} -o "$mm" >/dev/null 2>&1
+    "$sniper" synth --mmproj "$proj" --preset "$base" --for "$lm" ${MM_LAYERS:+--layers $MM_LAYERS} -o "$mm" >/dev/null 2>&1
   fi
-  for mode in ram cap; do
+  for mode in ${MODES:-ram cap}; do
     wrap=()
     [ "$mode" = cap ] && wrap=("$root/scripts/run-capped.sh" "$cap")
     for rep in $(seq 1 "$reps"); do
       # Sniper (alternated with llama in the same loop, so both see the same machine state).
-      out=$("${wrap[@]}" "$sniper" run -m "$lm" --mmproj "$mm" --image "$img" -p "$prompt" -n 1 -t "$threads" \
+      out=$("${wrap[@]}" "$sniper" run -m "$lm" --mmproj "$mm" "${media[@]}" -p "$prompt" -n 1 -t "$threads" \
               --temp 0 --no-echo 2>&1 >/dev/null) || { echo "$out" | tail -3 >&2; exit 1; }
       s_enc=$(echo "$out" | sed -n 's/.*encode \([0-9.]*\) ms.*/\1/p' | tail -1)
       s_ttft=$(echo "$out" | sed -n 's/.*time to first token \([0-9.]*\) ms.*/\1/p' | tail -1)
       # llama.cpp's libmtmd.
-      out=$("${wrap[@]}" "$ttft" "$lm" "$mm" "$img" "$prompt" "$threads" 2>/dev/null) || { echo "mtmd_ttft failed" >&2; exit 1; }
+      out=$("${wrap[@]}" "$ttft" "$lm" "$mm" "$file" "$prompt" "$threads" 2>/dev/null) || { echo "mtmd_ttft failed" >&2; exit 1; }
       l_enc=$(echo "$out" | sed -n 's/.*encode_ms=\([0-9.]*\).*/\1/p')
       l_ttft=$(echo "$out" | sed -n 's/.*ttft_ms=\([0-9.]*\).*/\1/p')
       printf "%-18s %-6s %-7s %12s %12s\n" "$m" "$mode" sniper "$s_enc" "$s_ttft"

@@ -27,6 +27,9 @@ PACKAGES=(
   libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64 libstb-dev:arm64
   libsndfile1-dev:arm64 libvorbis-dev:arm64 libsamplerate0-dev:arm64
 )
+# `scripts/install-deps.sh tidy` adds clang-tidy 14 for scripts/tidy.sh (scripts/test.sh tidy), a
+# stage CI's default run does not include yet (about 1.5 MB of .deb beside clang's packages).
+if [ "${1:-}" = "tidy" ]; then PACKAGES+=(clang-tidy-14); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

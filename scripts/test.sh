@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs dependencies, builds with warnings as errors and runs every test (ctest).
-# Usage: scripts/test.sh [ci|ci-asan|ci-asan-full|ci-arm64|fuzz|release|dev]
+# Usage: scripts/test.sh [ci|ci-asan|ci-asan-full|ci-arm64|ci-tsan|tidy [BASE|--all]|fuzz|release|dev]
 #   (default: the format check (scripts/check-format.sh), ci, ci-arm64, then ci-asan for the
 #   sanitizer tests and the fuzzers).
 # Two builds in CI:
@@ -21,6 +21,9 @@
 # `ci-arm64` cross-compiles for aarch64 (cmake/aarch64-linux-gnu.cmake) only what its suites need
 # and runs them under qemu-aarch64 -cpu max: the kernel suites, the golden reference test on every
 # aarch64 tier, and a short CLI run (tests/cli/cli_run_test.sh).
+# On demand (not in the default sequence yet): `ci-tsan` (Clang, ThreadSanitizer) builds only the
+# concurrent suites below and what they link, and runs them; `tidy` runs clang-tidy 14
+# (.clang-tidy) on the C++ files changed since the merge base with main (scripts/tidy.sh).
 # A fuzzer crash fails the run and leaves its input as build/ci-asan/tests/fuzz/crash-<target>-*:
 # fix the bug and add the input to tests/fuzz/regressions/<target>/ (replayed by ci-asan).
 set -euo pipefail
@@ -50,6 +53,14 @@ arm64_targets=(kernel_test matmul_test ops_test attention_test flash_attention_t
                ssm_conv_test activations_test layer_norm_test iq_repack_kernel_test window_attention_test
                kernel_bench reference_test sniper_cli)
 arm64_tests='^(kernel_test|matmul_test|ops_test|attention_test|flash_attention_test|raw_block_test|delta_net_test|ssm_conv_test|activations_test|layer_norm_test|iq_repack_kernel_test|window_attention_test|kernel_bench_smoke|reference_test.*|cli_run_test)$'
+# The concurrent suites: thread pool, I/O engine, expert cache and prefetch (streamed runs), the
+# server's scheduler, slots and batching, and the model pool.
+tsan_tests=(thread_pool_test io_engine_test streaming_test server_concurrency_test server_batching_test model_pool_test)
+run_tsan() {
+  configure ci-tsan
+  cmake --build --preset ci-tsan -j "$jobs" --target "${tsan_tests[@]}"
+  ctest --preset ci-tsan -j "$jobs" -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$"
+}
 run_arm64() {
   configure ci-arm64
   cmake --build --preset ci-arm64 -j "$jobs" --target "${arm64_targets[@]}"
@@ -63,6 +74,10 @@ if [ $# -ge 1 ]; then
       ctest --preset ci-asan -L '^fuzz$' ;;
     ci-asan) run_preset ci-asan -LE "$asan_exclude" ;;
     ci-arm64) run_arm64 ;;
+    ci-tsan) run_tsan ;;
+    tidy)
+      scripts/install-deps.sh tidy
+      scripts/tidy.sh "${@:2}" ;;
     ci-asan-full)
       configure ci-asan -DSNIPER_BUILD_APPS=ON -DSNIPER_TEST_ONLY=
       build_and_test ci-asan -LE "$asan_exclude" ;;

@@ -94,6 +94,14 @@ bool Agent::handle_line(const std::string& raw_line) {
     }
     return true;
   }
+  if (!pending_media_.empty()) {
+    // Media are for the model: no web search or shell routing.
+    std::vector<Attachment> media = std::move(pending_media_);
+    pending_media_.clear();
+    if (routed_) out() << dim("-> chat (with " + std::to_string(media.size()) + " attachment(s))") << "\n";
+    chat_turn(line, chat_tier(config_, auto_tiers_, line), routed_ ? "chat" : "raw", std::move(media));
+    return true;
+  }
   if (routed_) routed_turn(line);
   else chat_turn(line, chat_tier(config_, auto_tiers_, line), "raw");
   return true;
@@ -140,12 +148,17 @@ ChatRequest Agent::chat_request(const nlohmann::json& messages) const {
   return req;
 }
 
-void Agent::chat_turn(const std::string& text, Tier tier, const std::string& route) {
+void Agent::chat_turn(const std::string& text, Tier tier, const std::string& route, std::vector<Attachment> media) {
+  std::set<MediaKind> allowed;
+  std::vector<std::string> required;
+  if (!media_routing(tier, media, &allowed, &required)) return;
   PoolResult r;
   size_t dropped = 0;
   for (int trim = 0;; ++trim) {
     const bool can_trim = trim < kMaxHistoryTrims && !conversation_.empty();
-    r = stream_answer(tier, chat_request(conversation_.to_messages(text)), "", /*quiet_overflow=*/can_trim);
+    ChatRequest request = chat_request(conversation_.to_messages(text, media, allowed));
+    request.required_capabilities = required;
+    r = stream_answer(tier, request, "", /*quiet_overflow=*/can_trim);
     if (!can_trim || !is_context_overflow(r.result.failure, r.result.error) || !r.result.content.empty()) break;
     dropped += conversation_.drop_oldest_half();
   }
@@ -160,7 +173,7 @@ void Agent::chat_turn(const std::string& text, Tier tier, const std::string& rou
   }
   std::string answer = r.result.content;
   if (r.result.failure == FailureKind::kCancelled) answer += "\n[stopped]";
-  conversation_.add("user", text);
+  conversation_.add("user", text, std::move(media));
   conversation_.add("assistant", answer);
   remember(text, answer, route, r);
 }
@@ -170,7 +183,12 @@ void Agent::side_question(const std::string& text) {
     out() << "usage: /btw <question>\n";
     return;
   }
-  stream_answer(Tier::kPrimary, chat_request(conversation_.to_messages(text)));
+  std::set<MediaKind> allowed;
+  std::vector<std::string> required;
+  if (!media_routing(Tier::kPrimary, {}, &allowed, &required)) return;
+  ChatRequest request = chat_request(conversation_.to_messages(text, {}, allowed));
+  request.required_capabilities = required;
+  stream_answer(Tier::kPrimary, request);
 }
 
 PoolResult Agent::stream_answer(Tier tier, const ChatRequest& request, const std::string& trailer,

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <ostream>
+#include <set>
 #include <string>
 
 #include "agent/config.h"
@@ -62,6 +63,7 @@ class Agent {
   bool loop_active() const { return !loop_prompt_.empty(); }
 
   const Conversation& conversation() const { return conversation_; }
+  const std::vector<Attachment>& pending_media() const { return pending_media_; }
   const SessionStats& stats() const { return stats_; }
   // Turns that got no answer because no backend could be reached (for the exit status).
   int unanswered() const { return unanswered_; }
@@ -72,7 +74,8 @@ class Agent {
  private:
   // Turns (agent.cpp).
   void routed_turn(const std::string& text);
-  void chat_turn(const std::string& text, Tier tier, const std::string& route);
+  // A chat answer; `media` (the attachments of this message) go to a backend that reads them.
+  void chat_turn(const std::string& text, Tier tier, const std::string& route, std::vector<Attachment> media = {});
   void side_question(const std::string& text);
   // Streams a request to the pool and renders it; prints notices and the status line.
   // `trailer` (e.g. the sources list) is printed after a non-empty answer, before the status line.
@@ -104,6 +107,13 @@ class Agent {
   void cmd_compact();
   void cmd_loop(const std::string& args);
   void cmd_tools();
+  // /image PATH, /audio PATH (media_commands.cpp): attach to the next message; no PATH lists them.
+  void cmd_attach(MediaKind kind, const std::string& args);
+  // Which media kinds a turn may send as media and what the backend must read: the kinds `media`
+  // carries are required; the history's other kinds are kept when a backend on the chain reads
+  // them too (else they go as notes). False, with a message printed, when no backend reads `media`.
+  bool media_routing(Tier tier, const std::vector<Attachment>& media, std::set<MediaKind>* allowed,
+                     std::vector<std::string>* required);
 
   std::ostream& out() { return *io_.out; }
   bool cancelled() const { return io_.cancel && io_.cancel->load(); }
@@ -121,6 +131,8 @@ class Agent {
   // The last answer, for /good and /bad.
   std::string last_prompt_, last_answer_, last_route_, last_backend_;
   double last_tok_s_ = 0;
+  // Attachments for the next message (/image, /audio).
+  std::vector<Attachment> pending_media_;
   // /loop state.
   std::string loop_prompt_;
   double loop_interval_s_ = 0;

@@ -48,7 +48,11 @@ bool Agent::run_command(const std::string& name, const std::string& args) {
     cmd_stats();
   } else if (name == "clear") {
     conversation_.clear();
-    out() << "conversation cleared\n";
+    const size_t dropped = pending_media_.size();
+    pending_media_.clear();
+    out() << "conversation cleared";
+    if (dropped > 0) out() << " (and " << dropped << " attachment(s) dropped)";
+    out() << "\n";
   } else if (name == "model") {
     cmd_model(args);
   } else if (name == "bench") {
@@ -97,6 +101,8 @@ bool Agent::run_command(const std::string& name, const std::string& args) {
     }
   } else if (name == "tools") {
     cmd_tools();
+  } else if (name == "image" || name == "audio") {
+    cmd_attach(name == "image" ? MediaKind::kImage : MediaKind::kAudio, args);
   } else if (name == "compact") {
     cmd_compact();
   } else if (name == "loop") {

@@ -347,7 +347,7 @@ Status BackendClient::probe(double timeout_s) const {
   }
 }
 
-Result<std::vector<std::string>> BackendClient::list_models() const {
+Result<json> BackendClient::get_models() const {
   std::string origin, base;
   if (!split_url(config_.url, &origin, &base))
     return make_error("backend url '%s' is not http(s)", config_.url.c_str());
@@ -364,14 +364,44 @@ Result<std::vector<std::string>> BackendClient::list_models() const {
     json j = parse_reply(res->body);
     if (!j.is_object() || !j.contains("data") || !j["data"].is_array())
       return make_error("models reply has no data array");
-    std::vector<std::string> ids;
-    for (const json& m : j["data"]) {
-      if (m.is_object() && m.contains("id") && m["id"].is_string()) ids.push_back(m["id"].get<std::string>());
-    }
-    return ids;
+    return j;
   } catch (const std::exception& e) {
     return make_error("GET models: %s", e.what());
   }
+}
+
+Result<std::vector<std::string>> BackendClient::list_models() const {
+  SNIPER_ASSIGN_OR_RETURN(json j, get_models());
+  std::vector<std::string> ids;
+  for (const json& m : j["data"]) {
+    if (m.is_object() && m.contains("id") && m["id"].is_string()) ids.push_back(m["id"].get<std::string>());
+  }
+  return ids;
+}
+
+Result<std::vector<std::string>> BackendClient::model_capabilities() const {
+  SNIPER_ASSIGN_OR_RETURN(json j, get_models());
+  auto names_model = [&](const json& m) {
+    if (config_.model.empty()) return true;
+    if (m.contains("id") && m["id"] == config_.model) return true;
+    if (m.contains("aliases") && m["aliases"].is_array()) {
+      for (const json& a : m["aliases"]) {
+        if (a == config_.model) return true;
+      }
+    }
+    return false;
+  };
+  std::vector<std::string> caps;
+  for (const json& m : j["data"]) {
+    if (!m.is_object() || !names_model(m)) continue;
+    if (m.contains("capabilities") && m["capabilities"].is_array()) {
+      for (const json& c : m["capabilities"]) {
+        if (c.is_string()) caps.push_back(c.get<std::string>());
+      }
+    }
+    break;
+  }
+  return caps;
 }
 
 }  // namespace sniper::agent

@@ -27,6 +27,9 @@ struct ChatRequest {
   int max_tokens = 0;                                 // 0 = omitted
   std::optional<bool> thinking;                       // chat_template_kwargs.enable_thinking
   bool stream = true;
+  // Not sent: what the backend's model must read besides text ("vision", "audio"); the pool only
+  // tries backends whose capabilities hold all of them.
+  std::vector<std::string> required_capabilities;
 };
 
 enum class FailureKind {
@@ -100,12 +103,20 @@ class BackendClient {
   // GET /v1/models: the ids the server offers.
   [[nodiscard]] Result<std::vector<std::string>> list_models() const;
 
+  // GET /v1/models: the "capabilities" of the entry for this backend's model (its id or one of its
+  // aliases equals config().model; with no model configured, the first entry). An entry without
+  // the field, or no matching entry, gives an empty list.
+  [[nodiscard]] Result<std::vector<std::string>> model_capabilities() const;
+
   // The request body chat() would send (exposed for tests).
   nlohmann::json request_body(const ChatRequest& request) const;
 
   const BackendConfig& config() const { return config_; }
 
  private:
+  // GET /v1/models: the reply, checked to hold a "data" array.
+  [[nodiscard]] Result<nlohmann::json> get_models() const;
+
   BackendConfig config_;
   double connect_timeout_s_;
   double read_timeout_s_;

@@ -73,6 +73,9 @@ Result<BackendConfig> parse_backend(const json& b, size_t index) {
       c.local, get_bool(b, "local",
                         c.url.find("127.0.0.1") != std::string::npos || c.url.find("localhost") != std::string::npos));
   SNIPER_ASSIGN_OR_RETURN(c.template_kwargs, get_bool(b, "template_kwargs", c.local));
+  if (b.contains("capabilities")) {
+    SNIPER_ASSIGN_OR_RETURN(c.capabilities, get_strings(b, "capabilities", {}));
+  }
   SNIPER_ASSIGN_OR_RETURN(std::string role, get_string(b, "role", "primary"));
   if (role == "fast") c.role = Tier::kFast;
   else if (role == "primary") c.role = Tier::kPrimary;

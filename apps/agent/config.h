@@ -5,6 +5,7 @@
 // backend has a non-empty unique name and an http(s) URL; numbers are in their documented ranges.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct BackendConfig {
   std::string api_key_env;      // name of the env var holding the API key; empty = no key
   std::string api_key;          // resolved from api_key_env at load time (never written to the config)
   bool template_kwargs = true;  // send chat_template_kwargs (thinking control); default: local
+  // What the model reads besides text ("vision", "audio"); unset = asked from GET /v1/models
+  // (sniper serve and Ollama-style servers list them; OpenAI's API does not).
+  std::optional<std::vector<std::string>> capabilities;
 };
 
 struct CloudPrice {

@@ -9,12 +9,35 @@
 
 namespace sniper::agent {
 
-nlohmann::json Conversation::to_messages(const std::string& extra_user) const {
+namespace {
+
+// The message's text with a note per attachment (transcripts, markdown).
+std::string text_with_notes(const Message& m) {
+  std::string t;
+  for (const Attachment& a : m.media) t += attachment_note(a) + "\n";
+  return t + m.content;
+}
+
+}  // namespace
+
+nlohmann::json Conversation::to_messages(const std::string& extra_user, const std::vector<Attachment>& extra_media,
+                                         const std::set<MediaKind>& allowed) const {
   nlohmann::json out = nlohmann::json::array();
   if (!system_.empty()) out.push_back({{"role", "system"}, {"content", system_}});
-  for (const Message& m : messages_) out.push_back({{"role", m.role}, {"content", m.content}});
-  if (!extra_user.empty()) out.push_back({{"role", "user"}, {"content", extra_user}});
+  for (const Message& m : messages_) {
+    out.push_back({{"role", m.role}, {"content", message_content(m.content, m.media, allowed)}});
+  }
+  if (!extra_user.empty() || !extra_media.empty())
+    out.push_back({{"role", "user"}, {"content", message_content(extra_user, extra_media, allowed)}});
   return out;
+}
+
+std::set<MediaKind> Conversation::media_kinds() const {
+  std::set<MediaKind> kinds;
+  for (const Message& m : messages_) {
+    for (const Attachment& a : m.media) kinds.insert(a.kind);
+  }
+  return kinds;
 }
 
 size_t Conversation::char_count() const {
@@ -47,12 +70,12 @@ size_t Conversation::drop_oldest_half() {
 
 void Conversation::compact(const std::string& summary) {
   messages_.clear();
-  messages_.push_back({"assistant", "Summary of the conversation so far:\n" + summary});
+  messages_.push_back({"assistant", "Summary of the conversation so far:\n" + summary, {}});
 }
 
 std::string Conversation::transcript() const {
   std::string t;
-  for (const Message& m : messages_) t += m.role + ": " + m.content + "\n\n";
+  for (const Message& m : messages_) t += m.role + ": " + text_with_notes(m) + "\n\n";
   return t;
 }
 
@@ -65,7 +88,7 @@ Status Conversation::save(const std::string& path) const {
   } else {
     f << "# Sniper agent conversation\n\n";
     if (!system_.empty()) f << "**system:** " << system_ << "\n\n";
-    for (const Message& m : messages_) f << "## " << m.role << "\n\n" << m.content << "\n\n";
+    for (const Message& m : messages_) f << "## " << m.role << "\n\n" << text_with_notes(m) << "\n\n";
   }
   f.flush();
   if (!f) return make_error("write to '%s' failed", path.c_str());

@@ -3,6 +3,7 @@
 #include "agent/failover.h"
 #include "agent/text_util.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <ctime>
@@ -53,13 +54,15 @@ BackendPool::BackendPool(const AgentConfig& config, PoolClocks clocks) : config_
     clocks_.sleep = [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); };
   }
   for (const BackendConfig& b : config_.backends) {
-    backends_.push_back(Backend{BackendClient(b, config_.connect_timeout_s, config_.read_timeout_s), {}, "", {}});
+    backends_.push_back(
+        Backend{BackendClient(b, config_.connect_timeout_s, config_.read_timeout_s), {}, "", {}, {}, {}});
   }
 }
 
 void BackendPool::add_backend(const BackendConfig& config) {
   config_.backends.push_back(config);
-  backends_.push_back(Backend{BackendClient(config, config_.connect_timeout_s, config_.read_timeout_s), {}, "", {}});
+  backends_.push_back(
+      Backend{BackendClient(config, config_.connect_timeout_s, config_.read_timeout_s), {}, "", {}, {}, {}});
 }
 
 void BackendPool::set_timeouts(double connect_s, double read_s) {
@@ -103,6 +106,35 @@ bool BackendPool::pin(const std::string& name) {
   return false;
 }
 
+const std::vector<std::string>& BackendPool::capabilities(size_t index) {
+  static const std::vector<std::string> kNone;
+  Backend& b = backends_[index];
+  if (b.client.config().capabilities) return *b.client.config().capabilities;
+  if (!b.capabilities) {
+    const auto now = clocks_.steady();
+    if (now < b.capabilities_retry || cooldown_left_s(index) > 0) return kNone;
+    auto caps = b.client.model_capabilities();
+    if (!caps.ok()) {
+      b.capabilities_retry = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                       std::chrono::duration<double>(config_.cooldown_s));
+      return kNone;
+    }
+    b.capabilities = std::move(caps).value();
+  }
+  return *b.capabilities;
+}
+
+std::vector<size_t> BackendPool::capable_chain(Tier tier, const std::vector<std::string>& required) {
+  std::vector<size_t> out;
+  for (size_t i : chain(tier)) {
+    const std::vector<std::string>& caps = capabilities(i);
+    bool all = true;
+    for (const std::string& r : required) all = all && std::find(caps.begin(), caps.end(), r) != caps.end();
+    if (all) out.push_back(i);
+  }
+  return out;
+}
+
 double BackendPool::cooldown_left_s(size_t index) const {
   double left = std::chrono::duration<double>(backends_[index].cooldown_until - clocks_.steady()).count();
   return left > 0 ? left : 0;
@@ -116,7 +148,15 @@ PoolResult BackendPool::chat(Tier tier, const ChatRequest& request, const DeltaF
     out.notices.push_back(line);
     if (on_notice) on_notice(line);
   };
-  std::vector<size_t> order = chain(tier);
+  std::vector<size_t> order =
+      request.required_capabilities.empty() ? chain(tier) : capable_chain(tier, request.required_capabilities);
+  if (order.empty() && !request.required_capabilities.empty() && !backends_.empty()) {
+    std::string need;
+    for (const std::string& r : request.required_capabilities) need += (need.empty() ? "" : ", ") + r;
+    out.result.failure = FailureKind::kClient;
+    out.result.error = "no backend's model has " + need;
+    return out;
+  }
   if (order.empty()) {
     out.result.failure = FailureKind::kDown;
     out.result.error = "no backends configured";

@@ -36,6 +36,8 @@ struct Backend {
   std::chrono::steady_clock::time_point cooldown_until{};
   std::string last_error;
   BackendStats stats;
+  std::optional<std::vector<std::string>> capabilities;        // cached answer of /v1/models
+  std::chrono::steady_clock::time_point capabilities_retry{};  // after a failed ask, not before
   const std::string& name() const { return client.config().name; }
 };
 
@@ -62,9 +64,18 @@ class BackendPool {
   // Indices of backends in the order a request for `tier` tries them.
   std::vector<size_t> chain(Tier tier) const;
 
-  // Sends a request along the chain for `tier`. on_notice (may be empty) is called for each failed
-  // attempt or skipped backend as it happens. Streams through on_delta. Stops at cancellation or
-  // when a stream fails after it produced output (its text cannot be taken back).
+  // The capabilities of backend `index`: its config's "capabilities", else what GET /v1/models
+  // lists for its model, asked once (a failed ask, or a backend cooling down, gives none; asked
+  // again once the cooldown ends).
+  const std::vector<std::string>& capabilities(size_t index);
+
+  // chain(tier) without the backends whose capabilities lack one of `required`.
+  std::vector<size_t> capable_chain(Tier tier, const std::vector<std::string>& required);
+
+  // Sends a request along the chain for `tier` (capable_chain when the request requires
+  // capabilities; none capable: a kClient failure naming what is missing). on_notice (may be empty) is called for each
+  // failed attempt or skipped backend as it happens. Streams through on_delta. Stops at cancellation or when a stream
+  // fails after it produced output (its text cannot be taken back).
   PoolResult chat(Tier tier, const ChatRequest& request, const DeltaFn& on_delta, const std::atomic<bool>* cancel,
                   const std::function<void(const std::string&)>& on_notice = {});
 

@@ -9,6 +9,7 @@ namespace sniper::agent {
 const std::vector<SlashCommand>& slash_commands() {
   static const std::vector<SlashCommand> kCommands = {
       {"agent", "", "routed mode: each request goes to chat, web search or shell (default)"},
+      {"audio", "[file]", "attach an audio file (wav, flac, mp3, ogg) to the next message; no file: list attachments"},
       {"auto", "[on|off]", "tier routing: long or complex requests go to the heavy tier"},
       {"bad", "", "grade the last answer as bad (grade log)"},
       {"bench", "", "a short timing request against the current backend"},
@@ -22,6 +23,7 @@ const std::vector<SlashCommand>& slash_commands() {
       {"edit", "<file> <instruction>", "have the model edit a file (diff shown, confirmation asked)"},
       {"good", "", "grade the last answer as good (grade log)"},
       {"help", "", "list the commands"},
+      {"image", "[file]", "attach an image (png, jpeg, webp, gif) to the next message; no file: list attachments"},
       {"improve", "", "statistics from the grade log, weak routes and backends"},
       {"loop", "<interval> <prompt>", "repeat a prompt every interval (e.g. 30s, 5m) until /stop"},
       {"model", "[name|auto]", "show the backends, or pin one (auto: unpin)"},

@@ -151,6 +151,7 @@ Result<Args> Args::parse(const std::string& command, int argc, char** argv, int 
       args.values_[spec->name] = argv[++i];
     }
     args.all_values_[spec->name].push_back(args.values_[spec->name]);
+    args.ordered_.emplace_back(spec->name, args.values_[spec->name]);
     follows = a + " " + args.values_[spec->name];
   }
   return args;
@@ -159,6 +160,16 @@ Result<Args> Args::parse(const std::string& command, int argc, char** argv, int 
 std::vector<std::string> Args::get_all(const std::string& name) const {
   auto it = all_values_.find(name);
   return it == all_values_.end() ? std::vector<std::string>() : it->second;
+}
+
+std::vector<std::pair<std::string, std::string>> Args::get_all_of(std::initializer_list<std::string> names) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, value] : ordered_) {
+    for (const std::string& n : names) {
+      if (n == name) out.emplace_back(name, value);
+    }
+  }
+  return out;
 }
 
 std::string Args::spelling(const std::string& name) const {

@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -55,6 +57,9 @@ class Args {
   const std::vector<Positional>& positional_info() const { return positional_info_; }
   // Every value a flag was given, in order, for flags that may repeat (get_string: the last).
   std::vector<std::string> get_all(const std::string& name) const;
+  // The (flag, value) pairs of every flag in `names`, in command-line order (--image and --audio
+  // interleaved as given).
+  std::vector<std::pair<std::string, std::string>> get_all_of(std::initializer_list<std::string> names) const;
   // How the flag was spelled on the command line ("-c" for --ctx); the name when not given.
   std::string spelling(const std::string& name) const;
   // For messages: "-c (--ctx)" when typed otherwise than the name, else the name.
@@ -70,6 +75,7 @@ class Args {
   std::string command_;
   std::map<std::string, std::string> values_;
   std::map<std::string, std::vector<std::string>> all_values_;
+  std::vector<std::pair<std::string, std::string>> ordered_;
   std::map<std::string, std::string> spellings_;
   std::vector<std::string> positionals_;
   std::vector<Positional> positional_info_;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/session_state.h"
+#include "media/media_decoder.h"
 #include "media_args.h"
 #include "server/chat_format.h"
 #include "server/context_store.h"
@@ -257,16 +258,17 @@ void ChatConversation::clear() {
 }
 
 Result<int64_t> ChatConversation::attach(const ChatAttachment& attachment) {
-  if (attachment.kind != "image") {
-    return make_error("this build takes no %s input yet: /%s needs an audio encoder (issue 39)",
-                      attachment.kind.c_str(), attachment.kind.c_str());
+  if (attachment.kind != "image" && attachment.kind != "audio") {
+    return make_error("unknown media kind '%s' (image or audio)", attachment.kind.c_str());
   }
-  if (mmproj_ == nullptr || !mmproj_->supports(MediaKind::kImage)) {
-    return make_error("no image projector loaded: start the chat with --mmproj FILE to attach images");
+  const MediaKind kind = attachment.kind == "image" ? MediaKind::kImage : MediaKind::kAudio;
+  if (mmproj_ == nullptr) {
+    return make_error("no projector loaded: start the chat with --mmproj FILE to attach %s",
+                      kind == MediaKind::kImage ? "images" : "audio");
   }
   if (shift_) {
     return make_error(
-        "images in a conversation with --context-shift are not supported (its turns evaluate the new text alone): "
+        "media in a conversation with --context-shift are not supported (its turns evaluate the new text alone): "
         "start the chat without --context-shift");
   }
   const int64_t max_media = mmproj_->options().limits.max_media;
@@ -274,9 +276,35 @@ Result<int64_t> ChatConversation::attach(const ChatAttachment& attachment) {
     return make_error("%lld media items are attached already, the most one message may have",
                       static_cast<long long>(max_media));
   }
-  SNIPER_ASSIGN_OR_RETURN(MediaChunk chunk, encode_image_file(attachment.path, *mmproj_, session_.pool()));
-  const int64_t n_tokens = chunk.n_tokens();
-  pending_.push_back(std::move(chunk));
+  const std::string& path = attachment.path;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error("cannot open %s '%s'", attachment.kind.c_str(), path.c_str());
+  f.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(f.tellg());
+  const uint64_t max_bytes = mmproj_->options().limits.max_bytes;
+  if (size > max_bytes) {
+    return make_error("%s '%s' is %llu bytes, over the limit of %llu bytes (--media-max-bytes)",
+                      attachment.kind.c_str(), path.c_str(), static_cast<unsigned long long>(size),
+                      static_cast<unsigned long long>(max_bytes));
+  }
+  f.seekg(0);
+  std::vector<uint8_t> bytes(size);
+  if (!f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
+    return make_error("cannot read %s '%s'", attachment.kind.c_str(), path.c_str());
+  }
+  // The command names the kind: a file of the other kind is the user's slip, said as such.
+  const MediaDecoder* decoder = find_media_decoder(bytes);
+  if (decoder != nullptr && decoder->kind != kind) {
+    return make_error("'%s' is %s%s %s, not %s: attach it with /%s", path.c_str(),
+                      decoder->kind == MediaKind::kImage ? "a " : "", decoder->format, media_kind_name(decoder->kind),
+                      kind == MediaKind::kImage ? "an image" : "audio", media_kind_name(decoder->kind));
+  }
+  // The projector refuses a kind it does not encode by name (after the bounded decode).
+  auto chunk = mmproj_->encode(bytes, session_.pool());
+  if (!chunk.ok())
+    return make_error("%s '%s': %s", attachment.kind.c_str(), path.c_str(), chunk.error().message.c_str());
+  const int64_t n_tokens = chunk->n_tokens();
+  pending_.push_back(std::move(chunk).value());
   return n_tokens;
 }
 

@@ -10,14 +10,14 @@
 // messages always agree. save()/load() keep a conversation as NAME.ctx (the session state, the
 // format of `serve`'s /v1/context/save, engine/session_state.h) and NAME.chat.json (the messages,
 // the system prompt) in the context directory.
-// Media (issue 39): with a projector (set_media), attach() encodes an image at once and keeps it
-// for the next user message, which gets one media marker per image in front of its text, as
-// llama-mtmd-cli's /image does; the conversation keeps its images in order, each turn renders the
-// messages with their markers and builds the prompt with the images in place
-// (engine/media_prompt.h), and the cells shared with the session (the same images by hash) are
-// reused. Audio is refused (no audio encoder yet), and so are images with --context-shift (its
-// turns tokenize only the new text) and /save of a conversation with images (the images are not
-// stored with it).
+// Media (issue 39): with a projector (set_media), attach() encodes an image or an audio clip at
+// once and keeps it for the next user message, which gets one media marker per item in front of
+// its text, as llama-mtmd-cli's /image and /audio do; the conversation keeps its media in order,
+// each turn renders the messages with their markers and builds the prompt with the media in place
+// (engine/media_prompt.h), and the cells shared with the session (the same media by hash) are
+// reused. A kind the projector does not encode is refused by the projector, by name; so are media
+// with --context-shift (its turns tokenize only the new text) and /save of a conversation with
+// media (the media are not stored with it).
 // Thread-compatible.
 #pragma once
 
@@ -76,7 +76,8 @@ class ChatConversation {
   // The projector that encodes attached images (null: none; it must outlive the conversation).
   void set_media(Mmproj* mmproj) { mmproj_ = mmproj; }
   // Encodes media for the next user message and returns its tokens. An Error (nothing attached)
-  // names why: no projector, audio, --context-shift, more than the projector's media limit per
+  // names why: no projector, a file of the other kind (a WAV given to /image), a kind the
+  // projector does not encode, --context-shift, more than the projector's media limit per
   // message, or the file (unreadable, too large, corrupt: the decoder's message).
   [[nodiscard]] Result<int64_t> attach(const ChatAttachment& attachment);
   // Media attached and not yet sent.

@@ -49,7 +49,9 @@ Status join_cluster(int* argc, char*** argv) {
 
 Cluster* current_cluster() { return the_cluster().get(); }
 
-bool runs_distributed(const std::string& command) { return command == "run" || command == "logits"; }
+bool runs_distributed(const std::string& command) {
+  return command == "run" || command == "logits" || command == "serve" || command == "bench";
+}
 
 void refuse_start(Cluster& cluster, const std::string& why) {
   RankIdentity id;
@@ -72,7 +74,8 @@ void leave_cluster() {
 
 Result<std::unique_ptr<RemoteExperts>> join_model_parallel(Cluster& cluster, const Args& args,
                                                            const std::string& model_path,
-                                                           const Result<std::unique_ptr<Model>>& model, int n_threads) {
+                                                           const Result<std::unique_ptr<Model>>& model, int n_threads,
+                                                           int64_t max_rows) {
   RankIdentity id;
   const std::string mode = args.get_string("--distribute", "auto");
   auto timeout = args.get_int("--rank-timeout", 60, 1, 86400);
@@ -104,8 +107,7 @@ Result<std::unique_ptr<RemoteExperts>> join_model_parallel(Cluster& cluster, con
   id.build = build_identity();
   agreement_done() = true;
   Status agreed = cluster.check_start(id);
-  Result<int64_t> batch =
-      agreed.ok() ? cluster.broadcast(model.ok() ? (*model)->planned_batch() : 0) : Result<int64_t>(agreed.error());
+  Result<int64_t> batch = agreed.ok() ? cluster.broadcast(max_rows) : Result<int64_t>(agreed.error());
   if (cluster.rank() == 0) {
     if (!batch.ok()) return batch.error();
     ranks_serving() = true;

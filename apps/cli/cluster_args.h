@@ -6,6 +6,7 @@
 // world, so it is held here for the process (set once by main()).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -31,9 +32,12 @@ void refuse_start(Cluster& cluster, const std::string& why);
 // Every rank, right after Model::load (whatever its outcome), under mpirun: checks --parallel
 // against the model, agrees at start-up with every rank (same file, flags, build; a rank's failed
 // load fails all of them with its reason), then: a serving rank serves rank 0 and ends the
-// process; rank 0 gets the RemoteExperts its session routes through. Errors name the rank and host.
+// process; rank 0 gets the RemoteExperts its sessions route through. max_rows: the most rows one
+// of rank 0's passes holds (its batch; the server's batched pass adds a row per slot), which the
+// serving ranks size their buffers for. Errors name the rank and host.
 Result<std::unique_ptr<RemoteExperts>> join_model_parallel(Cluster& cluster, const Args& args,
                                                            const std::string& model_path,
-                                                           const Result<std::unique_ptr<Model>>& model, int n_threads);
+                                                           const Result<std::unique_ptr<Model>>& model, int n_threads,
+                                                           int64_t max_rows);
 
 }  // namespace sniper::cli

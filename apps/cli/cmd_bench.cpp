@@ -17,8 +17,10 @@
 #include "base/process_stats.h"
 #include "bench_depth.h"
 #include "bench_paired.h"
+#include "bench_ranks.h"
 #include "bench_spec.h"
 #include "bench_types.h"
+#include "cluster_args.h"
 #include "commands.h"
 #include "common.h"
 #include "engine/bandwidth_probe.h"
@@ -162,6 +164,16 @@ int cmd_bench(int argc, char** argv) {
 
   const double t_load0 = now_s();
   auto model = Model::load(path, *lo);
+  // Under mpirun: every rank loads and agrees; the serving ranks never return (cluster_args.h).
+  std::unique_ptr<RemoteExperts> remote;
+  Cluster* cluster = current_cluster();
+  if (cluster != nullptr) {
+    auto joined = join_model_parallel(*cluster, *args, path, model, static_cast<int>(*threads),
+                                      model.ok() ? (*model)->planned_batch() : 0);
+    if (!joined.ok()) return fail(joined.error());
+    remote = std::move(joined).value();
+  }
+  auto* cluster_experts = dynamic_cast<ClusterExperts*>(remote.get());
   if (!model.ok()) return fail(model.error());
   const double load_s = now_s() - t_load0;
   Model& m = **model;
@@ -193,6 +205,7 @@ int cmd_bench(int argc, char** argv) {
   if (depth_fill == DepthFill::kOnce) so.n_ctx = std::min(lo->n_ctx, *n_prompt + *n_gen + roofline_pairs + 8);
   so.batch = m.planned_batch();
   so.kv_type = lo->kv_type;
+  so.remote_experts = remote.get();
   if (args->has("--routing-bias")) {
     auto bias = parse_routing_bias(args->get_string("--routing-bias"), c);
     if (!bias.ok()) return fail(bias.error());
@@ -227,6 +240,12 @@ int cmd_bench(int argc, char** argv) {
     even_counts.assign(cache->request_counts().size(), 0);
     seen_counts = cache->request_counts();
   }
+  RankSnapshot ranks_before;
+  if (cluster_experts != nullptr) {
+    auto snap = take_rank_snapshot(*cluster_experts);
+    if (!snap.ok()) return fail(snap.error());
+    ranks_before = *snap;
+  }
   const double t_dec0 = now_s();
   int64_t done = 0;
   for (; done < *n_gen; ++done) {
@@ -251,6 +270,12 @@ int cmd_bench(int argc, char** argv) {
   }
   std::fprintf(stderr, "\n");
   const double decode_s = now_s() - t_dec0;
+  RankSnapshot ranks_after;
+  if (cluster_experts != nullptr) {
+    auto snap = take_rank_snapshot(*cluster_experts);
+    if (!snap.ok()) return fail(snap.error());
+    ranks_after = *snap;
+  }
   const uint64_t dec_read = storage_read_bytes() - dec_read0;
   const double decode_tok_s = static_cast<double>(done) / decode_s;
   const double bytes_per_token = static_cast<double>(dec_read) / static_cast<double>(done);
@@ -380,6 +405,7 @@ int cmd_bench(int argc, char** argv) {
               static_cast<double>(prefill_read) / 1e9, static_cast<long>(so.batch));
   std::printf("time to first    %.2f s\n", prefill_s);
   std::printf("decode           %ld tok in %.2f s = %.3f tok/s\n", static_cast<long>(done), decode_s, decode_tok_s);
+  if (cluster != nullptr) print_rank_figures(*cluster, m, ranks_before, ranks_after, done, decode_s);
   std::printf("peak RSS         %s%s%s\n", format_bytes(peak).c_str(), cg_peak ? " | cgroup peak " : "",
               cg_peak ? format_bytes(cg_peak).c_str() : "");
   char probe_text[96] = "";

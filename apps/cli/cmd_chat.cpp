@@ -275,9 +275,9 @@ int cmd_chat(int argc, char** argv) {
                                 args->has("--content-special-tokens"));
   app.conversation = &conversation;
   conversation.set_media(loaded->mmproj.get());
-  // --image: attached to the first message.
-  for (const std::string& path : args->get_all("--image")) {
-    auto tokens = conversation.attach({"image", path});
+  // --image and --audio: attached to the first message, in command-line order.
+  for (const auto& [flag, path] : args->get_all_of({"--image", "--audio"})) {
+    auto tokens = conversation.attach({flag == "--audio" ? "audio" : "image", path});
     if (!tokens.ok()) return fail(tokens.error());
   }
 

@@ -3,10 +3,10 @@
 // Evaluates the prompt ids in one batch with logits for every position, then feeds the gen ids
 // one at a time; writes every row as little-endian float32 (prompt rows, then generation rows),
 // the layout of ../shared/reference.
-// sniper logits -m MODEL [--mmproj P --image F ...] --prompt "TEXT with <__media__>" [--gen-ids G]
+// sniper logits -m MODEL [--mmproj P --image F --audio A ...] --prompt "TEXT with <__media__>" [--gen-ids G]
 //               [--media-embd-out E.f32] -o OUT.f32
 // What ../shared/tools/mm/dump_mtmd.cpp writes: the prompt tokenized as mtmd does (special tokens
-// parsed, BOS added, each marker an image with its begin/end text), then the logits after its last
+// parsed, BOS added, each marker a media item with its begin/end text), then the logits after its last
 // token and one row per teacher-forced gen id; E.f32: every media chunk's embeddings in order.
 // With --mtp, the rows are instead the model's MTP draft head's (model/mtp_head.h): row p is its
 // logits for prompt token p paired with the target's hidden state at p - 1 (zeros for p = 0), as
@@ -84,7 +84,7 @@ int cmd_logits(int argc, char** argv) {
                  {"--prompt-ids", nullptr, "FILE", "JSON array of prompt token ids"},
                  {"--prompt", "-p", "TEXT",
                   "prompt text instead, tokenized as llama.cpp's mtmd does (special tokens, BOS, each "
-                  "<__media__> an --image); writes the last prompt row, then the gen rows"},
+                  "<__media__> the next --image or --audio); writes the last prompt row, then the gen rows"},
                  {"--media-embd-out", nullptr, "E.f32", "with --prompt: write the media chunks' embeddings"},
                  {"--gen-ids", nullptr, "FILE", "JSON array of token ids fed one at a time after the prompt"},
                  {"--mtp", nullptr, nullptr, "write the MTP draft head's logits per prompt position instead"},
@@ -95,12 +95,12 @@ int cmd_logits(int argc, char** argv) {
   if (!args.ok()) return fail(args.error());
   if (args->has("--help")) {
     print_usage("logits",
-                "MODEL (--prompt-ids FILE | [--mmproj P --image F] --prompt TEXT) [--gen-ids FILE] "
+                "MODEL (--prompt-ids FILE | [--mmproj P --image F --audio A] --prompt TEXT) [--gen-ids FILE] "
                 "[--media-embd-out E.f32] -o OUT.f32",
                 specs,
                 "Writes the logits of every prompt position (one batch), then of each --gen-ids token fed alone, as "
                 "little-endian float32 rows: the layout of llama.cpp's reference dumps. With --prompt, each "
-                "<__media__> marker in the text takes the next --image, encoded by the --mmproj projector "
+                "<__media__> marker in the text takes the next --image or --audio, encoded by the --mmproj projector "
                 "(--media-embd-out writes their embeddings).");
     return 0;
   }
@@ -122,8 +122,9 @@ int cmd_logits(int argc, char** argv) {
     }
     return logits_of_prompt(*args, gen);
   }
-  if (args->has("--mmproj") || args->has("--image")) {
-    return fail(make_error("--mmproj and --image take --prompt TEXT (with <__media__> markers), not --prompt-ids"));
+  if (args->has("--mmproj") || args->has("--image") || args->has("--audio")) {
+    return fail(
+        make_error("--mmproj, --image and --audio take --prompt TEXT (with <__media__> markers), not --prompt-ids"));
   }
   auto prompt_text = read_file(args->get_string("--prompt-ids"));
   if (!prompt_text.ok()) return fail(prompt_text.error());

@@ -4,9 +4,10 @@
 // model load and a long prompt's evaluation as progress lines. Ctrl-C stops the generation and
 // still prints the figures (exit status 130); a second Ctrl-C before that ends the process.
 // Stopping at a full context is said, with the flags that go further.
-// With --mmproj P --image F [--image F2]: each <__media__> marker of the prompt is an image (as
-// llama-mtmd-cli, markers are put before the prompt when it has none); the figures then add the
-// images' tokens and the time to decode, preprocess and encode them, and the time to first token.
+// With --mmproj P --image F [--image F2] (or --audio F for an audio projector, in command-line
+// order): each <__media__> marker of the prompt is a media item (as llama-mtmd-cli, markers are
+// put before the prompt when it has none); the figures then add the media's tokens and the time
+// to decode, preprocess (resize or log-mel) and encode them, and the time to first token.
 #include <cstdio>
 #include <cstring>
 
@@ -59,8 +60,8 @@ int cmd_run(int argc, char** argv) {
   if (!sampler.ok()) return fail(sampler.error());
   auto spec_req = parse_spec_args(*args);
   if (!spec_req.ok()) return fail(spec_req.error());
-  if (args->has("--image") && spec_req->kind == SpecKind::kMtp) {
-    return fail(make_error("--spec-type mtp does not take images (the MTP head reads token ids); use ngram or draft"));
+  if ((args->has("--image") || args->has("--audio")) && spec_req->kind == SpecKind::kMtp) {
+    return fail(make_error("--spec-type mtp does not take media (the MTP head reads token ids); use ngram or draft"));
   }
   const auto t_load = now_s();
   auto loaded = load_model_and_session(*args, spec_req->checkpoints(), spec_req->draft_mem_bytes,
@@ -74,7 +75,7 @@ int cmd_run(int argc, char** argv) {
   if (!tokenizer.ok()) return fail(tokenizer.error());
   const Tokenizer& tok = **tokenizer;
   const double load_s = now_s() - t_load;
-  // Images: encoded first, then the prompt split at its markers as mtmd does.
+  // Media: encoded first, then the prompt split at its markers as mtmd does.
   std::vector<MediaChunk> media;
   MediaTimings media_t;
   const auto t_media = now_s();
@@ -130,12 +131,16 @@ int cmd_run(int argc, char** argv) {
   std::fputc('\n', stderr);
   if (!media.empty()) {
     int64_t n_media_tokens = 0;
-    for (const MediaChunk& c : media) n_media_tokens += c.n_tokens();
+    size_t n_audio = 0;
+    for (const MediaChunk& c : media) {
+      n_media_tokens += c.n_tokens();
+      n_audio += c.kind == MediaKind::kAudio ? 1 : 0;
+    }
     std::fprintf(stderr,
-                 "media: %zu image(s), %ld tokens | decode %.1f ms, preprocess %.1f ms, encode %.1f ms | "
-                 "time to first token %.1f ms (from the images' bytes) | load %.2f s%s\n",
-                 media.size(), static_cast<long>(n_media_tokens), media_t.decode_s * 1e3, media_t.preprocess_s * 1e3,
-                 media_t.encode_s * 1e3, (media_s * 1e3) + stats->ttft_ms, load_s,
+                 "media: %zu image(s), %zu audio, %ld tokens | decode %.1f ms, preprocess %.1f ms, encode %.1f ms | "
+                 "time to first token %.1f ms (from the media's bytes) | load %.2f s%s\n",
+                 media.size() - n_audio, n_audio, static_cast<long>(n_media_tokens), media_t.decode_s * 1e3,
+                 media_t.preprocess_s * 1e3, media_t.encode_s * 1e3, (media_s * 1e3) + stats->ttft_ms, load_s,
                  loaded->mmproj->streams() ? " | projector layers streamed" : "");
   }
   if (go.draft != nullptr) std::fprintf(stderr, "%s\n", spec_summary(stats->spec).c_str());

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // sniper synth (--preset NAME | --arch A [shape flags]) [--type T] [--seed S] [--fast|--exact] -o OUT.gguf
 // Flags given with a preset override its fields (e.g. --layers 4 for a shortened copy).
-// sniper synth --mmproj gemma4v|qwen3vl (--for LM.gguf | --lm-dim N) [--preset gemma4-e4b|qwen3.5-35b-a3b]
+// sniper synth --mmproj gemma4v|qwen3vl|gemma4a (--for LM.gguf | --lm-dim N) [--preset gemma4-e4b|qwen3.5-35b-a3b]
 //              [--dim --layers --heads --ff --type --seed] -o MMPROJ.gguf
 // A random-weight multimodal projector for that language model (synth/synth_mmproj.h).
 // Files over 100 MB get a progress line on stderr, updated in place, when stderr is a terminal
@@ -54,7 +54,7 @@ int synth_mmproj(const Args& args) {
   s.projector = args.get_string("--mmproj");
   s.lm_dim = lm_dim;
   if (args.has("--preset")) {
-    auto p = synth_mmproj_preset(args.get_string("--preset"), lm_dim);
+    auto p = synth_mmproj_preset(args.get_string("--preset"), lm_dim, s.projector);
     if (!p.ok()) return fail(p.error());
     if (p->projector != s.projector) {
       return fail(make_error("--preset %s is a %s projector, not %s", args.get_string("--preset").c_str(),
@@ -136,9 +136,10 @@ int cmd_synth(int argc, char** argv) {
       {"--threads", "-t", "N", "generator threads (default: all cores; the file does not depend on it)"},
       {"--output", "-o", "OUT.gguf", "output file"},
       {"--dry-run", nullptr, nullptr, "print the file size and tensor-type mix without writing"},
-      {"--mmproj", nullptr, "gemma4v|qwen3vl",
+      {"--mmproj", nullptr, "gemma4v|qwen3vl|gemma4a",
        "write a multimodal projector instead (with --for or --lm-dim; --preset gemma4-e4b / qwen3.5-35b-a3b gives "
-       "the real vision tower's shape; --dim --layers --heads --ff --type --seed override)"},
+       "the real vision tower's shape, gemma4a with gemma4-e4b its audio tower; --dim --layers --heads --ff --type "
+       "--seed override)"},
       {"--for", nullptr, "LM.gguf", "with --mmproj: the language model the projector feeds (its width)"},
       {"--lm-dim", nullptr, "N", "with --mmproj: the language model's width instead of --for"},
       {"--mmproj-act", nullptr, "gelu|silu|gelu_quick", "with --mmproj: the ViT FFN's activation (default gelu)"},

@@ -186,9 +186,9 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
     if (Cluster* cluster = current_cluster(); cluster != nullptr) refuse_start(*cluster, e.message);
     return e;
   };
-  auto path = model_path_from_args(args);
-  if (!path.ok()) return early(path.error());
-  const std::string model_path = *path;
+  auto files = model_files_from_args(args);
+  if (!files.ok()) return early(files.error());
+  const std::string model_path = files->model;
   auto options = load_options_from_args(args);
   if (!options.ok()) return early(options.error());
   ModelLoadOptions lo = *options;
@@ -204,7 +204,7 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   so.n_ctx = lo.n_ctx;
   so.kv_type = lo.kv_type;
   Loaded out;
-  auto mmproj = load_mmproj_for_model(args, model_path, &lo);
+  auto mmproj = load_mmproj_for_model(args, model_path, &lo, nullptr, files->mmproj);
   if (!mmproj.ok()) return early(mmproj.error());
   out.mmproj = std::move(mmproj).value();
   ProgressLine line;
@@ -214,7 +214,8 @@ Result<Loaded> load_model_and_session(const Args& args, int64_t n_checkpoints, u
   // Under mpirun every rank loads and agrees on the model (the serving ranks never return).
   if (Cluster* cluster = current_cluster(); cluster != nullptr) {
     SNIPER_ASSIGN_OR_RETURN(out.remote_experts,
-                            join_model_parallel(*cluster, args, model_path, model, static_cast<int>(*threads)));
+                            join_model_parallel(*cluster, args, model_path, model, static_cast<int>(*threads),
+                                                model.ok() ? (*model)->planned_batch() : 0));
   }
   if (!model.ok()) return model.error();
   out.model = std::move(model).value();
@@ -278,6 +279,12 @@ Result<ModelLoadOptions> load_options_from_args(const Args& args) {
   SNIPER_ASSIGN_OR_RETURN(int64_t depth, args.get_int("--io-depth", 32, 1, 4096));
   lo.queue_depth = static_cast<uint32_t>(depth);
   lo.direct = args.has("--buffered-io") ? DirectMode::kForceBuffered : DirectMode::kAuto;
+  // Under mpirun, a serving rank of expert parallelism loads only the routed experts it owns.
+  if (const Cluster* cluster = current_cluster();
+      cluster != nullptr && cluster->rank() > 0 && args.get_string("--distribute", "auto") != "layers") {
+    lo.expert_rank = cluster->rank();
+    lo.expert_ranks = cluster->size();
+  }
   return lo;
 }
 

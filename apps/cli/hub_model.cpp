@@ -101,6 +101,7 @@ Result<hub::PullResult> pull_with_progress(const HubPullRequest& request) {
   hub::PullOptions o;
   o.budget_bytes = request.budget_bytes;
   o.max_retries = retries_from_env();
+  o.with_mmproj = request.with_mmproj;
   o.on_file_start = [&](const std::string& f, int i, int n) { display.start(f, i, n); };
   o.progress = [&](uint64_t done, uint64_t total) { display.update(done, total); };
   o.on_file_end = [&](const std::string&, bool ok) { display.end(ok); };
@@ -108,7 +109,7 @@ Result<hub::PullResult> pull_with_progress(const HubPullRequest& request) {
   auto result = hub::pull_model(client, store, ref, o);
   if (!result.ok() && request.offline_fallback && client.last_http_status() == 0) {
     // The hub did not answer at all: a complete match already in the store will do.
-    auto local = hub::resolve_local(store, ref, request.budget_bytes);
+    auto local = hub::resolve_local(store, ref, request.budget_bytes, request.with_mmproj);
     if (local.ok()) {
       std::fprintf(stderr, "%s\nusing %s from the store without checking the hub\n", result.error().message.c_str(),
                    local->paths.front().c_str());
@@ -198,6 +199,17 @@ Status check_model_positionals(const Args& args) {
 }
 
 Result<std::string> model_path_from_args(const Args& args) {
+  SNIPER_ASSIGN_OR_RETURN(ModelFiles files, model_files_from_args(args));
+  return files.model;
+}
+
+bool wants_hub_mmproj(const Args& args) {
+  if (args.has("--mmproj") || args.has("--no-mmproj")) return false;
+  const std::string& c = args.command();
+  return c == "chat" || c == "serve" || ((c == "run" || c == "logits") && (args.has("--image") || args.has("--audio")));
+}
+
+Result<ModelFiles> model_files_from_args(const Args& args) {
   SNIPER_TRY(check_model_positionals(args));
   std::string text;
   if (args.has("--model")) {
@@ -213,7 +225,10 @@ Result<std::string> model_path_from_args(const Args& args) {
     text = p.text;
   }
   SNIPER_ASSIGN_OR_RETURN(uint64_t budget, resolve_memory_budget(args.get_string("--mem", "auto")));
-  if (!text.empty()) return resolve_model_ref(text, budget);
+  if (!text.empty()) {
+    SNIPER_ASSIGN_OR_RETURN(std::string path, resolve_model_ref(text, budget));
+    return ModelFiles{path, ""};
+  }
   if (!args.has("--hf-repo")) {
     return make_error(
         "no model given: name a GGUF file or a store name (OWNER/NAME[:QUANT]) after 'sniper %s', or "
@@ -224,8 +239,9 @@ Result<std::string> model_path_from_args(const Args& args) {
   request.ref = args.get_string("--hf-repo");
   request.budget_bytes = budget;
   request.offline_fallback = true;
+  request.with_mmproj = wants_hub_mmproj(args);
   SNIPER_ASSIGN_OR_RETURN(hub::PullResult pulled, pull_with_progress(request));
-  return pulled.paths.front();
+  return ModelFiles{pulled.paths.front(), pulled.mmproj_path};
 }
 
 }  // namespace sniper::cli

@@ -16,6 +16,7 @@ struct HubPullRequest {
   std::string ref;                // "owner/name[:QUANT|:FILE.gguf]"
   uint64_t budget_bytes = 0;      // for the no-tag choice
   bool offline_fallback = false;  // when the hub is unreachable, use a complete match in the store
+  bool with_mmproj = false;       // also the repository's projector for the model (llama.cpp's choice)
 };
 
 // Pulls (or finds) the model; returns the store paths, first part first. Narrative and progress
@@ -36,5 +37,18 @@ struct HubPullRequest {
 // resolve_model_ref; else -hf REPO[:QUANT] pulled into the store if needed. Errors: no model,
 // both -m and -hf, more words than a model (unquoted prompt words get "quote the prompt").
 [[nodiscard]] Result<std::string> model_path_from_args(const Args& args);
+
+// True when -hf should also fetch the repository's projector, as llama.cpp's -hf does for its
+// multimodal tools: a command that uses one (chat and serve; run and logits with --image or
+// --audio), with neither --mmproj nor --no-mmproj.
+bool wants_hub_mmproj(const Args& args);
+
+struct ModelFiles {
+  std::string model;
+  std::string mmproj;  // the projector -hf fetched (wants_hub_mmproj), "" when none
+};
+
+// model_path_from_args, and with -hf the projector beside the model when wants_hub_mmproj.
+[[nodiscard]] Result<ModelFiles> model_files_from_args(const Args& args);
 
 }  // namespace sniper::cli

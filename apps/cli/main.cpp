@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
     sniper::Cluster* cluster = sniper::cli::current_cluster();
     if (cluster != nullptr && !sniper::cli::runs_distributed(c.name)) {
       if (cluster->rank() == 0) {
-        std::fprintf(stderr, "error: '%s' does not run under mpirun yet (these do: run, logits)\n", c.name);
+        std::fprintf(stderr, "error: '%s' does not run under mpirun yet (these do: run, logits, serve, bench)\n",
+                     c.name);
       }
       sniper::cli::leave_cluster();
       return 1;

@@ -115,7 +115,7 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* messages)
       SNIPER_TRY_API(sf.string("data", &data, /*allow_empty=*/false));
       if (!text.empty()) parts.push_back(Json{{"type", "text"}, {"text", std::move(text)}});
       text.clear();
-      parts.push_back(image_part_from_base64(data, media_type));
+      parts.push_back(image_part_from_base64(data, media_type, bat + ".source.data"));
     } else if (type == "document") {
       return bad(bat + ": document blocks are not supported by this server", bat);
     } else {

@@ -237,13 +237,14 @@ void HttpListener::reject(int fd, int status, const std::string& message) {
 }
 
 void HttpListener::release(int fd, const std::string& client) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    shutdown(fd, SHUT_WR);
-    close(fd);  // under the lock: stop() never shuts down a reused descriptor number
-    open_fds_.erase(fd);
-    if (--per_client_[client] == 0) per_client_.erase(client);
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  shutdown(fd, SHUT_WR);
+  close(fd);  // under the lock: stop() never shuts down a reused descriptor number
+  open_fds_.erase(fd);
+  if (--per_client_[client] == 0) per_client_.erase(client);
+  // Notified under the lock: once the last descriptor is gone the destructor may return (and
+  // destroy all_closed_) as soon as it can take mu_, so this thread must be done with the
+  // condition variable by then (ThreadSanitizer: notify_all racing pthread_cond_destroy).
   all_closed_.notify_all();
 }
 

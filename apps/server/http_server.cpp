@@ -299,7 +299,9 @@ void HttpServer::install_routes() {
     const std::string_view page = webui_index_html();
     res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
   });
-  route("GET", "/health", [](const httplib::Request&, httplib::Response& res) {
+  route("GET", "/health", [c](const httplib::Request&, httplib::Response& res) {
+    const std::string why = c->options.degraded ? c->options.degraded() : std::string();
+    if (!why.empty()) return send_json(res, Json{{"status", "degraded"}, {"reason", why}}, 503);
     send_json(res, Json{{"status", "ok"}});
   });
   route("GET", "/v1/models", [c](const httplib::Request&, httplib::Response& res) {

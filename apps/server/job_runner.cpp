@@ -20,6 +20,10 @@ RequestOutcome outcome(const JobResult& r) {
 
 void run_wire_job(ServerContext& ctx, std::shared_ptr<ModelLease> lease, Endpoint endpoint, std::shared_ptr<Job> job,
                   std::shared_ptr<JobWire> wire, bool stream, const char* stream_content_type, httplib::Response& res) {
+  if (const std::string why = ctx.options.degraded ? ctx.options.degraded() : std::string(); !why.empty()) {
+    ctx.metrics.count_request(endpoint, RequestOutcome::kError);
+    return send_json(res, wire->error_body(503, "the server cannot generate: " + why), 503);
+  }
   if (!(*lease)->scheduler->submit(job)) {
     ctx.metrics.count_request(endpoint, RequestOutcome::kError);
     return send_json(res, wire->error_body(503, "the server is busy: all slots and the queue are full; retry later"),

@@ -34,6 +34,11 @@ std::optional<ApiError> take_part(const Json& part, const std::string& at, const
   const std::string type = part["type"].get<std::string>();
   std::string_view data;
   std::string field;
+  // A converted part (Ollama's images, Anthropic's image blocks) is named as the client sent it.
+  std::string source;
+  if (auto src = part.find(kSourceKey);
+      src != part.end() && src->is_string() && src->get_ref<const std::string&>().size() <= kMaxSourceChars)
+    source = src->get<std::string>();
   if (type == "image_url") {
     out->kind = MediaKind::kImage;
     const Json* url = nullptr;
@@ -43,7 +48,7 @@ std::optional<ApiError> take_part(const Json& part, const std::string& at, const
         field = at + ".image_url";
       } else if (it->is_object() && it->contains("url")) {
         url = &(*it)["url"];
-        field = at + ".image_url.url";
+        field = source.empty() ? at + ".image_url.url" : source;
       }
     }
     if (url == nullptr || !url->is_string()) {
@@ -108,12 +113,14 @@ bool is_media_part(const Json& part) {
 
 }  // namespace
 
-Json image_part_from_base64(const std::string& base64, std::string_view media_type) {
+Json image_part_from_base64(const std::string& base64, std::string_view media_type, std::string_view source) {
   std::string url = "data:";
   url += media_type;
   url += ";base64,";
   url += base64;
-  return Json{{"type", "image_url"}, {"image_url", Json{{"url", std::move(url)}}}};
+  Json part{{"type", "image_url"}, {"image_url", Json{{"url", std::move(url)}}}};
+  if (!source.empty()) part[kSourceKey] = std::string(source.substr(0, kMaxSourceChars));
+  return part;
 }
 
 Result<std::vector<uint8_t>> decode_base64(std::string_view text, uint64_t max_bytes) {

@@ -33,7 +33,13 @@ struct MediaInput {
 
 // The content part of an image given as base64 (Ollama's images, Anthropic's image blocks):
 // an image_url part holding a data URL of `media_type` ("" when unknown: the bytes are sniffed).
-Json image_part_from_base64(const std::string& base64, std::string_view media_type);
+// `source` (the field the client sent, "messages[0].images[1]") names the item in errors in
+// place of the converted part's path; it travels in the part as kSourceKey.
+Json image_part_from_base64(const std::string& base64, std::string_view media_type, std::string_view source = "");
+
+// The key of a converted part that holds the client's field name (at most kMaxSourceChars).
+inline constexpr const char* kSourceKey = "x-sniper-source";
+inline constexpr size_t kMaxSourceChars = 96;
 
 // Decodes standard base64 (RFC 4648, padding optional, no whitespace inside, ASCII whitespace
 // around it ignored). Errors: a character outside the alphabet (its offset), a bad length,

@@ -92,7 +92,7 @@ std::optional<ApiError> image_parts(const FieldReader& f, const std::string& at,
     const Json& image = (*images)[k];
     const std::string field = at + "[" + std::to_string(k) + "]";
     if (!image.is_string()) return bad(field + " must be a base64 string, got " + json_kind(image), field);
-    out->push_back(image_part_from_base64(image.get<std::string>(), ""));
+    out->push_back(image_part_from_base64(image.get<std::string>(), "", field));
   }
   return std::nullopt;
 }

@@ -93,7 +93,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
   s->batch_ = std::max<int64_t>(1, options.session.batch);
   // One pass holds every decoding slot's token and prompt chunks up to the budget.
   auto batcher = BatchEvaluator::create(model, s->batch_ + options.n_slots, s->n_ctx_, options.session.routing_bias,
-                                        s->slots_[0].session->pool());
+                                        s->slots_[0].session->pool(), options.session.remote_experts);
   if (!batcher.ok()) return batcher.error();
   s->batcher_ = std::move(batcher).value();
   if (metrics != nullptr) metrics->set_slots(options.n_slots, 0, 0);

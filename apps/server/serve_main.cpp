@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "base/memory_limit.h"
+#include "cli/cluster_args.h"
 #include "cli/common.h"
 #include "cli/hub_model.h"
 #include "cli/media_args.h"
@@ -37,13 +38,15 @@ namespace sniper::server {
 namespace {
 
 // A hub reference ("owner/name[:QUANT|:FILE.gguf]") pulled into the store if needed, as -hf
-// does: the first part's path.
-Result<std::string> pull_hub_model(const std::string& ref, const cli::Args& args) {
+// does: the first part's path (and the repository's projector into *mmproj when asked for).
+Result<std::string> pull_hub_model(const std::string& ref, const cli::Args& args, std::string* mmproj = nullptr) {
   cli::HubPullRequest request;
   request.ref = ref;
   SNIPER_ASSIGN_OR_RETURN(request.budget_bytes, resolve_memory_budget(args.get_string("--mem", "auto")));
   request.offline_fallback = true;
+  request.with_mmproj = mmproj != nullptr;
   SNIPER_ASSIGN_OR_RETURN(hub::PullResult pulled, cli::pull_with_progress(request));
+  if (mmproj != nullptr) *mmproj = pulled.mmproj_path;
   return pulled.paths.front();
 }
 
@@ -128,6 +131,9 @@ int serve_main(int argc, char** argv) {
           {"--mmproj", nullptr, "PATH",
            "multimodal projector of the one model (its mmproj GGUF: gemma4v, qwen3vl_merger): requests may then send "
            "images (OpenAI image_url data URLs, Ollama images, Anthropic base64 image blocks)"},
+          {"--no-mmproj", nullptr, nullptr,
+           "with -hf: do not fetch and load the repository's projector (fetched by default, as llama.cpp does)",
+           nullptr, "--no-mmproj-auto"},
           {"--image-min-tokens", nullptr, "N", "fewest tokens an image is resized to (default: the projector's)"},
           {"--image-max-tokens", nullptr, "N", "most tokens an image is resized to (default: the projector's)"},
           {"--media-max-bytes", nullptr, "SIZE",
@@ -169,8 +175,10 @@ int serve_main(int argc, char** argv) {
     if (!src.ok()) return cli::fail(src.error());
     sources.push_back(std::move(src).value());
   }
+  std::string hub_mmproj;        // the projector -hf fetched beside its model
   if (args->has("--hf-repo")) {  // -hf REPO[:QUANT]: pulled into the store if needed, then one more source
-    auto pulled = pull_hub_model(args->get_string("--hf-repo"), *args);
+    auto pulled =
+        pull_hub_model(args->get_string("--hf-repo"), *args, cli::wants_hub_mmproj(*args) ? &hub_mmproj : nullptr);
     if (!pulled.ok()) return cli::fail(pulled.error());
     auto src = parse_model_spec(*pulled);
     if (!src.ok()) return cli::fail(src.error());
@@ -324,12 +332,19 @@ int serve_main(int argc, char** argv) {
   }
   // --mmproj: the one model's projector, planned with it (its share comes off --mem first).
   std::unique_ptr<Mmproj> mmproj;
-  if (args->has("--mmproj")) {
+  if (!hub_mmproj.empty() && !pinned) {
+    std::fprintf(stderr, "note: the projector %s fetched with -hf is not loaded: it goes with a single model\n",
+                 hub_mmproj.c_str());
+    hub_mmproj.clear();
+  }
+  if (args->has("--mmproj") && args->has("--no-mmproj"))
+    return cli::fail(make_error("--mmproj and --no-mmproj contradict each other: drop one"));
+  if (args->has("--mmproj") || !hub_mmproj.empty()) {
     if (!pinned) {
       return cli::fail(
           make_error("--mmproj goes with a single model (-m FILE): it is that model's projector, not every model's"));
     }
-    auto loaded_mmproj = cli::load_mmproj_for_model(*args, sources[0].path, &*lo, nullptr);
+    auto loaded_mmproj = cli::load_mmproj_for_model(*args, sources[0].path, &*lo, nullptr, hub_mmproj);
     if (!loaded_mmproj.ok()) return cli::fail(loaded_mmproj.error());
     mmproj = std::move(loaded_mmproj).value();
     so.mmproj = mmproj.get();
@@ -364,8 +379,28 @@ int serve_main(int argc, char** argv) {
   };
   std::unique_ptr<Model> draft_model;   // -md FILE: shared by the slots; outlives the server
   std::unique_ptr<Model> pinned_model;  // -m FILE: loaded now, before listening
+  // Under mpirun (cli/cluster_args.h): the other ranks' experts, which the slots' sessions and the
+  // batched pass route through; the serving ranks never get past join_model_parallel.
+  std::unique_ptr<RemoteExperts> remote_experts;
+  Cluster* cluster = cli::current_cluster();
+  if (cluster != nullptr && !pinned) {
+    const Error e = make_error(
+        "under mpirun, serve takes one model loaded for the server's life (-m FILE, no --models, --keep-alive "
+        "or --max-loaded): every rank holds a share of it");
+    cli::refuse_start(*cluster, e.message);
+    return cli::fail(e);
+  }
   if (pinned) {
     auto model = loader(sources[0], lo->mem_bytes, &so.session);
+    if (cluster != nullptr) {
+      // A pass holds at most a prompt chunk (or verification) plus a decode row per slot.
+      auto remote = cli::join_model_parallel(*cluster, *args, sources[0].path, model, so.session.n_threads,
+                                             so.session.batch + so.n_slots);
+      if (!remote.ok()) return cli::fail(remote.error());
+      remote_experts = std::move(remote).value();
+      so.session.remote_experts = remote_experts.get();
+      so.degraded = [cluster] { return cluster->lost_reason(); };
+    }
     if (!model.ok()) return cli::fail(model.error());
     pinned_model = std::move(model).value();
     if (spec->kind == cli::SpecKind::kMtp && pinned_model->config().n_nextn_layers <= 0) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ struct ServerOptions {
   // serve --mmproj: the one model's projector (borrowed; it must outlive the server). Null: the
   // model reads text only, and media in a request get a 400.
   Mmproj* mmproj = nullptr;
+  // Under mpirun (src/dist): "" while every rank answers, else why the server cannot generate (a
+  // rank was lost, named with its host). Then /health answers 503 "degraded" with the reason and
+  // generation requests get a 503 with it at once. Null: a single process. Called from any thread.
+  std::function<std::string()> degraded;
 };
 
 // "dir/stories260K.gguf" -> "stories260K".

@@ -3,8 +3,9 @@
 // Sniper: after loading the model and the projector (llama-mtmd-cli's defaults: n_ctx 4096,
 // flash attention auto, warmup), the clock covers the image file's decode and preprocessing
 // (mtmd_helper_bitmap_init_from_file, mtmd_tokenize), the image encode (mtmd_encode_chunk, also
-// printed alone), the evaluation of every chunk and the first greedy token.
-// usage: mtmd_ttft MODEL MMPROJ IMAGE "PROMPT" THREADS      prints: encode_ms=E ttft_ms=T
+// printed alone: summed over the media chunks, e.g. an audio file's 30-second chunks), the
+// evaluation of every chunk and the first greedy token. The media file may be an image or audio.
+// usage: mtmd_ttft MODEL MMPROJ MEDIA "PROMPT" THREADS      prints: encode_ms=E ttft_ms=T
 // Build: scripts/mm/build-tools.sh.
 #include <chrono>
 #include <cstdio>
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
     if (mtmd_input_chunk_get_type(c) != MTMD_INPUT_CHUNK_TYPE_TEXT) {
       const auto e0 = std::chrono::steady_clock::now();
       if (mtmd_encode_chunk(ctx, c) != 0) return 1;
-      encode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - e0).count();
+      encode_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - e0).count();
     }
     llama_pos np = 0;
     if (mtmd_helper_eval_chunk_single(ctx, lctx, c, n_past, 0, static_cast<int32_t>(cp.n_batch), i + 1 == nc, &np) !=

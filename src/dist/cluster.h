@@ -3,7 +3,8 @@
 // runs the front end (CLI, server, bench); the other ranks serve it (dist/expert_parallel.h).
 // MPI's error handler is set to return errors, and every wait on another rank is bounded by the
 // rank timeout, so a dead or hung rank becomes an Error naming it and its host, never a hang or an
-// abort. Only the thread that joined calls into a Cluster (MPI_THREAD_FUNNELED).
+// abort. One thread at a time calls into a Cluster (MPI_THREAD_SERIALIZED): the one that joined,
+// or the server's scheduler thread between the start-up agreement and the end.
 // A build without MPI (SNIPER_MPI=OFF) has the same interface: join() finds no cluster in a
 // single process and refuses one launched by mpirun with a clear error.
 #pragma once
@@ -56,6 +57,10 @@ class Cluster {
   // Every wait on another rank gives up after this long (default 60 s).
   void set_rank_timeout(std::chrono::milliseconds timeout);
   std::chrono::milliseconds rank_timeout() const;
+  // "" while every wait on another rank succeeded; after one failed or timed out, its error
+  // (naming the rank and host). The cluster stays broken: MPI cannot re-admit a lost rank
+  // (Open MPI 4.1 has no ULFM). Thread-safe (the server's health check reads it).
+  std::string lost_reason() const;
 
   // Start-up agreement, called by every rank: rank 0 gathers the identities and compares each
   // with its own. OK on every rank when all agree; otherwise every rank gets the same error,

@@ -5,8 +5,11 @@
 // failures return too. Polling spins for a short while, then sleeps between tests, so an idle
 // serving rank does not hold a core.
 #include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "dist/cluster.h"
@@ -20,7 +23,11 @@ struct ClusterImpl {
   std::string host;
   std::vector<std::string> hosts;
   std::chrono::milliseconds timeout{60000};
-  bool broken = false;  // a wait failed or timed out: finalizing could wait on the lost rank forever
+  // A wait failed or timed out: finalizing could wait on the lost rank forever. Written by the
+  // thread calling MPI, read by any (lost_reason).
+  mutable std::mutex mu;
+  bool broken = false;
+  std::string lost;  // the first failure's message
 };
 
 namespace {
@@ -72,7 +79,7 @@ Cluster::Cluster(std::unique_ptr<ClusterImpl> impl) : impl_(std::move(impl)) {}
 Cluster::~Cluster() {
   // MPI_Finalize synchronizes with every rank; after a lost rank, abort the job instead (the
   // error naming the rank has been reported).
-  if (impl_->broken) {
+  if (!lost_reason().empty()) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   } else {
     MPI_Finalize();
@@ -82,8 +89,22 @@ Cluster::~Cluster() {
 Result<std::unique_ptr<Cluster>> Cluster::join(int* argc, char*** argv) {
   if (!launched_by_mpi()) return std::unique_ptr<Cluster>();
   int provided = 0;
-  const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  // MPI_Init starts the library's own threads; they inherit the stop signals blocked, so SIGINT
+  // and SIGTERM reach this process's threads (the server's sigwait, the CLI's interrupt handler)
+  // instead of killing it by their default action in a thread that does not handle them.
+  sigset_t stop_signals, before;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &before);
+  // SERIALIZED: the server's scheduler thread runs the passes, the main thread joins and leaves.
+  const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (rc != MPI_SUCCESS) return make_error("MPI failed to start: %s", mpi_error_text(rc).c_str());
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    return make_error("this MPI library does not support MPI_THREAD_SERIALIZED (it provides level %d)", provided);
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   auto impl = std::make_unique<ClusterImpl>();
   MPI_Comm_rank(MPI_COMM_WORLD, &impl->rank);
@@ -100,8 +121,17 @@ Result<std::unique_ptr<Cluster>> Cluster::join(int* argc, char*** argv) {
 }
 
 Status Cluster::checked(Status st) {
-  if (!st.ok()) impl_->broken = true;
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->broken) impl_->lost = st.error().message;
+    impl_->broken = true;
+  }
   return st;
+}
+
+std::string Cluster::lost_reason() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->lost;
 }
 
 int Cluster::rank() const { return impl_->rank; }

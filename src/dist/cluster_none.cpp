@@ -36,6 +36,7 @@ const std::string& Cluster::host() const { return kNone; }
 const std::string& Cluster::host_of(int) const { return kNone; }
 void Cluster::set_rank_timeout(std::chrono::milliseconds) {}
 std::chrono::milliseconds Cluster::rank_timeout() const { return std::chrono::milliseconds(0); }
+std::string Cluster::lost_reason() const { return std::string(); }
 Status Cluster::check_start(RankIdentity) { return make_error("built without MPI"); }
 Result<int64_t> Cluster::broadcast(int64_t) { return make_error("built without MPI"); }
 Status Cluster::send(int, int, const void*, size_t) { return make_error("built without MPI"); }

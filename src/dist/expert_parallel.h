@@ -9,6 +9,7 @@
 //                               ExpertPair pairs[n_pairs]
 //   answer  (tag kTagAnswer):   int64 code (0 = ok), n; float out[n_pairs][dim] (ok) or char message[n]
 //   stop    (tag kTagStop):     empty; the serving loop returns
+//   figures (tag kTagFigures):  empty; answered (tag kTagFiguresAnswer) with a RankFigures
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,31 @@ namespace sniper {
 inline constexpr int kTagExperts = 1;
 inline constexpr int kTagAnswer = 2;
 inline constexpr int kTagStop = 3;
+inline constexpr int kTagFigures = 4;
+inline constexpr int kTagFiguresAnswer = 5;
+
+// A serving rank's figures since it started serving (bench and `sniper top` take differences).
+struct RankFigures {
+  uint64_t requests = 0;        // expert requests answered
+  uint64_t rows = 0;            // routed (token, expert) pairs computed
+  uint64_t bytes_in = 0;        // request bytes received
+  uint64_t bytes_out = 0;       // answer bytes sent
+  double compute_s = 0;         // computing the answers (its expert reads included)
+  uint64_t cache_requests = 0;  // its expert cache's lookups (0 when its experts are resident)
+  uint64_t cache_hits = 0;
+  uint64_t ssd_bytes = 0;      // read by its I/O engine
+  double ssd_stall_s = 0;      // its compute threads waiting for those reads
+  uint64_t planned_bytes = 0;  // its memory plan (weights, caches, buffers)
+};
+
+// Rank 0's side: what the expert exchange cost the front end.
+struct FrontFigures {
+  uint64_t posts = 0;  // requests sent (one per layer per rank with routed rows)
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  double send_s = 0;  // in post(): packing and sending
+  double wait_s = 0;  // in collect(): waiting for and copying the answers
+};
 
 class ClusterExperts final : public RemoteExperts {
  public:
@@ -39,13 +65,18 @@ class ClusterExperts final : public RemoteExperts {
   [[nodiscard]] Status collect(int rank, float* out, int64_t n_pairs, int64_t dim) override;
 
   // Tells every serving rank to return from serve_experts(). Errors name the first rank that
-  // could not be told.
+  // could not be told; after a lost rank, it tells none (the job is aborted on exit).
   [[nodiscard]] Status stop_all();
+  // Every serving rank's figures ([0] is empty: rank 0 serves none), asked for and answered
+  // within the rank timeout. Errors name the rank.
+  [[nodiscard]] Result<std::vector<RankFigures>> rank_figures();
+  const FrontFigures& front_figures() const { return front_; }
 
  private:
   Cluster& cluster_;
   std::vector<unsigned char> send_;  // one request being sent
   std::vector<unsigned char> recv_;  // one answer
+  FrontFigures front_;
 };
 
 // The serving rank's loop: answers rank 0's expert requests with this process's model (its own

@@ -4,13 +4,16 @@
 namespace sniper {
 
 Result<std::unique_ptr<BatchEvaluator>> BatchEvaluator::create(Model& model, int64_t max_rows, int64_t n_ctx,
-                                                               const RoutingBias& routing_bias, ThreadPool& pool) {
+                                                               const RoutingBias& routing_bias, ThreadPool& pool,
+                                                               RemoteExperts* remote_experts) {
   // A budget of up to 4096 prompt tokens (--batch) plus one decode row for each of up to 256 slots.
   if (max_rows < 1 || max_rows > 4096 + 256) {
     return make_error("batch pass of %ld rows but it must be in [1, 4352]", static_cast<long>(max_rows));
   }
   std::unique_ptr<BatchEvaluator> e(new BatchEvaluator(model, pool));
-  e->transformer_ = std::make_unique<Transformer>(model.config(), model.weights(), max_rows, n_ctx, model.sources());
+  WeightSources sources = model.sources();
+  sources.remote_experts = remote_experts;
+  e->transformer_ = std::make_unique<Transformer>(model.config(), model.weights(), max_rows, n_ctx, sources);
   e->transformer_->set_routing_bias(routing_bias);
   return e;
 }

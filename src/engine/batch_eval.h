@@ -31,9 +31,13 @@ class BatchEvaluator {
  public:
   // A pass of up to max_rows rows over sessions of `model` with the context n_ctx (the sessions'),
   // on `pool` (borrowed: it must outlive the evaluator and run nothing else during a pass).
+  // remote_experts: under expert parallelism, the other ranks' routed experts (null: all here;
+  // borrowed, it must outlive the evaluator); the pass sends each rank its share of the pass's
+  // expert union once.
   // Errors: max_rows outside [1, 4352] (a --batch of 4096 and a decode row for each of 256 slots).
   static Result<std::unique_ptr<BatchEvaluator>> create(Model& model, int64_t max_rows, int64_t n_ctx,
-                                                        const RoutingBias& routing_bias, ThreadPool& pool);
+                                                        const RoutingBias& routing_bias, ThreadPool& pool,
+                                                        RemoteExperts* remote_experts = nullptr);
 
   // Evaluates every item in one pass. Each item needs a batchable() session (distinct), at
   // least one token and at most max_seq_rows(); all together at most max_rows(). Errors before

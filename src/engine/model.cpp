@@ -74,6 +74,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   req.force_stream = options.residency == ResidencyMode::kStream;
   req.load_mtp = options.load_mtp;
   req.repack = options.repack;
+  if (options.expert_ranks > 1 && options.expert_rank > 0 && options.expert_rank < options.expert_ranks) {
+    req.serve_experts_per_layer = (c.n_experts - options.expert_rank + options.expert_ranks - 1) / options.expert_ranks;
+  }
   if (options.residency == ResidencyMode::kMmap) {
     m->plan_.all_resident = true;  // nothing streams through our engine; the kernel pages
     m->plan_.budget_bytes = req.budget_bytes;
@@ -101,7 +104,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
     }
     if (!plan.ok()) return make_error("%s: %s", path.c_str(), plan.error().message.c_str());
     m->plan_ = std::move(plan).value();
-    if (options.residency == ResidencyMode::kResident && !m->plan_.all_resident) {
+    // A serving rank's experts go through its cache (holding all it owns when the budget allows).
+    const bool serving = req.serve_experts_per_layer > 0 && c.is_moe();
+    if (options.residency == ResidencyMode::kResident && !m->plan_.all_resident && !serving) {
       return make_error("%s: --residency resident needs a budget of %s but the budget is %s (use auto or stream)",
                         path.c_str(), format_bytes(m->plan_.all_resident_bytes).c_str(),
                         format_bytes(req.budget_bytes).c_str());

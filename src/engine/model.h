@@ -65,6 +65,12 @@ struct ModelLoadOptions {
   // The most tokens of a media chunk that attends both ways (a gemma4v image; 0: none): the batch
   // is at least this, and sliding rings hold such a chunk whole (widen_rings_for_chunks).
   int64_t media_chunk_tokens = 0;
+  // Expert parallel (src/dist/expert_parallel.h): this process is serving rank expert_rank > 0 of
+  // expert_ranks and computes for rank 0 only the routed experts e with e mod expert_ranks ==
+  // expert_rank; it loads only those (PlanRequest::serve_experts_per_layer). 0 ranks: a whole
+  // model. Ignored for dense models.
+  int expert_rank = 0;
+  int expert_ranks = 0;
 };
 
 class Model {

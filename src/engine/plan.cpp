@@ -145,16 +145,19 @@ int64_t auto_checkpoint_count(uint64_t budget_bytes, int64_t n_sessions, uint64_
 Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const PlanRequest& req) {
   MemoryPlan p;
   p.budget_bytes = req.budget_bytes;
-  p.n_sessions = std::max<int64_t>(1, req.n_sessions);
+  const bool serving = req.serve_experts_per_layer > 0 && c.is_moe();
+  // A serving rank holds no session: one pass's scratch (rank 0's slots live on rank 0).
+  p.n_sessions = serving ? 1 : std::max<int64_t>(1, req.n_sessions);
   const uint64_t sessions = static_cast<uint64_t>(p.n_sessions);
   // Each session's sequence state: KV rows of the attention layers (a window's ring for sliding
   // layers, nothing for shared-KV ones) and the recurrent layers' states.
   SNIPER_TRY(SequenceState::validate(layer_state_specs(c), req.n_ctx, req.kv_type));
-  p.kv_bytes = sessions * SequenceState::bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type);
+  p.kv_bytes = serving ? 0 : sessions * SequenceState::bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type);
   // Each session's state checkpoints (kv/state_checkpoints.h): what forgetting positions cannot
   // rewind, at most n_checkpoints copies; none for a model that can always rewind.
   const uint64_t one_checkpoint = SequenceState::checkpoint_bytes_for(layer_state_specs(c), req.n_ctx, req.kv_type);
-  p.n_checkpoints = req.n_checkpoints == kAutoCheckpoints
+  p.n_checkpoints = serving ? 0
+                    : req.n_checkpoints == kAutoCheckpoints
                         ? auto_checkpoint_count(req.budget_bytes, p.n_sessions, one_checkpoint)
                         : std::max<int64_t>(0, req.n_checkpoints);
   p.checkpoint_bytes = sessions * static_cast<uint64_t>(p.n_checkpoints) * one_checkpoint;
@@ -188,6 +191,12 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   for (const GgufTensorInfo& t : file.tensors()) {
     const TensorUse* u = catalog.find(t.name);
     if (u == nullptr || u->role == TensorRole::kUnread) {  // nothing reads it: not loaded
+      p.unloaded_tensors.insert(t.name);
+      continue;
+    }
+    // A serving rank reads only the routed experts and their layers' small tensors.
+    if (serving && (u->role == TensorRole::kAttention || u->role == TensorRole::kEmbedding ||
+                    u->role == TensorRole::kDenseFfn || t.name == kOutputName || u->block >= c.n_layers)) {
       p.unloaded_tensors.insert(t.name);
       continue;
     }
@@ -242,7 +251,7 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
   const uint64_t dense_ffn_total = total - always - embd - attention - p.total_expert_bytes;
 
   p.all_resident_bytes = fixed + total;
-  if (!req.force_stream && fixed + total <= req.budget_bytes) {
+  if (!serving && !req.force_stream && fixed + total <= req.budget_bytes) {
     p.all_resident = true;
     p.resident_weight_bytes = total;
     p.mtp_weight_bytes += mtp_expert_bytes;
@@ -253,9 +262,9 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
 
   // Something streams. The output head is needed in full every token: when the embeddings are
   // tied to it they stay resident, otherwise they are read one row per token.
-  p.stream_embeddings = !c.tied_embeddings;
+  p.stream_embeddings = !c.tied_embeddings && !serving;
   // A per-layer embedding table is no output head: it is read by rows whenever something streams.
-  p.stream_per_layer_embeddings = per_layer_embd > 0;
+  p.stream_per_layer_embeddings = per_layer_embd > 0 && !serving;
   const uint64_t always_bytes = always + attention + (p.stream_embeddings ? 0 : embd - per_layer_embd);
   if (p.stream_embeddings) p.streamed_tensors.insert(kTokenEmbdName);
   if (p.stream_per_layer_embeddings) p.streamed_tensors.insert(kPerLayerTokenEmbdName);
@@ -282,7 +291,8 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
     const uint64_t room = req.budget_bytes - fixed - p.resident_weight_bytes;
     p.mtp_streamed_expert_bytes = mtp_expert_bytes;
     p.n_expert_layers = c.n_layers + (mtp_expert_bytes > 0 ? 1 : 0);
-    const int64_t all_slots = p.n_expert_layers * c.n_experts;
+    const int64_t all_slots =
+        p.n_expert_layers * (serving ? std::min(req.serve_experts_per_layer, c.n_experts) : c.n_experts);
     p.n_expert_slots = std::min<int64_t>(static_cast<int64_t>(room / p.slot.slot_bytes), all_slots);
     for (const TensorUse& u : catalog.uses()) {
       if (u.role == TensorRole::kExpert && u.block < p.n_expert_layers && file.find_tensor(u.name) != nullptr) {

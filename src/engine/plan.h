@@ -11,6 +11,8 @@
 // If the model fits entirely, everything is resident and nothing streams; then the room left
 // holds the larger lookup-free layouts of the i-quant weights (repacked_tensors), those read
 // every token first, as many as fit.
+// An expert-parallel serving rank (PlanRequest::serve_experts_per_layer) plans only its routed
+// experts, through a cache of at most the experts it owns, and the small per-layer tensors.
 // Invariant: planned_bytes() <= budget_bytes for every plan make_plan() returns.
 #pragma once
 
@@ -59,6 +61,11 @@ struct PlanRequest {
   // Repack i-quant weights at load time into their lookup-free layouts (quant/iq_repack.h) when
   // every weight is resident and the budget has room for the larger layouts; false: --no-repack.
   bool repack = true;
+  // Expert parallel (src/dist): a serving rank computes only the routed experts it owns, for rank
+  // 0's rows. > 0: plan for that: only the routed experts (streamed through a cache of at most
+  // this many experts per layer, all of them when the budget allows) and the small per-layer
+  // tensors stay; no attention, embeddings, dense FFN, output head or KV cache are loaded.
+  int64_t serve_experts_per_layer = 0;
 };
 
 // Whole-expert slot layout in the cache: gate, up and down slices back to back, each region

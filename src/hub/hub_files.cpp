@@ -131,6 +131,77 @@ bool is_model_file(std::string_view path) {
   return true;
 }
 
+namespace {
+
+// The bits at the first digit of `tag` ("Q4_K_M" -> 4), 0 when it holds none; at most 9 digits
+// are read (a name cannot overflow it).
+int bits_of_tag(std::string_view tag) {
+  const size_t d = tag.find_first_of("0123456789");
+  if (d == std::string_view::npos) return 0;
+  int bits = 0;
+  for (size_t i = d; i < tag.size() && i < d + 9 && std::isdigit(static_cast<unsigned char>(tag[i])); ++i)
+    bits = bits * 10 + (tag[i] - '0');
+  return bits;
+}
+
+std::vector<std::string_view> split_slash(std::string_view path) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t slash = path.find('/', start);
+    parts.push_back(path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+int quant_bits(std::string_view path) {
+  // llama.cpp's get_gguf_split_info: the name without ".gguf" and the split suffix, then the tag
+  // after the last '-' or '.'.
+  if (!ends_with(path, ".gguf")) return 0;
+  path.remove_suffix(5);
+  const SplitInfo info = split_info(std::string(path) + ".gguf");
+  std::string_view stem = info.prefix;
+  size_t start = stem.size();
+  while (start > 0 && (std::isalnum(static_cast<unsigned char>(stem[start - 1])) || stem[start - 1] == '_')) --start;
+  if (start == stem.size() || start == 0 || (stem[start - 1] != '-' && stem[start - 1] != '.')) return 0;
+  return bits_of_tag(stem.substr(start));
+}
+
+std::optional<HubFile> find_best_sibling(const std::vector<HubFile>& files, std::string_view model_path,
+                                         std::string_view keyword, std::string_view tag) {
+  const std::string tag_upper = upper(tag);
+  const int model_bits = tag.empty() ? quant_bits(model_path) : bits_of_tag(tag_upper);
+  const std::vector<std::string_view> model_parts = split_slash(model_path);
+  const size_t model_dirs = model_parts.size() - 1;
+  std::optional<HubFile> best;
+  size_t best_depth = 0;
+  int best_diff = 0;
+  bool best_exact = false;
+  for (const HubFile& f : files) {
+    if (!ends_with(f.path, ".gguf") || f.path.find(keyword) == std::string::npos) continue;
+    const std::vector<std::string_view> parts = split_slash(f.path);
+    const size_t dirs = parts.size() - 1;
+    // Its directory must be the model's or one above it on the model's path.
+    if (dirs > model_dirs || !std::equal(parts.begin(), parts.begin() + static_cast<long>(dirs), model_parts.begin()))
+      continue;
+    const size_t depth = dirs;
+    const int diff = std::abs(quant_bits(f.path) - model_bits);
+    const bool exact = !tag_upper.empty() && upper(f.path).find("-" + tag_upper + ".") != std::string::npos;
+    if (!best || depth > best_depth || (depth == best_depth && exact && !best_exact) ||
+        (depth == best_depth && exact == best_exact && diff < best_diff)) {
+      best = f;
+      best_depth = depth;
+      best_diff = diff;
+      best_exact = exact;
+    }
+  }
+  return best;
+}
+
 uint64_t ModelChoice::total_bytes() const {
   uint64_t n = 0;
   for (const HubFile& f : files) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,6 +84,19 @@ struct Selection {
 // An Error when the repository holds no model file at all.
 [[nodiscard]] Result<Selection> select_model(const std::vector<HubFile>& files, const RepoRef& ref,
                                              uint64_t budget_bytes);
+
+// The quantization bits of a GGUF file name as llama.cpp's -hf reads them: the digits at the
+// first digit of the name's last [-.]-separated tag ("Q4_K_M" -> 4, "F16" -> 16, "IQ2_M" -> 2),
+// 0 when there are none.
+int quant_bits(std::string_view path);
+
+// The sibling GGUF of `model_path` whose path holds `keyword` ("mmproj"), picked as llama.cpp's
+// find_best_sibling does: only files in the model's directory or one above it on its path; the
+// deepest such directory first, then a name holding "-<TAG>." for a given `tag`, then the
+// quantization bits closest to the tag's (or the model's when no tag); the listing order breaks
+// ties. nullopt when none qualifies.
+std::optional<HubFile> find_best_sibling(const std::vector<HubFile>& files, std::string_view model_path,
+                                         std::string_view keyword, std::string_view tag = "");
 
 // "12.3 GiB", "512.0 MiB", "812 B".
 std::string format_bytes(uint64_t bytes);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "remote/sha256.h"
@@ -134,11 +135,23 @@ Result<PullResult> pull_model(HubClient& client, const ModelStore& store, const 
              (choice.files.size() > 1 ? " (" + std::to_string(choice.files.size()) + " split parts)" : "") + ", " +
              format_bytes(choice.total_bytes()));
 
+  std::vector<const HubFile*> wanted;
+  for (const HubFile& f : choice.files) {
+    wanted.push_back(&f);
+    result.paths.push_back(store.file_path(ref.repo, f.path));
+  }
+  std::optional<HubFile> mmproj;
+  if (o.with_mmproj) mmproj = find_best_sibling(files, choice.first_path(), "mmproj");
+  if (mmproj) {
+    say(o, "projector: " + mmproj->path + ", " + format_bytes(mmproj->size));
+    wanted.push_back(&*mmproj);
+    result.mmproj_path = store.file_path(ref.repo, mmproj->path);
+  }
   // What must still come over the network, after the store and the other caches.
   std::vector<const HubFile*> to_fetch;
-  for (const HubFile& f : choice.files) {
+  for (const HubFile* fp : wanted) {
+    const HubFile& f = *fp;
     const std::string final_path = store.file_path(ref.repo, f.path);
-    result.paths.push_back(final_path);
     if (exists(final_path) && size_or_zero(final_path) == f.size) {
       say(o, f.path + " is already in the store");
       continue;
@@ -179,7 +192,7 @@ Result<PullResult> pull_model(HubClient& client, const ModelStore& store, const 
   return result;
 }
 
-Result<PullResult> resolve_local(const ModelStore& store, const RepoRef& ref, uint64_t budget_bytes) {
+Result<PullResult> resolve_local(const ModelStore& store, const RepoRef& ref, uint64_t budget_bytes, bool with_mmproj) {
   SNIPER_ASSIGN_OR_RETURN(std::vector<StoreEntry> entries, store.list());
   std::vector<HubFile> files;
   for (const StoreEntry& e : entries) {
@@ -189,6 +202,10 @@ Result<PullResult> resolve_local(const ModelStore& store, const RepoRef& ref, ui
   PullResult result;
   SNIPER_ASSIGN_OR_RETURN(result.selection, select_model(files, ref, budget_bytes));
   for (const HubFile& f : result.selection.choice.files) result.paths.push_back(store.file_path(ref.repo, f.path));
+  if (with_mmproj) {
+    auto mmproj = find_best_sibling(files, result.selection.choice.first_path(), "mmproj");
+    if (mmproj) result.mmproj_path = store.file_path(ref.repo, mmproj->path);
+  }
   return result;
 }
 

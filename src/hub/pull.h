@@ -6,7 +6,8 @@
 // with resume and a bounded retry, verified against the LFS SHA-256, and only then renamed.
 // Free space is checked before the first byte is fetched. A checksum mismatch deletes the part.
 // resolve_local finds a complete selection already in the store without the network (for -hf
-// when the hub is unreachable).
+// when the hub is unreachable). With with_mmproj, the model's projector file comes along as one
+// more file of the pull.
 // Thread-compatible.
 #pragma once
 
@@ -33,11 +34,15 @@ struct PullOptions {
   std::function<void(const std::string& file, bool ok)> on_file_end;
   std::function<void(const std::string& line)> log;  // one line of narrative (choice, reuse, retry)
   GetenvFn getenv_fn;                                // for the foreign cache locations
+  // Also the repository's multimodal projector for the selected model (find_best_sibling with
+  // "mmproj", as llama.cpp's -hf picks it), when it has one.
+  bool with_mmproj = false;
 };
 
 struct PullResult {
   Selection selection;
   std::vector<std::string> paths;  // store paths of the selected files, in part order
+  std::string mmproj_path;         // store path of the projector (with_mmproj), "" when none
   uint64_t downloaded_bytes = 0;   // fetched over the network by this call
   double download_s = 0;           // wall time spent downloading
 };
@@ -47,6 +52,7 @@ struct PullResult {
 
 // The store's complete files of `ref.repo` as HubFiles (sha256 empty) and the selection among
 // them; an Error when the store has none that match.
-[[nodiscard]] Result<PullResult> resolve_local(const ModelStore& store, const RepoRef& ref, uint64_t budget_bytes);
+[[nodiscard]] Result<PullResult> resolve_local(const ModelStore& store, const RepoRef& ref, uint64_t budget_bytes,
+                                               bool with_mmproj = false);
 
 }  // namespace sniper::hub

@@ -35,6 +35,7 @@ Status apply_token_limits(VisionConfig& c, const MmprojOptions& o) {
 struct Header {
   ProjectorFileInfo info;
   VisionConfig vision;
+  AudioConfig audio;
   MmprojMemory memory;
   std::unordered_set<std::string> layer_matrices;
 };
@@ -42,9 +43,27 @@ struct Header {
 Result<Header> read_header(const GgufFile& gguf, const MmprojOptions& options) {
   Header h;
   SNIPER_ASSIGN_OR_RETURN(h.info, read_projector_file_info(gguf));
+  if (h.info.audio != nullptr) {
+    SNIPER_ASSIGN_OR_RETURN(h.audio, read_audio_config(gguf, *h.info.audio));
+    // The scratch of the longest chunk (30 s), from the tensors' shapes as the header states them.
+    auto dim = [&gguf](const char* name, int i) -> int64_t {
+      const GgufTensorInfo* t = gguf.find_tensor(name);
+      return t != nullptr ? t->ne[static_cast<size_t>(i)] : 1;
+    };
+    const int64_t c0 = dim("a.conv1d.0.weight", 3), c1 = dim("a.conv1d.1.weight", 3);
+    const int64_t p =
+        gguf.find_tensor("a.pre_encode.out.weight") != nullptr ? dim("a.pre_encode.out.weight", 1) : h.audio.n_embd;
+    const int64_t out = dim("mm.a.input_projection.weight", 1);
+    auto mel = LogMel::create(gemma4a_log_mel_params(static_cast<int>(h.audio.n_mel)));
+    if (!mel.ok()) return mel.error();
+    const int64_t frames = mel->frames_for(static_cast<int64_t>(mel->params().chunk_seconds * kAudioSampleRate));
+    h.memory.scratch_bytes = AudioEncoder::estimate_scratch_bytes(h.audio, frames, c0, c1, p, out);
+  }
   if (h.info.vision == nullptr) {
-    return make_error("projector holds no vision encoder this engine runs (audio type '%s' is not supported yet)",
-                      h.info.audio_type.c_str());
+    for (const GgufTensorInfo& t : gguf.tensors()) {
+      if (t.name.rfind("a.", 0) == 0 || t.name.rfind("mm.", 0) == 0) h.memory.weight_bytes += t.nbytes;
+    }
+    return h;
   }
   SNIPER_ASSIGN_OR_RETURN(h.vision, read_vision_config(gguf, *h.info.vision));
   SNIPER_TRY(apply_token_limits(h.vision, options));
@@ -60,9 +79,12 @@ Result<Header> read_header(const GgufFile& gguf, const MmprojOptions& options) {
     h.memory.layer_buffer_bytes = std::max(h.memory.layer_buffer_bytes, layer);
   }
   for (const GgufTensorInfo& t : gguf.tensors()) {
-    if (t.name.rfind("v.", 0) == 0 || t.name.rfind("mm.", 0) == 0) h.memory.weight_bytes += t.nbytes;
+    const bool audio = h.info.audio != nullptr && t.name.rfind("a.", 0) == 0;
+    if (audio || t.name.rfind("v.", 0) == 0 || t.name.rfind("mm.", 0) == 0) h.memory.weight_bytes += t.nbytes;
   }
-  h.memory.scratch_bytes = VisionEncoder::estimate_scratch_bytes(h.vision, std::max(1, options.n_threads_hint));
+  // One encode at a time: the larger of the two encoders' scratch.
+  h.memory.scratch_bytes = std::max<uint64_t>(
+      h.memory.scratch_bytes, VisionEncoder::estimate_scratch_bytes(h.vision, std::max(1, options.n_threads_hint)));
   return h;
 }
 
@@ -115,6 +137,7 @@ Result<std::unique_ptr<Mmproj>> Mmproj::load(const std::string& path, const Mmpr
   if (!header.ok()) return make_error("%s: %s", path.c_str(), header.error().message.c_str());
   m->info_ = header->info;
   m->vision_ = header->vision;
+  m->audio_ = header->audio;
   m->memory_ = header->memory;
   const bool stream = options.stream_layers;
   if (stream && options.residency != Residency::kResident) {
@@ -124,7 +147,18 @@ Result<std::unique_ptr<Mmproj>> Mmproj::load(const std::string& path, const Mmpr
   if (!store.ok()) return make_error("%s: %s", path.c_str(), store.error().message.c_str());
   m->store_ = std::move(store).value();
   const WeightStore& st = *m->store_;
-  auto bound = bind_vision_weights(m->vision_, [&st](std::string_view name) { return st.find_tensor(name); });
+  const TensorLookup lookup = [&st](std::string_view name) { return st.find_tensor(name); };
+  if (m->info_.audio != nullptr) {
+    auto audio = bind_audio_weights(m->audio_, lookup);
+    if (!audio.ok()) return make_error("%s: %s", path.c_str(), audio.error().message.c_str());
+    m->audio_weights_ = std::move(audio).value();
+    auto mel = LogMel::create(gemma4a_log_mel_params(static_cast<int>(m->audio_.n_mel)));
+    if (!mel.ok()) return make_error("%s: %s", path.c_str(), mel.error().message.c_str());
+    m->mel_ = std::make_unique<LogMel>(std::move(mel).value());
+    m->audio_encoder_ = std::make_unique<AudioEncoder>(m->audio_, m->audio_weights_);
+  }
+  if (m->info_.vision == nullptr) return m;
+  auto bound = bind_vision_weights(m->vision_, lookup);
   if (!bound.ok()) return make_error("%s: %s", path.c_str(), bound.error().message.c_str());
   m->weights_ = std::move(bound).value();
   VisionLayerSource* source = nullptr;
@@ -152,7 +186,10 @@ Result<std::unique_ptr<Mmproj>> Mmproj::load(const std::string& path, const Mmpr
   return m;
 }
 
-size_t Mmproj::scratch_bytes() const { return encoder_ != nullptr ? encoder_->scratch_bytes() : 0; }
+size_t Mmproj::scratch_bytes() const {
+  return (encoder_ != nullptr ? encoder_->scratch_bytes() : 0) +
+         (audio_encoder_ != nullptr ? audio_encoder_->scratch_bytes() : 0);
+}
 
 Status Mmproj::check_language_model(int64_t lm_dim) const {
   if (encoder_ != nullptr && encoder_->out_dim() != lm_dim) {
@@ -160,6 +197,12 @@ Status Mmproj::check_language_model(int64_t lm_dim) const {
         "%s projects images to embeddings of width %lld but the language model's width is %lld (is it "
         "the mmproj file of another model?)",
         gguf_.path.c_str(), static_cast<long long>(encoder_->out_dim()), static_cast<long long>(lm_dim));
+  }
+  if (audio_encoder_ != nullptr && audio_encoder_->out_dim() != lm_dim) {
+    return make_error(
+        "%s projects audio to embeddings of width %lld but the language model's width is %lld (is it "
+        "the mmproj file of another model?)",
+        gguf_.path.c_str(), static_cast<long long>(audio_encoder_->out_dim()), static_cast<long long>(lm_dim));
   }
   return ok_status();
 }
@@ -185,14 +228,55 @@ Result<MediaChunk> Mmproj::encode_preprocessed(const PreprocessedImage& image, c
   return chunk;
 }
 
+Result<std::vector<MelSpectrogram>> Mmproj::audio_mel(const Audio& audio, ThreadPool& pool) const {
+  if (mel_ == nullptr) return make_error("%s has no audio encoder", gguf_.path.c_str());
+  if (audio.sample_rate != kAudioSampleRate) {
+    return make_error("audio at %d Hz: the encoder takes %d Hz", audio.sample_rate, kAudioSampleRate);
+  }
+  return mel_->compute(audio.samples, &pool);
+}
+
+Result<MediaChunk> Mmproj::encode_mel(std::span<const MelSpectrogram> mel, const MediaHash& hash, ThreadPool& pool) {
+  if (audio_encoder_ == nullptr) return make_error("%s has no audio encoder", gguf_.path.c_str());
+  MediaChunk chunk;
+  chunk.kind = MediaKind::kAudio;
+  chunk.hash = hash;
+  chunk.dim = audio_encoder_->out_dim();
+  chunk.non_causal = false;
+  chunk.begin_text = audio_.audio_begin;
+  chunk.end_text = audio_.audio_end;
+  for (const MelSpectrogram& m : mel) {
+    SNIPER_ASSIGN_OR_RETURN(EncodedAudio enc, audio_encoder_->encode(m, pool));
+    chunk.embd.insert(chunk.embd.end(), enc.embd.begin(), enc.embd.end());
+    chunk.grid.nx += enc.n_tokens;
+  }
+  chunk.grid.ny = 1;
+  if (chunk.grid.nx == 0) return make_error("audio makes no tokens");
+  return chunk;
+}
+
 Result<MediaChunk> Mmproj::encode(std::span<const uint8_t> bytes, ThreadPool& pool, MediaTimings* timings) {
   auto t0 = std::chrono::steady_clock::now();
   SNIPER_ASSIGN_OR_RETURN(DecodedMedia media, decode_media(bytes, options_.limits));
   if (!supports(media.kind)) {
+    const char* what = has_vision() ? (has_audio() ? "images and audio" : "images") : "audio";
     return make_error("%s media is not supported by the projector %s (it encodes: %s)", media_kind_name(media.kind),
-                      gguf_.path.c_str(), has_vision() ? "images" : "nothing");
+                      gguf_.path.c_str(), what);
   }
   const double decode_s = seconds_since(t0);
+  if (media.kind == MediaKind::kAudio) {
+    t0 = std::chrono::steady_clock::now();
+    SNIPER_ASSIGN_OR_RETURN(std::vector<MelSpectrogram> mel, audio_mel(media.audio, pool));
+    const double mel_s = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    SNIPER_ASSIGN_OR_RETURN(MediaChunk chunk, encode_mel(mel, hash_media(bytes), pool));
+    if (timings != nullptr) {
+      timings->decode_s = decode_s;
+      timings->preprocess_s = mel_s;
+      timings->encode_s = seconds_since(t0);
+    }
+    return chunk;
+  }
   t0 = std::chrono::steady_clock::now();
   SNIPER_ASSIGN_OR_RETURN(PreprocessedImage pre, preprocess(media.image));
   const double preprocess_s = seconds_since(t0);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Mmproj: a loaded multimodal projector file and its encoders, the one object front ends hold
 // beside the language model to turn media bytes into MediaChunks:
-//   bytes -> decode_media (limits) -> preprocess (as mtmd) -> VisionEncoder -> MediaChunk.
+//   bytes -> decode_media (limits) -> preprocess (as mtmd) -> VisionEncoder -> MediaChunk;
+//   audio: bytes -> decode_media (mono, 16 kHz) -> LogMel (30 s chunks) -> AudioEncoder -> one
+//   MediaChunk holding every chunk's tokens in order (causal, as mtmd's consecutive chunks).
 // The weights are resident (one allocation, or a read-only mapping) or, when the memory budget is
 // tight, the ViT layers' matrices stream from the file through two layer buffers (LayerStreamer)
 // while everything else stays resident. mmproj_memory() says what each choice costs, so that a
@@ -21,6 +23,8 @@
 #include "gguf/reader.h"
 #include "io/direct_file.h"
 #include "io/io_engine.h"
+#include "media/audio_encoder.h"
+#include "media/audio_mel.h"
 #include "media/media_chunk.h"
 #include "media/media_decoder.h"
 #include "media/vision_encoder.h"
@@ -69,14 +73,16 @@ class Mmproj {
   const ProjectorFileInfo& info() const { return info_; }
   bool has_vision() const { return encoder_ != nullptr; }
   const VisionConfig& vision_config() const { return vision_; }
+  bool has_audio() const { return audio_encoder_ != nullptr; }
+  const AudioConfig& audio_config() const { return audio_; }
   const MmprojOptions& options() const { return options_; }
   bool streams() const { return streamer_ != nullptr; }
   const MmprojMemory& memory() const { return memory_; }
   // Bytes of encoder scratch held now (it grows to the largest image encoded; at most
   // memory().scratch_bytes).
   size_t scratch_bytes() const;
-  // Media kinds this projector encodes, for capability reports ("vision").
-  bool supports(MediaKind kind) const { return kind == MediaKind::kImage ? has_vision() : false; }
+  // Media kinds this projector encodes, for capability reports ("vision", "audio").
+  bool supports(MediaKind kind) const { return kind == MediaKind::kImage ? has_vision() : has_audio(); }
 
   // Checks that the projector's embeddings fit a language model of width lm_dim. The message
   // names both widths (the usual cause: the mmproj of another model).
@@ -89,6 +95,10 @@ class Mmproj {
   Result<PreprocessedImage> preprocess(const Image& image) const;
   // Encodes a preprocessed image into a chunk with the given hash.
   Result<MediaChunk> encode_preprocessed(const PreprocessedImage& image, const MediaHash& hash, ThreadPool& pool);
+  // The audio encoder's input: the log-mel spectrogram of each 30-second chunk.
+  Result<std::vector<MelSpectrogram>> audio_mel(const Audio& audio, ThreadPool& pool) const;
+  // Encodes spectrogram chunks into one audio chunk with the given hash.
+  Result<MediaChunk> encode_mel(std::span<const MelSpectrogram> mel, const MediaHash& hash, ThreadPool& pool);
 
  private:
   class StreamedLayers;
@@ -106,6 +116,10 @@ class Mmproj {
   std::unique_ptr<StreamedLayers> streamed_;
   VisionWeights weights_;
   std::unique_ptr<VisionEncoder> encoder_;
+  AudioConfig audio_;
+  AudioWeights audio_weights_;
+  std::unique_ptr<LogMel> mel_;
+  std::unique_ptr<AudioEncoder> audio_encoder_;
 };
 
 }  // namespace sniper

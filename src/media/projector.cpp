@@ -14,6 +14,7 @@ namespace {
 constexpr ProjectorTypeInfo kProjectorTypes[] = {
     {"gemma4v", MediaKind::kImage, ProjectorType::kGemma4V},
     {"qwen3vl_merger", MediaKind::kImage, ProjectorType::kQwen3VLMerger},
+    {"gemma4a", MediaKind::kAudio, ProjectorType::kGemma4A},
 };
 
 std::string shape_string(const std::array<int64_t, 4>& ne) {
@@ -111,6 +112,7 @@ class Binder {
 };
 
 std::string blk(int64_t l, const char* what) { return "v.blk." + std::to_string(l) + "." + what; }
+std::string ablk(int64_t l, const char* what) { return "a.blk." + std::to_string(l) + "." + what; }
 
 Result<int64_t> get_int_range(const GgufFile& f, const std::string& key, int64_t lo, int64_t hi, bool required,
                               int64_t fallback) {
@@ -284,6 +286,7 @@ Result<VisionConfig> read_vision_config(const GgufFile& f, const ProjectorTypeIn
       c.non_causal = false;
       break;
     }
+    case ProjectorType::kGemma4A: return make_error("projector type gemma4a is an audio encoder, not a vision one");
   }
   const int64_t align = c.patch_size * c.merge;
   c.preprocess.align = align;
@@ -411,6 +414,141 @@ std::vector<std::string> vision_layer_tensor_names(const VisionConfig& c, int64_
             blk(l, "ffn_gate.weight"), blk(l, "ffn_up.weight"), blk(l, "ffn_down.weight")};
   }
   return {blk(l, "attn_qkv.weight"), blk(l, "attn_out.weight"), blk(l, "ffn_up.weight"), blk(l, "ffn_down.weight")};
+}
+
+int64_t audio_tokens_for_frames(int64_t n_frames) {
+  int64_t n = n_frames;
+  for (int i = 0; i < 2; ++i) n = (n - 1) / 2 + 1;
+  return n;
+}
+
+Result<AudioConfig> read_audio_config(const GgufFile& f, const ProjectorTypeInfo& type) {
+  AudioConfig c;
+  c.type = type.type;
+  c.type_name = type.name;
+  constexpr int64_t kMaxWidth = 1 << 16;
+  SNIPER_ASSIGN_OR_RETURN(c.n_embd, get_int_range(f, "clip.audio.embedding_length", 2, kMaxWidth, true, 0));
+  SNIPER_ASSIGN_OR_RETURN(c.n_heads, get_int_range(f, "clip.audio.attention.head_count", 1, 1024, true, 0));
+  const bool has_head_dim = f.has("clip.audio.attention.head_dim");
+  if (!has_head_dim && c.n_embd % c.n_heads != 0) {
+    return make_error("projector width clip.audio.embedding_length (%lld) is not a multiple of head_count (%lld)",
+                      static_cast<long long>(c.n_embd), static_cast<long long>(c.n_heads));
+  }
+  SNIPER_ASSIGN_OR_RETURN(c.head_dim,
+                          get_int_range(f, "clip.audio.attention.head_dim", 1, 1024, false, c.n_embd / c.n_heads));
+  SNIPER_ASSIGN_OR_RETURN(c.n_ff, get_int_range(f, "clip.audio.feed_forward_length", 1, 1 << 20, true, 0));
+  SNIPER_ASSIGN_OR_RETURN(c.n_layers, get_int_range(f, "clip.audio.block_count", 1, 1024, true, 0));
+  SNIPER_ASSIGN_OR_RETURN(c.n_mel, get_int_range(f, "clip.audio.num_mel_bins", 1, 256, true, 0));
+  SNIPER_ASSIGN_OR_RETURN(int64_t proj_dim, get_int_range(f, "clip.audio.projection_dim", 0, kMaxWidth, true, 0));
+  (void)proj_dim;  // required by mtmd; the output width comes from mm.a.input_projection
+  SNIPER_ASSIGN_OR_RETURN(double eps, f.get_float("clip.audio.attention.layer_norm_epsilon"));
+  if (!(eps > 0.0 && eps < 1.0)) {
+    return make_error("projector key clip.audio.attention.layer_norm_epsilon is %g but must be in (0, 1)", eps);
+  }
+  c.eps = 1e-6f;  // as mtmd: every gemma4a model uses 1e-6 whatever the file says
+  if (c.n_embd % 2 != 0) {
+    return make_error("projector width clip.audio.embedding_length (%lld) must be even (sinusoidal positions)",
+                      static_cast<long long>(c.n_embd));
+  }
+  return c;
+}
+
+Result<AudioWeights> bind_audio_weights(const AudioConfig& c, const TensorLookup& find) {
+  Binder b(find);
+  AudioWeights w;
+  const int64_t E = c.n_embd, F = c.n_ff, Q = c.q_dim(), D = c.head_dim;
+  int64_t cin = 1, freq = c.n_mel;
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "a.conv1d." + std::to_string(i) + ".weight";
+    const QTensor* t = find(name);
+    if (t == nullptr) return make_error("projector tensor %s is missing", name.c_str());
+    const int64_t cout = t->ne[3];
+    if (cout < 1 || cout > 4096) {
+      return make_error("projector tensor %s has shape %s but must be [3, 3, %lld, C] with C in [1, 4096]",
+                        name.c_str(), shape_string(t->ne).c_str(), static_cast<long long>(cin));
+    }
+    SNIPER_TRY(b.bind(w.conv_w[i], name, {3, 3, cin, cout}, Kind::kF32));
+    const std::string base = "a.conv1d." + std::to_string(i);
+    SNIPER_TRY(b.bind(w.conv_b[i], base + ".bias", {cout, 1, 1, 1}, Kind::kF32, true));
+    SNIPER_TRY(b.bind(w.conv_norm[i], base + ".norm.weight", {cout, 1, 1, 1}, Kind::kF32, true));
+    w.channels[i] = cout;
+    cin = cout;
+    freq = (freq - 1) / 2 + 1;
+    if (w.conv_b[i].row_bytes != 0 && freq % cout != 0) {
+      // mtmd adds the [C] bias to the [F, T, C] output, which ggml broadcasts along F: only when
+      // C divides F (llama.cpp aborts otherwise; Gemma 4's converted files have no conv bias).
+      return make_error(
+          "projector tensor %s.bias: a conv bias over %lld channels needs the %lld mel bins after the "
+          "conv to be a multiple of it (as llama.cpp adds it)",
+          base.c_str(), static_cast<long long>(cout), static_cast<long long>(freq));
+    }
+  }
+  w.freq = freq;
+  const int64_t flat = cin * freq;
+  SNIPER_TRY(b.bind(w.inp_proj, "a.input_projection.weight", {flat, E, 1, 1}, Kind::kMatrix));
+  SNIPER_TRY(b.bind(w.inp_proj_b, "a.input_projection.bias", {E, 1, 1, 1}, Kind::kF32, true));
+  SNIPER_ASSIGN_OR_RETURN(w.clamp_inp_proj, b.clamp("a.input_projection.weight"));
+  int64_t P = E;
+  if (const QTensor* op = find("a.pre_encode.out.weight"); op != nullptr) {
+    P = std::max<int64_t>(op->ne[1], 1);
+    SNIPER_TRY(b.bind(w.out_proj, "a.pre_encode.out.weight", {E, P, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(w.out_proj_b, "a.pre_encode.out.bias", {P, 1, 1, 1}, Kind::kF32, true));
+    SNIPER_ASSIGN_OR_RETURN(w.clamp_out_proj, b.clamp("a.pre_encode.out.weight"));
+  }
+  SNIPER_TRY(b.bind(w.soft_emb_norm, "mm.a.soft_emb_norm.weight", {P, 1, 1, 1}, Kind::kF32, true));
+  const QTensor* mm = find("mm.a.input_projection.weight");
+  if (mm == nullptr) return make_error("projector tensor mm.a.input_projection.weight is missing");
+  SNIPER_TRY(
+      b.bind(w.mm_proj, "mm.a.input_projection.weight", {P, std::max<int64_t>(mm->ne[1], 1), 1, 1}, Kind::kMatrix));
+  SNIPER_ASSIGN_OR_RETURN(w.clamp_mm_proj, b.clamp("mm.a.input_projection.weight"));
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  const std::array<int64_t, 4> vecE{E, 1, 1, 1};
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    AudioLayerWeights& L = w.layers[static_cast<size_t>(l)];
+    SNIPER_TRY(b.bind(L.ffn_norm, ablk(l, "ffn_norm.weight"), vecE, Kind::kF32));
+    SNIPER_TRY(b.bind(L.ffn_up, ablk(l, "ffn_up.weight"), {E, F, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.ffn_down, ablk(l, "ffn_down.weight"), {F, E, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.ffn_post_norm, ablk(l, "ffn_post_norm.weight"), vecE, Kind::kF32, true));
+    SNIPER_TRY(b.bind(L.attn_norm, ablk(l, "attn_pre_norm.weight"), vecE, Kind::kF32, true));
+    if (L.attn_norm.row_bytes == 0) SNIPER_TRY(b.bind(L.attn_norm, ablk(l, "ln1.weight"), vecE, Kind::kF32, true));
+    SNIPER_TRY(b.bind(L.q, ablk(l, "attn_q.weight"), {E, Q, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.k, ablk(l, "attn_k.weight"), {E, Q, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.v, ablk(l, "attn_v.weight"), {E, Q, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.o, ablk(l, "attn_out.weight"), {Q, E, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.o_b, ablk(l, "attn_out.bias"), vecE, Kind::kF32, true));
+    SNIPER_TRY(b.bind(L.per_dim_scale, ablk(l, "per_dim_scale.weight"), {D, 1, 1, 1}, Kind::kF32, true));
+    SNIPER_TRY(b.bind(L.per_dim_k_scale, ablk(l, "per_dim_k_scale.weight"), {D, 1, 1, 1}, Kind::kF32, true));
+    SNIPER_TRY(b.bind(L.k_rel, ablk(l, "attn_k_rel.weight"), {E, Q, 1, 1}, Kind::kMatrix, true));
+    SNIPER_TRY(b.bind(L.attn_post_norm, ablk(l, "attn_post_norm.weight"), vecE, Kind::kF32, true));
+    // The converter swaps the conv module's norms: conv_norm is the pre-norm, norm_conv the one
+    // after the depthwise conv (clip.cpp loads them crosswise too).
+    SNIPER_TRY(b.bind(L.conv_pre_norm, ablk(l, "conv_norm.weight"), vecE, Kind::kF32));
+    SNIPER_TRY(b.bind(L.conv_pw1, ablk(l, "conv_pw1.weight"), {E, 2 * E, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.conv_dw, ablk(l, "conv_dw.weight"), {c.conv_kernel, E, 1, 1}, Kind::kF32));
+    SNIPER_TRY(b.bind(L.conv_dw_b, ablk(l, "conv_dw.bias"), vecE, Kind::kF32, true));
+    SNIPER_TRY(b.bind(L.conv_norm, ablk(l, "norm_conv.weight"), vecE, Kind::kF32, true));
+    SNIPER_TRY(b.bind(L.conv_pw2, ablk(l, "conv_pw2.weight"), {E, E, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.ffn_norm_1, ablk(l, "ffn_norm_1.weight"), vecE, Kind::kF32));
+    SNIPER_TRY(b.bind(L.ffn_up_1, ablk(l, "ffn_up_1.weight"), {E, F, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.ffn_down_1, ablk(l, "ffn_down_1.weight"), {F, E, 1, 1}, Kind::kMatrix));
+    SNIPER_TRY(b.bind(L.ffn_post_norm_1, ablk(l, "ffn_post_norm_1.weight"), vecE, Kind::kF32, true));
+    SNIPER_TRY(b.bind(L.out_norm, ablk(l, "ln2.weight"), vecE, Kind::kF32, true));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_ffn_up, b.clamp(ablk(l, "ffn_up.weight")));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_ffn_down, b.clamp(ablk(l, "ffn_down.weight")));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_q, b.clamp(ablk(l, "attn_q.weight")));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_k, b.clamp(ablk(l, "attn_k.weight")));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_v, b.clamp(ablk(l, "attn_v.weight")));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_o, b.clamp(ablk(l, "attn_out.weight")));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_pw1, b.clamp(ablk(l, "conv_pw1.weight")));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_pw2, b.clamp(ablk(l, "conv_pw2.weight")));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_ffn_up_1, b.clamp(ablk(l, "ffn_up_1.weight")));
+    SNIPER_ASSIGN_OR_RETURN(L.clamp_ffn_down_1, b.clamp(ablk(l, "ffn_down_1.weight")));
+  }
+  if (b.has(ablk(c.n_layers, "attn_q.weight"))) {
+    return make_error("projector has an audio layer %lld but clip.audio.block_count is %lld",
+                      static_cast<long long>(c.n_layers), static_cast<long long>(c.n_layers));
+  }
+  return w;
 }
 
 }  // namespace sniper

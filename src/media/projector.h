@@ -18,6 +18,13 @@
 //                   a learned position grid resized bilinearly (corners aligned) to the image,
 //                   2x2 spatial merge order, LayerNorm ViT layers (fused qkv with bias, vision
 //                   M-RoPE theta 10000), post-LN, the 2x2 merger MLP (GELU).
+// The audio encoder (media/audio_encoder.h) runs:
+//   gemma4a         Gemma 4 (E2B / E4B): the log-mel spectrogram through two 3x3 stride-2 conv2d
+//                   (+ LayerNorm over channels, ReLU), an input projection, conformer layers (half-
+//                   step SiLU FFN, chunked local self-attention with a sinusoidal relative position
+//                   term and a logit softcap, a GLU + causal depthwise conv module, a second half-
+//                   step FFN, an output RMS norm), the output projection, RMS norm and the input
+//                   projection into the language model (mm.a.*).
 #pragma once
 
 #include <cstdint>
@@ -35,7 +42,7 @@
 
 namespace sniper {
 
-enum class ProjectorType { kGemma4V, kQwen3VLMerger };
+enum class ProjectorType { kGemma4V, kQwen3VLMerger, kGemma4A };
 
 // The floats of an f32 tensor.
 inline const float* f32_view(const QTensor& t) { return reinterpret_cast<const float*>(t.data); }
@@ -127,6 +134,57 @@ struct VisionWeights {
   std::vector<VisionLayerWeights> layers;
 };
 
+// An audio encoder's hyper-parameters (clip.audio.* and gemma4a's fixed values, as mtmd sets them).
+struct AudioConfig {
+  ProjectorType type = ProjectorType::kGemma4A;
+  std::string type_name;    // "gemma4a"
+  int64_t n_embd = 0;       // clip.audio.embedding_length: the conformer's width
+  int64_t n_heads = 0;      // attention.head_count
+  int64_t head_dim = 0;     // attention.head_dim (n_embd / n_heads when absent)
+  int64_t n_ff = 0;         // feed_forward_length
+  int64_t n_layers = 0;     // block_count
+  int64_t n_mel = 0;        // num_mel_bins: the spectrogram's rows
+  int64_t conv_kernel = 5;  // the causal depthwise conv's taps (mtmd pads 4 on the left: 5 only)
+  float eps = 1e-6f;        // mtmd hard-codes 1e-6 for gemma4a (the converter wrote a wrong value)
+  int64_t chunk = 12;       // chunked local attention: queries per block
+  int64_t max_past = 12;    // keys a query sees: itself and max_past - 1 before it
+  float softcap = 50.0f;
+  std::string audio_begin = "<|audio>";  // text mtmd wraps around the audio's embeddings
+  std::string audio_end = "<audio|>";
+
+  int64_t q_dim() const { return n_heads * head_dim; }
+};
+
+// Tokens gemma4a makes of a spectrogram chunk of n_frames frames (two stride-2 convs).
+int64_t audio_tokens_for_frames(int64_t n_frames);
+
+struct AudioLayerWeights {
+  QTensor ffn_norm, ffn_up, ffn_down, ffn_post_norm;          // first half-step FFN
+  QTensor attn_norm;                                          // attn_pre_norm (or ln1)
+  QTensor q, k, v, o, o_b;                                    // [E -> q_dim] x3, [q_dim -> E], [E]
+  QTensor per_dim_scale, per_dim_k_scale;                     // [head_dim] optional
+  QTensor k_rel;                                              // [E -> q_dim] relative positions (not clamped)
+  QTensor attn_post_norm;                                     // [E] optional
+  QTensor conv_pre_norm, conv_pw1, conv_dw, conv_dw_b;        // [E], [E -> 2E], [k, E], [E]
+  QTensor conv_norm, conv_pw2;                                // [E], [E -> E]
+  QTensor ffn_norm_1, ffn_up_1, ffn_down_1, ffn_post_norm_1;  // second half-step FFN
+  QTensor out_norm;                                           // ln2 [E] optional
+  ClampBounds clamp_ffn_up, clamp_ffn_down, clamp_q, clamp_k, clamp_v, clamp_o, clamp_pw1, clamp_pw2, clamp_ffn_up_1,
+      clamp_ffn_down_1;
+};
+
+struct AudioWeights {
+  QTensor conv_w[2], conv_b[2], conv_norm[2];  // [3, 3, Cin, Cout] f32, [Cout], [Cout] (bias, norm optional)
+  int64_t channels[2] = {0, 0};                // Cout of each conv
+  QTensor inp_proj, inp_proj_b;                // [C * F -> E], [E]
+  QTensor out_proj, out_proj_b;                // [E -> P], [P] optional
+  QTensor soft_emb_norm;                       // [P] optional
+  QTensor mm_proj;                             // [P -> out]
+  ClampBounds clamp_inp_proj, clamp_out_proj, clamp_mm_proj;
+  std::vector<AudioLayerWeights> layers;
+  int64_t freq = 0;  // mel bins after the two stride-2 convs (the flattened width is channels[1] * freq)
+};
+
 // The encoders a projector file holds, as the registry knows them. Errors: a file that is not a
 // clip projector, or that holds no encoder this engine runs (the message names the types found).
 struct ProjectorFileInfo {
@@ -141,6 +199,9 @@ Result<ProjectorFileInfo> read_projector_file_info(const GgufFile& file);
 // allowed range.
 Result<VisionConfig> read_vision_config(const GgufFile& file, const ProjectorTypeInfo& type);
 
+// Reads and checks the audio hyper-parameters of `type` (gemma4a).
+Result<AudioConfig> read_audio_config(const GgufFile& file, const ProjectorTypeInfo& type);
+
 // Looks up tensors by name (a WeightStore's find_tensor): nullptr when absent. The views may have
 // data == nullptr (tensors that stream); shapes and types are what is checked.
 using TensorLookup = std::function<const QTensor*(std::string_view name)>;
@@ -150,6 +211,11 @@ using TensorLookup = std::function<const QTensor*(std::string_view name)>;
 // position tables), presence. Clamp scalars (gemma4v) must be resident 1-element f32 tensors.
 // Errors name the tensor, its shape or type and the expected one.
 Result<VisionWeights> bind_vision_weights(const VisionConfig& c, const TensorLookup& find);
+
+// Binds and checks the audio encoder's tensors (a.*, mm.a.*): conv kernels f32 (the converter
+// forces them), matrices any type the kernels multiply, norms and biases f32. Biases mtmd's graph
+// ignores (ffn_up.bias, conv_pw1.bias, ...) are ignored here too.
+Result<AudioWeights> bind_audio_weights(const AudioConfig& c, const TensorLookup& find);
 
 // The tensor names of ViT layer l (the ones bind_vision_weights binds), for streaming plans.
 std::vector<std::string> vision_layer_tensor_names(const VisionConfig& c, int64_t layer_idx);

@@ -244,6 +244,7 @@ Result<EncodedImage> VisionEncoder::encode(const PreprocessedImage& image, Threa
   switch (c.type) {
     case ProjectorType::kGemma4V: return encode_gemma4v(image, pool);
     case ProjectorType::kQwen3VLMerger: return encode_qwen3vl(image, pool);
+    case ProjectorType::kGemma4A: break;
   }
   return make_error("unknown projector type");
 }

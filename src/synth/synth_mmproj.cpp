@@ -86,10 +86,29 @@ std::string blk(int64_t l, const char* what) { return "v.blk." + std::to_string(
 
 std::string synth_mmproj_preset_names() { return "gemma4-e4b, qwen3.5-35b-a3b"; }
 
-Result<SynthMmprojSpec> synth_mmproj_preset(std::string_view name, int64_t lm_dim) {
+Result<SynthMmprojSpec> synth_mmproj_preset(std::string_view name, int64_t lm_dim, std::string_view projector) {
   SynthMmprojSpec s;
   s.lm_dim = lm_dim;
   s.type = "f16";
+  if (projector == "gemma4a") {
+    if (name != "gemma4-e4b") {
+      return make_error("unknown audio projector preset '%.*s' (known: gemma4-e4b)", static_cast<int>(name.size()),
+                        name.data());
+    }
+    // Gemma 4 E4B's audio tower (its audio_config): 12 conformer layers of width 1024 (8 heads of
+    // 128), FFN 4096, subsampling conv channels 128 and 32 over 128 mel bins, output projection
+    // 1536; about 300M parameters.
+    s.projector = "gemma4a";
+    s.n_embd = 1024;
+    s.n_layers = 12;
+    s.n_heads = 8;
+    s.n_ff = 4096;
+    s.conv_channels[0] = 128;
+    s.conv_channels[1] = 32;
+    s.audio_out = 1536;
+    s.conv_bias = false;
+    return s;
+  }
   if (name == "gemma4-e4b") {
     // Gemma 4 E4B's vision tower: 16 layers of width 768 (12 heads of 64), FFN 3072, 16x16
     // patches, 10240-row position tables, 3x3 pooling, GELU-quick (the converter writes no
@@ -119,14 +138,36 @@ Result<SynthMmprojSpec> synth_mmproj_preset(std::string_view name, int64_t lm_di
 }
 
 Status validate_synth_mmproj(const SynthMmprojSpec& s) {
-  if (s.projector != "gemma4v" && s.projector != "qwen3vl") {
-    return make_error("projector '%s' is not one synth writes (gemma4v, qwen3vl)", s.projector.c_str());
+  if (s.projector != "gemma4v" && s.projector != "qwen3vl" && s.projector != "gemma4a") {
+    return make_error("projector '%s' is not one synth writes (gemma4v, qwen3vl, gemma4a)", s.projector.c_str());
+  }
+  if (s.projector == "gemma4a") {
+    for (int64_t c : s.conv_channels) {
+      if (c < 1 || c > 1024)
+        return make_error("audio conv channels %lld must be in [1, 1024]", static_cast<long long>(c));
+    }
+    if (s.audio_out < 1 || s.audio_out > 16384 || s.n_mel < 4 || s.n_mel > 256) {
+      return make_error("audio output width %lld must be in [1, 16384] and mel bins %lld in [4, 256]",
+                        static_cast<long long>(s.audio_out), static_cast<long long>(s.n_mel));
+    }
+    const int64_t f1 = (s.n_mel - 1) / 2 + 1, f2 = (f1 - 1) / 2 + 1;
+    if (s.conv_bias && (f1 % s.conv_channels[0] != 0 || f2 % s.conv_channels[1] != 0)) {
+      return make_error(
+          "audio conv biases need the channels (%lld, %lld) to divide the mel bins after each conv "
+          "(%lld, %lld), as llama.cpp broadcasts them",
+          static_cast<long long>(s.conv_channels[0]), static_cast<long long>(s.conv_channels[1]),
+          static_cast<long long>(f1), static_cast<long long>(f2));
+    }
+    if (s.n_embd % 2 != 0 || s.n_heads < 1 || s.n_embd % s.n_heads != 0) {
+      return make_error("audio width %lld must be even and a multiple of the %lld heads",
+                        static_cast<long long>(s.n_embd), static_cast<long long>(s.n_heads));
+    }
   }
   if (s.lm_dim < 1 || s.lm_dim > 65536) {
     return make_error("language model width %lld must be in [1, 65536]", static_cast<long long>(s.lm_dim));
   }
   if (s.n_embd < 8 || s.n_embd > 16384 || s.n_heads < 1 || s.n_embd % s.n_heads != 0 ||
-      (s.n_embd / s.n_heads) % 4 != 0) {
+      (s.projector != "gemma4a" && (s.n_embd / s.n_heads) % 4 != 0)) {
     return make_error("projector width %lld with %lld heads: heads must divide the width into multiples of 4",
                       static_cast<long long>(s.n_embd), static_cast<long long>(s.n_heads));
   }
@@ -148,7 +189,9 @@ Status validate_synth_mmproj(const SynthMmprojSpec& s) {
     return make_error("projector weight type '%s' is not one synth writes (%s)", s.type.c_str(), known.c_str());
   }
   const int64_t block = get_type_info(t->type).block_size;
-  const int64_t widths[] = {s.n_embd, s.n_ff, 4 * s.n_embd};
+  const int64_t f2 = ((s.n_mel - 1) / 2) / 2 + 1;
+  const int64_t widths[] = {s.n_embd, s.n_ff, s.projector == "gemma4a" ? s.conv_channels[1] * f2 : 4 * s.n_embd,
+                            s.projector == "gemma4a" ? s.audio_out : s.n_embd};
   for (int64_t w : widths) {
     if (w % block != 0) {
       return make_error("projector weight type %s needs rows that are multiples of %lld; a row of %lld is not",
@@ -158,8 +201,79 @@ Status validate_synth_mmproj(const SynthMmprojSpec& s) {
   return ok_status();
 }
 
+namespace {
+
+std::string ablk(int64_t l, const char* what) { return "a.blk." + std::to_string(l) + "." + what; }
+
+// gemma4a: the tensors clip.cpp loads for it (tensor names of clip-impl.h), conv kernels f32 as
+// the converter forces them.
+Result<uint64_t> write_synth_audio(const SynthMmprojSpec& s, const std::string& path) {
+  const int64_t E = s.n_embd, F = s.n_ff, H = s.n_heads, D = E / H, c0 = s.conv_channels[0], c1 = s.conv_channels[1];
+  const int64_t f2 = ((s.n_mel - 1) / 2) / 2 + 1, P = s.audio_out;
+  GgufWriter g;
+  g.set_string("general.architecture", "clip");
+  g.set_string("general.name", "syn-gemma4a-seed" + std::to_string(s.seed));
+  g.set_string("clip.projector_type", "gemma4a");
+  g.set_string("clip.audio.projector_type", "gemma4a");
+  g.set_bool("clip.has_vision_encoder", false);
+  g.set_bool("clip.has_audio_encoder", true);
+  g.set_u32("clip.audio.embedding_length", static_cast<uint32_t>(E));
+  g.set_u32("clip.audio.feed_forward_length", static_cast<uint32_t>(F));
+  g.set_u32("clip.audio.block_count", static_cast<uint32_t>(s.n_layers));
+  g.set_u32("clip.audio.attention.head_count", static_cast<uint32_t>(H));
+  g.set_f32("clip.audio.attention.layer_norm_epsilon", 1e-6f);
+  g.set_u32("clip.audio.projection_dim", static_cast<uint32_t>(s.lm_dim));
+  g.set_u32("clip.audio.num_mel_bins", static_cast<uint32_t>(s.n_mel));
+  Writer w(s, g);
+  w.matrix_type_ = find_type(s.type)->type;
+  auto inv_sqrt = [](int64_t n) { return 1.0f / std::sqrt(static_cast<float>(n)); };
+  w.add("a.conv1d.0.weight", GgmlType::kF32, {3, 3, 1, c0}, inv_sqrt(9));
+  if (s.conv_bias) w.bias("a.conv1d.0.bias", c0);
+  w.norm("a.conv1d.0.norm.weight", c0);
+  w.add("a.conv1d.1.weight", GgmlType::kF32, {3, 3, c0, c1}, inv_sqrt(9 * c0));
+  if (s.conv_bias) w.bias("a.conv1d.1.bias", c1);
+  w.norm("a.conv1d.1.norm.weight", c1);
+  w.matrix("a.input_projection.weight", c1 * f2, E, inv_sqrt(c1 * f2));
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    w.norm(ablk(l, "ffn_norm.weight"), E);
+    w.matrix(ablk(l, "ffn_up.weight"), E, F, inv_sqrt(E));
+    w.matrix(ablk(l, "ffn_down.weight"), F, E, inv_sqrt(F));
+    w.norm(ablk(l, "ffn_post_norm.weight"), E);
+    w.norm(ablk(l, "ln1.weight"), E);
+    w.matrix(ablk(l, "attn_q.weight"), E, E, inv_sqrt(E));
+    w.matrix(ablk(l, "attn_k.weight"), E, E, inv_sqrt(E));
+    w.matrix(ablk(l, "attn_v.weight"), E, E, inv_sqrt(E));
+    w.matrix(ablk(l, "attn_out.weight"), E, E, inv_sqrt(E));
+    w.bias(ablk(l, "attn_out.bias"), E);
+    w.norm(ablk(l, "per_dim_scale.weight"), D);
+    w.norm(ablk(l, "per_dim_k_scale.weight"), D);
+    w.matrix(ablk(l, "attn_k_rel.weight"), E, E, inv_sqrt(E));
+    w.norm(ablk(l, "attn_post_norm.weight"), E);
+    w.norm(ablk(l, "conv_norm.weight"), E);
+    w.matrix(ablk(l, "conv_pw1.weight"), E, 2 * E, inv_sqrt(E));
+    w.add(ablk(l, "conv_dw.weight"), GgmlType::kF32, {5, E}, inv_sqrt(5));
+    w.bias(ablk(l, "conv_dw.bias"), E);
+    w.norm(ablk(l, "norm_conv.weight"), E);
+    w.matrix(ablk(l, "conv_pw2.weight"), E, E, inv_sqrt(E));
+    w.norm(ablk(l, "ffn_norm_1.weight"), E);
+    w.matrix(ablk(l, "ffn_up_1.weight"), E, F, inv_sqrt(E));
+    w.matrix(ablk(l, "ffn_down_1.weight"), F, E, inv_sqrt(F));
+    w.norm(ablk(l, "ffn_post_norm_1.weight"), E);
+    w.norm(ablk(l, "ln2.weight"), E);
+  }
+  w.matrix("a.pre_encode.out.weight", E, P, inv_sqrt(E));
+  w.bias("a.pre_encode.out.bias", P);
+  w.norm("mm.a.soft_emb_norm.weight", P);
+  w.matrix("mm.a.input_projection.weight", P, s.lm_dim, inv_sqrt(P));
+  SNIPER_TRY(g.write(path));
+  return g.file_bytes();
+}
+
+}  // namespace
+
 Result<uint64_t> write_synth_mmproj(const SynthMmprojSpec& s, const std::string& path) {
   SNIPER_TRY(validate_synth_mmproj(s));
+  if (s.projector == "gemma4a") return write_synth_audio(s, path);
   const bool gemma = s.projector == "gemma4v";
   const int64_t E = s.n_embd, F = s.n_ff, P = s.patch, H = s.n_heads, D = E / H;
   const int64_t pos = s.pos_size > 0 ? s.pos_size : (gemma ? 64 : 16);

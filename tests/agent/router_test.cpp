@@ -96,7 +96,7 @@ TEST(RoutingEval, ConfusionMatrixAgainstScriptedBackend) {
   server.add_rule({{"Answer with one word"}, {}, "chat", 0, 6});
   ASSERT_TRUE(server.start());
   AgentConfig config;
-  config.backends.push_back({"s", server.url(), "", Tier::kFast, true, "", "", true});
+  config.backends.push_back({"s", server.url(), "", Tier::kFast, true, "", "", true, std::nullopt});
   BackendPool pool(config);
   std::vector<LabelledRequest> set = {{"free disk space", Route::kShell},
                                       {"latest news", Route::kSearch},

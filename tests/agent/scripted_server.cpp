@@ -134,8 +134,11 @@ bool ScriptedServer::start() {
   server_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
-  server_->Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"object":"list","data":[{"id":"scripted","object":"model"}]})", "application/json");
+  server_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu_);
+    json models = json::array({{{"id", "scripted"}, {"object", "model"}}});
+    if (!capabilities_.empty()) models[0]["capabilities"] = capabilities_;
+    res.set_content(json{{"object", "list"}, {"data", models}}.dump(), "application/json");
   });
   server_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     json body = json::parse(req.body, nullptr, false);

@@ -56,6 +56,12 @@ class ScriptedServer {
   // Serves `body` at GET `path` with {{BASE}} and {{BASE_ENC}} substituted.
   void add_page(const std::string& path, const std::string& body, const std::string& content_type = "text/html");
 
+  // The "capabilities" GET /v1/models lists for the model (none by default: text only).
+  void set_capabilities(const std::vector<std::string>& caps) {
+    std::lock_guard<std::mutex> lock(mu_);
+    capabilities_ = caps;
+  }
+
   int chat_requests() const { return chat_requests_.load(); }
   std::vector<nlohmann::json> requests() const;
 
@@ -74,6 +80,7 @@ class ScriptedServer {
   std::vector<Rule> rules_;
   std::string default_reply_ = "Hello from the scripted server.";
   std::vector<nlohmann::json> requests_;
+  std::vector<std::string> capabilities_;
 };
 
 // An http URL on 127.0.0.1 whose port was just bound and released (connections are refused).

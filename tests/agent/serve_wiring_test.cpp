@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -154,6 +155,49 @@ TEST_F(ServeWiring, TiersNameModelsOnOneUrl) {
   EXPECT_NE(text.str().find("loaded model 'fast'"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("loaded model 'primary'"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("unloaded model 'fast'"), std::string::npos) << text.str();
+}
+
+// Media through the real server: `serve --mmproj` lists "vision" in /v1/models, the agent sends
+// /image's PNG to it as an image_url part and gets an answer; audio (this projector has no audio
+// encoder) gets the agent's clear message and nothing is sent.
+TEST_F(ServeWiring, ImageTurnThroughTheAgent) {
+  const std::string model = shared_dir() + "/models/syn-gemma4moe-small.gguf";
+  const std::string mmproj = shared_dir() + "/models/mm/syn-gemma4v-small.mmproj.gguf";
+  const std::string png = shared_dir() + "/reference/mm/syn-gemma4v-small/img.png";
+  ASSERT_EQ(::access(mmproj.c_str(), R_OK), 0) << mmproj;
+  auto server = LocalServer::start(SNIPER_CLI_PATH,
+                                   {"serve", "-m", model, "--mmproj", mmproj, "--port", "0", "--ctx", "512"}, 120, "");
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  AgentConfig config;
+  BackendConfig b;
+  b.name = "local";
+  b.url = (*server)->url();
+  config.backends = {b};
+  config.max_tokens = 4;
+  config.read_timeout_s = 60;
+  BackendPool pool(config);
+  const std::vector<std::string>& caps = pool.capabilities(0);
+  EXPECT_NE(std::find(caps.begin(), caps.end(), "vision"), caps.end());
+  EXPECT_EQ(std::find(caps.begin(), caps.end(), "audio"), caps.end());
+  std::ostringstream out;
+  AgentIo io;
+  io.out = &out;
+  const std::string wav = "/tmp/sniper-agent-wiring-" + std::to_string(::getpid()) + ".wav";
+  std::ofstream(wav, std::ios::binary) << std::string("RIFF\x24\0\0\0WAVEfmt ", 16) << std::string(24, '\0');
+  Agent agent(config, &pool, io);
+  agent.handle_line("/raw");
+  agent.handle_line("/image " + png);
+  agent.handle_line("What is in the picture?");
+  ASSERT_EQ(agent.conversation().messages().size(), 2u) << out.str();
+  EXPECT_EQ(agent.conversation().messages()[0].media.size(), 1u);
+  EXPECT_NE(out.str().find("[local · "), std::string::npos) << out.str();
+  agent.handle_line("/audio " + wav);
+  agent.handle_line("And this?");
+  std::remove(wav.c_str());
+  EXPECT_NE(out.str().find("error: no tier can read this audio"), std::string::npos) << out.str();
+  EXPECT_EQ(agent.conversation().messages().size(), 2u);
+  agent.handle_line("And the colours?");  // the follow-up keeps the image for the vision model
+  EXPECT_EQ(agent.conversation().messages().size(), 4u) << out.str();
 }
 
 TEST_F(ServeWiring, TemplateLessModelAnswersOrRejectsCleanly) {

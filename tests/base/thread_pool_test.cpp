@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "test_wait.h"
+
 namespace sniper {
 namespace {
 
@@ -60,28 +62,24 @@ TEST(ThreadPool, OversubscribedPoolRunsEveryShareExactlyOncePerJob) {
   }
 }
 
+// Waits up to 10 s for `n` workers of `pool` to be asleep.
+bool workers_fall_asleep(const ThreadPool& pool, int n) {
+  return test::wait_until([&] { return pool.sleeping_workers() >= n; }) && pool.sleeping_workers() == n;
+}
+
+bool workers_wake(const ThreadPool& pool) {
+  return test::wait_until([&] { return pool.sleeping_workers() == 0; });
+}
+
 TEST(ThreadPool, SurvivesIdleSleepAndWake) {
   ThreadPool pool(2);
   std::atomic<int> count{0};
   for (int rep = 0; rep < 5; ++rep) {
     pool.run([&](int, int) { count.fetch_add(1); });
-    // Long enough for workers to pass the spin phase and sleep.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The worker passes its spin phase and sleeps before the next job.
+    EXPECT_TRUE(workers_fall_asleep(pool, 1)) << "rep " << rep;
   }
   EXPECT_EQ(count.load(), 10);
-}
-
-// Waits up to 5 s for `n` workers of `pool` to be asleep.
-bool workers_fall_asleep(const ThreadPool& pool, int n) {
-  for (int i = 0; i < 500 && pool.sleeping_workers() < n; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return pool.sleeping_workers() == n;
-}
-
-bool workers_wake(const ThreadPool& pool) {
-  for (int i = 0; i < 500 && pool.sleeping_workers() > 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return pool.sleeping_workers() == 0;
 }
 
 TEST(ThreadPool, ParkPutsSpinningWorkersToSleepUntilTheNextJob) {
@@ -93,6 +91,8 @@ TEST(ThreadPool, ParkPutsSpinningWorkersToSleepUntilTheNextJob) {
     // A parked worker woken for this job may get a core only after run() returned (the caller ran
     // its share): wait for every worker to be up, then check none goes back to sleep.
     EXPECT_TRUE(workers_wake(pool)) << pool.sleeping_workers() << " workers still asleep after a job";
+    // That nothing happens can only be watched for a while: 20 ms in which a sleeping worker
+    // would show (a spinning one never sleeps, however long the wait).
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_EQ(pool.sleeping_workers(), 0) << "without park() the workers keep spinning";
     pool.park();

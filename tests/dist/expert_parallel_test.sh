@@ -4,8 +4,9 @@
 # of the shared MoE fixtures (qwen3moe, qwen35moe, gemma4 MoE), resident and streamed at the
 # smallest budget, for a prompt evaluated as one pass with every position's logits (the shape of a
 # speculative verification pass), the same prompt in chunks of 5 (prompt chunks), and decode steps
-# (the reference gen ids, one token at a time). Then the start-up checks: a rank with a different
-# model file and a rank that cannot load its file are refused with an error naming the rank.
+# (the reference gen ids, one token at a time); bench's per-rank figures. Then the start-up
+# checks: a rank with a different model file and a rank that cannot load its file are refused
+# with an error naming the rank.
 # Usage: expert_parallel_test.sh SNIPER_BINARY SHARED_DIR
 set -uo pipefail
 bin=$1
@@ -70,6 +71,18 @@ for model in syn-qwen3moe-Q4_K_M syn-qwen35moe-small syn-gemma4moe-small; do
     done
   done
 done
+
+# bench under mpirun: the per-rank figures of its decode (rank 0's exchange, each rank's share).
+"${mpi[@]}" "$bin" bench -m "$shared/models/syn-qwen3moe-Q4_K_M.gguf" --no-probe -p 8 -n 8 "${common[@]}" \
+  >"$tmp/bench.log" 2>&1
+status=$?
+if [ $status -eq 0 ] && grep -q "^rank 0 (.*front end: .* ms/token waiting for answers" "$tmp/bench.log" &&
+  grep -Eq "^rank 1 \(.*\) +[1-9][0-9]*% of the routed rows, cache hit rate" "$tmp/bench.log" &&
+  grep -Eq "^rank 2 \(.*\) +[1-9][0-9]*% of the routed rows" "$tmp/bench.log"; then
+  pass
+else
+  fail "bench under mpirun: status $status, $(grep -E '^(rank|decode|error)' "$tmp/bench.log")"
+fi
 
 # A rank with a different file is refused at start-up, on rank 0, naming the rank and its host.
 a="$shared/models/syn-qwen3moe-Q4_K_M.gguf"

@@ -239,5 +239,39 @@ TEST(Store, ForeignCacheCandidatesIncludeLlamaCppFlatLayout) {
   EXPECT_EQ(paths[0], "/nonexistent-home/.cache/llama.cpp/o_n_M-Q4_0.gguf");
 }
 
+// The projector beside a model, as llama.cpp's find_best_sibling picks it (common/download.cpp).
+TEST(Sibling, QuantBitsAsLlamaCppReadsThem) {
+  EXPECT_EQ(quant_bits("m-Q4_K_M.gguf"), 4);
+  EXPECT_EQ(quant_bits("dir/mmproj-model-f16.gguf"), 16);
+  EXPECT_EQ(quant_bits("m.BF16.gguf"), 16);
+  EXPECT_EQ(quant_bits("Qwen3-30B-UD-IQ2_M-00001-of-00003.gguf"), 2);
+  EXPECT_EQ(quant_bits("mmproj.gguf"), 0);
+  EXPECT_EQ(quant_bits("m-Q8_0.bin"), 0);
+  EXPECT_EQ(quant_bits("m-Q99999999999999999999.gguf"), 999999999);  // bounded, no overflow
+}
+
+TEST(Sibling, PicksTheDeepestDirectoryThenTheClosestQuant) {
+  auto pick = [](const std::vector<std::string>& paths, const std::string& model, const std::string& tag = "") {
+    std::vector<HubFile> files;
+    for (const std::string& p : paths) files.push_back({p, 1, ""});
+    auto best = find_best_sibling(files, model, "mmproj", tag);
+    return best ? best->path : std::string("none");
+  };
+  // Closest bits to the model's (Q4 -> F16 is 12 away, Q8_0 4 away); listing order breaks ties.
+  EXPECT_EQ(pick({"mmproj-F16.gguf", "mmproj-Q8_0.gguf", "m-Q4_K_M.gguf"}, "m-Q4_K_M.gguf"), "mmproj-Q8_0.gguf");
+  EXPECT_EQ(pick({"mmproj-a-F16.gguf", "mmproj-b-F16.gguf"}, "m-Q4_K_M.gguf"), "mmproj-a-F16.gguf");
+  // The model's own directory beats one above it, whatever the bits; a deeper or other directory
+  // never qualifies.
+  EXPECT_EQ(pick({"mmproj-Q4_K.gguf", "Q4/mmproj-F32.gguf", "Q4/x/mmproj-Q4_K.gguf", "Q8/mmproj-Q4_K.gguf"},
+                 "Q4/m-Q4_K_M.gguf"),
+            "Q4/mmproj-F32.gguf");
+  EXPECT_EQ(pick({"sub/mmproj-F16.gguf"}, "m-Q4_K_M.gguf"), "none");
+  // Only .gguf files holding the keyword.
+  EXPECT_EQ(pick({"mmproj-F16.bin", "model-F16.gguf", "README.md"}, "m-Q4_K_M.gguf"), "none");
+  // With a tag: "-TAG." in the name first, then the closest bits to the tag's.
+  EXPECT_EQ(pick({"mmproj-Q8_0.gguf", "mmproj-q4_k_m.gguf"}, "m-Q4_K_M.gguf", "Q4_K_M"), "mmproj-q4_k_m.gguf");
+  EXPECT_EQ(pick({"mmproj-F16.gguf", "mmproj-Q8_0.gguf"}, "m-F16.gguf", "Q6_K"), "mmproj-Q8_0.gguf");
+}
+
 }  // namespace
 }  // namespace sniper::hub

@@ -8,7 +8,8 @@
 // success with the right one, a checksum mismatch (the part is deleted, nothing is renamed), a
 // store already filled (no download), reuse of a file from the Hugging Face hub cache (hard link,
 // no download), list, rm by tag and by repository, `run -hf` online and with the hub down (a split
-// model generates what the unsplit one does), and, as root, a full disk (a 1 MiB tmpfs) before and during a download.
+// model generates what the unsplit one does), -hf fetching the repository's projector (llama.cpp's
+// choice among decoys; --no-mmproj), and, as root, a full disk (a 1 MiB tmpfs) before and during a download.
 // usage: node pull_test.mjs <sniper binary> <shared dir>
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, copyFileSync, statSync, statfsSync, readdirSync, writeFileSync, readFileSync, rmSync } from "node:fs";
@@ -39,6 +40,15 @@ hub.addRepo(REPO, [
   { path: "tiny-Q4_K_M.gguf", source: path.join(models, "syn-llama-Q4_K_M.gguf") },
   ...splitFiles.map((f, i) => ({ path: splitRepoPaths[i], source: f })),
   { path: "mmproj-tiny-F16.gguf", data: Buffer.alloc(100) },
+]);
+// A vision repository: the model, its projector and decoys find_best_sibling must pass over (a
+// projector of a farther quantization listed first, one in a deeper directory than the model's).
+const VREPO = "test/vision-GGUF";
+hub.addRepo(VREPO, [
+  { path: "mmproj-gemma-F32.gguf", data: Buffer.alloc(100) },
+  { path: "sub/mmproj-gemma-Q8_0.gguf", data: Buffer.alloc(100) },
+  { path: "gemma-Q8_0.gguf", source: path.join(models, "syn-gemma4moe-small.gguf") },
+  { path: "mmproj-gemma-Q8_0.gguf", source: path.join(models, "mm", "syn-gemma4v-small.mmproj.gguf") },
 ]);
 hub.addRepo("test/gated", [{ path: "g-Q8_0.gguf", source: path.join(models, "stories260K-Q8_0.gguf") }], { token: "s3cret" });
 hub.addRepo("test/corrupt", [{ path: "c-Q8_0.gguf", source: path.join(models, "stories260K-Q8_0.gguf") }]);
@@ -205,6 +215,53 @@ const expectFail = (r, re, what) => {
              "run -hf of an unknown model with the hub down");
   expectFail(await run(["run", "-m", "x.gguf", "-hf", REPO, "-p", "x"]), /either -m MODEL or -hf/, "-m and -hf together");
   console.log("ok: run -hf online and offline");
+}
+
+// 9c. -hf also fetches the repository's projector, as llama.cpp's -hf does (the closest
+// quantization in the model's directory), for a command that uses it; --no-mmproj skips it;
+// with the hub down the store's projector is used.
+{
+  const png = path.join(shared, "reference", "mm", "syn-gemma4v-small", "img.png");
+  const gen = ["-p", "What is it?", "-n", "4", "--temp", "0"];
+  const r = await run(["run", "-hf", `${VREPO}:Q8_0`, "--image", png, ...gen]);
+  expectOk(r, "run -hf with --image");
+  check(/projector: mmproj-gemma-Q8_0\.gguf/.test(r.err), `the projector choice is reported:\n${r.err}`);
+  const vstore = (p) => path.join(store, "models", VREPO, p);
+  check(existsSync(vstore("mmproj-gemma-Q8_0.gguf")), "the projector is in the store");
+  check(!existsSync(vstore("mmproj-gemma-F32.gguf")) && !existsSync(vstore("sub/mmproj-gemma-Q8_0.gguf")),
+    "a decoy projector was fetched");
+  const local = await run(["run", "-m", path.join(models, "syn-gemma4moe-small.gguf"), "--mmproj",
+    path.join(models, "mm", "syn-gemma4v-small.mmproj.gguf"), "--image", png, ...gen]);
+  expectOk(local, "run with the local model and projector");
+  check(r.out === local.out, `run -hf generates what the local files do: '${r.out}' vs '${local.out}'`);
+  expectFail(await run(["run", "-hf", `${VREPO}:Q8_0`, "--no-mmproj", "--image", png, ...gen]), /--image needs a projector/,
+    "--no-mmproj skips the projector");
+  const off = await run(["run", "-hf", `${VREPO}:Q8_0`, "--image", png, ...gen], { HF_ENDPOINT: "http://127.0.0.1:1" });
+  expectOk(off, "run -hf with --image and the hub down");
+  check(off.out === local.out, "the store's projector is used offline");
+  const text = await run(["run", "-hf", `${VREPO}:Q8_0`, ...gen]);
+  expectOk(text, "run -hf without an image");
+  check(!/projector:/.test(text.err), `a text-only run loads no projector:\n${text.err}`);
+  // serve -hf: the projector comes with the model, so the server reads images.
+  const env = { PATH: process.env.PATH, HOME: home, SNIPER_HOME: store, HF_ENDPOINT: hub.url };
+  const p = spawn(bin, ["serve", "-hf", `${VREPO}:Q8_0`, "--port", "0", "--ctx", "512"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "", err = "";
+  p.stderr.on("data", (d) => (err += d));
+  const url = await new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(null), 60000);
+    p.stdout.on("data", (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+\/)/.exec(out);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    p.on("exit", () => { clearTimeout(timer); resolve(null); });
+  });
+  check(url !== null, `serve -hf listens:\n${out}\n${err}`);
+  const caps = (await (await fetch(`${url}v1/models`)).json()).data[0].capabilities;
+  p.kill("SIGTERM");
+  await new Promise((resolve) => p.on("exit", resolve));
+  check(caps.includes("vision"), `serve -hf reads images: ${JSON.stringify(caps)}\n${err}`);
+  console.log("ok: -hf fetches the projector");
 }
 
 // 9b. serve --model NAME=REPO:QUANT pulls (here: finds in the store) and serves under NAME, beside

@@ -11,11 +11,17 @@
 //  - conversations persist in localStorage across a reload; switching and deleting work;
 //  - rendering: a scripted SSE reply (page.route) with reasoning_content and markdown renders a
 //    collapsed <details>, headings, lists, links, a code block with a copy button; model output
-//    with HTML / javascript: links is escaped (no XSS).
+//    with HTML / javascript: links is escaped (no XSS);
+//  - media, against a second server with the gemma4v fixture (syn-gemma4moe-small + --mmproj): the
+//    reference 96x64 PNG attached with the button, pasted and dropped shows decoded thumbnails; a
+//    WAV is refused by name (the projector has no audio); the request carries the image as an
+//    image_url data URL equal to the file; the reply completes; a corrupt PNG gets the server's
+//    error and the next image turn works; the thumbnail survives a reload.
 // Screenshots go to argv[3] (or $SNIPER_SCREENSHOT), default ./webui.png; a second one with the
 // rendered markdown goes next to it (-markdown.png).
 // usage: node webui_test.mjs <sniper binary> <shared dir> [screenshot.png]
 import { chromium } from "playwright-core";
+import fs from "node:fs";
 import path from "node:path";
 import { check, fetchMetrics, parseArgs, startServer, synthQwen3, tempDir } from "./lib/server.mjs";
 
@@ -25,7 +31,7 @@ const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
 
 const dir = tempDir("sniper-webui-");
 const server = await startServer(bin, ["-m", synthQwen3(bin, shared, dir), "--ctx", "2048"]);
-let browser = null, failed = false;
+let browser = null, failed = false, mmServer = null;
 const pageErrors = [];
 try {
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
@@ -200,6 +206,84 @@ try {
   await page.screenshot({ path: mdShot });
   console.log(`screenshot: ${mdShot}`);
 
+  // Media against the gemma4v fixture.
+  mmServer = await startServer(bin, ["-m", `${shared}/models/syn-gemma4moe-small.gguf`, "--mmproj",
+    `${shared}/models/mm/syn-gemma4v-small.mmproj.gguf`, "--ctx", "512"]);
+  const png = `${shared}/reference/mm/syn-gemma4v-small/img.png`;
+  const pngB64 = fs.readFileSync(png).toString("base64");
+  const mpage = await context.newPage();
+  mpage.on("pageerror", (e) => pageErrors.push(String(e)));
+  const mmBodies = [];
+  mpage.on("request", (r) => { if (r.url().endsWith("/v1/chat/completions")) mmBodies.push(JSON.parse(r.postData() || "{}")); });
+  await mpage.goto(mmServer.url + "/");
+  await mpage.waitForFunction(() => document.getElementById("model-info").textContent.includes("reads images"), null, { timeout: 10000 });
+  await mpage.click("#open-settings");
+  await mpage.fill("#s-max", "6");
+  await mpage.fill("#s-temp", "0");
+  await mpage.click("#s-save");
+  const thumbs = (sel) => mpage.$$eval(sel, (els) => els.map((e) => [e.naturalWidth, e.naturalHeight]));
+  await mpage.setInputFiles("#file-input", png);
+  await mpage.waitForFunction(() => document.querySelectorAll("#attachments img.thumb").length === 1 &&
+    document.querySelector("#attachments img.thumb").naturalWidth > 0);
+  check(JSON.stringify(await thumbs("#attachments img.thumb")) === "[[96,64]]", `thumbnail ${JSON.stringify(await thumbs("#attachments img.thumb"))}`);
+  // Paste and drop the same bytes as files.
+  await mpage.evaluate(async () => {
+    const blob = await (await fetch(document.querySelector("#attachments img.thumb").src)).blob();
+    const transfer = (name) => { const dt = new DataTransfer(); dt.items.add(new File([blob], name, { type: "image/png" })); return dt; };
+    document.getElementById("input").dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer("pasted.png"), bubbles: true, cancelable: true }));
+    document.getElementById("messages").dispatchEvent(new DragEvent("drop", { dataTransfer: transfer("dropped.png"), bubbles: true, cancelable: true }));
+  });
+  await mpage.waitForFunction(() => document.querySelectorAll("#attachments img.thumb").length === 3);
+  const names = await mpage.$$eval("#attachments .att .name", (els) => els.map((e) => e.textContent));
+  check(JSON.stringify(names) === JSON.stringify(["img.png", "pasted.png", "dropped.png"]), `attachments ${JSON.stringify(names)}`);
+  await mpage.click("#attachments .att:nth-child(3) .remove");
+  await mpage.click("#attachments .att:nth-child(2) .remove");
+  // Audio: this projector reads no audio, so the UI refuses it by name and keeps the image.
+  const wav = Buffer.concat([Buffer.from("RIFF"), Buffer.alloc(4), Buffer.from("WAVEfmt "), Buffer.alloc(24)]);
+  await mpage.setInputFiles("#file-input", { name: "note.wav", mimeType: "audio/wav", buffer: wav });
+  await mpage.waitForFunction(() => document.getElementById("composer-note").textContent.includes("cannot read audio"));
+  check((await mpage.$$("#attachments .att")).length === 1, "the refused audio was attached");
+  const mmIdle = () => mpage.waitForFunction(() => !document.querySelector(".msg.streaming") && !document.getElementById("send").hidden,
+    null, { timeout: 60000 });
+  await mpage.fill("#input", "What is in this image?");
+  await mpage.press("#input", "Enter");
+  await mmIdle();
+  const sent = mmBodies[0].messages[mmBodies[0].messages.length - 1].content;
+  check(Array.isArray(sent) && sent.length === 2 && sent[0].type === "text" && sent[0].text === "What is in this image?" &&
+    sent[1].type === "image_url" && sent[1].image_url.url === "data:image/png;base64," + pngB64, `image request ${JSON.stringify(sent).slice(0, 200)}`);
+  check((await mpage.$$("#messages .msg.error")).length === 0, `error bubble: ${await mpage.textContent("#messages")}`);
+  check(/\d+ tokens/.test(await mpage.textContent("#messages .msg.assistant:last-of-type .stats")), "image reply has no stats");
+  check(JSON.stringify(await thumbs("#messages .msg.user img.thumb")) === "[[96,64]]", "no thumbnail in the conversation");
+  check((await mpage.$$("#attachments .att")).length === 0, "attachments not cleared after sending");
+  // A corrupt PNG: the server's 400 shows as an error; the next image turn works.
+  await mpage.setInputFiles("#file-input", { name: "bad.png", mimeType: "image/png", buffer: Buffer.from("\x89PNG\r\n\x1a\nnot really") });
+  await mpage.waitForSelector("#attachments .att");
+  await mpage.fill("#input", "And this one?");
+  await mpage.press("#input", "Enter");
+  await mmIdle();
+  const err = await mpage.textContent("#messages .msg.error");
+  check(/png/i.test(err) && /400/.test(err), `corrupt PNG error: ${err}`);
+  await mpage.setInputFiles("#file-input", png);
+  await mpage.waitForSelector("#attachments .att");
+  await mpage.fill("#input", "Describe it again.");
+  await mpage.press("#input", "Enter");
+  await mmIdle();
+  check((await mpage.$$("#messages .msg.error")).length === 0, "the image turn after the error failed");
+  const userTexts = await mpage.$$eval("#messages .msg.user", (els) => els.map((e) => e.textContent));
+  check(userTexts.length === 3 && userTexts[1].includes("refused by the server") && !userTexts[2].includes("refused"),
+    `the refused turn is not marked: ${JSON.stringify(userTexts)}`);
+  const urls = mmBodies[2].messages.flatMap((m) => Array.isArray(m.content) ? m.content : []).filter((p) => p.type === "image_url").map((p) => p.image_url.url);
+  check(mmBodies[2].messages.length === 3 && urls.length === 2 && urls.every((u) => u === "data:image/png;base64," + pngB64),
+    `the refused turn was sent again: ${mmBodies[2].messages.length} messages, ${urls.length} images`);
+  const mediaShot = shot.replace(/\.png$/, "") + "-media.png";
+  await mpage.screenshot({ path: mediaShot });
+  console.log(`screenshot: ${mediaShot}`);
+  await mpage.reload();
+  await mpage.waitForSelector("#messages .msg.user img.thumb");
+  await mpage.waitForFunction(() => [...document.querySelectorAll("#messages .msg.user img.thumb")].filter((i) => i.naturalWidth === 96).length === 2);
+  console.log(`media: ${mmBodies.length} image requests; reply ${JSON.stringify(await mpage.textContent("#messages .msg.assistant:last-of-type .stats"))}`);
+  check((await mmServer.stop()) === 0, "the media server did not exit cleanly");
+
   check(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`);
   const code = await server.stop();
   check(code === 0, `sniper serve exited with ${code} after SIGTERM`);
@@ -209,8 +293,10 @@ try {
   console.error("FAIL:", e && e.stack ? e.stack : e);
   if (pageErrors.length) console.error("page errors:", pageErrors);
   console.error("--- server stderr (tail) ---\n" + server.stderr().slice(-4000));
+  if (mmServer) console.error("--- media server stderr (tail) ---\n" + mmServer.stderr().slice(-4000));
 } finally {
   if (browser) await browser.close();
   await server.stop();
+  if (mmServer) await mmServer.stop();
   if (failed) process.exitCode = 1;
 }

@@ -22,6 +22,7 @@
 #include "server/http_server.h"
 #include "server/prometheus_text.h"
 #include "synth/synth_model.h"
+#include "test_wait.h"
 
 namespace sniper::server {
 namespace {
@@ -30,7 +31,7 @@ using TJson = nlohmann::json;
 using namespace std::chrono_literals;
 
 std::string write_model(const std::string& name, uint64_t seed) {
-  const std::string path = ::testing::TempDir() + "/sniper_pool_" + std::to_string(::getpid()) + "_" + name + ".gguf";
+  std::string path = ::testing::TempDir() + "/sniper_pool_" + std::to_string(::getpid()) + "_" + name + ".gguf";
   SynthSpec spec;
   spec.arch = "qwen3";
   spec.dim = 64;
@@ -59,7 +60,10 @@ class PoolServer {
     so.context_dir = ::testing::TempDir() + "/sniper_pool_" + std::to_string(::getpid()) + "_ctx";
     ModelFileLoader loader = [this, slow_ms](const ModelSource& src, uint64_t mem,
                                              SessionOptions* session) -> Result<std::unique_ptr<Model>> {
-      if (src.name == "b" && slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+      if (src.name == "b" && slow_ms > 0) {
+        b_load_started_.set();
+        std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));  // a slow disk, not a wait
+      }
       ModelLoadOptions lo;
       lo.n_ctx = 256;
       lo.mem_bytes = mem;
@@ -93,6 +97,7 @@ class PoolServer {
     return c;
   }
   int n_loads() const { return n_loads_.load(); }
+  test::Event& b_load_started() { return b_load_started_; }
 
   // POST /v1/completions for `model`; returns the status (and body).
   int complete(const std::string& model, std::string* body = nullptr, int max_tokens = 4) const {
@@ -127,6 +132,7 @@ class PoolServer {
   std::thread thread_;
   int port_ = 0;
   std::atomic<int> n_loads_{0};
+  test::Event b_load_started_;  // set when a load of model "b" begins (slow_ms > 0)
 };
 
 class ModelPoolServer : public ::testing::Test {
@@ -355,7 +361,7 @@ TEST_F(ModelPoolServer, SlowLoadAnswers503AfterTheLoadTimeoutAndOthersKeepServin
   int status_b = 0;
   std::thread tb([&] { status_b = s.complete("b", &body); });
   // While b loads, a still answers.
-  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(s.b_load_started().wait_for(10s)) << "b's load did not start";
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(s.complete("a"), 200);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3000ms);  // not behind b's 4 s load

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server/test_server.h"
+#include "test_wait.h"
 
 namespace sniper::server {
 namespace {
@@ -44,7 +45,8 @@ TEST(ServerConcurrency, FourClientsStreamAtOnce) {
   std::vector<std::thread> threads;
   std::vector<std::string> texts(4);
   std::vector<int> statuses(4, 0);
-  std::vector<bool> dones(4, false);
+  std::vector<char> dones(4, 0);  // one byte each: vector<bool> packs them into one shared word
+  threads.reserve(4);
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&, i] {
       auto cli = server.client();
@@ -86,8 +88,7 @@ TEST(ServerConcurrency, FullQueueAnswers503AndDisconnectFreesTheSlot) {
   ASSERT_TRUE(server.ok()) << server.error();
   const std::string long_req =
       TJson{{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}}.dump();
-  std::atomic<bool> got_first{false};
-  std::atomic<bool> release{false};
+  test::Event got_first, release;
   std::thread streamer([&] {
     auto cli = server.client();
     httplib::Request req;
@@ -96,20 +97,24 @@ TEST(ServerConcurrency, FullQueueAnswers503AndDisconnectFreesTheSlot) {
     req.body = long_req;
     req.set_header("Content-Type", "application/json");
     req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
-      got_first = true;
-      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      got_first.set();
+      release.wait_for(std::chrono::seconds(60));
       return false;  // hang up mid-stream
     };
     auto r = cli->send(req);
     (void)r;
   });
-  while (!got_first) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!got_first.wait_for(std::chrono::seconds(60))) {
+    release.set();
+    streamer.join();
+    FAIL() << "the streamed request sent nothing in 60 s";
+  }
   // The only slot is busy and there is no queue: 503 with the OpenAI error shape.
   auto busy = server.client()->Post("/v1/completions", R"({"prompt":"a","max_tokens":2})", "application/json");
   ASSERT_TRUE(busy);
   EXPECT_EQ(busy->status, 503) << busy->body;
   EXPECT_EQ(TJson::parse(busy->body)["error"]["type"], "server_error");
-  release = true;
+  release.set();
   streamer.join();
   // The disconnect is noticed at the next token: the job is cancelled and the slot freed.
   EXPECT_TRUE(wait_for_metric(server, "sniper_requests_total{endpoint=\"completions\",status=\"cancelled\"} 1\n"));

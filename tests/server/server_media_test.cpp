@@ -266,6 +266,31 @@ TEST_F(ServerMedia, BadMediaGets400AndTheServerGoesOn) {
                        {"stream", false},
                        {"messages", TJson::array({TJson{{"role", "user"}, {"content", "x"}, {"images", {42}}}})}},
                  "messages[0].images[0] must be a base64 string");
+  // Ollama's images and Anthropic's image blocks are named as the client sent them, not as the
+  // OpenAI part they become.
+  const std::string junk = base64("hello, world");
+  expect_refused(
+      "/api/chat",
+      TJson{{"model", "syn-gemma4moe-small"},
+            {"stream", false},
+            {"messages", TJson::array({TJson{{"role", "user"}, {"content", "x"}, {"images", {png_, junk}}}})}},
+      "messages[0].images[1]:");
+  expect_refused("/api/generate",
+                 TJson{{"model", "syn-gemma4moe-small"}, {"stream", false}, {"prompt", "x"}, {"images", {"!!!!"}}},
+                 "images[0]: ");
+  expect_refused(
+      "/v1/messages",
+      TJson{{"model", "syn-gemma4moe-small"},
+            {"max_tokens", 2},
+            {"messages",
+             TJson::array({TJson{
+                 {"role", "user"},
+                 {"content",
+                  TJson::array(
+                      {TJson{{"type", "text"}, {"text", "x"}},
+                       TJson{{"type", "image"},
+                             {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", junk}}}}})}}})}},
+      "messages[0].content[1].source.data:");
 }
 
 TEST(ServerMediaNoProjector, ImagesGet400AndNoVisionCapability) {
