@@ -62,6 +62,8 @@ int cmd_inspect(int argc, char** argv) {
       {"--mem", nullptr, "SIZE|auto", "memory budget for --plan (default auto)"},
       {"--ctx", "-c", "N", "context size for --plan (default min(model, 4096))", nullptr, "--ctx-size"},
       {"--batch", nullptr, "N|auto", "prefill chunk for --plan (default auto, as run/bench choose it)"},
+      {"--slots", "-np", "N",
+       "server slots for --plan, as `serve --slots` (a KV cache and scratch each, and the batched pass over them)"},
       {"--kv-type", nullptr, "TYPE", "KV cache type of K and V for --plan (default f16)"},
       {"--cache-type-k", "-ctk", "TYPE", "K cache type for --plan"},
       {"--cache-type-v", "-ctv", "TYPE", "V cache type for --plan"},
@@ -211,6 +213,12 @@ int cmd_inspect(int argc, char** argv) {
     auto kv = kv_config_from_args(*args);
     if (!kv.ok()) return fail(kv.error());
     req.kv_type = *kv;
+    const bool serving = args->has("--slots");
+    if (serving) {
+      auto slots = args->get_int("--slots", 1, 1, 256);
+      if (!slots.ok()) return fail(slots.error());
+      req.n_sessions = *slots;
+    }
     auto checkpoints = parse_checkpoint_count(args->get_string("--ctx-checkpoints", "0"));
     if (!checkpoints.ok()) return fail(checkpoints.error());
     req.n_checkpoints = *checkpoints;
@@ -243,7 +251,11 @@ int cmd_inspect(int argc, char** argv) {
       media = std::move(mp).value();
     }
     Result<MemoryPlan> plan = make_error("no plan");
-    if (auto_batch) {
+    if (serving) {  // as serve plans: short chunks by default, and the batched pass's rows
+      if (auto_batch) req.batch = std::max(kShortPromptChunk, media_tokens);
+      req.batch_pass_rows = std::max(req.batch, media_tokens) + req.n_sessions;
+    }
+    if (auto_batch && !serving) {
       auto choice = choose_prefill_chunk(*file, *config, req);
       if (!choice.ok()) return fail(choice.error());
       req.batch = choice->batch;

@@ -130,6 +130,7 @@ int cmd_synth(int argc, char** argv) {
        "default q4_k_m)"},
       {"--ftype", nullptr, "T", "same as --type (llama-quantize's spelling, e.g. IQ2_M)"},
       {"--seed", nullptr, "S", "random seed (default 1)"},
+      {"--pooling", nullptr, "none|mean|cls|last", "write {arch}.pooling_type: an embedding model (default: no key)"},
       {"--fast", nullptr, nullptr, "write random quantized blocks directly (GB/s; default above 256 MiB)"},
       {"--exact", nullptr, nullptr, "quantize normal(0, 0.02) floats with the reference quantizers (slow)"},
       {"--threads", "-t", "N", "generator threads (default: all cores; the file does not depend on it)"},
@@ -238,6 +239,17 @@ int cmd_synth(int argc, char** argv) {
   if (args->has("--type") && args->has("--ftype")) return fail(make_error("--type and --ftype exclude each other"));
   s.type = args->get_string("--type", args->get_string("--ftype", s.type));
   s.vocab_from = args->get_string("--vocab-from", s.vocab_from);
+  if (args->has("--pooling")) {
+    const std::string pooling = args->get_string("--pooling");
+    const char* names[] = {"none", "mean", "cls", "last"};
+    s.pooling_type = -2;
+    for (int i = 0; i < 4; ++i) {
+      if (pooling == names[i]) s.pooling_type = i;
+    }
+    if (s.pooling_type < 0) {
+      return fail(make_error("--pooling is '%s' but must be one of: none, mean, cls, last", pooling.c_str()));
+    }
+  }
   s.chat_template_from = args->get_string("--chat-template", "");
   if (!s.chat_template_from.empty() && s.vocab_from.empty()) {
     return fail(make_error("--chat-template needs --vocab-from (a real tokenizer for the template's special tokens)"));

@@ -8,6 +8,7 @@ int cmd_run(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_pack(int argc, char** argv);

@@ -22,6 +22,8 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"run", sniper::cli::cmd_run, "generate text from a prompt", "Use a model"},
+    {"embed", sniper::cli::cmd_embed, "print the embedding of a text (pooled, L2-normalised hidden states)",
+     "Use a model"},
     {"chat", sniper::cli::cmd_chat, "talk to a model in the terminal (line editing, /help for commands)",
      "Use a model"},
     {"serve", sniper::server::serve_main, "HTTP server: OpenAI, Ollama and Anthropic APIs, a web UI and live metrics",

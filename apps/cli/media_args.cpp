@@ -95,6 +95,7 @@ Result<std::unique_ptr<Mmproj>> load_mmproj_for_model(const Args& args, const st
     req.kv_type = lo->kv_type;
     req.batch = std::max(lo->batch > 0 ? lo->batch : kShortPromptChunk, lo->media_chunk_tokens);
     req.n_sessions = lo->n_sessions;
+    req.batch_pass_rows = lo->batch_pass_rows;
     req.n_checkpoints = lo->n_checkpoints;
     req.n_logit_rows = lo->n_logit_rows;
     req.force_stream = lo->residency == ResidencyMode::kStream;

@@ -354,6 +354,12 @@ void HttpServer::install_routes() {
         [c](const httplib::Request& req, httplib::Response& res) { handle_chat_completions(*c, req, res); });
   route("POST", "/v1/completions",
         [c](const httplib::Request& req, httplib::Response& res) { handle_completions(*c, req, res); });
+  route("POST", "/v1/embeddings",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_openai_embeddings(*c, req, res); });
+  route("POST", "/api/embed",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_embed(*c, req, res); });
+  route("POST", "/api/embeddings",
+        [c](const httplib::Request& req, httplib::Response& res) { handle_ollama_embeddings(*c, req, res); });
   route("POST", "/v1/context/save",
         [c](const httplib::Request& req, httplib::Response& res) { handle_context_save(*c, req, res); });
   route("POST", "/v1/context/load",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Job: one unit of work for the scheduler (generate text, evaluate a prompt and capture its KV
-// state, or restore a saved state into a slot) and the channel its output travels back on.
+// state, restore a saved state into a slot, or embed a prompt) and the channel its output travels back on.
 // The HTTP thread that submitted the job reads text and the final result; the scheduler thread
 // writes them. cancel() may be called from any thread: the scheduler stops the job before its
 // next forward pass and frees the slot. Thread-safe.
@@ -15,13 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "engine/embedding.h"
 #include "engine/generator.h"
 #include "engine/media_prompt.h"
 #include "engine/session_state.h"
 
 namespace sniper::server {
 
-enum class JobKind { kGenerate, kSave, kLoad };
+enum class JobKind { kGenerate, kSave, kLoad, kEmbed };
 
 // A prompt with media (server/media_input.h): the encoded chunks and the prompt whose media
 // pieces point at them. Immutable once built; shared by the job and the route.
@@ -45,6 +46,7 @@ struct JobResult {
   int64_t n_drafted = 0;                // speculative: draft tokens verified
   int64_t n_accepted = 0;               // speculative: of those, kept
   std::shared_ptr<SessionState> state;  // kSave: the captured state
+  std::vector<float> embedding;         // kEmbed: the prompt's pooled, L2-normalised embedding
   int slot = -1;
 };
 
@@ -55,6 +57,7 @@ class Job {
   std::shared_ptr<const JobMedia> media;            // kGenerate: the prompt's media; null for text
   GeneratorOptions generator;                       // kGenerate (n_predict already capped by the context)
   std::shared_ptr<const SessionState> load;         // kLoad
+  Pooling pooling = Pooling::kLast;                 // kEmbed (engine/embedding.h)
   std::chrono::steady_clock::time_point submitted;  // set by Scheduler::submit (queue time, TTFT)
 
   // --- consumer (HTTP thread) ---

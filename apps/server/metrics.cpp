@@ -160,6 +160,14 @@ std::string Metrics::render(uint64_t rss_bytes, uint64_t peak_rss_bytes, uint64_
   value_u(&out, "sniper_state_checkpoints", engine_.state_checkpoints);
   metric(&out, "sniper_state_checkpoint_bytes", "gauge", "Bytes allocated for the slots' state checkpoints.");
   value_u(&out, "sniper_state_checkpoint_bytes", engine_.state_checkpoint_bytes);
+  metric(&out, "sniper_moe_experts_read_total", "counter",
+         "Distinct routed experts read, per MoE layer and forward pass, summed (each read once for every row "
+         "that chose it).");
+  value_u(&out, "sniper_moe_experts_read_total", engine_.experts_read);
+  metric(&out, "sniper_moe_experts_per_sequence_total", "counter",
+         "The same counted per sequence of each pass and summed: what one pass per slot would read. Its ratio to "
+         "sniper_moe_experts_read_total is the saving from experts shared across users.");
+  value_u(&out, "sniper_moe_experts_per_sequence_total", engine_.experts_per_sequence);
   metric(&out, "sniper_uptime_seconds", "gauge", "Seconds since the server started.");
   value(&out, "sniper_uptime_seconds", std::chrono::duration<double>(now - start_).count());
   return out;

@@ -40,6 +40,10 @@ struct EngineSnapshot {
   uint64_t io_in_flight = 0;
   uint64_t state_checkpoints = 0;       // kept by all slots (hybrid models' prefix reuse)
   uint64_t state_checkpoint_bytes = 0;  // allocated for them by all slots
+  // MoE (model/blocks/moe_ffn.h RoutingStats), every pass so far: distinct experts read per layer
+  // and pass, and the same counted per sequence (what one pass per slot would read).
+  uint64_t experts_read = 0;
+  uint64_t experts_per_sequence = 0;
 };
 
 class Metrics {

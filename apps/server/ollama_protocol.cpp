@@ -202,6 +202,14 @@ std::optional<ApiError> parse_ollama_generate(const Json& body, OllamaRequest* o
   return std::nullopt;
 }
 
+std::string ollama_pool_name(const std::string& name) {
+  constexpr std::string_view kLatest = ":latest";
+  if (name.size() > kLatest.size() && name.compare(name.size() - kLatest.size(), kLatest.size(), kLatest) == 0) {
+    return name.substr(0, name.size() - kLatest.size());
+  }
+  return name;
+}
+
 Json ollama_error_json(const std::string& message) { return Json{{"error", message}}; }
 
 Json ollama_message(const Json& m) {

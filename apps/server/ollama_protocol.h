@@ -41,6 +41,8 @@ std::optional<ApiError> parse_ollama_generate(const Json& body, OllamaRequest* o
 
 // {"error": message}
 Json ollama_error_json(const std::string& message);
+// The pool's name for an Ollama model name: "NAME:latest" is NAME.
+std::string ollama_pool_name(const std::string& name);
 // The OpenAI-shaped assistant message (ChatOutputParser::message()) as Ollama's: role, content
 // (never null), thinking (when present), tool_calls [{"function": {"name", "arguments": {..}}}].
 Json ollama_message(const Json& openai_message);

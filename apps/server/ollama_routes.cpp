@@ -32,15 +32,6 @@ constexpr const char* kOllamaVersion = "0.12.0";  // the Ollama API version thes
 
 std::string tagged(const std::string& id) { return id + ":latest"; }
 
-// The pool's name for an Ollama model name: "NAME:latest" is NAME.
-std::string pool_name(const std::string& name) {
-  constexpr std::string_view kLatest = ":latest";
-  if (name.size() > kLatest.size() && name.compare(name.size() - kLatest.size(), kLatest.size(), kLatest) == 0) {
-    return name.substr(0, name.size() - kLatest.size());
-  }
-  return name;
-}
-
 void send_ollama_error(httplib::Response& res, const ApiError& e) {
   send_json(res, ollama_error_json(e.message), e.status);
 }
@@ -263,7 +254,7 @@ void run_ollama(ServerContext& ctx, Endpoint endpoint, bool chat, OllamaRequest&
     ctx.metrics.count_request(endpoint, RequestOutcome::kError);
     send_ollama_error(res, e);
   };
-  const std::string name = ctx.models->has(request.model) ? request.model : pool_name(request.model);
+  const std::string name = ctx.models->has(request.model) ? request.model : ollama_pool_name(request.model);
   if (!ctx.models->has(name)) return fail(not_found(request.model));
   const bool load_only = chat ? request.messages.empty() : request.prompt.empty();
   const bool unload = request.keep_alive.has_value() && *request.keep_alive == 0;
@@ -397,7 +388,7 @@ void handle_ollama_show(ServerContext& ctx, const httplib::Request& req, httplib
   }
   if (name.empty()) return send_ollama_error(res, bad_request("model is required", "model"));
   std::optional<ModelStatus> st = find_status(ctx, name);
-  if (!st) st = find_status(ctx, pool_name(name));
+  if (!st) st = find_status(ctx, ollama_pool_name(name));
   if (!st) return send_ollama_error(res, not_found(name));
   // The details come from the loaded model: load it if needed (as a request would).
   ApiError lease_error;

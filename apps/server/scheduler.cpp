@@ -160,7 +160,7 @@ void Scheduler::loop() {
           for (auto& [s, j] : starts) taken = taken || s == &slot;
           if (taken) continue;
           if (lru == nullptr || slot.last_used < lru->last_used) lru = &slot;
-          if (job->kind == JobKind::kLoad) continue;
+          if (job->kind == JobKind::kLoad || job->kind == JobKind::kEmbed) continue;
           // What the slot can keep of the shared prefix: all of it, or for a hybrid model the
           // latest state checkpoint at or before it.
           const size_t prefix = static_cast<size_t>(slot.session->reusable_prefix(shared_cells(*slot.session, *job)));
@@ -235,6 +235,12 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
   }
   size_t common = static_cast<size_t>(shared_cells(session, j));
   if (common == j.prompt.size()) --common;  // evaluate at least one token for fresh logits
+  if (j.kind == JobKind::kEmbed) {
+    // Every row is pooled: the session starts over, and the pooler sees each chunk.
+    common = 0;
+    slot.pooler = std::make_unique<EmbeddingPooler>(j.pooling, model_.config().dim, session.observer());
+    session.set_observer(slot.pooler.get());
+  }
   // A hybrid model's recurrent state cannot be rewound: truncate() goes back to the latest state
   // checkpoint at or before the shared prefix (0 without one) and the rest is evaluated again. A
   // media chunk is kept whole or not at all (truncate() never stops inside one).
@@ -412,6 +418,10 @@ void Scheduler::prefill_done(Slot& slot, size_t n) {
   if (slot.eval_pos + n == slot.checkpoint_at) session.checkpoint();
   slot.eval_pos += n;
   if (slot.eval_pos < slot.to_eval.size()) return;
+  if (slot.job->kind == JobKind::kEmbed) {
+    slot.result.embedding = slot.pooler->result();
+    return finish(slot);
+  }
   if (slot.job->kind == JobKind::kSave) {
     session.checkpoint();  // a saved prompt is a prefix the next requests come back to
     slot.result.state = std::make_shared<SessionState>(capture_session_state(session, options_.model_fingerprint));
@@ -513,6 +523,10 @@ void Scheduler::finish(Slot& slot, const std::string& error, int error_status) {
     t.ttft_ms = r.ttft_ms;
     metrics_->record_timings(t);
   }
+  if (slot.pooler != nullptr) {
+    slot.session->set_observer(slot.pooler->next());
+    slot.pooler.reset();
+  }
   if (!r.error.empty()) {
     // A failed pass may have left rows half-written: forget the slot's history.
     (void)slot.session->truncate(0);
@@ -548,7 +562,13 @@ void Scheduler::publish_engine_stats() {
     s.ssd_read_bytes = io->stats().bytes_read;
     s.io_in_flight = io->n_outstanding();
   }
+  if (batcher_ != nullptr) {
+    s.experts_read = batcher_->routing_stats().experts_read;
+    s.experts_per_sequence = batcher_->routing_stats().experts_per_sequence;
+  }
   for (const Slot& slot : slots_) {
+    s.experts_read += slot.session->routing_stats().experts_read;  // the passes slots run alone
+    s.experts_per_sequence += slot.session->routing_stats().experts_per_sequence;
     s.state_checkpoints += static_cast<uint64_t>(slot.session->n_checkpoints());
     s.state_checkpoint_bytes += slot.session->checkpoint_bytes();
     if (slot.draft != nullptr) {

@@ -92,6 +92,7 @@ class Scheduler {
     std::optional<Generator> generator;
     std::unique_ptr<DraftModel> draft;             // options.draft_model: this slot's draft session
     std::unique_ptr<MtpDraft> mtp;                 // options.spec_mtp: the MTP head following `session`
+    std::unique_ptr<EmbeddingPooler> pooler;       // kEmbed: the session's observer while the prompt runs
     std::optional<SpeculativeDecoder> spec;        // speculative decoding of this slot's job
     int32_t pending = -1;                          // spec: the sampled token not yet evaluated
     std::vector<int32_t> to_eval;                  // prompt cells still to evaluate (kMediaToken at media)

@@ -114,6 +114,9 @@ int serve_main(int argc, char** argv) {
           {"--alias", "-a", "NAME[,NAME...]",
            "names a single model answers to besides its own (repeatable; '*' = any name, for clients that send a fixed "
            "model name; the first is the id it reports; default: the file name without .gguf)"},
+          {"--pooling", nullptr, "mean|cls|last",
+           "embeddings (/v1/embeddings, /api/embed): override each model's pooling_type (default: the GGUF's; last "
+           "when it has none)"},
           {"--content-special-tokens", nullptr, nullptr,
            "tokenize control-token text typed in messages (<|im_end|>, ...) as the control token, as llama-server "
            "does (default: as plain text; only the chat template's markup is special)"},
@@ -308,12 +311,18 @@ int serve_main(int argc, char** argv) {
   }
   so.spec_ngram_size = spec->ngram_size;
   so.spec = spec->config;
-  lo->n_sessions = so.n_slots;            // every slot holds a KV cache: the plan budgets all of them
-  lo->n_logit_rows = spec->logit_rows();  // and its verification pass's logits
-  lo->n_checkpoints = *checkpoints;       // and its checkpoints (none for a model that can rewind)
+  lo->n_sessions = so.n_slots;                   // every slot holds a KV cache: the plan budgets all of them
+  lo->batch_pass_rows = lo->batch + so.n_slots;  // and the scheduler's batched pass (Scheduler::create)
+  lo->n_logit_rows = spec->logit_rows();         // and its verification pass's logits
+  lo->n_checkpoints = *checkpoints;              // and its checkpoints (none for a model that can rewind)
   if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
   so.context_shift = args->has("--context-shift");
   so.content_special_tokens = args->has("--content-special-tokens");
+  if (args->has("--pooling")) {
+    auto pooling = parse_pooling(args->get_string("--pooling"));
+    if (!pooling.ok()) return cli::fail(make_error("--%s", pooling.error().message.c_str()));
+    so.pooling = *pooling;
+  }
   auto keep = args->get_int("--keep", 0, -1, int64_t{1} << 24);
   if (!keep.ok()) return cli::fail(keep.error());
   so.n_keep = *keep;

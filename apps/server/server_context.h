@@ -60,6 +60,10 @@ void handle_anthropic_messages(ServerContext& ctx, const httplib::Request& req, 
 // anthropic_count_tokens.cpp: POST /v1/messages/count_tokens.
 void handle_anthropic_count_tokens(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 // context_sync_routes.cpp: POST /v1/context/upload and /v1/context/download (object storage).
+// embedding_routes.cpp
+void handle_openai_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_embed(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+void handle_ollama_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_upload(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 void handle_context_download(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 

@@ -6,11 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "engine/context_compression.h"
+#include "engine/embedding.h"
 #include "engine/model.h"
 #include "engine/session.h"
 #include "engine/speculative.h"
@@ -56,6 +58,9 @@ struct ServerOptions {
   // --content-special-tokens: control-token text in message content becomes control tokens (the
   // old behaviour, as llama-server); default: plain text (only the template's markup is special).
   bool content_special_tokens = false;
+  // serve --pooling: the embedding routes' pooling for every model; absent: each model's own
+  // (engine/embedding.h pooling_from_gguf).
+  std::optional<Pooling> pooling;
   // serve --mmproj: the one model's projector (borrowed; it must outlive the server). Null: the
   // model reads text only, and media in a request get a 400.
   Mmproj* mmproj = nullptr;

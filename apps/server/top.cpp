@@ -302,9 +302,13 @@ std::string render_frame(const Snapshot& now, const Snapshot* prev, const TopOpt
        fmt("queue %s   first token %s   inter-token %s", quantiles("sniper_queue_seconds").c_str(),
            quantiles("sniper_first_token_seconds").c_str(), quantiles("sniper_inter_token_seconds").c_str()));
   double hit_rate = m.get("sniper_expert_cache_hit_rate");
-  line("experts", fmt("%s %5.1f%% hit   hits %s   misses %s", bar(hit_rate, bar_w, ansi).c_str(), 100 * hit_rate,
+  // Experts shared across users: what one pass per slot would read over what the batched passes read.
+  const double read = m.get("sniper_moe_experts_read_total");
+  const std::string shared =
+      read > 0 ? fmt("   shared %.2fx", m.get("sniper_moe_experts_per_sequence_total") / read) : std::string();
+  line("experts", fmt("%s %5.1f%% hit   hits %s   misses %s%s", bar(hit_rate, bar_w, ansi).c_str(), 100 * hit_rate,
                       human_count(m.get("sniper_expert_cache_hits_total")).c_str(),
-                      human_count(m.get("sniper_expert_cache_misses_total")).c_str()));
+                      human_count(m.get("sniper_expert_cache_misses_total")).c_str(), shared.c_str()));
   double gbps = m.get("sniper_ssd_read_gbps");
   double depth = m.get("sniper_io_queue_depth");
   line("SSD", fmt("%s %.2f GB/s   read %s total", bar(gbps / 8.0, bar_w, ansi).c_str(), gbps,

@@ -49,6 +49,9 @@ class BatchEvaluator {
   int64_t max_rows() const { return transformer_->max_batch(); }
   // The most tokens one session may bring to a pass (sliding rings: model/config.h).
   int64_t max_seq_rows() const { return transformer_->max_seq_rows(); }
+  // The routing of every pass so far (RoutingStats::experts_read against experts_per_sequence:
+  // the experts shared across the batch's sequences).
+  const RoutingStats& routing_stats() const { return transformer_->routing_stats(); }
   size_t scratch_bytes() const { return transformer_->scratch_bytes() + logits_.capacity() * sizeof(float); }
 
  private:

@@ -68,6 +68,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const ModelL
   req.kv_type = options.kv_type;
   req.batch = std::max(auto_batch ? kShortPromptChunk : options.batch, options.media_chunk_tokens);
   req.n_sessions = options.n_sessions;
+  req.batch_pass_rows = options.batch_pass_rows;
   req.n_checkpoints = options.n_checkpoints;
   req.n_logit_rows = options.n_logit_rows;
   req.force_stream = options.residency == ResidencyMode::kStream;

@@ -47,6 +47,7 @@ struct ModelLoadOptions {
   int64_t n_ctx = 0;              // context to plan for; 0 = min(model, 4096)
   int64_t batch = 64;             // prefill chunk to plan scratch for; 0 = auto (see Model::load)
   int64_t n_sessions = 1;         // sessions to plan KV caches and scratch for (server slots)
+  int64_t batch_pass_rows = 0;    // > 0: and a batched pass over them of this many rows (PlanRequest)
   int64_t n_checkpoints = 0;      // state checkpoints per session to plan for, or kAutoCheckpoints
                                   // (plan().n_checkpoints is the count to give SessionOptions)
   int64_t n_logit_rows = 1;       // rows of logits a session and its caller hold at once (PlanRequest)

@@ -48,6 +48,7 @@ std::string MemoryPlan::describe() const {
     line("state checkpoints", checkpoint_bytes, note);
   }
   line("activation scratch", scratch_bytes);
+  if (batch_scratch_bytes > 0) line("batch pass scratch", batch_scratch_bytes, "(one pass over every slot)");
   line("runtime overhead", overhead_bytes);
   line("resident weights", resident_weight_bytes,
        all_resident       ? "(the whole model)"
@@ -172,9 +173,12 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
                                    static_cast<uint64_t>(kMtpHiddenRows + 3 * head_batch + req.batch) *
                                        static_cast<uint64_t>(c.dim) * sizeof(float));
   }
+  if (req.batch_pass_rows > 0) {
+    p.batch_scratch_bytes = Transformer::estimate_scratch_bytes(c, req.batch_pass_rows, req.n_ctx, 2, req.n_sessions);
+  }
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
   p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;
-  const uint64_t fixed = p.kv_bytes + p.checkpoint_bytes + p.scratch_bytes + p.overhead_bytes;
+  const uint64_t fixed = p.kv_bytes + p.checkpoint_bytes + p.scratch_bytes + p.batch_scratch_bytes + p.overhead_bytes;
 
   uint64_t total = 0, always = 0, embd = 0, attention = 0;
   std::vector<uint64_t> ffn_layer(static_cast<size_t>(c.n_layers), 0), attn_layer(static_cast<size_t>(c.n_layers), 0);

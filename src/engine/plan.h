@@ -42,6 +42,10 @@ struct PlanRequest {
   KvConfig kv_type = KvConfig();  // K and V cache types, flash attention (kv/kv_cache.h)
   int64_t batch = 64;
   int64_t n_sessions = 1;  // sessions (server slots) that each hold a KV cache and scratch
+  // > 0: the sessions also run in batched passes of up to this many rows (the server's scheduler:
+  // --batch + one decode row per slot; engine/batch_eval.h), whose scratch and logits (a row
+  // per session) come on top of the sessions' own.
+  int64_t batch_pass_rows = 0;
   // State checkpoints per session (SessionOptions::n_checkpoints); kAutoCheckpoints: up to
   // kMaxAutoCheckpoints, as many as fit an eighth of the budget (MemoryPlan::n_checkpoints).
   int64_t n_checkpoints = 0;
@@ -75,11 +79,12 @@ struct ExpertSlotLayout {
 
 struct MemoryPlan {
   uint64_t budget_bytes = 0;
-  uint64_t kv_bytes = 0;            // all sessions' sequence states (KV rows, recurrent states)
-  int64_t n_checkpoints = 0;        // state checkpoints per session (the request's, auto resolved)
-  uint64_t checkpoint_bytes = 0;    // all sessions' state checkpoints at most (hybrid models; else 0)
-  KvConfig kv_config = KvConfig();  // the cache types kv_bytes was counted for
-  uint64_t scratch_bytes = 0;       // all sessions' activation scratch
+  uint64_t kv_bytes = 0;             // all sessions' sequence states (KV rows, recurrent states)
+  int64_t n_checkpoints = 0;         // state checkpoints per session (the request's, auto resolved)
+  uint64_t checkpoint_bytes = 0;     // all sessions' state checkpoints at most (hybrid models; else 0)
+  KvConfig kv_config = KvConfig();   // the cache types kv_bytes was counted for
+  uint64_t scratch_bytes = 0;        // all sessions' activation scratch
+  uint64_t batch_scratch_bytes = 0;  // the batched pass's scratch (PlanRequest::batch_pass_rows)
   int64_t n_sessions = 1;
   uint64_t overhead_bytes = 0;  // runtime, tokenizer, metadata, I/O bookkeeping
   uint64_t resident_weight_bytes = 0;
@@ -118,8 +123,8 @@ struct MemoryPlan {
 
   uint64_t expert_cache_bytes() const { return slot.slot_bytes * static_cast<uint64_t>(n_expert_slots); }
   uint64_t planned_bytes() const {
-    return kv_bytes + checkpoint_bytes + scratch_bytes + overhead_bytes + resident_weight_bytes + expert_cache_bytes() +
-           2 * layer_buffer_bytes;
+    return kv_bytes + checkpoint_bytes + scratch_bytes + batch_scratch_bytes + overhead_bytes + resident_weight_bytes +
+           expert_cache_bytes() + 2 * layer_buffer_bytes;
   }
   // A multi-line table of the plan with byte counts (for `sniper inspect --plan`).
   std::string describe() const;

@@ -155,6 +155,7 @@ class Session {
   // Shows every later evaluation to `observer` (null: none). The observer must outlive the
   // session or be detached first.
   void set_observer(ForwardObserver* observer);
+  ForwardObserver* observer() const { return observer_; }
   size_t memory_bytes() const {
     return state_->bytes() + transformer_->scratch_bytes() + checkpoint_bytes() + hidden_.capacity() * sizeof(float);
   }

@@ -228,6 +228,7 @@ struct Built {
 Result<Built> build(const SynthSpec& s, GgufWriter& w) {
   SNIPER_TRY(validate_synth_spec(s));
   Built b{resolve_synth_type(s.type).value(), 0, {}};
+  if (s.pooling_type >= 0) w.set_u32(s.arch + ".pooling_type", static_cast<uint32_t>(s.pooling_type));
   if (synth_is_hybrid_arch(s.arch) || s.arch == "gemma4") {
     w.set_string("general.architecture", s.arch);
     w.set_string("general.name", "sniper-synth-" + s.arch);
@@ -360,6 +361,10 @@ Status validate_synth_spec(const SynthSpec& s) {
         "--arch is '%s' but must be one of: llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, "
         "qwen3next, gemma4",
         s.arch.c_str());
+  }
+  if (s.pooling_type < -1 || s.pooling_type > 3) {
+    return make_error("pooling_type is %d but must be in [-1, 3] (-1 absent, 0 none, 1 mean, 2 cls, 3 last)",
+                      s.pooling_type);
   }
   auto check = [](const char* name, int64_t v, int64_t lo, int64_t hi) -> Status {
     if (v < lo || v > hi) {

@@ -82,6 +82,9 @@ struct SynthSpec {
   int64_t per_layer_dim = 0;      // per-layer embedding width (E-models; 0 = none)
   int64_t shared_kv_layers = 0;   // the last this many layers read an earlier layer's KV
   bool shared_double_ff = false;  // the KV-shared layers have a 2 x hidden_dim FFN (E2B)
+  // >= 0: written as {arch}.pooling_type (llama.cpp's values: 0 none, 1 mean, 2 cls, 3 last;
+  // engine/embedding.h), making an embedding model; -1: the key is absent.
+  int pooling_type = -1;
   SynthFill fill = SynthFill::kAuto;
   int n_threads = 0;  // worker threads counting the caller; 0 = all cores (output does not depend on it)
 };

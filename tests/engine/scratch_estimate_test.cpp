@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/batch_eval.h"
 #include "engine/model.h"
+#include "engine/plan.h"
 #include "engine/session.h"
 #include "golden/shared_dir.h"
 #include "model/transformer.h"
@@ -78,6 +80,64 @@ TEST_P(ScratchEstimateTest, EstimateBoundsTheRealAllocation) {
     // Close, not just above: the fixed terms (quantized activation buffers sized for any type)
     // keep it within a few times the real use.
     EXPECT_LE(est_last, 4 * real_last + (1u << 16));
+  }
+}
+
+// The server's batched pass (engine/batch_eval.h, --batch + one row per slot): the plan counts
+// its scratch on top of the slots' own (PlanRequest::batch_pass_rows), `inspect --plan --slots`
+// and the budget included, and the count bounds what the pass really holds.
+TEST(BatchPassEstimate, PlanCountsTheBatchedPass) {
+  for (const char* name : {"stories260K", "syn-qwen3moe-Q4_K_M"}) {
+    SCOPED_TRACE(name);
+    constexpr int64_t kSlots = 4, kBatch = 16;
+    ModelLoadOptions lo;
+    lo.n_ctx = kCtx;
+    lo.batch = kBatch;
+    lo.n_sessions = kSlots;
+    lo.batch_pass_rows = kBatch + kSlots;
+    auto model = Model::load(shared_dir() + "/models/" + name + ".gguf", lo);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const ModelConfig& c = (*model)->config();
+    const MemoryPlan& plan = (*model)->plan();
+    EXPECT_EQ(plan.batch_scratch_bytes,
+              Transformer::estimate_scratch_bytes(c, kBatch + kSlots, kCtx, kThreads, kSlots));
+    EXPECT_NE(plan.describe().find("batch pass scratch"), std::string::npos) << plan.describe();
+    PlanRequest req;
+    req.budget_bytes = UINT64_MAX / 4;
+    req.n_ctx = kCtx;
+    req.batch = kBatch;
+    req.n_sessions = kSlots;
+    auto without = make_plan((*model)->gguf(), c, req);
+    req.batch_pass_rows = kBatch + kSlots;
+    auto with = make_plan((*model)->gguf(), c, req);
+    ASSERT_TRUE(without.ok() && with.ok());
+    EXPECT_EQ(with->planned_bytes() - without->planned_bytes(), plan.batch_scratch_bytes);
+    // A full pass: every slot brings rows, kBatch + kSlots in all.
+    std::vector<std::unique_ptr<Session>> sessions;
+    SessionOptions so;
+    so.n_ctx = kCtx;
+    so.batch = kBatch;
+    so.n_threads = kThreads;
+    for (int64_t i = 0; i < kSlots; ++i) {
+      auto s = Session::create(**model, so);
+      ASSERT_TRUE(s.ok()) << s.error().message;
+      sessions.push_back(std::move(s).value());
+    }
+    auto batcher = BatchEvaluator::create(**model, kBatch + kSlots, kCtx, RoutingBias(), sessions[0]->pool());
+    ASSERT_TRUE(batcher.ok()) << batcher.error().message;
+    std::vector<std::vector<int32_t>> tokens;
+    std::vector<BatchItem> items;
+    for (int64_t i = 0; i < kSlots; ++i) {  // 16 + 1 + 2 + 1 = kBatch + kSlots rows
+      tokens.push_back(ids(i == 0 ? kBatch : (i == 2 ? 2 : 1), c.vocab_size, 7 + static_cast<uint32_t>(i)));
+    }
+    int64_t rows = 0;
+    for (int64_t i = 0; i < kSlots; ++i) {
+      items.push_back({sessions[static_cast<size_t>(i)].get(), tokens[static_cast<size_t>(i)]});
+      rows += static_cast<int64_t>(tokens[static_cast<size_t>(i)].size());
+    }
+    ASSERT_LE(rows, kBatch + kSlots);
+    ASSERT_TRUE((*batcher)->eval(items).ok());
+    EXPECT_GE(plan.batch_scratch_bytes, (*batcher)->scratch_bytes());
   }
 }
 

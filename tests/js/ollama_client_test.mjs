@@ -9,6 +9,8 @@
 //  - think: false (no thinking returned);
 //  - format: "json" and format: <JSON schema> (grammar-constrained: the output parses, and
 //    validates against the schema);
+//  - embed (a batch) and the older embeddings (issue 42): unit vectors of the model's width, the
+//    same vector from both routes;
 //  - errors in Ollama's form: unknown model -> 404, bad options -> 400, a wrong key -> 401.
 // usage: node ollama_client_test.mjs <sniper binary> <shared dir>
 import { Ollama } from "ollama";
@@ -151,6 +153,18 @@ try {
   await ollama.generate({ model: `${NAME}:latest`, prompt: "x", keep_alive: -1, options: { num_predict: 1 } });
   ps = await ollama.ps();
   check(ps.models.length === 1 && new Date(ps.models[0].expires_at) - Date.now() > 86400e3 * 365, `keep_alive -1: ${JSON.stringify(ps)}`);
+
+  // Embeddings (issue 42): the model has no pooling_type, so the last token's state, normalised.
+  const emb = await ollama.embed({ model: NAME, input: ["hello world", "The sky is blue."] });
+  check(emb.model === NAME && emb.embeddings.length === 2, `embed: ${JSON.stringify(emb).slice(0, 200)}`);
+  for (const v of emb.embeddings) {
+    const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+    check(v.length === 64 && Math.abs(norm - 1) < 1e-5, `embed: ${v.length} floats of norm ${norm}`);
+  }
+  check(emb.prompt_eval_count > 2 && emb.total_duration > 0, `embed counts ${emb.prompt_eval_count} / ${emb.total_duration}`);
+  const old = await ollama.embeddings({ model: NAME, prompt: "hello world" });
+  check(old.embedding.length === 64 && old.embedding.every((x, i) => x === emb.embeddings[0][i]), "embeddings == embed's first vector");
+  await expectStatus(ollama.embed({ model: NAME, input: [""] }), 400, "empty embed input", "input[0] is an empty string");
 
   // Errors in Ollama's form.
   await expectStatus(ollama.chat({ model: "nope", messages }), 404, "unknown model", "model 'nope' not found");

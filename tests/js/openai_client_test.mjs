@@ -9,9 +9,14 @@
 //    key -> AuthenticationError 401;
 //  - the gemma4v fixture served with --mmproj (issue 39): a chat with an image_url data-URL part
 //    (a real PNG), the same image again reuses the cache (timings.prompt_n 1), /v1/models names
-//    "vision", an https URL and a non-image are BadRequestError 400 and the server goes on.
+//    "vision", an https URL and a non-image are BadRequestError 400 and the server goes on;
+//  - a synthetic Qwen3 embedding model (pooling_type mean, issue 42): embeddings.create with the
+//    client's default (it asks for base64 and decodes it) and with encoding_format "float", a
+//    batch of inputs, each equal to `sniper embed`'s vector; usage; an empty input is
+//    BadRequestError 400.
 // usage: node openai_client_test.mjs <sniper binary> <shared dir>
 import OpenAI from "openai";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { check, parseArgs, startServer, synthQwen3, tempDir } from "./lib/server.mjs";
@@ -181,7 +186,53 @@ async function imageTests() {
   check(code === 0, `sniper serve exited with ${code} after SIGTERM`);
 }
 
+// `sniper embed`'s vectors of `texts` (one per line).
+function cliEmbeddings(model, texts, dir) {
+  const file = path.join(dir, "inputs.txt");
+  fs.writeFileSync(file, texts.join("\n") + "\n");
+  const out = execFileSync(bin, ["embed", model, "-f", file, "-t", "2"], { stdio: ["ignore", "pipe", "ignore"] });
+  return JSON.parse(out.toString()).data.map((d) => d.embedding);
+}
+
+function cosine(a, b) {
+  let ab = 0, aa = 0, bb = 0;
+  for (let i = 0; i < a.length; ++i) {
+    ab += a[i] * b[i];
+    aa += a[i] * a[i];
+    bb += b[i] * b[i];
+  }
+  return ab / Math.sqrt(aa * bb);
+}
+
+async function embeddingTests() {
+  const dir = tempDir("sniper-openai-embed-");
+  const model = synthQwen3(bin, shared, dir, ["--pooling", "mean"], "qwen3-embed.gguf");
+  const server = await startServer(bin, ["-m", model, "--slots", "2"]);
+  servers.push(server);
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 60000 });
+  const texts = ["The capital of France is Paris.", "Embeddings map text to vectors.", "hello"];
+  const want = cliEmbeddings(model, texts, dir);
+  const a = await client.embeddings.create({ model: "qwen3-embed", input: texts });  // base64 on the wire
+  const b = await client.embeddings.create({ model: "qwen3-embed", input: texts, encoding_format: "float" });
+  for (const r of [a, b]) {
+    check(r.object === "list" && r.data.length === texts.length, `embeddings: ${JSON.stringify(r).slice(0, 200)}`);
+    check(r.usage.prompt_tokens > texts.length && r.usage.total_tokens === r.usage.prompt_tokens, `usage ${JSON.stringify(r.usage)}`);
+    r.data.forEach((d, i) => {
+      check(d.index === i && d.embedding.length === 64, `embedding ${i}: index ${d.index}, ${d.embedding.length} floats`);
+      const c = cosine(d.embedding, want[i]);
+      check(c >= 0.99999, `embedding ${i}: cosine ${c} against sniper embed`);
+    });
+  }
+  a.data.forEach((d, i) => check(d.embedding.every((v, j) => v === b.data[i].embedding[j]), `base64 == float for input ${i}`));
+  await expectError(client.embeddings.create({ model: "qwen3-embed", input: "" }), OpenAI.BadRequestError, 400, "an empty input");
+  console.log(`embeddings: ${a.data.length} x ${a.data[0].embedding.length}, usage ${a.usage.prompt_tokens} tokens`);
+  const code = await server.stop();
+  check(code === 0, `sniper serve exited with ${code} after SIGTERM`);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
 try {
+  await embeddingTests();
   await completionsTests();
   await chatTests();
   await imageTests();

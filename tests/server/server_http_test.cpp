@@ -326,6 +326,8 @@ TEST_F(ServerHttp, InfoEndpoints) {
                            "sniper_expert_cache_hit_rate ",
                            "sniper_expert_cache_hits_total ",
                            "sniper_expert_cache_misses_total ",
+                           "sniper_moe_experts_read_total ",
+                           "sniper_moe_experts_per_sequence_total ",
                            "sniper_ssd_read_bytes_total ",
                            "sniper_ssd_read_gbps ",
                            "sniper_io_queue_depth ",

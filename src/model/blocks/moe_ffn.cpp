@@ -141,6 +141,7 @@ MoeFfn::MoeFfn(const ModelConfig& config, const ModelWeights& weights, int64_t m
   group_.reserve(static_cast<size_t>(config.n_experts));
   union_.reserve(static_cast<size_t>(config.n_experts));
   used_.resize(static_cast<size_t>(config.n_experts));
+  seen_.resize(static_cast<size_t>(config.n_experts));
   if (experts_ == nullptr) {
     auto views = resident_expert_views(config, weights);
     CHECK(views.ok(), "%s and no expert source was given", views.ok() ? "" : views.error().message.c_str());
@@ -284,6 +285,24 @@ Status MoeFfn::moe_ffn(int64_t layer_idx, const LayerWeights& lw, int64_t n_tok,
   union_.clear();
   for (int64_t e = 0; e < n_exp; ++e) {
     if (used_[static_cast<size_t>(e)]) union_.push_back(static_cast<int32_t>(e));
+  }
+  routing_stats_.experts_read += union_.size();
+  if (seqs_.size() <= 1) {
+    routing_stats_.experts_per_sequence += union_.size();
+  } else {
+    for (const SeqRows& s : seqs_) {
+      if (++stamp_ == 0) {  // wrapped: no stale stamp may match
+        std::fill(seen_.begin(), seen_.end(), 0u);
+        stamp_ = 1;
+      }
+      for (int64_t i = s.row0 * k; i < (s.row0 + s.n_tok) * k; ++i) {
+        uint32_t& seen = seen_[static_cast<size_t>(sel_[static_cast<size_t>(i)])];
+        if (seen != stamp_) {
+          seen = stamp_;
+          ++routing_stats_.experts_per_sequence;
+        }
+      }
+    }
   }
   // Expert parallel: the pairs routed to other ranks' experts leave first (post_remote keeps only
   // this rank's experts in union_), compute there while this rank runs its own, and land in their

@@ -42,6 +42,12 @@ struct RoutingBias {
 struct RoutingStats {
   uint64_t selections = 0;  // (token, slot) choices made
   uint64_t changed = 0;     // of those, experts that differ from the true top-k
+  // Per layer and forward, summed: the distinct experts the rows chose (each read once for all
+  // of them), and the distinct experts of each sequence summed over the sequences (what passes of
+  // one sequence each would read). Equal for one sequence; their ratio is the saving a batched
+  // pass gets from experts shared across users.
+  uint64_t experts_read = 0;
+  uint64_t experts_per_sequence = 0;
 };
 
 class MoeFfn final : public FfnBlock {
@@ -145,10 +151,12 @@ class MoeFfn final : public FfnBlock {
   const LayerPlan* lp_ = nullptr;     // the current layer's plan
   const LayerWeights* lw_ = nullptr;  // and weights
   BlockBuffers* bufs_ = nullptr;
-  std::span<const SeqRows> seqs_;     // the batch's sequences (the router runs per sequence)
-  std::vector<int32_t> window_;       // [window] candidates for cache-aware routing
-  std::vector<int32_t> union_;        // experts the chunk routes to, ascending
-  std::vector<uint8_t> used_;         // [n_experts] membership scratch
+  std::span<const SeqRows> seqs_;  // the batch's sequences (the router runs per sequence)
+  std::vector<int32_t> window_;    // [window] candidates for cache-aware routing
+  std::vector<int32_t> union_;     // experts the chunk routes to, ascending
+  std::vector<uint8_t> used_;      // [n_experts] membership scratch
+  std::vector<uint32_t> seen_;     // [n_experts] the last sequence stamp that chose each expert
+  uint32_t stamp_ = 0;
   std::vector<float> he_;             // [B, dim] the experts' input when normed on its own (expert_input_norm)
   std::vector<float> hb_;             // [B, ff] gate / activation
   std::vector<float> hb2_;            // [B, ff] up

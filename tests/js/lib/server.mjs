@@ -36,13 +36,14 @@ export function tempDir(prefix) {
 }
 
 // Writes a small Qwen3 model (real tokenizer + chat template, random weights) and returns its path.
-export function synthQwen3(bin, shared, dir) {
-  const out = path.join(dir, "qwen3-synth.gguf");
+export function synthQwen3(bin, shared, dir, extra = [], name = "qwen3-synth.gguf") {
+  const out = path.join(dir, name);
   execFileSync(bin, [
     "synth", "--arch", "qwen3", "--dim", "64", "--layers", "2", "--heads", "2", "--kv-heads", "1",
     "--head-dim", "32", "--ff", "128", "--type", "q8_0",
     "--vocab-from", path.join(shared, "tokenizer/ggml-vocab-qwen2.gguf"),
     "--chat-template", path.join(shared, "tokenizer/qwen3/tokenizer_config.json"),
+    ...extra,
     "-o", out,
   ], { stdio: ["ignore", "ignore", "inherit"] });
   return out;
