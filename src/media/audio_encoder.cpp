@@ -10,6 +10,7 @@
 #include "kernels/kernels.h"
 #include "kernels/layer_norm.h"
 #include "kernels/ops.h"
+#include "media/clamped_linear.h"
 
 namespace sniper {
 
@@ -21,12 +22,6 @@ constexpr int64_t kFfnChunk = 1024;  // tokens per FFN pass (bounds the [tokens]
 template <typename T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
-}
-
-// ggml_clamp: MAX(MIN(x, hi), lo) with the macros' NaN behaviour.
-inline float clamp_ggml(float x, float lo, float hi) {
-  const float m = x < hi ? x : hi;
-  return m > lo ? m : lo;
 }
 
 inline float dot(const float* a, const float* b, int64_t n) {
@@ -76,21 +71,7 @@ size_t AudioEncoder::estimate_scratch_bytes(const AudioConfig& c, int64_t n_fram
 
 void AudioEncoder::linear(const QTensor& w, const float* x, int64_t n_tok, float* y, const QTensor* bias,
                           const ClampBounds* clamp, ThreadPool& pool) {
-  const int64_t n_in = w.ne[0], n_out = w.n_rows();
-  if (clamp != nullptr) {
-    grow(clamped_, static_cast<size_t>(n_tok * n_in));
-    for (int64_t i = 0; i < n_tok * n_in; ++i)
-      clamped_[static_cast<size_t>(i)] = clamp_ggml(x[i], clamp->in_min, clamp->in_max);
-    x = clamped_.data();
-  }
-  matmul(w, x, y, n_tok, act_, pool);
-  if (clamp != nullptr) {
-    for (int64_t i = 0; i < n_tok * n_out; ++i) y[i] = clamp_ggml(y[i], clamp->out_min, clamp->out_max);
-  }
-  if (bias != nullptr && bias->data != nullptr) {
-    const float* b = f32_view(*bias);
-    for (int64_t t = 0; t < n_tok; ++t) add_inplace(y + t * n_out, b, n_out);
-  }
+  clamped_linear(w, x, n_tok, y, bias, clamp, clamped_, act_, pool);
 }
 
 void AudioEncoder::conv_stage(int stage, const float* in, int64_t T, int64_t F, int64_t cin, float* out,
