@@ -17,6 +17,7 @@
 #include "golden/shared_dir.h"
 #include "sampling/json_schema_grammar.h"
 #include "synth/synth_model.h"
+#include "synth/tiny_qwen3.h"
 
 namespace sniper {
 namespace {
@@ -27,17 +28,8 @@ class ConstrainedGeneration : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     path_ = new std::string(::testing::TempDir() + "/sniper_constrained_qwen3.gguf");
-    SynthSpec spec;
-    spec.arch = "qwen3";
-    spec.dim = 64;
-    spec.n_layers = 2;
-    spec.n_heads = 2;
-    spec.n_kv_heads = 1;
-    spec.head_dim = 32;
-    spec.hidden_dim = 128;
-    spec.type = "q8_0";
+    SynthSpec spec = test::tiny_qwen3_spec();
     spec.vocab_from = shared_dir() + "/tokenizer/ggml-vocab-qwen2.gguf";
-    spec.n_threads = 2;
     Status st = write_synth_model(spec, *path_, nullptr);
     ASSERT_TRUE(st.ok()) << st.error().message;
     ModelLoadOptions lo;

@@ -22,6 +22,7 @@
 #include "server/http_server.h"
 #include "server/prometheus_text.h"
 #include "synth/synth_model.h"
+#include "synth/tiny_qwen3.h"
 #include "test_wait.h"
 
 namespace sniper::server {
@@ -32,17 +33,8 @@ using namespace std::chrono_literals;
 
 std::string write_model(const std::string& name, uint64_t seed) {
   std::string path = ::testing::TempDir() + "/sniper_pool_" + std::to_string(::getpid()) + "_" + name + ".gguf";
-  SynthSpec spec;
-  spec.arch = "qwen3";
-  spec.dim = 64;
-  spec.n_layers = 2;
-  spec.n_heads = 2;
-  spec.n_kv_heads = 1;
-  spec.head_dim = 32;
-  spec.hidden_dim = 128;
-  spec.type = "q8_0";
+  SynthSpec spec = test::tiny_qwen3_spec();
   spec.seed = seed;
-  spec.n_threads = 2;
   Status st = write_synth_model(spec, path, nullptr);
   EXPECT_TRUE(st.ok()) << st.error().message;
   return path;

@@ -11,6 +11,7 @@
 
 #include "server/test_server.h"
 #include "synth/synth_model.h"
+#include "synth/tiny_qwen3.h"
 #include "tokenizer/chat_template.h"
 
 namespace sniper::server {
@@ -24,18 +25,9 @@ class ServerChat : public ::testing::Test {
     std::string tmpl = ::testing::TempDir() + "/sniper-server-chat-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     path_ = new std::string(tmpl + "/sniper_server_chat_qwen3.gguf");
-    SynthSpec spec;
-    spec.arch = "qwen3";
-    spec.dim = 64;
-    spec.n_layers = 2;
-    spec.n_heads = 2;
-    spec.n_kv_heads = 1;
-    spec.head_dim = 32;
-    spec.hidden_dim = 128;
-    spec.type = "q8_0";
+    SynthSpec spec = test::tiny_qwen3_spec();
     spec.vocab_from = shared_dir() + "/tokenizer/ggml-vocab-qwen2.gguf";
     spec.chat_template_from = shared_dir() + "/tokenizer/qwen3/tokenizer_config.json";
-    spec.n_threads = 2;
     Status st = write_synth_model(spec, *path_, nullptr);
     ASSERT_TRUE(st.ok()) << st.error().message;
     ServerOptions o;

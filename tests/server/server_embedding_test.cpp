@@ -15,6 +15,7 @@
 #include "engine/embedding.h"
 #include "server/test_server.h"
 #include "synth/synth_model.h"
+#include "synth/tiny_qwen3.h"
 
 namespace sniper::server {
 namespace {
@@ -25,17 +26,8 @@ class ServerEmbedding : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     path_ = new std::string(::testing::TempDir() + "/sniper_server_embedding.gguf");
-    SynthSpec spec;
-    spec.arch = "qwen3";
-    spec.dim = 64;
-    spec.n_layers = 2;
-    spec.n_heads = 2;
-    spec.n_kv_heads = 1;
-    spec.head_dim = 32;
-    spec.hidden_dim = 128;
-    spec.type = "q8_0";
+    SynthSpec spec = test::tiny_qwen3_spec();
     spec.pooling_type = 1;  // mean
-    spec.n_threads = 2;
     Status st = write_synth_model(spec, *path_, nullptr);
     ASSERT_TRUE(st.ok()) << st.error().message;
     server_ = new TestServer(*path_, options(), kCtx);
