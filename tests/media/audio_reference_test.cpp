@@ -31,37 +31,17 @@
 #include "engine/session.h"
 #include "golden/shared_dir.h"
 #include "media/mmproj.h"
+#include "media/test_reference_files.h"
 #include "synth/synth_mmproj.h"
 
 namespace sniper {
 namespace {
 
+using test::read_bytes;
+using test::read_f32;
+using test::sha256_hex;
+
 const std::string kRefDir = std::string(SNIPER_SOURCE_DIR) + "/tests/media/reference";
-
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
-
-std::vector<float> read_f32(const std::string& path) {
-  const std::vector<uint8_t> b = read_bytes(path);
-  std::vector<float> v(b.size() / 4);
-  std::memcpy(v.data(), b.data(), v.size() * 4);
-  return v;
-}
-
-std::string sha256_hex(const void* data, size_t n) {
-  unsigned char md[32];
-  unsigned int len = 0;
-  EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string s;
-  for (unsigned i = 0; i < len; ++i) {
-    s.push_back(kHex[md[i] >> 4]);
-    s.push_back(kHex[md[i] & 15]);
-  }
-  return s;
-}
 
 // make_gemma4a_references.py's formulas (make_audio_references.py's tone and noise).
 std::vector<int16_t> samples_of(const std::string& kind, int64_t n) {
@@ -198,16 +178,7 @@ TEST_P(AudioReference, MatchesLibmtmd) {
     std::vector<MediaChunk> media = {std::move(chunk).value()};
     auto prompt = build_media_prompt(**tok, (*model)->config(), meta["prompt"].get<std::string>(), media, true);
     ASSERT_TRUE(prompt.ok()) << prompt.error().message;
-    const nlohmann::json& chunks = meta["chunks"];
-    ASSERT_EQ(prompt->pieces.size(), chunks.size());
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      if (chunks[i]["type"] == 0) {
-        EXPECT_EQ(prompt->pieces[i].tokens, chunks[i]["ids"].get<std::vector<int32_t>>()) << "chunk " << i;
-      } else {
-        ASSERT_NE(prompt->pieces[i].media, nullptr);
-        EXPECT_EQ(media_n_pos((*model)->config(), *prompt->pieces[i].media), chunks[i]["n_pos"].get<int64_t>());
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(test::expect_mtmd_chunks(*prompt, (*model)->config(), meta["chunks"]));
     Status st = (*session)->eval_prompt(*prompt);
     ASSERT_TRUE(st.ok()) << st.error().message;
     run.logits = (*session)->last_logits();

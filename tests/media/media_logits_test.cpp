@@ -34,27 +34,19 @@
 #include "engine/session_state.h"
 #include "golden/shared_dir.h"
 #include "media/mmproj.h"
+#include "media/test_reference_files.h"
 
 namespace sniper {
 namespace {
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
+using test::read_bytes;
+using test::read_f32;
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-std::vector<float> read_f32(const std::string& path) {
-  const std::vector<uint8_t> b = read_bytes(path);
-  std::vector<float> v(b.size() / 4);
-  std::memcpy(v.data(), b.data(), v.size() * 4);
-  return v;
 }
 
 struct Case {

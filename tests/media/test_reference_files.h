@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// What the media suites share to read mtmd's references (tests/media/reference, ../shared/reference/mm):
+// a file's bytes, a raw little-endian f32 array, a SHA-256 in hex, and the check that a prompt's
+// pieces are mtmd's chunks (text ids, and each media chunk's position count).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/media_prompt.h"
+
+namespace sniper::test {
+
+inline std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+inline std::vector<float> read_f32(const std::string& path) {
+  const std::vector<uint8_t> b = read_bytes(path);
+  std::vector<float> v(b.size() / 4);
+  std::memcpy(v.data(), b.data(), v.size() * 4);
+  return v;
+}
+
+inline std::string sha256_hex(const void* data, size_t n) {
+  unsigned char md[32];
+  unsigned int len = 0;
+  EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr);
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < len; ++i) {
+    s.push_back(kHex[md[i] >> 4]);
+    s.push_back(kHex[md[i] & 15]);
+  }
+  return s;
+}
+
+// `chunks` as the reference's meta.json lists them: {"type": 0, "ids": [...]} for text,
+// {"n_pos": N} for media.
+inline void expect_mtmd_chunks(const MediaPrompt& prompt, const ModelConfig& config, const nlohmann::json& chunks) {
+  ASSERT_EQ(prompt.pieces.size(), chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i]["type"] == 0) {
+      EXPECT_EQ(prompt.pieces[i].tokens, chunks[i]["ids"].get<std::vector<int32_t>>()) << "chunk " << i;
+    } else {
+      ASSERT_NE(prompt.pieces[i].media, nullptr);
+      EXPECT_EQ(media_n_pos(config, *prompt.pieces[i].media), chunks[i]["n_pos"].get<int64_t>()) << "chunk " << i;
+    }
+  }
+}
+
+}  // namespace sniper::test
