@@ -12,9 +12,12 @@ For each: per chunk n_len, n_mel, the SHA-256 of the float32 [n_mel][n_len] data
 256 values (for a distance when the bits differ).
 Usage: scripts/mm/make_audio_references.py OUT.json [--tool /tmp/mm-audio-tools/dump_gemma4a_mel]
 Build the tool as the header of dump_gemma4a_mel.cpp says (g++ against the snapshot's libmtmd)."""
-import argparse, hashlib, json, math, os, struct, subprocess, tempfile
+import argparse, hashlib, json, os, subprocess, sys, tempfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from audio_signals import noise, tone, wav as wav_bytes  # noqa: E402
 
 a = argparse.ArgumentParser()
 a.add_argument('out')
@@ -23,28 +26,12 @@ a.add_argument('--n-mel', type=int, default=128)
 o = a.parse_args()
 
 
-def tone(n):
-    return [int(8000 * (math.sin(2 * math.pi * 440 * i / 16000) + 0.5 * math.sin(2 * math.pi * 880 * i / 16000)))
-            for i in range(n)]
-
-
-def noise(n):
-    out, state = [], 12345
-    for i in range(n):
-        state = (state * 1103515245 + 12345) % (1 << 31)
-        v = ((i * 37) % 400 - 200) * 40 + ((state >> 16) % 8001) - 4000
-        out.append(max(-32768, min(32767, v)))
-    return out
-
-
 cases = {'tone': tone(32000), 'noise31': noise(16000 * 31 + 8123), 'boundary': noise(480161), 'short': noise(400), 'tiny': noise(100)}
 ref = {'n_mel': o.n_mel, 'tool': 'scripts/mm/dump_gemma4a_mel.cpp (libmtmd mtmd_audio_preprocessor_gemma4a)',
        'cases': {}}
 with tempfile.TemporaryDirectory() as d:
     for name, s in cases.items():
-        pcm = struct.pack('<%dh' % len(s), *s)
-        wav = (b'RIFF' + struct.pack('<I', 36 + len(pcm)) + b'WAVEfmt ' +
-               struct.pack('<IHHIIHH', 16, 1, 1, 16000, 32000, 2, 16) + b'data' + struct.pack('<I', len(pcm)) + pcm)
+        wav = wav_bytes(s)
         path = os.path.join(d, name + '.wav')
         open(path, 'wb').write(wav)
         lines = subprocess.run([o.tool, path, str(o.n_mel), os.path.join(d, name)], check=True, capture_output=True,

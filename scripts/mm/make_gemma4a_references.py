@@ -17,6 +17,9 @@ import argparse, hashlib, json, math, os, struct, subprocess, sys, tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from audio_signals import noise, tone, wav  # noqa: E402
+
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 a = argparse.ArgumentParser()
@@ -26,26 +29,6 @@ a.add_argument('--tools', default='/tmp/sniper-mm-tools-nofp16')
 a.add_argument('--shared', default=os.path.join(root, '..', 'shared'))
 o = a.parse_args()
 shared = os.path.abspath(o.shared)
-
-
-def tone(n):
-    return [int(8000 * (math.sin(2 * math.pi * 440 * i / 16000) + 0.5 * math.sin(2 * math.pi * 880 * i / 16000)))
-            for i in range(n)]
-
-
-def noise(n):
-    out, state = [], 12345
-    for i in range(n):
-        state = (state * 1103515245 + 12345) % (1 << 31)
-        v = ((i * 37) % 400 - 200) * 40 + ((state >> 16) % 8001) - 4000
-        out.append(max(-32768, min(32767, v)))
-    return out
-
-
-def wav(samples):
-    pcm = struct.pack('<%dh' % len(samples), *samples)
-    return (b'RIFF' + struct.pack('<I', 36 + len(pcm)) + b'WAVEfmt ' +
-            struct.pack('<IHHIIHH', 16, 1, 1, 16000, 32000, 2, 16) + b'data' + struct.pack('<I', len(pcm)) + pcm)
 
 
 def sha(data):
