@@ -89,28 +89,6 @@ std::vector<uint8_t> wav_of(const std::vector<int16_t>& s) {
   return b;
 }
 
-std::string write_projector(const nlohmann::json& meta, const std::string& name, int64_t lm_dim) {
-  const std::vector<std::string> args = meta["synth"].get<std::vector<std::string>>();
-  SynthMmprojSpec s;
-  s.lm_dim = lm_dim;
-  for (size_t i = 0; i + 1 < args.size(); i += 2) {
-    const std::string& k = args[i];
-    const std::string& v = args[i + 1];
-    if (k == "--mmproj") s.projector = v;
-    if (k == "--type") s.type = v;
-    if (k == "--seed") s.seed = std::stoull(v);
-    if (k == "--layers") s.n_layers = std::stoll(v);
-  }
-  const std::string path =
-      (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".mmproj.gguf")).string();
-  auto written = write_synth_mmproj(s, path);
-  EXPECT_TRUE(written.ok()) << written.error().message;
-  const std::vector<uint8_t> bytes = read_bytes(path);
-  EXPECT_EQ(sha256_hex(bytes.data(), bytes.size()), meta["mmproj_sha256"].get<std::string>())
-      << "synth --mmproj gemma4a no longer writes the reference's projector";
-  return path;
-}
-
 double nmse(const float* a, const float* b, size_t n) {
   double num = 0, den = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -149,7 +127,7 @@ TEST_P(AudioReference, MatchesLibmtmd) {
     auto model = Model::load(lm_path, lo);
     ASSERT_TRUE(model.ok()) << model.error().message;
     EXPECT_EQ((*model)->streams(), variant == 1);
-    const std::string mm_path = write_projector(meta, name, (*model)->config().dim);
+    const std::string mm_path = test::write_synth_projector(meta, name, (*model)->config().dim);
     auto mm = Mmproj::load(mm_path, {});
     std::filesystem::remove(mm_path);
     ASSERT_TRUE(mm.ok()) << mm.error().message;

@@ -63,31 +63,9 @@ Image gradient(int64_t w, int64_t h) {
 // The projector of a case: shared, or written again from its synth arguments.
 std::string projector_path(const nlohmann::json& meta, const std::string& name, const std::string& lm_path) {
   if (meta.contains("mmproj")) return shared_dir() + "/models/mm/" + meta["mmproj"].get<std::string>() + ".mmproj.gguf";
-  const std::vector<std::string> args = meta["synth"].get<std::vector<std::string>>();
   auto model = Model::load(lm_path, ModelLoadOptions{});
   EXPECT_TRUE(model.ok());
-  SynthMmprojSpec s;
-  s.lm_dim = (*model)->config().dim;
-  for (size_t i = 0; i + 1 < args.size(); i += 2) {
-    const std::string& k = args[i];
-    const std::string& v = args[i + 1];
-    if (k == "--mmproj") s.projector = v;
-    if (k == "--type") s.type = v;
-    if (k == "--seed") s.seed = std::stoull(v);
-    if (k == "--layers") s.n_layers = std::stoll(v);
-    if (k == "--dim") s.n_embd = std::stoll(v);
-    if (k == "--heads") s.n_heads = std::stoll(v);
-    if (k == "--ff") s.n_ff = std::stoll(v);
-    if (k == "--mmproj-act") s.act = v;
-  }
-  const std::string path =
-      (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".mmproj.gguf")).string();
-  auto written = write_synth_mmproj(s, path);
-  EXPECT_TRUE(written.ok()) << written.error().message;
-  const std::vector<uint8_t> bytes = read_bytes(path);
-  EXPECT_EQ(sha256_hex(bytes.data(), bytes.size()), meta["mmproj_sha256"].get<std::string>())
-      << "synth --mmproj no longer writes the reference's projector";
-  return path;
+  return test::write_synth_projector(meta, name, (*model)->config().dim);
 }
 
 class MediaReference : public ::testing::TestWithParam<std::string> {};

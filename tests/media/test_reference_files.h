@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -17,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/media_prompt.h"
+#include "synth/synth_mmproj.h"
 
 namespace sniper::test {
 
@@ -57,6 +60,35 @@ inline void expect_mtmd_chunks(const MediaPrompt& prompt, const ModelConfig& con
       EXPECT_EQ(media_n_pos(config, *prompt.pieces[i].media), chunks[i]["n_pos"].get<int64_t>()) << "chunk " << i;
     }
   }
+}
+
+// A case's projector written again from its `synth` arguments (the flags of `sniper synth
+// --mmproj`) for a language model of width lm_dim, checked against the reference's SHA-256: the
+// file libmtmd read. Returns its path (a per-process temporary file).
+inline std::string write_synth_projector(const nlohmann::json& meta, const std::string& name, int64_t lm_dim) {
+  const std::vector<std::string> args = meta["synth"].get<std::vector<std::string>>();
+  SynthMmprojSpec s;
+  s.lm_dim = lm_dim;
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    const std::string& k = args[i];
+    const std::string& v = args[i + 1];
+    if (k == "--mmproj") s.projector = v;
+    if (k == "--type") s.type = v;
+    if (k == "--seed") s.seed = std::stoull(v);
+    if (k == "--layers") s.n_layers = std::stoll(v);
+    if (k == "--dim") s.n_embd = std::stoll(v);
+    if (k == "--heads") s.n_heads = std::stoll(v);
+    if (k == "--ff") s.n_ff = std::stoll(v);
+    if (k == "--mmproj-act") s.act = v;
+  }
+  const std::string path =
+      (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".mmproj.gguf")).string();
+  auto written = write_synth_mmproj(s, path);
+  EXPECT_TRUE(written.ok()) << written.error().message;
+  const std::vector<uint8_t> bytes = read_bytes(path);
+  EXPECT_EQ(sha256_hex(bytes.data(), bytes.size()), meta["mmproj_sha256"].get<std::string>())
+      << "synth --mmproj " << s.projector << " no longer writes the reference's projector";
+  return path;
 }
 
 }  // namespace sniper::test
