@@ -367,11 +367,34 @@ bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// Whether a value given as the next word may start with '-'. getopt_long takes the next word
+// whatever it is (`grep -e -x`). git does not parse like getopt: `git log -sn --output=F` fails
+// on "-sn" only after its diff options have opened F, so the word after "-sn" was an option to
+// git, not the value this parser would take it for. For git a separate value that looks like an
+// option is therefore refused (it needs confirmation); attached values ("-n5", "--author=-x")
+// are unambiguous.
+enum class DashValues { kTaken, kRefused };
+
 // Parses argv[first..] against `spec` with getopt_long's syntax; collects the operands.
-Status check_options(const std::string& cmd, const Spec& spec, const Args& argv, size_t first, Args* operands) {
+Status check_options(const std::string& cmd, const Spec& spec, const Args& argv, size_t first, Args* operands,
+                     DashValues dash_values = DashValues::kTaken) {
   auto not_allowed = [&](const std::string& arg) {
     return make_error("%s: the option '%s' is not on the read-only list (it would need confirmation)", cmd.c_str(),
                       arg.c_str());
+  };
+  // The separate value of `option` is argv[i + 1 .. i + n].
+  auto check_separate = [&](const std::string& option, size_t i, size_t n) -> Status {
+    if (dash_values == DashValues::kTaken) return ok_status();
+    for (size_t k = i + 1; k <= i + n; ++k) {
+      if (!argv[k].empty() && argv[k][0] == '-') {
+        const std::string attached = option + (option.size() > 2 ? "=" : "") + argv[k];
+        return make_error(
+            "%s: the value '%s' of '%s' starts with '-', which %s may read as an option; write '%s' "
+            "or confirm the command",
+            cmd.c_str(), argv[k].c_str(), option.c_str(), cmd.c_str(), attached.c_str());
+      }
+    }
+    return ok_status();
   };
   for (size_t i = first; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -397,6 +420,7 @@ Status check_options(const std::string& cmd, const Spec& spec, const Args& argv,
         const size_t n_values = (cmd == "jq" && (name == "--arg" || name == "--argjson")) ? 2 : 1;
         if (i + n_values >= argv.size())
           return make_error("%s: the option '%s' needs a value", cmd.c_str(), name.c_str());
+        SNIPER_TRY(check_separate(name, i, n_values));
         i += n_values;
       }
       continue;
@@ -409,6 +433,7 @@ Status check_options(const std::string& cmd, const Spec& spec, const Args& argv,
       if (std::strchr(spec.short_values, c) == nullptr) return not_allowed("-" + std::string(1, c));
       if (j + 1 == a.size()) {  // the value is the next argument
         if (i + 1 >= argv.size()) return make_error("%s: the option '-%c' needs a value", cmd.c_str(), c);
+        SNIPER_TRY(check_separate("-" + std::string(1, c), i, 1));
         ++i;
       }
       break;  // the rest of the word is the value
@@ -615,7 +640,7 @@ Status check_git(const Args& argv) {
   for (const Spec& s : git_specs()) {
     if (sub != s.name) continue;
     Args operands;
-    SNIPER_TRY(check_options("git " + sub, s, argv, 2, &operands));
+    SNIPER_TRY(check_options("git " + sub, s, argv, 2, &operands, DashValues::kRefused));
     return ok_status();  // revisions and paths
   }
   return make_error(

@@ -63,6 +63,11 @@ TEST(ReadOnly, AllowlistedCommands) {
                           "git status",
                           "git log -5",
                           "git log --oneline -n 10 --stat",
+                          "git log -n5 --author=-x",
+                          "grep -e -x file",
+                          "tree -C -L 2",
+                          "find . -name -exec",
+                          "file -F -m x",
                           "git diff HEAD~1",
                           "git diff --cached -- src/x.cpp",
                           "date",
@@ -111,7 +116,10 @@ TEST(ReadOnly, TrickyCasesNeedConfirmation) {
         "sort --o=FILE data", "sort --output FILE data", "sort -T /tmp data", "uniq - FILE", "tree -o F",
         "file -C -m F", "date --se=2020-01-01", "date --set 2020-01-01", "rg --hostname-bin=P x", "rg --pre=sh x",
         "rg -z x", "git log --ext-dif", "git log --ext-diff", "git diff --ext-diff", "git log --textconv",
-        "git show --output=x"}) {
+        "git show --output=x",
+        // git does not take "--output=x" as the value of "-n" in "-sn": it opens x (the fuzzer's
+        // find). A separate value that starts with '-' needs confirmation for git.
+        "git log -sn --output=x", "git log -n --output=x", "git log --author --output=x", "git diff -U --output=x"}) {
     EXPECT_FALSE(plans(cmd)) << cmd;
     EXPECT_FALSE(is_read_only_command(cmd)) << cmd;
   }
@@ -129,6 +137,10 @@ TEST(ReadOnly, ReasonsNameTheProblem) {
   EXPECT_NE(reason("uniq - FILE").find("output file"), std::string::npos);
   EXPECT_NE(reason("git log --ext-dif").find("--ext-dif"), std::string::npos);
   EXPECT_NE(reason("git push").find("not a read-only subcommand"), std::string::npos);
+  EXPECT_NE(reason("git log -sn --output=x").find("'--output=x' of '-n' starts with '-'"), std::string::npos)
+      << reason("git log -sn --output=x");
+  EXPECT_NE(reason("git log --author --output=x").find("write '--author=--output=x'"), std::string::npos)
+      << reason("git log --author --output=x");
   EXPECT_NE(reason("cat a > b").find("redirection"), std::string::npos);
   EXPECT_NE(reason("make").find("not on the read-only list"), std::string::npos);
 }

@@ -8,8 +8,12 @@
 // - what executes is harden_argv of what was checked;
 // - independently of the option tables, none of the known ways to write or execute appears:
 //   find -exec/-delete/-fprint..., sort output/compression/temp options in any abbreviation,
-//   uniq with an output operand, date setting the clock, rg preprocessors, tree/file output,
+//   uniq with an output operand, date setting the clock, rg preprocessors, tree -o, file -C,
 //   git write subcommands or external diff/textconv/output options, hostname with an operand.
+//   Each tool's own value-taking options are known here, so that a value ("find . -name -exec",
+//   "tree -L -o") is not mistaken for an option; for git every word starting with '-' counts as
+//   an option, since git does not always take the next word as a value (`git log -sn --output=F`
+//   opens F) and the checker refuses such values.
 // Globs expand in a fixed scratch directory holding "a.txt", "b c.txt", "-o" and ctl/, whose two
 // names hold control characters (a line break, a tab) that a glob must never hand on.
 // Build with Clang (see CMakeLists.txt); run   ./shell_command_fuzz corpus/shell_command_fuzz
@@ -98,11 +102,23 @@ bool obviously_unsafe(const Argv& argv) {
   Argv options, operands;
   split(argv, 1, &options, &operands);
   if (cmd == "find") {
-    for (const std::string& a : argv) {
+    // GNU find's primaries that take a value: the word after them is a name, a number or a
+    // pattern, never an action (`find . -name -exec` looks for files named "-exec").
+    static const std::vector<std::string> kValued = {
+        "-amin",   "-anewer",   "-atime",    "-cmin",      "-cnewer",   "-ctime",      "-context",   "-fstype",
+        "-gid",    "-group",    "-ilname",   "-iname",     "-inum",     "-ipath",      "-iregex",    "-iwholename",
+        "-links",  "-lname",    "-mmin",     "-mtime",     "-name",     "-newer",      "-path",      "-perm",
+        "-regex",  "-size",     "-type",     "-uid",       "-used",     "-user",       "-wholename", "-xtype",
+        "-printf", "-maxdepth", "-mindepth", "-regextype", "-samefile", "-files0-from"};
+    for (size_t i = 1; i < argv.size(); ++i) {
+      const std::string& a = argv[i];
       for (const char* bad :
            {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}) {
         if (a == bad) return true;
       }
+      bool valued = starts(a, "-newer");  // -newerXY REFERENCE
+      for (const std::string& v : kValued) valued = valued || a == v;
+      if (valued) ++i;
     }
   }
   if (cmd == "sort") {
@@ -134,7 +150,38 @@ bool obviously_unsafe(const Argv& argv) {
     // The word after a value-taking short option (rg's -A -B -C -E -e -f -g -j -M -m -r -T -t -d)
     // is its value, not an option: `rg -g --pretty x` searches files matching "--pretty".
     Argv o, ops;
-    split(argv, 1, &o, &ops, {}, "ABCEefgjMmrTtd");
+    split(argv, 1, &o, &ops,
+          {"--after-context",
+           "--before-context",
+           "--context",
+           "--regexp",
+           "--file",
+           "--glob",
+           "--iglob",
+           "--type",
+           "--type-not",
+           "--type-add",
+           "--type-clear",
+           "--max-count",
+           "--max-depth",
+           "--max-filesize",
+           "--color",
+           "--colors",
+           "--sort",
+           "--sortr",
+           "--threads",
+           "--max-columns",
+           "--replace",
+           "--encoding",
+           "--engine",
+           "--ignore-file",
+           "--path-separator",
+           "--context-separator",
+           "--field-context-separator",
+           "--field-match-separator",
+           "--dfa-size-limit",
+           "--regex-size-limit"},
+          "ABCEefgjMmrTtd");
     for (const std::string& opt : o) {
       if (opt == "--pre" || starts(opt, "--pre=") || starts(opt, "--pre-glob") || starts(opt, "--hostname") ||
           starts(opt, "--search-zip") || cluster_has(opt, "z", "ABCEefgjMmrTtd")) {
@@ -142,9 +189,23 @@ bool obviously_unsafe(const Argv& argv) {
       }
     }
   }
-  if (cmd == "tree" || cmd == "file") {
-    for (const std::string& o : options) {
-      if (o == "-o" || o == "-C" || o == "-m") return true;
+  if (cmd == "tree") {
+    // tree -o FILE writes its listing to FILE. -L -P -I -H -T and -o take the next word.
+    Argv o, ops;
+    split(argv, 1, &o, &ops,
+          {"--charset", "--filelimit", "--sort", "--timefmt", "--hintro", "--houtro", "--infofile", "--gitfile"},
+          "LPIHTo");
+    for (const std::string& opt : o) {
+      if (cluster_has(opt, "o", "LPIHT")) return true;
+    }
+  }
+  if (cmd == "file") {
+    // file -C (--compile) writes a compiled magic file. -e -F -f -m -P take the next word.
+    Argv o, ops;
+    split(argv, 1, &o, &ops,
+          {"--exclude", "--exclude-quiet", "--files-from", "--magic-file", "--parameter", "--separator"}, "eFfmP");
+    for (const std::string& opt : o) {
+      if (starts(opt, "--c") || cluster_has(opt, "C", "eFfmP")) return true;
     }
   }
   if (cmd == "hostname" && !operands.empty()) return true;
