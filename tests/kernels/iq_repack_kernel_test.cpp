@@ -94,6 +94,85 @@ TEST(IqRepackKernels, Avx512WithoutVbmiEqualsTheSourceRef) {
   }
 }
 
+// Blocks at the bounds of the one-token matvec (x86/matvec_iq_repacked512.h), which keeps two
+// pairs' sums of 4 products in 16-bit words: every code at the largest magnitude, every scale 31,
+// activations +-127 and every sign set so that all products share one sign (the 4-product sums
+// at +-4 * 62 * 127 for IQ3_XXS_RP, 4 * 43 * 127 for IQ2_RP). Each tier's gemm (one token through
+// the matvec, three through the tiles) must equal the `_ref` twins bit for bit; rows of 129
+// super-blocks (past what the matvec lays out) go through the dot kernels and must too.
+TEST(IqRepackKernels, ExtremeBlocksEqualRef) {
+  std::mt19937 rng(5);
+  for (GgmlType type : {GgmlType::kIQ2_RP, GgmlType::kIQ3_XXS_RP, GgmlType::kIQ3_S_RP}) {
+    for (int64_t nb : {2, 129}) {
+      for (int product_sign : {1, -1}) {
+        const int64_t n = 256 * nb, n_rows = 3, n_tok = 3;
+        std::vector<BlockQ8_K> a(static_cast<size_t>(nb * n_tok));
+        for (BlockQ8_K& q : a) {
+          q.d = 0.75f;
+          for (int e = 0; e < 256; ++e) q.qs[e] = static_cast<int8_t>(rng() % 2 ? 127 : -127);
+          for (int g = 0; g < 16; ++g) {
+            int sum = 0;
+            for (int e = 16 * g; e < 16 * g + 16; ++e) sum += q.qs[e];
+            q.bsums[g] = static_cast<int16_t>(sum);
+          }
+        }
+        // Element e of block i is negative where token 0's activation times product_sign is.
+        auto negative = [&](int64_t i, int e) { return (a[static_cast<size_t>(i)].qs[e] < 0) == (product_sign > 0); };
+        const size_t rb = row_bytes(type, n);
+        std::vector<uint8_t> w(rb * static_cast<size_t>(n_rows));
+        for (int64_t r = 0; r < n_rows; ++r) {
+          for (int64_t i = 0; i < nb; ++i) {
+            uint8_t* blk =
+                w.data() + rb * static_cast<size_t>(r) + (rb / static_cast<size_t>(nb)) * static_cast<size_t>(i);
+            if (type == GgmlType::kIQ2_RP) {
+              BlockIQ2_RP b{};
+              b.d = fp32_to_fp16(0.5f + 0.25f * static_cast<float>(r));
+              std::memset(b.scales, 0xff, sizeof(b.scales));
+              std::memset(b.qs, 0xaa, sizeof(b.qs));  // code 2 (43) for all four pairs
+              for (int e = 0; e < 256; ++e) {
+                if (negative(i, e)) b.signs[e / 8] |= static_cast<uint8_t>(1u << (e % 8));
+              }
+              std::memcpy(blk, &b, sizeof(b));
+            } else {
+              BlockIQ3_RP b{};
+              b.d = fp32_to_fp16(0.5f + 0.25f * static_cast<float>(r));
+              std::memset(b.scales, 0xff, sizeof(b.scales));
+              for (int h = 0; h < 2; ++h) {
+                for (int m = 0; m < 64; ++m) {
+                  const int lo = 7 | (negative(i, 128 * h + m) ? 8 : 0);
+                  const int hi = 7 | (negative(i, 128 * h + 64 + m) ? 8 : 0);
+                  b.qs[64 * h + m] = static_cast<uint8_t>(lo | hi << 4);
+                }
+              }
+              std::memcpy(blk, &b, sizeof(b));
+            }
+          }
+        }
+        const size_t arb = row_bytes(GgmlType::kQ8_K, n);
+        for (IsaTier tier : kAllTiers) {
+          if (!host_has(tier)) continue;
+          const KernelTable* k = find_kernels(type, tier);
+          ASSERT_NE(k, nullptr);
+          for (int64_t tokens : {int64_t{1}, n_tok}) {
+            std::vector<float> out(static_cast<size_t>(n_rows * tokens), nan_f());
+            k->gemm(n, n_rows, tokens, w.data(), rb, a.data(), arb, out.data(), n_rows);
+            for (int64_t t = 0; t < tokens; ++t) {
+              for (int64_t r = 0; r < n_rows; ++r) {
+                const float want =
+                    vec_dot_ref(type, n, w.data() + rb * static_cast<size_t>(r),
+                                reinterpret_cast<const uint8_t*>(a.data()) + arb * static_cast<size_t>(t));
+                ASSERT_EQ(bits(out[static_cast<size_t>(t * n_rows + r)]), bits(want))
+                    << isa_tier_name(tier) << " " << type_name(type) << " nb=" << nb << " sign=" << product_sign
+                    << " tokens=" << tokens << " r=" << r << " t=" << t;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The file layouts whose AVX-512 kernels have a VBMI build (signs by vpermi2b): without it, as
 // on a host without VBMI, every output is still the ref tier's, bit for bit.
 TEST(IqRepackKernels, Avx512WithoutVbmiFileLayoutsEqualRef) {
