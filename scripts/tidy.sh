@@ -13,7 +13,7 @@
 #             last commit or merge brought). Without git history (not a checkout, a shallow
 #             clone of one commit) it says so and checks nothing.
 #   --all     every file in the database (slow: seconds to a minute per file).
-# SNIPER_TIDY_MAX_FILES (default 30; 0: no limit) bounds the files one run checks, so that a large
+# SNIPER_TIDY_MAX_FILES (default 8; 0: no limit) bounds the files one run checks, so that a large
 # merge cannot blow CI's time budget: beyond it, the run checks that many of them, a window of the
 # sorted list that starts at an offset drawn from HEAD's hash (another commit checks another
 # window), and says which it left out. `scripts/tidy.sh BASE` with no limit checks them all.
@@ -70,7 +70,7 @@ case "${1:-}" in
     files=$(changed_since "$base")
     if [ -n "${1:-}" ]; then max=0; fi ;;
 esac
-max=${max-${SNIPER_TIDY_MAX_FILES:-30}}
+max=${max-${SNIPER_TIDY_MAX_FILES:-8}}
 if [ "${1:-}" != "--all" ] && [ -n "$files" ] && [ "$max" -gt 0 ]; then
   n=$(echo "$files" | wc -l)
   if [ "$n" -gt "$max" ]; then
