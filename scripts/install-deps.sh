@@ -16,6 +16,9 @@ PACKAGES=(
   libstb-dev python3-numpy
   libopenmpi-dev openmpi-bin
   chromium tmux
+  # clang-tidy 14 for scripts/tidy.sh, which CI runs on the files a commit changes (1.5 MB; with
+  # clang-tools-14 and python3-yaml beside clang's packages, about 8 MB of .deb).
+  clang-tidy-14
   # The aarch64 cross build (preset ci-arm64, cmake/aarch64-linux-gnu.cmake): Debian's cross
   # compiler, qemu's user-mode emulator for its tests, and the :arm64 builds of the libraries
   # above (multiarch; they need `dpkg --add-architecture arm64`, done below).
@@ -27,9 +30,6 @@ PACKAGES=(
   libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64 libstb-dev:arm64
   libsndfile1-dev:arm64 libvorbis-dev:arm64 libsamplerate0-dev:arm64
 )
-# `scripts/install-deps.sh tidy` adds clang-tidy 14 for scripts/tidy.sh (scripts/test.sh tidy), a
-# stage CI's default run does not include yet (about 1.5 MB of .deb beside clang's packages).
-if [ "${1:-}" = "tidy" ]; then PACKAGES+=(clang-tidy-14); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -45,7 +45,7 @@ class ServerChat : public ::testing::Test {
   static test::TempDir* dir_;
   static std::string* path_;
 
-  TJson chat(TJson body, int expect_status = 200) {
+  TJson chat(const TJson& body, int expect_status = 200) {
     auto r = server_->client()->Post("/v1/chat/completions", body.dump(), "application/json");
     EXPECT_TRUE(r);
     if (!r) return TJson();
