@@ -31,7 +31,8 @@ void matmul_widened(const QTensor& w, const float* x, float* y, int64_t n_tok, A
   const int n_threads = pool.n_threads();
   uint8_t* base = buf.reserve(matmul_widened_bytes(n, n_tok, n_threads));
   auto* acts = reinterpret_cast<float*>(base);
-  uint8_t* slices = base + (matmul_widened_bytes(n, n_tok, n_threads) - static_cast<size_t>(n_threads) * kWidenedChunkBytes);
+  uint8_t* slices =
+      base + (matmul_widened_bytes(n, n_tok, n_threads) - static_cast<size_t>(n_threads) * kWidenedChunkBytes);
   const RowOps& ops = find_row_ops(tier);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / n);
   pool.parallel_for(n_tok, grain, [&](int64_t begin, int64_t end) {
