@@ -42,6 +42,25 @@ TiledScratch carve(int64_t hd, int64_t n_rows, uint8_t* p) {
   return s;
 }
 
+// The largest of a tile's kFlashTileCells scores (fmax without the libm call: NaN scores never
+// win), in kLanes independent chains that the compiler turns into vector maxima, then the chains
+// in order. Equal values with other bits are only +0 and -0, and the maximum only enters
+// expf(x - max) and expf(old - max), whose arguments then differ at most in the sign of a zero:
+// expf(+-0) is 1 in libm and in ggml's vector expf alike, so the bits of the result are the
+// one-chain loop's.
+float tile_maximum(const float* sc) {
+  constexpr int kLanes = 16;
+  static_assert(kFlashTileCells % kLanes == 0);
+  float m[kLanes];
+  for (float& v : m) v = -INFINITY;
+  for (int64_t t = 0; t < kFlashTileCells; t += kLanes) {
+    for (int j = 0; j < kLanes; ++j) m[j] = sc[t + j] > m[j] ? sc[t + j] : m[j];
+  }
+  float best = -INFINITY;
+  for (float v : m) best = v > best ? v : best;
+  return best;
+}
+
 }  // namespace
 
 size_t flash_tiled_scratch_bytes(int64_t hd, int64_t n_rows) {
@@ -88,9 +107,7 @@ void flash_tiled_rows(const AttentionLayout& layout, const RowOps& ops, const fl
       float* sc = s.scores + r * kCells;
       const int64_t valid = std::min(kCells, (causal ? n_kv0 + r / group : n_kv0) - c0);  // >= 1 for r >= r0
       for (int64_t t = valid; t < kCells; ++t) sc[t] = -INFINITY;
-      float tile_max = -INFINITY;
-      // fmax without the libm call: NaN scores never win, as with fmax.
-      for (int64_t t = 0; t < kCells; ++t) tile_max = sc[t] > tile_max ? sc[t] : tile_max;
+      const float tile_max = tile_maximum(sc);
       if (tile_max == -INFINITY) {  // nothing to add: as ggml, the row's weights are zeros
         std::fill(sc, sc + kCells, 0.0f);
         continue;

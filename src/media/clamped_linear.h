@@ -21,7 +21,8 @@ inline float clamp_ggml(float x, float lo, float hi) {
 }
 
 // y[n_tok][n_out] = clamp_out(w * clamp_in(x[n_tok][n_in])) + bias. `clamped` holds the clamped
-// input (grown when short), `act` the quantized activations.
+// input (grown when short), `act` the quantized (or widened: kernels/matmul_widened.h)
+// activations.
 void clamped_linear(const QTensor& w, const float* x, int64_t n_tok, float* y, const QTensor* bias,
                     const ClampBounds* clamp, std::vector<float>& clamped, ActBuffer& act, ThreadPool& pool);
 

@@ -23,6 +23,8 @@ void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
+constexpr int64_t kRowGrain = 16;  // tokens per parallel_for chunk of the per-token passes
+
 }  // namespace
 
 Result<EncodedImage> VisionEncoder::encode_gemma4v(const PreprocessedImage& image, ThreadPool& pool) {
@@ -46,13 +48,15 @@ Result<EncodedImage> VisionEncoder::encode_gemma4v(const PreprocessedImage& imag
   // Learned positions: table 0 by column, table 1 by row (ggml_get_rows, two adds).
   {
     const KernelTable& kt = get_kernels(w.pos_embd.type);
-    std::vector<float> row(static_cast<size_t>(E));
-    for (int64_t p = 0; p < n; ++p) {
-      kt.dequant_row(w.pos_embd.row(p % px), row.data(), E);
-      add_inplace(x + p * E, row.data(), E);
-      kt.dequant_row(w.pos_embd.row(pos_size + p / px), row.data(), E);
-      add_inplace(x + p * E, row.data(), E);
-    }
+    pool.parallel_for(n, kRowGrain, [&](int64_t begin, int64_t end) {
+      std::vector<float> row(static_cast<size_t>(E));
+      for (int64_t p = begin; p < end; ++p) {
+        kt.dequant_row(w.pos_embd.row(p % px), row.data(), E);
+        add_inplace(x + p * E, row.data(), E);
+        kt.dequant_row(w.pos_embd.row(pos_size + p / px), row.data(), E);
+        add_inplace(x + p * E, row.data(), E);
+      }
+    });
   }
   // Rope angles per column and per row: each half-head of hd / 2 dims rotates NeoX-style.
   const int64_t quarter = hd / 4;
@@ -73,7 +77,9 @@ Result<EncodedImage> VisionEncoder::encode_gemma4v(const PreprocessedImage& imag
   for (int64_t l = 0; l < c.n_layers; ++l) {
     SNIPER_ASSIGN_OR_RETURN(const VisionLayerWeights* lw, layer(l));
     const VisionLayerWeights& L = *lw;
-    for (int64_t t = 0; t < n; ++t) rms_norm(x + t * E, f32_view(L.ln1_w), xb + t * E, E, c.eps);
+    pool.parallel_for(n, kRowGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) rms_norm(x + t * E, f32_view(L.ln1_w), xb + t * E, E, c.eps);
+    });
     linear(L.q, xb, n, q_.data(), nullptr, &L.clamp_q, pool);
     linear(L.k, xb, n, k_.data(), nullptr, &L.clamp_k, pool);
     linear(L.v, xb, n, v_.data(), nullptr, &L.clamp_v, pool);
@@ -99,22 +105,26 @@ Result<EncodedImage> VisionEncoder::encode_gemma4v(const PreprocessedImage& imag
     grow(tmp_, static_cast<size_t>(n * E));
     float* tmp = tmp_.data();
     linear(L.o, att_.data(), n, tmp, nullptr, &L.clamp_o, pool);
-    for (int64_t t = 0; t < n; ++t) {
-      rms_norm(tmp + t * E, f32_view(L.attn_post_norm), tmp + t * E, E, c.eps);
-      add_inplace(x + t * E, tmp + t * E, E);
-      rms_norm(x + t * E, f32_view(L.ln2_w), xb + t * E, E, c.eps);
-    }
+    pool.parallel_for(n, kRowGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        rms_norm(tmp + t * E, f32_view(L.attn_post_norm), tmp + t * E, E, c.eps);
+        add_inplace(x + t * E, tmp + t * E, E);
+        rms_norm(x + t * E, f32_view(L.ln2_w), xb + t * E, E, c.eps);
+      }
+    });
     ffn(L, xb, n, tmp, pool);
     const float* scale = L.out_scale.data != nullptr ? f32_view(L.out_scale) : nullptr;
     const bool per_channel = L.out_scale.ne[0] == E && E > 1;
-    for (int64_t t = 0; t < n; ++t) {
-      float* xt = x + t * E;
-      rms_norm(tmp + t * E, f32_view(L.ffn_post_norm), tmp + t * E, E, c.eps);
-      add_inplace(xt, tmp + t * E, E);
-      if (scale != nullptr) {
-        for (int64_t i = 0; i < E; ++i) xt[i] *= per_channel ? scale[i] : scale[0];
+    pool.parallel_for(n, kRowGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        float* xt = x + t * E;
+        rms_norm(tmp + t * E, f32_view(L.ffn_post_norm), tmp + t * E, E, c.eps);
+        add_inplace(xt, tmp + t * E, E);
+        if (scale != nullptr) {
+          for (int64_t i = 0; i < E; ++i) xt[i] *= per_channel ? scale[i] : scale[0];
+        }
       }
-    }
+    });
   }
   // Average pooling over merge x merge patches, channel by channel (ggml_pool_2d: the window summed
   // row by row in float, divided by its size), then * sqrt(width).

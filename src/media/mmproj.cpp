@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "media/mmproj.h"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_set>
 
 #include "base/check.h"
+#include "kernels/matmul_widened.h"
 
 namespace sniper {
 
@@ -57,7 +59,9 @@ Result<Header> read_header(const GgufFile& gguf, const MmprojOptions& options) {
     auto mel = LogMel::create(gemma4a_log_mel_params(static_cast<int>(h.audio.n_mel)));
     if (!mel.ok()) return mel.error();
     const int64_t frames = mel->frames_for(static_cast<int64_t>(mel->params().chunk_seconds * kAudioSampleRate));
-    h.memory.scratch_bytes = AudioEncoder::estimate_scratch_bytes(h.audio, frames, c0, c1, p, out);
+    // Plus the per-thread weight slices of the linears (kernels/matmul_widened.h).
+    h.memory.scratch_bytes = AudioEncoder::estimate_scratch_bytes(h.audio, frames, c0, c1, p, out) +
+                             static_cast<uint64_t>(std::max(1, options.n_threads_hint)) * kWidenedChunkBytes;
   }
   if (h.info.vision == nullptr) {
     for (const GgufTensorInfo& t : gguf.tensors()) {

@@ -24,6 +24,8 @@ void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
+constexpr int64_t kRowGrain = 16;  // tokens per parallel_for chunk of the per-token passes
+
 // ggml_interpolate (GGML_SCALE_MODE_BILINEAR | GGML_SCALE_FLAG_ALIGN_CORNERS) of a grid [side][side]
 // of rows of E floats (cell (x, y) at x + side * y) to [h][w] (cell (x, y) at x + w * y). The
 // weighted sum is written as ggml-cpu's build (native ISA, the compiler's FP contraction) computes
@@ -128,7 +130,11 @@ Result<EncodedImage> VisionEncoder::encode_qwen3vl(const PreprocessedImage& imag
   for (int64_t l = 0; l < c.n_layers; ++l) {
     SNIPER_ASSIGN_OR_RETURN(const VisionLayerWeights* lw, layer(l));
     const VisionLayerWeights& L = *lw;
-    for (int64_t t = 0; t < n; ++t) layer_norm(x + t * E, f32_view(L.ln1_w), f32_view(L.ln1_b), xb + t * E, E, c.eps);
+    pool.parallel_for(n, kRowGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        layer_norm(x + t * E, f32_view(L.ln1_w), f32_view(L.ln1_b), xb + t * E, E, c.eps);
+      }
+    });
     float* qkv = tmp_.data();
     linear(L.qkv, xb, n, qkv, &L.qkv_b, nullptr, pool);
     pool.parallel_for(n, 16, [&](int64_t begin, int64_t end) {
@@ -145,13 +151,17 @@ Result<EncodedImage> VisionEncoder::encode_qwen3vl(const PreprocessedImage& imag
     });
     attention(q_.data(), k_.data(), v_.data(), n, kq_scale, att_.data(), pool);
     linear(L.o, att_.data(), n, xb, &L.o_b, nullptr, pool);
-    for (int64_t t = 0; t < n; ++t) {
-      add_inplace(x + t * E, xb + t * E, E);
-      layer_norm(x + t * E, f32_view(L.ln2_w), f32_view(L.ln2_b), xb + t * E, E, c.eps);
-    }
+    pool.parallel_for(n, kRowGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        add_inplace(x + t * E, xb + t * E, E);
+        layer_norm(x + t * E, f32_view(L.ln2_w), f32_view(L.ln2_b), xb + t * E, E, c.eps);
+      }
+    });
     float* out = tmp_.data();
     ffn(L, xb, n, out, pool);
-    for (int64_t t = 0; t < n; ++t) add_inplace(x + t * E, out + t * E, E);
+    pool.parallel_for(n, kRowGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) add_inplace(x + t * E, out + t * E, E);
+    });
   }
   for (int64_t t = 0; t < n; ++t)
     layer_norm(x + t * E, f32_view(w.post_ln_w), f32_view(w.post_ln_b), xb + t * E, E, c.eps);

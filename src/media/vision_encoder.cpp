@@ -13,6 +13,7 @@
 #include "kernels/activations.h"
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_widened.h"
 #include "kernels/ops.h"
 #include "media/clamped_linear.h"
 
@@ -55,7 +56,8 @@ size_t VisionEncoder::estimate_scratch_bytes(const VisionConfig& c, int n_thread
   size_t halves = N * K + 2 * N * static_cast<size_t>(c.kv_dim());
   const int64_t group = c.n_heads / c.n_kv_heads;
   const size_t att = static_cast<size_t>(n_threads) * (attention_scratch_bound(c.head_dim, group, n) + 64) + 64;
-  const size_t acts = 2 * N * std::max(E, F) * 4 + K * E * 2;
+  // The linears' widened activations and per-thread weight slices (matmul_widened_bytes).
+  const size_t acts = 2 * N * std::max(E, F) * 4 + K * E * 2 + static_cast<size_t>(n_threads) * kWidenedChunkBytes;
   return floats * sizeof(float) + halves * sizeof(uint16_t) + att + acts;
 }
 
@@ -189,24 +191,28 @@ void VisionEncoder::ffn(const VisionLayerWeights& L, const float* xb, int64_t n,
     linear(L.up, x, m, ffn_a_.data(), &L.up_b, gated ? &L.clamp_up : nullptr, pool);
     if (gated) {
       linear(L.gate, x, m, ffn_b_.data(), &L.gate_b, &L.clamp_gate, pool);
-      for (int64_t t = 0; t < m; ++t) {
-        float* g = ffn_b_.data() + t * F;
-        float* u = ffn_a_.data() + t * F;
-        switch (act) {
-          case VisionFfnAct::kGelu: geglu(g, u, u, F); break;
-          case VisionFfnAct::kSilu: silu_mul(g, u, u, F); break;
-          case VisionFfnAct::kGeluQuick: geglu_quick(g, u, u, F); break;
+      pool.parallel_for(m, 4, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          float* g = ffn_b_.data() + t * F;
+          float* u = ffn_a_.data() + t * F;
+          switch (act) {
+            case VisionFfnAct::kGelu: geglu(g, u, u, F); break;
+            case VisionFfnAct::kSilu: silu_mul(g, u, u, F); break;
+            case VisionFfnAct::kGeluQuick: geglu_quick(g, u, u, F); break;
+          }
         }
-      }
+      });
     } else {
-      for (int64_t t = 0; t < m; ++t) {
-        float* u = ffn_a_.data() + t * F;
-        switch (act) {
-          case VisionFfnAct::kGelu: gelu(u, u, F); break;
-          case VisionFfnAct::kSilu: silu_row(u, u, F); break;
-          case VisionFfnAct::kGeluQuick: gelu_quick(u, u, F); break;
+      pool.parallel_for(m, 4, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          float* u = ffn_a_.data() + t * F;
+          switch (act) {
+            case VisionFfnAct::kGelu: gelu(u, u, F); break;
+            case VisionFfnAct::kSilu: silu_row(u, u, F); break;
+            case VisionFfnAct::kGeluQuick: gelu_quick(u, u, F); break;
+          }
         }
-      }
+      });
     }
     linear(L.down, ffn_a_.data(), m, out + t0 * E, &L.down_b, gated ? &L.clamp_down : nullptr, pool);
   }

@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "kernels/kernel_test_util.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_widened.h"
 #include "kernels/tensor.h"
 
 namespace sniper::test {
@@ -186,6 +187,41 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,
                          ::testing::Combine(::testing::ValuesIn(kWeightTypes), ::testing::ValuesIn(kAllTiers)),
                          param_name);
+
+// matmul_widened is matmul bit for bit at every tier: F16 weights on the widened path (rows in
+// several chunks, token counts with partial register blocks, 1 and 2 threads) and the shapes it
+// hands to matmul (rows not a multiple of 4, n not one of 16, one token, other weight types).
+class MatmulWidenedTest : public ::testing::TestWithParam<IsaTier> {};
+
+TEST_P(MatmulWidenedTest, EqualsMatmulBitwise) {
+  const IsaTier tier = GetParam();
+  if (!host_has(tier)) GTEST_SKIP() << "host lacks tier " << isa_tier_name(tier);
+  struct Shape {
+    GgmlType type;
+    int64_t n, n_rows, n_tok;
+  };
+  const Shape shapes[] = {{GgmlType::kF16, 64, 132, 29}, {GgmlType::kF16, 48, 40, 7},  {GgmlType::kF16, 96, 8, 2},
+                          {GgmlType::kF16, 64, 37, 9},   {GgmlType::kF16, 40, 12, 5},  {GgmlType::kF16, 64, 16, 1},
+                          {GgmlType::kF32, 64, 20, 6},   {GgmlType::kQ8_0, 64, 12, 5}, {GgmlType::kF16, 4096, 12, 3}};
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    ActBuffer buf, buf_want;
+    for (const Shape& sh : shapes) {
+      if (!is_supported_weight_type(sh.type)) continue;
+      SCOPED_TRACE(::testing::Message() << type_name(sh.type) << " n=" << sh.n << " rows=" << sh.n_rows
+                                        << " tok=" << sh.n_tok << " threads=" << threads);
+      Problem p = make_problem(sh.type, sh.n, sh.n_rows, sh.n_tok, 71, Cond::kIll);
+      std::vector<float> got(static_cast<size_t>(p.n_rows * p.n_tok), nan_f()), want(got);
+      matmul_widened(p.w, p.x.data(), got.data(), p.n_tok, buf, pool, tier);
+      matmul(p.w, p.x.data(), want.data(), p.n_tok, buf_want, pool, tier);
+      for (float v : got) ASSERT_FALSE(std::isnan(v));
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTiers, MatmulWidenedTest, ::testing::ValuesIn(kAllTiers),
+                         [](const ::testing::TestParamInfo<IsaTier>& info) { return isa_tier_name(info.param); });
 
 TEST(ActBufferTest, ReserveIsAlignedAndGrows) {
   ActBuffer buf;

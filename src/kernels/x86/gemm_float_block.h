@@ -43,8 +43,12 @@ inline void block_kernel(int64_t n, const uint8_t* w, size_t w_row_bytes, const 
       for (int m = 0; m < RM; ++m) acc[m][t] = V::fmadd(wv[m], av, acc[m][t]);
     }
   }
-  for (int t = 0; t < RN; ++t) {
-    for (int m = 0; m < RM; ++m) out[t * out_stride + m] = V::reduce(acc[m][t]);
+  if constexpr (RM == 4 && RN == 4 && requires { V::reduce_4x4(acc, out, out_stride); }) {
+    V::reduce_4x4(acc, out, out_stride);  // the 16 reductions side by side: the same trees
+  } else {
+    for (int t = 0; t < RN; ++t) {
+      for (int m = 0; m < RM; ++m) out[t * out_stride + m] = V::reduce(acc[m][t]);
+    }
   }
 }
 

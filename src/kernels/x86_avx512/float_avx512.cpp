@@ -27,6 +27,31 @@ struct Vec512 {
   static T fmadd(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
   static T add(T a, T b) { return _mm512_add_ps(a, b); }
   static float reduce(T v) { return _mm512_reduce_add_ps(v); }
+  // out[t * stride + m] = reduce(acc[m][t]) for a 4 x 4 block: reduce's tree (lanes i + 8 onto i,
+  // then i + 4 onto i, then i + 2, then i + 1) run on the 16 accumulators at once, two of them
+  // per shuffled vector, so every sum adds the same two values as reduce does.
+  static void reduce_4x4(const T (&acc)[4][4], float* out, int64_t stride) {
+    const T* a = &acc[0][0];  // a[4 m + t]
+    T b[8], c[4], d[2];
+    for (int j = 0; j < 8; ++j) {  // b[j]: a[2j] (lanes 0-7), a[2j + 1] (8-15), 8 lanes each
+      b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], 0xEE),
+                           _mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], 0x44));
+    }
+    for (int j = 0; j < 4; ++j) {  // c[j]: a[4j + q] in quarter q, 4 lanes each
+      c[j] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0xDD),
+                           _mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0x88));
+    }
+    for (int j = 0; j < 2; ++j) {  // d[j], quarter q: a[8j + q] (lanes 0, 1), a[8j + 4 + q] (2, 3)
+      d[j] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * j], c[2 * j + 1], 0x44),
+                           _mm512_shuffle_ps(c[2 * j], c[2 * j + 1], 0xEE));
+    }
+    // Quarter q, lane s: the sum of a[q + 4 s] = acc[s][q], token q's row s.
+    const T r = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+    _mm_storeu_ps(out, _mm512_castps512_ps128(r));
+    _mm_storeu_ps(out + stride, _mm512_extractf32x4_ps(r, 1));
+    _mm_storeu_ps(out + 2 * stride, _mm512_extractf32x4_ps(r, 2));
+    _mm_storeu_ps(out + 3 * stride, _mm512_extractf32x4_ps(r, 3));
+  }
   static T load_f32(const float* p) { return _mm512_loadu_ps(p); }
   static T load_f16(const uint16_t* p) { return _mm512_cvtph_ps(x86::load256(p)); }
   static void store_f32(float* p, T v) { _mm512_storeu_ps(p, v); }
