@@ -189,22 +189,23 @@ TEST_F(ServerAudio, ApisWithoutAnAudioFieldSaySo) {
                        {"stream", false},
                        {"messages", TJson::array({TJson{{"role", "user"}, {"content", "x"}, {"audio", {wav}}}})}},
                  {"messages[0].audio", "the Ollama API has no audio field"});
-  expect_refused("/api/generate", TJson{{"model", "syn-gemma4e-small"}, {"stream", false}, {"prompt", "x"}, {"images", {wav}}},
+  expect_refused("/api/generate",
+                 TJson{{"model", "syn-gemma4e-small"}, {"stream", false}, {"prompt", "x"}, {"images", {wav}}},
                  {"images[0] holds wav audio", "the Ollama API has no audio field"});
   TJson anthropic = TJson::parse(R"({"model": "syn-gemma4e-small", "max_tokens": 2,
                                      "messages": [{"role": "user", "content": []}]})");
-  anthropic["messages"][0]["content"] =
-      TJson::array({TJson{{"type", "audio"}, {"source", {{"type", "base64"}, {"media_type", "audio/wav"}, {"data", wav}}}}});
+  anthropic["messages"][0]["content"] = TJson::array(
+      {TJson{{"type", "audio"}, {"source", {{"type", "base64"}, {"media_type", "audio/wav"}, {"data", wav}}}}});
   expect_refused("/v1/messages", anthropic,
                  {"messages[0].content[0].type is 'audio'", "the Anthropic Messages API has no audio content block"});
   anthropic["messages"][0]["content"] = TJson::array(
       {TJson{{"type", "image"}, {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", wav}}}}});
-  expect_refused("/v1/messages", anthropic,
-                 {"messages[0].content[0].source.data holds wav audio",
-                  "the Anthropic Messages API has no audio content block"});
+  expect_refused(
+      "/v1/messages", anthropic,
+      {"messages[0].content[0].source.data holds wav audio", "the Anthropic Messages API has no audio content block"});
   expect_refused("/v1/chat/completions",
-                 openai_body(TJson::array({TJson{{"type", "image_url"},
-                                                 {"image_url", {{"url", "data:image/png;base64," + wav}}}}})),
+                 openai_body(TJson::array(
+                     {TJson{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + wav}}}}})),
                  {"messages[0].content[0].image_url.url holds wav audio", "send audio as an input_audio part"});
 }
 
@@ -214,8 +215,8 @@ TEST_F(ServerAudio, BadAudioGets400AndTheServerGoesOn) {
   expect_refused(chat, openai_body(TJson::array({audio_part(png)})),
                  {"messages[0].content[0].input_audio.data holds a png image", "send images as image_url parts"});
   expect_refused(chat,
-                 openai_body(TJson::array({TJson{{"type", "image_url"},
-                                                 {"image_url", {{"url", "data:image/png;base64," + base64(png)}}}}})),
+                 openai_body(TJson::array(
+                     {TJson{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + base64(png)}}}}})),
                  {"reads no images"});
   std::vector<uint8_t> cut = wav_;
   cut.resize(cut.size() / 2);
