@@ -12,7 +12,7 @@ PACKAGES=(
   libcpp-httplib-dev libedit-dev
   libcurl4-openssl-dev libssl-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
-  libsndfile1-dev libvorbis-dev libsamplerate0-dev
+  libsndfile1-dev libvorbis-dev libopusfile-dev libsamplerate0-dev
   libstb-dev python3-numpy
   libopenmpi-dev openmpi-bin
   chromium tmux
@@ -28,7 +28,7 @@ PACKAGES=(
   libcpp-httplib-dev:arm64 libedit-dev:arm64
   libcurl4-openssl-dev:arm64 libssl-dev:arm64
   libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64 libstb-dev:arm64
-  libsndfile1-dev:arm64 libvorbis-dev:arm64 libsamplerate0-dev:arm64
+  libsndfile1-dev:arm64 libvorbis-dev:arm64 libopusfile-dev:arm64 libsamplerate0-dev:arm64
 )
 
 missing=()

@@ -115,9 +115,11 @@ std::optional<ApiError> convert_message(const Json& m, size_t i, Json* messages)
       SNIPER_TRY_API(sf.string("data", &data, /*allow_empty=*/false));
       if (!text.empty()) parts.push_back(Json{{"type", "text"}, {"text", std::move(text)}});
       text.clear();
-      parts.push_back(image_part_from_base64(data, media_type, bat + ".source.data"));
+      parts.push_back(image_part_from_base64(data, media_type, bat + ".source.data", "anthropic"));
     } else if (type == "document") {
       return bad(bat + ": document blocks are not supported by this server", bat);
+    } else if (type == "audio" || type == "input_audio") {
+      return bf.error("type", bat + ".type is '" + type + "' but " + no_audio_field_message("anthropic"));
     } else {
       return bf.error("type", bat + ".type is '" + type +
                                   "' but must be one of text, thinking, redacted_thinking, tool_use, tool_result");

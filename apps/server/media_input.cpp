@@ -99,6 +99,17 @@ std::optional<ApiError> take_part(const Json& part, const std::string& at, const
   auto bytes = decode_base64(data, limits.max_bytes);
   if (!bytes.ok()) return bad_request(field + ": " + bytes.error().message, "messages");
   if (bytes->empty()) return bad_request(field + " holds no data", "messages");
+  // The other kind's signature: refused here, before anything decodes it, with where it goes.
+  if (const MediaDecoder* d = find_media_decoder(*bytes); d != nullptr && d->kind != out->kind) {
+    if (d->kind == MediaKind::kAudio) {
+      std::string api;
+      if (auto a = part.find(kApiKey); a != part.end() && a->is_string()) api = a->get<std::string>();
+      return bad_request(field + " holds " + d->format + " audio, but " + no_audio_field_message(api), "messages");
+    }
+    return bad_request(field + " holds a " + std::string(d->format) +
+                           " image, but input_audio takes audio only: send images as image_url parts",
+                       "messages");
+  }
   out->bytes = std::move(bytes).value();
   out->field = field;
   return std::nullopt;
@@ -113,13 +124,24 @@ bool is_media_part(const Json& part) {
 
 }  // namespace
 
-Json image_part_from_base64(const std::string& base64, std::string_view media_type, std::string_view source) {
+std::string no_audio_field_message(std::string_view api) {
+  const std::string where = "send audio to /v1/chat/completions as an OpenAI input_audio part";
+  if (api == "ollama") return "the Ollama API has no audio field (images takes images only): " + where;
+  if (api == "anthropic") {
+    return "the Anthropic Messages API has no audio content block (image blocks take images only): " + where;
+  }
+  return "image_url takes images only: send audio as an input_audio part";
+}
+
+Json image_part_from_base64(const std::string& base64, std::string_view media_type, std::string_view source,
+                            std::string_view api) {
   std::string url = "data:";
   url += media_type;
   url += ";base64,";
   url += base64;
   Json part{{"type", "image_url"}, {"image_url", Json{{"url", std::move(url)}}}};
   if (!source.empty()) part[kSourceKey] = std::string(source.substr(0, kMaxSourceChars));
+  if (!api.empty()) part[kApiKey] = std::string(api);
   return part;
 }
 

@@ -34,12 +34,21 @@ struct MediaInput {
 // The content part of an image given as base64 (Ollama's images, Anthropic's image blocks):
 // an image_url part holding a data URL of `media_type` ("" when unknown: the bytes are sniffed).
 // `source` (the field the client sent, "messages[0].images[1]") names the item in errors in
-// place of the converted part's path; it travels in the part as kSourceKey.
-Json image_part_from_base64(const std::string& base64, std::string_view media_type, std::string_view source = "");
+// place of the converted part's path; it travels in the part as kSourceKey. `api` ("ollama",
+// "anthropic": kApiKey) lets the error for audio bytes in an image field say that the API has no
+// audio field and where audio goes instead.
+Json image_part_from_base64(const std::string& base64, std::string_view media_type, std::string_view source = "",
+                            std::string_view api = "");
 
-// The key of a converted part that holds the client's field name (at most kMaxSourceChars).
+// The keys of a converted part that hold the client's field name (at most kMaxSourceChars) and
+// the API it came from.
 inline constexpr const char* kSourceKey = "x-sniper-source";
+inline constexpr const char* kApiKey = "x-sniper-api";
 inline constexpr size_t kMaxSourceChars = 96;
+
+// Why audio cannot go through `api`'s media fields and where it goes ("ollama": the Ollama API
+// has no audio field; "anthropic": the Messages API has no audio block; else OpenAI's image_url).
+std::string no_audio_field_message(std::string_view api);
 
 // Decodes standard base64 (RFC 4648, padding optional, no whitespace inside, ASCII whitespace
 // around it ignored). Errors: a character outside the alphabet (its offset), a bad length,
@@ -52,7 +61,8 @@ bool has_media_parts(const Json& messages);
 // Takes the media parts out of `messages` (see above) into *out. `limits` bound the bytes of
 // each item and the items of the request. Errors (400, param "messages"): an http(s) or other
 // non-data URL, a malformed data URL or base64, an unknown audio format, an item over
-// limits.max_bytes, more than limits.max_media items.
+// limits.max_bytes, more than limits.max_media items, and an item whose bytes carry the other
+// kind's signature (a WAV in an image field names the API's missing audio field).
 [[nodiscard]] std::optional<ApiError> take_media(Json* messages, const MediaLimits& limits, std::string_view marker,
                                                  std::vector<MediaInput>* out);
 

@@ -85,6 +85,13 @@ std::optional<ApiError> parse_common(const Json& body, OllamaRequest* out) {
 // absent. `at` names the field.
 std::optional<ApiError> image_parts(const FieldReader& f, const std::string& at, Json* out) {
   *out = Json::array();
+  // Clients that guess an audio field get told there is none (Ollama would ignore it silently).
+  for (const char* key : {"audio", "audios"}) {
+    if (f.get(key) != nullptr) {
+      const std::string field = at.substr(0, at.size() - std::string_view("images").size()) + key;
+      return bad(field + ": " + no_audio_field_message("ollama"), field);
+    }
+  }
   const Json* images = nullptr;
   SNIPER_TRY_API(f.array("images", SIZE_MAX, &images));
   if (images == nullptr) return std::nullopt;
@@ -92,7 +99,7 @@ std::optional<ApiError> image_parts(const FieldReader& f, const std::string& at,
     const Json& image = (*images)[k];
     const std::string field = at + "[" + std::to_string(k) + "]";
     if (!image.is_string()) return bad(field + " must be a base64 string, got " + json_kind(image), field);
-    out->push_back(image_part_from_base64(image.get<std::string>(), "", field));
+    out->push_back(image_part_from_base64(image.get<std::string>(), "", field, "ollama"));
   }
   return std::nullopt;
 }

@@ -413,7 +413,10 @@ void handle_ollama_show(ServerContext& ctx, const httplib::Request& req, httplib
   j["capabilities"] = std::move(caps);
   if (sm.media != nullptr) {
     const Mmproj& p = sm.media->mmproj();
-    j["projector_info"] = Json{{"clip.vision.projector_type", p.info().vision_type}, {"path", p.path()}};
+    Json proj = Json{{"path", p.path()}};
+    if (!p.info().vision_type.empty()) proj["clip.vision.projector_type"] = p.info().vision_type;
+    if (!p.info().audio_type.empty()) proj["clip.audio.projector_type"] = p.info().audio_type;
+    j["projector_info"] = std::move(proj);
   }
   j["modified_at"] = rfc3339(modified_at(st->path));
   send_json(res, j);

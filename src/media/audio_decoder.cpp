@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // WAV, FLAC and MP3 through libsndfile (Debian's libsndfile1, which decodes FLAC with libFLAC and
-// MP3 with libmpg123); OGG Vorbis through libvorbisfile (OGG Opus is refused)
-// (media/vorbis_decoder.cpp). The bytes are read from memory through libsndfile's virtual I/O.
+// MP3 with libmpg123); OGG Vorbis through libvorbisfile (media/vorbis_decoder.cpp) and OGG Opus
+// through libopusfile (media/opus_decoder.cpp). The bytes are read from memory through libsndfile's virtual I/O.
 // The header is checked before any sample is decoded and the samples go through
 // AudioAccumulator (media/audio_pcm.h: limits, mono mixdown, resampling to 16 kHz) block by
 // block.
@@ -143,6 +143,32 @@ const char* ogg_codec(std::span<const uint8_t> bytes) {
   return nullptr;
 }
 
+// An OGG stream whose last page does not carry the end-of-stream flag was cut short: Vorbis and
+// Opus headers state no length to compare with. The last page is found from the end: a capture
+// pattern whose page (27-byte header, segment table, segments) ends exactly at the end of the
+// bytes, within the largest page's reach (27 + 255 + 255 * 255 bytes).
+Status check_ogg_complete(std::span<const uint8_t> bytes) {
+  constexpr size_t kMaxPage = 27 + 255 + 255 * 255;
+  const size_t n = bytes.size();
+  if (n < 27) return make_error("ogg audio is truncated: %zu bytes hold no whole page", n);
+  const size_t lowest = n > kMaxPage ? n - kMaxPage : 0;
+  for (size_t pos = n - 27;; --pos) {
+    const uint8_t* p = bytes.data() + pos;
+    if (std::memcmp(p, "OggS", 4) == 0 && p[4] == 0 && pos + 27 + p[26] <= n) {
+      size_t end = pos + 27 + p[26];
+      for (size_t k = 0; k < p[26]; ++k) end += p[27 + k];
+      if (end == n) {
+        if ((p[5] & 0x04) == 0) {
+          return make_error("ogg audio is truncated: its last page does not end the stream (no end-of-stream flag)");
+        }
+        return ok_status();
+      }
+    }
+    if (pos == lowest) break;
+  }
+  return make_error("ogg audio is truncated or has trailing bytes: no page ends where the file ends");
+}
+
 }  // namespace
 
 bool sniff_wav(std::span<const uint8_t> bytes) {
@@ -175,18 +201,17 @@ Result<DecodedMedia> decode_wav(std::span<const uint8_t> bytes, const MediaLimit
 Result<DecodedMedia> decode_flac(std::span<const uint8_t> bytes, const MediaLimits& limits) {
   return decode_sndfile(bytes, limits, "flac");
 }
-// OGG goes through libvorbisfile only: libsndfile 1.2.0's OGG reader leaks the Vorbis header
-// state of a corrupt stream, also one whose first packet is Opus (both found by
-// audio_decode_fuzz), so no OGG bytes reach it and OGG Opus is refused by name.
+// OGG goes through libvorbisfile (Vorbis) and libopusfile (Opus) only: libsndfile 1.2.0's OGG
+// reader leaks the Vorbis header state of a corrupt stream, also one whose first packet is Opus
+// (both found by audio_decode_fuzz), so no OGG bytes reach it.
 Result<DecodedMedia> decode_ogg(std::span<const uint8_t> bytes, const MediaLimits& limits) {
   const char* codec = ogg_codec(bytes);
-  if (codec != nullptr && std::strcmp(codec, "vorbis") == 0) return decode_ogg_vorbis(bytes, limits);
-  if (codec != nullptr && std::strcmp(codec, "opus") == 0) {
-    return make_error(
-        "ogg audio: Opus is not supported (OGG is read with libvorbisfile, Vorbis only); send WAV, "
-        "FLAC, MP3 or OGG Vorbis");
+  if (codec == nullptr) {
+    return make_error("ogg audio: the stream's first packet is neither Vorbis nor Opus (the codecs read in OGG)");
   }
-  return make_error("ogg audio: the stream's first packet is not Vorbis (the one codec supported in OGG)");
+  SNIPER_TRY(check_ogg_complete(bytes));
+  if (std::strcmp(codec, "vorbis") == 0) return decode_ogg_vorbis(bytes, limits);
+  return decode_ogg_opus(bytes, limits);
 }
 Result<DecodedMedia> decode_mp3(std::span<const uint8_t> bytes, const MediaLimits& limits) {
   return decode_sndfile(bytes, limits, "mp3");

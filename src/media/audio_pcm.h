@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What every audio decoder does with the samples it reads (media/audio_decoder.cpp through
-// libsndfile, media/vorbis_decoder.cpp through libvorbisfile): checks the header's channels, rate
+// libsndfile, media/vorbis_decoder.cpp through libvorbisfile, media/opus_decoder.cpp through
+// libopusfile): checks the header's channels, rate
 // and declared duration against MediaLimits before any sample is decoded, then takes interleaved
 // float blocks, mixes them down to mono (the channels' mean, as miniaudio, mtmd's decoder, does
 // for a mono output), resamples them to kAudioSampleRate as they come and checks the duration
@@ -45,8 +46,9 @@ class AudioAccumulator {
   DecodedMedia out_;
 };
 
-// OGG Vorbis through libvorbisfile (media/vorbis_decoder.cpp); decode_ogg sends Vorbis streams
-// there.
+// OGG Vorbis through libvorbisfile (media/vorbis_decoder.cpp) and OGG Opus through libopusfile
+// (media/opus_decoder.cpp); decode_ogg sends each stream to its codec's reader.
 Result<DecodedMedia> decode_ogg_vorbis(std::span<const uint8_t> bytes, const MediaLimits& limits);
+Result<DecodedMedia> decode_ogg_opus(std::span<const uint8_t> bytes, const MediaLimits& limits);
 
 }  // namespace sniper

@@ -5,9 +5,9 @@
 // limits (bytes, width, height, pixels) before it allocates or decodes anything, so a
 // decompression bomb costs a header parse; errors name the format, the limit and the value.
 //
-// Audio (WAV, FLAC, OGG Vorbis/Opus, MP3) goes through libsndfile (which reads MP3 through
-// libmpg123), is mixed down to mono as the channels' mean and resampled to 16 kHz with
-// libsamplerate as it is read (media/audio_resample.h), so memory stays bounded by the output.
+// Audio (WAV, FLAC, MP3) goes through libsndfile (which reads MP3 through libmpg123), OGG Vorbis
+// through libvorbisfile and OGG Opus through libopusfile; it is mixed down to mono as the channels' mean and resampled
+// to 16 kHz with libsamplerate as it is read (media/audio_resample.h), so memory stays bounded by the output.
 //
 // The decoders form one table (media_decoders()): a format name, the media kind it yields, a
 // signature test on the first bytes and a decode function. decode_media() sniffs the bytes

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -16,6 +18,7 @@
 #include "agent/local_server.h"
 #include "agent/scripted_server.h"
 #include "golden/shared_dir.h"
+#include "media/test_reference_files.h"
 
 namespace sniper::agent {
 namespace {
@@ -198,6 +201,73 @@ TEST_F(ServeWiring, ImageTurnThroughTheAgent) {
   EXPECT_EQ(agent.conversation().messages().size(), 2u);
   agent.handle_line("And the colours?");  // the follow-up keeps the image for the vision model
   EXPECT_EQ(agent.conversation().messages().size(), 4u) << out.str();
+}
+
+// An audio turn through the agent against `sniper serve --mmproj` with the gemma4a reference
+// projector (tests/media/reference/gemma4e-gemma4a-q8_0's synth flags) and its 2 s tone: the agent
+// routes the clip to the backend that lists "audio", and the reply is what `sniper run --audio`
+// generates for the same plain-format prompt (the agent puts the text before the clip).
+TEST_F(ServeWiring, AudioTurnThroughTheAgent) {
+  const std::string model = shared_dir() + "/models/syn-gemma4e-small.gguf";
+  const std::string base = "/tmp/sniper-agent-audio-" + std::to_string(::getpid());
+  const std::string mmproj = base + ".mmproj.gguf";
+  const std::string wav = base + ".wav";
+  struct Cleanup {
+    std::string a, b;
+    ~Cleanup() {
+      std::remove(a.c_str());
+      std::remove(b.c_str());
+    }
+  } cleanup{mmproj, wav};
+  const std::string synth = std::string(SNIPER_CLI_PATH) +
+                            " synth --mmproj gemma4a --type q8_0 --seed 22 --layers 3 --for " + model + " -o " +
+                            mmproj + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(synth.c_str()), 0) << synth;
+  const std::vector<uint8_t> bytes = test::wav_of(test::samples_of("tone", 32000));
+  std::ofstream(wav, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  auto server = LocalServer::start(
+      SNIPER_CLI_PATH, {"serve", "-m", model, "--mmproj", mmproj, "--port", "0", "--ctx", "512", "--temp", "0"}, 120,
+      "");
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  AgentConfig config;
+  BackendConfig b;
+  b.name = "local";
+  b.url = (*server)->url();
+  config.backends = {b};
+  config.max_tokens = 6;
+  config.read_timeout_s = 60;
+  config.system_prompt = "";
+  BackendPool pool(config);
+  const std::vector<std::string>& caps = pool.capabilities(0);
+  EXPECT_NE(std::find(caps.begin(), caps.end(), "audio"), caps.end());
+  EXPECT_EQ(std::find(caps.begin(), caps.end(), "vision"), caps.end());
+  std::ostringstream out;
+  AgentIo io;
+  io.out = &out;
+  Agent agent(config, &pool, io);
+  agent.handle_line("/raw");
+  agent.handle_line("/audio " + wav);
+  agent.handle_line("Transcribe.");
+  ASSERT_EQ(agent.conversation().messages().size(), 2u) << out.str();
+  EXPECT_EQ(agent.conversation().messages()[0].media.size(), 1u);
+  const std::string reply = agent.conversation().messages()[1].content;
+  const std::string run = std::string(SNIPER_CLI_PATH) + " run -m " + model + " --mmproj " + mmproj + " --audio " +
+                          wav + " -p 'User: Transcribe.<__media__>\nAssistant:' -n 6 --temp 0 --no-echo 2>/dev/null";
+  std::string want;
+  if (FILE* p = ::popen(run.c_str(), "r")) {
+    char buf[4096];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) want.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0) << run;
+  }
+  auto trim = [](std::string s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
+    return s;
+  };
+  ASSERT_FALSE(trim(want).empty()) << run;
+  EXPECT_EQ(trim(reply), trim(want)) << out.str();
 }
 
 TEST_F(ServeWiring, TemplateLessModelAnswersOrRejectsCleanly) {

@@ -410,6 +410,26 @@ if grep -q "audio media is not supported by the projector .* (it encodes: images
   && grep -q "is wav audio, not an image: attach it with /audio" "$tmp/mm_chat_audio.err" \
   && [ "$(grep -c 'prompt tok' "$tmp/mm_chat_audio.err")" -eq 1 ]; then pass
 else fail "chat /audio with a vision projector: $(cat "$tmp/mm_chat_audio.err")"; fi
+# chat /audio with the gemma4a reference projector (tests/media/reference/gemma4e-gemma4a-q8_0's
+# synth flags) and its 2 s tone (scripts/mm/audio_signals.py): the first reply is run --audio's over
+# the same plain-format prompt, the second turn reuses the clip's cells.
+lme=$shared/models/syn-gemma4e-small.gguf
+"$bin" synth --mmproj gemma4a --type q8_0 --seed 22 --layers 3 --for "$lme" -o "$tmp/g4a.gguf" >/dev/null 2>&1 \
+  || fail "synth --mmproj gemma4a"
+/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import audio_signals as a
+open(sys.argv[2], "wb").write(a.wav(a.tone(32000)))' "$(dirname "$0")/../../scripts/mm" "$tmp/tone.wav" \
+  || fail "writing the tone WAV"
+"$bin" run -m "$lme" --mmproj "$tmp/g4a.gguf" --audio "$tmp/tone.wav" -p "User: <__media__>Transcribe.
+Assistant:" -n 8 --temp 0 --no-echo >"$tmp/a_run8.out" 2>/dev/null || fail "run --audio (plain chat format)"
+printf '/audio %s\nTranscribe.\nAgain?\n' "$tmp/tone.wav" | "$bin" chat -m "$lme" --mmproj "$tmp/g4a.gguf" -n 8 \
+  --temp 0 >"$tmp/a_chat.out" 2>"$tmp/a_chat.err"
+if [ -s "$tmp/a_run8.out" ] && grep -q "audio attached to the next message" "$tmp/a_chat.out" \
+  && tail -n +2 "$tmp/a_chat.out" | cmp -s -n "$(stat -c %s "$tmp/a_run8.out")" - "$tmp/a_run8.out"; then pass
+else fail "chat /audio reply differs from run --audio's: $(cat "$tmp/a_run8.out" "$tmp/a_chat.out" "$tmp/a_chat.err")"; fi
+a_first=$(grep 'prompt tok' "$tmp/a_chat.err" | sed -n '1s/^\[\([0-9]*\) prompt tok.*/\1/p')
+a_second=$(grep 'prompt tok' "$tmp/a_chat.err" | sed -n '2s/^\[\([0-9]*\) prompt tok.*/\1/p')
+if [ -n "$a_second" ] && [ "$a_first" -gt 50 ] && [ "$a_second" -lt 50 ]; then pass
+else fail "chat /audio reuse: first $a_first, second $a_second"; fi
 printf '/image %s\nhi\n' "$tmp/cut.png" | "$bin" chat -m "$lmq" --mmproj "$mmq" -n 2 --temp 0 >/dev/null \
   2>"$tmp/mm_chat_cut.err"
 if grep -q "cut.png" "$tmp/mm_chat_cut.err" && [ "$(grep -c 'prompt tok' "$tmp/mm_chat_cut.err")" -eq 1 ]; then pass

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer entry point for audio decoding (media/media_decoder.h: WAV, FLAC, OGG Vorbis/Opus and
-// MP3 through libsndfile, mono mixdown, resampling to 16 kHz with libsamplerate): any input must
+// libFuzzer entry point for audio decoding (media/media_decoder.h: WAV, FLAC and MP3 through
+// libsndfile, OGG Vorbis through libvorbisfile, OGG Opus through libopusfile, mono mixdown,
+// resampling to 16 kHz with libsamplerate): any input must
 // decode or fail cleanly within the limits, and decoded audio must be mono at 16 kHz, finite,
 // non-empty and no longer than the duration limit allows (plus the resampler's rounding).
 #include <cmath>

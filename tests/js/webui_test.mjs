@@ -16,13 +16,19 @@
 //    reference 96x64 PNG attached with the button, pasted and dropped shows decoded thumbnails; a
 //    WAV is refused by name (the projector has no audio); the request carries the image as an
 //    image_url data URL equal to the file; the reply completes; a corrupt PNG gets the server's
-//    error and the next image turn works; the thumbnail survives a reload.
+//    error and the next image turn works; the thumbnail survives a reload;
+//  - audio, against a third server with the gemma4a reference case (syn-gemma4e-small + the
+//    projector synth writes, the 2 s tone WAV): attached with the button it shows an audio player,
+//    goes as an input_audio part holding the file's base64, and the streamed reply equals
+//    `sniper run --audio` on the same plain-format prompt.
 // Screenshots go to argv[3] (or $SNIPER_SCREENSHOT), default ./webui.png; a second one with the
 // rendered markdown goes next to it (-markdown.png).
 // usage: node webui_test.mjs <sniper binary> <shared dir> [screenshot.png]
 import { chromium } from "playwright-core";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { check, fetchMetrics, parseArgs, startServer, synthQwen3, tempDir } from "./lib/server.mjs";
 
 const { bin, shared, rest } = parseArgs("webui_test.mjs <sniper binary> <shared dir> [screenshot.png]");
@@ -30,6 +36,7 @@ const shot = path.resolve(rest[0] || process.env.SNIPER_SCREENSHOT || "webui.png
 const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
 
 const dir = tempDir("sniper-webui-");
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const server = await startServer(bin, ["-m", synthQwen3(bin, shared, dir), "--ctx", "2048"]);
 let browser = null, failed = false, mmServer = null;
 const pageErrors = [];
@@ -283,6 +290,68 @@ try {
   await mpage.waitForFunction(() => [...document.querySelectorAll("#messages .msg.user img.thumb")].filter((i) => i.naturalWidth === 96).length === 2);
   console.log(`media: ${mmBodies.length} image requests; reply ${JSON.stringify(await mpage.textContent("#messages .msg.assistant:last-of-type .stats"))}`);
   check((await mmServer.stop()) === 0, "the media server did not exit cleanly");
+
+  // Audio against the gemma4a reference case (syn-gemma4e-small + the projector synth writes for
+  // tests/media/reference/gemma4e-gemma4a-q8_0, its 2 s tone): the WAV attached with the button shows
+  // an audio player, goes as an input_audio part holding the file's base64, and the streamed reply
+  // is what `sniper run --audio` generates for the same plain-format prompt.
+  const lmA = `${shared}/models/syn-gemma4e-small.gguf`;
+  const projA = path.join(dir, "gemma4a.gguf");
+  execFileSync(bin, ["synth", "--mmproj", "gemma4a", "--type", "q8_0", "--seed", "22", "--layers", "3", "--for", lmA,
+    "-o", projA], { stdio: ["ignore", "ignore", "inherit"] });
+  const toneWav = path.join(dir, "tone.wav");
+  execFileSync("/usr/bin/python3", ["-c", "import sys; sys.path.insert(0, sys.argv[1]); import audio_signals as a\n" +
+    "open(sys.argv[2], 'wb').write(a.wav(a.tone(32000)))", path.join(repoRoot, "scripts/mm"), toneWav]);
+  mmServer = await startServer(bin, ["-m", lmA, "--mmproj", projA, "--ctx", "512"]);
+  const apage = await context.newPage();
+  apage.on("pageerror", (e) => pageErrors.push(String(e)));
+  const audioReplies = [];
+  apage.on("response", (r) => { if (r.url().endsWith("/v1/chat/completions")) audioReplies.push(r); });
+  const audioBodies = [];
+  apage.on("request", (r) => { if (r.url().endsWith("/v1/chat/completions")) audioBodies.push(JSON.parse(r.postData() || "{}")); });
+  await apage.goto(mmServer.url + "/");
+  await apage.waitForFunction(() => document.getElementById("model-info").textContent.includes("reads audio"), null, { timeout: 10000 });
+  await apage.click("#open-settings");
+  await apage.fill("#s-max", "6");
+  await apage.fill("#s-temp", "0");
+  await apage.fill("#s-system", "");
+  await apage.click("#s-save");
+  await apage.setInputFiles("#file-input", toneWav);
+  await apage.waitForSelector("#attachments audio");
+  await apage.fill("#input", "Transcribe.");
+  await apage.press("#input", "Enter");
+  await apage.waitForFunction(() => !document.querySelector(".msg.streaming") && !document.getElementById("send").hidden,
+    null, { timeout: 60000 });
+  check((await apage.$$("#messages .msg.error")).length === 0, `audio turn error: ${await apage.textContent("#messages")}`);
+  check((await apage.$$("#messages .msg.user audio")).length === 1, "no audio player in the conversation");
+  const aMsgs = audioBodies[0].messages;
+  const aParts = aMsgs[aMsgs.length - 1].content;
+  const toneB64 = fs.readFileSync(toneWav).toString("base64");
+  check(Array.isArray(aParts) && aParts.some((p) => p.type === "input_audio" && p.input_audio.format === "wav" &&
+    p.input_audio.data === toneB64), `audio request ${JSON.stringify(aParts).slice(0, 200)}`);
+  // The plain format the server renders for a model without a chat template (generation_prologue.cpp).
+  let plain = "";
+  for (const m of aMsgs) {
+    const text = typeof m.content === "string" ? m.content
+      : m.content.map((p) => p.type === "text" ? p.text : "<__media__>").join("");
+    plain += (m.role === "user" ? "User: " : m.role === "assistant" ? "Assistant: " : "System: ") + text + "\n";
+  }
+  plain += "Assistant:";
+  const want = execFileSync(bin, ["run", "-m", lmA, "--mmproj", projA, "--audio", toneWav, "-p", plain, "-n", "6",
+    "--temp", "0", "--no-echo"], { stdio: ["ignore", "pipe", "ignore"] }).toString().replace(/\n$/, "");  // run ends with a newline
+  let streamed = "";
+  // Chromium hands the event stream's body over read as Latin-1 (no charset on
+  // text/event-stream): its bytes are the characters' codes, read again as UTF-8.
+  let audioSse = await audioReplies[0].text();
+  if (![...audioSse].some((ch) => ch.codePointAt(0) > 0xff)) audioSse = Buffer.from(audioSse, "latin1").toString("utf8");
+  for (const line of audioSse.split("\n")) {
+    if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
+    const delta = JSON.parse(line.slice(6)).choices?.[0]?.delta;
+    if (delta && typeof delta.content === "string") streamed += delta.content;
+  }
+  check(want.length > 0 && streamed === want, `audio reply ${JSON.stringify(streamed)} != run --audio ${JSON.stringify(want)}`);
+  console.log(`audio: reply ${JSON.stringify(streamed)} equals run --audio's`);
+  check((await mmServer.stop()) === 0, "the audio server did not exit cleanly");
 
   check(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`);
   const code = await server.stop();

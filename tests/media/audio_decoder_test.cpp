@@ -3,8 +3,9 @@
 // (media/audio_resample.h) on audio written by libsndfile's encoders:
 //   * 16-bit WAV and FLAC at 16 kHz decode to exactly sample / 32768 (what miniaudio, mtmd's
 //     decoder, gives), float WAV to the samples themselves, several channels to their mean;
-//   * lossy OGG Vorbis and MP3 at 44.1 or 48 kHz come out at 16 kHz with the right
-//     length and a sine's frequency and level kept;
+//   * lossy OGG Vorbis, OGG Opus and MP3 at 44.1 or 48 kHz come out at 16 kHz with the right
+//     length and a sine's frequency and level kept; an Opus file and its WAV give the same
+//     log-mel spectrogram up to the codec's loss;
 //   * the resampler keeps a sine within 1e-3 (band-limited sinc), passes 16 kHz through bit for
 //     bit, and a stream pushed in odd blocks equals the whole signal converted at once;
 //   * limits (bytes, seconds from the header, channels, sample rate) fail before the samples are
@@ -15,13 +16,17 @@
 // of tests/fuzz/corpus/audio_decode_fuzz was made so).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "media/audio_mel.h"
 #include "media/audio_pcm.h"
 #include "media/audio_resample.h"
 #include "media/media_decoder.h"
@@ -132,13 +137,105 @@ TEST(AudioDecoder, LossyFormatsAt441And48kHzComeOutAt16kHz) {
   }
 }
 
-// OGG Opus is refused by name: OGG is read with libvorbisfile only, because libsndfile's OGG reader
-// leaks on corrupt streams (tests/fuzz/regressions/audio_decode_fuzz/ogg_opus_head_leaks).
-TEST(AudioDecoder, OggOpusIsRefusedByName) {
-  const std::vector<uint8_t> opus = write_audio(AudioFormat::kOggOpus, 1, 48000, sine(300.0, 0.3, 48000, 4800));
-  auto got = decode_media(opus, MediaLimits{});
-  ASSERT_FALSE(got.ok());
-  EXPECT_NE(got.error().message.find("Opus is not supported"), std::string::npos) << got.error().message;
+void expect_error(const std::vector<uint8_t>& bytes, const MediaLimits& limits, const std::string& needle);
+
+// OGG Opus goes through libopusfile (libsndfile's OGG reader leaks on corrupt streams:
+// tests/fuzz/regressions/audio_decode_fuzz/ogg_opus_head_leaks): 48 kHz, mono or stereo, comes out
+// at 16 kHz with the pre-skip removed (the length is the input's) and the tone's level kept.
+TEST(AudioDecoder, OggOpusDecodesAt48kHzTo16kHz) {
+  maybe_write_corpus("ogg_opus_stereo", write_audio(AudioFormat::kOggOpus, 2, 48000, sine(300.0, 0.3, 48000, 1920)));
+  for (int channels : {1, 2}) {
+    SCOPED_TRACE(channels);
+    const std::vector<float> mono = sine(440.0, 0.5, 48000, 48000);
+    std::vector<float> in;
+    for (float s : mono) in.insert(in.end(), static_cast<size_t>(channels), s);
+    auto got = decode_media(write_audio(AudioFormat::kOggOpus, channels, 48000, in), MediaLimits{});
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    EXPECT_EQ(got->format, "ogg");
+    EXPECT_EQ(got->audio.source_rate, 48000);
+    EXPECT_EQ(got->audio.source_channels, channels);
+    EXPECT_NEAR(static_cast<double>(got->audio.samples.size()), 16000.0, 16.0);  // within 1 ms
+    EXPECT_NEAR(tone_level(got->audio.samples, 440.0, 1600), 0.5, 0.03);
+  }
+}
+
+// The limits hold for Opus as for the other formats (the length from the stream's last granule
+// position, before any sample is decoded), and a cut, a corrupt or a foreign OGG stream is an error
+// that says so.
+TEST(AudioDecoder, OggOpusLimitsAndBadInput) {
+  const std::vector<uint8_t> two_s = write_audio(AudioFormat::kOggOpus, 1, 48000, sine(440.0, 0.3, 48000, 96000));
+  MediaLimits limits;
+  limits.max_audio_seconds = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_error(two_s, limits, "ogg audio lasts 2.0 seconds, over the limit of 1 seconds");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0.5);
+  MediaLimits two;
+  two.max_audio_channels = 2;
+  expect_error(write_audio(AudioFormat::kOggOpus, 3, 48000, std::vector<float>(3 * 4800, 0.1f)), two,
+               "ogg audio has 3 channels, outside the limit of [1, 2]");
+  MediaLimits small;
+  small.max_bytes = 200;
+  expect_error(two_s, small, "over the limit of 200 bytes");
+  // Cut anywhere after the headers: the last page no longer ends the stream.
+  for (size_t keep : {two_s.size() / 2, two_s.size() - 1, two_s.size() - 40}) {
+    SCOPED_TRACE(keep);
+    expect_error(std::vector<uint8_t>(two_s.begin(), two_s.begin() + static_cast<long>(keep)), MediaLimits{},
+                 "ogg audio is truncated");
+  }
+  // The Opus header's signature over garbage, and a packet of no codec read in OGG.
+  std::vector<uint8_t> garbage(two_s.begin(), two_s.begin() + 36);
+  garbage.resize(400, 0x5a);
+  expect_error(garbage, MediaLimits{}, "ogg audio");
+  std::vector<uint8_t> speex = two_s;
+  std::memcpy(speex.data() + 28, "Speex   ", 8);
+  expect_error(speex, MediaLimits{}, "neither Vorbis nor Opus");
+}
+
+// An Opus file and the WAV of the same 48 kHz signal give the same log-mel spectrogram up to the
+// codec's loss: both are resampled by the same libsamplerate converter, and where the tones put
+// their energy (within e^4 of a frame's loudest bin) the values stay within the bound below.
+TEST(AudioDecoder, OggOpusAndItsWavGiveTheSameMel) {
+  std::vector<float> x(48000);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double t = static_cast<double>(i) / 48000.0;
+    x[i] = static_cast<float>(0.25 * std::sin(2 * M_PI * 440 * t) + 0.125 * std::sin(2 * M_PI * 880 * t));
+  }
+  auto wav = decode_media(write_audio(AudioFormat::kWavFloat, 1, 48000, x), MediaLimits{});
+  auto opus = decode_media(write_audio(AudioFormat::kOggOpus, 1, 48000, x), MediaLimits{});
+  ASSERT_TRUE(wav.ok()) << wav.error().message;
+  ASSERT_TRUE(opus.ok()) << opus.error().message;
+  ASSERT_NEAR(static_cast<double>(opus->audio.samples.size()), static_cast<double>(wav->audio.samples.size()), 16.0);
+  auto mel = LogMel::create(gemma4a_log_mel_params(128));
+  ASSERT_TRUE(mel.ok()) << mel.error().message;
+  auto a = mel->compute(wav->audio.samples, nullptr);
+  auto b = mel->compute(opus->audio.samples, nullptr);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), 1u);
+  ASSERT_EQ(b->size(), 1u);
+  const MelSpectrogram& w = (*a)[0];
+  const MelSpectrogram& o = (*b)[0];
+  ASSERT_LE(std::abs(w.n_frames - o.n_frames), 1);
+  const int n_frames = std::min(w.n_frames, o.n_frames);
+  double loud_sum = 0, loud_max = 0;
+  int64_t loud = 0;
+  // The first and last frames see the codec's start-up and the padding: skipped.
+  for (int f = 5; f + 5 < n_frames; ++f) {
+    float peak = -1e30f;
+    for (int m = 0; m < w.n_mel; ++m) peak = std::max(peak, w.data[static_cast<size_t>(m) * w.n_frames + f]);
+    for (int m = 0; m < w.n_mel; ++m) {
+      const size_t k = static_cast<size_t>(m) * w.n_frames + f;
+      if (w.data[k] < peak - 4.0f) continue;
+      const double d = std::fabs(static_cast<double>(w.data[k]) - o.data[static_cast<size_t>(m) * o.n_frames + f]);
+      loud_sum += d;
+      loud_max = std::max(loud_max, d);
+      ++loud;
+    }
+  }
+  ASSERT_GT(loud, 0);
+  std::printf("opus vs wav log-mel over %lld loud values: mean |diff| %.4f, max %.4f\n", static_cast<long long>(loud),
+              loud_sum / static_cast<double>(loud), loud_max);
+  EXPECT_LT(loud_sum / static_cast<double>(loud), 0.03);
+  EXPECT_LT(loud_max, 0.3);
 }
 
 TEST(AudioResample, SineStaysWithinBandLimitedError) {

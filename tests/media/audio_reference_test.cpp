@@ -39,55 +39,11 @@ namespace {
 
 using test::read_bytes;
 using test::read_f32;
+using test::samples_of;
 using test::sha256_hex;
+using test::wav_of;
 
 const std::string kRefDir = std::string(SNIPER_SOURCE_DIR) + "/tests/media/reference";
-
-// make_gemma4a_references.py's formulas (make_audio_references.py's tone and noise).
-std::vector<int16_t> samples_of(const std::string& kind, int64_t n) {
-  std::vector<int16_t> s(static_cast<size_t>(n));
-  if (kind == "tone") {
-    for (int64_t i = 0; i < n; ++i) {
-      // Python's left-to-right order: 2 * pi * 440 * i / 16000.
-      const auto x = static_cast<double>(i);
-      s[static_cast<size_t>(i)] = static_cast<int16_t>(
-          static_cast<int>(8000 * (std::sin(2 * M_PI * 440 * x / 16000) + 0.5 * std::sin(2 * M_PI * 880 * x / 16000))));
-    }
-    return s;
-  }
-  uint64_t state = 12345;
-  for (int64_t i = 0; i < n; ++i) {
-    state = (state * 1103515245 + 12345) % (uint64_t{1} << 31);
-    const int64_t v = ((i * 37) % 400 - 200) * 40 + static_cast<int64_t>((state >> 16) % 8001) - 4000;
-    s[static_cast<size_t>(i)] = static_cast<int16_t>(std::max<int64_t>(-32768, std::min<int64_t>(32767, v)));
-  }
-  return s;
-}
-
-std::vector<uint8_t> wav_of(const std::vector<int16_t>& s) {
-  auto u32 = [](std::vector<uint8_t>& b, uint32_t v) {
-    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  };
-  auto u16 = [](std::vector<uint8_t>& b, uint16_t v) {
-    b.push_back(static_cast<uint8_t>(v));
-    b.push_back(static_cast<uint8_t>(v >> 8));
-  };
-  const auto data = static_cast<uint32_t>(s.size() * 2);
-  std::vector<uint8_t> b = {'R', 'I', 'F', 'F'};
-  u32(b, 36 + data);
-  for (char ch : std::string("WAVEfmt ")) b.push_back(static_cast<uint8_t>(ch));
-  u32(b, 16);
-  u16(b, 1);
-  u16(b, 1);
-  u32(b, 16000);
-  u32(b, 32000);
-  u16(b, 2);
-  u16(b, 16);
-  for (char ch : std::string("data")) b.push_back(static_cast<uint8_t>(ch));
-  u32(b, data);
-  for (int16_t v : s) u16(b, static_cast<uint16_t>(v));
-  return b;
-}
 
 double nmse(const float* a, const float* b, size_t n) {
   double num = 0, den = 0;

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 // What the media suites share to read mtmd's references (tests/media/reference, ../shared/reference/mm):
-// a file's bytes, a raw little-endian f32 array, a SHA-256 in hex, and the check that a prompt's
-// pieces are mtmd's chunks (text ids, and each media chunk's position count).
+// a file's bytes, a raw little-endian f32 array, a SHA-256 in hex, the check that a prompt's
+// pieces are mtmd's chunks (text ids, and each media chunk's position count), the audio
+// references' signals and WAV, and a case's projector written again by synth.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -46,6 +49,53 @@ inline std::string sha256_hex(const void* data, size_t n) {
     s.push_back(kHex[md[i] & 15]);
   }
   return s;
+}
+
+// The audio references' test signals (scripts/mm/audio_signals.py: the tone and the noise) and
+// the 16 kHz mono 16-bit WAV they are written as.
+inline std::vector<int16_t> samples_of(const std::string& kind, int64_t n) {
+  std::vector<int16_t> s(static_cast<size_t>(n));
+  if (kind == "tone") {
+    for (int64_t i = 0; i < n; ++i) {
+      // Python's left-to-right order: 2 * pi * 440 * i / 16000.
+      const auto x = static_cast<double>(i);
+      s[static_cast<size_t>(i)] = static_cast<int16_t>(
+          static_cast<int>(8000 * (std::sin(2 * M_PI * 440 * x / 16000) + 0.5 * std::sin(2 * M_PI * 880 * x / 16000))));
+    }
+    return s;
+  }
+  uint64_t state = 12345;
+  for (int64_t i = 0; i < n; ++i) {
+    state = (state * 1103515245 + 12345) % (uint64_t{1} << 31);
+    const int64_t v = ((i * 37) % 400 - 200) * 40 + static_cast<int64_t>((state >> 16) % 8001) - 4000;
+    s[static_cast<size_t>(i)] = static_cast<int16_t>(std::max<int64_t>(-32768, std::min<int64_t>(32767, v)));
+  }
+  return s;
+}
+
+inline std::vector<uint8_t> wav_of(const std::vector<int16_t>& s) {
+  auto u32 = [](std::vector<uint8_t>& b, uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  auto u16 = [](std::vector<uint8_t>& b, uint16_t v) {
+    b.push_back(static_cast<uint8_t>(v));
+    b.push_back(static_cast<uint8_t>(v >> 8));
+  };
+  const auto data = static_cast<uint32_t>(s.size() * 2);
+  std::vector<uint8_t> b = {'R', 'I', 'F', 'F'};
+  u32(b, 36 + data);
+  for (char ch : std::string("WAVEfmt ")) b.push_back(static_cast<uint8_t>(ch));
+  u32(b, 16);
+  u16(b, 1);
+  u16(b, 1);
+  u32(b, 16000);
+  u32(b, 32000);
+  u16(b, 2);
+  u16(b, 16);
+  for (char ch : std::string("data")) b.push_back(static_cast<uint8_t>(ch));
+  u32(b, data);
+  for (int16_t v : s) u16(b, static_cast<uint16_t>(v));
+  return b;
 }
 
 // `chunks` as the reference's meta.json lists them: {"type": 0, "ids": [...]} for text,

@@ -68,7 +68,7 @@ TEST(AnthropicProtocol, ImageBlocksBecomeImageParts) {
   ASSERT_EQ(r.chat.messages.size(), 1u);
   EXPECT_EQ(r.chat.messages[0]["content"], Json::parse(R"([{"type":"text","text":"one"},
       {"type":"image_url","image_url":{"url":"data:image/png;base64,aGk="},
-       "x-sniper-source":"messages[0].content[1].source.data"},{"type":"text","text":"two"}])"));
+       "x-sniper-source":"messages[0].content[1].source.data","x-sniper-api":"anthropic"},{"type":"text","text":"two"}])"));
 }
 
 TEST(AnthropicProtocol, BadRequestsAreClear400s) {

@@ -122,9 +122,11 @@ TEST(OllamaProtocol, MessagesConvertToTheOpenAiShape) {
   // Images become image parts before the text (server/media_input.h takes them out later).
   OllamaRequest with_image;
   ASSERT_FALSE(chat(R"({"model":"m","messages":[{"role":"user","content":"what?","images":["aGk="]}]})", &with_image));
-  EXPECT_EQ(with_image.messages[0]["content"],
-            Json::parse(R"([{"type":"image_url","image_url":{"url":"data:;base64,aGk="},)"
-                        R"("x-sniper-source":"messages[0].images[0]"},{"type":"text","text":"what?"}])"));
+  EXPECT_EQ(
+      with_image.messages[0]["content"],
+      Json::parse(
+          R"([{"type":"image_url","image_url":{"url":"data:;base64,aGk="},)"
+          R"("x-sniper-source":"messages[0].images[0]","x-sniper-api":"ollama"},{"type":"text","text":"what?"}])"));
   // And back: arguments as an object, reasoning as thinking.
   const Json back = ollama_message(
       Json{{"role", "assistant"},
