@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The interactive loop around Agent: libedit line editing with persistent history
-// ($XDG_STATE_HOME/sniper/agent_history or ~/.local/state/sniper/agent_history), Tab completion
-// of slash commands, a SIGINT handler that sets the cancel flag the streaming loop polls (Ctrl-C
-// stops a generation; at the prompt the first Ctrl-C clears the line, a second one at an empty
-// prompt quits; Ctrl-D quits), y/N confirmation, and /loop wake-ups while idle at the prompt.
-// Without a terminal on stdin it reads plain lines (for scripts and pipes).
+// The interactive loop around Agent, on the line editor `sniper chat` uses (cli::LineEditor:
+// libedit with persistent history in $XDG_STATE_HOME/sniper/agent_history or
+// ~/.local/state/sniper/agent_history, multi-line input with a trailing backslash or a """
+// block), Tab completion of slash commands, a SIGINT handler that sets the cancel flag the
+// streaming loop polls (Ctrl-C stops a generation; at the prompt the first Ctrl-C clears the
+// line, a second one at an empty prompt quits; Ctrl-D quits), y/N confirmation, and /loop
+// wake-ups while idle at the prompt. Without a terminal on stdin and stdout it reads plain lines
+// (for scripts and pipes).
 // Invariants: one Repl per process (it owns the SIGINT handler while it runs).
 #pragma once
 

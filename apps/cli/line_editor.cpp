@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 
 #include "interrupt.h"
@@ -66,6 +67,9 @@ class PlainReader : public LineEditor {
 struct EditState {
   std::string prompt;
   std::vector<std::string> completions;
+  std::function<bool()> wake;
+  bool wake_allowed = false;       // nothing typed yet in this read (no continued lines either)
+  bool woke = false;               // the read ended because wake() was true
   bool interrupted_empty = false;  // the Ctrl-C came at an empty line
 };
 
@@ -82,13 +86,19 @@ bool line_empty(EditLine* el) {
   return li->lastchar == li->buffer;
 }
 
-// One character (UTF-8 decoded) for libedit; -1 with EINTR on Ctrl-C.
+// One character (UTF-8 decoded) for libedit; -1 with EINTR on Ctrl-C or a wake-up.
 int getc_fn(EditLine* el, wchar_t* c) {
+  EditState* s = state_of(el);
   unsigned char bytes[4];
   int have = 0, need = 1;
   while (true) {
     if (interrupt_requested().load()) {
-      state_of(el)->interrupted_empty = line_empty(el);
+      s->interrupted_empty = line_empty(el);
+      errno = EINTR;
+      return -1;
+    }
+    if (have == 0 && s->wake && s->wake_allowed && line_empty(el) && s->wake()) {
+      s->woke = true;
       errno = EINTR;
       return -1;
     }
@@ -146,6 +156,7 @@ class EditlineEditor : public LineEditor {
  public:
   explicit EditlineEditor(const LineEditorOptions& options) : options_(options) {
     state_.completions = options.completions;
+    state_.wake = options.wake;
     el_ = el_init("sniper", stdin, stdout, stderr);
     hist_ = history_init();
     HistEvent ev;
@@ -173,9 +184,15 @@ class EditlineEditor : public LineEditor {
     bool in_block = false;
     state_.prompt = prompt;
     while (true) {
+      state_.wake_allowed = text.empty() && !in_block;
+      state_.woke = false;
       int count = 0;
       const char* raw = el_gets(el_, &count);
       if (raw == nullptr) {
+        if (state_.woke) {
+          r.status = ReadStatus::kWake;
+          return r;
+        }
         if (interrupt_requested().exchange(false)) {
           r.status = ReadStatus::kInterrupted;
           r.was_empty = state_.interrupted_empty && text.empty();

@@ -8,9 +8,13 @@
 // Ctrl-C: the SIGINT handler (interrupt.h) must be installed; a Ctrl-C at the prompt ends the read
 // with kInterrupted (was_empty tells whether nothing had been typed), and the caller decides
 // (chat: a second one at an empty prompt quits). Ctrl-D on an empty line is kEof.
+// Wake-ups: with `wake` set, a read on a terminal that has nothing typed yet ends with kWake as
+// soon as wake() is true (the agent's /loop runs its due iteration, then reads again).
+// Used by `sniper chat` and `sniper agent`.
 // Thread-compatible; one LineEditor per process at a time (libedit owns the terminal).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,9 +25,12 @@ struct LineEditorOptions {
   std::string history_path;              // "" keeps no history file
   std::vector<std::string> completions;  // words Tab completes at the start of a line ("/help")
   std::string continuation_prompt = "... ";
+  // Polled about every 100 ms while the prompt is empty (terminal only); true ends the read
+  // with kWake. Null: never.
+  std::function<bool()> wake;
 };
 
-enum class ReadStatus { kLine, kInterrupted, kEof };
+enum class ReadStatus { kLine, kInterrupted, kEof, kWake };
 
 struct ReadResult {
   ReadStatus status = ReadStatus::kEof;

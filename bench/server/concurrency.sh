@@ -101,32 +101,43 @@ run() {
   start "$engine" "$model" "$slots"
   node "$driver" "http://127.0.0.1:$port" --clients "$clients" --tokens "$N" "$@" > "$work/out" ||
     bench_die "$engine: the driver failed"
+  experts=""
+  if [ "$engine" != llama ]; then
+    # Distinct routed experts read per MoE layer and pass, against the sum over the sequences of
+    # each pass (what the slots would read apart); empty for a dense model.
+    local m read per
+    m=$(curl -s "http://127.0.0.1:$port/metrics")
+    read=$(awk '$1 == "sniper_moe_experts_read_total" {print $2}' <<< "$m")
+    per=$(awk '$1 == "sniper_moe_experts_per_sequence_total" {print $2}' <<< "$m")
+    [ -n "$read" ] && [ -n "$per" ] && [ "$per" != 0 ] && experts="$read / $per"
+  fi
   stop_server
 }
 
 bench_header "Concurrent streaming clients (issue 42)" "$COMMAND"
 [ -n "$VS" ] && echo "vs: $VS; sniper: $SNIPER"
 [ -n "$SPEC$LLAMA_SPEC" ] && echo "speculative: sniper '${SPEC}', llama-server '${LLAMA_SPEC}'"
-echo "| model | clients | engine | agg tok/s | TTFT p50 / p99 ms | inter-token p50 / p99 ms |"
-echo "|---|---|---|---|---|---|"
+echo "| model | clients | engine | agg tok/s | TTFT p50 / p99 ms | inter-token p50 / p99 ms | experts read / sum over slots |"
+echo "|---|---|---|---|---|---|---|"
 for spec in "${models[@]}"; do
   model=$(bench_model "$spec")
   IFS=, read -r -a counts <<< "$CLIENTS"
   for c in "${counts[@]}"; do
-    declare -A agg=() ttft=() itl=()
+    declare -A agg=() ttft=() itl=() exp=()
     for rep in $(seq 1 "$REPS"); do
       for engine in sniper $other; do
         run "$engine" "$model" "$c" "$c"
         agg[$engine]+="$(json_get "$work/out" j.agg_tok_s) "
         ttft[$engine]+="$(json_get "$work/out" 'j.ttft_ms.p50 + " / " + j.ttft_ms.p99')|"
         itl[$engine]+="$(json_get "$work/out" 'j.itl_ms.p50 + " / " + j.itl_ms.p99')|"
+        exp[$engine]+="${experts}|"
       done
     done
     for engine in sniper $other; do
       # shellcheck disable=SC2086
-      echo "| $(basename "$model") | $c | $engine | $(summary ${agg[$engine]}) | ${ttft[$engine]%|} | ${itl[$engine]%|} |"
+      echo "| $(basename "$model") | $c | $engine | $(summary ${agg[$engine]}) | ${ttft[$engine]%|} | ${itl[$engine]%|} | ${exp[$engine]%|} |"
     done
-    unset agg ttft itl
+    unset agg ttft itl exp
   done
   if [ "$LONG" -gt 0 ]; then
     for engine in sniper $other; do
@@ -134,7 +145,7 @@ for spec in "${models[@]}"; do
         run "$engine" "$model" 4 3 --long "$LONG"
         echo "| $(basename "$model") | 3 + a ${LONG}-word prompt | $engine | $(json_get "$work/out" j.agg_tok_s) |" \
           "long TTFT $(json_get "$work/out" j.long.ttft_ms) | others' largest gap $(json_get "$work/out" j.long.others_max_gap_ms)," \
-          "p50 $(json_get "$work/out" j.long.others_p50_gap_ms) |"
+          "p50 $(json_get "$work/out" j.long.others_p50_gap_ms) | ${experts} |"
       done
     done
   fi

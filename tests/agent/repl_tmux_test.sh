@@ -6,7 +6,8 @@
 #   2. a shell command that needs confirmation, answered "y", which runs (marker file appears),
 #   3. Tab completion of a slash command prefix and /stats,
 #   4. Ctrl-C during a slowly streamed reply stops it, the prompt returns and the agent lives on,
-#   5. /quit exits with status 0.
+#   5. /loop wakes the idle prompt for its iterations until /stop,
+#   6. /quit exits with status 0.
 # Synchronisation is by polling tmux capture-pane for expected text (never fixed sleeps).
 # usage: repl_tmux_test.sh SNIPER_BIN SCRIPTED_SERVER_BIN DATA_DIR
 set -euo pipefail
@@ -115,7 +116,20 @@ screen | grep -q 'THE END' && fail "the reply was not stopped"
 send "/stats" Enter
 wait_for 'stopped 1' 10
 
-# 5. /quit leaves with status 0.
+# 5. /loop wakes the idle prompt: two iterations answer without a key pressed, /stop ends it.
+before=$(count 'Hello from the scripted server\.')
+send "/loop 1s say hello" Enter
+wait_for 'looping every 1s' 10
+deadline=$((SECONDS + 20))
+while (($(count 'Hello from the scripted server\.') < before + 2)); do
+  ((SECONDS < deadline)) || fail "the idle prompt did not wake for two /loop iterations"
+  sleep 0.05
+done
+wait_for '^sniper> ?$' 10
+send "/stop" Enter
+wait_for '^loop stopped' 10
+
+# 6. /quit leaves with status 0.
 send "/quit" Enter
 wait_for 'AGENT_EXITED=0' 10
 [[ -s "$WORK/state/sniper/agent_history" ]] || fail "no history file written"

@@ -5,6 +5,7 @@
 #include "agent/shell_tool.h"
 
 #include "agent/read_only_sandbox.h"
+#include "test_temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -21,21 +22,7 @@
 namespace sniper::agent {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/sniper-agent-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::string cmd = "rm -rf '" + path_ + "'";
-    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "cleanup of %s failed\n", path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
 

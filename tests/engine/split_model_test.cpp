@@ -17,6 +17,7 @@
 #include "gguf/split.h"
 #include "gguf/split_writer.h"
 #include "golden/shared_dir.h"
+#include "test_temp_dir.h"
 
 namespace sniper {
 namespace {
@@ -58,21 +59,7 @@ uint64_t min_stream_budget(const std::string& path) {
   return plan->min_budget_bytes;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/sniper-split-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 // Splits `src` into about `n_parts` parts under dir; returns the part paths.
 std::vector<std::string> split_model(const std::string& src, const std::string& prefix, int n_parts) {

@@ -23,6 +23,7 @@
 #include "golden/shared_dir.h"
 #include "model/tensor_names.h"
 #include "synth/synth_model.h"
+#include "test_temp_dir.h"
 #include "weights/pack_experts.h"
 
 namespace sniper {
@@ -186,9 +187,8 @@ TEST(Streaming, DenseHybridStreamsDeltaNetProjectionsUnderTheMinimumBudget) {
 // over the depth; still exact. A 12-layer model whose FFN is as small as its attention, so that
 // the room between streaming both and streaming only the FFN holds whole layers.
 TEST(Streaming, WholeLayersKeptResidentWhileMixersStream) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("sniper_whole_layers_" + std::to_string(::getpid()) + ".gguf"))
-          .string();
+  const test::TempDir dir("streaming");
+  const std::string path = dir.file("whole_layers.gguf");
   SynthSpec spec;
   spec.arch = "llama";
   spec.dim = 128;
@@ -313,8 +313,8 @@ size_t cached_pages(const std::string& path) {
 // (by writing or reading the file): under a cgroup cap they would count twice, and a baseline
 // run after it (mmap) would be served from memory nobody paid for.
 TEST(Streaming, LoadingLeavesNoneOfTheFileInThePageCache) {
-  const std::string copy =
-      std::filesystem::temp_directory_path().string() + "/sniper_cache_test_" + std::to_string(::getpid()) + ".gguf";
+  const test::TempDir dir("streaming");
+  const std::string copy = dir.file("cache_test.gguf");
   std::filesystem::copy_file(model_path("syn-qwen3moe-Q4_K_M"), copy,
                              std::filesystem::copy_options::overwrite_existing);
   {  // Written back, so that its pages are clean (the kernel drops only clean pages).
@@ -479,8 +479,8 @@ TEST(Streaming, LayersWithRoomRunTheirExpertsTogetherAndTheOthersOneByOne) {
   }
 }
 
-std::string copy_to_temp(const std::string& src, const std::string& name) {
-  const std::string dst = (std::filesystem::temp_directory_path() / ("sniper_streaming_test_" + name)).string();
+std::string copy_to_temp(const test::TempDir& dir, const std::string& src, const std::string& name) {
+  const std::string dst = dir.file(name);
   std::filesystem::copy_file(src, dst, std::filesystem::copy_options::overwrite_existing);
   return dst;
 }
@@ -520,8 +520,8 @@ TEST(Streaming, PackedFileGivesTheSameLogitsWithOneReadPerExpert) {
   for (const char* name : {"syn-qwen3moe-Q4_K_M", "syn-mixtral-Q4_K_M", "syn-gemma4moe-small", "syn-qwen35moe-small"}) {
     SCOPED_TRACE(name);
     const std::string path = model_path(name);
-    const std::string packed =
-        (std::filesystem::temp_directory_path() / (std::string("sniper_packed_") + name + ".gguf")).string();
+    const test::TempDir dir("streaming-packed");
+    const std::string packed = dir.file(std::string(name) + ".gguf");
     Status st = pack_experts(path, packed, nullptr);
     ASSERT_TRUE(st.ok()) << st.error().message;
     ModelLoadOptions resident;
@@ -601,7 +601,8 @@ TEST(Streaming, RoutingBiasIsOptInAndMeasured) {
 }
 
 TEST(Streaming, TruncatedFileDuringARunIsAClearError) {
-  const std::string path = copy_to_temp(model_path("syn-qwen3moe-Q8_0"), "truncated.gguf");
+  const test::TempDir dir("streaming");
+  const std::string path = copy_to_temp(dir, model_path("syn-qwen3moe-Q8_0"), "truncated.gguf");
   auto model = Model::load(path, streamed(min_stream_budget(path, 8)));
   ASSERT_TRUE(model.ok()) << model.error().message;
   SessionOptions so;

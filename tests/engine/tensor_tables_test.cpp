@@ -22,6 +22,7 @@
 #include "golden/shared_dir.h"
 #include "model/tensor_catalog.h"
 #include "model/tensor_names.h"
+#include "test_temp_dir.h"
 
 namespace sniper {
 namespace {
@@ -185,7 +186,8 @@ TEST(TensorTables, AFusedDenseGateUpBindsStreamsAndMatchesTheSplitFile) {
   // syn-llama-Q8_0 with each layer's ffn_gate and ffn_up joined into ffn_gate_up (the gate rows,
   // then the up rows: Q8_0 rows are independent blocks, so the products are the same).
   const std::string src = model_path("syn-llama-Q8_0");
-  const std::string fused = (std::filesystem::temp_directory_path() / "sniper_fused_gate_up.gguf").string();
+  const test::TempDir dir("tensor-tables");
+  const std::string fused = dir.file("fused_gate_up.gguf");
   rewrite_file(
       src, fused, [](const GgufFile& f, const GgufTensorInfo& t, const std::vector<uint8_t>& bytes, GgufWriter& w) {
         const std::string suffix = t.name.substr(t.name.find('.', 4) + 1);
@@ -238,7 +240,8 @@ TEST(TensorTables, AFusedDenseGateUpBindsStreamsAndMatchesTheSplitFile) {
 
 TEST(TensorTables, AnUnclaimedTensorIsListedNotLoadedAndChangesNothing) {
   const std::string src = model_path("syn-qwen3-Q4_K_M");
-  const std::string extra = (std::filesystem::temp_directory_path() / "sniper_unclaimed.gguf").string();
+  const test::TempDir dir("tensor-tables");
+  const std::string extra = dir.file("unclaimed.gguf");
   rewrite_file(src, extra, [](const GgufFile&, const GgufTensorInfo& t, const std::vector<uint8_t>&, GgufWriter& w) {
     if (t.name == "output_norm.weight") {
       w.add_tensor_bytes("blk.0.mystery.weight", GgmlType::kF32, {16}, std::vector<uint8_t>(64, 1));

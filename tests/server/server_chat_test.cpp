@@ -12,6 +12,7 @@
 #include "server/test_server.h"
 #include "synth/synth_model.h"
 #include "synth/tiny_qwen3.h"
+#include "test_temp_dir.h"
 #include "tokenizer/chat_template.h"
 
 namespace sniper::server {
@@ -20,11 +21,9 @@ namespace {
 class ServerChat : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // A directory of its own: the file name is the model's name the tests expect, and a fixed path
-    // would be shared with a run of this suite in another checkout.
-    std::string tmpl = ::testing::TempDir() + "/sniper-server-chat-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = new std::string(tmpl + "/sniper_server_chat_qwen3.gguf");
+    // The file name is the model's name the tests expect; the directory is this run's own.
+    dir_ = new test::TempDir("server-chat");
+    path_ = new std::string(dir_->file("sniper_server_chat_qwen3.gguf"));
     SynthSpec spec = test::tiny_qwen3_spec();
     spec.vocab_from = shared_dir() + "/tokenizer/ggml-vocab-qwen2.gguf";
     spec.chat_template_from = shared_dir() + "/tokenizer/qwen3/tokenizer_config.json";
@@ -32,17 +31,18 @@ class ServerChat : public ::testing::Test {
     ASSERT_TRUE(st.ok()) << st.error().message;
     ServerOptions o;
     o.n_slots = 2;
-    o.context_dir = ::testing::TempDir() + "/sniper_chat_ctx";
+    o.context_dir = dir_->file("ctx");
     server_ = new TestServer(*path_, o, 1024);
     ASSERT_TRUE(server_->ok()) << server_->error();
   }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
-    std::filesystem::remove_all(std::filesystem::path(*path_).parent_path());
     delete path_;
+    delete dir_;  // removes the model and the context directory
   }
   static TestServer* server_;
+  static test::TempDir* dir_;
   static std::string* path_;
 
   TJson chat(TJson body, int expect_status = 200) {
@@ -54,6 +54,7 @@ class ServerChat : public ::testing::Test {
   }
 };
 TestServer* ServerChat::server_ = nullptr;
+test::TempDir* ServerChat::dir_ = nullptr;
 std::string* ServerChat::path_ = nullptr;
 
 const TJson kTools =

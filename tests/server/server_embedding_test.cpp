@@ -16,6 +16,7 @@
 #include "server/test_server.h"
 #include "synth/synth_model.h"
 #include "synth/tiny_qwen3.h"
+#include "test_temp_dir.h"
 
 namespace sniper::server {
 namespace {
@@ -25,7 +26,9 @@ constexpr int64_t kCtx = 256;
 class ServerEmbedding : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    path_ = new std::string(::testing::TempDir() + "/sniper_server_embedding.gguf");
+    // The file name is the model's name the tests expect; the directory is this run's own.
+    dir_ = new test::TempDir("server-embedding");
+    path_ = new std::string(dir_->file("sniper_server_embedding.gguf"));
     SynthSpec spec = test::tiny_qwen3_spec();
     spec.pooling_type = 1;  // mean
     Status st = write_synth_model(spec, *path_, nullptr);
@@ -36,14 +39,14 @@ class ServerEmbedding : public ::testing::Test {
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
-    std::filesystem::remove(*path_);
     delete path_;
+    delete dir_;  // removes the model and the context directory
   }
   static ServerOptions options() {
     ServerOptions o;
     o.n_slots = 3;
     o.session.batch = 16;  // longer inputs run in several chunks
-    o.context_dir = ::testing::TempDir() + "/sniper_embedding_ctx";
+    o.context_dir = dir_->file("ctx");
     return o;
   }
   // What engine/embedding.h gives for `text` alone, in a session of the server's shape.
@@ -71,9 +74,11 @@ class ServerEmbedding : public ::testing::Test {
     return TJson::parse(r->body);
   }
   static TestServer* server_;
+  static test::TempDir* dir_;
   static std::string* path_;
 };
 TestServer* ServerEmbedding::server_ = nullptr;
+test::TempDir* ServerEmbedding::dir_ = nullptr;
 std::string* ServerEmbedding::path_ = nullptr;
 
 std::vector<float> floats_of(const TJson& j) { return j.get<std::vector<float>>(); }
