@@ -19,8 +19,7 @@ class TempDir {
  public:
   // `stem` names the directory ("sniper-<stem>-XXXXXX") so that a leftover says whose it is.
   explicit TempDir(std::string_view stem = "test") {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / ("sniper-" + std::string(stem) + "-XXXXXX")).string();
+    std::string tmpl = (std::filesystem::temp_directory_path() / ("sniper-" + std::string(stem) + "-XXXXXX")).string();
     if (::mkdtemp(tmpl.data()) == nullptr) {
       std::perror(("mkdtemp " + tmpl).c_str());
       std::abort();  // nothing a test could do without its directory
