@@ -91,9 +91,10 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Model& model, const Tokeniz
     if (!probe.ok()) return probe.error();
   }
   s->batch_ = std::max<int64_t>(1, options.session.batch);
-  // One pass holds every decoding slot's token and prompt chunks up to the budget.
-  auto batcher = BatchEvaluator::create(model, s->batch_ + options.n_slots, s->n_ctx_, options.session.routing_bias,
-                                        s->slots_[0].session->pool(), options.session.remote_experts);
+  // One pass holds every decoding slot's token (or verification rows) and prompt chunks up to the budget.
+  auto batcher = BatchEvaluator::create(model, pass_rows(s->batch_, options.n_slots, options.pass_rows_per_slot()),
+                                        s->n_ctx_, options.session.routing_bias, s->slots_[0].session->pool(),
+                                        options.session.remote_experts);
   if (!batcher.ok()) return batcher.error();
   s->batcher_ = std::move(batcher).value();
   if (metrics != nullptr) metrics->set_slots(options.n_slots, 0, 0);
@@ -301,15 +302,18 @@ void Scheduler::start_job(Slot& slot, std::shared_ptr<Job> job) {
 }
 
 void Scheduler::step() {
+  enum class Kind { kDecode, kVerify, kPrefill };
   struct Work {
     Slot* slot = nullptr;
     std::vector<int32_t> tokens;
-    bool prefill = false;
+    Kind kind = Kind::kDecode;
   };
   std::vector<Work> work;
   std::vector<bool> solo(slots_.size(), false);
+  int64_t rows = 0;  // decode and verification rows so far
   // Cancelled jobs end before the pass; slots that cannot batch run on their own; every other
-  // decoding slot samples its next token (its row in the pass).
+  // decoding slot brings its next token (its row in the pass), a speculative one its pending
+  // token and drafts (its verification rows).
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& slot = slots_[i];
     if (slot.job == nullptr) continue;
@@ -322,17 +326,56 @@ void Scheduler::step() {
     // its own call (its rows attend within it both ways for gemma4v), and the text around it in
     // chunks that stop at it.
     const bool media_pending = !slot.decoding && slot.next_span < slot.to_eval_spans.size();
-    if (slot.spec || media_pending || !slot.session->batchable()) {
+    if (media_pending || !slot.session->batchable()) {
       solo[i] = true;
       advance(slot);
       continue;
     }
+    if (!slot.decoding) continue;
     int32_t token = -1;
-    if (slot.decoding && sample_next(slot, &token)) work.push_back({&slot, {token}, false});
+    if (!slot.spec) {
+      if (sample_next(slot, &token)) {
+        work.push_back({&slot, {token}, Kind::kDecode});
+        ++rows;
+      }
+      continue;
+    }
+    if (slot.pending < 0) {  // the first token after the prompt
+      if (!sample_next(slot, &token)) continue;
+      slot.pending = token;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto verify = slot.spec->begin(*slot.session, slot.pending, remaining_tokens(slot));
+    slot.result.decode_ms += ms_since(t0);
+    if (!verify.ok()) {
+      finish(slot, verify.error().message, 500);
+      continue;
+    }
+    const int64_t n = static_cast<int64_t>(verify->size());
+    if (n > batcher_->max_seq_rows() || rows + n > batcher_->max_rows()) {
+      // More rows than a pass takes from one sequence (a sliding ring), or than are left in
+      // this one: the slot verifies on its own, with the same result.
+      solo[i] = true;
+      std::vector<float> logits;
+      const auto t1 = std::chrono::steady_clock::now();
+      Status st = slot.session->eval(*verify, &logits);
+      slot.result.decode_ms += ms_since(t1);
+      if (!st.ok()) {
+        finish(slot, st.error().message, 500);
+        continue;
+      }
+      finish_verification(slot, logits);
+      continue;
+    }
+    work.push_back({&slot, std::vector<int32_t>(verify->begin(), verify->end()), Kind::kVerify});
+    rows += n;
   }
-  // Prompt chunks up to the budget, the prefilling slots taking turns at going first (at least
-  // one token per pass, however many slots decode).
-  int64_t budget = std::max<int64_t>(1, batch_ - static_cast<int64_t>(work.size()));
+  // Prompt chunks up to the budget, the prefilling slots taking turns at going first: what the
+  // decoding slots leave of it, one row each (a slot's drafts come on top, as when it verified
+  // alone, so speculation does not slow other prompts down), at least one token while the pass
+  // has room.
+  const int64_t decoding = static_cast<int64_t>(work.size());
+  int64_t budget = std::min(batcher_->max_rows() - rows, std::max<int64_t>(1, batch_ - decoding));
   const size_t n_slots = slots_.size();
   for (size_t k = 0; k < n_slots && budget > 0; ++k) {
     const size_t i = (prefill_turn_ + k) % n_slots;
@@ -344,7 +387,7 @@ void Scheduler::step() {
     work.push_back({&slot,
                     std::vector<int32_t>(slot.to_eval.begin() + static_cast<long>(slot.eval_pos),
                                          slot.to_eval.begin() + static_cast<long>(slot.eval_pos + n)),
-                    true});
+                    Kind::kPrefill});
     budget -= static_cast<int64_t>(n);
   }
   prefill_turn_ = (prefill_turn_ + 1) % n_slots;
@@ -357,26 +400,33 @@ void Scheduler::step() {
       finish(*w.slot, st.error().message, 500);
       continue;
     }
-    items.push_back({w.slot->session.get(), w.tokens});
+    items.push_back({w.slot->session.get(), w.tokens, w.kind == Kind::kVerify});
     in_pass.push_back(&w);
   }
   if (items.empty()) return;
   const auto t0 = std::chrono::steady_clock::now();
   Status st = batcher_->eval(items);
   const double ms = ms_since(t0);
-  for (Work* w : in_pass) (w->prefill ? w->slot->result.prompt_ms : w->slot->result.decode_ms) += ms;
+  for (Work* w : in_pass) (w->kind == Kind::kPrefill ? w->slot->result.prompt_ms : w->slot->result.decode_ms) += ms;
   if (!st.ok()) {
     for (Work* w : in_pass) finish(*w->slot, st.error().message, 500);
     return;
   }
   if (metrics_ != nullptr) {
-    int64_t rows = 0;
-    for (const BatchItem& it : items) rows += static_cast<int64_t>(it.tokens.size());
-    metrics_->add_pass(rows, static_cast<int64_t>(items.size()));
+    int64_t n_rows = 0;
+    for (const BatchItem& it : items) n_rows += static_cast<int64_t>(it.tokens.size());
+    metrics_->add_pass(n_rows, static_cast<int64_t>(items.size()));
   }
-  for (Work* w : in_pass) {
-    if (w->prefill) prefill_done(*w->slot, w->tokens.size());
+  for (size_t i = 0; i < in_pass.size(); ++i) {
+    Work* w = in_pass[i];
+    if (w->kind == Kind::kPrefill) prefill_done(*w->slot, w->tokens.size());
+    if (w->kind == Kind::kVerify) finish_verification(*w->slot, batcher_->logits(i));
   }
+}
+
+int64_t Scheduler::remaining_tokens(const Slot& slot) const {
+  const int64_t n_predict = slot.job->generator.n_predict;
+  return n_predict < 0 ? -1 : n_predict - slot.generator->n_generated();
 }
 
 bool Scheduler::sample_next(Slot& slot, int32_t* token) {
@@ -466,12 +516,23 @@ void Scheduler::advance(Slot& slot) {
 }
 
 void Scheduler::advance_speculative(Slot& slot) {
+  speculative_steps(slot, [&](const std::function<void(const GeneratorStep&)>& on_step) {
+    return slot.spec->round(*slot.session, *slot.generator, slot.pending, remaining_tokens(slot), on_step);
+  });
+}
+
+void Scheduler::finish_verification(Slot& slot, std::span<const float> logits) {
+  speculative_steps(slot, [&](const std::function<void(const GeneratorStep&)>& on_step) {
+    return slot.spec->finish(*slot.session, *slot.generator, logits, on_step);
+  });
+}
+
+void Scheduler::speculative_steps(
+    Slot& slot, const std::function<Status(const std::function<void(const GeneratorStep&)>&)>& decide) {
   Job& j = *slot.job;
-  const int64_t n_predict = j.generator.n_predict;
-  const int64_t remaining = n_predict < 0 ? -1 : n_predict - slot.generator->n_generated();
   std::string finish_reason;
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = slot.spec->round(*slot.session, *slot.generator, slot.pending, remaining, [&](const GeneratorStep& step) {
+  Status st = decide([&](const GeneratorStep& step) {
     if (!finish_reason.empty()) return;
     if (step.token >= 0) note_token(slot);
     if (!step.text.empty()) {

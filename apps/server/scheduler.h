@@ -6,8 +6,12 @@
 // --batch), so a long prompt arriving while others stream is split across passes and never
 // stalls them, every weight (routed experts included) is read once per pass for all slots, and
 // a streaming model never sees two passes at the same time. Each slot samples its own row (its
-// own sampler, grammar, stop strings). Slots that cannot join a batch (speculative decoding,
-// media in an M-RoPE history) run their own pass in the same step.
+// own sampler, grammar, stop strings). A speculative slot brings its pending token and drafts
+// (SpeculativeDecoder::begin) to the same pass, which verifies the drafts of every such slot at
+// once, and accepts and rolls back on its own after it (finish); its drafts come on top of the
+// budget (the pass is sized for them), as they did when it verified alone. Slots that cannot join a batch (an MTP
+// head's observer, media in an M-RoPE history, verification rows that do not fit the pass) run their own pass in the
+// same step, with the same result.
 // A job goes to the idle slot whose history shares the longest prefix with its prompt, if
 // that prefix is at least half the slot's history, else to the least recently used idle slot;
 // the shared prefix is not evaluated again (at least one token is, for fresh logits). On a
@@ -26,9 +30,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -64,6 +70,9 @@ struct SchedulerOptions {
   // n_keep tokens of its prompt (resolve_n_keep) and drops half of the rest instead of ending.
   bool context_shift = false;
   int64_t n_keep = 0;
+  // A slot's most rows in a pass: its decode token, or the pending token and --draft-max drafts
+  // it verifies there (n-gram lookup or a draft model; an MTP head's slots verify alone).
+  int64_t pass_rows_per_slot() const { return spec_ngram_size > 0 || draft_model != nullptr ? 1 + spec.draft_max : 1; }
 };
 
 class Scheduler {
@@ -124,8 +133,18 @@ class Scheduler {
   void prefill_done(Slot& slot, size_t n);
   // Runs one prefill chunk or one decode step of the slot's job on its own (slots that cannot batch).
   void advance(Slot& slot);
-  // One speculative round (draft, verify, roll back) of a decoding slot with a pending token.
+  // One speculative round (draft, verify, roll back) of a decoding slot with a pending token,
+  // on its own (a slot that cannot batch).
   void advance_speculative(Slot& slot);
+  // The end of a speculative round whose rows were evaluated (in the pass or alone): decides and
+  // pushes the tokens, rolls back (SpeculativeDecoder::finish).
+  void finish_verification(Slot& slot, std::span<const float> logits);
+  // Runs `decide` (a round, or its end) with the step callback that streams the slot's tokens,
+  // then ends the job when a step did or `decide` failed.
+  void speculative_steps(Slot& slot,
+                         const std::function<Status(const std::function<void(const GeneratorStep&)>&)>& decide);
+  // Tokens the slot's job may still generate (-1: no limit).
+  int64_t remaining_tokens(const Slot& slot) const;
   void finish(Slot& slot, const std::string& error = {}, int error_status = 500);
   // A token of the slot's job was sampled: time to first token or inter-token latency.
   void note_token(Slot& slot);

@@ -25,6 +25,7 @@
 #include "cli/media_args.h"
 #include "cli/progress.h"
 #include "cli/spec_args.h"
+#include "engine/batch_eval.h"
 #include "hub/hub_files.h"
 #include "model/context_shift.h"
 #include "server/http_server.h"
@@ -311,10 +312,13 @@ int serve_main(int argc, char** argv) {
   }
   so.spec_ngram_size = spec->ngram_size;
   so.spec = spec->config;
-  lo->n_sessions = so.n_slots;                   // every slot holds a KV cache: the plan budgets all of them
-  lo->batch_pass_rows = lo->batch + so.n_slots;  // and the scheduler's batched pass (Scheduler::create)
-  lo->n_logit_rows = spec->logit_rows();         // and its verification pass's logits
-  lo->n_checkpoints = *checkpoints;              // and its checkpoints (none for a model that can rewind)
+  lo->n_sessions = so.n_slots;  // every slot holds a KV cache: the plan budgets all of them
+  // And the scheduler's batched pass (Scheduler::create): a decode row per slot, or the pending
+  // token and drafts of each slot that verifies in the pass (n-gram lookup, a draft model).
+  const bool spec_in_pass = spec->kind == cli::SpecKind::kNgram || spec->kind == cli::SpecKind::kDraftModel;
+  lo->batch_pass_rows = pass_rows(lo->batch, so.n_slots, spec_in_pass ? 1 + spec->config.draft_max : 1);
+  lo->n_logit_rows = spec->logit_rows();  // and its verification pass's logits
+  lo->n_checkpoints = *checkpoints;       // and its checkpoints (none for a model that can rewind)
   if (*checkpoints != kAutoCheckpoints) lo->n_checkpoints = std::max(*checkpoints, spec->checkpoints());
   so.context_shift = args->has("--context-shift");
   so.content_special_tokens = args->has("--content-special-tokens");

@@ -12,6 +12,11 @@
 #   MODEL default: preset:qwen3-8b preset:qwen3-30b-a3b. A quick check: -t 2 --reps 1 --clients 1,2
 #   -n 16 --long 256 preset:qwen3-8b:layers=2
 #   --mem M: sniper serve --mem M (an 8 GiB cap: --mem 8G; llama-server maps the file as usual)
+#   --spec "ARGS": sniper serve decodes speculatively with ARGS (e.g. "--spec-type ngram
+#     --draft-max 8"); --llama-spec "ARGS" the same for llama-server (e.g. "--spec-type
+#     ngram-simple --draft-max 8"; default: none)
+#   --vs BIN: instead of llama-server, another sniper binary (an A/B of two builds, e.g. the spec
+#     slots verifying alone before issue 42's shared verification pass, against this build)
 source "$(dirname "$0")/../lib.sh"
 COMMAND="$0 $*"
 bench_parse_common "$@"
@@ -20,6 +25,9 @@ N=64
 LONG=2048
 CTX=4096
 MEM=""
+SPEC=""
+LLAMA_SPEC=""
+VS=""
 models=()
 set -- "${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"}"
 while [ $# -gt 0 ]; do
@@ -29,6 +37,9 @@ while [ $# -gt 0 ]; do
     --long) LONG=$2; shift 2 ;;
     --ctx) CTX=$2; shift 2 ;;
     --mem) MEM=$2; shift 2 ;;
+    --spec) SPEC=$2; shift 2 ;;
+    --llama-spec) LLAMA_SPEC=$2; shift 2 ;;
+    --vs) VS=$2; shift 2 ;;
     -*) bench_die "unknown option '$1' (see the head of $0)" ;;
     *) models+=("$1"); shift ;;
   esac
@@ -37,8 +48,14 @@ done
 bench_need node "the client driver"
 bench_need curl "the readiness check"
 bench_find_sniper
-bench_find_llama
-[ -x "$LLAMA_BIN/llama-server" ] || bench_die "no llama-server in $LLAMA_BIN"
+if [ -n "$VS" ]; then
+  [ -x "$VS" ] || bench_die "--vs $VS is not an executable"
+  other=vs
+else
+  bench_find_llama
+  [ -x "$LLAMA_BIN/llama-server" ] || bench_die "no llama-server in $LLAMA_BIN"
+  other=llama
+fi
 driver=$(dirname "$0")/stream_clients.mjs
 work=$(mktemp -d)
 pid=""
@@ -56,12 +73,16 @@ port=$((18000 + $$ % 1000))
 start() {
   local engine=$1 model=$2 slots=$3
   port=$((port + 1))
-  if [ "$engine" = sniper ]; then
-    "$SNIPER" serve -m "$model" --host 127.0.0.1 --port "$port" --slots "$slots" --ctx "$CTX" -t "$THREADS" \
-      ${MEM:+--mem "$MEM"} > "$work/server.log" 2>&1 &
+  if [ "$engine" = sniper ] || [ "$engine" = vs ]; then
+    local bin=$SNIPER
+    [ "$engine" = vs ] && bin=$VS
+    # shellcheck disable=SC2086
+    "$bin" serve -m "$model" --host 127.0.0.1 --port "$port" --slots "$slots" --ctx "$CTX" -t "$THREADS" \
+      ${MEM:+--mem "$MEM"} $SPEC > "$work/server.log" 2>&1 &
   else
+    # shellcheck disable=SC2086
     "$LLAMA_BIN/llama-server" -m "$model" --host 127.0.0.1 --port "$port" -np "$slots" -c $((CTX * slots)) \
-      -t "$THREADS" > "$work/server.log" 2>&1 &
+      -t "$THREADS" $LLAMA_SPEC > "$work/server.log" 2>&1 &
   fi
   pid=$!
   for _ in $(seq 1 1200); do
@@ -81,7 +102,7 @@ run() {
   node "$driver" "http://127.0.0.1:$port" --clients "$clients" --tokens "$N" "$@" > "$work/out" ||
     bench_die "$engine: the driver failed"
   experts=""
-  if [ "$engine" = sniper ]; then
+  if [ "$engine" != llama ]; then
     # Distinct routed experts read per MoE layer and pass, against the sum over the sequences of
     # each pass (what the slots would read apart); empty for a dense model.
     local m read per
@@ -94,6 +115,8 @@ run() {
 }
 
 bench_header "Concurrent streaming clients (issue 42)" "$COMMAND"
+[ -n "$VS" ] && echo "vs: $VS; sniper: $SNIPER"
+[ -n "$SPEC$LLAMA_SPEC" ] && echo "speculative: sniper '${SPEC}', llama-server '${LLAMA_SPEC}'"
 echo "| model | clients | engine | agg tok/s | TTFT p50 / p99 ms | inter-token p50 / p99 ms | experts read / sum over slots |"
 echo "|---|---|---|---|---|---|---|"
 for spec in "${models[@]}"; do
@@ -102,7 +125,7 @@ for spec in "${models[@]}"; do
   for c in "${counts[@]}"; do
     declare -A agg=() ttft=() itl=() exp=()
     for rep in $(seq 1 "$REPS"); do
-      for engine in sniper llama; do
+      for engine in sniper $other; do
         run "$engine" "$model" "$c" "$c"
         agg[$engine]+="$(json_get "$work/out" j.agg_tok_s) "
         ttft[$engine]+="$(json_get "$work/out" 'j.ttft_ms.p50 + " / " + j.ttft_ms.p99')|"
@@ -110,14 +133,14 @@ for spec in "${models[@]}"; do
         exp[$engine]+="${experts}|"
       done
     done
-    for engine in sniper llama; do
+    for engine in sniper $other; do
       # shellcheck disable=SC2086
       echo "| $(basename "$model") | $c | $engine | $(summary ${agg[$engine]}) | ${ttft[$engine]%|} | ${itl[$engine]%|} | ${exp[$engine]%|} |"
     done
     unset agg ttft itl exp
   done
   if [ "$LONG" -gt 0 ]; then
-    for engine in sniper llama; do
+    for engine in sniper $other; do
       for rep in $(seq 1 "$REPS"); do
         run "$engine" "$model" 4 3 --long "$LONG"
         echo "| $(basename "$model") | 3 + a ${LONG}-word prompt | $engine | $(json_get "$work/out" j.agg_tok_s) |" \

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "engine/batch_eval.h"
 
+#include "base/check.h"
+
 namespace sniper {
 
 Result<std::unique_ptr<BatchEvaluator>> BatchEvaluator::create(Model& model, int64_t max_rows, int64_t n_ctx,
                                                                const RoutingBias& routing_bias, ThreadPool& pool,
                                                                RemoteExperts* remote_experts) {
-  // A budget of up to 4096 prompt tokens (--batch) plus one decode row for each of up to 256 slots.
-  if (max_rows < 1 || max_rows > 4096 + 256) {
-    return make_error("batch pass of %ld rows but it must be in [1, 4352]", static_cast<long>(max_rows));
+  if (max_rows < 1 || max_rows > kMaxPassRows) {
+    return make_error("batch pass of %ld rows but it must be in [1, %ld]", static_cast<long>(max_rows),
+                      static_cast<long>(kMaxPassRows));
   }
   std::unique_ptr<BatchEvaluator> e(new BatchEvaluator(model, pool));
   WeightSources sources = model.sources();
@@ -19,6 +21,7 @@ Result<std::unique_ptr<BatchEvaluator>> BatchEvaluator::create(Model& model, int
 }
 
 Status BatchEvaluator::eval(std::span<const BatchItem> items) {
+  first_out_.clear();  // no logits until this pass succeeds
   if (items.empty()) return make_error("a batch pass needs at least one item");
   int64_t rows = 0;
   for (size_t i = 0; i < items.size(); ++i) {
@@ -51,18 +54,31 @@ Status BatchEvaluator::eval(std::span<const BatchItem> items) {
     s.pos0 = it.session->n_past();
     seqs_.push_back(s);
     tokens_.insert(tokens_.end(), it.tokens.begin(), it.tokens.end());
-    out_rows_.push_back(s.row0 + n - 1);
+    first_out_.push_back(out_rows_.size());
+    for (int64_t r = it.all_logits ? 0 : n - 1; r < n; ++r) out_rows_.push_back(s.row0 + r);
   }
+  first_out_.push_back(out_rows_.size());
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
-  logits_.resize(items.size() * vocab);
+  logits_.resize(out_rows_.size() * vocab);
   Status st = transformer_->forward_batch(tokens_.data(), seqs_, out_rows_, logits_.data(), pool_);
   if (!st.ok()) {
+    first_out_.clear();
     for (const BatchItem& it : items) it.session->drop_rows(static_cast<int64_t>(it.tokens.size()));
     return st;
   }
   if (ExpertCache* cache = model_.expert_cache()) cache->end_token();
-  for (size_t i = 0; i < items.size(); ++i) items[i].session->accept_rows(items[i].tokens, logits_.data() + i * vocab);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const float* last = logits_.data() + (first_out_[i + 1] - 1) * vocab;
+    items[i].session->accept_rows(items[i].tokens, last);
+  }
   return ok_status();
+}
+
+std::span<const float> BatchEvaluator::logits(size_t i) const {
+  CHECK(i + 1 < first_out_.size(), "logits of item %zu, but the last pass had %zu", i,
+        first_out_.empty() ? size_t{0} : first_out_.size() - 1);
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  return std::span<const float>(logits_).subspan(first_out_[i] * vocab, (first_out_[i + 1] - first_out_[i]) * vocab);
 }
 
 }  // namespace sniper

@@ -9,6 +9,7 @@
 // Thread-compatible: one pass at a time, and no session of a pass runs eval() meanwhile.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -25,7 +26,21 @@ namespace sniper {
 struct BatchItem {
   Session* session = nullptr;
   std::span<const int32_t> tokens;  // evaluated at session->n_past()..
+  // True: logits of every row are kept (a speculative verification; BatchEvaluator::logits());
+  // the session's last_logits() gets the last row either way.
+  bool all_logits = false;
 };
+
+// The most rows one pass takes: a --batch of 4096 prompt tokens and a decode row for each of
+// 256 slots.
+inline constexpr int64_t kMaxPassRows = 4096 + 256;
+
+// The rows of a server's pass: the prompt budget `batch` plus, for each of n_slots slots, its
+// decode row or its verification rows (rows_per_slot: 1, or 1 + --draft-max when slots verify
+// drafts in the pass), at most kMaxPassRows.
+inline int64_t pass_rows(int64_t batch, int64_t n_slots, int64_t rows_per_slot) {
+  return std::min(kMaxPassRows, batch + n_slots * rows_per_slot);
+}
 
 class BatchEvaluator {
  public:
@@ -34,7 +49,7 @@ class BatchEvaluator {
   // remote_experts: under expert parallelism, the other ranks' routed experts (null: all here;
   // borrowed, it must outlive the evaluator); the pass sends each rank its share of the pass's
   // expert union once.
-  // Errors: max_rows outside [1, 4352] (a --batch of 4096 and a decode row for each of 256 slots).
+  // Errors: max_rows outside [1, kMaxPassRows].
   static Result<std::unique_ptr<BatchEvaluator>> create(Model& model, int64_t max_rows, int64_t n_ctx,
                                                         const RoutingBias& routing_bias, ThreadPool& pool,
                                                         RemoteExperts* remote_experts = nullptr);
@@ -47,6 +62,9 @@ class BatchEvaluator {
   [[nodiscard]] Status eval(std::span<const BatchItem> items);
 
   int64_t max_rows() const { return transformer_->max_batch(); }
+  // The logits of item i of the last successful eval(): [tokens.size(), vocab] for an
+  // all_logits item, else its last row; valid until the next eval().
+  std::span<const float> logits(size_t i) const;
   // The most tokens one session may bring to a pass (sliding rings: model/config.h).
   int64_t max_seq_rows() const { return transformer_->max_seq_rows(); }
   // The routing of every pass so far (RoutingStats::experts_read against experts_per_sequence:
@@ -62,6 +80,7 @@ class BatchEvaluator {
   std::vector<int32_t> tokens_;
   std::vector<SeqRows> seqs_;
   std::vector<int64_t> out_rows_;
+  std::vector<size_t> first_out_;  // [items + 1] each item's first row among out_rows_, then their count
   std::vector<float> logits_;
 };
 

@@ -174,7 +174,10 @@ Result<MemoryPlan> make_plan(const GgufFile& file, const ModelConfig& c, const P
                                        static_cast<uint64_t>(c.dim) * sizeof(float));
   }
   if (req.batch_pass_rows > 0) {
-    p.batch_scratch_bytes = Transformer::estimate_scratch_bytes(c, req.batch_pass_rows, req.n_ctx, 2, req.n_sessions);
+    // Its logits: a row per session, or every verification row (n_logit_rows - 1 per session).
+    const int64_t pass_logit_rows =
+        std::min(req.batch_pass_rows, req.n_sessions * std::max<int64_t>(1, req.n_logit_rows - 1));
+    p.batch_scratch_bytes = Transformer::estimate_scratch_bytes(c, req.batch_pass_rows, req.n_ctx, 2, pass_logit_rows);
   }
   // Code, libraries, tokenizer tables, metadata and I/O bookkeeping.
   p.overhead_bytes = 48 * kMiB + static_cast<uint64_t>(c.vocab_size) * 160 + file.data_offset;

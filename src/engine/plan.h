@@ -43,8 +43,9 @@ struct PlanRequest {
   int64_t batch = 64;
   int64_t n_sessions = 1;  // sessions (server slots) that each hold a KV cache and scratch
   // > 0: the sessions also run in batched passes of up to this many rows (the server's scheduler:
-  // --batch + one decode row per slot; engine/batch_eval.h), whose scratch and logits (a row
-  // per session) come on top of the sessions' own.
+  // --batch + one decode row per slot, or its verification rows; engine/batch_eval.h pass_rows),
+  // whose scratch and logits (a row per session, or n_logit_rows - 1 with speculative decoding)
+  // come on top of the sessions' own.
   int64_t batch_pass_rows = 0;
   // State checkpoints per session (SessionOptions::n_checkpoints); kAutoCheckpoints: up to
   // kMaxAutoCheckpoints, as many as fit an eighth of the budget (MemoryPlan::n_checkpoints).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/check.h"
 #include "sampling/speculative_rule.h"
 
 namespace sniper {
@@ -58,8 +59,18 @@ Status rollback_session(Session& session, int64_t keep, std::vector<int32_t>& sc
 
 Status SpeculativeDecoder::round(Session& session, Generator& gen, int32_t pending, int64_t n_remaining,
                                  const std::function<void(const GeneratorStep&)>& on_step) {
-  const auto n_vocab = static_cast<int32_t>(session.model().config().vocab_size);
+  SNIPER_ASSIGN_OR_RETURN(const std::span<const int32_t> rows, begin(session, pending, n_remaining));
+  Status st = session.eval(rows, &logits_);
+  if (!st.ok()) {
+    n_before_ = -1;
+    return st;
+  }
+  return finish(session, gen, logits_, on_step);
+}
+
+Result<std::span<const int32_t>> SpeculativeDecoder::begin(Session& session, int32_t pending, int64_t n_remaining) {
   const int64_t n_before = session.n_past();
+  n_before_ = -1;
   // Room for pending + k drafts in the context, and no more tokens than are still wanted.
   int64_t k_max = std::min(n_draft_, session.n_ctx() - n_before - 1);
   if (n_remaining >= 0) k_max = std::min(k_max, n_remaining - 1);
@@ -75,19 +86,29 @@ Status SpeculativeDecoder::round(Session& session, Generator& gen, int32_t pendi
     if (static_cast<int64_t>(draft_.tokens.size()) > k_max) draft_.tokens.resize(static_cast<size_t>(k_max));
     if (static_cast<int64_t>(draft_.tokens.size()) < config_.draft_min) draft_.tokens.clear();
   }
-  const int32_t one[1] = {pending};
-  if (draft_.tokens.empty()) {
-    SNIPER_TRY(session.eval(one));
+  batch_.assign(1, pending);
+  batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
+  const auto k = static_cast<int64_t>(draft_.tokens.size());
+  if (k > 0 && !session.state().rewindable(n_before + 1 + k)) session.checkpoint();
+  n_before_ = n_before;
+  return std::span<const int32_t>(batch_);
+}
+
+Status SpeculativeDecoder::finish(Session& session, Generator& gen, std::span<const float> logits,
+                                  const std::function<void(const GeneratorStep&)>& on_step) {
+  const auto n_vocab = static_cast<int32_t>(session.model().config().vocab_size);
+  const auto k = static_cast<int64_t>(draft_.tokens.size());
+  const int64_t n_before = n_before_;
+  CHECK(n_before >= 0 && session.n_past() == n_before + 1 + k &&
+            logits.size() == static_cast<size_t>(k + 1) * static_cast<size_t>(n_vocab),
+        "speculative finish() without a begin() whose %ld rows the session evaluated", static_cast<long>(k + 1));
+  n_before_ = -1;
+  if (k == 0) {
     ++stats_.n_plain;
     ++stats_.n_tokens;
-    on_step(gen.step(session.last_logits().data(), n_vocab, session.n_past(), session.n_ctx()));
+    on_step(gen.step(logits.data(), n_vocab, session.n_past(), session.n_ctx()));
     return ok_status();
   }
-  const auto k = static_cast<int64_t>(draft_.tokens.size());
-  batch_.assign(one, one + 1);
-  batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
-  if (!session.state().rewindable(n_before + 1 + k)) session.checkpoint();
-  SNIPER_TRY(session.eval(batch_, &logits_));
   ++stats_.n_rounds;
   stats_.n_drafted += k;
   const bool greedy = gen.sampler().config().temperature <= 0;
@@ -95,7 +116,7 @@ Status SpeculativeDecoder::round(Session& session, Generator& gen, int32_t pendi
   int64_t accepted = 0;
   bool done = false;
   for (int64_t i = 0; i < k && !done; ++i) {
-    const float* row = logits_.data() + static_cast<size_t>(i) * static_cast<size_t>(n_vocab);
+    const float* row = logits.data() + static_cast<size_t>(i) * static_cast<size_t>(n_vocab);
     const int32_t d = draft_.tokens[static_cast<size_t>(i)];
     int32_t token;
     if (greedy) {
@@ -115,7 +136,7 @@ Status SpeculativeDecoder::round(Session& session, Generator& gen, int32_t pendi
   }
   if (!done && accepted == k) {
     // Every draft kept: the last row gives one more token for free.
-    const float* row = logits_.data() + static_cast<size_t>(k) * static_cast<size_t>(n_vocab);
+    const float* row = logits.data() + static_cast<size_t>(k) * static_cast<size_t>(n_vocab);
     ++stats_.n_tokens;
     on_step(gen.step(row, n_vocab, n_before + 1 + k, session.n_ctx()));
   }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "base/result.h"
@@ -82,6 +83,22 @@ class SpeculativeDecoder {
   [[nodiscard]] Status round(Session& session, Generator& gen, int32_t pending, int64_t n_remaining,
                              const std::function<void(const GeneratorStep&)>& on_step);
 
+  // round() in three steps, for a caller that evaluates several sequences in one forward pass
+  // (engine/batch_eval.h, the server's scheduler): begin() drafts and returns the tokens to
+  // evaluate at session.n_past() (`pending`, then the drafts; `pending` alone for a plain step),
+  // having taken the checkpoint a rollback will need; the caller evaluates exactly those tokens
+  // on `session`, keeping the logits of every row; finish() takes them ([rows, vocab]), decides
+  // and pushes the tokens and rolls back, as round() does. round() is begin(), session.eval()
+  // with all logits, finish(): the same tokens, statistics and state whichever way the rows were
+  // evaluated, as long as their logits are the same. The span begin() returns is valid until the
+  // next begin(). Errors: begin: a failed draft (the session is unchanged); finish: a failed
+  // re-evaluation after a restore (the session keeps what Session::eval documents).
+  // Precondition of finish: the previous call was begin() and the session evaluated its tokens
+  // (CHECKed); after a failed pass the caller calls neither again for this round.
+  [[nodiscard]] Result<std::span<const int32_t>> begin(Session& session, int32_t pending, int64_t n_remaining);
+  [[nodiscard]] Status finish(Session& session, Generator& gen, std::span<const float> logits,
+                              const std::function<void(const GeneratorStep&)>& on_step);
+
   const SpecStats& stats() const { return stats_; }
   int64_t draft_length() const { return n_draft_; }
 
@@ -97,6 +114,7 @@ class SpeculativeDecoder {
   Draft draft_;
   std::vector<int32_t> context_;  // history + pending (the draft source's input)
   std::vector<int32_t> batch_;    // pending + drafts
+  int64_t n_before_ = -1;         // between begin() and finish(): the session's n_past() at begin()
   std::vector<int32_t> redo_;     // tokens to evaluate again after a restore
   std::vector<float> logits_;     // [batch, vocab]
   std::vector<float> p_;          // [vocab] target distribution

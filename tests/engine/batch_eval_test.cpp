@@ -159,6 +159,32 @@ TEST(BatchEval, ExpertsStreamedAtTheSmallestBudget) {
 
 TEST(BatchEval, DeltaNetHybrid) { expect_batched_equals_alone("syn-qwen35-Q4_K_M", resident()); }
 
+// An item that keeps every row's logits (a speculative verification) gets its own eval()'s
+// [rows, vocab] logits; the items around it get their last rows.
+TEST(BatchEval, AllLogitsItemGetsEveryRow) {
+  auto model = Model::load(model_path("syn-qwen3-Q4_K_M"), resident());
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const int32_t vocab = static_cast<int32_t>((*model)->config().vocab_size);
+  ThreadPool pool(2);
+  auto ev = BatchEvaluator::create(**model, 2 * kBatch, kCtx, RoutingBias(), pool);
+  ASSERT_TRUE(ev.ok());
+  auto a = make_session(**model), b = make_session(**model), solo = make_session(**model);
+  const std::vector<int32_t> pa = prompt_of(0, 9, vocab), pb = prompt_of(1, 6, vocab);
+  const std::vector<int32_t> more = prompt_of(2, 5, vocab);
+  ASSERT_TRUE((*ev)->eval(std::vector<BatchItem>{{a.get(), pa}, {b.get(), pb}}).ok());
+  ASSERT_TRUE(solo->eval(pa).ok());
+  const int32_t next[1] = {argmax(b->last_logits())};
+  ASSERT_TRUE((*ev)->eval(std::vector<BatchItem>{{b.get(), next}, {a.get(), more, true}}).ok());
+  std::vector<float> rows;
+  ASSERT_TRUE(solo->eval(more, &rows).ok());
+  const std::span<const float> got = (*ev)->logits(1);
+  ASSERT_EQ(got.size(), rows.size());
+  EXPECT_EQ(std::memcmp(got.data(), rows.data(), rows.size() * sizeof(float)), 0);
+  EXPECT_EQ(a->last_logits(), solo->last_logits());
+  ASSERT_EQ((*ev)->logits(0).size(), static_cast<size_t>(vocab));
+  EXPECT_EQ(std::memcmp((*ev)->logits(0).data(), b->last_logits().data(), b->last_logits().size() * sizeof(float)), 0);
+}
+
 TEST(BatchEval, ErrorsNameTheItemAndChangeNothing) {
   auto model = Model::load(model_path("syn-qwen3-Q4_K_M"), resident());
   ASSERT_TRUE(model.ok()) << model.error().message;

@@ -141,6 +141,45 @@ TEST(BatchPassEstimate, PlanCountsTheBatchedPass) {
   }
 }
 
+// With speculative slots verifying in the pass, it is sized for their drafts (pass_rows) and
+// keeps the logits of every verification row: the plan (n_logit_rows = draft_max + 2) bounds it
+// when every slot verifies a full draft at once.
+TEST(BatchPassEstimate, PlanCountsVerificationRows) {
+  for (const char* name : {"stories260K", "syn-qwen3moe-Q4_K_M"}) {
+    SCOPED_TRACE(name);
+    constexpr int64_t kSlots = 4, kBatch = 16, kDraft = 8;
+    ModelLoadOptions lo;
+    lo.n_ctx = kCtx;
+    lo.batch = kBatch;
+    lo.n_sessions = kSlots;
+    lo.n_logit_rows = kDraft + 2;
+    lo.batch_pass_rows = pass_rows(kBatch, kSlots, 1 + kDraft);
+    auto model = Model::load(shared_dir() + "/models/" + name + ".gguf", lo);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const ModelConfig& c = (*model)->config();
+    std::vector<std::unique_ptr<Session>> sessions;
+    SessionOptions so;
+    so.n_ctx = kCtx;
+    so.batch = kBatch;
+    so.n_threads = kThreads;
+    for (int64_t i = 0; i < kSlots; ++i) {
+      auto s = Session::create(**model, so);
+      ASSERT_TRUE(s.ok()) << s.error().message;
+      sessions.push_back(std::move(s).value());
+    }
+    auto batcher = BatchEvaluator::create(**model, lo.batch_pass_rows, kCtx, RoutingBias(), sessions[0]->pool());
+    ASSERT_TRUE(batcher.ok()) << batcher.error().message;
+    std::vector<std::vector<int32_t>> tokens;
+    std::vector<BatchItem> items;
+    for (int64_t i = 0; i < kSlots; ++i) tokens.push_back(ids(1 + kDraft, c.vocab_size, 11 + static_cast<uint32_t>(i)));
+    for (int64_t i = 0; i < kSlots; ++i)
+      items.push_back({sessions[static_cast<size_t>(i)].get(), tokens[static_cast<size_t>(i)], true});
+    ASSERT_TRUE((*batcher)->eval(items).ok());
+    EXPECT_EQ((*batcher)->logits(kSlots - 1).size(), static_cast<size_t>((1 + kDraft) * c.vocab_size));
+    EXPECT_GE((*model)->plan().batch_scratch_bytes, (*batcher)->scratch_bytes());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, ScratchEstimateTest,
                          ::testing::Values(Case{"stories260K", "f16"}, Case{"stories260K", "f16-flash"},
                                            Case{"syn-qwen3moe-Q4_K_M", "q8_0-flash"}, Case{"syn-qwen35-Q4_K_M", "f16"},

@@ -5,6 +5,8 @@
 // /metrics counts them. Sampled jobs complete with drafts; grammar-constrained jobs draft
 // nothing; a draft whose vocabulary differs is refused when the server starts. `serve --spec-type
 // mtp` drafts with the model's own MTP head on a synthetic Qwen3.5 file that carries one.
+// Several speculative slots at once verify their drafts in shared passes, each client getting
+// its solo text and draft counts, beside a grammar job and a client that hangs up.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <latch>
 #include <thread>
 #include <utility>
 
@@ -99,6 +102,143 @@ TEST(ServerSpeculative, GreedyEqualsPlainAndUsageCountsDrafts) {
   EXPECT_NE(m->body.find("sniper_draft_accepted_tokens_total " + std::to_string(accepted)), std::string::npos)
       << m->body;
   EXPECT_NE(m->body.find("sniper_draft_tokens_total " + std::to_string(accepted + rejected)), std::string::npos);
+}
+
+// One request of the shared-pass test: its body, and whether it hangs up after its first piece.
+struct SpecRequest {
+  TJson body;
+  bool hang_up = false;
+};
+
+// The text and the accepted and rejected draft tokens of one completion (streamed with usage or
+// not); empty on a hang-up.
+struct SpecReply {
+  std::string text;
+  int64_t accepted = -1, rejected = -1;
+};
+
+SpecReply send(TestServer& s, const SpecRequest& q) {
+  auto cli = s.client();
+  if (q.hang_up) {
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = q.body.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [](const char*, size_t, uint64_t, uint64_t) { return false; };
+    (void)cli->send(req);
+    return {};
+  }
+  auto r = cli->Post("/v1/completions", q.body.dump(), "application/json");
+  EXPECT_TRUE(r);
+  if (!r) return {};
+  EXPECT_EQ(r->status, 200) << r->body;
+  SpecReply out;
+  TJson usage;
+  if (q.body.value("stream", false)) {
+    bool done = false;
+    for (const auto& c : parse_sse(r->body, &done)) {
+      if (c.contains("choices") && !c["choices"].empty()) out.text += c["choices"][0]["text"].get<std::string>();
+      if (c.contains("usage") && c["usage"].is_object()) usage = c["usage"];
+    }
+    EXPECT_TRUE(done);
+  } else {
+    const TJson b = TJson::parse(r->body);
+    out.text = b["choices"][0]["text"].get<std::string>();
+    usage = b["usage"];
+  }
+  if (usage.contains("completion_tokens_details")) {
+    out.accepted = usage["completion_tokens_details"]["accepted_prediction_tokens"].get<int64_t>();
+    out.rejected = usage["completion_tokens_details"]["rejected_prediction_tokens"].get<int64_t>();
+  }
+  return out;
+}
+
+bool wait_for_metric(TestServer& s, const std::string& line) {
+  auto cli = s.client();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = cli->Get("/metrics");
+    if (r && r->body.find(line) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Several speculative slots at once (greedy, streamed, a stop string, sampled with a seed) beside
+// a grammar job that decodes plainly and a client that hangs up mid-stream: their drafts are
+// verified in shared passes (more verification rows than passes), and each client gets the text
+// and the accepted and rejected draft counts of its request alone (a quantized model: each
+// row's logits are its solo run's; n-gram drafts depend on the slot's own history only). The
+// slots all come free, and a request afterwards still answers its solo text.
+TEST(ServerSpeculative, SlotsShareTheVerificationPass) {
+  ServerOptions o;
+  o.n_slots = 6;
+  o.queue_capacity = 4;
+  o.session.batch = 16;
+  o.spec_ngram_size = 2;
+  o.spec = SpecConfig{6, 0, true};
+  TestServer server(models_dir() + "/stories260K-Q8_0.gguf", o, 1024);
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto body = [](const char* prompt) {
+    return TJson{{"prompt", prompt}, {"max_tokens", 48}, {"temperature", 0}, {"ignore_eos", true}};
+  };
+  std::vector<SpecRequest> reqs = {
+      {body("Once upon a time")}, {body("The little dog")}, {body("Lily and Tom went to the park")},
+      {body("One day a bird")},   {body("Tom and Sam")},    {body("The sun was")}};
+  reqs[1].body["stream"] = true;
+  reqs[1].body["stream_options"] = {{"include_usage", true}};
+  reqs[3].body["temperature"] = 0.8;
+  reqs[3].body["top_k"] = 20;
+  reqs[3].body["seed"] = 7;
+  reqs[4].body["grammar"] = "root ::= [a-z ]+";
+  reqs[5].body["stream"] = true;
+  reqs[5].body["max_tokens"] = 2000;
+  reqs[5].hang_up = true;
+  std::vector<SpecReply> solo(5);
+  for (int i = 0; i < 5; ++i) solo[i] = send(server, reqs[i]);
+  ASSERT_GT(solo[2].text.size(), 16u) << solo[2].text;
+  reqs[2].body["stop"] = TJson::array({solo[2].text.substr(12, 4)});
+  solo[2] = send(server, reqs[2]);
+  int64_t drafted = 0;
+  for (int i : {0, 1, 2, 3}) {
+    EXPECT_GE(solo[i].accepted, 0) << "request " << i << " did not decode speculatively";
+    drafted += solo[i].accepted + solo[i].rejected;
+  }
+  EXPECT_GT(drafted, 0);
+  EXPECT_EQ(solo[4].accepted, -1) << "a grammar job drafts nothing";
+  const int64_t passes0 = metric_value(server, "sniper_batch_passes_total");
+  const int64_t seqs0 = metric_value(server, "sniper_batch_sequences_total");
+  const int64_t rows0 = metric_value(server, "sniper_batch_rows_total");
+  std::vector<SpecReply> got(reqs.size());
+  std::latch go(static_cast<std::ptrdiff_t>(reqs.size()));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      go.arrive_and_wait();
+      got[i] = send(server, reqs[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  int64_t drafted_together = 0;
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    if (got[i].accepted >= 0) drafted_together += got[i].accepted + got[i].rejected;
+    EXPECT_EQ(got[i].text, solo[i].text);
+    EXPECT_EQ(got[i].accepted, solo[i].accepted);
+    EXPECT_EQ(got[i].rejected, solo[i].rejected);
+  }
+  EXPECT_TRUE(wait_for_metric(server, "sniper_requests_total{endpoint=\"completions\",status=\"cancelled\"} 1\n"));
+  EXPECT_TRUE(wait_for_metric(server, "sniper_slots_busy 0\n"));
+  const int64_t passes = metric_value(server, "sniper_batch_passes_total") - passes0;
+  const int64_t seqs = metric_value(server, "sniper_batch_sequences_total") - seqs0;
+  const int64_t rows = metric_value(server, "sniper_batch_rows_total") - rows0;
+  EXPECT_GT(seqs, passes + passes / 2) << seqs << " sequences in " << passes << " passes";
+  // A verification brings 1 + k rows of one sequence to its pass: every draft was verified in a
+  // shared pass (prompt chunks only add to the rows).
+  EXPECT_GE(rows - seqs, drafted_together) << rows << " rows of " << seqs << " sequences";
+  EXPECT_EQ(send(server, reqs[0]).text, solo[0].text);
+  EXPECT_TRUE(wait_for_metric(server, "sniper_slots_busy 0\n"));
 }
 
 TEST(ServerSpeculative, BadDraftSettingsAreRefusedAtStart) {
