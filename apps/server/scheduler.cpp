@@ -390,7 +390,7 @@ void Scheduler::step() {
                     Kind::kPrefill});
     budget -= static_cast<int64_t>(n);
   }
-  prefill_turn_ = (prefill_turn_ + 1) % n_slots;
+  if (n_slots > 0) prefill_turn_ = (prefill_turn_ + 1) % n_slots;
   // A job whose tokens the session refuses (its context) ends alone, before the pass.
   std::vector<BatchItem> items;
   std::vector<Work*> in_pass;

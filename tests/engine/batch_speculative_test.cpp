@@ -207,6 +207,7 @@ class Runner {
     }
     EXPECT_GT(shared, 3) << "passes verifying the drafts of two sequences or more, of " << passes;
     std::vector<Result1> out;
+    out.reserve(seqs.size());
     for (Seq& q : seqs) out.push_back(finish(q));
     return out;
   }

@@ -402,7 +402,7 @@ std::string write_renamed_token_copy(const std::string& dir, int32_t id, const s
     EXPECT_TRUE(in.good()) << t.name;
     w.add_tensor_bytes(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims), std::move(bytes));
   }
-  const std::string path = dir + "/other-vocab.gguf";
+  std::string path = dir + "/other-vocab.gguf";
   Status st = w.write(path);
   EXPECT_TRUE(st.ok()) << st.error().message;
   return path;
