@@ -17,18 +17,6 @@
 namespace sniper::server {
 namespace {
 
-// Polls GET /metrics until `line` appears (the server updates it after the response), up to 20 s.
-bool wait_for_metric(TestServer& s, const std::string& line) {
-  auto cli = s.client();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto r = cli->Get("/metrics");
-    if (r && r->body.find(line) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 uint64_t metric_value(TestServer& s, const std::string& name) {
   auto r = s.client()->Get("/metrics");
   if (!r) return 0;
@@ -117,6 +105,7 @@ TEST(ServerBatching, EightClientsGetTheirSoloTextsFromSharedPasses) {
   std::vector<std::string> texts(8);
   std::latch go(8);
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
       go.arrive_and_wait();

@@ -14,18 +14,6 @@
 namespace sniper::server {
 namespace {
 
-// Polls GET /metrics until `line` appears (the server updates it asynchronously), up to 20 s.
-bool wait_for_metric(TestServer& s, const std::string& line) {
-  auto cli = s.client();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto r = cli->Get("/metrics");
-    if (r && r->body.find(line) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 // POST /v1/completions: 8 greedy tokens after `prompt`; expects 200 and returns the response.
 TJson complete_greedy(httplib::Client& cli, const std::string& prompt) {
   auto r = cli.Post("/v1/completions", TJson{{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}}.dump(),

@@ -154,17 +154,6 @@ SpecReply send(TestServer& s, const SpecRequest& q) {
   return out;
 }
 
-bool wait_for_metric(TestServer& s, const std::string& line) {
-  auto cli = s.client();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto r = cli->Get("/metrics");
-    if (r && r->body.find(line) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 // Several speculative slots at once (greedy, streamed, a stop string, sampled with a seed) beside
 // a grammar job that decodes plainly and a client that hangs up mid-stream: their drafts are
 // verified in shared passes (more verification rows than passes), and each client gets the text

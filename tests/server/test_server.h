@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -111,5 +112,17 @@ inline std::vector<TJson> parse_sse(const std::string& body, bool* done) {
 }
 
 inline std::string models_dir() { return shared_dir() + "/models"; }
+
+// Polls GET /metrics until `line` appears (the server updates it after the response), up to 20 s.
+inline bool wait_for_metric(TestServer& s, const std::string& line) {
+  auto cli = s.client();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = cli->Get("/metrics");
+    if (r && r->body.find(line) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
 
 }  // namespace sniper::server
