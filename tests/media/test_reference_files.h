@@ -131,7 +131,7 @@ inline std::string write_synth_projector(const nlohmann::json& meta, const std::
     if (k == "--ff") s.n_ff = std::stoll(v);
     if (k == "--mmproj-act") s.act = v;
   }
-  const std::string path =
+  std::string path =
       (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".mmproj.gguf")).string();
   auto written = write_synth_mmproj(s, path);
   EXPECT_TRUE(written.ok()) << written.error().message;

@@ -80,13 +80,7 @@ class ServerAudio : public ::testing::Test {
   }
 
   static TJson post(const std::string& path, const TJson& body, int* status) {
-    auto res = server_->client()->Post(path, body.dump(), "application/json");
-    if (!res) {
-      *status = -1;
-      return TJson();
-    }
-    *status = res->status;
-    return TJson::parse(res->body, nullptr, false);
+    return post_json(*server_, path, body, status);
   }
   static TJson audio_part(const std::vector<uint8_t>& bytes, const std::string& format = "wav") {
     return TJson{{"type", "input_audio"}, {"input_audio", {{"data", base64(bytes)}, {"format", format}}}};

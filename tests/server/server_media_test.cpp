@@ -75,13 +75,7 @@ class ServerMedia : public ::testing::Test {
   }
 
   static TJson post(const std::string& path, const TJson& body, int* status) {
-    auto res = server_->client()->Post(path, body.dump(), "application/json");
-    if (!res) {
-      *status = -1;
-      return TJson();
-    }
-    *status = res->status;
-    return TJson::parse(res->body, nullptr, false);
+    return post_json(*server_, path, body, status);
   }
 
   static TJson image_part(const std::string& url) {

@@ -113,6 +113,18 @@ inline std::vector<TJson> parse_sse(const std::string& body, bool* done) {
 
 inline std::string models_dir() { return shared_dir() + "/models"; }
 
+// POSTs `body` as JSON: the reply parsed (discarded on a parse error) and its status in *status
+// (-1 when no reply came).
+inline TJson post_json(TestServer& s, const std::string& path, const TJson& body, int* status) {
+  auto res = s.client()->Post(path, body.dump(), "application/json");
+  if (!res) {
+    *status = -1;
+    return TJson();
+  }
+  *status = res->status;
+  return TJson::parse(res->body, nullptr, false);
+}
+
 // Polls GET /metrics until `line` appears (the server updates it after the response), up to 20 s.
 inline bool wait_for_metric(TestServer& s, const std::string& line) {
   auto cli = s.client();
